@@ -1,0 +1,139 @@
+"""The one injectable clock: every "now" in the core comes from here.
+
+Times are timezone-aware, in Larkfield's zone (America/Toronto), stored as ISO 8601 with offset
+(``2026-10-09T17:00:50-04:00``). Tests and trainers pass a :class:`FixedClock`; the trainer's
+clock kept in the home folder is a :class:`FileClock` (``resolver clock ...``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Protocol
+from zoneinfo import ZoneInfo
+
+from core.errors import ResolverError
+
+SHOP_TZ = ZoneInfo("America/Toronto")
+"""Larkfield's time zone: every time shown to a person is in it."""
+
+
+class Clock(Protocol):
+    """Something that says what time it is and can wait (the executor's backoff)."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware."""
+
+    def sleep(self, seconds: float) -> None:
+        """Wait ``seconds`` (a simulated clock just moves forward)."""
+
+
+class SystemClock:
+    """Real time in America/Toronto; ``sleep`` really sleeps."""
+
+    simulated = False
+
+    def now(self) -> datetime:
+        return datetime.now(SHOP_TZ).replace(microsecond=0)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+
+class FixedClock:
+    """A clock that only moves when told to: ``advance`` or ``sleep`` (seconds)."""
+
+    simulated = True
+
+    def __init__(self, at: datetime | str) -> None:
+        self._at = parse_time(at) if isinstance(at, str) else at
+        if self._at.tzinfo is None:
+            raise ValueError("FixedClock needs a timezone-aware time.")
+
+    def now(self) -> datetime:
+        return self._at
+
+    def sleep(self, seconds: float) -> None:
+        self.advance(timedelta(seconds=seconds))
+
+    def advance(self, delta: timedelta) -> None:
+        self._at = self._at + delta
+
+    def set(self, at: datetime) -> None:
+        self._at = at
+
+
+class FileClock:
+    """The trainer's clock, kept in ``clock.json`` in the home folder.
+
+    The file holds ``{"at": ISO time, "set_at": real ISO time}`` and the clock runs forward from
+    ``at`` at real speed. With no file, the clock is real time.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def _read(self) -> tuple[datetime, datetime] | None:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            return parse_time(raw["at"]), parse_time(raw["set_at"])
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ResolverError(f"The clock file {self.path} is damaged ({exc}); run `resolver clock real`.") from exc
+
+    @property
+    def simulated(self) -> bool:
+        return self._read() is not None
+
+    def now(self) -> datetime:
+        kept = self._read()
+        real = datetime.now(SHOP_TZ).replace(microsecond=0)
+        if kept is None:
+            return real
+        at, set_at = kept
+        return (at + (real - set_at)).astimezone(SHOP_TZ)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
+
+    def set(self, at: datetime) -> None:
+        real = datetime.now(SHOP_TZ).replace(microsecond=0)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps({"at": iso(at), "set_at": iso(real)}) + "\n", encoding="utf-8")
+
+    def advance(self, delta: timedelta) -> None:
+        self.set(self.now() + delta)
+
+    def real(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def parse_time(text: str) -> datetime:
+    """Parse ISO 8601; a time without offset is taken as America/Toronto. Raises ValueError."""
+    value = datetime.fromisoformat(text)
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=SHOP_TZ)
+    return value
+
+
+def iso(value: datetime) -> str:
+    """ISO 8601 with offset, in America/Toronto, to the second."""
+    return value.astimezone(SHOP_TZ).replace(microsecond=0).isoformat()
+
+
+def age(since: datetime, now: datetime) -> str:
+    """A short age for a queue: ``45s``, ``12m``, ``3h 5m``, ``2d 16h``."""
+    seconds = max(0, int((now - since).total_seconds()))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d {hours}h"
+    if hours:
+        return f"{hours}h {minutes}m"
+    if minutes:
+        return f"{minutes}m"
+    return f"{secs}s"

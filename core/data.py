@@ -1,0 +1,289 @@
+"""The Larkfield practice world as shipped in ``data/``: tickets, world, policy, recordings.
+
+Everything here is read-only text reviewed like code. The files are JSON:
+
+- ``data/world.json``: customers, catalog items, orders (``LK-nnnnnn``) with their lines,
+  payments (``PAY-nnnnnn-k``) and shipments. Money is CAD as decimal strings.
+- ``data/policy.json``: rules ``W1``...``Wn`` and who may approve what (roles by action and amount).
+- ``data/models.json``: the price table per model, in US$ per million tokens.
+- ``data/tickets/T-nnnnn.json``: one ticket each, with its simulated faults.
+- ``data/recordings/T-nnnnn.json``: the recorded model runs of one ticket (the test double for a
+  model; see :mod:`core.provider`).
+
+``data_dir()`` finds the folder whether the package is installed editable (the repository's
+``data/``) or from a wheel (shipped inside the package as ``core/_data``).
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from functools import lru_cache
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from core.errors import ResolverError
+
+Money = Annotated[Decimal, Field(decimal_places=2)]
+"""An amount in CAD with two decimals, stored as a decimal string."""
+
+
+class DataError(ResolverError):
+    """A file in ``data/`` is missing or does not match its schema."""
+
+
+class TaskNotFound(ResolverError):
+    """No ticket with that ID in ``data/tickets/``."""
+
+
+def data_dir() -> Path:
+    """Return the folder holding the practice world's text files.
+
+    Raises:
+        DataError: neither the repository's ``data/`` nor the packaged ``core/_data`` exists.
+    """
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent / "data", here / "_data"):
+        if (candidate / "policy.json").is_file():
+            return candidate
+    raise DataError(f"Cannot find the practice world's data folder next to {here}.")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- the world -------------------------------------------------------------------------------
+
+
+class Customer(_Frozen):
+    customer_id: str  # C-nnnn
+    name: str
+    email: str
+    language: str = "en"
+    since: str  # ISO date
+
+
+class CatalogItem(_Frozen):
+    sku: str  # e.g. PLANTER
+    name: str
+    price: Money  # CAD
+
+
+class OrderLine(_Frozen):
+    sku: str
+    quantity: int = Field(ge=1)
+    unit_price: Money  # CAD
+
+
+class Order(_Frozen):
+    order_id: str  # LK-nnnnnn
+    customer_id: str
+    placed_at: str  # ISO 8601 with offset
+    status: Literal["placed", "shipped", "delivered", "cancelled"]
+    ship_to: str
+    lines: list[OrderLine]
+    shipping: Money = Decimal("0.00")  # CAD
+
+    @property
+    def total(self) -> Decimal:
+        """Lines plus shipping, in CAD."""
+        return sum((l.unit_price * l.quantity for l in self.lines), Decimal("0.00")) + self.shipping
+
+
+class Payment(_Frozen):
+    payment_id: str  # PAY-nnnnnn-k
+    order_id: str
+    amount: Money  # CAD
+    status: Literal["captured", "refunded"]
+    captured_at: str
+
+
+class Shipment(_Frozen):
+    shipment_id: str
+    order_id: str
+    carrier: str
+    tracking: str
+    status: Literal["label_created", "in_transit", "delivered", "lost"]
+    shipped_at: str | None = None
+    delivered_at: str | None = None
+    promised_by: str | None = None
+
+
+class WorldData(_Frozen):
+    customers: list[Customer]
+    catalog: list[CatalogItem]
+    orders: list[Order]
+    payments: list[Payment]
+    shipments: list[Shipment]
+
+
+# --- the policy -------------------------------------------------------------------------------
+
+Role = Literal["agent", "team_lead", "grace"]
+ROLES: tuple[str, ...] = ("agent", "team_lead", "grace")
+"""Approver roles from lowest to highest: ``agent`` < ``team_lead`` < ``grace`` (the owner)."""
+
+
+class Rule(_Frozen):
+    rule_id: str  # W1 ... Wn
+    title: str
+    text: str
+
+
+class ApprovalLimit(_Frozen):
+    """The lowest role that may approve ``action`` up to ``max_amount`` CAD (None: any amount)."""
+
+    action: str
+    role: Role
+    max_amount: Money | None = None
+
+
+class PolicyData(_Frozen):
+    version: str
+    rules: list[Rule]
+    approval_limits: list[ApprovalLimit]
+
+
+class ModelPrice(_Frozen):
+    """US$ per million tokens in and out."""
+
+    model: str
+    usd_per_million_in: Decimal
+    usd_per_million_out: Decimal
+
+
+# --- tickets and recordings --------------------------------------------------------------------
+
+
+class Fault(_Frozen):
+    """A simulated fault of a write service, met once per run (then kept in ``faults_seen``).
+
+    ``kind`` is ``timeout`` or ``unavailable`` (both transient: the executor retries), and
+    ``times`` is how many calls in a row fail.
+    """
+
+    service: Literal["request_refund", "reship_item", "create_return_label", "send_reply"]
+    kind: Literal["timeout", "unavailable"]
+    times: int = Field(default=1, ge=1)
+
+
+class Ticket(_Frozen):
+    task_id: str  # T-nnnnn
+    kind: str
+    customer_id: str
+    order_id: str
+    subject: str
+    message: str
+    received_at: str
+    faults: list[Fault] = []
+
+
+class Usage(_Frozen):
+    tokens_in: int = Field(ge=0)
+    tokens_out: int = Field(ge=0)
+
+
+class ToolCallTurn(_Frozen):
+    kind: Literal["tool_call"] = "tool_call"
+    tool: str
+    args: dict[str, Any]
+    usage: Usage
+
+
+class FinalTurn(_Frozen):
+    """The model's final outcome.
+
+    ``outcome`` is ``resolve`` (a proposal with actions), ``reply`` (a reply only, no write
+    but the reply) or ``hand_to_person``.
+    """
+
+    kind: Literal["final"] = "final"
+    outcome: Literal["resolve", "reply", "hand_to_person"]
+    rule: str
+    reason: str
+    actions: list[dict[str, Any]] = []
+    reply_draft: str = ""
+    usage: Usage
+
+
+Turn = Annotated[ToolCallTurn | FinalTurn, Field(discriminator="kind")]
+
+
+class Recording(_Frozen):
+    variant: str
+    model: str
+    repeat: int = Field(ge=1)
+    turns: list[Turn]
+
+
+class TicketRecordings(_Frozen):
+    task_id: str
+    runs: list[Recording]
+
+
+# --- loading ------------------------------------------------------------------------------------
+
+
+def _read(path: Path, model: type[BaseModel] | TypeAdapter) -> Any:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise DataError(f"Missing data file {path}.") from exc
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path} is not valid JSON: {exc}.") from exc
+    try:
+        if isinstance(model, TypeAdapter):
+            return model.validate_python(raw)
+        return model.model_validate(raw)
+    except Exception as exc:  # pydantic.ValidationError, shown as one sentence
+        raise DataError(f"{path} does not match its schema: {exc}") from exc
+
+
+@lru_cache(maxsize=1)
+def load_world_data() -> WorldData:
+    """The world as shipped (before any write). Raises DataError."""
+    return _read(data_dir() / "world.json", WorldData)
+
+
+@lru_cache(maxsize=1)
+def load_policy() -> PolicyData:
+    """The policy as shipped in ``data/policy.json``. Raises DataError."""
+    return _read(data_dir() / "policy.json", PolicyData)
+
+
+@lru_cache(maxsize=1)
+def load_prices() -> dict[str, ModelPrice]:
+    """Price table by model name. Raises DataError."""
+    prices = _read(data_dir() / "models.json", TypeAdapter(list[ModelPrice]))
+    return {p.model: p for p in prices}
+
+
+def task_ids() -> list[str]:
+    """Every ticket ID in ``data/tickets/``, sorted."""
+    return sorted(p.stem for p in (data_dir() / "tickets").glob("T-*.json"))
+
+
+@lru_cache(maxsize=None)
+def load_task(task_id: str) -> Ticket:
+    """Load one ticket.
+
+    Raises:
+        TaskNotFound: no such ticket (the message lists how to see the tickets).
+        DataError: the file does not match the schema.
+    """
+    path = data_dir() / "tickets" / f"{task_id}.json"
+    if not path.is_file():
+        raise TaskNotFound(f"No ticket {task_id}. The tickets are in {path.parent}.")
+    return _read(path, Ticket)
+
+
+@lru_cache(maxsize=None)
+def load_recordings(task_id: str) -> TicketRecordings:
+    """Load the recorded model runs of one ticket. Raises TaskNotFound or DataError."""
+    path = data_dir() / "recordings" / f"{task_id}.json"
+    if not path.is_file():
+        raise TaskNotFound(f"No recorded model runs for {task_id} in {path.parent}.")
+    return _read(path, TicketRecordings)

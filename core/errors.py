@@ -1,0 +1,43 @@
+"""Error types of the core. Each carries one sentence a person can act on.
+
+The CLI prints ``str(error)`` and exits 1; the app shows it in a notification. None of them is
+ever shown as a traceback.
+"""
+
+from __future__ import annotations
+
+
+class ResolverError(Exception):
+    """Base of every expected error: its message is a complete sentence for a person."""
+
+
+class RunNotFound(ResolverError):
+    """No saved run with that ID."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"No run {run_id}. Run `resolver runs` to see the saved runs.")
+        self.run_id = run_id
+
+
+class CorruptCheckpoint(ResolverError):
+    """The saved state of a run is not valid JSON or does not match the TaskState schema."""
+
+
+class UnsupportedSchemaVersion(ResolverError):
+    """The saved state has a schema_version this code cannot migrate (seed 001: fail closed)."""
+
+
+class StaleCheckpoint(ResolverError):
+    """A writer tried to save a state older than the one stored (compare-and-set on version)."""
+
+
+class StoreBusy(ResolverError):
+    """The SQLite database stayed locked by another process past the busy timeout."""
+
+
+class ApprovalRefused(ResolverError):
+    """An approve or reject that was refused, with nothing changed."""
+
+
+class LeaseHeld(ResolverError):
+    """Another executor holds the run's lease and it has not expired."""

@@ -1,0 +1,84 @@
+"""Who may approve what: roles by action and amount, from ``data/policy.json``.
+
+Roles rank ``agent`` < ``team_lead`` < ``grace`` (the owner). Each action needs the lowest role
+whose limit covers its value; a proposal needs the highest role of its actions (issue "Core 2").
+With the shipped policy an agent may approve the 9.95 refund of T-90104, and the 119.00
+double-charge refund of T-65273 needs a team lead or above (seed 000).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from pydantic import BaseModel
+
+from core.data import ROLES, PolicyData, load_policy, load_world_data
+from core.errors import ResolverError
+
+ROLE_LABELS = {"agent": "agent", "team_lead": "team lead", "grace": "grace"}
+
+
+class UnknownRole(ResolverError):
+    """A role that is not one of agent, team_lead, grace."""
+
+
+def check_role(role: str) -> str:
+    """Return ``role`` if known. Raises UnknownRole with the list of roles."""
+    if role not in ROLES:
+        raise UnknownRole(f"Unknown role {role!r}: use one of {', '.join(ROLES)}.")
+    return role
+
+
+def rank(role: str) -> int:
+    """0 for agent, 1 for team_lead, 2 for grace. Raises UnknownRole."""
+    return ROLES.index(check_role(role))
+
+
+def action_value(action: BaseModel) -> Decimal:
+    """What an action is worth for the approval limits, in CAD.
+
+    A refund is its amount; a reship is unit price x quantity from the catalog; labels and
+    replies are worth 0.
+    """
+    kind = getattr(action, "type", "")
+    if kind == "request_refund":
+        return action.amount  # type: ignore[attr-defined]
+    if kind == "reship_item":
+        prices = {item.sku: item.price for item in load_world_data().catalog}
+        return prices.get(action.sku, Decimal("0.00")) * action.quantity  # type: ignore[attr-defined]
+    return Decimal("0.00")
+
+
+def required_role(action: BaseModel, policy: PolicyData | None = None) -> str:
+    """The lowest role that may approve ``action`` under ``policy`` (default: the shipped one).
+
+    Raises:
+        ResolverError: the policy names no limit for this kind of action.
+    """
+    policy = policy or load_policy()
+    kind = getattr(action, "type", "")
+    value = action_value(action)
+    limits = sorted((l for l in policy.approval_limits if l.action == kind), key=lambda l: ROLES.index(l.role))
+    if not limits:
+        raise ResolverError(f"The policy {policy.version} says nobody may approve {kind}.")
+    for limit in limits:
+        if limit.max_amount is None or value <= limit.max_amount:
+            return limit.role
+    return limits[-1].role if limits[-1].max_amount is None else "grace"
+
+
+def proposal_role(actions: list, policy: PolicyData | None = None) -> str:
+    """The role a whole proposal needs: the highest of its actions (``agent`` if none)."""
+    roles = [required_role(a, policy) for a in actions] or ["agent"]
+    return max(roles, key=ROLES.index)
+
+
+def may_approve(role: str, needed: str) -> bool:
+    """True when ``role`` ranks at least ``needed``."""
+    return rank(role) >= rank(needed)
+
+
+def who_may_approve(needed: str) -> str:
+    """``team lead or above``, ``agent or above``, or ``grace`` (the top role)."""
+    label = ROLE_LABELS[needed]
+    return label if needed == ROLES[-1] else f"{label} or above"

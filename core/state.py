@@ -1,0 +1,321 @@
+"""The state model: ``TaskState`` and everything it holds, with its digest and migrations.
+
+A ``TaskState`` is the whole run: what a new process needs to continue it (seed 000, "save the
+state, not the process"). ``model_dump_json`` / ``model_validate_json`` round-trip it, and the
+checkpoint store keeps it as JSON beside summary columns.
+
+Schema versions (``schema_version``):
+
+- 1: the first schema (frozen in ``tests/fixtures/task_state_v1.json``).
+- 2: adds ``reply_channel`` (default ``"email"``), seed 001's migration exercise, and the
+  metadata block (``policy_version``, ``tool_schema_version``, ``model_route``).
+
+:func:`migrate` upgrades a raw v1 dict to v2; any other version fails loudly with
+:class:`~core.errors.UnsupportedSchemaVersion`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from core.errors import UnsupportedSchemaVersion
+
+SCHEMA_VERSION = 2
+TOOL_SCHEMA_VERSION = "tools-1"
+
+Status = Literal["running", "waiting_approval", "executing", "done", "handed_to_person", "stopped"]
+STATUSES: tuple[str, ...] = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
+FINAL_STATUSES: frozenset[str] = frozenset({"done", "handed_to_person", "stopped"})
+
+CENT = Decimal("0.01")
+
+
+def cad(value: Decimal | str | int | float) -> Decimal:
+    """An amount in CAD, quantized to cents (``Decimal('119.00')``). Floats go through ``str``."""
+    return Decimal(str(value)).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def canonical_json(value: Any) -> str:
+    """JSON with sorted keys and no spaces: the same bytes whatever the key order."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+# --- actions ------------------------------------------------------------------------------------
+
+
+class RefundAction(_Model):
+    """Refund ``amount`` CAD of ``payment_id`` on ``order_id`` (payment service)."""
+
+    type: Literal["request_refund"] = "request_refund"
+    order_id: str
+    amount: Decimal
+    currency: Literal["CAD"] = "CAD"
+    reason_code: str
+    payment_id: str
+
+    @field_validator("amount", mode="before")
+    @classmethod
+    def _cents(cls, v: Any) -> Decimal:
+        return cad(v)
+
+    @property
+    def money(self) -> Decimal:
+        return self.amount
+
+    def line(self) -> str:
+        return f"{self.type:<20} {self.order_id}  {self.amount} {self.currency}  {self.reason_code}  payment {self.payment_id}"
+
+
+class ReshipAction(_Model):
+    """Send ``quantity`` of ``sku`` again on ``order_id`` (warehouse service)."""
+
+    type: Literal["reship_item"] = "reship_item"
+    order_id: str
+    sku: str
+    quantity: int = Field(ge=1)
+
+    def line(self) -> str:
+        return f"{self.type:<20} {self.order_id}  {self.sku} x {self.quantity}"
+
+
+class ReturnLabelAction(_Model):
+    """Create a return label for ``sku`` on ``order_id`` (label service)."""
+
+    type: Literal["create_return_label"] = "create_return_label"
+    order_id: str
+    sku: str
+    reason: str
+    return_shipping: Literal["free", "customer_paid"] = "free"
+
+    def line(self) -> str:
+        return f"{self.type:<20} {self.order_id}  {self.sku}  reason {self.reason} (return shipping: {self.return_shipping})"
+
+
+class ReplyAction(_Model):
+    """Send the reply draft to the customer (mail service). Added by the executor, never proposed."""
+
+    type: Literal["send_reply"] = "send_reply"
+    order_id: str
+    customer_id: str
+    text: str
+
+    def line(self) -> str:
+        return f"{self.type:<20} {self.order_id}  to {self.customer_id}"
+
+
+Action = Annotated[RefundAction | ReshipAction | ReturnLabelAction | ReplyAction, Field(discriminator="type")]
+ProposedAction = Annotated[RefundAction | ReshipAction | ReturnLabelAction, Field(discriminator="type")]
+
+
+def action_line(action: BaseModel) -> str:
+    """One action as the request prints it (``request_refund       LK-507862  119.00 CAD ...``)."""
+    return action.line()  # type: ignore[attr-defined]
+
+
+def action_short(action: BaseModel) -> str:
+    """The action line with its padding collapsed (``request_refund LK-507862 119.00 CAD ...``)."""
+    return " ".join(action_line(action).split())
+
+
+def action_amount(action: BaseModel) -> Decimal:
+    """The money an action moves or is worth, in CAD (0 for labels and replies).
+
+    A reship is worth its items (unit price x quantity); the caller passes the price in via
+    :func:`core.policy.action_value`, so here only refunds carry an amount.
+    """
+    return getattr(action, "amount", Decimal("0.00"))
+
+
+# --- proposal, approval, operations ------------------------------------------------------------
+
+
+class Proposal(_Model):
+    """What the agent proposes: ``outcome`` with its rule, reason, actions and reply draft."""
+
+    outcome: Literal["resolve", "reply", "hand_to_person"]
+    rule: str
+    reason: str
+    actions: list[ProposedAction] = []
+    reply_draft: str = ""
+
+    def digest_payload(self) -> dict[str, Any]:
+        """What the digest covers: actions with all their arguments, rule and reply draft."""
+        return {
+            "actions": [a.model_dump(mode="json") for a in self.actions],
+            "rule": self.rule,
+            "reply_draft": self.reply_draft,
+        }
+
+    @property
+    def digest(self) -> str:
+        """SHA-256 (hex, 64 digits) of the canonical JSON of :meth:`digest_payload`."""
+        return hashlib.sha256(canonical_json(self.digest_payload()).encode("utf-8")).hexdigest()
+
+    @property
+    def short_digest(self) -> str:
+        """The first 12 hex digits of the digest, as the request shows it."""
+        return self.digest[:12]
+
+
+class Approval(_Model):
+    """An approval issued by :mod:`core.approval` alone; ``signature`` is its HMAC-SHA256."""
+
+    role: str
+    name: str
+    at: datetime
+    digest: str
+    signature: str
+
+
+class Rejection(_Model):
+    """A rejection with its required reason."""
+
+    role: str
+    name: str
+    at: datetime
+    digest: str
+    reason: str
+
+
+class Operation(_Model):
+    """One approved write: stable ID (16 hex digits), the action, its status and calls."""
+
+    operation_id: str
+    index: int
+    action: Action
+    status: Literal["pending", "done", "failed"] = "pending"
+    calls: int = 0
+    result: dict[str, Any] | None = None
+    error: str | None = None
+
+
+class Usage(_Model):
+    """Model usage of a run: calls, tokens, and cost in US$."""
+
+    model_calls: int = 0
+    tool_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: Decimal = Decimal("0")
+
+
+class Message(_Model):
+    """One entry of the model's working context."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    step: int = 0
+
+
+class Evidence(_Model):
+    """A read-only tool call the agent made, with its JSON result."""
+
+    step: int
+    tool: str
+    args: dict[str, Any]
+    result: Any
+
+
+class Event(_Model):
+    """One line of the run's log; also appended to the store's events table (the trace)."""
+
+    seq: int
+    at: datetime
+    kind: str
+    message: str
+    data: dict[str, Any] = {}
+
+
+class Meta(_Model):
+    """Seed 001's snapshot metadata: policy version, tool schema version, model route."""
+
+    policy_version: str = ""
+    tool_schema_version: str = TOOL_SCHEMA_VERSION
+    model_route: str = ""
+
+
+class TaskState(_Model):
+    """The whole state of one run of one ticket (seed 000's TaskState).
+
+    Shapes: ``step`` counts model calls made in the loop; ``messages`` is the model's working
+    context; ``evidence`` the read-only tool calls; ``operations`` the approved writes;
+    ``faults_seen`` the simulated faults already met (``service:kind:n``); ``usage`` tokens and
+    US$; ``version`` is the checkpoint row's compare-and-set counter (0: never saved).
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    task_id: str
+    variant: str
+    model: str
+    repeat: int = 1
+    status: Status = "running"
+    step: int = 0
+    max_steps: int = 8
+    customer_id: str = ""
+    order_id: str = ""
+    messages: list[Message] = []
+    evidence: list[Evidence] = []
+    plan: list[str] = []
+    proposal: Proposal | None = None
+    approval: Approval | None = None
+    rejection: Rejection | None = None
+    operations: list[Operation] = []
+    faults_seen: list[str] = []
+    usage: Usage = Usage()
+    events: list[Event] = []
+    created_at: datetime
+    updated_at: datetime
+    version: int = 0
+    reply_channel: str = "email"
+    meta: Meta = Meta()
+
+    def log(self, kind: str, message: str, at: datetime | None = None, **data: Any) -> Event:
+        """Append an event to the run's log (``at`` defaults to ``updated_at``)."""
+        event = Event(seq=len(self.events) + 1, at=at or self.updated_at, kind=kind, message=message, data=data)
+        self.events.append(event)
+        return event
+
+    def operation(self, operation_id: str) -> Operation | None:
+        """The operation with that ID, or None."""
+        return next((op for op in self.operations if op.operation_id == operation_id), None)
+
+
+def migrate(raw: dict[str, Any]) -> dict[str, Any]:
+    """Upgrade a raw checkpoint dict to the current schema.
+
+    v1 -> v2: ``reply_channel`` defaults to ``"email"`` and ``meta`` to empty metadata.
+
+    Raises:
+        UnsupportedSchemaVersion: a version this code does not know (newer or garbage).
+    """
+    version = raw.get("schema_version", 1)
+    if version == SCHEMA_VERSION:
+        return raw
+    if version == 1:
+        upgraded = dict(raw)
+        upgraded.setdefault("reply_channel", "email")
+        upgraded.setdefault("meta", Meta().model_dump(mode="json"))
+        upgraded["schema_version"] = 2
+        return upgraded
+    raise UnsupportedSchemaVersion(
+        f"Run {raw.get('run_id', '?')} was saved with schema version {version!r}; this resolver reads "
+        f"versions 1 to {SCHEMA_VERSION}. Upgrade resolver or reset the run."
+    )
+
+
+def operation_id(run_id: str, index: int, action: BaseModel) -> str:
+    """The stable ID of an operation: 16 hex digits of SHA-256 over run ID, index and the
+    action's canonical JSON. The same on every resume, different for every action."""
+    payload = f"{run_id}|{index}|{canonical_json(action.model_dump(mode='json'))}"
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,401 @@
+"""The Larkfield practice world: ``larkfield.sqlite``, its read-only tools and write services.
+
+The world is built on first use from ``data/world.json``. It holds customers, catalog, orders,
+payments and shipments, what the write services did (refunds, reshipments, return labels,
+replies) and the **operations register**: for each operation ID, the service, its arguments and
+its result. The register is what the executor reconciles with after a crash (seed 000, "What
+survives a crash").
+
+Write services take an operation ID as their idempotency key: a second call with the same ID
+changes nothing and returns the first result. Each checks its own invariants at the moment of
+the write and raises :class:`ServiceRefused` with the service's sentence, for instance
+``PAY-507862-2 is not a captured charge of LK-507862``. Simulated faults raise
+:class:`TransientServiceError` once each and are recorded in the caller's ``faults_seen``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from contextlib import contextmanager
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import sqlite_utils
+
+from core.clock import Clock, SystemClock, iso
+from core.data import Fault, load_policy, load_world_data
+from core.errors import ResolverError, StoreBusy
+from core.state import cad
+
+BUSY_TIMEOUT_S = 5.0
+
+READ_TOOLS = ("get_order", "get_payments", "get_shipment", "get_customer", "get_policy")
+"""The agent's read-only tools, each taking one ID argument and returning JSON evidence."""
+
+TOOL_ARGS = {
+    "get_order": ("order_id",),
+    "get_payments": ("order_id",),
+    "get_shipment": ("order_id",),
+    "get_customer": ("customer_id",),
+    "get_policy": ("rule_id",),
+}
+
+WRITE_SERVICES = ("request_refund", "reship_item", "create_return_label", "send_reply")
+
+
+class ServiceRefused(ResolverError):
+    """A write service refused because its invariant does not hold (not retried)."""
+
+
+class TransientServiceError(ResolverError):
+    """A write service timed out or was unavailable; the executor may retry."""
+
+
+class UnknownTool(ResolverError):
+    """The agent asked for a tool that does not exist or with the wrong arguments."""
+
+
+def derived_id(prefix: str, operation_id: str) -> str:
+    """An ID derived from the operation ID: ``RF-`` + 8 upper hex digits of its SHA-256.
+
+    ``derived_id("RF", "manual-1")`` is ``RF-4CFEAE8E``, the seed's weekend refund.
+    """
+    return f"{prefix}-{hashlib.sha256(operation_id.encode('utf-8')).hexdigest()[:8].upper()}"
+
+
+class World:
+    """The practice world in ``path`` (``larkfield.sqlite``), built from ``data/`` on first use.
+
+    Args:
+        path: the database file.
+        clock: stamps the writes.
+        faults: simulated faults of this ticket (``data/tickets``), met once each.
+        faults_seen: the run's list of faults already met; appended to in place.
+        actor: who writes (a run ID, or ``manual`` for the weekend phone call).
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        clock: Clock | None = None,
+        faults: Iterable[Fault] = (),
+        faults_seen: list[str] | None = None,
+        actor: str = "manual",
+    ) -> None:
+        self.path = Path(path)
+        self.clock = clock or SystemClock()
+        self.faults = list(faults)
+        self.faults_seen = faults_seen if faults_seen is not None else []
+        self.actor = actor
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            if "operations" not in sqlite_utils.Database(conn).table_names():
+                self._build(conn)
+
+    # -- connections and building ---------------------------------------------------------------
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            yield conn
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreBusy(f"The practice world {self.path} stayed locked by another process; try again.") from exc
+            raise ResolverError(f"The practice world {self.path} failed: {exc}.") from exc
+        except sqlite3.DatabaseError as exc:
+            raise ResolverError(f"The practice world {self.path} is not a usable database: {exc}.") from exc
+        finally:
+            conn.close()
+
+    @contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            else:
+                conn.execute("COMMIT")
+
+    @staticmethod
+    def _build(conn: sqlite3.Connection) -> None:
+        data = load_world_data()
+        db = sqlite_utils.Database(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            db["customers"].insert_all([c.model_dump() for c in data.customers], pk="customer_id")
+            db["catalog"].insert_all([{**i.model_dump(), "price": str(i.price)} for i in data.catalog], pk="sku")
+            db["orders"].insert_all(
+                [
+                    {"order_id": o.order_id, "customer_id": o.customer_id, "placed_at": o.placed_at,
+                     "status": o.status, "ship_to": o.ship_to, "shipping": str(o.shipping), "total": str(o.total)}
+                    for o in data.orders
+                ],
+                pk="order_id",
+            )
+            db["order_lines"].insert_all(
+                [{"order_id": o.order_id, "sku": l.sku, "quantity": l.quantity, "unit_price": str(l.unit_price)}
+                 for o in data.orders for l in o.lines],
+                pk=("order_id", "sku"),
+            )
+            db["payments"].insert_all(
+                [{**p.model_dump(), "amount": str(p.amount),
+                  "refunded": str(p.amount) if p.status == "refunded" else "0.00"} for p in data.payments],
+                pk="payment_id",
+            )
+            db["payments"].create_index(["order_id"])
+            db["shipments"].insert_all([s.model_dump() for s in data.shipments], pk="shipment_id")
+            db["shipments"].create_index(["order_id"])
+            common = {"operation_id": str, "order_id": str, "at": str, "actor": str}
+            db["refunds"].create({"refund_id": str, **common, "payment_id": str, "amount": str, "reason_code": str}, pk="refund_id")
+            db["reshipments"].create({"reship_id": str, **common, "sku": str, "quantity": int}, pk="reship_id")
+            db["return_labels"].create(
+                {"label_id": str, **common, "sku": str, "reason": str, "return_shipping": str}, pk="label_id"
+            )
+            db["return_labels"].create_index(["order_id", "sku"], unique=True)
+            db["replies"].create({"reply_id": str, **common, "customer_id": str, "text": str}, pk="reply_id")
+            db["operations"].create(
+                {"operation_id": str, "service": str, "args": str, "result": str, "at": str, "actor": str},
+                pk="operation_id",
+            )
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    def reset(self) -> None:
+        """Rebuild the world from ``data/`` (every write since is forgotten)."""
+        self.path.unlink(missing_ok=True)
+        for suffix in ("-wal", "-shm"):
+            Path(str(self.path) + suffix).unlink(missing_ok=True)
+        with self._connect() as conn:
+            self._build(conn)
+
+    # -- read-only tools ------------------------------------------------------------------------
+
+    def call_tool(self, tool: str, args: dict[str, Any]) -> Any:
+        """Run one read-only tool and return its JSON-ready evidence.
+
+        Raises:
+            UnknownTool: no such tool, or arguments other than the tool's own.
+        """
+        if tool not in TOOL_ARGS:
+            raise UnknownTool(f"No tool {tool!r}; the tools are {', '.join(READ_TOOLS)}.")
+        if set(args) != set(TOOL_ARGS[tool]):
+            raise UnknownTool(f"{tool} takes {', '.join(TOOL_ARGS[tool])}, not {', '.join(sorted(args)) or 'nothing'}.")
+        return getattr(self, tool)(**args)
+
+    def get_order(self, order_id: str) -> dict[str, Any]:
+        """The order with its lines (CAD as strings), or ``{"error": ...}``."""
+        with self._connect() as conn:
+            order = conn.execute("SELECT * FROM orders WHERE order_id = ?", (order_id,)).fetchone()
+            if order is None:
+                return {"error": f"No order {order_id}"}
+            lines = conn.execute(
+                "SELECT l.sku, c.name, l.quantity, l.unit_price FROM order_lines l JOIN catalog c USING (sku) "
+                "WHERE l.order_id = ? ORDER BY l.sku",
+                (order_id,),
+            ).fetchall()
+        return {**dict(order), "currency": "CAD", "lines": [dict(l) for l in lines]}
+
+    def get_payments(self, order_id: str) -> list[dict[str, Any]]:
+        """Every payment of the order: amount, refunded so far, status (captured|refunded)."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT * FROM payments WHERE order_id = ? ORDER BY payment_id", (order_id,)).fetchall()
+        return [{**dict(r), "currency": "CAD"} for r in rows]
+
+    def get_shipment(self, order_id: str) -> list[dict[str, Any]]:
+        """The order's shipments with carrier, tracking and dates."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT * FROM shipments WHERE order_id = ? ORDER BY shipment_id", (order_id,)).fetchall()
+        return [dict(r) for r in rows]
+
+    def get_customer(self, customer_id: str) -> dict[str, Any]:
+        """The customer, or ``{"error": ...}``."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM customers WHERE customer_id = ?", (customer_id,)).fetchone()
+        return dict(row) if row else {"error": f"No customer {customer_id}"}
+
+    def get_policy(self, rule_id: str) -> dict[str, Any]:
+        """The text of policy rule ``rule_id`` (W1...Wn)."""
+        for rule in load_policy().rules:
+            if rule.rule_id == rule_id:
+                return rule.model_dump()
+        return {"error": f"No rule {rule_id}"}
+
+    # -- write services -------------------------------------------------------------------------
+
+    def lookup_operation(self, operation_id: str) -> dict[str, Any] | None:
+        """The register's entry for ``operation_id`` (service, args, result, at, actor), or None."""
+        with self._connect() as conn:
+            row = conn.execute("SELECT * FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
+        if row is None:
+            return None
+        return {**dict(row), "args": json.loads(row["args"]), "result": json.loads(row["result"])}
+
+    def _meet_fault(self, service: str) -> None:
+        for fault in self.faults:
+            if fault.service != service:
+                continue
+            for n in range(1, fault.times + 1):
+                key = f"{service}:{fault.kind}:{n}"
+                if key not in self.faults_seen:
+                    self.faults_seen.append(key)
+                    raise TransientServiceError(f"{service}: simulated {fault.kind} ({n} of {fault.times})")
+
+    def _write(
+        self, service: str, operation_id: str, args: dict[str, Any], do: Callable[[sqlite3.Connection, str], dict[str, Any]]
+    ) -> dict[str, Any]:
+        if not operation_id:
+            raise ResolverError(f"{service} needs an operation ID as its idempotency key.")
+        with self._immediate() as conn:
+            row = conn.execute("SELECT result FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
+            if row is not None:
+                return json.loads(row["result"])
+            self._meet_fault(service)
+            at = iso(self.clock.now())
+            result = do(conn, at)
+            conn.execute(
+                "INSERT INTO operations (operation_id, service, args, result, at, actor) VALUES (?, ?, ?, ?, ?, ?)",
+                (operation_id, service, json.dumps(args, default=str), json.dumps(result), at, self.actor),
+            )
+        return result
+
+    def request_refund(
+        self, operation_id: str, order_id: str, amount: Decimal | str | float, reason_code: str, payment_id: str
+    ) -> dict[str, Any]:
+        """Refund ``amount`` CAD of a captured payment of ``order_id``.
+
+        Returns ``{"refund_id": "RF-XXXXXXXX", "amount": "119.00", ...}``; the refund ID derives
+        from the operation ID. Raises ServiceRefused when the payment is not a captured charge of
+        the order or the amount exceeds what is left; TransientServiceError for a simulated fault.
+        """
+        value = cad(amount)
+        args = {"order_id": order_id, "amount": str(value), "reason_code": reason_code, "payment_id": payment_id}
+
+        def do(conn: sqlite3.Connection, at: str) -> dict[str, Any]:
+            pay = conn.execute("SELECT * FROM payments WHERE payment_id = ?", (payment_id,)).fetchone()
+            if pay is None or pay["order_id"] != order_id or pay["status"] != "captured":
+                raise ServiceRefused(f"{payment_id} is not a captured charge of {order_id}")
+            left = cad(pay["amount"]) - cad(pay["refunded"])
+            if value <= 0:
+                raise ServiceRefused(f"A refund must be more than 0.00 CAD, not {value}")
+            if value > left:
+                raise ServiceRefused(f"{value} CAD is more than the {left} CAD left on {payment_id}")
+            refunded = cad(pay["refunded"]) + value
+            status = "refunded" if refunded == cad(pay["amount"]) else "captured"
+            conn.execute("UPDATE payments SET refunded = ?, status = ? WHERE payment_id = ?", (str(refunded), status, payment_id))
+            refund_id = derived_id("RF", operation_id)
+            conn.execute(
+                "INSERT INTO refunds (refund_id, operation_id, order_id, at, actor, payment_id, amount, reason_code) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (refund_id, operation_id, order_id, at, self.actor, payment_id, str(value), reason_code),
+            )
+            return {"refund_id": refund_id, "order_id": order_id, "payment_id": payment_id, "amount": str(value), "currency": "CAD"}
+
+        return self._write("request_refund", operation_id, args, do)
+
+    def reship_item(self, operation_id: str, order_id: str, sku: str, quantity: int) -> dict[str, Any]:
+        """Send ``quantity`` of ``sku`` again. Refuses an item not on the order, or more than ordered."""
+        args = {"order_id": order_id, "sku": sku, "quantity": quantity}
+
+        def do(conn: sqlite3.Connection, at: str) -> dict[str, Any]:
+            line = conn.execute("SELECT quantity FROM order_lines WHERE order_id = ? AND sku = ?", (order_id, sku)).fetchone()
+            if line is None:
+                raise ServiceRefused(f"{sku} is not an item of {order_id}")
+            if quantity < 1 or quantity > line["quantity"]:
+                raise ServiceRefused(f"{order_id} has {line['quantity']} x {sku}, cannot reship {quantity}")
+            reship_id = derived_id("RS", operation_id)
+            conn.execute(
+                "INSERT INTO reshipments (reship_id, operation_id, order_id, at, actor, sku, quantity) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (reship_id, operation_id, order_id, at, self.actor, sku, quantity),
+            )
+            return {"reship_id": reship_id, "order_id": order_id, "sku": sku, "quantity": quantity}
+
+        return self._write("reship_item", operation_id, args, do)
+
+    def create_return_label(
+        self, operation_id: str, order_id: str, sku: str, reason: str, return_shipping: str = "free"
+    ) -> dict[str, Any]:
+        """Create the one return label an item may have. Refuses a second label or a foreign item."""
+        args = {"order_id": order_id, "sku": sku, "reason": reason, "return_shipping": return_shipping}
+
+        def do(conn: sqlite3.Connection, at: str) -> dict[str, Any]:
+            if conn.execute("SELECT 1 FROM order_lines WHERE order_id = ? AND sku = ?", (order_id, sku)).fetchone() is None:
+                raise ServiceRefused(f"{sku} is not an item of {order_id}")
+            other = conn.execute("SELECT label_id FROM return_labels WHERE order_id = ? AND sku = ?", (order_id, sku)).fetchone()
+            if other is not None:
+                raise ServiceRefused(f"{sku} on {order_id} already has return label {other['label_id']}")
+            label_id = derived_id("RL", operation_id)
+            conn.execute(
+                "INSERT INTO return_labels (label_id, operation_id, order_id, at, actor, sku, reason, return_shipping) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (label_id, operation_id, order_id, at, self.actor, sku, reason, return_shipping),
+            )
+            return {"label_id": label_id, "order_id": order_id, "sku": sku, "return_shipping": return_shipping}
+
+        return self._write("create_return_label", operation_id, args, do)
+
+    def send_reply(self, operation_id: str, order_id: str, customer_id: str, text: str) -> dict[str, Any]:
+        """Send the reply to the customer. Refuses an empty reply or an unknown customer."""
+        args = {"order_id": order_id, "customer_id": customer_id, "chars": len(text)}
+
+        def do(conn: sqlite3.Connection, at: str) -> dict[str, Any]:
+            if not text.strip():
+                raise ServiceRefused("The reply is empty")
+            if conn.execute("SELECT 1 FROM customers WHERE customer_id = ?", (customer_id,)).fetchone() is None:
+                raise ServiceRefused(f"No customer {customer_id}")
+            reply_id = derived_id("MSG", operation_id)
+            conn.execute(
+                "INSERT INTO replies (reply_id, operation_id, order_id, at, actor, customer_id, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (reply_id, operation_id, order_id, at, self.actor, customer_id, text),
+            )
+            return {"reply_id": reply_id, "order_id": order_id, "customer_id": customer_id}
+
+        return self._write("send_reply", operation_id, args, do)
+
+    def call_service(self, operation_id: str, action: Any) -> dict[str, Any]:
+        """Call the write service that ``action`` (a state action model) names."""
+        args = action.model_dump(exclude={"type", "currency"})
+        return getattr(self, action.type)(operation_id, **args)
+
+    # -- what changed ---------------------------------------------------------------------------
+
+    def changes(self) -> list[dict[str, Any]]:
+        """Every write since the world was built, oldest first: ``{"kind", "id", "line", "at", ...}``."""
+        with self._connect() as conn:
+            out: list[dict[str, Any]] = []
+            for r in conn.execute("SELECT * FROM refunds"):
+                out.append({"kind": "refund", "id": r["refund_id"], "at": r["at"], "amount": r["amount"], "operation_id": r["operation_id"],
+                            "line": f"refund {r['refund_id']}: {r['amount']} CAD of {r['payment_id']} on {r['order_id']} ({r['reason_code']})"})
+            for r in conn.execute("SELECT * FROM reshipments"):
+                out.append({"kind": "reship", "id": r["reship_id"], "at": r["at"], "operation_id": r["operation_id"],
+                            "line": f"reship {r['reship_id']}: {r['sku']} x {r['quantity']} on {r['order_id']}"})
+            for r in conn.execute("SELECT * FROM return_labels"):
+                out.append({"kind": "return_label", "id": r["label_id"], "at": r["at"], "operation_id": r["operation_id"],
+                            "line": f"return label {r['label_id']}: {r['sku']} on {r['order_id']} ({r['reason']}, return shipping {r['return_shipping']})"})
+            for r in conn.execute("SELECT * FROM replies"):
+                out.append({"kind": "reply", "id": r["reply_id"], "at": r["at"], "operation_id": r["operation_id"],
+                            "line": f"reply {r['reply_id']}: to {r['customer_id']} about {r['order_id']}"})
+        for c in out:
+            c["line"] = f"{c['line']} [operation {c['operation_id']}]"
+        return sorted(out, key=lambda c: (c["at"], c["id"]))
+
+    def refunds_of(self, order_id: str) -> list[dict[str, Any]]:
+        """The refunds made on one order."""
+        with self._connect() as conn:
+            return [dict(r) for r in conn.execute("SELECT * FROM refunds WHERE order_id = ? ORDER BY at", (order_id,))]
+
+    def register_count(self, operation_id: str) -> int:
+        """How many register rows ``operation_id`` has (0 or 1: it is the primary key)."""
+        with self._connect() as conn:
+            return conn.execute("SELECT COUNT(*) FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()[0]
