@@ -1,0 +1,206 @@
+"""Approvals: approve and reject a proposal, issue and verify signed approvals.
+
+Rules (issue "Core 2", seed 000 and seed 001):
+
+- Only a ``waiting_approval`` run can be decided; a refusal names who decided it and when.
+- The role must reach what the proposal needs (``core.policy``: the highest of its actions).
+- An approver may pass the digest they read; a different current digest is refused.
+- The decision is a compare-and-set on the checkpoint: of two racing approvers exactly one is
+  recorded, and the other is told who won.
+- An approval carries an HMAC-SHA256 signature over run ID, digest, role, name and time, with a
+  key kept in the home folder (``approval.key``, mode 0600, made on first use). Approvals are
+  server-issued (seed 001, "Forged approval on resume"): :func:`verify` refuses any that does not
+  verify, so the executor hands the run to a person with nothing written.
+- Every decision is appended to the audit table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from datetime import datetime
+from pathlib import Path
+
+from core.checkpoint import CheckpointStore
+from core.clock import Clock, iso
+from core.data import PolicyData, load_policy
+from core.errors import ApprovalRefused, StaleCheckpoint
+from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
+from core.state import Approval, Operation, Rejection, ReplyAction, TaskState, operation_id
+
+
+def load_key(path: Path) -> bytes:
+    """The approval signing key in ``path``, created (32 random bytes, hex, mode 0600) if absent."""
+    path = Path(path)
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(secrets.token_hex(32) + "\n")
+    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+
+
+def sign(key: bytes, run_id: str, digest: str, role: str, name: str, at: datetime) -> str:
+    """HMAC-SHA256 (hex) over run ID, digest, role, name and time (ISO 8601)."""
+    message = "\n".join((run_id, digest, role, name, iso(at))).encode("utf-8")
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+
+def decided_by(state: TaskState) -> str:
+    """``approved by Grace (grace) at 2026-10-12T09:00:00-04:00`` or the rejection, or ''."""
+    if state.approval:
+        a = state.approval
+        return f"approved by {a.name} ({a.role}) at {iso(a.at)}"
+    if state.rejection:
+        r = state.rejection
+        return f"rejected by {r.name} ({r.role}) at {iso(r.at)}"
+    return ""
+
+
+def _not_waiting(state: TaskState) -> ApprovalRefused:
+    who = decided_by(state)
+    if who:
+        return ApprovalRefused(f"Run {state.run_id} was already {who}; it is {state.status}. Nothing changed.")
+    return ApprovalRefused(f"Run {state.run_id} is {state.status}, not waiting_approval; there is nothing to decide.")
+
+
+def _digest_matches(given: str | None, current: str) -> bool:
+    if not given:
+        return True
+    given = given.strip().lower().removeprefix("sha256:")
+    return given == current or (len(given) >= 12 and current.startswith(given))
+
+
+def plan_operations(state: TaskState) -> list[Operation]:
+    """The operations an approval commits to: each action in order, then the reply draft."""
+    actions = list(state.proposal.actions) if state.proposal else []
+    if state.proposal and state.proposal.reply_draft.strip():
+        actions.append(ReplyAction(order_id=state.order_id, customer_id=state.customer_id, text=state.proposal.reply_draft))
+    return [Operation(operation_id=operation_id(state.run_id, i, a), index=i, action=a) for i, a in enumerate(actions)]
+
+
+def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
+    try:
+        return store.save(state, audit=audit)
+    except StaleCheckpoint:
+        fresh = store.load(state.run_id)
+        who = decided_by(fresh)
+        raise ApprovalRefused(
+            f"Run {state.run_id} was {who or 'changed by someone else'} while you were deciding; "
+            f"it is {fresh.status}. Your decision was not recorded."
+        ) from None
+
+
+def approve(
+    store: CheckpointStore,
+    key: bytes,
+    run_id: str,
+    role: str,
+    name: str | None = None,
+    digest: str | None = None,
+    clock: Clock | None = None,
+    expect_version: int | None = None,
+) -> TaskState:
+    """Approve the current proposal of ``run_id`` as ``role`` (and ``name``); returns the state,
+    now ``executing`` with its operations planned and a signed approval.
+
+    ``digest`` is the digest the approver read (full, or the 12-digit short form);
+    ``expect_version`` the checkpoint version they read (the app passes both).
+
+    Raises:
+        ApprovalRefused: not waiting_approval (says who decided it and when), role too low,
+            stale digest, or a lost race (says who won). Nothing is changed.
+        UnknownRole, RunNotFound, CorruptCheckpoint.
+    """
+    check_role(role)
+    clock = clock or store.clock
+    state = store.load(run_id)
+    if state.status != "waiting_approval" or state.proposal is None:
+        raise _not_waiting(state)
+    if expect_version is not None and state.version != expect_version:
+        raise ApprovalRefused(f"Run {run_id} changed since you read it ({decided_by(state) or 'new checkpoint'}); read it again.")
+    current = state.proposal.digest
+    if not _digest_matches(digest, current):
+        raise ApprovalRefused(
+            f"The digest you read ({digest}) is not the current proposal's ({current[:12]}); read the request again."
+        )
+    needed = proposal_role(state.proposal.actions)
+    if not may_approve(role, needed):
+        raise ApprovalRefused(
+            f"You are {ROLE_LABELS[role]}: run {run_id} needs {who_may_approve(needed)}. Nothing changed."
+        )
+    name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
+    at = clock.now()
+    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, run_id, current, role, name, at))
+    state.status = "executing"
+    state.operations = plan_operations(state)
+    state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)
+    return _decide(store, state, {"decision": "approve", "role": role, "name": name, "digest": current, "at": iso(at)})
+
+
+def reject(
+    store: CheckpointStore,
+    run_id: str,
+    role: str,
+    reason: str,
+    name: str | None = None,
+    digest: str | None = None,
+    clock: Clock | None = None,
+) -> TaskState:
+    """Reject the proposal of ``run_id`` with a required ``reason``; the run goes to
+    ``handed_to_person`` and can never execute.
+
+    Raises:
+        ApprovalRefused: empty reason, not waiting_approval, stale digest or a lost race.
+        UnknownRole, RunNotFound, CorruptCheckpoint.
+    """
+    check_role(role)
+    clock = clock or store.clock
+    if not reason or not reason.strip():
+        raise ApprovalRefused("A rejection needs a reason: say what is wrong with the proposal.")
+    state = store.load(run_id)
+    if state.status != "waiting_approval" or state.proposal is None:
+        raise _not_waiting(state)
+    current = state.proposal.digest
+    if not _digest_matches(digest, current):
+        raise ApprovalRefused(f"The digest you read ({digest}) is not the current proposal's ({current[:12]}); read the request again.")
+    name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
+    at = clock.now()
+    state.rejection = Rejection(role=role, name=name, at=at, digest=current, reason=reason.strip())
+    state.status = "handed_to_person"
+    state.log("rejected", f"rejected by {name} ({role}): {reason.strip()}", at=at, role=role, name=name, digest=current)
+    return _decide(store, state, {"decision": "reject", "role": role, "name": name, "digest": current, "at": iso(at), "detail": reason.strip()})
+
+
+def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> str | None:
+    """Why the run's approval must not be executed now, or None if it holds.
+
+    Checks (at execution, for every write): an approval exists and no rejection; the digest is
+    the current proposal's (not edited after approval); the signature verifies (issued by this
+    code with this key); the role still suffices under the current policy.
+    """
+    a = state.approval
+    if a is None:
+        return "the run has no approval"
+    if state.rejection is not None:
+        return "the proposal was rejected"
+    if state.proposal is None or a.digest != state.proposal.digest:
+        return "the proposal changed after it was approved (digest mismatch)"
+    expected = sign(key, state.run_id, a.digest, a.role, a.name, a.at)
+    if not hmac.compare_digest(expected, a.signature):
+        return "the approval's signature does not verify: it was not issued by resolver's approval code"
+    try:
+        needed = proposal_role(state.proposal.actions, policy or load_policy())
+        if not may_approve(a.role, needed):
+            return f"the policy now needs {who_may_approve(needed)} and the approval is by {ROLE_LABELS.get(a.role, a.role)}"
+    except Exception as exc:  # an unknown role in a forged approval, a broken policy
+        return f"the approval cannot be checked against the policy ({exc})"
+    return None

@@ -1,0 +1,324 @@
+"""The ``resolver`` command line (also ``python -m core``).
+
+Every command is a thin face on :class:`core.home.Home`. Expected errors print one sentence on
+stderr and exit 1, never a traceback; a simulated crash (``--interrupt``) exits 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+from datetime import timedelta
+from typing import Sequence
+
+from core.clock import FileClock, iso, parse_time
+from core.data import ROLES
+from core.errors import ResolverError
+from core.executor import SimulatedCrash, crash_point
+from core.home import Home, resolve_home
+from core.policy import proposal_role
+from core.request import approval_request, decision_lines, diff_lines, operation_lines, safe_text, trace_lines
+from core.runner import outcome_line
+from core.state import STATUSES, TaskState
+
+EXIT_ERROR = 1
+EXIT_CRASH = 3
+
+
+def _print(lines: Sequence[str] | str = "") -> None:
+    if isinstance(lines, str):
+        lines = [lines]
+    for line in lines:
+        print(line)
+
+
+def _status(state: TaskState) -> None:
+    _print(f"Status: {state.status}")
+
+
+def _show_run_outcome(state: TaskState) -> None:
+    """After a loop: the outcome line, then the request and the next command, or the end."""
+    if state.proposal is None:
+        _print(f"Run {state.run_id}: {state.status} after {state.step} step(s).")
+        _status(state)
+        return
+    _print(f"Outcome: {outcome_line(state)}")
+    if state.status == "waiting_approval":
+        _print(approval_request(state))
+        role = proposal_role(state.proposal.actions)
+        _print(["", f"Next: resolver approve {state.run_id} --as {role}"])
+        return
+    _print([f"Rule {safe_text(state.proposal.rule)}: {safe_text(state.proposal.reason)}"])
+    if state.proposal.reply_draft:
+        _print(["Reply draft:"] + ["  " + l for l in safe_text(state.proposal.reply_draft).splitlines()])
+    _status(state)
+
+
+def _show_execution(state: TaskState) -> None:
+    _print(operation_lines(state))
+    if state.status == "handed_to_person":
+        last = next((e for e in reversed(state.events) if e.kind == "handed_to_person"), None)
+        if last and not any(op.status == "failed" for op in state.operations):
+            _print(f"Refused: {safe_text(last.message)}")
+    _status(state)
+
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def cmd_run(home: Home, args: argparse.Namespace) -> int:
+    state = home.run(args.task, args.variant, args.model, args.repeat, args.run_id, on_step=lambda s: crash_point("step"))
+    _show_run_outcome(state)
+    return 0
+
+
+def cmd_runs(home: Home, args: argparse.Namespace) -> int:
+    offset, page, rows = 0, 1000, []
+    limit = args.limit
+    while True:
+        batch = home.store.list(args.status, search=args.search, limit=page, offset=offset)
+        rows.extend(batch)
+        offset += len(batch)
+        if len(batch) < page or (limit and len(rows) >= limit):
+            break
+    if limit:
+        rows = rows[:limit]
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=1))
+        return 0
+    if not rows:
+        _print("No saved runs." + ("" if args.status is None else f" (status {args.status})") + " Start one with `resolver run T-65273`.")
+        return 0
+    for r in rows:
+        mark = "" if r.state_ok else "  (corrupt checkpoint)"
+        print(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
+    return 0
+
+
+def cmd_resume(home: Home, args: argparse.Namespace) -> int:
+    done = home.resume(args.run, on_step=lambda s: crash_point("step"))
+    if done.kind == "final":
+        _print(f"Nothing to resume: the run is {done.state.status}.")
+        return 0
+    _print(f"Resuming {args.run} (status {done.before})")
+    if done.kind == "continued":
+        _show_run_outcome(done.state)
+    elif done.kind == "request":
+        _print(approval_request(done.state))
+        _print(["", f"Next: resolver approve {args.run} --as {proposal_role(done.state.proposal.actions)}"])
+    else:
+        _show_execution(done.state)
+    return 0
+
+
+def cmd_approve(home: Home, args: argparse.Namespace) -> int:
+    state = home.approve(args.run, args.role, args.name, args.digest, interrupt=args.interrupt)
+    _show_execution(state)
+    return 0
+
+
+def cmd_reject(home: Home, args: argparse.Namespace) -> int:
+    state = home.reject(args.run, args.role, args.reason, args.name, args.digest)
+    _print(decision_lines(state))
+    _status(state)
+    return 0
+
+
+def cmd_show(home: Home, args: argparse.Namespace) -> int:
+    state = home.store.load(args.run)
+    _print(approval_request(state))
+    _print(["", f"Status: {state.status}"] + decision_lines(state) + operation_lines(state))
+    return 0
+
+
+def cmd_trace(home: Home, args: argparse.Namespace) -> int:
+    events = home.store.events(args.run)
+    _print(f"Trace of {args.run}: {len(events)} event(s)")
+    _print(trace_lines(events))
+    return 0
+
+
+def cmd_diff(home: Home, args: argparse.Namespace) -> int:
+    _print(diff_lines(home.store.load(args.run_a), home.store.load(args.run_b)))
+    return 0
+
+
+def cmd_changes(home: Home, args: argparse.Namespace) -> int:
+    changes = home.world().changes()
+    _print(f"{len(changes)} change(s) in the practice world since the last reset")
+    _print([f"  {c['at']}  {c['line']}" for c in changes])
+    return 0
+
+
+def cmd_reset(home: Home, args: argparse.Namespace) -> int:
+    n = home.reset(args.all)
+    _print(f"Deleted {n} saved run(s)." + (" Rebuilt the practice world from data/." if args.all else ""))
+    return 0
+
+
+def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
+    result = home.manual_refund(args.operation, args.order, args.amount, args.reason_code, args.payment)
+    _print(f"Refunded by hand: {result['refund_id']} {result['amount']} CAD of {result['payment_id']} on {result['order_id']} (operation {args.operation})")
+    return 0
+
+
+def cmd_clock(home: Home, args: argparse.Namespace) -> int:
+    clock = FileClock(home.root / "clock.json")
+    if args.clock_cmd == "set":
+        try:
+            clock.set(parse_time(args.when))
+        except ValueError:
+            raise ResolverError(f"Cannot read the time {args.when!r}: use ISO 8601, e.g. 2026-10-12T09:00:00-04:00.") from None
+    elif args.clock_cmd == "advance":
+        clock.advance(parse_duration(args.duration))
+    elif args.clock_cmd == "real":
+        clock.real()
+    state = "simulated" if clock.simulated else "real"
+    _print(f"Clock: {iso(clock.now())} ({state})")
+    return 0
+
+
+def parse_duration(text: str) -> timedelta:
+    """``2d``, ``3h``, ``90m``, ``45s`` or combinations like ``2d16h``. Raises ResolverError."""
+    import re
+
+    parts = re.fullmatch(r"\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*", text or "")
+    if not parts or not any(parts.groups()):
+        raise ResolverError(f"Cannot read the duration {text!r}: use e.g. 2d16h, 90m or 45s.")
+    d, h, m, s = (int(x or 0) for x in parts.groups())
+    return timedelta(days=d, hours=h, minutes=m, seconds=s)
+
+
+def cmd_tui(home: Home, args: argparse.Namespace) -> int:
+    argv = [sys.executable, "-m", "resolver_tui", "--home", str(home.root)] + args.rest
+    os.execv(sys.executable, argv)
+    return 0  # not reached
+
+
+def cmd_class(home: Home, args: argparse.Namespace) -> int:
+    from core import lesson  # the trainer kit; imported only when asked for
+
+    return lesson.main(home, args)
+
+
+# -- the parser ----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``resolver`` argument parser (every subcommand also takes ``--home DIR``)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--home", default=argparse.SUPPRESS, help="home folder (default: $RESOLVER_HOME or ./work)")
+    parser = argparse.ArgumentParser(
+        prog="resolver",
+        description="Checkpoint, approve and execute the Larkfield support agent's work exactly once.",
+        parents=[common],
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("run", parents=[common], help="run the agent on a ticket (a new run)")
+    p.add_argument("task", metavar="TASK", help="ticket ID, e.g. T-65273")
+    p.add_argument("--variant", default="agent", choices=["agent", "agent_structured"])
+    p.add_argument("--model", default=None, help="chat-small (default for agent) or chat-strong")
+    p.add_argument("--repeat", type=int, default=None, help="which recorded run to replay (1-3)")
+    p.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("runs", parents=[common], help="list saved runs")
+    p.add_argument("--status", choices=STATUSES)
+    p.add_argument("--search", help="filter by ticket, order, customer or run ID")
+    p.add_argument("--limit", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_runs)
+
+    for name, func, text in (("resume", cmd_resume, "continue a saved run from its checkpoint"),
+                             ("trace", cmd_trace, "the events of a run"),
+                             ("show", cmd_show, "the request, decision and operations of a run")):
+        p = sub.add_parser(name, parents=[common], help=text)
+        p.add_argument("run", metavar="RUN")
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("approve", parents=[common], help="approve a waiting proposal and execute it")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--as", dest="role", required=True, choices=ROLES)
+    p.add_argument("--name")
+    p.add_argument("--digest", help="the digest you read; refused if the proposal changed")
+    p.add_argument("--interrupt", choices=["before-write", "after-write"], help="end the process at that point (demo)")
+    p.set_defaults(func=cmd_approve)
+
+    p = sub.add_parser("reject", parents=[common], help="reject a waiting proposal (hands it to a person)")
+    p.add_argument("run", metavar="RUN")
+    p.add_argument("--as", dest="role", required=True, choices=ROLES)
+    p.add_argument("--name")
+    p.add_argument("--digest")
+    p.add_argument("--reason", required=True)
+    p.set_defaults(func=cmd_reject)
+
+    p = sub.add_parser("diff", parents=[common], help="compare the actions of two runs line by line")
+    p.add_argument("run_a", metavar="RUN_A")
+    p.add_argument("run_b", metavar="RUN_B")
+    p.set_defaults(func=cmd_diff)
+
+    p = sub.add_parser("changes", parents=[common], help="what changed in the practice world since the last reset")
+    p.set_defaults(func=cmd_changes)
+
+    p = sub.add_parser("reset", parents=[common], help="delete the saved runs (--all: rebuild the world too)")
+    p.add_argument("--all", action="store_true")
+    p.set_defaults(func=cmd_reset)
+
+    p = sub.add_parser("manual-refund", parents=[common], help="refund by hand, outside any run (the weekend phone call)")
+    p.add_argument("operation", metavar="OPERATION_ID", help="idempotency key, e.g. manual-1")
+    p.add_argument("order", metavar="ORDER")
+    p.add_argument("amount", metavar="AMOUNT", help="CAD, e.g. 119.00")
+    p.add_argument("reason_code", metavar="REASON_CODE", help="e.g. RFD-DOUBLE")
+    p.add_argument("payment", metavar="PAYMENT")
+    p.set_defaults(func=cmd_manual_refund)
+
+    p = sub.add_parser("clock", parents=[common], help="the trainer's clock: show, set, advance, real")
+    csub = p.add_subparsers(dest="clock_cmd", required=True)
+    csub.add_parser("show", parents=[common])
+    c = csub.add_parser("set", parents=[common])
+    c.add_argument("when", metavar="WHEN", help="ISO 8601, e.g. 2026-10-12T09:00:00-04:00")
+    c = csub.add_parser("advance", parents=[common])
+    c.add_argument("duration", metavar="DURATION", help="e.g. 2d16h, 90m")
+    csub.add_parser("real", parents=[common])
+    p.set_defaults(func=cmd_clock)
+
+    p = sub.add_parser("tui", parents=[common], help="open the approvals app (resolver-tui)")
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="options for resolver-tui (--as, --name, --demo ...)")
+    p.set_defaults(func=cmd_tui)
+
+    p = sub.add_parser("class", parents=[common], help="the trainer's Friday-to-Monday lesson, moment by moment")
+    p.add_argument("moment", choices=["friday", "crash-in-loop", "crash-before-write", "crash-after-write",
+                                      "weekend-call", "monday", "run-again", "all"])
+    p.add_argument("--after-step", type=int, default=1)
+    p.set_defaults(func=cmd_class)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 expected error, 3 simulated crash)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "model", "x") is None:
+        args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"
+    try:
+        home = Home(resolve_home(getattr(args, "home", None)))
+        return args.func(home, args)
+    except SimulatedCrash as crash:
+        _print(f"The process stopped: {crash}. Resume with: resolver resume {crash.run_id}")
+        sys.stdout.flush()
+        return EXIT_CRASH
+    except ResolverError as exc:
+        print(safe_text(exc), file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("Interrupted; the last checkpoint is saved. Resume with `resolver resume RUN`.", file=sys.stderr)
+        return 130
+
+
+def entry() -> None:
+    """Console-script entry point."""
+    sys.exit(main())

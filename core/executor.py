@@ -1,0 +1,198 @@
+"""The executor: every approved write exactly once, across crashes, races and retries.
+
+For each operation in order (issue "Core 2", seed 000 and seed 001):
+
+1. skip it if ``done``;
+2. authorize again (:func:`core.approval.verify`: role under the current policy, digest,
+   signature); a failure hands the run to a person with nothing (more) written;
+3. reconcile: a ``pending`` operation is looked up in the practice world's operations register
+   by its ID; if the service already did it, it is marked done with the recorded result and
+   the service is not called again;
+4. mark it ``pending`` and save the checkpoint **before** the write;
+5. call the service with the operation ID as idempotency key; a transient fault is retried
+   (at most :data:`MAX_CALLS` calls, backoff from the clock); a refusal marks it ``failed`` with
+   the service's sentence and hands the run to a person;
+6. mark it ``done`` with the result and save.
+
+While it runs, the executor holds the run's lease; another executor is refused
+(:class:`~core.errors.LeaseHeld`) until it is released or expires.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Callable, Literal
+
+from core.approval import verify
+from core.checkpoint import CheckpointStore, lease_owner_name
+from core.clock import Clock
+from core.data import load_task
+from core.errors import ResolverError
+from core.state import Operation, TaskState, action_short
+from core.world import ServiceRefused, TransientServiceError, World
+
+MAX_CALLS = 3
+"""Calls of one service per operation before the executor gives up (issue "Core 2")."""
+
+BACKOFF_S = (0.2, 0.4)
+"""Seconds to wait after the first and second failed call (taken from the clock)."""
+
+LEASE_TTL_S = 60.0
+"""Seconds a lease lasts; a live holder renews it at every operation."""
+
+Interrupt = Literal["before-write", "after-write"]
+OnProgress = Callable[[TaskState, Operation], None]
+
+KILL_ENV = "RESOLVER_KILL_AT"
+"""Crash-test hook: ``save:N`` or ``write:N`` kills this process with SIGKILL right after the
+N-th checkpoint save or the N-th service write of the executor (``step:N`` for the loop)."""
+
+_counts: dict[str, int] = {}
+
+
+def crash_point(kind: str) -> None:
+    """Kill this process with SIGKILL at the point named by ``RESOLVER_KILL_AT`` (tests only)."""
+    target = os.environ.get(KILL_ENV)
+    if not target:
+        return
+    _counts[kind] = _counts.get(kind, 0) + 1
+    if target == f"{kind}:{_counts[kind]}":
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+class SimulatedCrash(ResolverError):
+    """``--interrupt`` ended the execution at a write (for demos and tests)."""
+
+    def __init__(self, run_id: str, point: str, op: Operation) -> None:
+        super().__init__(f"simulated crash {point.replace('-', ' the ')} of {op.operation_id}")
+        self.run_id = run_id
+        self.point = point
+        self.operation_id = op.operation_id
+
+
+def _save(store: CheckpointStore, state: TaskState) -> None:
+    store.save(state)
+    crash_point("save")
+
+
+def _hand_over(store: CheckpointStore, state: TaskState, why: str) -> TaskState:
+    state.status = "handed_to_person"
+    state.log("handed_to_person", why, at=store.clock.now())
+    _save(store, state)
+    return state
+
+
+def execute(
+    store: CheckpointStore,
+    world_path: Path,
+    key: bytes,
+    run_id: str,
+    *,
+    clock: Clock | None = None,
+    owner: str | None = None,
+    interrupt: Interrupt | None = None,
+    on_progress: OnProgress | None = None,
+) -> TaskState:
+    """Execute (or finish, after a crash) the approved operations of ``run_id``.
+
+    Returns the state, ``done`` or ``handed_to_person`` (or unchanged if not ``executing``).
+    ``on_progress(state, op)`` runs after each operation is saved (the app updates its pane).
+
+    Raises:
+        LeaseHeld: another executor is working on the run.
+        SimulatedCrash: ``interrupt`` was reached (the lease is left expired, as after a crash).
+        RunNotFound, CorruptCheckpoint, StaleCheckpoint, StoreBusy.
+    """
+    clock = clock or store.clock
+    owner = owner or lease_owner_name()
+    store.acquire_lease(run_id, owner, LEASE_TTL_S)
+    crashed = False
+    try:
+        state = store.load(run_id)
+        if state.status != "executing":
+            return state
+        task = load_task(state.task_id)
+        world = World(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
+        for op in state.operations:
+            if op.status == "done":
+                continue
+            if op.status == "failed":
+                return _hand_over(store, state, f"operation {op.operation_id} had failed")
+            problem = verify(state, key)
+            if problem:
+                return _hand_over(store, state, f"refused before {op.action.type}: {problem}; nothing written")
+            store.acquire_lease(run_id, owner, LEASE_TTL_S)
+            if _reconcile(state, op, world):
+                state.log("reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now())
+                _save(store, state)
+                _progress(on_progress, state, op)
+                continue
+            if op.status != "pending":
+                op.status = "pending"
+                state.log("pending", f"{op.action.type} {op.operation_id}: about to write", at=clock.now())
+                _save(store, state)
+            if interrupt == "before-write":
+                crashed = True
+                raise SimulatedCrash(run_id, "before-write", op)
+            if not _call(store, state, op, world, clock):
+                return _hand_over(store, state, f"{action_short(op.action)}: {op.error}")
+            crash_point("write")
+            if interrupt == "after-write":
+                crashed = True
+                raise SimulatedCrash(run_id, "after-write", op)
+            state.log("done", f"{op.action.type} {op.operation_id}: done in {op.calls} call(s)", at=clock.now(), result=op.result)
+            _save(store, state)
+            _progress(on_progress, state, op)
+        state.status = "done"
+        state.log("finished", "every operation done", at=clock.now())
+        _save(store, state)
+        return state
+    finally:
+        if crashed:
+            store.expire_lease(run_id)
+        else:
+            store.release_lease(run_id, owner)
+
+
+def _progress(on_progress: OnProgress | None, state: TaskState, op: Operation) -> None:
+    if on_progress is not None:
+        on_progress(state, op)
+
+
+def _reconcile(state: TaskState, op: Operation, world: World) -> bool:
+    """Mark a pending operation done from the register if the service already did it."""
+    if op.status != "pending":
+        return False
+    entry = world.lookup_operation(op.operation_id)
+    if entry is None:
+        return False
+    op.status = "done"
+    op.result = entry["result"]
+    op.calls += 1  # the call that succeeded before the crash, proved by the register
+    return True
+
+
+def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World, clock: Clock) -> bool:
+    """Call the service for ``op`` with retries; True when done, False when failed."""
+    while True:
+        try:
+            op.calls += 1
+            op.result = world.call_service(op.operation_id, op.action)
+            op.status = "done"
+            op.error = None
+            return True
+        except ServiceRefused as exc:
+            op.status = "failed"
+            op.error = str(exc)
+            return False
+        except TransientServiceError as exc:
+            op.error = str(exc)
+            state.log("retry", f"{op.action.type} {op.operation_id}: call {op.calls} failed ({exc})", at=clock.now())
+            _save(store, state)
+            if op.calls >= MAX_CALLS:
+                op.status = "failed"
+                op.error = f"gave up after {op.calls} call(s): {exc}"
+                return False
+            clock.sleep(BACKOFF_S[min(op.calls - 1, len(BACKOFF_S) - 1)])

@@ -1,0 +1,75 @@
+"""The recorded model: a test double for a model, replaying ``data/recordings``.
+
+A real model would read the working context and answer; this double answers with the recorded
+turn for the run's (variant, model, repeat) at the position the context has reached, counted as
+the assistant messages already in it. So a run resumed from its checkpoint asks for the next
+turn, never one it already paid for (seed 000, "A crash in the middle of the loop").
+"""
+
+from __future__ import annotations
+
+from decimal import ROUND_HALF_UP, Decimal
+
+from core.data import FinalTurn, Recording, ToolCallTurn, load_prices, load_recordings
+from core.errors import ResolverError
+from core.state import Message
+
+MODEL_ROUTE_PREFIX = "recorded"
+
+
+class NoRecording(ResolverError):
+    """The ticket has no recording for that variant, model and repeat."""
+
+
+class RecordedModel:
+    """Replays one recording of ``data/recordings/<task>.json``.
+
+    Args:
+        task_id: the ticket.
+        variant, model, repeat: which recording (``agent``/``chat-small``/1 ...).
+
+    Raises:
+        NoRecording: no such recording (the message lists the ones there are).
+    """
+
+    def __init__(self, task_id: str, variant: str, model: str, repeat: int) -> None:
+        runs = load_recordings(task_id).runs
+        match = [r for r in runs if (r.variant, r.model, r.repeat) == (variant, model, repeat)]
+        if not match:
+            have = ", ".join(f"{r.variant}/{r.model}#{r.repeat}" for r in runs)
+            raise NoRecording(f"No recorded run of {task_id} for {variant}/{model} repeat {repeat}; there are {have}.")
+        self.recording: Recording = match[0]
+        self.route = f"{MODEL_ROUTE_PREFIX}:{variant}/{model}#{repeat}"
+
+    def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
+        """The model's next turn for this working context.
+
+        Raises:
+            NoRecording: the context is longer than the recording (nothing more was recorded).
+        """
+        position = sum(1 for m in messages if m.role == "assistant")
+        if position >= len(self.recording.turns):
+            raise NoRecording(f"The recording {self.route} has {len(self.recording.turns)} turns; turn {position + 1} was asked for.")
+        return self.recording.turns[position]
+
+
+def repeats_of(task_id: str, variant: str, model: str) -> list[int]:
+    """The recorded repeats for one ticket, variant and model, sorted."""
+    return sorted(r.repeat for r in load_recordings(task_id).runs if (r.variant, r.model) == (variant, model))
+
+
+def cost_usd(model: str, tokens_in: int, tokens_out: int) -> Decimal:
+    """US$ for the tokens at ``data/models.json`` prices (US$ per million tokens).
+
+    chat-small at US$0.10 in and US$0.50 out: 7,155 in and 192 out cost US$0.0008115.
+    """
+    price = load_prices().get(model)
+    if price is None:
+        raise ResolverError(f"No price for model {model} in data/models.json.")
+    million = Decimal(1_000_000)
+    return (price.usd_per_million_in * tokens_in + price.usd_per_million_out * tokens_out) / million
+
+
+def show_usd(amount: Decimal) -> str:
+    """US$ to five decimals, as the outcome line prints it (``US$0.00081``)."""
+    return f"US${amount.quantize(Decimal('0.00001'), rounding=ROUND_HALF_UP)}"

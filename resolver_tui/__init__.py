@@ -1,0 +1,1 @@
+"""resolver_tui: the Textual approvals app on top of :mod:`core`."""
