@@ -81,9 +81,10 @@ class Home:
         repeat: int | None = None,
         run_id: str | None = None,
         on_step: OnStep | None = None,
+        max_steps: int | None = None,
     ) -> TaskState:
         """A new run of ``task_id`` (see :func:`core.runner.start_run`)."""
-        return start_run(self.store, self.world_path, self.clock, task_id, variant, model, repeat, run_id, on_step)
+        return start_run(self.store, self.world_path, self.clock, task_id, variant, model, repeat, run_id, on_step, max_steps)
 
     def resume(self, run_id: str, *, on_step: OnStep | None = None, on_progress: OnProgress | None = None,
                owner: str | None = None) -> Resumed:

@@ -35,6 +35,20 @@ SYSTEM_PROMPT = (
 _actions = TypeAdapter(list[ProposedAction])
 
 
+class LoopCrash(ResolverError):
+    """A simulated crash of the loop after a step (seed 000's ``save_then_crash``)."""
+
+
+def crash_after_step(n: int) -> OnStep:
+    """An ``on_step`` that raises LoopCrash once the checkpoint of step ``n`` is saved."""
+
+    def crash(state: TaskState) -> None:
+        if state.step == n:
+            raise LoopCrash(f"simulated crash after step {n} of {state.run_id}")
+
+    return crash
+
+
 def run_id_for(task_id: str, variant: str, model: str, n: int) -> str:
     """``TASK-VARIANT-MODEL-N``, e.g. ``T-65273-agent-chat-small-1``."""
     return f"{task_id}-{variant}-{model}-{n}"
@@ -166,11 +180,13 @@ def start_run(
     repeat: int | None = None,
     run_id: str | None = None,
     on_step: OnStep | None = None,
+    max_steps: int | None = None,
 ) -> TaskState:
     """Make a new run of ``task_id`` and run it, saving after every step.
 
     The run ID is the next free ``TASK-VARIANT-MODEL-N`` unless ``run_id`` is given; the
-    recording is ``repeat`` or, by default, cycles with N. ``on_step`` runs after each save.
+    recording is ``repeat`` or, by default, cycles with N. ``on_step`` runs after each save;
+    ``max_steps`` caps the loop (default 8).
 
     Raises:
         TaskNotFound, NoRecording, StaleCheckpoint (``run_id`` already used).
@@ -184,6 +200,8 @@ def start_run(
     if store.exists(run_id):
         raise ResolverError(f"Run {run_id} already exists; a new run needs a new ID.")
     state = new_state(task, variant, model, run_id, clock, repeat)
+    if max_steps is not None:
+        state.max_steps = max_steps
     store.save(state)
     return run_task(state, model_double, World(world_path, clock), clock, on_step=_saver(store, on_step))
 
