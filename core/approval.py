@@ -184,7 +184,8 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> st
     """Why the run's approval must not be executed now, or None if it holds.
 
     Checks (at execution, for every write): an approval exists and no rejection; the digest is
-    the current proposal's (not edited after approval); the signature verifies (issued by this
+    the current proposal's (not edited after approval); the operations are exactly the ones the
+    proposal plans (none added, dropped or edited); the signature verifies (issued by this
     code with this key); the role still suffices under the current policy.
     """
     a = state.approval
@@ -197,6 +198,9 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> st
     expected = sign(key, state.run_id, a.digest, a.role, a.name, a.at)
     if not hmac.compare_digest(expected, a.signature):
         return "the approval's signature does not verify: it was not issued by resolver's approval code"
+    planned = [(op.operation_id, op.action) for op in plan_operations(state)]
+    if [(op.operation_id, op.action) for op in state.operations] != planned:
+        return "the operations are not the ones the approved proposal plans"
     try:
         needed = proposal_role(state.proposal.actions, policy or load_policy())
         if not may_approve(a.role, needed):

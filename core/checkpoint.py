@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sqlite3
 import uuid
@@ -51,6 +52,23 @@ BUSY_TIMEOUT_S = 5.0
 
 PAGE_SIZE = 200
 """Rows per page for :meth:`CheckpointStore.list`."""
+
+
+KILL_ENV = "RESOLVER_KILL_AT"
+"""Crash-test hook: ``save:N``, ``write:N`` or ``step:N`` kills this process with SIGKILL right
+after the N-th checkpoint save, executor write or loop step of the process."""
+
+_crash_counts: dict[str, int] = {}
+
+
+def crash_point(kind: str) -> None:
+    """Kill this process with SIGKILL at the point ``RESOLVER_KILL_AT`` names (crash tests only)."""
+    target = os.environ.get(KILL_ENV)
+    if not target:
+        return
+    _crash_counts[kind] = _crash_counts.get(kind, 0) + 1
+    if target == f"{kind}:{_crash_counts[kind]}":
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -276,6 +294,7 @@ class CheckpointStore:
                      audit["at"], audit.get("detail", "")),
                 )
         state.version = new_version
+        crash_point("save")
         return state
 
     def load(self, run_id: str) -> TaskState:

@@ -17,7 +17,8 @@ from typing import Sequence
 from core.clock import FileClock, iso, parse_time
 from core.data import ROLES
 from core.errors import ResolverError
-from core.executor import SimulatedCrash, crash_point
+from core.checkpoint import crash_point
+from core.executor import SimulatedCrash
 from core.home import Home, resolve_home
 from core.policy import proposal_role
 from core.request import approval_request, decision_lines, diff_lines, operation_lines, safe_text, trace_lines

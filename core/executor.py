@@ -20,13 +20,11 @@ While it runs, the executor holds the run's lease; another executor is refused
 
 from __future__ import annotations
 
-import os
-import signal
 from pathlib import Path
 from typing import Callable, Literal
 
 from core.approval import verify
-from core.checkpoint import CheckpointStore, lease_owner_name
+from core.checkpoint import CheckpointStore, crash_point, lease_owner_name
 from core.clock import Clock
 from core.data import load_task
 from core.errors import ResolverError
@@ -45,23 +43,6 @@ LEASE_TTL_S = 60.0
 Interrupt = Literal["before-write", "after-write"]
 OnProgress = Callable[[TaskState, Operation], None]
 
-KILL_ENV = "RESOLVER_KILL_AT"
-"""Crash-test hook: ``save:N`` or ``write:N`` kills this process with SIGKILL right after the
-N-th checkpoint save or the N-th service write of the executor (``step:N`` for the loop)."""
-
-_counts: dict[str, int] = {}
-
-
-def crash_point(kind: str) -> None:
-    """Kill this process with SIGKILL at the point named by ``RESOLVER_KILL_AT`` (tests only)."""
-    target = os.environ.get(KILL_ENV)
-    if not target:
-        return
-    _counts[kind] = _counts.get(kind, 0) + 1
-    if target == f"{kind}:{_counts[kind]}":
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 class SimulatedCrash(ResolverError):
     """``--interrupt`` ended the execution at a write (for demos and tests)."""
 
@@ -72,15 +53,10 @@ class SimulatedCrash(ResolverError):
         self.operation_id = op.operation_id
 
 
-def _save(store: CheckpointStore, state: TaskState) -> None:
-    store.save(state)
-    crash_point("save")
-
-
 def _hand_over(store: CheckpointStore, state: TaskState, why: str) -> TaskState:
     state.status = "handed_to_person"
     state.log("handed_to_person", why, at=store.clock.now())
-    _save(store, state)
+    store.save(state)
     return state
 
 
@@ -113,6 +89,9 @@ def execute(
         state = store.load(run_id)
         if state.status != "executing":
             return state
+        problem = verify(state, key)
+        if problem:
+            return _hand_over(store, state, f"refused: {problem}; nothing written")
         task = load_task(state.task_id)
         world = World(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
         for op in state.operations:
@@ -126,13 +105,13 @@ def execute(
             store.acquire_lease(run_id, owner, LEASE_TTL_S)
             if _reconcile(state, op, world):
                 state.log("reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now())
-                _save(store, state)
+                store.save(state)
                 _progress(on_progress, state, op)
                 continue
             if op.status != "pending":
                 op.status = "pending"
                 state.log("pending", f"{op.action.type} {op.operation_id}: about to write", at=clock.now())
-                _save(store, state)
+                store.save(state)
             if interrupt == "before-write":
                 crashed = True
                 raise SimulatedCrash(run_id, "before-write", op)
@@ -143,11 +122,11 @@ def execute(
                 crashed = True
                 raise SimulatedCrash(run_id, "after-write", op)
             state.log("done", f"{op.action.type} {op.operation_id}: done in {op.calls} call(s)", at=clock.now(), result=op.result)
-            _save(store, state)
+            store.save(state)
             _progress(on_progress, state, op)
         state.status = "done"
         state.log("finished", "every operation done", at=clock.now())
-        _save(store, state)
+        store.save(state)
         return state
     finally:
         if crashed:
@@ -190,7 +169,7 @@ def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World,
         except TransientServiceError as exc:
             op.error = str(exc)
             state.log("retry", f"{op.action.type} {op.operation_id}: call {op.calls} failed ({exc})", at=clock.now())
-            _save(store, state)
+            store.save(state)
             if op.calls >= MAX_CALLS:
                 op.status = "failed"
                 op.error = f"gave up after {op.calls} call(s): {exc}"

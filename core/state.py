@@ -188,12 +188,16 @@ class Rejection(_Model):
 
 
 class Operation(_Model):
-    """One approved write: stable ID (16 hex digits), the action, its status and calls."""
+    """One approved write: stable ID (16 hex digits), the action, its status and calls.
+
+    ``planned`` (approved, not started), ``pending`` (saved just before the write: the service
+    may or may not have done it; reconcile asks its register), ``done`` or ``failed``.
+    """
 
     operation_id: str
     index: int
     action: Action
-    status: Literal["pending", "done", "failed"] = "pending"
+    status: Literal["planned", "pending", "done", "failed"] = "planned"
     calls: int = 0
     result: dict[str, Any] | None = None
     error: str | None = None

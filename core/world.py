@@ -371,7 +371,8 @@ class World:
     # -- what changed ---------------------------------------------------------------------------
 
     def changes(self) -> list[dict[str, Any]]:
-        """Every write since the world was built, oldest first: ``{"kind", "id", "line", "at", ...}``."""
+        """Every write since the world was built, in the order of the operations register:
+        ``{"kind", "id", "line", "at", "operation_id", ...}``."""
         with self._connect() as conn:
             out: list[dict[str, Any]] = []
             for r in conn.execute("SELECT * FROM refunds"):
@@ -386,9 +387,10 @@ class World:
             for r in conn.execute("SELECT * FROM replies"):
                 out.append({"kind": "reply", "id": r["reply_id"], "at": r["at"], "operation_id": r["operation_id"],
                             "line": f"reply {r['reply_id']}: to {r['customer_id']} about {r['order_id']}"})
+            order = dict(conn.execute("SELECT operation_id, rowid FROM operations").fetchall())
         for c in out:
             c["line"] = f"{c['line']} [operation {c['operation_id']}]"
-        return sorted(out, key=lambda c: (c["at"], c["id"]))
+        return sorted(out, key=lambda c: order.get(c["operation_id"], 0))
 
     def refunds_of(self, order_id: str) -> list[dict[str, Any]]:
         """The refunds made on one order."""

@@ -1,0 +1,65 @@
+"""Shared fixtures: a home folder in tmp_path under a fixed Friday clock, and CLI runners."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from core.cli import main
+from core.clock import FixedClock
+from core.home import Home
+
+FRIDAY = "2026-10-09T17:00:00-04:00"
+MONDAY = "2026-10-12T09:00:00-04:00"
+T65273_RUN = "T-65273-agent-chat-small-1"
+T90104_RUN = "T-90104-agent_structured-chat-strong-1"
+
+
+@pytest.fixture
+def clock() -> FixedClock:
+    return FixedClock(FRIDAY)
+
+
+@pytest.fixture
+def home(tmp_path: Path, clock: FixedClock) -> Home:
+    return Home(tmp_path / "home", clock=clock)
+
+
+@pytest.fixture
+def cli(tmp_path: Path, capsys):
+    """Run the CLI in this process: ``cli("run", "T-65273") -> (code, stdout, stderr)``."""
+    home_dir = tmp_path / "home"
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main([*argv, "--home", str(home_dir)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    run.home = home_dir
+    return run
+
+
+def run_process(home_dir: Path, *argv: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run ``python -m core ARGS --home HOME`` in a new process (a new terminal, a new day)."""
+    full_env = {**os.environ, **(env or {})}
+    full_env.pop("RESOLVER_KILL_AT", None) if not env or "RESOLVER_KILL_AT" not in env else None
+    return subprocess.run(
+        [sys.executable, "-m", "core", *argv, "--home", str(home_dir)],
+        capture_output=True, text=True, env=full_env, timeout=timeout,
+    )
+
+
+@pytest.fixture
+def proc(tmp_path: Path):
+    """Run the CLI in a fresh process against the test's home folder."""
+    home_dir = tmp_path / "home"
+
+    def run(*argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        return run_process(home_dir, *argv, env=env)
+
+    run.home = home_dir
+    return run

@@ -1,0 +1,132 @@
+"""The seed's stories told through the ``resolver`` command, each step a new process."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from conftest import T65273_RUN, T90104_RUN
+
+
+def _usage(home_dir, run_id):
+    from core.checkpoint import CheckpointStore
+
+    return CheckpointStore(home_dir / "runs.sqlite").load(run_id).usage
+
+
+def test_friday_to_monday_resume_shows_the_same_request_and_calls_no_model(proc):
+    friday = proc("run", "T-65273")
+    assert friday.returncode == 0, friday.stderr
+    assert "Outcome: resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081" in friday.stdout
+    assert f"Next: resolver approve {T65273_RUN} --as team_lead" in friday.stdout
+    usage = _usage(proc.home, T65273_RUN)
+
+    monday = proc("resume", T65273_RUN)
+    assert monday.returncode == 0
+    assert f"Resuming {T65273_RUN} (status waiting_approval)" in monday.stdout
+    request = friday.stdout.split("Approval needed", 1)[1]
+    assert monday.stdout.split("Approval needed", 1)[1] == request  # the same proposal, digest and all
+    assert "  1. request_refund       LK-507862  119.00 CAD  RFD-DOUBLE  payment PAY-507862-2" in request
+    assert "Who may approve: team lead or above" in request
+    assert _usage(proc.home, T65273_RUN) == usage
+
+    approved = proc("approve", T65273_RUN, "--as", "team_lead")
+    assert approved.returncode == 0, approved.stderr
+    assert re.search(r"request_refund LK-507862: done \(operation [0-9a-f]{16}, 1 call\(s\)\)", approved.stdout)
+    assert approved.stdout.strip().endswith("Status: done")
+    changes = proc("changes").stdout
+    assert changes.count("refund RF-") == 1 and "119.00 CAD of PAY-507862-2" in changes
+
+
+def test_the_weekend_phone_call_makes_the_monday_refund_fail_with_one_refund_in_the_world(proc):
+    proc("run", "T-65273")
+    call = proc("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    assert "RF-4CFEAE8E" in call.stdout
+    monday = proc("approve", T65273_RUN, "--as", "grace", "--name", "Grace")
+    assert monday.returncode == 0
+    assert re.search(
+        r"request_refund LK-507862: failed \(operation [0-9a-f]{16}, 1 call\(s\)\) PAY-507862-2 is not a captured charge of LK-507862",
+        monday.stdout,
+    )
+    assert monday.stdout.strip().endswith("Status: handed_to_person")
+    changes = proc("changes").stdout
+    assert changes.startswith("1 change(s)") and changes.count("refund RF-") == 1
+
+
+def _before_or_after(proc, point):
+    run = proc("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")
+    assert "Who may approve: agent or above" in run.stdout
+    stopped = proc("approve", T90104_RUN, "--as", "agent", "--interrupt", point)
+    assert stopped.returncode == 3
+    m = re.search(rf"The process stopped: simulated crash {point.replace('-', ' the ')} of ([0-9a-f]{{16}})\. "
+                  rf"Resume with: resolver resume {T90104_RUN}", stopped.stdout)
+    assert m, stopped.stdout
+    assert re.search(rf"{T90104_RUN}\s+executing", proc("runs").stdout)
+    return m.group(1)
+
+
+def test_a_crash_before_the_write_resumes_to_one_refund_of_9_95(proc):
+    op = _before_or_after(proc, "before-write")
+    assert proc("changes").stdout.startswith("0 change(s)")
+    resumed = proc("resume", T90104_RUN)
+    assert f"Resuming {T90104_RUN} (status executing)" in resumed.stdout
+    assert f"request_refund LK-793996: done (operation {op}, 1 call(s))" in resumed.stdout
+    assert resumed.stdout.strip().endswith("Status: done")
+    assert proc("resume", T90104_RUN).stdout.strip() == "Nothing to resume: the run is done."
+    changes = proc("changes").stdout
+    assert changes.count("refund RF-") == 1 and "9.95 CAD of PAY-793996-1" in changes
+
+
+def test_a_crash_after_the_write_reconciles_and_the_refund_stays_single(proc):
+    op = _before_or_after(proc, "after-write")
+    assert proc("changes").stdout.count("refund RF-") == 1  # the write happened
+    resumed = proc("resume", T90104_RUN)
+    assert f"request_refund LK-793996: done (operation {op}, 1 call(s))" in resumed.stdout
+    assert resumed.stdout.strip().endswith("Status: done")
+    assert proc("changes").stdout.count("refund RF-") == 1
+    trace = proc("trace", T90104_RUN).stdout
+    assert "found in the register, not called again" in trace
+
+
+def test_expected_errors_print_one_sentence_and_exit_1(cli):
+    code, out, err = cli("resume", "T-00000-agent-chat-small-1")
+    assert code == 1 and err.strip() == "No run T-00000-agent-chat-small-1. Run `resolver runs` to see the saved runs."
+    code, _, err = cli("run", "T-99999")
+    assert code == 1 and err.startswith("No ticket T-99999.") and "Traceback" not in err
+    cli("run", "T-65273")
+    with sqlite3.connect(cli.home / "runs.sqlite") as conn:
+        conn.execute("UPDATE runs SET state = '{broken'")
+    code, out, err = cli("approve", T65273_RUN, "--as", "grace")
+    assert code == 1 and "is corrupt" in err and len(err.strip().splitlines()) == 1
+    code, out, _ = cli("runs")
+    assert "(corrupt checkpoint)" in out
+
+
+def test_reject_needs_a_reason_and_hands_the_run_to_a_person(cli):
+    cli("run", "T-65273")
+    code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--reason", "  ")
+    assert code == 1 and "needs a reason" in err
+    code, out, _ = cli("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "Customer already refunded by phone")
+    assert code == 0 and "Rejected by Amira (agent)" in out and out.strip().endswith("Status: handed_to_person")
+    code, _, err = cli("approve", T65273_RUN, "--as", "grace")
+    assert code == 1 and "already rejected by Amira (agent) at 2026-" in err
+
+
+def test_diff_compares_two_runs_of_the_planter_line_by_line(cli):
+    cli("run", "T-90103", "--repeat", "1")
+    cli("run", "T-90103", "--repeat", "2")
+    code, out, _ = cli("diff", "T-90103-agent-chat-small-1", "T-90103-agent-chat-small-2")
+    assert code == 0
+    assert "  reship_item LK-640436 PLANTER x 1" in out
+    assert "- create_return_label LK-640436 PLANTER reason damaged (return shipping: free)" in out
+    code, out, _ = cli("runs", "--json")
+    assert code == 0 and '"T-90103-agent-chat-small-2"' in out
+
+
+def test_reset_all_rebuilds_the_world(cli):
+    cli("run", "T-65273")
+    cli("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    code, out, _ = cli("reset", "--all")
+    assert code == 0 and "Deleted 1 saved run(s)" in out
+    assert cli("changes")[1].startswith("0 change(s)")
+    assert cli("runs")[1].startswith("No saved runs.")

@@ -1,0 +1,64 @@
+"""The practice world: idempotent write services that check their own invariants."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.world import ServiceRefused, UnknownTool, World, derived_id
+
+
+@pytest.fixture
+def world(home) -> World:
+    return home.world("test")
+
+
+def test_the_weekend_refund_has_the_seed_id_and_a_second_call_changes_nothing(world):
+    first = world.request_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    again = world.request_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    assert first["refund_id"] == "RF-4CFEAE8E" == derived_id("RF", "manual-1")
+    assert again == first
+    assert len(world.refunds_of("LK-507862")) == 1
+    assert world.lookup_operation("manual-1")["result"] == first
+
+
+def test_a_refund_of_a_refunded_charge_is_refused_with_the_services_sentence(world):
+    world.request_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    with pytest.raises(ServiceRefused, match="^PAY-507862-2 is not a captured charge of LK-507862$"):
+        world.request_refund("op-2", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    with pytest.raises(ServiceRefused, match="is not a captured charge of LK-640436"):
+        world.request_refund("op-3", "LK-640436", "1.00", "RFD-DOUBLE", "PAY-507862-1")
+    assert world.lookup_operation("op-2") is None
+
+
+def test_a_refund_cannot_exceed_what_is_left(world):
+    world.request_refund("a", "LK-793996", "9.95", "RFD-LATE", "PAY-793996-1")
+    with pytest.raises(ServiceRefused, match="more than the 48.00 CAD left"):
+        world.request_refund("b", "LK-793996", "50.00", "RFD-LATE", "PAY-793996-1")
+
+
+def test_reship_only_items_of_the_order_and_one_label_per_item(world):
+    world.reship_item("r1", "LK-640436", "PLANTER", 1)
+    with pytest.raises(ServiceRefused, match="MUG-SET is not an item of LK-640436"):
+        world.reship_item("r2", "LK-640436", "MUG-SET", 1)
+    world.create_return_label("l1", "LK-640436", "PLANTER", "damaged", "free")
+    with pytest.raises(ServiceRefused, match="already has return label"):
+        world.create_return_label("l2", "LK-640436", "PLANTER", "damaged", "free")
+
+
+def test_changes_lists_every_write_and_reset_forgets_them(home, world):
+    world.request_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    world.send_reply("m1", "LK-507862", "C-1001", "Hello")
+    assert [c["kind"] for c in world.changes()] == ["refund", "reply"]
+    home.reset(everything=True)
+    assert home.world().changes() == []
+    assert home.world().get_payments("LK-507862")[1]["status"] == "captured"
+
+
+def test_tools_return_json_evidence_and_refuse_unknown_tools(world):
+    assert world.call_tool("get_order", {"order_id": "LK-507862"})["total"] == "119.00"
+    assert world.call_tool("get_order", {"order_id": "LK-000000"}) == {"error": "No order LK-000000"}
+    assert world.call_tool("get_policy", {"rule_id": "W7"})["rule_id"] == "W7"
+    with pytest.raises(UnknownTool):
+        world.call_tool("delete_everything", {})
+    with pytest.raises(UnknownTool):
+        world.call_tool("get_order", {"id": "x"})
