@@ -1,0 +1,35 @@
+"""The headless core never imports Textual (or Rich): checked per module in a clean process,
+and by the import-linter contract in pyproject.toml."""
+
+from __future__ import annotations
+
+import pkgutil
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import core
+
+CORE_MODULES = sorted(f"core.{m.name}" for m in pkgutil.iter_modules(core.__path__) if m.name != "__main__")
+
+
+@pytest.mark.parametrize("module", CORE_MODULES)
+def test_core_module_imports_no_ui_library(module):
+    code = (
+        f"import sys, {module}\n"
+        "bad = sorted(m for m in sys.modules if m.split('.')[0] in {'textual', 'rich', 'resolver_tui'})\n"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "", f"{module} pulls in {out}"
+
+
+def test_import_linter_contract_holds():
+    lint = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+    if not Path(lint).exists():
+        pytest.skip("import-linter is not installed (pip install -e '.[test]')")
+    result = subprocess.run([lint], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
