@@ -296,6 +296,10 @@ def build_parser() -> argparse.ArgumentParser:
                                       "weekend-call", "monday", "run-again", "all"])
     p.add_argument("--after-step", type=int, default=1)
     p.set_defaults(func=cmd_class)
+
+    p = sub.add_parser("exercise", parents=[common], help="the exercises of seeds 000 and 001, runnable")
+    p.add_argument("exercise", choices=["crash-at-step", "corrupt-checkpoint", "migrate-v1", "resume-twice", "lease-owner"])
+    p.set_defaults(func=cmd_class)
     return parser
 
 

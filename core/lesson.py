@@ -1,0 +1,239 @@
+"""The trainer kit: seed 000's Friday-to-Monday lesson, one moment at a time, and the
+exercises of seeds 000 and 001.
+
+Each moment is a function ``moment_<name>(home, ...) -> list[str]`` that changes the home for
+real (the runner, the approval code, the executor, the world's services) and returns what to
+tell the class. They are deterministic after ``resolver reset --all``; the app's trainer mode
+offers the same functions in its command palette.
+
+Moments (``resolver class MOMENT``): friday, crash-in-loop [--after-step N],
+crash-before-write, crash-after-write, weekend-call, monday, run-again, all.
+Exercises (``resolver exercise NAME``): crash-at-step, corrupt-checkpoint, migrate-v1,
+resume-twice, lease-owner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import uuid
+from typing import Callable
+
+from core.checkpoint import lease_owner_name
+from core.clock import FileClock, iso, parse_time
+from core.errors import LeaseHeld, ResolverError
+from core.executor import SimulatedCrash
+from core.home import Home
+from core.runner import LoopCrash, crash_after_step, outcome_line
+from core.world import ServiceRefused
+
+FRIDAY = "2026-10-09T17:00:00-04:00"
+"""Friday 2026-10-09 17:00 America/Toronto: Amira runs the tickets (seed 000)."""
+SATURDAY = "2026-10-10T11:00:00-04:00"
+"""Saturday 11:00: the customer phones and a colleague refunds by hand."""
+MONDAY = "2026-10-12T09:00:00-04:00"
+"""Monday 09:00: Grace comes in (2d 16h later)."""
+
+T65273_RUN = "T-65273-agent-chat-small-1"
+
+
+def _set_clock(home: Home, when: str) -> None:
+    clock = home.clock
+    if isinstance(clock, FileClock) or hasattr(clock, "set"):
+        clock.set(parse_time(when))  # type: ignore[union-attr]
+    else:
+        raise ResolverError("This home's clock cannot be set; run the class with the trainer's clock.")
+
+
+def moment_friday(home: Home) -> list[str]:
+    """Friday 17:00: Amira runs T-65273 (waits for a team lead or above) and T-90103 repeat 1."""
+    _set_clock(home, FRIDAY)
+    lines = [f"Clock: {iso(home.clock.now())} (Friday)"]
+    for task, repeat in (("T-65273", 1), ("T-90103", 1)):
+        state = home.run(task, repeat=repeat)
+        lines.append(f"Amira ran {task}: {state.run_id} is {state.status}. {outcome_line(state)}")
+    return lines
+
+
+def moment_crash_in_loop(home: Home, after_step: int = 1) -> list[str]:
+    """T-65273 crashes after step N of its loop: run ``T-65273-crash-N``, saved as running."""
+    run_id = f"T-65273-crash-{after_step}"
+    try:
+        home.run("T-65273", repeat=1, run_id=run_id, on_step=crash_after_step(after_step))
+    except LoopCrash as crash:
+        state = home.store.load(run_id)
+        return [f"{crash}.", f"{run_id} is {state.status} at step {state.step} with {state.usage.model_calls} model call(s) saved.",
+                f"Resume with: resolver resume {run_id}"]
+    state = home.store.load(run_id)
+    return [f"{run_id} finished before step {after_step + 1}: {state.status}."]
+
+
+def _crash_at_write(home: Home, point: str) -> list[str]:
+    state = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    try:
+        home.approve(state.run_id, "agent", "Amira", interrupt=point)  # type: ignore[arg-type]
+    except SimulatedCrash as crash:
+        return [f"Amira approved {state.run_id} as agent; the process stopped: {crash}.",
+                f"Resume with: resolver resume {state.run_id}"]
+    return [f"{state.run_id} finished without reaching the write."]
+
+
+def moment_crash_before_write(home: Home) -> list[str]:
+    """T-90104 approved by an agent and stopped just before the refund is written."""
+    return _crash_at_write(home, "before-write")
+
+
+def moment_crash_after_write(home: Home) -> list[str]:
+    """T-90104 approved by an agent and stopped just after the refund, before its checkpoint."""
+    return _crash_at_write(home, "after-write")
+
+
+def moment_weekend_call(home: Home) -> list[str]:
+    """The colleague's manual refund of PAY-507862-2 (operation ``manual-1``), on Saturday 11:00
+    when the clock is still before it."""
+    if home.clock.now() < parse_time(SATURDAY):
+        _set_clock(home, SATURDAY)
+    try:
+        r = home.manual_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    except ServiceRefused as exc:
+        return [f"The phone call's refund was refused: {exc}."]
+    return [f"Over the weekend a colleague refunded {r['payment_id']} by hand: {r['refund_id']} {r['amount']} CAD."]
+
+
+def moment_monday(home: Home) -> list[str]:
+    """The clock moves to Monday 09:00."""
+    _set_clock(home, MONDAY)
+    return [f"Clock: {iso(home.clock.now())} (Monday). Grace opens a new terminal."]
+
+
+def moment_run_again(home: Home) -> list[str]:
+    """The common mistake: T-90103 run again (repeat 2), so two runs wait with different proposals."""
+    state = home.run("T-90103", repeat=2)
+    first = home.store.runs_of_task("T-90103")[0].run_id
+    return [f"Tomás ran T-90103 again: {state.run_id} is {state.status} with {len(state.proposal.actions)} action(s).",
+            f"Compare: resolver diff {first} {state.run_id}"]
+
+
+MOMENTS: dict[str, Callable[..., list[str]]] = {
+    "friday": moment_friday,
+    "crash-in-loop": moment_crash_in_loop,
+    "crash-before-write": moment_crash_before_write,
+    "crash-after-write": moment_crash_after_write,
+    "weekend-call": moment_weekend_call,
+    "monday": moment_monday,
+    "run-again": moment_run_again,
+}
+"""Every moment of the lesson, in the order ``all`` plays them."""
+
+TITLES = {
+    "friday": "Simulate: Friday, Amira runs T-65273 and T-90103",
+    "crash-in-loop": "Simulate: crash T-65273 after step 1",
+    "crash-before-write": "Simulate: crash T-90104 before the write",
+    "crash-after-write": "Simulate: crash T-90104 after the write",
+    "weekend-call": "Simulate: weekend phone call (manual refund of PAY-507862-2)",
+    "monday": "Simulate: Monday 09:00",
+    "run-again": "Simulate: run T-90103 again (the common mistake)",
+}
+"""The command-palette titles of the moments in the app's trainer mode."""
+
+
+def moment_all(home: Home) -> list[str]:
+    """Every moment in order."""
+    lines: list[str] = []
+    for name, moment in MOMENTS.items():
+        lines.append(f"== {name}")
+        lines += moment(home)
+    return lines
+
+
+# --- exercises ------------------------------------------------------------------------------------
+
+
+def exercise_crash_at_step(home: Home, after_step: int = 2) -> list[str]:
+    """Seed 000: crash after step N, predict, resume; the outcome still reads 3 model calls."""
+    lines = moment_crash_in_loop(home, after_step)
+    run_id = f"T-65273-crash-{after_step}"
+    done = home.resume(run_id)
+    steps = [e["message"] for e in home.store.events(run_id) if e["kind"] in ("tool_call", "outcome")]
+    return lines + [f"Resumed: {outcome_line(done.state)}", "Trace:"] + [f"  {s}" for s in steps]
+
+
+def exercise_corrupt_checkpoint(home: Home) -> list[str]:
+    """Seed 001 exercise 1: corrupt a checkpoint's JSON and see the clear error."""
+    run_id = f"T-65273-corrupt-{uuid.uuid4().hex[:6]}"
+    home.run("T-65273", repeat=1, run_id=run_id)
+    with sqlite3.connect(home.store.path) as conn:
+        conn.execute("UPDATE runs SET state = substr(state, 1, 200) WHERE run_id = ?", (run_id,))
+    try:
+        home.store.load(run_id)
+    except ResolverError as exc:
+        return [f"Cut the checkpoint of {run_id} to 200 characters.", f"Loading it says: {exc}",
+                "The other runs still list: resolver runs"]
+    return ["The corrupt checkpoint loaded; that is a bug."]
+
+
+def exercise_migrate_v1(home: Home) -> list[str]:
+    """Seed 001 exercise 2: a v1 checkpoint (no ``reply_channel``) loads as v2 with ``email``."""
+    state = home.run("T-90103", repeat=1, run_id=f"T-90103-v1-{uuid.uuid4().hex[:6]}")
+    raw = json.loads(state.model_dump_json())
+    raw["schema_version"] = 1
+    raw.pop("reply_channel")
+    raw.pop("meta")
+    with sqlite3.connect(home.store.path) as conn:
+        conn.execute("UPDATE runs SET state = ? WHERE run_id = ?", (json.dumps(raw), state.run_id))
+    back = home.store.load(state.run_id)
+    return [f"Saved {state.run_id} as schema version 1 without reply_channel.",
+            f"Loaded as schema version {back.schema_version}: reply_channel = {back.reply_channel!r}."]
+
+
+def exercise_resume_twice(home: Home) -> list[str]:
+    """Seed 001 exercise 3: resume twice without idempotency keys (two replies), then with (one)."""
+    world = home.world("exercise")
+    before = len(world.changes())
+    for _ in range(2):  # each "resume" makes up a fresh key: the gateway cannot tell
+        world.send_reply(f"fresh-{uuid.uuid4().hex}", "LK-507862", "C-1001", "Your refund is on its way.")
+    without = len(world.changes()) - before
+    key = f"reply-{uuid.uuid4().hex[:8]}"
+    for _ in range(2):  # the same operation ID on both resumes
+        world.send_reply(key, "LK-507862", "C-1001", "Your refund is on its way.")
+    with_key = len(world.changes()) - before - without
+    return [f"Without idempotency keys: {without} replies sent.", f"With the same operation ID: {with_key} reply sent."]
+
+
+def exercise_lease_owner(home: Home) -> list[str]:
+    """Seed 001 exercise 4: a resume from another lease owner is refused while the lease lives."""
+    state = home.run("T-90104", "agent_structured", "chat-strong", 1, run_id=f"T-90104-lease-{uuid.uuid4().hex[:6]}")
+    from core.approval import approve
+
+    approve(home.store, home.key, state.run_id, "agent", "Amira", clock=home.clock)
+    home.store.acquire_lease(state.run_id, lease_owner_name("window-1"), 60)
+    try:
+        home.resume(state.run_id)
+    except LeaseHeld as exc:
+        return [f"Window 1 holds the lease of {state.run_id}.", f"Resume from another owner: {exc}"]
+    return ["The second owner was not refused; that is a bug."]
+
+
+EXERCISES: dict[str, Callable[[Home], list[str]]] = {
+    "crash-at-step": exercise_crash_at_step,
+    "corrupt-checkpoint": exercise_corrupt_checkpoint,
+    "migrate-v1": exercise_migrate_v1,
+    "resume-twice": exercise_resume_twice,
+    "lease-owner": exercise_lease_owner,
+}
+
+
+def main(home: Home, args: argparse.Namespace) -> int:
+    """``resolver class MOMENT`` / ``resolver exercise NAME``: print what happened."""
+    if getattr(args, "exercise", None):
+        lines = EXERCISES[args.exercise](home)
+    elif args.moment == "all":
+        lines = moment_all(home)
+    elif args.moment == "crash-in-loop":
+        lines = moment_crash_in_loop(home, args.after_step)
+    else:
+        lines = MOMENTS[args.moment](home)
+    for line in lines:
+        print(line)
+    return 0
