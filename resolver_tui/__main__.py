@@ -1,11 +1,39 @@
-"""``resolver-tui`` / ``python -m resolver_tui``: open the approvals app."""
+"""``resolver-tui`` / ``python -m resolver_tui``: open the approvals app on a home folder."""
 
+from __future__ import annotations
+
+import argparse
 import sys
 
+from core.errors import ResolverError
+from core.home import Home, resolve_home
 
-def main() -> None:
-    print("The approvals app is not built yet.", file=sys.stderr)
-    sys.exit(1)
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """``--home DIR --as ROLE --name NAME --demo --refresh SECONDS --trainer``."""
+    p = argparse.ArgumentParser(prog="resolver-tui", description="The Larkfield approvals queue.")
+    p.add_argument("--home", help="home folder (default: $RESOLVER_HOME or ./work)")
+    p.add_argument("--as", dest="role", default="team_lead", choices=["agent", "team_lead", "grace"],
+                   help="your role (default: team_lead)")
+    p.add_argument("--name", default=None, help="your name, recorded with each decision")
+    p.add_argument("--demo", action="store_true", help="load the demo queue at start if the home is empty")
+    p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS", help="auto-refresh interval (0: off)")
+    p.add_argument("--trainer", action="store_true", help="trainer mode: the lesson's moments in the palette")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    try:
+        home = Home(resolve_home(args.home))
+        from resolver_tui.app import ResolverApp
+
+        app = ResolverApp(home, args.role, args.name, refresh_interval=args.refresh or None, demo=args.demo,
+                          trainer=args.trainer)
+    except ResolverError as exc:
+        print(exc, file=sys.stderr)
+        sys.exit(1)
+    app.run()
 
 
 if __name__ == "__main__":

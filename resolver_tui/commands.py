@@ -1,0 +1,90 @@
+"""Command palette providers: every action of the queue, ``Jump to run <id>``, and the
+trainer's moments when :mod:`core.lesson` exists (issue 5)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.content import Content
+
+from resolver_tui.widgets.bars import FILTERS
+
+ACTIONS: list[tuple[str, str, str]] = [
+    ("Approve the highlighted run", "approve", "asks first, then executes its operations"),
+    ("Reject the highlighted run", "reject", "with a required reason"),
+    ("Resume the highlighted run", "resume", "continue, reconcile and finish, or show the request"),
+    ("Trace of the highlighted run", "trace", "its events, one line each"),
+    ("Compare with another run of the same ticket", "compare", "the actions line by line"),
+    ("Refresh the queue", "refresh", "read the store again"),
+    ("Filter the queue", "filter", "ticket, order, customer or run ID"),
+    ("Load the Larkfield demo queue", "load_demo", "empty home only"),
+    *[(f"Show {label}", f"status({i})", f"status filter {i + 1}") for i, (_s, label) in enumerate(FILTERS)],
+]
+
+
+class ResolverCommands(Provider):
+    """The queue's actions and ``Jump to run <id>`` for every run loaded in the table."""
+
+    def _queue(self):
+        from resolver_tui.screens.queue import QueueScreen
+
+        screen = self.screen
+        return screen if isinstance(screen, QueueScreen) else None
+
+    def _items(self) -> list[tuple[str, object, str]]:
+        queue = self._queue()
+        if queue is None:
+            return []
+        items: list[tuple[str, object, str]] = [
+            (title, partial(queue.try_action, action), help_text) for title, action, help_text in ACTIONS
+        ]
+        items += [(f"Jump to run {run_id}", partial(queue.jump_to, run_id), "show it in the queue")
+                  for run_id in list(queue.summaries)[:500]]
+        return items
+
+    async def discover(self) -> Hits:
+        for title, command, help_text in self._items():
+            if not title.startswith("Jump"):
+                yield DiscoveryHit(Content(title), command, text=title, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        queue = self._queue()
+        for title, command, help_text in self._items():
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), command, text=title, help=help_text)
+        words = query.split()
+        if queue is not None and words and words[0].upper().startswith("T-") and words[0] not in queue.summaries:
+            run_id = words[0]
+            yield Hit(0.5, Content(f"Jump to run {run_id}"), partial(queue.jump_to, run_id), text=run_id,
+                      help="search the store for it")
+
+
+class LessonCommands(Provider):
+    """The trainer's moments (``core.lesson.moment_<name>(home) -> list[str]``), listed only in
+    trainer mode and only when :mod:`core.lesson` exists."""
+
+    def _moments(self) -> list[tuple[str, object]]:
+        app = self.app
+        if not getattr(app, "trainer", False) or importlib.util.find_spec("core.lesson") is None:
+            return []
+        lesson = importlib.import_module("core.lesson")
+        return [(name.removeprefix("moment_").replace("_", " "), getattr(lesson, name))
+                for name in sorted(dir(lesson)) if name.startswith("moment_") and callable(getattr(lesson, name))]
+
+    async def discover(self) -> Hits:
+        for name, fn in self._moments():
+            title = f"Trainer: {name}"
+            yield DiscoveryHit(Content(title), partial(self.app.run_moment, fn, name), text=title)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, fn in self._moments():
+            title = f"Trainer: {name}"
+            score = matcher.match(title)
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), partial(self.app.run_moment, fn, name), text=title)

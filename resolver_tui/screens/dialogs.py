@@ -1,0 +1,99 @@
+"""Modal dialogs: confirm (defaults to No) and reject (a reason is required).
+
+Both show untrusted text (actions, names) as literal content only.
+"""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+from resolver_tui.widgets.safe import lines, plain
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask yes or no about a destructive step; Enter, Esc and ``n`` all mean No.
+
+    ``title`` and ``body`` are shown literally (never parsed as markup).
+    """
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Yes"),
+        Binding("n,escape", "answer(False)", "No"),
+        Binding("left,right,tab", "app.focus_next", "Move", show=False),
+    ]
+
+    def __init__(self, title: str, body: list[str], yes: str = "Yes") -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(plain(self.title_text, "bold"), id="dialog-title")
+            yield Static(lines(self.body), id="dialog-body")
+            with Horizontal(classes="buttons"):
+                yield Button(plain(self.yes), id="yes", variant="warning")
+                yield Button("No", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#no", Button).focus()
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+    def action_answer(self, yes: bool) -> None:
+        self.dismiss(yes)
+
+
+class RejectScreen(ModalScreen[str | None]):
+    """Reject with a reason: returns the reason, or None when cancelled. Empty is refused."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, body: list[str]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(plain(self.title_text, "bold"), id="dialog-title")
+            yield Static(lines(self.body), id="dialog-body")
+            yield Label("Reason (required): what is wrong with the proposal?")
+            yield Input(placeholder="reason", id="reason")
+            yield Static("", id="reason-error", markup=False)
+            with Horizontal(classes="buttons"):
+                yield Button("Reject", id="reject", variant="error")
+                yield Button("Cancel", id="cancel", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#reason", Input).focus()
+
+    def _submit(self) -> None:
+        reason = self.query_one("#reason", Input).value.strip()
+        if not reason:
+            self.query_one("#reason-error", Static).update("A rejection needs a reason.")
+            self.query_one("#reason", Input).focus()
+            return
+        self.dismiss(reason)
+
+    @on(Input.Submitted)
+    def submitted(self) -> None:
+        self._submit()
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "reject":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

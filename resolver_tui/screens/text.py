@@ -1,0 +1,44 @@
+"""Read-only screens of lines: the trace of a run and the comparison of two runs."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static
+
+from resolver_tui.widgets.safe import lines, plain
+
+
+class LinesScreen(ModalScreen[None]):
+    """A titled, scrollable block of literal lines; Esc or ``q`` closes it."""
+
+    BINDINGS = [
+        Binding("escape,q", "dismiss", "Close"),
+        Binding("j", "scroll('down')", "Down", show=False),
+        Binding("k", "scroll('up')", "Up", show=False),
+    ]
+
+    def __init__(self, title: str, body: list[str], *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.title_text = title
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="lines", classes="panel") as scroll:
+            scroll.border_title = plain(self.title_text)
+            yield Static(lines(self.body) if self.body else plain("(nothing yet)"), id="lines-body")
+        yield Footer()
+
+    def action_scroll(self, where: str) -> None:
+        scroll = self.query_one("#lines", VerticalScroll)
+        scroll.scroll_down() if where == "down" else scroll.scroll_up()
+
+
+class TraceScreen(LinesScreen):
+    """The run's trace (its events table, one line each)."""
+
+
+class CompareScreen(LinesScreen):
+    """Two runs of one ticket, their actions line by line (seed 000's diagnose step)."""

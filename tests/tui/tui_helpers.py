@@ -1,0 +1,59 @@
+"""Helpers of the app's Pilot and snapshot tests."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+from core.clock import FixedClock
+from core.home import Home
+from resolver_tui.app import ResolverApp
+
+MONDAY = "2026-10-12T09:00:00-04:00"
+FRIDAY = "2026-10-09T17:00:00-04:00"
+
+
+def monday_home(root: Path) -> Home:
+    return Home(root, clock=FixedClock(MONDAY))
+
+
+def make_app(home: Home, role: str = "team_lead", name: str = "Tomás") -> ResolverApp:
+    return ResolverApp(home, role, name, refresh_interval=None)
+
+
+async def settle(pilot) -> None:
+    """Wait until every worker finished and its messages were handled."""
+    app = pilot.app
+    for _ in range(4):
+        await pilot.pause()
+        await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+async def select(pilot, run_id: str) -> None:
+    """Put the cursor on ``run_id`` (the palette's Jump to run) and wait for its detail."""
+    queue = pilot.app.get_screen("queue") if pilot.app.screen.id != "queue" else pilot.app.screen
+    queue.jump_to(run_id)
+    await settle(pilot)
+    assert queue.selected_id == run_id
+    assert queue.detail is not None and queue.detail.run_id == run_id
+
+
+def pane_text(app) -> str:
+    """The detail pane's text (notice, keys and body)."""
+    queue = app.screen if app.screen.id == "queue" else app.get_screen("queue")
+    parts = []
+    for wid in ("#detail-title", "#detail-notice", "#detail-keys", "#detail-body"):
+        parts.append(str(queue.query_one(wid).render()))
+    return "\n".join(parts)
+
+
+def screen_text(app) -> str:
+    """What the terminal shows, as text (from the exported SVG)."""
+    svg = app.export_screenshot()
+    rows: dict[float, list[tuple[float, str]]] = {}
+    for m in re.finditer(r'<text[^>]*x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', svg, re.S):
+        text = html.unescape(re.sub(r"<[^>]+>", "", m.group(3))).replace("\xa0", " ")
+        rows.setdefault(float(m.group(2)), []).append((float(m.group(1)), text))
+    return "\n".join("".join(t for _x, t in sorted(parts)) for _y, parts in sorted(rows.items()))
