@@ -14,6 +14,7 @@ import re
 from typing import Any, Iterable
 
 from core.clock import iso
+from core.data import load_task, load_world_data
 from core.policy import ROLE_LABELS, may_approve, proposal_role, who_may_approve
 from core.state import TaskState, action_line, action_short
 
@@ -46,6 +47,7 @@ def approval_request(state: TaskState) -> list[str]:
     lines = [
         f"Approval needed for run {state.run_id} (ticket {state.task_id})",
         f"Proposed by: {state.variant}, {state.model}. Rule: {safe_text(p.rule)}.",
+    ] + ticket_lines(state) + [
         "",
         "Actions (nothing has happened yet):",
     ]
@@ -53,6 +55,8 @@ def approval_request(state: TaskState) -> list[str]:
     needed = proposal_role(p.actions)
     lines += ["", f"Who may approve: {who_may_approve(needed)}", "", "Reason:"]
     lines += _indent(p.reason)
+    lines += ["", "Customer's message:"]
+    lines += _indent(load_task(state.task_id).message)
     lines += ["", "Evidence:"]
     for ev in state.evidence:
         lines.append(f"  step {ev.step}: {ev.tool} {safe_text(json.dumps(ev.args, ensure_ascii=False))}")
@@ -63,6 +67,13 @@ def approval_request(state: TaskState) -> list[str]:
     lines += _indent(p.reply_draft or "(none)")
     lines += ["", f"Digest: {p.short_digest} (sha256 {p.digest})"]
     return lines
+
+
+def ticket_lines(state: TaskState) -> list[str]:
+    """``Ticket: "subject" from Maya Thompson, order LK-507862``."""
+    task = load_task(state.task_id)
+    names = {c.customer_id: c.name for c in load_world_data().customers}
+    return [f"Ticket: \"{safe_text(task.subject)}\" from {safe_text(names.get(task.customer_id, task.customer_id))}, order {task.order_id}"]
 
 
 def standing(state: TaskState, role: str) -> str:

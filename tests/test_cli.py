@@ -130,3 +130,32 @@ def test_reset_all_rebuilds_the_world(cli):
     assert code == 0 and "Deleted 1 saved run(s)" in out
     assert cli("changes")[1].startswith("0 change(s)")
     assert cli("runs")[1].startswith("No saved runs.")
+
+
+def test_a_locked_database_gives_a_clear_sentence_and_loses_nothing(cli, monkeypatch):
+    from core import checkpoint
+
+    cli("run", "T-65273")
+    monkeypatch.setattr(checkpoint, "BUSY_TIMEOUT_S", 0.2)
+    holder = sqlite3.connect(cli.home / "runs.sqlite", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        code, out, err = cli("approve", T65273_RUN, "--as", "grace")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert code == 1 and "stayed locked by another process" in err and "Traceback" not in err
+    code, out, _ = cli("resume", T65273_RUN)
+    assert "(status waiting_approval)" in out
+    assert cli("approve", T65273_RUN, "--as", "grace")[0] == 0
+
+
+def test_escape_sequences_in_customer_text_never_reach_the_terminal(cli):
+    from core.data import load_task
+
+    assert "\x1b" in load_task("T-17910").message
+    code, out, _ = cli("run", "T-17910", "--repeat", "1")
+    assert code == 0 and "\x1b" not in out and "\x07" not in out
+    assert 'Ticket: "late delivery" from' in out  # the sequence removed, the words kept
+    code, out, _ = cli("run", "T-70463", "--repeat", "1")  # a reply only that quotes the escape
+    assert code == 0 and "RED ALERT" in out and "\x1b" not in out
