@@ -53,7 +53,8 @@ class ResolverApp(App):
         self.lease_owner = lease_owner_name("resolver-tui")
 
     def get_default_screen(self) -> QueueScreen:
-        return QueueScreen()
+        self.queue = QueueScreen()
+        return self.queue
 
     def on_mount(self) -> None:
         if self.demo and not sum(self.home.store.counts().values()):

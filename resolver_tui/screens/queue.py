@@ -108,6 +108,7 @@ class QueueScreen(Screen):
         self.detail: Detail | None = None
         self.broken: dict[str, str] = {}
         self.errors: dict[str, str] = {}
+        self.last_failure: tuple[str, str] | None = None
         self.refreshed = ""
         self.first_page_shown = False
 
@@ -387,6 +388,9 @@ class QueueScreen(Screen):
         if d.run_id in self.errors:
             notes.append(self.errors[d.run_id])
             cls = "error"
+        elif self.last_failure and self.last_failure[0] != d.run_id:
+            notes.append(f"Last action on {self.last_failure[0]} failed: {self.last_failure[1]}")
+            cls = "error"
         if d.error:
             notes.append(d.error)
             notes.append("No action is allowed on this run.")
@@ -648,6 +652,7 @@ class QueueScreen(Screen):
     @on(ActionFinished)
     def action_finished(self, message: ActionFinished) -> None:
         self.busy = ""
+        self.last_failure = None
         self.notify(message.text, markup=False)
         if message.state is not None and self.detail is not None and self.detail.run_id == message.run_id:
             self.detail = replace(self.detail, state=message.state)
@@ -662,6 +667,7 @@ class QueueScreen(Screen):
         self.notify(message.text, severity="error", markup=False, timeout=10)
         if message.run_id:
             self.errors[message.run_id] = message.text
+            self.last_failure = (message.run_id, message.text)
         self._render_detail()
         self.reload()
         if self.selected_id:

@@ -33,7 +33,7 @@ async def settle(pilot) -> None:
 
 async def select(pilot, run_id: str) -> None:
     """Put the cursor on ``run_id`` (the palette's Jump to run) and wait for its detail."""
-    queue = pilot.app.get_screen("queue") if pilot.app.screen.id != "queue" else pilot.app.screen
+    queue = pilot.app.queue
     queue.jump_to(run_id)
     await settle(pilot)
     assert queue.selected_id == run_id
@@ -42,7 +42,7 @@ async def select(pilot, run_id: str) -> None:
 
 def pane_text(app) -> str:
     """The detail pane's text (notice, keys and body)."""
-    queue = app.screen if app.screen.id == "queue" else app.get_screen("queue")
+    queue = app.queue
     parts = []
     for wid in ("#detail-title", "#detail-notice", "#detail-keys", "#detail-body"):
         parts.append(str(queue.query_one(wid).render()))

@@ -1,0 +1,159 @@
+"""Decisions from the app: approve, reject, resume, roles, the weekend and the race."""
+
+from __future__ import annotations
+
+from core.clock import FixedClock
+from core.home import Home
+from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
+from tui_helpers import FRIDAY, MONDAY, make_app, monday_home, pane_text, screen_text, select, settle
+
+T65273 = "T-65273-agent-chat-small-1"
+T97580 = "T-97580-agent-chat-small-1"
+T90104 = "T-90104-agent_structured-chat-strong-1"
+
+
+async def approve(pilot) -> None:
+    await pilot.press("a")
+    await settle(pilot)
+    assert isinstance(pilot.app.screen, ConfirmScreen)
+    await pilot.press("y")
+    await settle(pilot)
+
+
+async def test_approve_T65273_as_team_lead_refunds_once(demo_home):
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("a")
+        await settle(pilot)
+        dialog = screen_text(app)
+        digest = demo_home.store.load(T65273).proposal.digest
+        for needle in (T65273, "request_refund       LK-507862  119.00 CAD", digest, "Approving as: Tomás (team lead)"):
+            assert needle in dialog, needle
+        await pilot.press("enter")  # the default is No
+        await settle(pilot)
+        assert demo_home.store.load(T65273).status == "waiting_approval"
+        await approve(pilot)
+        state = demo_home.store.load(T65273)
+        assert state.status == "done"
+        assert state.approval.name == "Tomás" and state.approval.role == "team_lead"
+        assert [op.calls for op in state.operations] == [1, 1]
+        refunds = demo_home.world().refunds_of("LK-507862")
+        assert len(refunds) == 1 and refunds[0]["amount"] == "119.00"
+        assert app.screen.counts["waiting_approval"] == 7 and app.screen.counts["done"] == 3
+        assert T65273 not in app.screen.summaries
+        await pilot.press("6")
+        await settle(pilot)
+        await select(pilot, T65273)
+        text = pane_text(app)
+        assert "Approved by Tomás (team_lead)" in text and "request_refund LK-507862: done" in text
+
+
+async def test_reject_needs_a_reason_and_records_it(demo_home):
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        await settle(pilot)
+        assert isinstance(app.screen, RejectScreen)
+        await pilot.press("enter")  # empty: refused, the dialog stays
+        await settle(pilot)
+        assert isinstance(app.screen, RejectScreen)
+        assert "A rejection needs a reason." in screen_text(app)
+        await pilot.press(*"Charged twice? Check the bank first.")
+        await pilot.press("enter")
+        await settle(pilot)
+        state = demo_home.store.load(T65273)
+        assert state.status == "handed_to_person"
+        assert state.rejection.reason == "Charged twice? Check the bank first." and state.rejection.name == "Tomás"
+        assert demo_home.world().refunds_of("LK-507862") == []
+
+
+async def test_resume_the_crashed_running_run_repeats_no_model_call(demo_home, tmp_path):
+    fresh = Home(tmp_path / "fresh", clock=FixedClock(FRIDAY))
+    expected = fresh.run("T-97580", repeat=1).usage.model_calls
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        await select(pilot, T97580)
+        assert "Press u to continue its loop" in pane_text(app) and "Trace so far:" in pane_text(app)
+        await pilot.press("u")
+        await settle(pilot)
+    state = demo_home.store.load(T97580)
+    assert state.status != "running"
+    assert state.usage.model_calls == expected
+
+
+async def test_resume_the_run_stopped_before_a_write_finishes_it_once(demo_home):
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        await select(pilot, T90104)
+        assert "Press u to reconcile and finish it" in pane_text(app)
+        await pilot.press("u")
+        await settle(pilot)
+    state = demo_home.store.load(T90104)
+    assert state.status == "done"
+    assert state.operations[0].calls == 1
+    assert len(demo_home.world().refunds_of("LK-793996")) == 1
+
+
+async def test_an_agent_cannot_approve_T65273(demo_home):
+    before = demo_home.store.load(T65273)
+    app = make_app(demo_home, role="agent", name="Amira")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.screen.selected_id == T65273
+        assert app.screen.check_action("approve", ()) is None
+        assert "Needs team lead or above (you are agent)" in pane_text(app)
+        assert "Not offered: a approve: It needs team lead or above; you are agent." in pane_text(app)
+        await pilot.press("a")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+        app.screen.try_action("approve")  # the palette's way in: refused with the reason
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+    after = demo_home.store.load(T65273)
+    assert after.status == "waiting_approval" and after.version == before.version
+    assert demo_home.store.audit(T65273) == []
+
+
+async def test_friday_to_monday_shows_the_wait_and_approves(tmp_path):
+    friday = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    friday.run("T-65273", repeat=1)
+    monday = Home(tmp_path / "home", clock=FixedClock(MONDAY))
+    app = make_app(monday)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        assert app.screen.cells[T65273][6] == "2d 16h"
+        assert "2d 16h" in screen_text(app)
+        await approve(pilot)
+    state = monday.store.load(T65273)
+    assert state.status == "done"
+    assert state.approval.at.isoformat() == MONDAY
+
+
+async def test_two_apps_approving_the_same_run_one_wins_the_other_is_told_who(demo_home):
+    other = monday_home(demo_home.root)
+    alice = make_app(demo_home, name="Alice")
+    bob = make_app(other, role="grace", name="Bob")
+    async with bob.run_test(size=(120, 40)) as bob_pilot:
+        await settle(bob_pilot)
+        await bob_pilot.press("a")  # Bob reads the request and opens the dialog ...
+        await settle(bob_pilot)
+        assert isinstance(bob.screen, ConfirmScreen)
+        async with alice.run_test(size=(120, 40)) as alice_pilot:
+            await settle(alice_pilot)
+            await approve(alice_pilot)  # ... Alice approves first
+        await bob_pilot.press("y")
+        await settle(bob_pilot)
+        message = bob.queue.errors[T65273]
+        assert "Alice" in message and "Nothing changed" in message
+        assert f"Last action on {T65273} failed" in pane_text(bob) and "Alice" in pane_text(bob)
+        assert any("Alice" in n.message and n.severity == "error" for n in bob._notifications)
+    assert [a["name"] for a in demo_home.store.audit(T65273)] == ["Alice"]
+    assert len(demo_home.world().refunds_of("LK-507862")) == 1
