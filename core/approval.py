@@ -79,6 +79,17 @@ def _digest_matches(given: str | None, current: str) -> bool:
     return given == current or (len(given) >= 12 and current.startswith(given))
 
 
+def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> TaskState:
+    """Load a run that waits for a decision on the proposal whose digest the person read."""
+    state = store.load(run_id)
+    if state.status != "waiting_approval" or state.proposal is None:
+        raise _not_waiting(state)
+    current = state.proposal.digest
+    if not _digest_matches(digest, current):
+        raise ApprovalRefused(f"The digest you read ({digest}) is not the current proposal's ({current[:12]}); read the request again.")
+    return state
+
+
 def plan_operations(state: TaskState) -> list[Operation]:
     """The operations an approval commits to: each action in order, then the reply draft."""
     actions = list(state.proposal.actions) if state.proposal else []
@@ -122,16 +133,10 @@ def approve(
     """
     check_role(role)
     clock = clock or store.clock
-    state = store.load(run_id)
-    if state.status != "waiting_approval" or state.proposal is None:
-        raise _not_waiting(state)
+    state = _load_waiting(store, run_id, digest)
     if expect_version is not None and state.version != expect_version:
         raise ApprovalRefused(f"Run {run_id} changed since you read it ({decided_by(state) or 'new checkpoint'}); read it again.")
     current = state.proposal.digest
-    if not _digest_matches(digest, current):
-        raise ApprovalRefused(
-            f"The digest you read ({digest}) is not the current proposal's ({current[:12]}); read the request again."
-        )
     needed = proposal_role(state.proposal.actions)
     if not may_approve(role, needed):
         raise ApprovalRefused(
@@ -166,12 +171,8 @@ def reject(
     clock = clock or store.clock
     if not reason or not reason.strip():
         raise ApprovalRefused("A rejection needs a reason: say what is wrong with the proposal.")
-    state = store.load(run_id)
-    if state.status != "waiting_approval" or state.proposal is None:
-        raise _not_waiting(state)
+    state = _load_waiting(store, run_id, digest)
     current = state.proposal.digest
-    if not _digest_matches(digest, current):
-        raise ApprovalRefused(f"The digest you read ({digest}) is not the current proposal's ({current[:12]}); read the request again.")
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
     state.rejection = Rejection(role=role, name=name, at=at, digest=current, reason=reason.strip())
