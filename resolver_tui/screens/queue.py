@@ -133,7 +133,7 @@ class QueueScreen(Screen):
     def on_mount(self) -> None:
         app = self.app
         now = app.clock.now() if getattr(app.clock, "simulated", False) else None
-        self.query_one(TopBar).show(app.approver_name, app.role, now, str(app.home.root))
+        self.query_one(TopBar).show(app.approver_name, app.role, now)
         self.query_one("#detail", VerticalScroll).border_title = "run"
         self._show_filters()
         self.reload()
@@ -351,7 +351,7 @@ class QueueScreen(Screen):
         if action == "resume":
             return f"The run is {status}: there is nothing to resume." if state.status in FINAL_STATUSES else None
         if state.status != "waiting_approval" or state.proposal is None:
-            return f"The run is {status}: only a run waiting approval can be {action}d."
+            return f"The run is {status}: only a run waiting approval can be {action.rstrip('e')}ed."
         if action == "approve":
             needed = d.summary.required_role if d.summary and d.summary.required_role else "agent"
             if not may_approve(self.app.role, needed):

@@ -25,12 +25,11 @@ FILTERS: list[tuple[str | None, str]] = [
 class TopBar(Static):
     """``Larkfield approvals · Tomás (team lead) · clock Mon 2026-10-12 09:00 (simulated)``."""
 
-    def show(self, name: str, role: str, now: datetime | None, home: str) -> None:
+    def show(self, name: str, role: str, now: datetime | None) -> None:
         parts: list = [("Larkfield approvals", "bold"), "  ·  at the keyboard: ", (clean(name), "bold"),
                        f" ({ROLE_LABELS.get(role, role)})"]
         if now is not None:
             parts += ["  ·  clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), " (simulated)"]
-        parts += ["  ·  ", clean(home)]
         self.update(Content.assemble(*parts))
 
 
