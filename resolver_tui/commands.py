@@ -3,13 +3,12 @@ trainer's moments when :mod:`core.lesson` exists (issue 5)."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 from functools import partial
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
+from core.lesson import MOMENTS, TITLES
 from resolver_tui.widgets.bars import FILTERS
 
 ACTIONS: list[tuple[str, str, str]] = [
@@ -65,26 +64,21 @@ class ResolverCommands(Provider):
 
 
 class LessonCommands(Provider):
-    """The trainer's moments (``core.lesson.moment_<name>(home) -> list[str]``), listed only in
-    trainer mode and only when :mod:`core.lesson` exists."""
+    """The trainer's moments (:data:`core.lesson.MOMENTS`, titled "Simulate: ..."), listed only
+    in trainer mode (issue 5), so a trainer changes the world or crashes a run in place."""
 
-    def _moments(self) -> list[tuple[str, object]]:
-        app = self.app
-        if not getattr(app, "trainer", False) or importlib.util.find_spec("core.lesson") is None:
+    def _moments(self) -> list[tuple[str, str, object]]:
+        if not getattr(self.app, "trainer", False):
             return []
-        lesson = importlib.import_module("core.lesson")
-        return [(name.removeprefix("moment_").replace("_", " "), getattr(lesson, name))
-                for name in sorted(dir(lesson)) if name.startswith("moment_") and callable(getattr(lesson, name))]
+        return [(name, TITLES[name], fn) for name, fn in MOMENTS.items()]
 
     async def discover(self) -> Hits:
-        for name, fn in self._moments():
-            title = f"Trainer: {name}"
+        for name, title, fn in self._moments():
             yield DiscoveryHit(Content(title), partial(self.app.run_moment, fn, name), text=title)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, fn in self._moments():
-            title = f"Trainer: {name}"
+        for name, title, fn in self._moments():
             score = matcher.match(title)
             if score > 0:
                 yield Hit(score, matcher.highlight(title), partial(self.app.run_moment, fn, name), text=title)

@@ -130,10 +130,15 @@ class QueueScreen(Screen):
             yield Static(id="detail-body")
         yield Footer()
 
-    def on_mount(self) -> None:
+    def _show_top(self) -> None:
+        """Who is at the keyboard, and the clock when it is simulated (the trainer moves it)."""
         app = self.app
         now = app.clock.now() if getattr(app.clock, "simulated", False) else None
         self.query_one(TopBar).show(app.approver_name, app.role, now)
+
+    def on_mount(self) -> None:
+        app = self.app
+        self._show_top()
         self.query_one("#detail", VerticalScroll).border_title = "run"
         self._show_filters()
         self.reload()
@@ -196,6 +201,7 @@ class QueueScreen(Screen):
             return  # a page of a filter no longer shown
         self.counts = message.counts
         self.refreshed = self.app.clock.now().strftime("%H:%M:%S")
+        self._show_top()
         self._show_filters()
         self.empty = not sum(message.counts.values())
         self._show_empty()
@@ -238,7 +244,7 @@ class QueueScreen(Screen):
                         self.cells[s.run_id] = cells
                         for (key, _), value, old in zip(COLUMNS, cells, before or ("",) * len(cells)):
                             if value != old:
-                                table.update_cell(s.run_id, key, self._cell(key, value))
+                                table.update_cell(s.run_id, key, self._cell(key, value), update_width=True)
                 for run_id in old_order[len(new_order):]:
                     table.remove_row(run_id)
                     self.summaries.pop(run_id, None)
@@ -583,7 +589,8 @@ class QueueScreen(Screen):
         except ResolverError as exc:
             self.post_message(ActionFailed(run_id, str(exc)))
             return
-        self.post_message(ActionFinished(run_id, f"Run {run_id} approved by {self._who()}: now {state.status.replace('_', ' ')}.", state))
+        head = f"Run {run_id} approved by {self._who()}: now {state.status.replace('_', ' ')}."
+        self.post_message(ActionFinished(run_id, "\n".join([head, *operation_lines(state)]), state))
 
     def action_reject(self) -> None:
         captured = self._captured()
@@ -653,7 +660,8 @@ class QueueScreen(Screen):
     def action_finished(self, message: ActionFinished) -> None:
         self.busy = ""
         self.last_failure = None
-        self.notify(message.text, markup=False)
+        handed = message.state is not None and message.state.status == "handed_to_person"
+        self.notify(message.text, markup=False, severity="warning" if handed else "information", timeout=10)
         if message.state is not None and self.detail is not None and self.detail.run_id == message.run_id:
             self.detail = replace(self.detail, state=message.state)
             self._render_detail()
