@@ -32,19 +32,28 @@ from core.state import Approval, Operation, Rejection, ReplyAction, TaskState, o
 
 
 def load_key(path: Path) -> bytes:
-    """The approval signing key in ``path``, created (32 random bytes, hex, mode 0600) if absent."""
+    """The approval signing key in ``path``, created (32 random bytes, hex, mode 0600) if absent.
+
+    Creation is atomic: the key is written to a private temporary file and linked into place,
+    so a process or thread racing to create it reads either nothing or the whole key, never an
+    empty file (two approvers signing at once on a new home found this).
+    """
     path = Path(path)
     try:
         return bytes.fromhex(path.read_text(encoding="ascii").strip())
     except FileNotFoundError:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:  # another process made it first
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as fh:
         fh.write(secrets.token_hex(32) + "\n")
+    try:
+        os.link(tmp, path)  # fails if another process linked its key first: theirs wins
+    except FileExistsError:
+        pass
+    finally:
+        tmp.unlink()
     return bytes.fromhex(path.read_text(encoding="ascii").strip())
 
 

@@ -288,3 +288,21 @@ def test_an_operation_added_after_approval_is_refused(home):
     assert done.status == "handed_to_person"
     assert "not the ones the approved proposal plans" in done.events[-1].message
     assert _world_rows(home)["refunds"] == 0
+
+
+def test_a_new_key_made_by_many_threads_at_once_is_one_whole_key(tmp_path):
+    """Regression: two approvers on a new home once read the key file while it was still empty,
+    so the winner's approval was signed with an empty key and refused at execution."""
+    path = tmp_path / "approval.key"
+    barrier = threading.Barrier(8)
+    keys = []
+
+    def make():
+        barrier.wait()
+        keys.append(load_key(path))
+
+    threads = [threading.Thread(target=make) for _ in range(8)]
+    [t.start() for t in threads]
+    [t.join() for t in threads]
+    assert len(set(keys)) == 1 and len(keys[0]) == 32
+    assert [p.name for p in tmp_path.iterdir()] == ["approval.key"]
