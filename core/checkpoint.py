@@ -320,7 +320,7 @@ class CheckpointStore:
         except (ValueError, TypeError) as exc:
             raise CorruptCheckpoint(
                 f"The checkpoint of run {run_id} is corrupt ({exc}); nothing was changed. "
-                "Reset the run or restore runs.sqlite from a backup."
+                f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
             ) from exc
         raw = migrate(raw)
         try:
@@ -366,8 +366,10 @@ class CheckpointStore:
             where.append("status = ?")
             params.append(status)
         if search:
-            where.append("(task_id LIKE ? OR order_id LIKE ? OR customer LIKE ? OR run_id LIKE ?)")
-            params.extend([f"%{search}%"] * 4)
+            like = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            columns = ("task_id", "order_id", "customer", "run_id")
+            where.append("(" + " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for col in columns) + ")")
+            params.extend([like] * 4)
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         order = "ASC" if status == "waiting_approval" else "DESC"
         sql = (
@@ -480,6 +482,13 @@ class CheckpointStore:
             conn.execute("UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id))
 
     # -- reset ----------------------------------------------------------------------------------
+
+    def delete(self, run_id: str) -> None:
+        """Delete one run and its events (the audit table keeps its rows). Raises RunNotFound."""
+        with self._immediate() as conn:
+            if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
+                raise RunNotFound(run_id)
+            conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
 
     def reset(self) -> int:
         """Delete every saved run and its events (the audit table is kept). Returns the count."""

@@ -91,7 +91,11 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         print(json.dumps([asdict(r) for r in rows], indent=1))
         return 0
     if not rows:
-        _print("No saved runs." + ("" if args.status is None else f" (status {args.status})") + " Start one with `resolver run T-65273`.")
+        if args.status or args.search:
+            _print("No runs match" + (f" status {args.status}" if args.status else "") + (" and" if args.status and args.search else "")
+                   + (f" {safe_text(args.search)!r}" if args.search else "") + f"; {sum(home.store.counts().values())} run(s) saved in all.")
+        else:
+            _print("No saved runs. Start one with `resolver run T-65273`.")
         return 0
     for r in rows:
         mark = "" if r.state_ok else "  (corrupt checkpoint)"
@@ -155,6 +159,10 @@ def cmd_changes(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
+    if args.run:
+        home.store.delete(args.run)
+        _print(f"Deleted run {args.run}.")
+        return 0
     n = home.reset(args.all)
     _print(f"Deleted {n} saved run(s)." + (" Rebuilt the practice world from data/." if args.all else ""))
     return 0
@@ -266,7 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_changes)
 
     p = sub.add_parser("reset", parents=[common], help="delete the saved runs (--all: rebuild the world too)")
-    p.add_argument("--all", action="store_true")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--all", action="store_true", help="also rebuild the practice world from data/")
+    what.add_argument("--run", metavar="RUN", help="delete only this run (a corrupt one, say)")
     p.set_defaults(func=cmd_reset)
 
     p = sub.add_parser("manual-refund", parents=[common], help="refund by hand, outside any run (the weekend phone call)")

@@ -100,12 +100,23 @@ class FileClock:
         time.sleep(seconds)
 
     def set(self, at: datetime) -> None:
+        """Set the simulated time. Raises ResolverError for a time out of range."""
         real = datetime.now(SHOP_TZ).replace(microsecond=0)
+        try:
+            text = iso(at)
+            at + timedelta(days=3650)  # the clock must be able to run on for years
+        except (OverflowError, ValueError):
+            raise ResolverError(f"{at.isoformat()} is out of range for the clock; use a date between 1900 and 9000.") from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps({"at": iso(at), "set_at": iso(real)}) + "\n", encoding="utf-8")
+        self.path.write_text(json.dumps({"at": text, "set_at": iso(real)}) + "\n", encoding="utf-8")
 
     def advance(self, delta: timedelta) -> None:
-        self.set(self.now() + delta)
+        """Move the simulated time by ``delta``. Raises ResolverError when out of range."""
+        try:
+            target = self.now() + delta
+        except OverflowError:
+            raise ResolverError(f"Advancing the clock by {delta} takes it out of range.") from None
+        self.set(target)
 
     def real(self) -> None:
         self.path.unlink(missing_ok=True)

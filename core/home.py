@@ -20,6 +20,7 @@ from typing import Any, Literal
 from core.approval import approve, load_key, reject
 from core.checkpoint import CheckpointStore
 from core.clock import Clock, FileClock
+from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
@@ -49,13 +50,21 @@ class Home:
 
     Args:
         root: the folder (created if absent).
+
+    Raises:
+        ResolverError: the folder cannot be made (a file is in the way) or is read-only.
         clock: the clock for every "now" (default: the trainer's ``clock.json``, which is real
             time when the file is absent).
     """
 
     def __init__(self, root: Path | str, clock: Clock | None = None) -> None:
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise ResolverError(f"Cannot use {self.root} as the home folder: {exc.strerror or exc}.") from None
+        if not os.access(self.root, os.W_OK):
+            raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
         self.clock: Clock = clock or FileClock(self.root / "clock.json")
         self.store = CheckpointStore(self.root / "runs.sqlite", self.clock)
         self.world_path = self.root / "larkfield.sqlite"

@@ -102,7 +102,7 @@ def _finish(state: TaskState, turn: FinalTurn) -> None:
         state.status = "done"
     else:
         state.status = "handed_to_person"
-    state.log("outcome", outcome_line(state), step=state.step, digest=proposal.digest, status=state.status)
+    state.log("outcome", f"step {state.step}: {outcome_line(state)}", step=state.step, digest=proposal.digest, status=state.status)
 
 
 def run_task(state: TaskState, model: RecordedModel, world: World, clock: Clock, on_step: OnStep | None = None) -> TaskState:

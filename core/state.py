@@ -19,12 +19,12 @@ from __future__ import annotations
 import hashlib
 import json
 from datetime import datetime
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from core.errors import UnsupportedSchemaVersion
+from core.errors import ResolverError, UnsupportedSchemaVersion
 
 SCHEMA_VERSION = 2
 TOOL_SCHEMA_VERSION = "tools-1"
@@ -36,9 +36,28 @@ FINAL_STATUSES: frozenset[str] = frozenset({"done", "handed_to_person", "stopped
 CENT = Decimal("0.01")
 
 
+class InvalidAmount(ResolverError, ValueError):
+    """Not an amount of money: not a number, not finite, or too large (a ValueError too, so a
+    pydantic model reports it as a validation error)."""
+
+
+MAX_CAD = Decimal("1000000.00")
+"""No amount in the practice world reaches a million CAD; anything larger is a typo."""
+
+
 def cad(value: Decimal | str | int | float) -> Decimal:
-    """An amount in CAD, quantized to cents (``Decimal('119.00')``). Floats go through ``str``."""
-    return Decimal(str(value)).quantize(CENT, rounding=ROUND_HALF_UP)
+    """An amount in CAD, quantized to cents (``Decimal('119.00')``). Floats go through ``str``.
+
+    Raises:
+        InvalidAmount: ``abc``, ``NaN``, ``Infinity``, ``1e400`` or more than 1,000,000 CAD.
+    """
+    try:
+        amount = Decimal(str(value).strip())
+        if not amount.is_finite() or abs(amount) > MAX_CAD:
+            raise InvalidOperation
+        return amount.quantize(CENT, rounding=ROUND_HALF_UP)
+    except (InvalidOperation, ValueError):
+        raise InvalidAmount(f"{str(value)[:40]!r} is not an amount in CAD: use a number like 119.00.") from None
 
 
 def canonical_json(value: Any) -> str:

@@ -258,8 +258,13 @@ class World:
         if not operation_id:
             raise ResolverError(f"{service} needs an operation ID as its idempotency key.")
         with self._immediate() as conn:
-            row = conn.execute("SELECT result FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
+            row = conn.execute("SELECT service, args, result FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
             if row is not None:
+                if (row["service"], json.loads(row["args"])) != (service, json.loads(json.dumps(args, default=str))):
+                    raise ServiceRefused(
+                        f"Operation {operation_id} was already used for another call "
+                        f"({row['service']} {row['args']}); an idempotency key names one call only"
+                    )
                 return json.loads(row["result"])
             self._meet_fault(service)
             at = iso(self.clock.now())

@@ -159,3 +159,44 @@ def test_escape_sequences_in_customer_text_never_reach_the_terminal(cli):
     assert 'Ticket: "late delivery" from' in out  # the sequence removed, the words kept
     code, out, _ = cli("run", "T-70463", "--repeat", "1")  # a reply only that quotes the escape
     assert code == 0 and "RED ALERT" in out and "\x1b" not in out
+
+
+def test_bad_input_found_by_a_new_user_gives_one_sentence(cli, tmp_path):
+    """Regressions: each of these once printed a traceback."""
+    for amount in ("abc", "NaN", "Infinity", "1e400"):
+        code, _, err = cli("manual-refund", "m1", "LK-507862", amount, "RFD-DOUBLE", "PAY-507862-1")
+        assert code == 1 and "is not an amount in CAD" in err and "Traceback" not in err, amount
+    code, _, err = cli("clock", "set", "0001-01-01T00:00:00+00:00")
+    assert code == 1 and "out of range" in err
+    code, _, err = cli("clock", "advance", "100000000d")
+    assert code == 1 and "out of range" in err
+    a_file = tmp_path / "afile"
+    a_file.write_text("x")
+    from core.cli import main
+
+    assert main(["runs", "--home", str(a_file)]) == 1
+
+
+def test_an_amount_that_is_not_a_number_in_a_checkpoint_is_corrupt(cli):
+    cli("run", "T-65273")
+    with sqlite3.connect(cli.home / "runs.sqlite") as conn:
+        conn.execute("UPDATE runs SET state = replace(state, '\"amount\":\"119.00\"', '\"amount\":\"abc\"')")
+    code, _, err = cli("show", T65273_RUN)
+    assert code == 1 and "does not match the TaskState schema" in err and "Traceback" not in err
+    code, out, _ = cli("reset", "--run", T65273_RUN)
+    assert code == 0 and cli("runs")[1].startswith("No saved runs.")
+
+
+def test_an_operation_id_names_one_call_only(cli):
+    assert cli("manual-refund", "m2", "LK-507862", "5", "RFD-DOUBLE", "PAY-507862-1")[0] == 0
+    assert cli("manual-refund", "m2", "LK-507862", "5", "RFD-DOUBLE", "PAY-507862-1")[0] == 0  # the same call: idempotent
+    code, _, err = cli("manual-refund", "m2", "LK-507862", "6", "RFD-DOUBLE", "PAY-507862-1")
+    assert code == 1 and "was already used for another call" in err
+    assert cli("changes")[1].startswith("1 change(s)")
+
+
+def test_search_wildcards_are_literal_and_no_match_says_so(cli):
+    cli("run", "T-65273")
+    assert cli("runs", "--search", "%")[1].startswith("No runs match '%'; 1 run(s) saved in all.")
+    assert cli("runs", "--search", "_")[1].startswith("No runs match")
+    assert T65273_RUN in cli("runs", "--search", "maya")[1]
