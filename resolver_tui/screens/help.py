@@ -15,7 +15,7 @@ KEYS: list[tuple[str, str]] = [
     ("u", "resume by status: running continues its loop, executing is reconciled and finished, waiting shows its request"),
     ("t", "trace of the highlighted run"),
     ("d", "compare with another run of the same ticket"),
-    ("R", "refresh now (it also refreshes every few seconds)"),
+    ("R", "refresh now (it also refreshes itself: every 2 s, or --refresh SECONDS)"),
     ("/", "filter by ticket, order, customer or run ID (Esc clears)"),
     ("1-7", "status: waiting approval, executing, running, handed to person, stopped, done, all"),
     ("j / k, up / down", "move in the queue (more runs load at the end)"),

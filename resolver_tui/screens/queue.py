@@ -23,6 +23,8 @@ from core.clock import age, parse_time
 from core.demo import build_demo
 from core.errors import ResolverError
 from core.policy import ROLE_LABELS, may_approve, who_may_approve
+from core.provider import show_usd
+from core.runner import outcome_line
 from core.request import approval_request, decision_lines, diff_lines, operation_lines, standing, trace_lines
 from core.state import FINAL_STATUSES, action_line
 from resolver_tui.messages import ActionFailed, ActionFinished, Detail, DetailLoaded, OperationDone, PageLoaded
@@ -426,13 +428,13 @@ class QueueScreen(Screen):
                     n = len(d.others) + 1
                     notes.append(f"{state.task_id} has {n} runs; press d to compare.")
                     cls = cls or "warn"
-                out = approval_request(state)
+                out = [f"Outcome: {outcome_line(state)}", ""] + approval_request(state)
             elif state.status == "running":
                 u = state.usage
                 out = [f"Running: saved after step {state.step} of at most {state.max_steps}. Press u to continue its loop "
                        "from the checkpoint (no model call is repeated).", "",
                        f"Usage: {u.model_calls} model call(s), {u.tool_calls} tool call(s), {u.tokens_in} tokens in, "
-                       f"{u.tokens_out} tokens out, US${u.cost_usd}", "", "Trace so far:"] + (d.trace or ["  (no events)"])
+                       f"{u.tokens_out} tokens out, {show_usd(u.cost_usd)}", "", "Trace so far:"] + (d.trace or ["  (no events)"])
             else:
                 decided = decision_lines(state)
                 ops = operation_lines(state)
@@ -445,6 +447,8 @@ class QueueScreen(Screen):
                 if state.status in FINAL_STATUSES and state.events:
                     last = state.events[-1]
                     out += [f"Last event: {last.kind}: {clean(last.message)}", ""]
+                if state.proposal is not None:
+                    out += [f"Outcome: {outcome_line(state)}", ""]
                 out += approval_request(state)
         notice.update(lines(notes))
         if cls:
@@ -525,14 +529,18 @@ class QueueScreen(Screen):
         if run_id in self.summaries:
             self.table.move_cursor(row=self.table.get_row_index(run_id))
         else:
-            self.search = run_id
-            self.filter_index = len(FILTERS) - 1
-            self._show_filters()
-            self.table.clear()
-            self.summaries.clear()
-            self.cells.clear()
-            self.load_page(None, run_id, 0, run_id)
+            self.show_only(run_id)
         self.table.focus()
+
+    def show_only(self, run_id: str) -> None:
+        """Switch to all statuses filtered to ``run_id`` and select it."""
+        self.search = run_id
+        self.filter_index = len(FILTERS) - 1
+        self._show_filters()
+        self.table.clear()
+        self.summaries.clear()
+        self.cells.clear()
+        self.load_page(None, run_id, 0, run_id)
 
     def action_back(self) -> None:
         box = self.query_one("#search", Input)
@@ -659,9 +667,10 @@ class QueueScreen(Screen):
             return
         how = {"continued": "continued its loop", "executed": "reconciled and finished", "request": "is waiting approval",
                "final": "was already final"}[resumed.kind]
-        self.post_message(ActionFinished(
-            run_id, f"Run {run_id} {how}: {resumed.before.replace('_', ' ')} -> {resumed.state.status.replace('_', ' ')}.",
-            resumed.state))
+        state = resumed.state
+        said = [f"Run {run_id} {how}: {resumed.before.replace('_', ' ')} -> {state.status.replace('_', ' ')}."]
+        said += [f"Outcome: {outcome_line(state)}"] if resumed.kind == "continued" else operation_lines(state)
+        self.post_message(ActionFinished(run_id, "\n".join(said), state))
 
     @on(OperationDone)
     def operation_done(self, message: OperationDone) -> None:
@@ -678,6 +687,11 @@ class QueueScreen(Screen):
         if message.state is not None and self.detail is not None and self.detail.run_id == message.run_id:
             self.detail = replace(self.detail, state=message.state)
             self._render_detail()
+        if message.state is not None and self.status not in (None, message.state.status):
+            # The run left this filter: follow it, so its outcome stays in the pane.
+            self.show_only(message.run_id)
+            self.notify(f"Showing {message.run_id} under all statuses; press 1 for the waiting queue.", markup=False)
+            return
         self.reload()
         if self.selected_id:
             self.load_detail(self.selected_id)

@@ -41,7 +41,9 @@ async def test_approve_T65273_as_team_lead_refunds_once(demo_home):
         refunds = demo_home.world().refunds_of("LK-507862")
         assert len(refunds) == 1 and refunds[0]["amount"] == "119.00"
         assert app.screen.counts["waiting_approval"] == 7 and app.screen.counts["done"] == 3
-        assert T65273 not in app.screen.summaries
+        # The run left the waiting filter: the app follows it, so its outcome stays in view.
+        assert app.screen.selected_id == T65273 and app.screen.status is None
+        assert "request_refund LK-507862: done" in pane_text(app)
         await pilot.press("6")
         await settle(pilot)
         await select(pilot, T65273)

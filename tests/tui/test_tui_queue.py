@@ -81,7 +81,7 @@ async def test_compare_trace_help_and_filter(demo_home):
         await settle(pilot)
         assert isinstance(app.screen, TraceScreen)
         trace = str(app.screen.query_one("#lines-body").render())
-        assert "  1  2026-10-09T16:34:00-04:00  created" in trace and "outcome          resolve (rule W5)" in trace
+        assert "  1  2026-10-09T16:34:00-04:00  created" in trace and "outcome          step 4: resolve (rule W5)" in trace
         await pilot.press("escape")
         await pilot.press("question_mark")
         await settle(pilot)
