@@ -108,7 +108,10 @@ def moment_monday(home: Home) -> list[str]:
 
 
 def moment_run_again(home: Home) -> list[str]:
-    """The common mistake: T-90103 run again (repeat 2), so two runs wait with different proposals."""
+    """The common mistake: T-90103 run again (repeat 2), so two runs wait with different proposals.
+    If Friday's run of T-90103 is gone (a reset since), it is made first, as on Friday."""
+    if not home.store.runs_of_task("T-90103"):
+        home.run("T-90103", repeat=1)
     state = home.run("T-90103", repeat=2)
     first = home.store.runs_of_task("T-90103")[0].run_id
     return [f"Tomás ran T-90103 again: {state.run_id} is {state.status} with {len(state.proposal.actions)} action(s).",

@@ -74,3 +74,10 @@ def test_exercise_resume_twice_without_and_with_idempotency_keys(cli):
 def test_exercise_lease_owner_is_refused(cli):
     out = cli("exercise", "lease-owner")[1]
     assert "Resume from another owner: Run T-90104-lease-" in out and "is being executed by window-1" in out
+
+
+def test_run_again_after_a_reset_still_leaves_two_runs_to_compare(cli):
+    cli("class", "friday")
+    cli("reset", "--all")
+    code, out, _ = cli("class", "run-again")
+    assert code == 0 and "Compare: resolver diff T-90103-agent-chat-small-1 T-90103-agent-chat-small-2" in out
