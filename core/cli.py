@@ -191,14 +191,16 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
 
 
 def parse_duration(text: str) -> timedelta:
-    """``2d``, ``3h``, ``90m``, ``45s`` or combinations like ``2d16h``. Raises ResolverError."""
+    """``2d``, ``3h``, ``90m``, ``45s`` or combinations like ``2d16h``; ``back 1d`` goes
+    backwards (a leading ``-`` would read as an option). Raises ResolverError."""
     import re
 
-    parts = re.fullmatch(r"\s*(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*", text or "")
-    if not parts or not any(parts.groups()):
-        raise ResolverError(f"Cannot read the duration {text!r}: use e.g. 2d16h, 90m or 45s.")
-    d, h, m, s = (int(x or 0) for x in parts.groups())
-    return timedelta(days=d, hours=h, minutes=m, seconds=s)
+    parts = re.fullmatch(r"\s*(back\s+)?(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*", text or "")
+    if not parts or not any(parts.groups()[1:]):
+        raise ResolverError(f"Cannot read the duration {text!r}: use e.g. 2d16h, 90m, 45s or 'back 1d'.")
+    d, h, m, s = (int(x or 0) for x in parts.groups()[1:])
+    delta = timedelta(days=d, hours=h, minutes=m, seconds=s)
+    return -delta if parts.group(1) else delta
 
 
 def cmd_tui(home: Home, args: argparse.Namespace) -> int:
@@ -293,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
     c = csub.add_parser("set", parents=[common])
     c.add_argument("when", metavar="WHEN", help="ISO 8601, e.g. 2026-10-12T09:00:00-04:00")
     c = csub.add_parser("advance", parents=[common])
-    c.add_argument("duration", metavar="DURATION", help="e.g. 2d16h, 90m")
+    c.add_argument("duration", metavar="DURATION", help="e.g. 2d16h, 90m, or 'back 1d'")
     csub.add_parser("real", parents=[common])
     p.set_defaults(func=cmd_clock)
 

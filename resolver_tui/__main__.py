@@ -9,6 +9,17 @@ from core.errors import ResolverError
 from core.home import Home, resolve_home
 
 
+def _seconds(text: str) -> float:
+    """A refresh interval: 0 (off) or more seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("the refresh interval is 0 (off) or a positive number of seconds")
+    return value
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """``--home DIR --as ROLE --name NAME --demo --refresh SECONDS --trainer``."""
     p = argparse.ArgumentParser(prog="resolver-tui", description="The Larkfield approvals queue.")
@@ -17,7 +28,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="your role (default: team_lead)")
     p.add_argument("--name", default=None, help="your name, recorded with each decision")
     p.add_argument("--demo", action="store_true", help="load the demo queue at start if the home is empty")
-    p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS", help="auto-refresh interval (0: off)")
+    p.add_argument("--refresh", type=_seconds, default=2.0, metavar="SECONDS", help="auto-refresh interval (0: off)")
     p.add_argument("--trainer", action="store_true", help="trainer mode: the lesson's moments in the palette")
     return p.parse_args(argv)
 

@@ -200,3 +200,12 @@ def test_search_wildcards_are_literal_and_no_match_says_so(cli):
     assert cli("runs", "--search", "%")[1].startswith("No runs match '%'; 1 run(s) saved in all.")
     assert cli("runs", "--search", "_")[1].startswith("No runs match")
     assert T65273_RUN in cli("runs", "--search", "maya")[1]
+
+
+def test_the_trainer_clock_moves_forward_and_back(cli):
+    assert cli("clock", "set", "2026-10-09T17:00:00-04:00")[1].strip() == "Clock: 2026-10-09T17:00:00-04:00 (simulated)"
+    assert cli("clock", "advance", "2d16h")[1].startswith("Clock: 2026-10-12T09:00:")
+    assert cli("clock", "advance", "back 2d16h")[1].startswith("Clock: 2026-10-09T17:00:")
+    code, _, err = cli("clock", "advance", "soon")
+    assert code == 1 and "Cannot read the duration" in err
+    assert cli("clock", "real")[1].strip().endswith("(real)")

@@ -131,3 +131,50 @@ async def test_corrupt_checkpoint_is_marked_and_nothing_is_allowed(demo_home):
         await pilot.press("a")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
+
+
+async def _wait_for(pilot, predicate, seconds: float = 10.0) -> bool:
+    """Wait on a predicate (not a fixed sleep): True once it holds, False after ``seconds``."""
+    for _ in range(int(seconds / 0.05)):
+        if predicate():
+            return True
+        await pilot.pause(0.05)
+    return predicate()
+
+
+async def test_the_timer_refreshes_by_itself_and_pauses_while_a_dialog_is_open(demo_home):
+    from resolver_tui.app import ResolverApp
+    from resolver_tui.screens.dialogs import ConfirmScreen
+    from tui_helpers import monday_home
+
+    app = ResolverApp(demo_home, "team_lead", "Tomás", refresh_interval=0.1)
+    other = monday_home(demo_home.root)  # another process on the same home
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await select(pilot, "T-24410-agent-chat-small-1")
+        other.reject("T-90103-agent-chat-small-2", "grace", "Run again by mistake.", "Grace")
+        assert await _wait_for(pilot, lambda: app.queue.counts.get("waiting_approval") == 7)
+        assert app.queue.selected_id == "T-24410-agent-chat-small-1"
+
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        other.reject("T-45114-agent-chat-small-1", "grace", "Customer withdrew.", "Grace")
+        assert not await _wait_for(pilot, lambda: app.queue.counts.get("waiting_approval") == 6, seconds=0.6)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert await _wait_for(pilot, lambda: app.queue.counts.get("waiting_approval") == 6)
+
+
+async def test_the_palette_jumps_to_a_run_by_id(demo_home):
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await pilot.press(*"T-97580-agent-chat-small-1")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.queue.selected_id == "T-97580-agent-chat-small-1"
+        assert "Trace so far:" in pane_text(app)
