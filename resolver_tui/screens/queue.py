@@ -574,6 +574,14 @@ class QueueScreen(Screen):
         state = d.state
         return state.run_id, state.proposal.digest, state.version, [action_line(a) for a in state.proposal.actions]
 
+    def _progress(self, run_id: str):
+        """The executor's ``on_progress``: post each finished operation to the pane (from a worker)."""
+
+        def progress(state, _op) -> None:
+            self.post_message(OperationDone(run_id, state.model_copy(deep=True)))
+
+        return progress
+
     def _who(self) -> str:
         return f"{self.app.approver_name} ({ROLE_LABELS[self.app.role]})"
 
@@ -600,13 +608,9 @@ class QueueScreen(Screen):
     @work(thread=True, exclusive=True, group="action", exit_on_error=False)
     def run_approve(self, run_id: str, digest: str, version: int) -> None:
         app = self.app
-
-        def progress(state, _op) -> None:
-            self.post_message(OperationDone(run_id, state.model_copy(deep=True)))
-
         try:
             state = app.home.approve(run_id, app.role, app.approver_name, digest=digest, expect_version=version,
-                                     owner=app.lease_owner, on_progress=progress)
+                                     owner=app.lease_owner, on_progress=self._progress(run_id))
         except ResolverError as exc:
             self.post_message(ActionFailed(run_id, str(exc)))
             return
@@ -656,12 +660,8 @@ class QueueScreen(Screen):
     @work(thread=True, exclusive=True, group="action", exit_on_error=False)
     def run_resume(self, run_id: str) -> None:
         app = self.app
-
-        def progress(state, _op) -> None:
-            self.post_message(OperationDone(run_id, state.model_copy(deep=True)))
-
         try:
-            resumed = app.home.resume(run_id, on_progress=progress, owner=app.lease_owner)
+            resumed = app.home.resume(run_id, on_progress=self._progress(run_id), owner=app.lease_owner)
         except ResolverError as exc:
             self.post_message(ActionFailed(run_id, str(exc)))
             return

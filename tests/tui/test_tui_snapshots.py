@@ -26,33 +26,29 @@ def test_queue(snap_compare, app):
     assert snap_compare(app, terminal_size=SIZE, run_before=settle)
 
 
-def test_approve_dialog(snap_compare, app):
+def pressing(*keys: str):
+    """A ``run_before`` that settles, then presses each key and settles again."""
+
     async def run_before(pilot):
         await settle(pilot)
-        await pilot.press("a")
-        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
 
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    return run_before
+
+
+def test_approve_dialog(snap_compare, app):
+    assert snap_compare(app, terminal_size=SIZE, run_before=pressing("a"))
 
 
 def test_reject_dialog(snap_compare, app):
-    async def run_before(pilot):
-        await settle(pilot)
-        await pilot.press("x")
-        await settle(pilot)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=SIZE, run_before=pressing("x"))
 
 
 def test_executed_run(snap_compare, app):
     async def run_before(pilot):
-        await settle(pilot)
-        await pilot.press("a")
-        await settle(pilot)
-        await pilot.press("y")
-        await settle(pilot)
-        await pilot.press("6")
-        await settle(pilot)
+        await pressing("a", "y", "6")(pilot)
         pilot.app.queue.jump_to("T-65273-agent-chat-small-1")
         await settle(pilot)
         pilot.app.clear_notifications()
@@ -62,9 +58,4 @@ def test_executed_run(snap_compare, app):
 
 
 def test_help(snap_compare, app):
-    async def run_before(pilot):
-        await settle(pilot)
-        await pilot.press("question_mark")
-        await settle(pilot)
-
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=SIZE, run_before=pressing("question_mark"))
