@@ -146,15 +146,6 @@ def action_short(action: BaseModel) -> str:
     return " ".join(action_line(action).split())
 
 
-def action_amount(action: BaseModel) -> Decimal:
-    """The money an action moves or is worth, in CAD (0 for labels and replies).
-
-    A reship is worth its items (unit price x quantity); the caller passes the price in via
-    :func:`core.policy.action_value`, so here only refunds carry an amount.
-    """
-    return getattr(action, "amount", Decimal("0.00"))
-
-
 # --- proposal, approval, operations ------------------------------------------------------------
 
 

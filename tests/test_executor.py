@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from conftest import T65273_RUN, T90104_RUN, run_process
+from conftest import run_process
 from core.approval import load_key, sign
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalRefused, LeaseHeld

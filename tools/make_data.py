@@ -411,7 +411,7 @@ def double_charge(sku, extra=(), alt=False, faults=None, day=9):
     tid, oid = new_ticket_id(), new_order_id()
     cid = next_customer()["customer_id"]
     p = received_on(day) - timedelta(days=RNG.randint(1, 4), hours=RNG.randint(1, 9))
-    o = add_order(oid, cid, [(sku, 1), *extra], p, "shipped", transit_ship(p), dup_charge=True)
+    add_order(oid, cid, [(sku, 1), *extra], p, "shipped", transit_ship(p), dup_charge=True)
     total = PAYS[oid][0]["amount"]
 
     def build(idx):
