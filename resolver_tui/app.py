@@ -75,5 +75,5 @@ class ResolverApp(App):
         except ResolverError as exc:
             self.call_from_thread(self.notify, str(exc), severity="error", markup=False)
             return
-        self.call_from_thread(self.queue.reload)
+        self.call_from_thread(self.queue.unfollow)
         self.call_from_thread(self.push_screen, LinesScreen(f"Trainer: {name}", list(out or [])))

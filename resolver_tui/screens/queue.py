@@ -105,6 +105,7 @@ class QueueScreen(Screen):
         super().__init__(id="queue")
         self.filter_index = 0
         self.search: str | None = None
+        self.following = False  # the one-run view the app switched to after an action
         self.counts: dict[str, int] = {}
         self.summaries: dict[str, RunSummary] = {}
         self.cells: dict[str, tuple[str, ...]] = {}
@@ -159,7 +160,7 @@ class QueueScreen(Screen):
         return FILTERS[self.filter_index][0]
 
     def _show_filters(self) -> None:
-        self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed)
+        self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following)
 
     # -- loading the queue ----------------------------------------------------------------------
 
@@ -487,7 +488,10 @@ class QueueScreen(Screen):
         table.focus()
 
     def action_status(self, index: int) -> None:
-        if index == self.filter_index:
+        if self.following:  # a status key leaves the one-run view the app switched to by itself
+            self.search = None
+            self.following = False
+        elif index == self.filter_index:
             return
         self.filter_index = index
         self._show_filters()
@@ -515,6 +519,7 @@ class QueueScreen(Screen):
 
     def set_search(self, search: str | None, status_index: int | None = None) -> None:
         """Filter the queue by ``search`` (and switch to a status filter)."""
+        self.following = False
         self.search = search
         if status_index is not None:
             self.filter_index = status_index
@@ -532,8 +537,17 @@ class QueueScreen(Screen):
             self.show_only(run_id)
         self.table.focus()
 
+    def unfollow(self) -> None:
+        """Leave the one-run view (if the app switched to it) and reload the queue."""
+        if self.following:
+            self.action_status(self.filter_index)
+        else:
+            self.reload()
+
     def show_only(self, run_id: str) -> None:
-        """Switch to all statuses filtered to ``run_id`` and select it."""
+        """Switch to all statuses filtered to ``run_id`` and select it. A number key (or Esc)
+        leaves this view."""
+        self.following = True
         self.search = run_id
         self.filter_index = len(FILTERS) - 1
         self._show_filters()

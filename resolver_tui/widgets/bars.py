@@ -36,16 +36,19 @@ class TopBar(Static):
 class FilterBar(Static):
     """The status filters with live counts, the active one highlighted, and the refresh time."""
 
-    def show(self, active: int, counts: dict[str, int], search: str | None, refreshed: str) -> None:
+    def show(self, active: int, counts: dict[str, int], search: str | None, refreshed: str,
+             following: bool = False) -> None:
         parts: list = []
+        if search:  # first, so a narrow terminal never hides it
+            hint = "a number key or Esc leaves it" if following else "Esc clears it"
+            parts += [("showing only " if following else "filter: ", "bold"), (clean(search), "bold reverse"),
+                      f" ({hint})  "]
         total = sum(counts.values())
         for i, (status, label) in enumerate(FILTERS):
             n = total if status is None else counts.get(status, 0)
             text = f" {i + 1} {label} {n} "
             parts.append((text, "reverse bold") if i == active else text)
             parts.append(" ")
-        if search:
-            parts += ["  filter: ", (clean(search), "bold")]
         if refreshed:
             parts += [f"  refreshed {refreshed}"]
         self.update(Content.assemble(*parts))

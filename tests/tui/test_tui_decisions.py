@@ -159,3 +159,23 @@ async def test_two_apps_approving_the_same_run_one_wins_the_other_is_told_who(de
         assert any("Alice" in n.message and n.severity == "error" for n in bob._notifications)
     assert [a["name"] for a in demo_home.store.audit(T65273)] == ["Alice"]
     assert len(demo_home.world().refunds_of("LK-507862")) == 1
+
+
+async def test_after_following_a_decided_run_a_number_key_returns_to_the_queue(demo_home):
+    """Regression: after an approval the app showed only that run, and pressing 1 (or 3 after
+    a reset) kept the hidden one-run filter, so the list stayed empty."""
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await approve(pilot)
+        assert app.queue.following and app.queue.search == T65273
+        bar = next(line for line in screen_text(app).splitlines() if "waiting approval" in line)
+        assert bar.strip().startswith(f"showing only {T65273} (a number key or Esc leaves it)")
+        await pilot.press("1")
+        await settle(pilot)
+        assert app.queue.search is None and not app.queue.following
+        assert app.queue.table.row_count == 7
+        await approve(pilot)  # the next waiting run, then 7 (all) from the one-run view
+        await pilot.press("7")
+        await settle(pilot)
+        assert app.queue.search is None and app.queue.table.row_count == 16
