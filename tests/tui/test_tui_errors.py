@@ -1,0 +1,56 @@
+"""Errors are shown in the app, which never crashes: a locked database, a live lease."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from tui_helpers import make_app, pane_text, select, settle
+
+T65273 = "T-65273-agent-chat-small-1"
+T90104 = "T-90104-agent_structured-chat-strong-1"
+
+
+def _told(app) -> str:
+    return " ".join(n.message for n in app._notifications)
+
+
+async def test_a_locked_database_is_a_message_and_nothing_is_lost(demo_home, monkeypatch):
+    from core import checkpoint
+
+    monkeypatch.setattr(checkpoint, "BUSY_TIMEOUT_S", 0.2)
+    app = make_app(demo_home, role="grace", name="Grace")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await select(pilot, T65273)
+        holder = sqlite3.connect(demo_home.store.path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            await pilot.press("a")
+            await settle(pilot)
+            await pilot.press("y")
+            await settle(pilot)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert "stayed locked by another process" in _told(app)
+        assert app.is_running
+        assert demo_home.store.load(T65273).status == "waiting_approval"
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.queue.counts["waiting_approval"] == 8
+
+
+async def test_a_lease_held_by_another_window_is_a_message(demo_home):
+    demo_home.store.acquire_lease(T90104, "resolver-tui@elsewhere:1:abc", 60)
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        await select(pilot, T90104)
+        await pilot.press("u")
+        await settle(pilot)
+        assert "is being executed by resolver-tui@elsewhere" in _told(app)
+        assert "is being executed by" in pane_text(app)
+        assert demo_home.store.load(T90104).status == "executing"
+        assert demo_home.world().refunds_of("LK-793996") == []
