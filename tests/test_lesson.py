@@ -27,7 +27,8 @@ def test_class_all_sets_every_status_count_and_number_of_the_lesson(cli):
     statuses = {r.run_id: r.status for r in home.store.list()}
     assert statuses == EXPECTED_STATUSES
     assert home.store.load("T-65273-crash-1").usage.model_calls == 1
-    assert cli("clock", "show")[1].strip() == "Clock: 2026-10-12T09:00:00-04:00 (simulated)"
+    shown = cli("clock", "show")[1].strip()  # the trainer's clock runs on at real speed
+    assert shown.startswith("Clock: 2026-10-12T09:0") and shown.endswith("-04:00 (simulated)")
     changes = cli("changes")[1]
     assert changes.startswith("2 change(s)")  # the after-write refund of 9.95 and the phone call
     assert "9.95 CAD of PAY-793996-1" in changes and "RF-4CFEAE8E: 119.00 CAD" in changes
