@@ -35,7 +35,7 @@ import sqlite_utils
 from pydantic import ValidationError
 
 from core.clock import Clock, SystemClock, iso, parse_time
-from core.data import load_world_data
+from core.data import customer_names
 from core.errors import (
     CorruptCheckpoint,
     LeaseHeld,
@@ -134,7 +134,7 @@ def _holder_alive(owner: str) -> bool:
 
 def summary_columns(state: TaskState) -> dict[str, Any]:
     """The queue's columns for one state: customer name, order, total CAD, role, actions."""
-    customers = {c.customer_id: c.name for c in load_world_data().customers}
+    customers = customer_names()
     actions = state.proposal.actions if state.proposal else []
     total = sum((action_value(a) for a in actions), Decimal("0.00"))
     return {

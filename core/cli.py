@@ -40,6 +40,12 @@ def _status(state: TaskState) -> None:
     _print(f"Status: {state.status}")
 
 
+def _show_request(state: TaskState) -> None:
+    """The approval request, then the command that approves it with the role it needs."""
+    _print(approval_request(state))
+    _print(["", f"Next: resolver approve {state.run_id} --as {proposal_role(state.proposal.actions)}"])
+
+
 def _show_run_outcome(state: TaskState) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
     if state.proposal is None:
@@ -48,9 +54,7 @@ def _show_run_outcome(state: TaskState) -> None:
         return
     _print(f"Outcome: {outcome_line(state)}")
     if state.status == "waiting_approval":
-        _print(approval_request(state))
-        role = proposal_role(state.proposal.actions)
-        _print(["", f"Next: resolver approve {state.run_id} --as {role}"])
+        _show_request(state)
         return
     _print([f"Rule {safe_text(state.proposal.rule)}: {safe_text(state.proposal.reason)}"])
     if state.proposal.reply_draft:
@@ -112,8 +116,7 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     if done.kind == "continued":
         _show_run_outcome(done.state)
     elif done.kind == "request":
-        _print(approval_request(done.state))
-        _print(["", f"Next: resolver approve {args.run} --as {proposal_role(done.state.proposal.actions)}"])
+        _show_request(done.state)
     else:
         _show_execution(done.state)
     return 0

@@ -261,6 +261,18 @@ def load_prices() -> dict[str, ModelPrice]:
     return {p.model: p for p in prices}
 
 
+@lru_cache(maxsize=1)
+def customer_names() -> dict[str, str]:
+    """Customer ID -> name, from the world as shipped (read once per process)."""
+    return {c.customer_id: c.name for c in load_world_data().customers}
+
+
+@lru_cache(maxsize=1)
+def catalog_prices() -> dict[str, Decimal]:
+    """SKU -> unit price in CAD, from the catalog as shipped (read once per process)."""
+    return {item.sku: item.price for item in load_world_data().catalog}
+
+
 def task_ids() -> list[str]:
     """Every ticket ID in ``data/tickets/``, sorted."""
     return sorted(p.stem for p in (data_dir() / "tickets").glob("T-*.json"))

@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from pydantic import BaseModel
 
-from core.data import ROLES, PolicyData, load_policy, load_world_data
+from core.data import ROLES, PolicyData, catalog_prices, load_policy
 from core.errors import ResolverError
 
 ROLE_LABELS = {"agent": "agent", "team_lead": "team lead", "grace": "grace"}
@@ -44,8 +44,7 @@ def action_value(action: BaseModel) -> Decimal:
     if kind == "request_refund":
         return action.amount  # type: ignore[attr-defined]
     if kind == "reship_item":
-        prices = {item.sku: item.price for item in load_world_data().catalog}
-        return prices.get(action.sku, Decimal("0.00")) * action.quantity  # type: ignore[attr-defined]
+        return catalog_prices().get(action.sku, Decimal("0.00")) * action.quantity  # type: ignore[attr-defined]
     return Decimal("0.00")
 
 

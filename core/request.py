@@ -14,7 +14,7 @@ import re
 from typing import Any, Iterable
 
 from core.clock import iso
-from core.data import load_task, load_world_data
+from core.data import customer_names, load_task
 from core.policy import ROLE_LABELS, may_approve, proposal_role, who_may_approve
 from core.state import TaskState, action_line, action_short
 
@@ -72,8 +72,7 @@ def approval_request(state: TaskState) -> list[str]:
 def ticket_lines(state: TaskState) -> list[str]:
     """``Ticket: "subject" from Maya Thompson, order LK-507862``."""
     task = load_task(state.task_id)
-    names = {c.customer_id: c.name for c in load_world_data().customers}
-    return [f"Ticket: \"{safe_text(task.subject)}\" from {safe_text(names.get(task.customer_id, task.customer_id))}, order {task.order_id}"]
+    return [f"Ticket: \"{safe_text(task.subject)}\" from {safe_text(customer_names().get(task.customer_id, task.customer_id))}, order {task.order_id}"]
 
 
 def standing(state: TaskState, role: str) -> str:
