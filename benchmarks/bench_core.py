@@ -47,7 +47,7 @@ def fill_runs(home: Home, n: int) -> None:
     cols = [d[1] for d in sqlite3.connect(home.store.path).execute("PRAGMA table_info(runs)")]
     statuses = ["waiting_approval", "done", "done", "handed_to_person", "executing", "running", "stopped"]
     rows = []
-    base = dict(zip(cols, row))
+    base = dict(zip(cols, row, strict=False))
     for i in range(n):
         r = dict(base)
         r["run_id"] = f"T-{i:05d}-agent-chat-small-{i}"

@@ -24,12 +24,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from textual import events  # noqa: E402
-
 from core.clock import FixedClock, iso, parse_time  # noqa: E402
 from core.home import Home  # noqa: E402
 from core.state import STATUSES  # noqa: E402
 from resolver_tui.app import ResolverApp  # noqa: E402
+from textual import events  # noqa: E402
 
 MONDAY = "2026-10-12T09:00:00-04:00"
 FRIDAY = "2026-10-09T16:30:00-04:00"
@@ -41,7 +40,7 @@ def build(root: Path, n: int) -> Home:
     home = Home(root, clock=FixedClock(MONDAY))
     conn = sqlite3.connect(home.store.path)
     cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
-    row = dict(zip(cols, conn.execute("SELECT * FROM runs").fetchone()))
+    row = dict(zip(cols, conn.execute("SELECT * FROM runs").fetchone(), strict=False))
     original = row["run_id"]
     start = parse_time(FRIDAY) - timedelta(days=30)
     marks = ", ".join("?" for _ in cols)

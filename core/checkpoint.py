@@ -24,12 +24,13 @@ import signal
 import socket
 import sqlite3
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import sqlite_utils
 from pydantic import ValidationError
@@ -437,7 +438,7 @@ class CheckpointStore:
         with self._connect() as conn:
             rows = conn.execute(sql + " ORDER BY id", params).fetchall()
         keys = ("run_id", "decision", "role", "name", "digest", "at", "detail")
-        return [dict(zip(keys, r)) for r in rows]
+        return [dict(zip(keys, r, strict=False)) for r in rows]
 
     # -- leases ---------------------------------------------------------------------------------
 

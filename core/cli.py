@@ -10,14 +10,14 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
 from datetime import timedelta
-from typing import Sequence
 
+from core.checkpoint import crash_point
 from core.clock import FileClock, iso, parse_time
 from core.data import ROLES
 from core.errors import ResolverError
-from core.checkpoint import crash_point
 from core.executor import SimulatedCrash
 from core.home import Home, resolve_home
 from core.policy import proposal_role
@@ -138,7 +138,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
     state = home.store.load(args.run)
     _print(approval_request(state))
-    _print(["", f"Status: {state.status}"] + decision_lines(state) + operation_lines(state))
+    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state)])
     return 0
 
 
@@ -207,7 +207,7 @@ def parse_duration(text: str) -> timedelta:
 
 
 def cmd_tui(home: Home, args: argparse.Namespace) -> int:
-    argv = [sys.executable, "-m", "resolver_tui", "--home", str(home.root)] + args.rest
+    argv = [sys.executable, "-m", "resolver_tui", "--home", str(home.root), *args.rest]
     os.execv(sys.executable, argv)
     return 0  # not reached
 

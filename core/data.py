@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -278,7 +278,7 @@ def task_ids() -> list[str]:
     return sorted(p.stem for p in (data_dir() / "tickets").glob("T-*.json"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_task(task_id: str) -> Ticket:
     """Load one ticket.
 
@@ -292,7 +292,7 @@ def load_task(task_id: str) -> Ticket:
     return _read(path, Ticket)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_recordings(task_id: str) -> TicketRecordings:
     """Load the recorded model runs of one ticket. Raises TaskNotFound or DataError."""
     path = data_dir() / "recordings" / f"{task_id}.json"

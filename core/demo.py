@@ -8,6 +8,7 @@ so on Monday morning the oldest request has waited ``2d 16h``.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from datetime import datetime, timedelta
 
 from core.clock import SHOP_TZ, FixedClock
@@ -72,18 +73,14 @@ def build_demo(home: Home) -> list[str]:
     made.append(f"{s.run_id}: {s.status}")
     tick()
 
-    try:  # a crash in the middle of the loop: saved after step 1, status running
+    with suppress(LoopCrash):  # a crash in the middle of the loop: saved after step 1, status running
         demo.run("T-97580", repeat=1, on_step=crash_after_step(1))
-    except LoopCrash:
-        pass
     made.append("T-97580-agent-chat-small-1: running (crashed after step 1)")
     tick()
 
     s = demo.run("T-90104", "agent_structured", "chat-strong", 1)
-    try:  # approved by an agent, stopped just before the refund is written
+    with suppress(SimulatedCrash):  # approved by an agent, stopped just before the refund is written
         demo.approve(s.run_id, "agent", "Amira", interrupt="before-write")
-    except SimulatedCrash:
-        pass
     made.append(f"{s.run_id}: executing (stopped before a write)")
     tick()
 

@@ -20,8 +20,9 @@ While it runs, the executor holds the run's lease; another executor is refused
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Literal
 
 from core.approval import verify
 from core.checkpoint import CheckpointStore, crash_point, lease_owner_name

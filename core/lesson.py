@@ -18,7 +18,7 @@ import argparse
 import json
 import sqlite3
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from core.checkpoint import lease_owner_name
 from core.clock import FileClock, iso, parse_time

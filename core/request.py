@@ -11,7 +11,8 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from core.clock import iso
 from core.data import customer_names, load_task
@@ -44,13 +45,7 @@ def approval_request(state: TaskState) -> list[str]:
     p = state.proposal
     if p is None:
         return [f"Run {state.run_id} (ticket {state.task_id}) has no proposal yet; it is {state.status}."]
-    lines = [
-        f"Approval needed for run {state.run_id} (ticket {state.task_id})",
-        f"Proposed by: {state.variant}, {state.model}. Rule: {safe_text(p.rule)}.",
-    ] + ticket_lines(state) + [
-        "",
-        "Actions (nothing has happened yet):",
-    ]
+    lines = [f"Approval needed for run {state.run_id} (ticket {state.task_id})", f"Proposed by: {state.variant}, {state.model}. Rule: {safe_text(p.rule)}.", *ticket_lines(state), "", "Actions (nothing has happened yet):"]
     lines += [f"  {i}. {safe_text(action_line(a))}" for i, a in enumerate(p.actions, 1)]
     needed = proposal_role(p.actions)
     lines += ["", f"Who may approve: {who_may_approve(needed)}", "", "Reason:"]

@@ -10,7 +10,7 @@ the steps that are left (seed 000: T-65273 still reports 3 model calls and 7,155
 from __future__ import annotations
 
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -19,7 +19,7 @@ from core.clock import Clock
 from core.data import FinalTurn, Ticket, load_policy, load_task
 from core.errors import ResolverError
 from core.provider import RecordedModel, cost_usd, repeats_of, show_usd
-from core.state import Evidence, Message, Meta, ProposedAction, Proposal, TaskState
+from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
 from core.world import UnknownTool, World
 
 OnStep = Callable[[TaskState], None]

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Callable
-
-from textual import work
-from textual.app import App
-from textual.binding import Binding
+from collections.abc import Callable
 
 from core.checkpoint import lease_owner_name
 from core.clock import Clock
 from core.errors import ResolverError
 from core.home import Home
 from core.policy import check_role
+from textual import work
+from textual.app import App
+from textual.binding import Binding
+
 from resolver_tui.commands import LessonCommands, ResolverCommands
 from resolver_tui.screens.help import HelpScreen
 from resolver_tui.screens.queue import QueueScreen

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from functools import partial
 
+from core.lesson import MOMENTS, TITLES
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from core.lesson import MOMENTS, TITLES
 from resolver_tui.widgets.bars import FILTERS
 
 ACTIONS: list[tuple[str, str, str]] = [

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from textual.message import Message
-
 from core.checkpoint import RunSummary
 from core.state import TaskState
+from textual.message import Message
 
 
 class PageLoaded(Message):

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from core.cli import main
 from core.clock import FixedClock
 from core.home import Home

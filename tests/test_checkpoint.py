@@ -7,7 +7,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from core.checkpoint import CheckpointStore
 from core.clock import FixedClock
 from core.data import load_task

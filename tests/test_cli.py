@@ -183,7 +183,7 @@ def test_an_amount_that_is_not_a_number_in_a_checkpoint_is_corrupt(cli):
         conn.execute("UPDATE runs SET state = replace(state, '\"amount\":\"119.00\"', '\"amount\":\"abc\"')")
     code, _, err = cli("show", T65273_RUN)
     assert code == 1 and "does not match the TaskState schema" in err and "Traceback" not in err
-    code, out, _ = cli("reset", "--run", T65273_RUN)
+    code, _out, _ = cli("reset", "--run", T65273_RUN)
     assert code == 0 and cli("runs")[1].startswith("No saved runs.")
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from pydantic import TypeAdapter
-
 from core.data import (
     FinalTurn,
     ToolCallTurn,
@@ -21,6 +19,7 @@ from core.policy import proposal_role, who_may_approve
 from core.provider import cost_usd, show_usd
 from core.state import ProposedAction, action_short
 from core.world import TOOL_ARGS
+from pydantic import TypeAdapter
 
 ACTIONS = TypeAdapter(list[ProposedAction])
 WORLD = load_world_data()

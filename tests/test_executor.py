@@ -10,13 +10,13 @@ import threading
 from decimal import Decimal
 
 import pytest
-
-from conftest import run_process
 from core.approval import load_key, sign
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalRefused, LeaseHeld
 from core.home import Home
 from core.state import operation_id
+
+from conftest import run_process
 
 PLANTER_RUN = "T-90103-agent-chat-small-1"
 SERVICE_TABLES = ("refunds", "reshipments", "return_labels", "replies")
@@ -149,7 +149,7 @@ def test_a_signature_from_another_key_does_not_verify(home, tmp_path):
 
 
 def test_the_key_is_readable_by_its_owner_only(home):
-    home.key
+    assert len(home.key) == 32
     assert home.key_path.stat().st_mode & 0o777 == 0o600
 
 
@@ -193,10 +193,10 @@ def test_two_approvals_at_once_in_processes_exactly_one_wins(home):
                           "--home", str(home.root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for name in ("Grace", "Priya")
     ]
-    outs = [p.communicate(timeout=60) + (p.returncode,) for p in procs]
+    outs = [(*p.communicate(timeout=60), p.returncode) for p in procs]
     assert sorted(code for _, _, code in outs) == [0, 1]
     loser_err = next(err for _, err, code in outs if code == 1)
-    assert "approved by" in loser_err and "Nothing changed" in loser_err or "while you were deciding" in loser_err
+    assert ("approved by" in loser_err and "Nothing changed" in loser_err) or "while you were deciding" in loser_err
     assert len(home.store.audit(state.run_id)) == 1
     assert _world_rows(home)["refunds"] == 1
 

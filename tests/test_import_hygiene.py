@@ -9,9 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import core
+import pytest
 
 CORE_MODULES = sorted(f"core.{m.name}" for m in pkgutil.iter_modules(core.__path__) if m.name != "__main__")
 

@@ -52,7 +52,7 @@ def test_class_is_repeatable_after_reset_all(cli):
 
 
 def test_exercise_crash_at_a_different_step(cli):
-    code, out, _ = cli("exercise", "crash-at-step")
+    _code, out, _ = cli("exercise", "crash-at-step")
     assert "T-65273-crash-2 is running at step 2 with 2 model call(s) saved." in out
     assert "Resumed: resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out" in out
     assert "  step 2: get_payments" in out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from core.world import ServiceRefused, UnknownTool, World, derived_id
 
 
@@ -23,7 +22,7 @@ def test_the_weekend_refund_has_the_seed_id_and_a_second_call_changes_nothing(wo
 
 def test_a_refund_of_a_refunded_charge_is_refused_with_the_services_sentence(world):
     world.request_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
-    with pytest.raises(ServiceRefused, match="^PAY-507862-2 is not a captured charge of LK-507862$"):
+    with pytest.raises(ServiceRefused, match=r"^PAY-507862-2 is not a captured charge of LK-507862$"):
         world.request_refund("op-2", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
     with pytest.raises(ServiceRefused, match="is not a captured charge of LK-640436"):
         world.request_refund("op-3", "LK-640436", "1.00", "RFD-DOUBLE", "PAY-507862-1")
@@ -32,7 +31,7 @@ def test_a_refund_of_a_refunded_charge_is_refused_with_the_services_sentence(wor
 
 def test_a_refund_cannot_exceed_what_is_left(world):
     world.request_refund("a", "LK-793996", "9.95", "RFD-LATE", "PAY-793996-1")
-    with pytest.raises(ServiceRefused, match="more than the 48.00 CAD left"):
+    with pytest.raises(ServiceRefused, match=r"more than the 48\.00 CAD left"):
         world.request_refund("b", "LK-793996", "50.00", "RFD-LATE", "PAY-793996-1")
 
 

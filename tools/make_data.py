@@ -863,10 +863,7 @@ def recording(t: dict, variant: str, model: str, repeat: int) -> dict:
     tools = t["_tools"]
     fixed = t["_fixed_usage"] if variant == "agent" else None
     rng = random.Random(f"{t['task_id']}/{variant}/{repeat}")
-    if t["kind"] == "very_long":
-        base = 3100
-    else:
-        base = rng.randint(1750, 2300) + (150 if variant == "agent_structured" else 0)
+    base = 3100 if t["kind"] == "very_long" else rng.randint(1750, 2300) + (150 if variant == "agent_structured" else 0)
     turns = []
     for i, (tool, args) in enumerate(tools):
         u = fixed[i] if fixed else (min(base + i * rng.randint(240, 320), 3950),

@@ -14,10 +14,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from core import lesson  # noqa: E402
 from core.clock import FixedClock  # noqa: E402
 from core.demo import build_demo  # noqa: E402
 from core.home import Home  # noqa: E402
-from core import lesson  # noqa: E402
 from resolver_tui.app import ResolverApp  # noqa: E402
 
 MONDAY = "2026-10-12T09:00:00-04:00"

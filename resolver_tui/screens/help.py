@@ -5,9 +5,9 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
-from textual.content import Content
 
 KEYS: list[tuple[str, str]] = [
     ("a", "approve the highlighted run (asks first; default No), then execute it"),

@@ -9,6 +9,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from core.checkpoint import PAGE_SIZE, RunSummary
+from core.clock import age, parse_time
+from core.demo import build_demo
+from core.errors import ResolverError
+from core.policy import ROLE_LABELS, may_approve, who_may_approve
+from core.provider import show_usd
+from core.request import approval_request, decision_lines, diff_lines, operation_lines, standing, trace_lines
+from core.runner import outcome_line
+from core.state import FINAL_STATUSES, action_line
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,15 +27,6 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
-from core.checkpoint import PAGE_SIZE, RunSummary
-from core.clock import age, parse_time
-from core.demo import build_demo
-from core.errors import ResolverError
-from core.policy import ROLE_LABELS, may_approve, who_may_approve
-from core.provider import show_usd
-from core.runner import outcome_line
-from core.request import approval_request, decision_lines, diff_lines, operation_lines, standing, trace_lines
-from core.state import FINAL_STATUSES, action_line
 from resolver_tui.messages import ActionFailed, ActionFinished, Detail, DetailLoaded, OperationDone, PageLoaded
 from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
 from resolver_tui.screens.text import CompareScreen, TraceScreen
@@ -72,7 +72,7 @@ def _short(text: str, width: int) -> str:
 class QueueScreen(Screen):
     """The approvals queue of one home, as ``app.name`` with ``app.role``."""
 
-    app: "ResolverApp"
+    app: ResolverApp
 
     BINDINGS = [
         Binding("a", "approve", "Approve"),
@@ -231,7 +231,7 @@ class QueueScreen(Screen):
                     continue
                 self.summaries[s.run_id] = s
                 cells = self.cells[s.run_id] = self._row_cells(s)
-                table.add_row(*(self._cell(k, v) for (k, _), v in zip(COLUMNS, cells)), key=s.run_id)
+                table.add_row(*(self._cell(k, v) for (k, _), v in zip(COLUMNS, cells, strict=False)), key=s.run_id)
 
     def _replace(self, rows: list[RunSummary], select: str | None) -> None:
         """Refresh by diff: same rows in the same order update changed cells only; otherwise
@@ -248,7 +248,7 @@ class QueueScreen(Screen):
                     self.summaries[s.run_id] = s
                     if cells != before:
                         self.cells[s.run_id] = cells
-                        for (key, _), value, old in zip(COLUMNS, cells, before or ("",) * len(cells)):
+                        for (key, _), value, old in zip(COLUMNS, cells, before or ("",) * len(cells), strict=False):
                             if value != old:
                                 table.update_cell(s.run_id, key, self._cell(key, value), update_width=True)
                 for run_id in old_order[len(new_order):]:
@@ -299,7 +299,7 @@ class QueueScreen(Screen):
     @on(DataTable.RowHighlighted, "#runs")
     def row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         run_id = event.row_key.value if event.row_key else None
-        if run_id is None or run_id == self.selected_id and self.detail and self.detail.run_id == run_id:
+        if run_id is None or (run_id == self.selected_id and self.detail and self.detail.run_id == run_id):
             return
         self.selected_id = run_id
         self.load_detail(run_id)
@@ -372,7 +372,7 @@ class QueueScreen(Screen):
         return None
 
     def _update_offered(self) -> None:
-        self.offered = tuple(self.why_not(a) is None for a in DECISIONS) + (self.empty,)
+        self.offered = (*tuple(self.why_not(a) is None for a in DECISIONS), self.empty)
 
     def watch_busy(self) -> None:
         self._update_offered()
@@ -383,7 +383,7 @@ class QueueScreen(Screen):
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action in DECISIONS or action == "load_demo":
             if action == "load_demo":
-                return True if self.empty else False
+                return bool(self.empty)
             return True if self.why_not(action) is None else None
         return True
 
@@ -429,7 +429,7 @@ class QueueScreen(Screen):
                     n = len(d.others) + 1
                     notes.append(f"{state.task_id} has {n} runs; press d to compare.")
                     cls = cls or "warn"
-                out = [f"Outcome: {outcome_line(state)}", ""] + approval_request(state)
+                out = [f"Outcome: {outcome_line(state)}", "", *approval_request(state)]
             elif state.status == "running":
                 u = state.usage
                 out = [f"Running: saved after step {state.step} of at most {state.max_steps}. Press u to continue its loop "
@@ -442,7 +442,7 @@ class QueueScreen(Screen):
                 if state.status == "executing":
                     notes.append("Executing: approved, not finished. Press u to reconcile and finish it.")
                     cls = cls or "warn"
-                out = decided + [""] if decided else []
+                out = [*decided, ""] if decided else []
                 if ops:
                     out += ["Operations:"] + [f"  {x}" for x in ops] + [""]
                 if state.status in FINAL_STATUSES and state.events:
@@ -462,7 +462,7 @@ class QueueScreen(Screen):
                 offered.append(label)
             else:
                 refused.append(f"Not offered: {label}: {why}")
-        keys.update(lines([f"Keys: {', '.join(offered) or 'none'}"] + refused))
+        keys.update(lines([f"Keys: {', '.join(offered) or 'none'}", *refused]))
         body.update(lines(out))
 
     # -- keys -----------------------------------------------------------------------------------

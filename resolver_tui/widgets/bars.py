@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from core.policy import ROLE_LABELS
 from textual.content import Content
 from textual.widgets import Static
 
-from core.policy import ROLE_LABELS
 from resolver_tui.widgets.safe import clean
 
 FILTERS: list[tuple[str | None, str]] = [

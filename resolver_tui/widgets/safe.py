@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.request import safe_text
 from rich.text import Text
 from textual.content import Content
-
-from core.request import safe_text
 
 
 def clean(value: Any) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from core.demo import build_demo
 from core.home import Home
 from tui_helpers import monday_home

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from core.state import STATUSES
 from resolver_tui.screens.dialogs import ConfirmScreen
-from resolver_tui.screens.help import HelpScreen, KEYS
+from resolver_tui.screens.help import KEYS, HelpScreen
 from resolver_tui.screens.text import CompareScreen, TraceScreen
 from tui_helpers import make_app, pane_text, screen_text, select, settle
 

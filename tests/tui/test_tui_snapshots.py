@@ -8,7 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from core.demo import build_demo
 from tui_helpers import make_app, monday_home, settle
 
