@@ -51,6 +51,7 @@ from harness import (
     fresh_copy,
     fsyncs_by_label,
     heading,
+    list_page,
     make_templates,
     mark,
     median,
@@ -63,6 +64,8 @@ from harness import (
 )
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
+PAGE = 200
+"""Rows of a page of the queue (the app's page size on release 0.1.0)."""
 SECTIONS = ("anchor", "disk", "long", "listing", "executor", "startup")
 
 
@@ -451,6 +454,15 @@ def bench_listing(quick: bool, templates: Home) -> None:
                 shown = f"{first:.2f} s" if first != float("inf") else f"> {cap:.0f} s (stopped)"
                 rest = f"whole process {whole:.2f} s" if whole != float("inf") else f"stopped at {cap:.0f} s"
                 figure(f"{n:,} runs: first line", shown + f" ({rest}; {note})", f"< {first_target} s", first < first_target)
+            home = Home(root / "home")
+            for status in ("waiting_approval", None):
+                took_page = []
+                for _ in range(rounds):
+                    t = time.perf_counter()
+                    rows = list_page(home.store, status, PAGE)
+                    took_page.append(time.perf_counter() - t)
+                figure(f"{n:,} runs: store, first page of {status or 'all'} in process", f"{ms(median(took_page))} ({len(rows)} rows)",
+                       "< 100 ms", median(took_page) < 0.1)
         finally:
             shutil.rmtree(root, ignore_errors=True)
 

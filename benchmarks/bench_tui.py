@@ -106,9 +106,10 @@ async def child(home_dir: str, presses: int, rounds: int, timeout: float) -> dic
     app = make_app(Home(home_dir))
     out: dict[str, Any] = {}
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(lambda: page_shown(queue_of(app)) and detail_run_id(queue_of(app)) is not None, timeout, "the first page")
+        await until(lambda: page_shown(queue_of(app)), timeout, "the first page")
         print("FIRST_PAGE", flush=True)
         queue = queue_of(app)
+        await until(lambda: detail_run_id(queue) is not None, timeout, "the first run's detail")
         await settle(app)
         times: list[float] = []
         for _ in range(presses):
