@@ -47,6 +47,15 @@ def list_page(store: CheckpointStore, status: str | None, limit: int, search: st
     return store.list(status, search=search, limit=limit)
 
 
+def store_commits(store: CheckpointStore) -> int | None:
+    """Commits counted by the store itself (``store.counters`` of the rewritten store), else None."""
+    counters = getattr(store, "counters", None)
+    if counters is None:
+        return None
+    snapshot = counters.snapshot() if hasattr(counters, "snapshot") else vars(counters)
+    return snapshot.get("commits")
+
+
 def run_ids_of(rows: list[Any]) -> list[str]:
     """Run IDs of a page of summaries (both stores return objects with ``run_id``)."""
     return [r.run_id for r in rows]
@@ -215,14 +224,16 @@ class RealRun:
 # Counting transactions (in process) and fsyncs (strace on a child)
 # =============================================================================================
 
-_WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE)\b", re.IGNORECASE)
+_WRITE = re.compile(r"^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b", re.IGNORECASE)
 _COMMIT = re.compile(r"^\s*(COMMIT|END)\b", re.IGNORECASE)
+_ROLLBACK = re.compile(r"^\s*ROLLBACK\s*$", re.IGNORECASE)
 
 
 class TransactionCounter:
     """Counts committed write transactions per database file in this process, by tracing every
-    ``sqlite3`` connection opened while it is active: each COMMIT, plus each write statement
-    run outside a transaction (autocommit). Rolled-back transactions are not counted."""
+    ``sqlite3`` connection opened while it is active: each COMMIT of a transaction that ran a
+    write statement, plus each write statement run outside a transaction (autocommit). Read-only
+    and rolled-back transactions are not counted (they write nothing to the WAL)."""
 
     def __init__(self) -> None:
         self.commits: Counter[str] = Counter()
@@ -234,10 +245,20 @@ class TransactionCounter:
         def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
             conn = counter._original(database, *args, **kwargs)
             name = Path(str(database)).name
+            wrote = [False]
 
             def trace(sql: str) -> None:
-                if _COMMIT.match(sql) or (_WRITE.match(sql) and not conn.in_transaction):
-                    counter.commits[name] += 1
+                if _WRITE.match(sql):
+                    if conn.in_transaction:
+                        wrote[0] = True
+                    else:
+                        counter.commits[name] += 1
+                elif _COMMIT.match(sql):
+                    if wrote[0]:
+                        counter.commits[name] += 1
+                    wrote[0] = False
+                elif _ROLLBACK.match(sql):
+                    wrote[0] = False
 
             conn.set_trace_callback(trace)
             return conn
@@ -342,7 +363,11 @@ def _crash_after(state: TaskState, n: int) -> None:
 
 
 def _tables_with_run_id(conn: sqlite3.Connection) -> list[str]:
-    names = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+    """Ordinary tables with a ``run_id`` column, ``runs`` first. Virtual tables (a full-text
+    index) are left to the triggers that keep them, as in a real save."""
+    names = [r[0] for r in conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "AND COALESCE(sql, '') NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name != 'runs', name")]
     return [t for t in names if any(c[1] == "run_id" for c in conn.execute(f'PRAGMA table_info("{t}")'))]
 
 
