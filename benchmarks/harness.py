@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -54,11 +54,6 @@ def store_commits(store: CheckpointStore) -> int | None:
         return None
     snapshot = counters.snapshot() if hasattr(counters, "snapshot") else vars(counters)
     return snapshot.get("commits")
-
-
-def run_ids_of(rows: list[Any]) -> list[str]:
-    """Run IDs of a page of summaries (both stores return objects with ``run_id``)."""
-    return [r.run_id for r in rows]
 
 
 def approve_and_execute(home: Home, run_id: str, role: str = "grace", name: str = "Bench") -> TaskState:
@@ -96,10 +91,6 @@ def heading(text: str) -> None:
 
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.3f} ms" if seconds < 0.01 else f"{seconds * 1000:.1f} ms"
-
-
-def verdict(value: float, limit: float) -> str:
-    return "met" if value <= limit else "MISSED"
 
 
 def figure(label: str, value: str, target: str, ok: bool | None) -> None:
@@ -463,12 +454,3 @@ def shm_tmp(prefix: str) -> Path:
     """A new folder on tmpfs (/dev/shm when present), where only CPU counts."""
     where = "/dev/shm" if Path("/dev/shm").is_dir() else None
     return Path(tempfile.mkdtemp(prefix=prefix, dir=where))
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    """Spin until ``predicate()`` (used only outside asyncio)."""
-    end = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > end:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(0.001)
