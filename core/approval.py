@@ -28,6 +28,7 @@ from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalRefused, StaleCheckpoint
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
+from core.rulebook import decided_by, not_decidable, role_too_low, stale_digest
 from core.state import Approval, Operation, Rejection, ReplyAction, TaskState, operation_id
 
 
@@ -63,22 +64,8 @@ def sign(key: bytes, run_id: str, digest: str, role: str, name: str, at: datetim
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def decided_by(state: TaskState) -> str:
-    """``approved by Grace (grace) at 2026-10-12T09:00:00-04:00`` or the rejection, or ''."""
-    if state.approval:
-        a = state.approval
-        return f"approved by {a.name} ({a.role}) at {iso(a.at)}"
-    if state.rejection:
-        r = state.rejection
-        return f"rejected by {r.name} ({r.role}) at {iso(r.at)}"
-    return ""
-
-
 def _not_waiting(state: TaskState) -> ApprovalRefused:
-    who = decided_by(state)
-    if who:
-        return ApprovalRefused(f"Run {state.run_id} was already {who}; it is {state.status}. Nothing changed.")
-    return ApprovalRefused(f"Run {state.run_id} is {state.status}, not waiting_approval; there is nothing to decide.")
+    return ApprovalRefused(not_decidable(state))
 
 
 def _digest_matches(given: str | None, current: str) -> bool:
@@ -95,7 +82,7 @@ def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> Ta
         raise _not_waiting(state)
     current = state.proposal.digest
     if not _digest_matches(digest, current):
-        raise ApprovalRefused(f"The digest you read ({digest}) is not the current proposal's ({current[:12]}); read the request again.")
+        raise ApprovalRefused(stale_digest(digest or "", current))
     return state
 
 
@@ -148,9 +135,7 @@ def approve(
     current = state.proposal.digest
     needed = proposal_role(state.proposal.actions)
     if not may_approve(role, needed):
-        raise ApprovalRefused(
-            f"You are {ROLE_LABELS[role]}: run {run_id} needs {who_may_approve(needed)}. Nothing changed."
-        )
+        raise ApprovalRefused(role_too_low(run_id, role, needed))
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
     state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, run_id, current, role, name, at))

@@ -5,8 +5,10 @@ One home folder holds all state: ``runs.sqlite`` (checkpoints, events, audit),
 and, when a trainer set one, ``clock.json``. It is ``./work`` by default, ``RESOLVER_HOME`` or
 ``--home DIR`` to change it; both databases are created on first use from ``data/``.
 
-:class:`Home` is the one place the CLI and the app call: run, resume, approve, reject,
-execute, the weekend phone call, reset. Neither face holds logic the other lacks.
+:class:`Home` is the one place the CLI and the app call for writes: run, resume, approve,
+reject, execute, the weekend phone call, the demo queue, delete and reset. Reads go through
+``home.queue``, the :class:`~core.queue.ApprovalQueue` beside it. Neither face opens the store
+or the world itself, and neither holds logic the other lacks.
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.approval import approve, load_key, reject
-from core.checkpoint import CheckpointStore
+from core.checkpoint import CheckpointStore, lease_owner_name
 from core.clock import Clock, FileClock
 from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
+from core.queue import ApprovalQueue
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
 from core.world import World
@@ -70,11 +73,19 @@ class Home:
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
         World(self.world_path, self.clock)  # built on first use
+        self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
+        """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
-    @property
-    def key(self) -> bytes:
-        """The approval signing key (made on first use, mode 0600)."""
+    def approval_key(self) -> bytes:
+        """The approval signing key, read from ``approval.key`` (made on first use: 32 random
+        bytes, mode 0600)."""
         return load_key(self.key_path)
+
+    @staticmethod
+    def lease_owner(label: str = "resolver") -> str:
+        """A lease owner that names this process (``resolver-tui@host:pid:token``), for the
+        ``owner`` of :meth:`approve`, :meth:`resume` and :meth:`execute`."""
+        return lease_owner_name(label)
 
     def world(self, actor: str = "manual") -> World:
         """The practice world, writing as ``actor``."""
@@ -128,7 +139,7 @@ class Home:
         expect_version: int | None = None,
     ) -> TaskState:
         """Approve (see :func:`core.approval.approve`) and then execute the run."""
-        approve(self.store, self.key, run_id, role, name, digest, self.clock, expect_version)
+        approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version)
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
     def reject(self, run_id: str, role: str, reason: str, name: str | None = None, digest: str | None = None) -> TaskState:
@@ -138,7 +149,7 @@ class Home:
     def execute(self, run_id: str, *, interrupt: Interrupt | None = None, owner: str | None = None,
                 on_progress: OnProgress | None = None) -> TaskState:
         """Execute or finish the approved operations (see :func:`core.executor.execute`)."""
-        return execute(self.store, self.world_path, self.key, run_id, clock=self.clock, owner=owner,
+        return execute(self.store, self.world_path, self.approval_key(), run_id, clock=self.clock, owner=owner,
                        interrupt=interrupt, on_progress=on_progress)
 
     # -- the world outside any run --------------------------------------------------------------
@@ -151,6 +162,18 @@ class Home:
         Raises: ServiceRefused with the payment service's sentence.
         """
         return self.world("manual").request_refund(operation_id, order_id, amount, reason_code, payment_id)
+
+    def load_demo(self) -> list[str]:
+        """Fill this empty home with the Larkfield demo queue (see :func:`core.demo.build_demo`);
+        one line per run made. Raises ResolverError when the home already has saved runs."""
+        from core.demo import build_demo  # demo builds Homes of its own
+
+        return build_demo(self)
+
+    def delete(self, run_id: str) -> None:
+        """Delete one run and its events (a corrupt one, say); the audit keeps its rows.
+        Raises RunNotFound."""
+        self.store.delete(run_id)
 
     def reset(self, everything: bool = False) -> int:
         """Delete the saved runs (and with ``everything`` rebuild the practice world).

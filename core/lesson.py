@@ -209,7 +209,7 @@ def exercise_lease_owner(home: Home) -> list[str]:
     state = home.run("T-90104", "agent_structured", "chat-strong", 1, run_id=f"T-90104-lease-{uuid.uuid4().hex[:6]}")
     from core.approval import approve
 
-    approve(home.store, home.key, state.run_id, "agent", "Amira", clock=home.clock)
+    approve(home.store, home.approval_key(), state.run_id, "agent", "Amira", clock=home.clock)
     home.store.acquire_lease(state.run_id, lease_owner_name("window-1"), 60)
     try:
         home.resume(state.run_id)

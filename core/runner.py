@@ -18,7 +18,7 @@ from core.checkpoint import CheckpointStore
 from core.clock import Clock
 from core.data import FinalTurn, Ticket, load_policy, load_task
 from core.errors import ResolverError
-from core.provider import RecordedModel, cost_usd, repeats_of, show_usd
+from core.recorded_model import RecordedModel, cost_usd, repeats_of, show_usd
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
 from core.world import UnknownTool, World
 

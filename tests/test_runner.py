@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from core.data import load_task
-from core.provider import RecordedModel
+from core.recorded_model import RecordedModel
 from core.runner import LoopCrash, crash_after_step, new_state, outcome_line, run_task
 from core.world import World
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.policy import ROLE_LABELS
+from core.views import role_label
 from textual.content import Content
 from textual.widgets import Static
 
@@ -27,7 +27,7 @@ class TopBar(Static):
 
     def show(self, name: str, role: str, now: datetime | None) -> None:
         parts: list = [("Larkfield approvals", "bold"), "  ·  at the keyboard: ", (clean(name), "bold"),
-                       f" ({ROLE_LABELS.get(role, role)})"]
+                       f" ({role_label(role)})"]
         if now is not None:
             parts += ["  ·  clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), " (simulated)"]
         self.update(Content.assemble(*parts))

@@ -112,7 +112,7 @@ async def test_an_agent_cannot_approve_T65273(demo_home):
         assert app.screen.selected_id == T65273
         assert app.screen.check_action("approve", ()) is None
         assert "Needs team lead or above (you are agent)" in pane_text(app)
-        assert "Not offered: a approve: It needs team lead or above; you are agent." in pane_text(app)
+        assert f"Not offered: a approve: You are agent: run {T65273} needs team lead or above." in pane_text(app)
         await pilot.press("a")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
@@ -131,7 +131,7 @@ async def test_friday_to_monday_shows_the_wait_and_approves(tmp_path):
     app = make_app(monday)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert app.screen.cells[T65273][6] == "2d 16h"
+        assert app.screen.table.cells[T65273][6] == "2d 16h"
         assert "2d 16h" in screen_text(app)
         await approve(pilot)
     state = monday.store.load(T65273)
