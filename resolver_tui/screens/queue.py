@@ -237,6 +237,8 @@ class QueueScreen(QueueDecisions):
         self._update_offered()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "load_demo":
+            return bool(self.empty)  # hidden, not dimmed, once the home has runs
         if action in OFFERED:
             return True if self.why_not(action) is None else None
         return True
