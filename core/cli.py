@@ -130,7 +130,7 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
 def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     from core.checkpoint import crash_point
     from core.rulebook import nothing_to_resume
-    from core.views import execution_lines
+    from core.views import after_resume
 
     done = home.resume(args.run, on_step=lambda s: crash_point("step"))
     if done.kind == "final":
@@ -142,28 +142,28 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     elif done.kind == "request":
         _show_request(done.state)
     else:
-        _print(execution_lines(done.state))
+        _print(after_resume(done.kind, done.before, done.state))
         _status(done.state)
     return 0
 
 
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
-    from core.views import execution_lines
+    from core.views import after_approve
 
     _refuse(home, args.run, "approve", args.role)
     state = home.approve(args.run, args.role, args.name, args.digest, interrupt=args.interrupt)
-    _print(execution_lines(state))
+    _print(after_approve(state))
     _status(state)
     return 0
 
 
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
-    from core.views import decision_lines
+    from core.views import after_reject
 
     if args.reason and args.reason.strip():
         _refuse(home, args.run, "reject", args.role)
     state = home.reject(args.run, args.role, args.reason, args.name, args.digest)
-    _print(decision_lines(state))
+    _print(after_reject(state))
     _status(state)
     return 0
 

@@ -53,11 +53,11 @@ class Home:
 
     Args:
         root: the folder (created if absent).
+        clock: the clock for every "now" (default: the trainer's ``clock.json``, which is real
+            time when the file is absent).
 
     Raises:
         ResolverError: the folder cannot be made (a file is in the way) or is read-only.
-        clock: the clock for every "now" (default: the trainer's ``clock.json``, which is real
-            time when the file is absent).
     """
 
     def __init__(self, root: Path | str, clock: Clock | None = None) -> None:

@@ -36,6 +36,7 @@ def test_friday_to_monday_resume_shows_the_same_request_and_calls_no_model(proc)
 
     approved = proc("approve", T65273_RUN, "--as", "team_lead")
     assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.startswith(f"Run {T65273_RUN} approved by team lead (team lead): now done.")
     assert re.search(r"request_refund LK-507862: done \(operation [0-9a-f]{16}, 1 call\(s\)\)", approved.stdout)
     assert approved.stdout.strip().endswith("Status: done")
     changes = proc("changes").stdout
@@ -76,6 +77,7 @@ def test_a_crash_before_the_write_resumes_to_one_refund_of_9_95(proc):
     assert proc("changes").stdout.startswith("0 change(s)")
     resumed = proc("resume", T90104_RUN)
     assert f"Resuming {T90104_RUN} (status executing)" in resumed.stdout
+    assert f"Run {T90104_RUN} reconciled and finished: executing -> done." in resumed.stdout
     assert f"request_refund LK-793996: done (operation {op}, 1 call(s))" in resumed.stdout
     assert resumed.stdout.strip().endswith("Status: done")
     assert proc("resume", T90104_RUN).stdout.strip() == "Nothing to resume: the run is done."
@@ -114,7 +116,8 @@ def test_reject_needs_a_reason_and_hands_the_run_to_a_person(cli):
     code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--reason", "  ")
     assert code == 1 and "needs a reason" in err
     code, out, _ = cli("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "Customer already refunded by phone")
-    assert code == 0 and "Rejected by Amira (agent)" in out and out.strip().endswith("Status: handed_to_person")
+    assert code == 0 and out.startswith(f"Run {T65273_RUN} rejected by Amira (agent): Customer already refunded by phone")
+    assert out.strip().endswith("Status: handed_to_person")
     code, _, err = cli("approve", T65273_RUN, "--as", "grace")
     assert code == 1 and "already rejected by Amira (agent) at 2026-" in err
 
