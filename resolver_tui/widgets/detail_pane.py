@@ -53,6 +53,11 @@ class DetailPane(VerticalScroll):
             notice.set_classes(tone)
         why = why_not if why_not is not None else dict(detail.offers)
         offered = [KEY_LABELS[a] for a in ACTIONS if why.get(a) is None]
-        refused = [f"Not offered: {KEY_LABELS[a]}: {why[a]}" for a in ACTIONS if why.get(a) is not None]
+        grouped: dict[str, list[str]] = {}  # keys refused for the same reason share one line
+        for a in ACTIONS:
+            reason = why.get(a)
+            if reason is not None:
+                grouped.setdefault(reason, []).append(KEY_LABELS[a])
+        refused = [f"Not offered: {', '.join(labels)}: {reason}" for reason, labels in grouped.items()]
         keys.update(lines([f"Keys: {', '.join(offered) or 'none'}", *refused]))
         body.update(lines(detail.body))
