@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+
 from conftest import T65273_RUN, T90104_RUN
 
 
