@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
-from tui_helpers import FRIDAY, MONDAY, make_app, monday_home, pane_text, screen_text, select, settle
+from tui_helpers import FRIDAY, MONDAY, make_app, monday_home, pane_text, screen_text, select, settle, type_text
 
 T65273 = "T-65273-agent-chat-small-1"
 T97580 = "T-97580-agent-chat-small-1"
@@ -62,7 +62,7 @@ async def test_reject_needs_a_reason_and_records_it(demo_home):
         await settle(pilot)
         assert isinstance(app.screen, RejectScreen)
         assert "A rejection needs a reason." in screen_text(app)
-        await pilot.press(*"Charged twice? Check the bank first.")
+        await type_text(pilot, "Charged twice? Check the bank first.")
         await pilot.press("enter")
         await settle(pilot)
         state = demo_home.store.load(T65273)

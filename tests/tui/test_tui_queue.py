@@ -6,7 +6,7 @@ from core.state import STATUSES
 from resolver_tui.screens.dialogs import ConfirmScreen
 from resolver_tui.screens.help import KEYS, HelpScreen
 from resolver_tui.screens.text import CompareScreen, TraceScreen
-from tui_helpers import make_app, pane_text, screen_text, select, settle
+from tui_helpers import make_app, pane_text, screen_text, select, settle, type_text
 
 T65273 = "T-65273-agent-chat-small-1"
 
@@ -91,7 +91,7 @@ async def test_compare_trace_help_and_filter(demo_home):
             assert key in text
         await pilot.press("escape")
         await pilot.press("slash")
-        await pilot.press(*"LK-640436")
+        await type_text(pilot, "LK-640436")
         await pilot.press("enter")
         await settle(pilot)
         assert sorted(app.screen.summaries) == ["T-90103-agent-chat-small-1", "T-90103-agent-chat-small-2"]
@@ -172,7 +172,7 @@ async def test_the_palette_jumps_to_a_run_by_id(demo_home):
         await settle(pilot)
         await pilot.press("ctrl+p")
         await settle(pilot)
-        await pilot.press(*"T-97580-agent-chat-small-1")
+        await type_text(pilot, "T-97580-agent-chat-small-1")
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)
