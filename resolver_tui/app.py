@@ -7,14 +7,17 @@ from collections.abc import Callable
 from core.errors import ResolverError
 from core.home import Home
 from core.views import Approver
-from textual import work
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
+from textual.worker import Worker, WorkerState
 
 from resolver_tui.commands import LessonCommands, ResolverCommands
+from resolver_tui.messages import MomentDone
 from resolver_tui.screens.help import HelpScreen
 from resolver_tui.screens.queue import QueueScreen
 from resolver_tui.screens.text import LinesScreen
+from resolver_tui.widgets.safe import clean
 
 
 class ResolverApp(App):
@@ -66,9 +69,20 @@ class ResolverApp(App):
     @work(thread=True, exclusive=True, group="trainer", exit_on_error=False)
     def _moment(self, fn: Callable[[Home], list[str]], name: str) -> None:
         try:
-            out = fn(self.home)
+            self.post_message(MomentDone(name, list(fn(self.home) or [])))
         except ResolverError as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error", markup=False)
+            self.post_message(MomentDone(name, [], str(exc)))
+
+    @on(MomentDone)
+    def moment_done(self, message: MomentDone) -> None:
+        if message.error is not None:
+            self.notify(message.error, severity="error", markup=False)
             return
-        self.call_from_thread(self.queue.unfollow)
-        self.call_from_thread(self.push_screen, LinesScreen(f"Trainer: {name}", list(out or [])))
+        self.queue.unfollow()
+        self.push_screen(LinesScreen(f"Trainer: {message.name}", message.lines))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """An unexpected error in a trainer's moment is shown, never a crash."""
+        if event.state == WorkerState.ERROR and event.worker.group == "trainer":
+            error = event.worker.error
+            self.notify(clean(f"{type(error).__name__}: {error}"), severity="error", markup=False, timeout=10)

@@ -66,3 +66,13 @@ class LinesReady(Message):
         self.kind = kind
         self.title = title
         self.lines = lines
+
+
+class MomentDone(Message):
+    """A trainer's moment ran (posted to the app): what it said, or the error sentence."""
+
+    def __init__(self, name: str, lines: list[str], error: str | None = None) -> None:
+        super().__init__()
+        self.name = name
+        self.lines = lines
+        self.error = error

@@ -19,7 +19,7 @@ from textual.binding import Binding
 from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static
 
-from resolver_tui.messages import DetailLoaded, OperationDone, PageLoaded
+from resolver_tui.messages import DetailLoaded, PageLoaded
 from resolver_tui.screens.decisions import QueueDecisions
 from resolver_tui.widgets.bars import FILTERS, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
@@ -200,13 +200,11 @@ class QueueScreen(QueueDecisions):
 
     # -- the detail and what is offered ---------------------------------------------------------
 
-    @on(DetailLoaded)
+    @on(DetailLoaded)  # and OperationDone, its subclass: the executor's progress
     def detail_loaded(self, message: DetailLoaded) -> None:
         detail = message.detail
         if detail.run_id != self.selected_id:
             return
-        if isinstance(message, OperationDone) and self.detail is not None:
-            detail = RunDetail(**{**vars(detail), "others": self.detail.others})
         self.detail = detail
         if detail.error and detail.status is not None:
             self.table.mark_corrupt(detail.run_id)
@@ -225,7 +223,7 @@ class QueueScreen(QueueDecisions):
             return f"Wait: an action on run {self.busy} is in progress."
         if d is None or d.run_id != self.selected_id:
             return "The run is still loading."
-        return d.offers.get(action)  # type: ignore[call-overload]
+        return next((why for a, why in d.offers.items() if a == action), None)
 
     def _update_offered(self) -> None:
         self.offered = tuple(self.why_not(a) is None for a in OFFERED)
