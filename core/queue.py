@@ -13,6 +13,7 @@ opens the store or the world.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -58,29 +59,33 @@ class ApprovalQueue:
     # -- the queue ------------------------------------------------------------------------------
 
     def _rows(self, status: str | None, search: str | None, sort: str | None, after: str | None,
-              limit: int) -> list[RunSummary]:
-        """The one call of the store's listing (keyset pagination replaces ``offset`` when the
-        store learns ``page``)."""
-        del sort  # the store orders waiting runs oldest first, the others newest first
-        return self._store.list(status, search=search, limit=limit, offset=int(after or 0))
+              limit: int) -> tuple[list[RunSummary], str | None]:
+        """The one call of the store's listing: a page of rows and the cursor of the next page.
+
+        On this branch the cursor is the offset of the next row; the store's keyset ``page``
+        (same arguments) replaces this body when it lands. ``sort`` is not used yet: the store
+        orders waiting runs oldest first and the others newest first.
+        """
+        if after is not None and not after.isdigit():
+            raise ResolverError(f"Cannot read the page cursor {after!r}; start from the first page.")
+        start = int(after or 0)
+        rows = self._store.list(status, search=search, limit=limit, offset=start)
+        return rows, (str(start + len(rows)) if len(rows) == limit else None)
 
     def page(self, status: str | None = None, *, search: str | None = None, sort: str | None = None,
              after: str | None = None, limit: int = PAGE_SIZE) -> Page:
         """One page of run summaries for ``status`` (None: every status) and ``search`` (ticket,
-        order, customer or run ID, a substring), from the cursor ``after`` (None: the first
-        page). Waiting runs come oldest first, the others newest first.
+        order, customer or run ID, a substring), from the opaque cursor ``after`` (None: the
+        first page; a page's ``next`` gives the following one). Waiting runs come oldest first,
+        the others newest first.
 
         Raises:
             ResolverError: the cursor cannot be read.
         """
-        if after is not None and not after.isdigit():
-            raise ResolverError(f"Cannot read the page cursor {after!r}; start from the first page.")
-        rows = self._rows(status, search, sort, after, limit)
-        start = int(after or 0)
-        nxt = str(start + len(rows)) if len(rows) == limit else None
+        rows, nxt = self._rows(status, search, sort, after, limit)
         return Page(rows, nxt, self._clock.now(), status, search, after)
 
-    def pages(self, status: str | None = None, *, search: str | None = None, limit: int = 1000):
+    def pages(self, status: str | None = None, *, search: str | None = None, limit: int = 1000) -> Iterator[Page]:
         """Every page in turn (``resolver runs`` prints each as it comes)."""
         after: str | None = None
         while True:
