@@ -23,9 +23,16 @@ from core.data import customer_names, load_task
 from core.policy import may_approve, proposal_role, who_may_approve
 from core.recorded_model import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, role_label
+from core.runner import outcome_line
 from core.state import FINAL_STATUSES, TaskState, action_line, action_short
 
-__all__ = ["ACTIONS", "Action", "Approver", "age_text", "decided_by", "role_label"]
+__all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
+    "ACTIONS", "RESUMED", "STATUS_SHORT", "UNREADABLE", "Action", "Approver", "Decision", "RunDetail", "Tone",
+    "after_approve", "after_reject", "after_resume", "age_text", "approval_request", "approve_dialog",
+    "decided_by", "decision_lines", "describe", "diff_lines", "execution_lines", "operation_lines",
+    "reject_dialog", "role_label", "safe_text", "standing", "status_short", "status_text", "ticket_lines",
+    "trace_lines", "unreadable_detail", "usage_line",
+]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _ESCAPE_SEQ = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
@@ -205,8 +212,6 @@ RESUMED = {"continued": "continued its loop", "executed": "reconciled and finish
 def after_resume(kind: str, before: str, state: TaskState) -> list[str]:
     """``Run X reconciled and finished: executing -> done.``, then the outcome line (a loop that
     continued) or :func:`execution_lines`."""
-    from core.runner import outcome_line
-
     said = [f"Run {state.run_id} {RESUMED.get(kind, kind)}: {status_text(before)} -> {status_text(state.status)}."]
     if kind == "continued":
         return [*said, f"Outcome: {outcome_line(state)}"]
@@ -280,8 +285,6 @@ def describe(state: TaskState, approver: Approver, others: list[str] | None = No
     """The :class:`RunDetail` of ``state`` for ``approver``: its notes, what the rulebook offers
     and why not, and its body. ``others`` are the other runs of the ticket (oldest first),
     ``trace`` the trace lines of a running run."""
-    from core.runner import outcome_line
-
     others = list(others or [])
     notes: list[str] = []
     tone: Tone = ""
