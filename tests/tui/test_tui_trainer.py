@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.app import ResolverApp
@@ -27,6 +28,7 @@ async def simulate(pilot, words: str) -> str:
     return said
 
 
+@pytest.mark.slow
 async def test_the_class_in_trainer_mode_grace_sees_the_refusal(tmp_path):
     home = Home(tmp_path / "home", clock=FixedClock("2026-11-29T08:00:00-05:00"))
     app = ResolverApp(home, "grace", "Grace", refresh_interval=None, trainer=True)
