@@ -20,6 +20,7 @@ from core.errors import ResolverError
 
 if TYPE_CHECKING:
     from core.home import Home
+    from core.rulebook import Action
     from core.state import TaskState
 
 # The parser's choices, spelled here so that ``resolver --help`` imports neither pydantic nor
@@ -70,13 +71,13 @@ def _show_run_outcome(state: TaskState) -> None:
     _status(state)
 
 
-def _refuse(home: Home, run_id: str, action: str, role: str) -> None:
+def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
     """Refuse with the rulebook's sentence (the one the app shows) when ``action`` is not
     offered to ``role`` on the run. Raises ApprovalRefused."""
     from core.errors import ApprovalRefused
     from core.rulebook import Approver, offers
 
-    why = offers(home.queue.load(run_id), Approver(role))[action]  # type: ignore[index]
+    why = offers(home.queue.load(run_id), Approver(role))[action]
     if why:
         raise ApprovalRefused(why)
 
