@@ -179,3 +179,18 @@ async def test_after_following_a_decided_run_a_number_key_returns_to_the_queue(d
         await pilot.press("7")
         await settle(pilot)
         assert app.queue.search is None and app.queue.table.row_count == 16
+
+
+async def test_the_dialogs_fit_an_80_by_24_terminal(demo_home):
+    """Regression: at 80x24 the 96-column dialogs hid their No and Cancel buttons."""
+    app = make_app(demo_home, role="grace", name="Grace")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key, buttons in (("a", ("#yes", "#no")), ("x", ("#reject", "#cancel"))):
+            await pilot.press(key)
+            await settle(pilot)
+            for button in buttons:
+                region = app.screen.query_one(button).region
+                assert region.right <= 80 and region.bottom <= 24, (button, region)
+            await pilot.press("escape")
+            await settle(pilot)
