@@ -1,63 +1,112 @@
-"""The checkpoint store: one SQLite row per run, saved after every step and status change.
+"""The checkpoint store: a run saved after every step, in rows proportional to what changed.
 
-``runs.sqlite`` in the home folder holds:
+``runs.sqlite`` in the home folder (store format :data:`STORE_FORMAT`, kept in SQLite's
+``user_version``) holds:
 
-- ``runs``: one row per run, summary columns for the queue (run_id, task_id, variant, model,
-  status, created/updated time, version, customer, order, total amount in CAD, required role,
-  actions summary, lease owner and expiry) beside the whole ``TaskState`` as JSON.
-- ``events``: append-only trace (run_id, seq, at, kind, message, data), written in the same
-  transaction as each save.
-- ``audit``: append-only record of every approval decision (see :mod:`core.approval`);
-  triggers refuse any UPDATE or DELETE of its rows.
+- ``runs``: one row per run. The **header** is the whole ``TaskState`` minus its append-only
+  lists (``messages``, ``evidence``, ``events``) as JSON in ``state``, generic over the model's
+  fields; beside it the queue's columns (run, ticket, status, times, version, customer, order,
+  total CAD, role needed, actions, lease) with an index for every filter and sort the queue
+  offers, and ``state_ok`` (0 once the row is known to be corrupt).
+- ``messages``, ``evidence``, ``events``: one row per list element, keyed by run and position
+  (1, 2, ...), each the element's own JSON. A step **appends** its new rows and rewrites the
+  small header, so a save costs what the step added, not the whole history. A tool output is
+  stored once: the tool message that repeats an evidence's result refers to it
+  (``evidence_seq``) instead of holding a second copy.
+- ``audit``: append-only record of every decision (see :mod:`core.approval`); triggers refuse
+  any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
+- ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
+  the queue's counts cost the same at 1,000,000 runs as at 10.
 
-Tables and indexes are made with sqlite-utils; saves use plain ``sqlite3`` inside
-``BEGIN IMMEDIATE`` with a compare-and-set on ``version`` so a writer holding a stale copy gets
-:class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. Every connection runs
-in WAL mode with a busy timeout; a lock held past it raises :class:`~core.errors.StoreBusy`.
+A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.database`) with a
+compare-and-set on ``version``: a writer holding a stale copy gets
+:class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
+two row writes of a save leaves the previous whole checkpoint (the transaction never commits).
+A load reads header and rows in one read transaction, joins them into one JSON text and
+validates it once (``TaskState.model_validate_json``); anything unusual (an older schema, a
+corrupt row, a header in release 0.1.0's whole-state form) takes the careful path with its own
+clear error.
+
+The store knows no policy: the queue's columns come from the ``summarize`` function it is
+handed (:func:`core.queue.queue_columns`, handed over by :class:`~core.home.Home`).
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import signal
 import socket
 import sqlite3
+import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+import weakref
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
 import sqlite_utils
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from core.clock import Clock, SystemClock, iso, parse_time
-from core.data import customer_names
+from core.database import BUSY_TIMEOUT_S, Counters, Database
 from core.errors import (
     CorruptCheckpoint,
     LeaseHeld,
     ResolverError,
     RunNotFound,
     StaleCheckpoint,
-    StoreBusy,
 )
-from core.policy import action_value, proposal_role
-from core.state import TaskState, action_short, migrate
+from core.queue import QueueColumns, blank_columns
+from core.state import SCHEMA_VERSION, TaskState, migrate
 
-BUSY_TIMEOUT_S = 5.0
-"""Seconds a connection waits for another process's lock before StoreBusy."""
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "KILL_ENV",
+    "PAGE_SIZE",
+    "SORTS",
+    "STORE_FORMAT",
+    "CheckpointStore",
+    "Counters",
+    "Lease",
+    "RunSummary",
+    "UnsupportedStoreFormat",
+    "crash_point",
+    "lease_owner_name",
+]
 
 PAGE_SIZE = 200
-"""Rows per page for :meth:`CheckpointStore.list`."""
+"""Rows per page for :meth:`CheckpointStore.page`."""
 
+STORE_FORMAT = 2
+"""The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
+row per run with the whole state as JSON), 2 (header and rows). Format 1 is migrated on open."""
+
+LISTS = ("messages", "evidence", "events")
+"""TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
+
+_HEADER_EXCLUDE = frozenset(LISTS)
+
+SORTS: dict[str, tuple[str, bool]] = {
+    "age": ("updated_ts", True),
+    "updated": ("updated_ts", False),
+    "created": ("created_ts", False),
+    "amount": ("amount_cents", False),
+    "role": ("role_rank", False),
+}
+"""Queue sorts: name -> (column, ascending). ``age`` is oldest change first (the waiting queue's
+default), ``updated`` newest first (every other status), ``created`` newest run first,
+``amount`` largest total CAD first, ``role`` highest role needed first. Ties go by run ID in the
+same direction, so a cursor ``(key, run_id)`` names one place in the order."""
 
 KILL_ENV = "RESOLVER_KILL_AT"
-"""Crash-test hook: ``save:N``, ``write:N`` or ``step:N`` kills this process with SIGKILL right
-after the N-th checkpoint save, executor write or loop step of the process."""
+"""Crash-test hook: ``save:N``, ``row:N``, ``write:N`` or ``step:N`` kills this process with
+SIGKILL right after the N-th checkpoint save, row write inside a save (before its commit),
+executor write or loop step of the process."""
 
 _crash_counts: dict[str, int] = {}
 
@@ -72,12 +121,22 @@ def crash_point(kind: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+class UnsupportedStoreFormat(ResolverError):
+    """``runs.sqlite`` has a layout this resolver cannot read or migrate."""
+
+
+Summarize = Callable[[TaskState], QueueColumns]
+"""The hook that gives the queue's columns of a state (:func:`core.queue.queue_columns`)."""
+
+
 @dataclass(frozen=True)
 class RunSummary:
-    """One row of the queue, read from summary columns only (no state is parsed).
+    """One row of the queue, read from indexed columns only (no state is parsed).
 
     ``total_amount`` is CAD as a decimal string; ``updated_at`` ISO 8601 with offset;
-    ``state_ok`` is False when the stored JSON is not even valid JSON (a corrupt row).
+    ``state_ok`` is False once the row is known to be corrupt (its header is not JSON, or a load
+    failed). ``updated_ts`` / ``created_ts`` (seconds since the epoch), ``amount_cents`` and
+    ``role_rank`` are the sort keys (see :data:`SORTS` and :meth:`cursor`).
     """
 
     run_id: str
@@ -96,6 +155,16 @@ class RunSummary:
     lease_owner: str | None
     lease_expires: str | None
     state_ok: bool = True
+    updated_ts: float = 0.0
+    created_ts: float = 0.0
+    amount_cents: int = 0
+    role_rank: int = -1
+
+    def cursor(self, sort: str) -> tuple[Any, str]:
+        """The keyset cursor after this row for ``sort``: ``(sort key, run_id)``.
+
+        Raises KeyError for a sort not in :data:`SORTS`."""
+        return (getattr(self, SORTS[sort][0]), self.run_id)
 
 
 @dataclass(frozen=True)
@@ -104,10 +173,6 @@ class Lease:
 
     owner: str
     expires: datetime
-
-
-def _ts(value: datetime) -> float:
-    return value.timestamp()
 
 
 def lease_owner_name(label: str = "resolver") -> str:
@@ -133,170 +198,433 @@ def _holder_alive(owner: str) -> bool:
     return True
 
 
-def summary_columns(state: TaskState) -> dict[str, Any]:
-    """The queue's columns for one state: customer name, order, total CAD, role, actions."""
-    customers = customer_names()
-    actions = state.proposal.actions if state.proposal else []
-    total = sum((action_value(a) for a in actions), Decimal("0.00"))
-    return {
-        "run_id": state.run_id,
-        "task_id": state.task_id,
-        "variant": state.variant,
-        "model": state.model,
-        "status": state.status,
-        "created_at": iso(state.created_at),
-        "updated_at": iso(state.updated_at),
-        "updated_ts": _ts(state.updated_at),
-        "customer": customers.get(state.customer_id, state.customer_id),
-        "order_id": state.order_id,
-        "total_amount": f"{total:.2f}" if actions else "",
-        "required_role": proposal_role(actions) if actions else "",
-        "actions": "; ".join(action_short(a).split("  ")[0] for a in actions),
-    }
+def _lease_held_by_other(run_id: str, holder: str | None, until: str | None, owner: str, now: datetime) -> LeaseHeld | None:
+    if holder and holder != owner and until and parse_time(until) > now and _holder_alive(holder):
+        return LeaseHeld(
+            f"Run {run_id} is being executed by {holder.split(':')[0]} (lease until {until}); "
+            "wait for it to finish or for the lease to expire."
+        )
+    return None
+
+
+class _Saved:
+    """What the store last wrote (or read) for one TaskState object: its version and the very
+    element objects of its lists, so the next save can tell an append from an edit."""
+
+    __slots__ = ("events", "evidence", "messages", "ref", "version")
+
+    def __init__(self, state: TaskState, version: int) -> None:
+        self.ref = weakref.ref(state)
+        self.version = version
+        self.messages = tuple(state.messages)
+        self.evidence = tuple(state.evidence)
+        self.events = tuple(state.events)
+
+
+def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
+    """True when ``now`` starts with exactly the objects saved before (only appends since)."""
+    n = len(before)
+    return len(now) >= n and all(map(operator.is_, now[:n], before))
+
+
+def _join(obj: str, *fields: tuple[str, str]) -> str:
+    """Add ``"name":json`` fields to the JSON object text ``obj`` (which ends with ``}``)."""
+    extra = ",".join(f'"{name}":{value}' for name, value in fields)
+    if obj == "{}":
+        return "{" + extra + "}"
+    return obj[:-1] + "," + extra + "}"
+
+
+_SUMMARY = (
+    "run_id, task_id, variant, model, status, created_at, updated_at, version, customer, order_id, "
+    "total_amount, required_role, actions, lease_owner, lease_expires, state_ok, updated_ts, created_ts, "
+    "amount_cents, role_rank"
+)
+
+_HEADER_COLS = (
+    "task_id", "variant", "model", "status", "created_at", "updated_at", "created_ts", "updated_ts", "version",
+    "customer", "order_id", "total_amount", "amount_cents", "required_role", "role_rank", "actions", "state",
+)
+_INSERT_RUN = (
+    f"INSERT INTO runs (run_id, {', '.join(_HEADER_COLS)}, state_ok) VALUES (?, {', '.join('?' for _ in _HEADER_COLS)}, 1)"
+)
+_UPDATE_RUN = f"UPDATE runs SET {', '.join(f'{c} = ?' for c in _HEADER_COLS)}, state_ok = 1 WHERE run_id = ? AND version = ?"
+_UPDATE_RUN_LEASE = (
+    f"UPDATE runs SET {', '.join(f'{c} = ?' for c in _HEADER_COLS)}, state_ok = 1, lease_owner = ?, lease_expires = ? "
+    "WHERE run_id = ? AND version = ?"
+)
+_INSERT_MESSAGE = "INSERT INTO messages (run_id, seq, body, evidence_seq) VALUES (?, ?, ?, ?)"
+_INSERT_EVIDENCE = "INSERT INTO evidence (run_id, seq, body, result) VALUES (?, ?, ?, ?)"
+_INSERT_EVENT = "INSERT INTO events (run_id, seq, at, kind, body) VALUES (?, ?, ?, ?, ?)"
+_INSERT_AUDIT = "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_READ_MESSAGES = (
+    "SELECT m.body, m.evidence_seq, e.result FROM messages m LEFT JOIN evidence e "
+    "ON e.run_id = m.run_id AND e.seq = m.evidence_seq WHERE m.run_id = ? ORDER BY m.seq"
+)
+_READ_EVIDENCE = "SELECT body, result FROM evidence WHERE run_id = ? ORDER BY seq"
+_READ_EVENTS = "SELECT body FROM events WHERE run_id = ? ORDER BY seq"
+
+
+@dataclass
+class _Parts:
+    """A run's checkpoint as stored: header text, version and each list's element texts."""
+
+    header: str
+    version: int
+    messages: list[str]
+    evidence: list[str]
+    events: list[str]
 
 
 class CheckpointStore:
     """SQLite checkpoint store at ``path`` (``runs.sqlite`` in the home folder).
 
     Args:
-        path: the database file; created with its tables on first use.
+        path: the database file; created with its tables on first use, migrated from release
+            0.1.0's format on open.
         clock: stamps ``updated_at`` at every save (default: real time).
+        summarize: gives the queue's columns of a state (default: blank policy columns; the
+            home hands :func:`core.queue.queue_columns`).
+
+    Attributes:
+        counters: transactions and commits of this store (:class:`core.database.Counters`); one
+            commit is one fsync of the WAL.
+
+    Raises:
+        UnsupportedStoreFormat: the file was written by a newer resolver, or its tables are not a
+            checkpoint store's.
     """
 
-    def __init__(self, path: Path | str, clock: Clock | None = None) -> None:
+    def __init__(self, path: Path | str, clock: Clock | None = None, *, summarize: Summarize | None = None) -> None:
         self.path = Path(path)
         self.clock = clock or SystemClock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            self._ensure_schema(conn)
+        self.summarize: Summarize = summarize or blank_columns
+        self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
+        self._saved: dict[int, _Saved] = {}
+        self._saved_lock = threading.Lock()
+        self.db.connection()
 
-    # -- connections ----------------------------------------------------------------------------
+    @property
+    def counters(self) -> Counters:
+        """Transactions and commits so far (see :class:`core.database.Counters`)."""
+        return self.db.counters
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    # -- schema and migration -------------------------------------------------------------------
+
+    def _on_open(self, conn: sqlite3.Connection) -> None:
+        if conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT:
+            return
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise ResolverError(f"Cannot open the checkpoint store {self.path}: {exc}.") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            yield conn
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreBusy(
-                    f"The checkpoint store {self.path} stayed locked by another process for "
-                    f"{BUSY_TIMEOUT_S:.0f} s; try again."
-                ) from exc
-            raise ResolverError(f"The checkpoint store {self.path} failed: {exc}.") from exc
-        except sqlite3.DatabaseError as exc:
-            raise ResolverError(f"The checkpoint store {self.path} is not a usable database: {exc}.") from exc
-        finally:
-            conn.close()
-
-    @contextmanager
-    def _immediate(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            fmt = conn.execute("PRAGMA user_version").fetchone()[0]
+            db = sqlite_utils.Database(conn)
+            tables = set(db.table_names())
+            if fmt == STORE_FORMAT:
+                pass
+            elif fmt > STORE_FORMAT:
+                raise UnsupportedStoreFormat(
+                    f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
+                    f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
+                )
+            elif "runs" in tables:
+                self._migrate_from_0_1_0(conn, db, tables)
             else:
-                conn.execute("COMMIT")
+                self._create(conn, db)
+            conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     @staticmethod
-    def _ensure_schema(conn: sqlite3.Connection) -> None:
-        db = sqlite_utils.Database(conn)
-        if "runs" not in db.table_names():
-            db["runs"].create(
-                {
-                    "run_id": str, "task_id": str, "variant": str, "model": str, "status": str,
-                    "created_at": str, "updated_at": str, "updated_ts": float, "version": int,
-                    "customer": str, "order_id": str, "total_amount": str, "required_role": str,
-                    "actions": str, "lease_owner": str, "lease_expires": str, "state": str,
-                },
-                pk="run_id",
-                not_null={"task_id", "status", "updated_at", "version", "state"},
-            )
-            db["runs"].create_index(["status", "updated_ts"], if_not_exists=True)
-            db["runs"].create_index(["task_id", "updated_ts"], if_not_exists=True)
-        if "events" not in db.table_names():
-            db["events"].create(
-                {"run_id": str, "seq": int, "at": str, "kind": str, "message": str, "data": str},
-                pk=("run_id", "seq"),
-            )
-        if "audit" not in db.table_names():
+    def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
+        if "messages" not in tables:
+            db["messages"].create({"run_id": str, "seq": int, "body": str, "evidence_seq": int}, pk=("run_id", "seq"),
+                                  not_null={"body"})
+        if "evidence" not in tables:
+            db["evidence"].create({"run_id": str, "seq": int, "body": str, "result": str}, pk=("run_id", "seq"),
+                                  not_null={"body", "result"})
+        if "audit" not in tables:
             db["audit"].create(
-                {"id": int, "run_id": str, "decision": str, "role": str, "name": str, "digest": str,
-                 "at": str, "detail": str},
+                {"id": int, "run_id": str, "decision": str, "role": str, "name": str, "digest": str, "at": str,
+                 "detail": str, "run_uid": str},
                 pk="id",
             )
             db["audit"].create_index(["run_id"], if_not_exists=True)
-            conn.execute(
-                "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
-                "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
-            )
-            conn.execute(
-                "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit "
-                "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
-            )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
+            "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit "
+            "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+        )
+        if "run_counts" not in tables:
+            db["run_counts"].create({"status": str, "n": int}, pk="status", not_null={"n"})
 
-    # -- save and load --------------------------------------------------------------------------
+    @staticmethod
+    def _create_indexes_and_triggers(conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
+        runs = db["runs"]
+        for column, _asc in {v for v in SORTS.values()}:
+            runs.create_index(["status", column, "run_id"], if_not_exists=True)
+            runs.create_index([column, "run_id"], if_not_exists=True)
+        runs.create_index(["task_id", "created_ts"], if_not_exists=True)
+        for old in ("idx_runs_status_updated_ts", "idx_runs_task_id_updated_ts"):
+            conn.execute(f"DROP INDEX IF EXISTS {old}")
+        upsert = "INSERT INTO run_counts (status, n) VALUES (NEW.status, 1) ON CONFLICT(status) DO UPDATE SET n = n + 1;"
+        for statement in _split_triggers(upsert):
+            conn.execute(statement)
 
-    def save(self, state: TaskState, *, audit: dict[str, Any] | None = None) -> TaskState:
+    def _create(self, conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
+        db["runs"].create(
+            {
+                "run_id": str, "task_id": str, "variant": str, "model": str, "status": str,
+                "created_at": str, "updated_at": str, "created_ts": float, "updated_ts": float, "version": int,
+                "customer": str, "order_id": str, "total_amount": str, "amount_cents": int, "required_role": str,
+                "role_rank": int, "actions": str, "lease_owner": str, "lease_expires": str, "state": str, "state_ok": int,
+            },
+            pk="run_id",
+            not_null={"task_id", "status", "updated_at", "version", "state", "state_ok", "created_ts", "updated_ts",
+                      "amount_cents", "role_rank"},
+            defaults={"state_ok": 1, "created_ts": 0.0, "updated_ts": 0.0, "amount_cents": 0, "role_rank": -1},
+        )
+        db["events"].create({"run_id": str, "seq": int, "at": str, "kind": str, "body": str}, pk=("run_id", "seq"))
+        self._create_side_tables(conn, db, set(db.table_names()))
+        self._create_indexes_and_triggers(conn, db)
+
+    def _migrate_from_0_1_0(self, conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
+        """Release 0.1.0 kept the whole state as JSON in ``runs.state`` and each event's message
+        and data in ``events``. Split every state into header and rows, add the sort columns,
+        the counts and ``audit.run_uid``, in the one transaction of :meth:`_on_open`."""
+        runs_cols = set(db["runs"].columns_dict)
+        needed = {"run_id", "task_id", "status", "updated_at", "version", "state"}
+        if not needed <= runs_cols or "events" not in tables:
+            raise UnsupportedStoreFormat(
+                f"The checkpoint store {self.path} has a runs table without {', '.join(sorted(needed - runs_cols)) or 'events'}; "
+                "it is not a resolver checkpoint store this release can migrate. Move it away to start afresh."
+            )
+        for name, kind, default in (("created_ts", float, 0.0), ("amount_cents", int, 0), ("role_rank", int, -1),
+                                    ("state_ok", int, 1), ("updated_ts", float, 0.0)):
+            if name not in runs_cols:
+                db["runs"].add_column(name, kind, not_null_default=default)
+        conn.execute("UPDATE runs SET updated_ts = 0 WHERE updated_ts IS NULL")
+        events_cols = set(db["events"].columns_dict)
+        if "body" not in events_cols:
+            db["events"].add_column("body", str)
+            if {"message", "data"} <= events_cols:  # whatever a corrupt state cannot give back
+                conn.execute(
+                    "UPDATE events SET body = json_object('seq', seq, 'at', at, 'kind', kind, 'message', message, "
+                    "'data', json(CASE WHEN json_valid(data) THEN data ELSE '{}' END))"
+                )
+            db["events"].transform(drop={"message", "data"} & events_cols)
+        self._create_side_tables(conn, db, tables)
+        if "run_uid" not in db["audit"].columns_dict:
+            db["audit"].add_column("run_uid", str)
+        rows = conn.execute("SELECT run_id, state, created_at, total_amount FROM runs").fetchall()
+        for run_id, text, created_at, total in rows:
+            self._split_whole_state(conn, run_id, text, created_at, total)
+        self._create_indexes_and_triggers(conn, db)
+        conn.execute("DELETE FROM run_counts")
+        conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
+
+    def _split_whole_state(self, conn: sqlite3.Connection, run_id: str, text: str, created_at: str | None,
+                           total: str | None) -> None:
+        dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        try:
+            raw = json.loads(text)
+            if not isinstance(raw, dict) or not all(isinstance(raw.get(k, []), list) for k in LISTS):
+                raise ValueError("not a whole state")
+        except ValueError:
+            conn.execute("UPDATE runs SET state_ok = 0 WHERE run_id = ?", (run_id,))
+            return
+        conn.execute("DELETE FROM messages WHERE run_id = ?", (run_id,))
+        conn.execute("DELETE FROM evidence WHERE run_id = ?", (run_id,))
+        conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+        for i, m in enumerate(raw.get("messages", []), 1):
+            conn.execute(_INSERT_MESSAGE, (run_id, i, dumps(m), None))
+        for i, e in enumerate(raw.get("evidence", []), 1):
+            result = e.pop("result", None) if isinstance(e, dict) else None
+            conn.execute(_INSERT_EVIDENCE, (run_id, i, dumps(e), dumps(result)))
+        for i, ev in enumerate(raw.get("events", []), 1):
+            at = ev.get("at", "") if isinstance(ev, dict) else ""
+            try:
+                at = iso(parse_time(at))
+            except (ValueError, TypeError, ResolverError):
+                pass
+            conn.execute(_INSERT_EVENT, (run_id, i, at, ev.get("kind", "") if isinstance(ev, dict) else "", dumps(ev)))
+        header = {k: v for k, v in raw.items() if k not in _HEADER_EXCLUDE}
+        extra: dict[str, Any] = {}
+        try:
+            extra["created_ts"] = parse_time(created_at or raw.get("created_at", "")).timestamp()
+        except (ValueError, TypeError, ResolverError):
+            pass
+        try:
+            state = TaskState.model_validate(migrate(dict(raw)))
+            cols = self.summarize(state)
+            extra |= {"amount_cents": cols["amount_cents"], "role_rank": cols["role_rank"], "customer": cols["customer"],
+                      "total_amount": cols["total_amount"], "required_role": cols["required_role"], "actions": cols["actions"]}
+        except (ValidationError, ResolverError, ValueError):
+            if total:
+                extra["amount_cents"] = int(round(float(total) * 100))
+        sets = "".join(f", {k} = ?" for k in extra)
+        conn.execute(f"UPDATE runs SET state = ?{sets} WHERE run_id = ?", (dumps(header), *extra.values(), run_id))
+
+    # -- save -----------------------------------------------------------------------------------
+
+    def _remember(self, state: TaskState, version: int) -> None:
+        key = id(state)
+        saved = _Saved(state, version)
+
+        def forget(_ref: weakref.ref, key: int = key) -> None:
+            with self._saved_lock:
+                current = self._saved.get(key)
+                if current is not None and current.ref() is None:
+                    del self._saved[key]
+
+        saved.ref = weakref.ref(state, forget)
+        with self._saved_lock:
+            self._saved[key] = saved
+
+    def _saved_for(self, state: TaskState) -> _Saved | None:
+        saved = self._saved.get(id(state))
+        if saved is None or saved.ref() is not state or saved.version != state.version:
+            return None
+        return saved
+
+    @staticmethod
+    def _rows(state: TaskState, start: tuple[int, int, int]) -> tuple[list[tuple], list[tuple], list[tuple]]:
+        """The rows to insert for the elements from ``start`` on: messages, evidence, events.
+
+        A tool message whose content is exactly the JSON text of a new evidence's result (the
+        runner writes both at one step) refers to that evidence instead of repeating it."""
+        run_id = state.run_id
+        m0, e0, v0 = start
+        evidence_rows: list[tuple] = []
+        by_text: dict[str, int] = {}
+        for seq, e in enumerate(state.evidence[e0:], e0 + 1):
+            try:
+                text = json.dumps(e.result, ensure_ascii=False, allow_nan=False)
+                by_text.setdefault(text, seq)
+            except (TypeError, ValueError):
+                text = pydantic_core.to_json(e.result).decode()
+            evidence_rows.append((run_id, seq, e.model_dump_json(exclude={"result"}), text))
+        message_rows: list[tuple] = []
+        for seq, m in enumerate(state.messages[m0:], m0 + 1):
+            ref = by_text.pop(m.content, None) if m.role == "tool" and by_text else None
+            if ref is None:
+                message_rows.append((run_id, seq, m.model_dump_json(), None))
+            else:
+                message_rows.append((run_id, seq, m.model_dump_json(exclude={"content"}), ref))
+        event_rows = [
+            (run_id, seq, iso(ev.at), ev.kind, ev.model_dump_json()) for seq, ev in enumerate(state.events[v0:], v0 + 1)
+        ]
+        return message_rows, evidence_rows, event_rows
+
+    def save(
+        self,
+        state: TaskState,
+        *,
+        audit: dict[str, Any] | None = None,
+        lease_owner: str | None = None,
+        lease_ttl_s: float | None = None,
+    ) -> TaskState:
         """Write ``state`` as its run's checkpoint, stamping ``updated_at`` from the clock.
 
         Compare-and-set: the row must still have ``state.version`` (0 for a new run); the saved
-        row gets ``version + 1``, which is written back into ``state``. New events of the run's
-        log, and ``audit`` if given, are appended in the same transaction.
+        row gets ``version + 1``, which is written back into ``state``. Only the list elements
+        appended since this object was last saved or loaded become new rows; a list that was
+        shortened or had an element replaced (or a state this store never saw) rewrites the
+        run's rows. ``audit`` (``decision``, ``role``, ``name``, ``digest``, ``at``, optional
+        ``detail`` and ``run_uid``) is appended in the same transaction.
+
+        ``lease_owner``: the save also requires that this owner holds the run's lease, and
+        renews it for ``lease_ttl_s`` seconds, or releases it when ``lease_ttl_s`` is None (the
+        executor folds its lease into its saves this way).
 
         Raises:
             StaleCheckpoint: someone saved the run since this copy was loaded.
+            LeaseHeld: ``lease_owner`` no longer holds the lease.
             StoreBusy: the database stayed locked.
         """
-        state.updated_at = self.clock.now()
-        new_version = state.version + 1
-        with self._immediate() as conn:
-            row = conn.execute("SELECT version FROM runs WHERE run_id = ?", (state.run_id,)).fetchone()
+        now = self.clock.now()
+        state.updated_at = now
+        old = state.version
+        new = old + 1
+        saved = self._saved_for(state)
+        appended = saved is not None and all(
+            _appended(getattr(state, k), getattr(saved, k)) for k in LISTS
+        )
+        start = (len(saved.messages), len(saved.evidence), len(saved.events)) if saved is not None and appended else (0, 0, 0)
+        state.version = new
+        try:
+            header = state.model_dump_json(exclude=_HEADER_EXCLUDE)
+        finally:
+            state.version = old
+        cols = self.summarize(state)
+        message_rows, evidence_rows, event_rows = self._rows(state, start)
+        run_id = state.run_id
+        values = (
+            state.task_id, state.variant, state.model, state.status, iso(state.created_at), iso(now),
+            state.created_at.timestamp(), now.timestamp(), new, cols["customer"], state.order_id, cols["total_amount"],
+            cols["amount_cents"], cols["required_role"], cols["role_rank"], cols["actions"], header,
+        )
+        with self.db.immediate() as conn:
+            row = conn.execute("SELECT version, lease_owner FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             on_disk = row[0] if row else 0
-            if on_disk != state.version:
+            if on_disk != old:
                 raise StaleCheckpoint(
-                    f"Run {state.run_id} changed since this copy was read (version {on_disk} saved, "
-                    f"{state.version} in hand); reload it and try again."
+                    f"Run {run_id} changed since this copy was read (version {on_disk} saved, "
+                    f"{old} in hand); reload it and try again."
                 )
-            payload = state.model_copy(update={"version": new_version}).model_dump_json()
-            cols = summary_columns(state) | {"version": new_version, "state": payload}
-            names = ", ".join(cols)
-            marks = ", ".join("?" for _ in cols)
+            if lease_owner is not None and (row is None or row[1] != lease_owner):
+                holder = row[1] if row else None
+                raise LeaseHeld(
+                    f"Run {run_id} is no longer leased to this executor ({'taken over by ' + holder.split(':')[0] if holder else 'released'}); "
+                    "nothing more was written."
+                )
             if row is None:
-                conn.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", tuple(cols.values()))
+                conn.execute(_INSERT_RUN, (run_id, *values))
+            elif lease_owner is not None:
+                until = iso(now + timedelta(seconds=lease_ttl_s)) if lease_ttl_s is not None else None
+                conn.execute(_UPDATE_RUN_LEASE, (*values, lease_owner if until else None, until, run_id, old))
             else:
-                sets = ", ".join(f"{k} = ?" for k in cols if k != "run_id")
-                conn.execute(
-                    f"UPDATE runs SET {sets} WHERE run_id = ? AND version = ?",
-                    (*[v for k, v in cols.items() if k != "run_id"], state.run_id, state.version),
-                )
-            last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (state.run_id,)).fetchone()[0]
-            conn.executemany(
-                "INSERT INTO events (run_id, seq, at, kind, message, data) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (state.run_id, e.seq, iso(e.at), e.kind, e.message, json.dumps(e.data, default=str))
-                    for e in state.events
-                    if e.seq > last
-                ],
-            )
+                conn.execute(_UPDATE_RUN, (*values, run_id, old))
+            crash_point("row")
+            if not appended:
+                for table in LISTS:
+                    conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
+                    crash_point("row")
+            for sql, rows in ((_INSERT_EVIDENCE, evidence_rows), (_INSERT_MESSAGE, message_rows), (_INSERT_EVENT, event_rows)):
+                for r in rows:
+                    conn.execute(sql, r)
+                    crash_point("row")
             if audit is not None:
                 conn.execute(
-                    "INSERT INTO audit (run_id, decision, role, name, digest, at, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (state.run_id, audit["decision"], audit["role"], audit["name"], audit["digest"],
-                     audit["at"], audit.get("detail", "")),
+                    _INSERT_AUDIT,
+                    (run_id, audit["decision"], audit["role"], audit["name"], audit["digest"], audit["at"],
+                     audit.get("detail", ""), audit.get("run_uid")),
                 )
-        state.version = new_version
+                crash_point("row")
+        state.version = new
+        self._remember(state, new)
         crash_point("save")
         return state
+
+    # -- load -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _read(conn: sqlite3.Connection, run_id: str) -> _Parts | None:
+        row = conn.execute("SELECT state, version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        dumps = json.JSONEncoder(ensure_ascii=False).encode
+        messages = [
+            body if ref is None else _join(body, ("content", dumps(result) if result is not None else "null"))
+            for body, ref, result in conn.execute(_READ_MESSAGES, (run_id,))
+        ]
+        evidence = [_join(body, ("result", result)) for body, result in conn.execute(_READ_EVIDENCE, (run_id,))]
+        events = [body for (body,) in conn.execute(_READ_EVENTS, (run_id,))]
+        return _Parts(row[0], row[1], messages, evidence, events)
 
     def load(self, run_id: str) -> TaskState:
         """Load and validate a run's checkpoint, migrating older schema versions.
@@ -306,19 +634,43 @@ class CheckpointStore:
             CorruptCheckpoint: the JSON is broken or does not match ``TaskState``.
             UnsupportedSchemaVersion: a schema version this code cannot migrate.
         """
-        with self._connect() as conn:
-            row = conn.execute("SELECT state, version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
+        with self.db.read() as conn:
+            conn.execute("BEGIN")
+            try:
+                parts = self._read(conn, run_id)
+            finally:
+                conn.execute("COMMIT")
+        if parts is None:
             raise RunNotFound(run_id)
-        return self._parse(run_id, row[0], row[1])
+        return self._build(run_id, parts)
 
-    @staticmethod
-    def _parse(run_id: str, text: str, version: int) -> TaskState:
+    def _build(self, run_id: str, parts: _Parts) -> TaskState:
+        header = parts.header
+        if not any(f'"{k}":' in header for k in LISTS):
+            text = _join(header, *((k, "[" + ",".join(v) + "]") for k, v in zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True)))
+            try:
+                state = TaskState.model_validate_json(text)
+            except ValidationError:
+                state = None
+            if state is not None and state.schema_version == SCHEMA_VERSION:
+                state.version = parts.version
+                self._remember(state, parts.version)
+                return state
+        return self._build_carefully(run_id, parts)
+
+    def _build_carefully(self, run_id: str, parts: _Parts) -> TaskState:
+        """The slow path with precise errors: an older schema version, a corrupt row, or a header
+        that still holds its lists (release 0.1.0's whole-state form, or a row edited by hand)."""
         try:
-            raw = json.loads(text)
+            raw = json.loads(parts.header)
             if not isinstance(raw, dict):
                 raise ValueError("the checkpoint is not a JSON object")
+            whole = [k for k in LISTS if k in raw]
+            for key, texts in zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True):
+                if key not in raw:
+                    raw[key] = [json.loads(t) for t in texts]
         except (ValueError, TypeError) as exc:
+            self._mark_corrupt(run_id)
             raise CorruptCheckpoint(
                 f"The checkpoint of run {run_id} is corrupt ({exc}); nothing was changed. "
                 f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
@@ -327,42 +679,65 @@ class CheckpointStore:
         try:
             state = TaskState.model_validate(raw)
         except ValidationError as exc:
+            self._mark_corrupt(run_id)
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise CorruptCheckpoint(
                 f"The checkpoint of run {run_id} does not match the TaskState schema "
                 f"({where}: {first['msg']}); nothing was changed."
             ) from exc
-        state.version = version
+        state.version = parts.version
+        if not whole:
+            self._remember(state, parts.version)
         return state
+
+    def _mark_corrupt(self, run_id: str) -> None:
+        """Flag the row so listings show it as corrupt without reading it (best effort)."""
+        try:
+            with self.db.read() as conn:
+                conn.execute("UPDATE runs SET state_ok = 0 WHERE run_id = ? AND state_ok = 1", (run_id,))
+        except ResolverError:
+            pass
 
     def exists(self, run_id: str) -> bool:
         """True when a row for ``run_id`` exists (corrupt or not)."""
-        with self._connect() as conn:
+        with self.db.read() as conn:
             return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
-    # -- listing --------------------------------------------------------------------------------
+    # -- the queue ------------------------------------------------------------------------------
 
-    _SUMMARY = (
-        "run_id, task_id, variant, model, status, created_at, updated_at, version, customer, "
-        "order_id, total_amount, required_role, actions, lease_owner, lease_expires"
-    )
+    @staticmethod
+    def _summary(row: Sequence[Any]) -> RunSummary:
+        values = list(row)
+        values[15] = bool(values[15])
+        return RunSummary(*values)
 
-    def list(
+    def page(
         self,
         status: str | None = None,
         *,
         search: str | None = None,
+        sort: str | None = None,
+        after: RunSummary | tuple[Any, str] | None = None,
         limit: int = PAGE_SIZE,
-        offset: int = 0,
     ) -> list[RunSummary]:
-        """One page of run summaries, from summary columns only.
+        """One page of the queue, read from indexed columns only (keyset pagination).
 
         ``status`` None lists every status. ``search`` matches ticket, order, customer or run ID
-        (substring, case-insensitive). Waiting runs sort oldest first; others newest first.
-        Each row's ``state_ok`` checks only that the stored JSON is valid JSON (for this page).
+        (substring, case-insensitive). ``sort`` is a name of :data:`SORTS`; by default waiting
+        runs come oldest first (``age``) and others newest first (``updated``). ``after`` is the
+        cursor of the last row of the previous page: that row itself, or ``row.cursor(sort)``
+        (its sort key and run ID); the page starts just after it. At most ``limit`` rows.
+
+        Raises:
+            ResolverError: an unknown sort (the sentence lists the sorts).
         """
-        where, params = [], []
+        sort = sort or ("age" if status == "waiting_approval" else "updated")
+        if sort not in SORTS:
+            raise ResolverError(f"Unknown sort {sort!r}: use one of {', '.join(SORTS)}.")
+        column, ascending = SORTS[sort]
+        where: list[str] = []
+        params: list[Any] = []
         if status:
             where.append("status = ?")
             params.append(status)
@@ -371,74 +746,79 @@ class CheckpointStore:
             columns = ("task_id", "order_id", "customer", "run_id")
             where.append("(" + " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for col in columns) + ")")
             params.extend([like] * 4)
+        if after is not None:
+            key, last_id = after.cursor(sort) if isinstance(after, RunSummary) else after
+            where.append(f"({column}, run_id) {'>' if ascending else '<'} (?, ?)")
+            params.extend([key, last_id])
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        order = "ASC" if status == "waiting_approval" else "DESC"
-        sql = (
-            f"SELECT {self._SUMMARY}, json_valid(state) FROM runs {clause} "
-            f"ORDER BY updated_ts {order}, run_id LIMIT ? OFFSET ?"
-        )
-        with self._connect() as conn:
-            rows = conn.execute(sql, (*params, limit, offset)).fetchall()
-        return [RunSummary(*row[:-1], state_ok=bool(row[-1])) for row in rows]
+        direction = "ASC" if ascending else "DESC"
+        sql = f"SELECT {_SUMMARY} FROM runs {clause} ORDER BY {column} {direction}, run_id {direction} LIMIT ?"
+        with self.db.read() as conn:
+            rows = conn.execute(sql, (*params, limit)).fetchall()
+        return [self._summary(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        """Number of runs per status (statuses with no run are absent)."""
-        with self._connect() as conn:
-            return dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+        """Number of runs per status (statuses with no run are absent), from the counts table."""
+        with self.db.read() as conn:
+            return dict(conn.execute("SELECT status, n FROM run_counts WHERE n > 0").fetchall())
 
     def summary(self, run_id: str) -> RunSummary:
         """The summary row of one run. Raises RunNotFound."""
-        with self._connect() as conn:
-            row = conn.execute(
-                f"SELECT {self._SUMMARY}, json_valid(state) FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
+        with self.db.read() as conn:
+            row = conn.execute(f"SELECT {_SUMMARY} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(run_id)
-        return RunSummary(*row[:-1], state_ok=bool(row[-1]))
+        return self._summary(row)
 
     def runs_of_task(self, task_id: str) -> list[RunSummary]:
         """Every run of one ticket, oldest first."""
-        with self._connect() as conn:
+        with self.db.read() as conn:
             rows = conn.execute(
-                f"SELECT {self._SUMMARY}, json_valid(state) FROM runs WHERE task_id = ? ORDER BY created_at, run_id",
-                (task_id,),
+                f"SELECT {_SUMMARY} FROM runs WHERE task_id = ? ORDER BY created_ts, run_id", (task_id,)
             ).fetchall()
-        return [RunSummary(*row[:-1], state_ok=bool(row[-1])) for row in rows]
+        return [self._summary(r) for r in rows]
 
     def latest(self, task_id: str) -> TaskState | None:
         """The most recently created run of ``task_id``, loaded; None if the ticket has none."""
-        with self._connect() as conn:
+        with self.db.read() as conn:
             row = conn.execute(
-                "SELECT run_id FROM runs WHERE task_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", (task_id,)
+                "SELECT run_id FROM runs WHERE task_id = ? ORDER BY created_ts DESC, rowid DESC LIMIT 1", (task_id,)
             ).fetchone()
         return self.load(row[0]) if row else None
 
     def run_ids(self, prefix: str) -> list[str]:
         """Run IDs starting with ``prefix`` (for numbering new runs)."""
-        with self._connect() as conn:
+        with self.db.read() as conn:
             return [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ?", (prefix + "%",))]
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's trace from the events table, in order. Raises RunNotFound."""
+        """The run's trace from the events table, in order:
+        ``{"seq", "at" (ISO 8601), "kind", "message", "data"}``. Raises RunNotFound."""
         if not self.exists(run_id):
             raise RunNotFound(run_id)
-        with self._connect() as conn:
-            rows = conn.execute(
-                "SELECT seq, at, kind, message, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-        return [{"seq": s, "at": a, "kind": k, "message": m, "data": json.loads(d or "{}")} for s, a, k, m, d in rows]
+        with self.db.read() as conn:
+            rows = conn.execute("SELECT seq, at, kind, body FROM events WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        out = []
+        for seq, at, kind, body in rows:
+            try:
+                ev = json.loads(body or "{}")
+            except ValueError:
+                ev = {}
+            out.append({"seq": seq, "at": at, "kind": kind, "message": ev.get("message", ""), "data": ev.get("data", {})})
+        return out
 
     def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Rows of the audit table (oldest first), for one run or all."""
-        sql = "SELECT run_id, decision, role, name, digest, at, detail FROM audit"
+        """Rows of the audit table (oldest first), for one run or all:
+        ``{"run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid"}``."""
+        sql = "SELECT run_id, decision, role, name, digest, at, detail, run_uid FROM audit"
         params: tuple = ()
         if run_id:
             sql += " WHERE run_id = ?"
             params = (run_id,)
-        with self._connect() as conn:
+        with self.db.read() as conn:
             rows = conn.execute(sql + " ORDER BY id", params).fetchall()
-        keys = ("run_id", "decision", "role", "name", "digest", "at", "detail")
-        return [dict(zip(keys, r, strict=False)) for r in rows]
+        keys = ("run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     # -- leases ---------------------------------------------------------------------------------
 
@@ -454,24 +834,33 @@ class CheckpointStore:
         """
         now = self.clock.now()
         expires = now + timedelta(seconds=ttl_s)
-        with self._immediate() as conn:
-            row = conn.execute("SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise RunNotFound(run_id)
-            holder, until = row
-            if holder and holder != owner and until and parse_time(until) > now and _holder_alive(holder):
-                raise LeaseHeld(
-                    f"Run {run_id} is being executed by {holder.split(':')[0]} (lease until {until}); "
-                    "wait for it to finish or for the lease to expire."
-                )
-            conn.execute(
-                "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?", (owner, iso(expires), run_id)
-            )
+        with self.db.immediate() as conn:
+            self._take_lease(conn, run_id, owner, now, expires)
         return Lease(owner, expires)
+
+    def claim(self, run_id: str, owner: str, ttl_s: float = 60.0) -> TaskState:
+        """Take the run's lease (as :meth:`acquire_lease`) and load its checkpoint, in one
+        transaction: the executor's start. Raises LeaseHeld, RunNotFound, CorruptCheckpoint."""
+        now = self.clock.now()
+        with self.db.immediate() as conn:
+            self._take_lease(conn, run_id, owner, now, now + timedelta(seconds=ttl_s))
+            parts = self._read(conn, run_id)
+        assert parts is not None
+        return self._build(run_id, parts)
+
+    @staticmethod
+    def _take_lease(conn: sqlite3.Connection, run_id: str, owner: str, now: datetime, expires: datetime) -> None:
+        row = conn.execute("SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(run_id)
+        held = _lease_held_by_other(run_id, row[0], row[1], owner, now)
+        if held is not None:
+            raise held
+        conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?", (owner, iso(expires), run_id))
 
     def release_lease(self, run_id: str, owner: str) -> None:
         """Give the lease back if ``owner`` still holds it."""
-        with self._immediate() as conn:
+        with self.db.immediate() as conn:
             conn.execute(
                 "UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ? AND lease_owner = ?",
                 (run_id, owner),
@@ -479,22 +868,41 @@ class CheckpointStore:
 
     def expire_lease(self, run_id: str) -> None:
         """Mark the run's lease as expired (a simulated crash ends its process this way)."""
-        with self._immediate() as conn:
+        with self.db.immediate() as conn:
             conn.execute("UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id))
 
     # -- reset ----------------------------------------------------------------------------------
 
     def delete(self, run_id: str) -> None:
-        """Delete one run and its events (the audit table keeps its rows). Raises RunNotFound."""
-        with self._immediate() as conn:
+        """Delete one run and its rows (the audit table keeps its rows). Raises RunNotFound."""
+        with self.db.immediate() as conn:
             if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
                 raise RunNotFound(run_id)
-            conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+            for table in LISTS:
+                conn.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))
 
     def reset(self) -> int:
-        """Delete every saved run and its events (the audit table is kept). Returns the count."""
-        with self._immediate() as conn:
+        """Delete every saved run and its rows (the audit table is kept). Returns the count."""
+        with self.db.immediate() as conn:
             n = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
             conn.execute("DELETE FROM runs")
-            conn.execute("DELETE FROM events")
+            for table in LISTS:
+                conn.execute(f"DELETE FROM {table}")
+            conn.execute("DELETE FROM run_counts")
         return n
+
+
+def _split_triggers(upsert: str) -> list[str]:
+    """The counts and state-check triggers as single statements (executescript would commit an
+    open transaction)."""
+    return [
+        f"CREATE TRIGGER IF NOT EXISTS runs_count_insert AFTER INSERT ON runs BEGIN {upsert} END",
+        "CREATE TRIGGER IF NOT EXISTS runs_count_delete AFTER DELETE ON runs "
+        "BEGIN UPDATE run_counts SET n = n - 1 WHERE status = OLD.status; END",
+        "CREATE TRIGGER IF NOT EXISTS runs_count_status AFTER UPDATE OF status ON runs WHEN OLD.status IS NOT NEW.status "
+        f"BEGIN UPDATE run_counts SET n = n - 1 WHERE status = OLD.status; {upsert} END",
+        "CREATE TRIGGER IF NOT EXISTS runs_state_insert AFTER INSERT ON runs WHEN json_valid(NEW.state) = 0 "
+        "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
+        "CREATE TRIGGER IF NOT EXISTS runs_state_update AFTER UPDATE OF state ON runs WHEN json_valid(NEW.state) = 0 "
+        "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
+    ]
