@@ -8,10 +8,11 @@ columns only, never from the saved state.
 
 from __future__ import annotations
 
+import threading
 from decimal import Decimal
 from typing import TypedDict
 
-from core.data import customer_names
+from core.data import customer_names, load_policy
 from core.policy import action_value, proposal_role, rank
 from core.state import TaskState, action_short
 
@@ -43,11 +44,30 @@ def queue_columns(state: TaskState) -> QueueColumns:
     """The queue's columns for ``state``: customer name (``data/world.json``), the proposal's total
     in CAD (refund amounts, reships at catalog price: :func:`core.policy.action_value`), the role
     it needs (:func:`core.policy.proposal_role`, the highest of its actions) and its actions.
+
+    It runs at every save, so the result is kept per customer, policy version and actions (each
+    action's type and every argument): the same proposal is priced once per process.
     """
     actions = state.proposal.actions if state.proposal else []
     customer = customer_names().get(state.customer_id, state.customer_id)
     if not actions:
         return QueueColumns(customer=customer, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
+    key = (customer, load_policy().version, tuple((type(a), *a.__dict__.values()) for a in actions))
+    cached = _priced.get(key)
+    if cached is None:
+        cached = _price(customer, actions)
+        with _priced_lock:
+            if len(_priced) >= 4096:
+                _priced.clear()
+            _priced[key] = cached
+    return QueueColumns(**cached)
+
+
+_priced: dict[tuple, QueueColumns] = {}
+_priced_lock = threading.Lock()
+
+
+def _price(customer: str, actions: list) -> QueueColumns:
     total = sum((action_value(a) for a in actions), Decimal("0.00"))
     role = proposal_role(actions)
     return QueueColumns(
