@@ -81,12 +81,11 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_runs(home: Home, args: argparse.Namespace) -> int:
-    offset, page, rows = 0, 1000, []
+    page, rows = 1000, []
     limit = args.limit
     while True:
-        batch = home.store.list(args.status, search=args.search, limit=page, offset=offset)
+        batch = home.store.page(args.status, search=args.search, limit=page, after=rows[-1] if rows else None)
         rows.extend(batch)
-        offset += len(batch)
         if len(batch) < page or (limit and len(rows) >= limit):
             break
     if limit:

@@ -175,9 +175,10 @@ class QueueScreen(Screen):
         self.reload()
 
     @work(thread=True, exclusive=True, group="page", exit_on_error=False)
-    def load_page(self, status: str | None, search: str | None, offset: int, select: str | None = None) -> None:
+    def load_page(self, status: str | None, search: str | None, offset: int, select: str | None = None,
+                  after: RunSummary | None = None) -> None:
         store = self.app.home.store
-        rows = store.list(status, search=search, limit=PAGE_SIZE, offset=offset)
+        rows = store.page(status, search=search, limit=PAGE_SIZE, after=after if offset else None)
         counts = store.counts()
         self.post_message(PageLoaded(rows, counts, offset, status, search, select))
 
@@ -306,7 +307,7 @@ class QueueScreen(Screen):
         table = self.table
         if self.has_more and not self.loading_more and event.cursor_row >= table.row_count - 1:
             self.loading_more = True
-            self.load_page(self.status, self.search, table.row_count)
+            self.load_page(self.status, self.search, table.row_count, after=self.summaries[table.ordered_rows[-1].key.value])
 
     @on(DataTable.RowSelected, "#runs")
     def row_selected(self) -> None:
