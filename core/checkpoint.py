@@ -476,7 +476,8 @@ class CheckpointStore:
                 n += 1
                 extra = None
                 if name == "evidence" and isinstance(item, dict):
-                    extra = dumps(item.pop("result", None))
+                    extra = dumps(item.get("result"))
+                    item = {k: v for k, v in item.items() if k != "result"}
                 elif name == "events" and isinstance(item, dict):
                     try:
                         extra = iso(parse_time(item.get("at", "")))
@@ -490,6 +491,8 @@ class CheckpointStore:
         except (ValueError, TypeError, ResolverError):
             pass
         try:
+            if self.summarize is blank_columns:  # a bare store keeps the 0.1.0 columns it cannot compute
+                raise ValueError("no summarize hook")
             state = TaskState.model_validate(migrate(dict(raw)))
             cols = self.summarize(state)
             extra |= {"amount_cents": cols["amount_cents"], "role_rank": cols["role_rank"], "customer": cols["customer"],
