@@ -46,9 +46,10 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
-from functools import lru_cache
 from datetime import datetime, timedelta
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -93,7 +94,7 @@ row per run with the whole state as JSON), 2 (header and rows). Format 1 is migr
 LISTS = ("messages", "evidence", "events")
 """TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
 
-_HEADER_EXCLUDE = frozenset(LISTS)
+_HEADER_EXCLUDE: set[str] = set(LISTS)
 
 SORTS: dict[str, tuple[str, bool]] = {
     "age": ("updated_ts", True),
@@ -378,12 +379,12 @@ class CheckpointStore:
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
         conn.execute(_CREATE_ENTRIES)  # WITHOUT ROWID (sqlite-utils cannot say so): one B-tree, a step's rows side by side
         if "audit" not in tables:
-            db["audit"].create(
+            db.table("audit").create(
                 {"id": int, "run_id": str, "decision": str, "role": str, "name": str, "digest": str, "at": str,
                  "detail": str, "run_uid": str},
                 pk="id",
             )
-            db["audit"].create_index(["run_id"], if_not_exists=True)
+            db.table("audit").create_index(["run_id"], if_not_exists=True)
         conn.execute(
             "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
             "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
@@ -393,11 +394,11 @@ class CheckpointStore:
             "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
         )
         if "run_counts" not in tables:
-            db["run_counts"].create({"status": str, "n": int}, pk="status", not_null={"n"})
+            db.table("run_counts").create({"status": str, "n": int}, pk="status", not_null={"n"})
 
     @staticmethod
     def _create_indexes_and_triggers(conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
-        runs = db["runs"]
+        runs = db.table("runs")
         for column, _asc in {v for v in SORTS.values()}:
             runs.create_index(["status", column, "run_id"], if_not_exists=True)
             runs.create_index([column, "run_id"], if_not_exists=True)
@@ -409,7 +410,7 @@ class CheckpointStore:
             conn.execute(statement)
 
     def _create(self, conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
-        db["runs"].create(
+        db.table("runs").create(
             {
                 "run_id": str, "task_id": str, "variant": str, "model": str, "status": str,
                 "created_at": str, "updated_at": str, "created_ts": float, "updated_ts": float, "version": int,
@@ -428,7 +429,7 @@ class CheckpointStore:
         """Release 0.1.0 kept the whole state as JSON in ``runs.state`` and each event's message
         and data in ``events``. Split every state into header and rows, add the sort columns,
         the counts and ``audit.run_uid``, in the one transaction of :meth:`_on_open`."""
-        runs_cols = set(db["runs"].columns_dict)
+        runs_cols = set(db.table("runs").columns_dict)
         needed = {"run_id", "task_id", "status", "updated_at", "version", "state"}
         if not needed <= runs_cols:
             raise UnsupportedStoreFormat(
@@ -438,10 +439,10 @@ class CheckpointStore:
         for name, kind, default in (("created_ts", float, 0.0), ("amount_cents", int, 0), ("role_rank", int, -1),
                                     ("state_ok", int, 1), ("updated_ts", float, 0.0)):
             if name not in runs_cols:
-                db["runs"].add_column(name, kind, not_null_default=default)
+                db.table("runs").add_column(name, kind, not_null_default=default)
         conn.execute("UPDATE runs SET updated_ts = 0 WHERE updated_ts IS NULL")
         self._create_side_tables(conn, db, tables)
-        events_cols = set(db["events"].columns_dict)
+        events_cols = set(db.table("events").columns_dict)
         if {"seq", "at", "kind", "message", "data"} <= events_cols:  # kept for runs whose state cannot give them back
             conn.execute(
                 "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) "
@@ -449,9 +450,9 @@ class CheckpointStore:
                 "'message', message, 'data', json(CASE WHEN json_valid(data) THEN data ELSE '{}' END)), at, NULL "
                 "FROM events WHERE seq IS NOT NULL"
             )
-        db["events"].drop()
-        if "run_uid" not in db["audit"].columns_dict:
-            db["audit"].add_column("run_uid", str)
+        db.table("events").drop()
+        if "run_uid" not in db.table("audit").columns_dict:
+            db.table("audit").add_column("run_uid", str)
         rows = conn.execute("SELECT run_id, state, created_at, total_amount FROM runs").fetchall()
         for run_id, text, created_at, total in rows:
             self._split_whole_state(conn, run_id, text, created_at, total)
@@ -485,23 +486,21 @@ class CheckpointStore:
                         extra = str(item.get("at", ""))
                 conn.execute(_INSERT_ENTRY, (run_id, n, name, seq, dumps(item), extra, None))
         header = {k: v for k, v in raw.items() if k not in _HEADER_EXCLUDE}
-        extra: dict[str, Any] = {}
-        try:
-            extra["created_ts"] = parse_time(created_at or raw.get("created_at", "")).timestamp()
-        except (ValueError, TypeError, ResolverError):
-            pass
+        columns: dict[str, Any] = {}
+        with suppress(ValueError, TypeError, ResolverError):
+            columns["created_ts"] = parse_time(created_at or raw.get("created_at", "")).timestamp()
         try:
             if self.summarize is blank_columns:  # a bare store keeps the 0.1.0 columns it cannot compute
                 raise ValueError("no summarize hook")
             state = TaskState.model_validate(migrate(dict(raw)))
             cols = self.summarize(state)
-            extra |= {"amount_cents": cols["amount_cents"], "role_rank": cols["role_rank"], "customer": cols["customer"],
+            columns |= {"amount_cents": cols["amount_cents"], "role_rank": cols["role_rank"], "customer": cols["customer"],
                       "total_amount": cols["total_amount"], "required_role": cols["required_role"], "actions": cols["actions"]}
         except (ValidationError, ResolverError, ValueError):
             if total:
-                extra["amount_cents"] = int(round(float(total) * 100))
-        sets = "".join(f", {k} = ?" for k in extra)
-        conn.execute(f"UPDATE runs SET state = ?{sets} WHERE run_id = ?", (dumps(header), *extra.values(), run_id))
+                columns["amount_cents"] = round(float(total) * 100)
+        sets = "".join(f", {k} = ?" for k in columns)
+        conn.execute(f"UPDATE runs SET state = ?{sets} WHERE run_id = ?", (dumps(header), *columns.values(), run_id))
 
     # -- save -----------------------------------------------------------------------------------
 
@@ -621,7 +620,7 @@ class CheckpointStore:
                         self._refuse(conn, run_id, old, lease_owner)
                     known = tuple(head[2:])
                 changed = tuple(c for c, before, now_ in zip(_SOMETIMES, known, written, strict=True) if now_ != before)
-                params = [values[c] for c in (*_ALWAYS_ORDER, *changed)]
+                params: list[Any] = [values[c] for c in (*_ALWAYS_ORDER, *changed)]
                 if lease_owner is not None:
                     until = iso(now + timedelta(seconds=lease_ttl_s)) if lease_ttl_s is not None else None
                     params += [lease_owner if until else None, until]

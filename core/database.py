@@ -31,7 +31,7 @@ import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -145,10 +145,8 @@ class Database:
         local = self._local
         if local.conn is not None:
             old, local.conn, local.ident = local.conn, None, None
-            try:
+            with suppress(sqlite3.Error):
                 old.close()
-            except sqlite3.Error:
-                pass
 
     def close(self) -> None:
         """Close this thread's connection (the next use opens a new one)."""

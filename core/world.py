@@ -122,9 +122,9 @@ class World:
             if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'operations'").fetchone():
                 conn.execute("ROLLBACK")
                 return
-            db["customers"].insert_all([c.model_dump() for c in data.customers], pk="customer_id")
-            db["catalog"].insert_all([{**i.model_dump(), "price": str(i.price)} for i in data.catalog], pk="sku")
-            db["orders"].insert_all(
+            db.table("customers").insert_all([c.model_dump() for c in data.customers], pk="customer_id")
+            db.table("catalog").insert_all([{**i.model_dump(), "price": str(i.price)} for i in data.catalog], pk="sku")
+            db.table("orders").insert_all(
                 [
                     {"order_id": o.order_id, "customer_id": o.customer_id, "placed_at": o.placed_at,
                      "status": o.status, "ship_to": o.ship_to, "shipping": str(o.shipping), "total": str(o.total)}
@@ -132,28 +132,28 @@ class World:
                 ],
                 pk="order_id",
             )
-            db["order_lines"].insert_all(
+            db.table("order_lines").insert_all(
                 [{"order_id": o.order_id, "sku": l.sku, "quantity": l.quantity, "unit_price": str(l.unit_price)}
                  for o in data.orders for l in o.lines],
                 pk=("order_id", "sku"),
             )
-            db["payments"].insert_all(
+            db.table("payments").insert_all(
                 [{**p.model_dump(), "amount": str(p.amount),
                   "refunded": str(p.amount) if p.status == "refunded" else "0.00"} for p in data.payments],
                 pk="payment_id",
             )
-            db["payments"].create_index(["order_id"])
-            db["shipments"].insert_all([s.model_dump() for s in data.shipments], pk="shipment_id")
-            db["shipments"].create_index(["order_id"])
+            db.table("payments").create_index(["order_id"])
+            db.table("shipments").insert_all([s.model_dump() for s in data.shipments], pk="shipment_id")
+            db.table("shipments").create_index(["order_id"])
             common = {"operation_id": str, "order_id": str, "at": str, "actor": str}
-            db["refunds"].create({"refund_id": str, **common, "payment_id": str, "amount": str, "reason_code": str}, pk="refund_id")
-            db["reshipments"].create({"reship_id": str, **common, "sku": str, "quantity": int}, pk="reship_id")
-            db["return_labels"].create(
+            db.table("refunds").create({"refund_id": str, **common, "payment_id": str, "amount": str, "reason_code": str}, pk="refund_id")
+            db.table("reshipments").create({"reship_id": str, **common, "sku": str, "quantity": int}, pk="reship_id")
+            db.table("return_labels").create(
                 {"label_id": str, **common, "sku": str, "reason": str, "return_shipping": str}, pk="label_id"
             )
-            db["return_labels"].create_index(["order_id", "sku"], unique=True)
-            db["replies"].create({"reply_id": str, **common, "customer_id": str, "text": str}, pk="reply_id")
-            db["operations"].create(
+            db.table("return_labels").create_index(["order_id", "sku"], unique=True)
+            db.table("replies").create({"reply_id": str, **common, "customer_id": str, "text": str}, pk="reply_id")
+            db.table("operations").create(
                 {"operation_id": str, "service": str, "args": str, "result": str, "at": str, "actor": str},
                 pk="operation_id",
             )

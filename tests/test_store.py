@@ -19,7 +19,7 @@ from core.home import Home
 from core.queue import queue_columns
 from core.runner import new_state
 from core.state import Evidence, Message, RefundAction, ReplyAction, ReshipAction, ReturnLabelAction
-from core.world import WRITE_SERVICES, World
+from core.world import WRITE_SERVICES
 
 from conftest import run_process
 
