@@ -408,6 +408,11 @@ class CheckpointStore:
         upsert = "INSERT INTO run_counts (status, n) VALUES (NEW.status, 1) ON CONFLICT(status) DO UPDATE SET n = n + 1;"
         for statement in _split_triggers(upsert):
             conn.execute(statement)
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs_search'").fetchone():
+            conn.execute(_CREATE_SEARCH)
+            conn.execute("INSERT INTO runs_search (runs_search) VALUES ('rebuild')")
+        for statement in _SEARCH_TRIGGERS:
+            conn.execute(statement)
 
     def _create(self, conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
         db.table("runs").create(
@@ -796,7 +801,10 @@ class CheckpointStore:
         if status:
             where.append("status = ?")
             params.append(status)
-        if search:
+        if search and len(search.strip()) >= 3:  # the trigram index: any substring of 3 characters or more
+            where.append("rowid IN (SELECT rowid FROM runs_search WHERE runs_search MATCH ?)")
+            params.append('"' + search.strip().replace('"', '""') + '"')
+        elif search:  # one or two characters: too short for trigrams, a scan in the order's index
             like = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             columns = ("task_id", "order_id", "customer", "run_id")
             where.append("(" + " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for col in columns) + ")")
@@ -962,3 +970,24 @@ def _split_triggers(upsert: str) -> list[str]:
         "CREATE TRIGGER IF NOT EXISTS runs_state_update AFTER UPDATE OF state ON runs WHEN json_valid(NEW.state) = 0 "
         "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
     ]
+
+
+_CREATE_SEARCH = (
+    "CREATE VIRTUAL TABLE runs_search USING fts5(task_id, order_id, customer, run_id, "
+    "content = 'runs', content_rowid = 'rowid', tokenize = 'trigram')"
+)
+"""The queue's search index: trigrams of ticket, order, customer and run ID (FTS5, external
+content: it stores no second copy of the columns), kept by the triggers below."""
+
+_SEARCH_COLUMNS = "task_id, order_id, customer, run_id"
+_SEARCH_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS runs_search_insert AFTER INSERT ON runs BEGIN "
+    f"INSERT INTO runs_search (rowid, {_SEARCH_COLUMNS}) VALUES (NEW.rowid, NEW.task_id, NEW.order_id, NEW.customer, NEW.run_id); END",
+    f"CREATE TRIGGER IF NOT EXISTS runs_search_delete AFTER DELETE ON runs BEGIN "
+    f"INSERT INTO runs_search (runs_search, rowid, {_SEARCH_COLUMNS}) "
+    f"VALUES ('delete', OLD.rowid, OLD.task_id, OLD.order_id, OLD.customer, OLD.run_id); END",
+    f"CREATE TRIGGER IF NOT EXISTS runs_search_update AFTER UPDATE OF task_id, order_id, customer ON runs BEGIN "
+    f"INSERT INTO runs_search (runs_search, rowid, {_SEARCH_COLUMNS}) "
+    f"VALUES ('delete', OLD.rowid, OLD.task_id, OLD.order_id, OLD.customer, OLD.run_id); "
+    f"INSERT INTO runs_search (rowid, {_SEARCH_COLUMNS}) VALUES (NEW.rowid, NEW.task_id, NEW.order_id, NEW.customer, NEW.run_id); END",
+)

@@ -63,6 +63,7 @@ def test_opening_migrates_every_run_to_header_and_rows_and_keeps_each_state_whol
     assert [(a["run_id"], a["decision"], a["role"], a["name"], a["digest"], a["at"]) for a in home.store.audit()] == \
         [tuple(r) for r in audit_before]
     assert all(a["run_uid"] is None for a in home.store.audit())
+    assert [r.run_id for r in home.store.page(search="thompson")] == [T65273]  # the search index was built
     CheckpointStore(old_home / "runs.sqlite")  # a second open finds format 2 and changes nothing
     assert home.store.load(T65273).version == before[T65273]["version"]
 

@@ -238,6 +238,27 @@ def _grouped(store: CheckpointStore) -> dict[str, int]:
         return dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
 
 
+@pytest.mark.parametrize("term", ["65", "k-", "LK-5078", "maya", "THOMPSON", "chat-small-1", "T-41629-agent"])
+def test_search_finds_the_same_runs_as_a_substring_filter_over_every_row(busy_home, term):
+    store = busy_home.store
+    everything = store.page(limit=10_000)
+    expected = [r.run_id for r in everything
+                if any(term.lower() in field.lower() for field in (r.task_id, r.order_id, r.customer, r.run_id))]
+    assert expected and [r.run_id for r in store.page(search=term, limit=10_000)] == expected
+    walked: list[RunSummary] = []
+    while page := store.page(search=term, after=walked[-1] if walked else None, limit=3):
+        walked.extend(page)
+    assert [r.run_id for r in walked] == expected
+
+
+def test_a_search_of_three_characters_or_more_uses_the_trigram_index(busy_home):
+    conn = busy_home.store.db.connection()
+    plan = " ".join(r[-1] for r in conn.execute(
+        "EXPLAIN QUERY PLAN SELECT run_id FROM runs WHERE rowid IN "
+        "(SELECT rowid FROM runs_search WHERE runs_search MATCH '\"maya\"') ORDER BY updated_ts DESC, run_id DESC LIMIT 200"))
+    assert "VIRTUAL TABLE INDEX" in plan, plan
+
+
 def test_counts_follow_saves_deletes_and_resets(busy_home, tmp_path):
     shutil.copytree(busy_home.root, tmp_path / "copy")
     store = Home(tmp_path / "copy", clock=FixedClock(FRIDAY)).store
