@@ -571,8 +571,10 @@ class CheckpointStore:
         Compare-and-set: the row must still have ``state.version`` (0 for a new run); the saved
         row gets ``version + 1``, which is written back into ``state``. Only the list elements
         appended since this object was last saved or loaded become new rows; a list that was
-        shortened or had an element replaced (or a state this store never saw) rewrites the
-        run's rows. ``audit`` (``decision``, ``role``, ``name``, ``digest``, ``at``, optional
+        shortened, reassigned or had an element replaced (or a state this store never saw)
+        rewrites the run's rows. The lists are append-only by contract: to change a saved
+        message, evidence or event, replace the element; a field edited in place on the very
+        object already saved is not noticed. ``audit`` (``decision``, ``role``, ``name``, ``digest``, ``at``, optional
         ``detail`` and ``run_uid``) is appended in the same transaction.
 
         ``lease_owner``: the save also requires that this owner holds the run's lease, and
@@ -912,7 +914,11 @@ class CheckpointStore:
             self._take_lease(conn, run_id, owner, now, now + timedelta(seconds=ttl_s))
             parts = self._read(conn, run_id)
         assert parts is not None
-        return self._build(run_id, parts)
+        try:
+            return self._build(run_id, parts)
+        except ResolverError:  # a checkpoint that cannot be read: give the lease back at once
+            self.release_lease(run_id, owner)
+            raise
 
     @staticmethod
     def _take_lease(conn: sqlite3.Connection, run_id: str, owner: str, now: datetime, expires: datetime) -> None:

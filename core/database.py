@@ -15,6 +15,10 @@ cache, and no save pays for opening a connection. Every connection runs with:
 - ``busy_timeout``: another process's write lock is waited for up to :data:`BUSY_TIMEOUT_S`
   seconds, then :class:`~core.errors.StoreBusy` says so in one sentence.
 
+The last connection to close checkpoints the WAL into the database (SQLite's default; Python
+3.11 cannot set ``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE``). With one long-lived connection per thread
+that happens once per process, at exit, not at every save as before issue 10.
+
 A long-lived connection would keep reading a file that someone deleted and rebuilt under it
 (``resolver reset --all`` while the app is open). So at every use the helper compares the file's
 device and inode with the ones it opened, and reopens when they differ. Closing the old

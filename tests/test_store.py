@@ -163,6 +163,18 @@ def test_a_save_that_names_a_lease_owner_needs_the_lease(home):
         home.store.save(stale)
 
 
+def test_an_executor_that_finds_a_corrupt_checkpoint_gives_its_lease_back(home):
+    from core import approval
+
+    state = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    approval.approve(home.store, home.key, state.run_id, "agent", clock=home.clock)
+    with sqlite3.connect(home.store.path) as conn:
+        conn.execute("UPDATE runs SET state = '{\"broken' WHERE run_id = ?", (state.run_id,))
+    with pytest.raises(CorruptCheckpoint):
+        home.execute(state.run_id)
+    assert home.store.summary(state.run_id).lease_owner is None
+
+
 def test_approve_and_execute_of_three_operations_is_nine_transactions(home):
     state = home.run("T-90103", repeat=1)
     before = home.store.counters.snapshot()
