@@ -147,6 +147,17 @@ def test_the_store_without_a_summarize_hook_knows_no_policy(tmp_path):
     assert (row.customer, row.total_amount, row.required_role) == (state.customer_id, "", "")
 
 
+def test_every_connection_keeps_the_wal_and_syncs_it_at_each_commit(home):
+    state = home.run("T-65273")
+    conn = home.store.db.connection()
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL: the WAL is fsynced at every commit
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 5000
+    home.store.save(state)
+    assert Path(str(home.store.path) + "-wal").exists()  # kept between saves, not checkpointed away
+    assert home.store.counters.opens == 1  # one long-lived connection for every save of this thread
+
+
 # -- leases folded into saves -------------------------------------------------------------------
 
 
