@@ -638,9 +638,14 @@ class CheckpointStore:
             if not appended:
                 conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
                 crash_point("row")
-            for r in rows:
-                conn.execute(_INSERT_ENTRY, r)
-                crash_point("row")
+            try:
+                for r in rows:
+                    conn.execute(_INSERT_ENTRY, r)
+                    crash_point("row")
+            except sqlite3.IntegrityError:  # the rows on disk are not the ones this object saw: all again
+                conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
+                for r in self._rows(state, (0, 0, 0)):
+                    conn.execute(_INSERT_ENTRY, r)
             if audit is not None:
                 conn.execute(
                     _INSERT_AUDIT,

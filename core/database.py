@@ -124,12 +124,16 @@ class Database:
             raise ResolverError(f"Cannot open {self.label} {self.path}: {exc}.") from exc
         if self.row_factory is not None:
             conn.row_factory = self.row_factory
-        with self._errors():
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = FULL")
-            if self.on_open is not None:
-                self.on_open(conn)
+        try:
+            with self._errors():
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = FULL")
+                if self.on_open is not None:
+                    self.on_open(conn)
+        except BaseException:
+            conn.close()
+            raise
         with self._lock:
             self.counters.opens += 1
         return conn

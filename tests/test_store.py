@@ -93,6 +93,16 @@ def test_a_list_edited_in_place_rewrites_the_runs_rows(home):
     assert len(_entries(home.store.path, state.run_id)) == len(state.messages) + len(state.evidence) + len(state.events)
 
 
+def test_rows_left_on_disk_that_this_object_never_saw_are_written_again(home):
+    state = home.run("T-65273")
+    with sqlite3.connect(home.store.path) as conn:  # a stray row where the next step's row goes
+        conn.execute("INSERT INTO entries (run_id, n, list, seq, body) VALUES (?, ?, 'events', 99, '{}')",
+                     (state.run_id, len(_entries(home.store.path, state.run_id)) + 1))
+    _tool_step(state, {"order_id": "x"})
+    home.store.save(state)
+    assert CheckpointStore(home.store.path).load(state.run_id).model_dump() == state.model_dump()
+
+
 def test_a_state_from_another_store_object_saves_whole_and_loses_nothing(home):
     state = home.run("T-65273")
     other = CheckpointStore(home.store.path, home.clock, summarize=queue_columns).load(state.run_id)
