@@ -24,7 +24,7 @@ from core.checkpoint import CheckpointStore, lease_owner_name
 from core.clock import Clock, FileClock
 from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
-from core.queue import ApprovalQueue
+from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
 from core.world import World
@@ -69,7 +69,7 @@ class Home:
         if not os.access(self.root, os.W_OK):
             raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
         self.clock: Clock = clock or FileClock(self.root / "clock.json")
-        self.store = CheckpointStore(self.root / "runs.sqlite", self.clock)
+        self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
         World(self.world_path, self.clock)  # built on first use

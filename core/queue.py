@@ -1,4 +1,9 @@
-"""The read side both faces use: the approvals queue of one home.
+"""The approvals queue of one home: its columns and the read side both faces use.
+
+:func:`queue_columns` gives the queue's columns for one run. The store knows no policy and no
+customer data (issue 8, item 4): :class:`~core.home.Home` hands :func:`queue_columns` to
+:class:`~core.checkpoint.CheckpointStore` as its ``summarize`` hook, and the store writes the
+result beside each checkpoint, so a page of the queue is read from indexed columns only.
 
 :class:`ApprovalQueue` is the only module of ``core`` that the faces read through: a page of
 the queue (status, search, sort, cursor), the counts per status, the detail of one run as a
@@ -13,20 +18,88 @@ opens the store or the world.
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from core.checkpoint import PAGE_SIZE, CheckpointStore, RunSummary
 from core.clock import Clock
+from core.data import customer_names, load_policy
 from core.errors import ResolverError
+from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
-from core.state import TaskState
+from core.state import TaskState, action_short
 from core.views import RunDetail, describe, diff_lines, trace_lines, unreadable_detail
 
-__all__ = ["PAGE_SIZE", "ApprovalQueue", "Page", "RunSummary"]
+__all__ = ["PAGE_SIZE", "ApprovalQueue", "Page", "QueueColumns", "RunSummary", "blank_columns", "queue_columns"]
+
+
+class QueueColumns(TypedDict):
+    """The columns of one run in the queue.
+
+    ``customer``: the customer's name (the ID when unknown); ``total_amount``: CAD as a decimal
+    string (``"119.00"``, ``""`` without actions); ``amount_cents``: the same total in cents (0
+    without actions), for sorting; ``required_role``: the role the proposal needs under the
+    current policy (``""`` without actions); ``role_rank``: 0 agent, 1 team lead, 2 grace (-1
+    without actions), for sorting; ``actions``: the actions, short (``request_refund LK-507862``).
+    """
+
+    customer: str
+    total_amount: str
+    amount_cents: int
+    required_role: str
+    role_rank: int
+    actions: str
+
+
+def blank_columns(state: TaskState) -> QueueColumns:
+    """Columns without policy or customer data (a store that was handed no ``summarize``)."""
+    return QueueColumns(customer=state.customer_id, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
+
+
+def queue_columns(state: TaskState) -> QueueColumns:
+    """The queue's columns for ``state``: customer name (``data/world.json``), the proposal's total
+    in CAD (refund amounts, reships at catalog price: :func:`core.policy.action_value`), the role
+    it needs (:func:`core.policy.proposal_role`, the highest of its actions) and its actions.
+
+    It runs at every save, so the result is kept per customer, policy version and actions (each
+    action's type and every argument): the same proposal is priced once per process.
+    """
+    actions = state.proposal.actions if state.proposal else []
+    customer = customer_names().get(state.customer_id, state.customer_id)
+    if not actions:
+        return QueueColumns(customer=customer, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
+    key = (customer, load_policy().version, tuple((type(a), *a.__dict__.values()) for a in actions))
+    cached = _priced.get(key)
+    if cached is None:
+        cached = _price(customer, actions)
+        with _priced_lock:
+            if len(_priced) >= 4096:
+                _priced.clear()
+            _priced[key] = cached
+    return QueueColumns(**cached)
+
+
+_priced: dict[tuple, QueueColumns] = {}
+_priced_lock = threading.Lock()
+
+
+def _price(customer: str, actions: list) -> QueueColumns:
+    total = sum((action_value(a) for a in actions), Decimal("0.00"))
+    role = proposal_role(actions)
+    return QueueColumns(
+        customer=customer,
+        total_amount=f"{total:.2f}",
+        amount_cents=int(total * 100),
+        required_role=role,
+        role_rank=rank(role),
+        actions="; ".join(action_short(a).split("  ")[0] for a in actions),
+    )
 
 
 @dataclass(frozen=True)
@@ -62,15 +135,23 @@ class ApprovalQueue:
               limit: int) -> tuple[list[RunSummary], str | None]:
         """The one call of the store's listing: a page of rows and the cursor of the next page.
 
-        On this branch the cursor is the offset of the next row; the store's keyset ``page``
-        (same arguments) replaces this body when it lands. ``sort`` is not used yet: the store
-        orders waiting runs oldest first and the others newest first.
+        The cursor is opaque to callers: the JSON of the last row's keyset cursor (its sort key
+        and run ID, :meth:`~core.checkpoint.RunSummary.cursor`), so a page never costs more
+        with history (no OFFSET). Raises ResolverError for a cursor that cannot be read or an
+        unknown sort.
         """
-        if after is not None and not after.isdigit():
-            raise ResolverError(f"Cannot read the page cursor {after!r}; start from the first page.")
-        start = int(after or 0)
-        rows = self._store.list(status, search=search, limit=limit, offset=start)
-        return rows, (str(start + len(rows)) if len(rows) == limit else None)
+        key: tuple[Any, str] | None = None
+        if after is not None:
+            try:
+                value, run_id = json.loads(after)
+                key = (value, str(run_id))
+            except (ValueError, TypeError):
+                raise ResolverError(f"Cannot read the page cursor {after!r}; start from the first page.") from None
+        rows = self._store.page(status, search=search, sort=sort, after=key, limit=limit)
+        if len(rows) < limit:
+            return rows, None
+        effective = sort or ("age" if status == "waiting_approval" else "updated")
+        return rows, json.dumps(list(rows[-1].cursor(effective)))
 
     def page(self, status: str | None = None, *, search: str | None = None, sort: str | None = None,
              after: str | None = None, limit: int = PAGE_SIZE) -> Page:

@@ -24,7 +24,7 @@ def test_class_all_sets_every_status_count_and_number_of_the_lesson(cli):
     from core.home import Home
 
     home = Home(cli.home)
-    statuses = {r.run_id: r.status for r in home.store.list()}
+    statuses = {r.run_id: r.status for r in home.store.page()}
     assert statuses == EXPECTED_STATUSES
     assert home.store.load("T-65273-crash-1").usage.model_calls == 1
     shown = cli("clock", "show")[1].strip()  # the trainer's clock runs on at real speed
