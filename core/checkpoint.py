@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict
 
 import pydantic_core
 import sqlite_utils
@@ -66,7 +66,6 @@ from core.errors import (
     RunNotFound,
     StaleCheckpoint,
 )
-from core.queue import QueueColumns, blank_columns
 from core.state import SCHEMA_VERSION, TaskState, migrate
 
 __all__ = [
@@ -130,6 +129,29 @@ def crash_point(kind: str) -> None:
 
 class UnsupportedStoreFormat(ResolverError):
     """``runs.sqlite`` has a layout this resolver cannot read or migrate."""
+
+
+class QueueColumns(TypedDict):
+    """The columns of one run in the queue.
+
+    ``customer``: the customer's name (the ID when unknown); ``total_amount``: CAD as a decimal
+    string (``"119.00"``, ``""`` without actions); ``amount_cents``: the same total in cents (0
+    without actions), for sorting; ``required_role``: the role the proposal needs under the
+    current policy (``""`` without actions); ``role_rank``: 0 agent, 1 team lead, 2 grace (-1
+    without actions), for sorting; ``actions``: the actions, short (``request_refund LK-507862``).
+    """
+
+    customer: str
+    total_amount: str
+    amount_cents: int
+    required_role: str
+    role_rank: int
+    actions: str
+
+
+def blank_columns(state: TaskState) -> QueueColumns:
+    """Columns without policy or customer data (a store that was handed no ``summarize``)."""
+    return QueueColumns(customer=state.customer_id, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
 
 
 Summarize = Callable[[TaskState], QueueColumns]

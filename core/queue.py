@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
-from core.checkpoint import PAGE_SIZE, CheckpointStore, RunSummary
+from core.checkpoint import PAGE_SIZE, CheckpointStore, QueueColumns, RunSummary, blank_columns
 from core.clock import Clock
 from core.data import customer_names, load_policy
 from core.errors import ResolverError
@@ -37,29 +37,6 @@ from core.state import TaskState, action_short
 from core.views import RunDetail, describe, diff_lines, trace_lines, unreadable_detail
 
 __all__ = ["PAGE_SIZE", "ApprovalQueue", "Page", "QueueColumns", "RunSummary", "blank_columns", "queue_columns"]
-
-
-class QueueColumns(TypedDict):
-    """The columns of one run in the queue.
-
-    ``customer``: the customer's name (the ID when unknown); ``total_amount``: CAD as a decimal
-    string (``"119.00"``, ``""`` without actions); ``amount_cents``: the same total in cents (0
-    without actions), for sorting; ``required_role``: the role the proposal needs under the
-    current policy (``""`` without actions); ``role_rank``: 0 agent, 1 team lead, 2 grace (-1
-    without actions), for sorting; ``actions``: the actions, short (``request_refund LK-507862``).
-    """
-
-    customer: str
-    total_amount: str
-    amount_cents: int
-    required_role: str
-    role_rank: int
-    actions: str
-
-
-def blank_columns(state: TaskState) -> QueueColumns:
-    """Columns without policy or customer data (a store that was handed no ``summarize``)."""
-    return QueueColumns(customer=state.customer_id, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
 
 
 def queue_columns(state: TaskState) -> QueueColumns:

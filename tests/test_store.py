@@ -188,7 +188,7 @@ def test_an_executor_that_finds_a_corrupt_checkpoint_gives_its_lease_back(home):
     from core import approval
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    approval.approve(home.store, home.key, state.run_id, "agent", clock=home.clock)
+    approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
     with sqlite3.connect(home.store.path) as conn:
         conn.execute("UPDATE runs SET state = '{\"broken' WHERE run_id = ?", (state.run_id,))
     with pytest.raises(CorruptCheckpoint):
