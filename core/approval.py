@@ -7,11 +7,14 @@ Rules (issue "Core 2", seed 000 and seed 001):
 - An approver may pass the digest they read; a different current digest is refused.
 - The decision is a compare-and-set on the checkpoint: of two racing approvers exactly one is
   recorded, and the other is told who won.
-- An approval carries an HMAC-SHA256 signature over run ID, digest, role, name and time, with a
-  key kept in the home folder (``approval.key``, mode 0600, made on first use). Approvals are
+- An approval carries an HMAC-SHA256 signature over the run's unique identity (``run_uid``,
+  never the readable run ID, which a reset gives out again: issue 9), digest, role, name and
+  time, with a key kept in the home folder (``approval.key``, mode 0600, made on first use). Approvals are
   server-issued (seed 001, "Forged approval on resume"): :func:`verify` refuses any that does not
   verify, so the executor hands the run to a person with nothing written.
-- Every decision is appended to the audit table.
+- Every decision is appended to the audit table, with the run's ``run_uid``.
+- Operation IDs derive from the ``run_uid`` too (:func:`core.state.operation_id`), so an old
+  decision never verifies on a new run that reuses a readable ID.
 """
 
 from __future__ import annotations
@@ -57,9 +60,13 @@ def load_key(path: Path) -> bytes:
     return bytes.fromhex(path.read_text(encoding="ascii").strip())
 
 
-def sign(key: bytes, run_id: str, digest: str, role: str, name: str, at: datetime) -> str:
-    """HMAC-SHA256 (hex) over run ID, digest, role, name and time (ISO 8601)."""
-    message = "\n".join((run_id, digest, role, name, iso(at))).encode("utf-8")
+def sign(key: bytes, run_uid: str, digest: str, role: str, name: str, at: datetime) -> str:
+    """HMAC-SHA256 (hex) over the run's ``run_uid``, digest, role, name and time (ISO 8601).
+
+    A run migrated from release 0.1.0 has ``run_uid == run_id``, the string 0.1.0 signed, so
+    its approvals still verify.
+    """
+    message = "\n".join((run_uid, digest, role, name, iso(at))).encode("utf-8")
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
@@ -100,11 +107,12 @@ def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> Ta
 
 
 def plan_operations(state: TaskState) -> list[Operation]:
-    """The operations an approval commits to: each action in order, then the reply draft."""
+    """The operations an approval commits to: each action in order, then the reply draft, with
+    IDs derived from the run's ``run_uid``."""
     actions = list(state.proposal.actions) if state.proposal else []
     if state.proposal and state.proposal.reply_draft.strip():
         actions.append(ReplyAction(order_id=state.order_id, customer_id=state.customer_id, text=state.proposal.reply_draft))
-    return [Operation(operation_id=operation_id(state.run_id, i, a), index=i, action=a) for i, a in enumerate(actions)]
+    return [Operation(operation_id=operation_id(state.run_uid, i, a), index=i, action=a) for i, a in enumerate(actions)]
 
 
 def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
@@ -153,11 +161,12 @@ def approve(
         )
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
-    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, run_id, current, role, name, at))
+    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, state.run_uid, current, role, name, at))
     state.status = "executing"
     state.operations = plan_operations(state)
     state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)
-    return _decide(store, state, {"decision": "approve", "role": role, "name": name, "digest": current, "at": iso(at)})
+    return _decide(store, state, {"decision": "approve", "role": role, "name": name, "digest": current, "at": iso(at),
+                                 "run_uid": state.run_uid})
 
 
 def reject(
@@ -187,7 +196,8 @@ def reject(
     state.rejection = Rejection(role=role, name=name, at=at, digest=current, reason=reason.strip())
     state.status = "handed_to_person"
     state.log("rejected", f"rejected by {name} ({role}): {reason.strip()}", at=at, role=role, name=name, digest=current)
-    return _decide(store, state, {"decision": "reject", "role": role, "name": name, "digest": current, "at": iso(at), "detail": reason.strip()})
+    return _decide(store, state, {"decision": "reject", "role": role, "name": name, "digest": current, "at": iso(at),
+                                 "detail": reason.strip(), "run_uid": state.run_uid})
 
 
 def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> str | None:
@@ -195,8 +205,8 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> st
 
     Checks (at execution, for every write): an approval exists and no rejection; the digest is
     the current proposal's (not edited after approval); the operations are exactly the ones the
-    proposal plans (none added, dropped or edited); the signature verifies (issued by this
-    code with this key); the role still suffices under the current policy.
+    proposal plans (none added, dropped or edited, IDs bound to this run's ``run_uid``); the
+    signature verifies (issued by this code with this key, for this ``run_uid``); the role still suffices under the current policy.
     """
     a = state.approval
     if a is None:
@@ -205,7 +215,7 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> st
         return "the proposal was rejected"
     if state.proposal is None or a.digest != state.proposal.digest:
         return "the proposal changed after it was approved (digest mismatch)"
-    expected = sign(key, state.run_id, a.digest, a.role, a.name, a.at)
+    expected = sign(key, state.run_uid, a.digest, a.role, a.name, a.at)
     if not hmac.compare_digest(expected, a.signature):
         return "the approval's signature does not verify: it was not issued by resolver's approval code"
     planned = [(op.operation_id, op.action) for op in plan_operations(state)]

@@ -19,9 +19,10 @@ from typing import Any, Literal
 
 from core.approval import approve, load_key, reject
 from core.checkpoint import CheckpointStore
-from core.clock import Clock, FileClock
+from core.clock import Clock
 from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
+from core.homekind import Kind, home_clock, home_kind, require_practice
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
 from core.world import World
@@ -54,7 +55,10 @@ class Home:
     Raises:
         ResolverError: the folder cannot be made (a file is in the way) or is read-only.
         clock: the clock for every "now" (default: the trainer's ``clock.json``, which is real
-            time when the file is absent).
+            time when the file is absent; always real time in a shop home).
+
+    ``kind`` is ``"practice"`` or ``"shop"`` (:mod:`core.homekind`): the app's top bar and
+    ``resolver show`` show it.
     """
 
     def __init__(self, root: Path | str, clock: Clock | None = None) -> None:
@@ -65,7 +69,8 @@ class Home:
             raise ResolverError(f"Cannot use {self.root} as the home folder: {exc.strerror or exc}.") from None
         if not os.access(self.root, os.W_OK):
             raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
-        self.clock: Clock = clock or FileClock(self.root / "clock.json")
+        self.kind: Kind = home_kind(self.root)
+        self.clock: Clock = clock or home_clock(self.root)
         self.store = CheckpointStore(self.root / "runs.sqlite", self.clock)
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
@@ -148,13 +153,15 @@ class Home:
         """A refund made by hand, outside any run (seed 000's weekend phone call:
         ``manual-1``, LK-507862, 119.00 CAD, RFD-DOUBLE, PAY-507862-2 gives ``RF-4CFEAE8E``).
 
-        Raises: ServiceRefused with the payment service's sentence.
+        Raises: ServiceRefused with the payment service's sentence; ShopRefused in a shop home.
         """
+        require_practice(self.root, "`manual-refund` (the lesson's weekend phone call)")
         return self.world("manual").request_refund(operation_id, order_id, amount, reason_code, payment_id)
 
     def reset(self, everything: bool = False) -> int:
         """Delete the saved runs (and with ``everything`` rebuild the practice world).
-        Returns the number of runs deleted."""
+        Returns the number of runs deleted. Raises ShopRefused in a shop home."""
+        require_practice(self.root, "`reset`")
         n = self.store.reset()
         if everything:
             self.world().reset()
