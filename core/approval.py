@@ -31,7 +31,7 @@ from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalRefused, StaleCheckpoint
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
-from core.state import Approval, Operation, Rejection, ReplyAction, TaskState, operation_id
+from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, operation_id
 
 
 def load_key(path: Path) -> bytes:
@@ -95,7 +95,7 @@ def _digest_matches(given: str | None, current: str) -> bool:
     return given == current or (len(given) >= 12 and current.startswith(given))
 
 
-def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> TaskState:
+def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> tuple[TaskState, Proposal]:
     """Load a run that waits for a decision on the proposal whose digest the person read."""
     state = store.load(run_id)
     if state.status != "waiting_approval" or state.proposal is None:
@@ -103,13 +103,13 @@ def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> Ta
     current = state.proposal.digest
     if not _digest_matches(digest, current):
         raise ApprovalRefused(f"The digest you read ({digest}) is not the current proposal's ({current[:12]}); read the request again.")
-    return state
+    return state, state.proposal
 
 
 def plan_operations(state: TaskState) -> list[Operation]:
     """The operations an approval commits to: each action in order, then the reply draft, with
     IDs derived from the run's ``run_uid``."""
-    actions = list(state.proposal.actions) if state.proposal else []
+    actions: list[Action] = list(state.proposal.actions) if state.proposal else []
     if state.proposal and state.proposal.reply_draft.strip():
         actions.append(ReplyAction(order_id=state.order_id, customer_id=state.customer_id, text=state.proposal.reply_draft))
     return [Operation(operation_id=operation_id(state.run_uid, i, a), index=i, action=a) for i, a in enumerate(actions)]
@@ -150,11 +150,11 @@ def approve(
     """
     check_role(role)
     clock = clock or store.clock
-    state = _load_waiting(store, run_id, digest)
+    state, proposal = _load_waiting(store, run_id, digest)
     if expect_version is not None and state.version != expect_version:
         raise ApprovalRefused(f"Run {run_id} changed since you read it ({decided_by(state) or 'new checkpoint'}); read it again.")
-    current = state.proposal.digest
-    needed = proposal_role(state.proposal.actions)
+    current = proposal.digest
+    needed = proposal_role(proposal.actions)
     if not may_approve(role, needed):
         raise ApprovalRefused(
             f"You are {ROLE_LABELS[role]}: run {run_id} needs {who_may_approve(needed)}. Nothing changed."
@@ -189,8 +189,8 @@ def reject(
     clock = clock or store.clock
     if not reason or not reason.strip():
         raise ApprovalRefused("A rejection needs a reason: say what is wrong with the proposal.")
-    state = _load_waiting(store, run_id, digest)
-    current = state.proposal.digest
+    state, proposal = _load_waiting(store, run_id, digest)
+    current = proposal.digest
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
     state.rejection = Rejection(role=role, name=name, at=at, digest=current, reason=reason.strip())
