@@ -191,6 +191,9 @@ def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     check_clock_command(home.root, args.clock_cmd)
+    if home.kind == "shop":  # real time only: set and advance were refused above
+        _print(f"Clock: {iso(home.clock.now())} (real)")
+        return 0
     clock = FileClock(home.root / "clock.json")
     if args.clock_cmd == "set":
         try:

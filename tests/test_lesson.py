@@ -64,7 +64,8 @@ def test_exercise_corrupt_checkpoint_gives_the_clear_error(cli):
 
 
 def test_exercise_migrate_v1(cli):
-    assert "Loaded as schema version 2: reply_channel = 'email'." in cli("exercise", "migrate-v1")[1]
+    out = cli("exercise", "migrate-v1")[1]
+    assert re.search(r"Loaded as schema version 3: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out)
 
 
 def test_exercise_resume_twice_without_and_with_idempotency_keys(cli):
