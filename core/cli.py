@@ -5,6 +5,10 @@ its read side ``home.queue`` (:class:`core.queue.ApprovalQueue`), refusals from
 :func:`core.rulebook.offers`. Modules are imported by the command that needs them, so
 ``resolver --help`` loads neither pydantic nor SQLite. Expected errors print one sentence on
 stderr and exit 1, never a traceback; a simulated crash (``--interrupt``) exits 3.
+
+``Next:`` and ``Resume with:`` lines name the command the way it was invoked: ``resolver`` for
+the installed command and ``python -m core``, ``python -m resolver`` for the lesson's
+``python -m resolver`` (the ``prog`` of :func:`main`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ ROLES = ("agent", "team_lead", "grace")
 EXIT_ERROR = 1
 EXIT_CRASH = 3
 
+PROG = "resolver"
+"""The command as invoked, for ``Next:`` and ``Resume with:`` lines (set by :func:`main`)."""
+
 
 def _print(lines: Sequence[str] | str = "") -> None:
     if isinstance(lines, str):
@@ -49,7 +56,7 @@ def _show_request(state: TaskState) -> None:
     from core.views import approval_request
 
     _print(approval_request(state))
-    _print(["", f"Next: resolver approve {state.run_id} --as {needed_role(state) or 'agent'}"])
+    _print(["", f"Next: {PROG} approve {state.run_id} --as {needed_role(state) or 'agent'}"])
 
 
 def _show_run_outcome(state: TaskState) -> None:
@@ -172,9 +179,12 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
     from core.views import approval_request, decision_lines, operation_lines
 
+    if args.run is None:
+        _print(f"Home: {home.root} ({home.kind})")
+        return 0
     state = home.queue.load(args.run)
     _print(approval_request(state))
-    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state)])
+    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state), f"Home: {home.kind}"])
     return 0
 
 
@@ -198,6 +208,9 @@ def cmd_changes(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
+    from core.homekind import require_practice
+
+    require_practice(home.root, "`reset`")
     if args.run:
         home.delete(args.run)
         _print(f"Deleted run {args.run}.")
@@ -215,7 +228,12 @@ def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     from core.clock import FileClock, iso, parse_time
+    from core.homekind import check_clock_command
 
+    check_clock_command(home.root, args.clock_cmd)
+    if home.kind == "shop":  # real time only: set and advance were refused above
+        _print(f"Clock: {iso(home.clock.now())} (real)")
+        return 0
     clock = FileClock(home.root / "clock.json")
     if args.clock_cmd == "set":
         try:
@@ -259,12 +277,12 @@ def cmd_class(home: Home, args: argparse.Namespace) -> int:
 # -- the parser ----------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     """The ``resolver`` argument parser (every subcommand also takes ``--home DIR``)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS, help="home folder (default: $RESOLVER_HOME or ./work)")
     parser = argparse.ArgumentParser(
-        prog="resolver",
+        prog=prog,
         description="Checkpoint, approve and execute the Larkfield support agent's work exactly once.",
         parents=[common],
     )
@@ -286,11 +304,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_runs)
 
     for name, func, text in (("resume", cmd_resume, "continue a saved run from its checkpoint"),
-                             ("trace", cmd_trace, "the events of a run"),
-                             ("show", cmd_show, "the request, decision and operations of a run")):
+                             ("trace", cmd_trace, "the events of a run")):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("run", metavar="RUN")
         p.set_defaults(func=func)
+
+    p = sub.add_parser("show", parents=[common], help="the request, decision and operations of a run; without RUN, the home and its kind")
+    p.add_argument("run", metavar="RUN", nargs="?")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("init", parents=[common], help="make the home folder (--shop: a shop home, for good)")
+    p.add_argument("--shop", action="store_true", help="a shop home: real time only, the lesson's commands refused")
+    p.set_defaults(func=None)
 
     p = sub.add_parser("approve", parents=[common], help="approve a waiting proposal and execute it")
     p.add_argument("run", metavar="RUN")
@@ -357,35 +382,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 expected error, 3 simulated crash)."""
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 expected error, 3 simulated crash).
+    ``prog`` is the command as invoked (``python -m resolver`` for the lesson's package)."""
+    global PROG
+    PROG = prog
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if getattr(args, "model", "x") is None:
         args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"
     from core.executor import SimulatedCrash
     from core.home import Home, resolve_home
+    from core.homekind import init_home
     from core.views import safe_text
 
     try:
-        home = Home(resolve_home(getattr(args, "home", None)))
+        root = resolve_home(getattr(args, "home", None))
+        if args.command == "init":
+            made = init_home(root, shop=args.shop)
+            Home(root)  # builds the databases (the kind is already written)
+            _print(made)
+            return 0
+        home = Home(root)
         return args.func(home, args)
     except SimulatedCrash as crash:
-        _print(f"The process stopped: {crash}. Resume with: resolver resume {crash.run_id}")
+        _print(f"The process stopped: {crash}. Resume with: {PROG} resume {crash.run_id}")
         sys.stdout.flush()
         return EXIT_CRASH
     except ResolverError as exc:
         print(safe_text(exc), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("Interrupted; the last checkpoint is saved. Resume with `resolver resume RUN`.", file=sys.stderr)
+        print(f"Interrupted; the last checkpoint is saved. Resume with `{PROG} resume RUN`.", file=sys.stderr)
         return 130
 
 
-def entry() -> None:
+def entry(prog: str = "resolver") -> None:
     """Console-script entry point. A closed pipe (``resolver runs | head``) ends quietly."""
     try:
-        code = main()
+        code = main(prog=prog)
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

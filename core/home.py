@@ -21,9 +21,10 @@ from typing import Any, Literal
 
 from core.approval import approve, load_key, reject
 from core.checkpoint import CheckpointStore, lease_owner_name
-from core.clock import Clock, FileClock
+from core.clock import Clock
 from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
+from core.homekind import Kind, home_clock, home_kind, require_practice
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
@@ -58,6 +59,10 @@ class Home:
 
     Raises:
         ResolverError: the folder cannot be made (a file is in the way) or is read-only.
+
+    ``kind`` is ``"practice"`` or ``"shop"`` (:mod:`core.homekind`): the app's top bar and
+    ``resolver show`` show it. The clock is the trainer's ``clock.json`` (real time when the
+    file is absent), always real time in a shop home.
     """
 
     def __init__(self, root: Path | str, clock: Clock | None = None) -> None:
@@ -68,7 +73,8 @@ class Home:
             raise ResolverError(f"Cannot use {self.root} as the home folder: {exc.strerror or exc}.") from None
         if not os.access(self.root, os.W_OK):
             raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
-        self.clock: Clock = clock or FileClock(self.root / "clock.json")
+        self.kind: Kind = home_kind(self.root)
+        self.clock: Clock = clock or home_clock(self.root)
         self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
@@ -159,8 +165,9 @@ class Home:
         """A refund made by hand, outside any run (seed 000's weekend phone call:
         ``manual-1``, LK-507862, 119.00 CAD, RFD-DOUBLE, PAY-507862-2 gives ``RF-4CFEAE8E``).
 
-        Raises: ServiceRefused with the payment service's sentence.
+        Raises: ServiceRefused with the payment service's sentence; ShopRefused in a shop home.
         """
+        require_practice(self.root, "`manual-refund` (the lesson's weekend phone call)")
         return self.world("manual").request_refund(operation_id, order_id, amount, reason_code, payment_id)
 
     def load_demo(self) -> list[str]:
@@ -177,7 +184,8 @@ class Home:
 
     def reset(self, everything: bool = False) -> int:
         """Delete the saved runs (and with ``everything`` rebuild the practice world).
-        Returns the number of runs deleted."""
+        Returns the number of runs deleted. Raises ShopRefused in a shop home."""
+        require_practice(self.root, "`reset`")
         n = self.store.reset()
         if everything:
             self.world().reset()

@@ -100,8 +100,8 @@ def test_the_frozen_v1_checkpoint_still_loads(home):
     assert state.schema_version == SCHEMA_VERSION
     assert state.reply_channel == "email"
     assert len(state.proposal.actions) == 2
-    home.store.save(state)  # saved again as v2
-    assert json.loads(sqlite3.connect(home.store.path).execute("SELECT state FROM runs").fetchone()[0])["schema_version"] == 2
+    home.store.save(state)  # saved again as the current version
+    assert json.loads(sqlite3.connect(home.store.path).execute("SELECT state FROM runs").fetchone()[0])["schema_version"] == SCHEMA_VERSION
 
 
 def test_events_are_appended_in_the_save_transaction(home):

@@ -39,7 +39,7 @@ def test_operation_ids_are_stable_16_hex_digits_and_differ_per_action(home):
     approved = home.approve(state.run_id, "agent", "Amira")
     ids = [op.operation_id for op in approved.operations]
     assert len(ids) == 3 and len(set(ids)) == 3 and all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
-    assert ids[0] == operation_id(state.run_id, 0, state.proposal.actions[0])
+    assert ids[0] == operation_id(state.run_uid, 0, state.proposal.actions[0])
     assert [op.action.type for op in approved.operations] == ["reship_item", "create_return_label", "send_reply"]
     assert approved.status == "done" and all(op.calls == 1 for op in approved.operations)
 

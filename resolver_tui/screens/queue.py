@@ -119,7 +119,8 @@ class QueueScreen(QueueDecisions):
     def _show_bars(self) -> None:
         """Who is at the keyboard, the simulated clock, and the filters with their counts."""
         queue = self.home.queue
-        self.query_one(TopBar).show(self.approver.name, self.approver.role, queue.now() if queue.simulated else None)
+        self.query_one(TopBar).show(self.approver.name, self.approver.role, queue.now() if queue.simulated else None,
+                                    self.home.kind)
         self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following)
 
     # -- the queue ------------------------------------------------------------------------------
