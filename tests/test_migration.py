@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from core.checkpoint import STORE_FORMAT, CheckpointStore
 from core.home import Home
+from core.state import migrate
 
 from conftest import run_process
 
@@ -53,7 +54,10 @@ def test_opening_migrates_every_run_to_header_and_rows_and_keeps_each_state_whol
     assert set(headers) == set(before) and all(not {"messages", "evidence", "events"} & set(h) for h in headers.values())
     for run_id, whole in before.items():
         state = home.store.load(run_id)
-        assert state.model_dump(mode="json") == {**whole, "version": state.version}
+        # the state of 0.1.0, whole, plus what the schema migration adds (run_uid = run_id: 0.1.0
+        # derived its operation IDs and signatures from the run ID)
+        assert state.model_dump(mode="json") == {**migrate(whole), "version": state.version}
+        assert state.run_uid == run_id
         assert [e["kind"] for e in home.store.events(run_id)] == [e["kind"] for e in whole["events"]]
     assert home.store.counts() == {"waiting_approval": 2, "executing": 2}
     assert [r.run_id for r in home.store.page("waiting_approval", sort="amount")] == [T65273, T90103]

@@ -103,10 +103,10 @@ def test_every_decision_hands_the_store_its_run_uid_for_the_audit(home, monkeypa
     audits: list[dict] = []
     save = home.store.save
 
-    def spy(state, *, audit=None):
+    def spy(state, *, audit=None, **lease):
         if audit is not None:
             audits.append(audit)
-        return save(state, audit=audit)
+        return save(state, audit=audit, **lease)
 
     monkeypatch.setattr(home.store, "save", spy)
     a = home.run("T-90104", "agent_structured", "chat-strong", 1)
@@ -148,7 +148,7 @@ def frozen(tmp_path) -> Home:
 
 
 def test_every_run_of_0_1_0_loads_with_its_run_id_as_run_uid(frozen):
-    runs = {r.run_id for r in frozen.store.list()}
+    runs = {r.run_id for r in frozen.store.page()}
     assert runs == {T65273_RUN, "T-90103-agent-chat-small-1", T90104_RUN, "T-90104-agent_structured-chat-strong-2"}
     for run_id in runs:
         state = frozen.store.load(run_id)
