@@ -7,11 +7,14 @@ Rules (issue "Core 2", seed 000 and seed 001):
 - An approver may pass the digest they read; a different current digest is refused.
 - The decision is a compare-and-set on the checkpoint: of two racing approvers exactly one is
   recorded, and the other is told who won.
-- An approval carries an HMAC-SHA256 signature over run ID, digest, role, name and time, with a
-  key kept in the home folder (``approval.key``, mode 0600, made on first use). Approvals are
+- An approval carries an HMAC-SHA256 signature over the run's unique identity (``run_uid``,
+  never the readable run ID, which a reset gives out again: issue 9), digest, role, name and
+  time, with a key kept in the home folder (``approval.key``, mode 0600, made on first use). Approvals are
   server-issued (seed 001, "Forged approval on resume"): :func:`verify` refuses any that does not
   verify, so the executor hands the run to a person with nothing written.
-- Every decision is appended to the audit table.
+- Every decision is appended to the audit table, with the run's ``run_uid``.
+- Operation IDs derive from the ``run_uid`` too (:func:`core.state.operation_id`), so an old
+  decision never verifies on a new run that reuses a readable ID.
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalRefused, StaleCheckpoint
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
-from core.state import Approval, Operation, Rejection, ReplyAction, TaskState, operation_id
+from core.rulebook import decided_by, not_decidable, role_too_low, stale_digest
+from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, operation_id
 
 
 def load_key(path: Path) -> bytes:
@@ -57,28 +61,18 @@ def load_key(path: Path) -> bytes:
     return bytes.fromhex(path.read_text(encoding="ascii").strip())
 
 
-def sign(key: bytes, run_id: str, digest: str, role: str, name: str, at: datetime) -> str:
-    """HMAC-SHA256 (hex) over run ID, digest, role, name and time (ISO 8601)."""
-    message = "\n".join((run_id, digest, role, name, iso(at))).encode("utf-8")
+def sign(key: bytes, run_uid: str, digest: str, role: str, name: str, at: datetime) -> str:
+    """HMAC-SHA256 (hex) over the run's ``run_uid``, digest, role, name and time (ISO 8601).
+
+    A run migrated from release 0.1.0 has ``run_uid == run_id``, the string 0.1.0 signed, so
+    its approvals still verify.
+    """
+    message = "\n".join((run_uid, digest, role, name, iso(at))).encode("utf-8")
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def decided_by(state: TaskState) -> str:
-    """``approved by Grace (grace) at 2026-10-12T09:00:00-04:00`` or the rejection, or ''."""
-    if state.approval:
-        a = state.approval
-        return f"approved by {a.name} ({a.role}) at {iso(a.at)}"
-    if state.rejection:
-        r = state.rejection
-        return f"rejected by {r.name} ({r.role}) at {iso(r.at)}"
-    return ""
-
-
 def _not_waiting(state: TaskState) -> ApprovalRefused:
-    who = decided_by(state)
-    if who:
-        return ApprovalRefused(f"Run {state.run_id} was already {who}; it is {state.status}. Nothing changed.")
-    return ApprovalRefused(f"Run {state.run_id} is {state.status}, not waiting_approval; there is nothing to decide.")
+    return ApprovalRefused(not_decidable(state))
 
 
 def _digest_matches(given: str | None, current: str) -> bool:
@@ -88,23 +82,24 @@ def _digest_matches(given: str | None, current: str) -> bool:
     return given == current or (len(given) >= 12 and current.startswith(given))
 
 
-def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> TaskState:
+def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> tuple[TaskState, Proposal]:
     """Load a run that waits for a decision on the proposal whose digest the person read."""
     state = store.load(run_id)
     if state.status != "waiting_approval" or state.proposal is None:
         raise _not_waiting(state)
     current = state.proposal.digest
     if not _digest_matches(digest, current):
-        raise ApprovalRefused(f"The digest you read ({digest}) is not the current proposal's ({current[:12]}); read the request again.")
-    return state
+        raise ApprovalRefused(stale_digest(digest or "", current))
+    return state, state.proposal
 
 
 def plan_operations(state: TaskState) -> list[Operation]:
-    """The operations an approval commits to: each action in order, then the reply draft."""
-    actions = list(state.proposal.actions) if state.proposal else []
+    """The operations an approval commits to: each action in order, then the reply draft, with
+    IDs derived from the run's ``run_uid``."""
+    actions: list[Action] = list(state.proposal.actions) if state.proposal else []
     if state.proposal and state.proposal.reply_draft.strip():
         actions.append(ReplyAction(order_id=state.order_id, customer_id=state.customer_id, text=state.proposal.reply_draft))
-    return [Operation(operation_id=operation_id(state.run_id, i, a), index=i, action=a) for i, a in enumerate(actions)]
+    return [Operation(operation_id=operation_id(state.run_uid, i, a), index=i, action=a) for i, a in enumerate(actions)]
 
 
 def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
@@ -142,22 +137,21 @@ def approve(
     """
     check_role(role)
     clock = clock or store.clock
-    state = _load_waiting(store, run_id, digest)
+    state, proposal = _load_waiting(store, run_id, digest)
     if expect_version is not None and state.version != expect_version:
         raise ApprovalRefused(f"Run {run_id} changed since you read it ({decided_by(state) or 'new checkpoint'}); read it again.")
-    current = state.proposal.digest
-    needed = proposal_role(state.proposal.actions)
+    current = proposal.digest
+    needed = proposal_role(proposal.actions)
     if not may_approve(role, needed):
-        raise ApprovalRefused(
-            f"You are {ROLE_LABELS[role]}: run {run_id} needs {who_may_approve(needed)}. Nothing changed."
-        )
+        raise ApprovalRefused(role_too_low(run_id, role, needed))
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
-    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, run_id, current, role, name, at))
+    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, state.run_uid, current, role, name, at))
     state.status = "executing"
     state.operations = plan_operations(state)
     state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)
-    return _decide(store, state, {"decision": "approve", "role": role, "name": name, "digest": current, "at": iso(at)})
+    return _decide(store, state, {"decision": "approve", "role": role, "name": name, "digest": current, "at": iso(at),
+                                 "run_uid": state.run_uid})
 
 
 def reject(
@@ -180,14 +174,15 @@ def reject(
     clock = clock or store.clock
     if not reason or not reason.strip():
         raise ApprovalRefused("A rejection needs a reason: say what is wrong with the proposal.")
-    state = _load_waiting(store, run_id, digest)
-    current = state.proposal.digest
+    state, proposal = _load_waiting(store, run_id, digest)
+    current = proposal.digest
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
     state.rejection = Rejection(role=role, name=name, at=at, digest=current, reason=reason.strip())
     state.status = "handed_to_person"
     state.log("rejected", f"rejected by {name} ({role}): {reason.strip()}", at=at, role=role, name=name, digest=current)
-    return _decide(store, state, {"decision": "reject", "role": role, "name": name, "digest": current, "at": iso(at), "detail": reason.strip()})
+    return _decide(store, state, {"decision": "reject", "role": role, "name": name, "digest": current, "at": iso(at),
+                                 "detail": reason.strip(), "run_uid": state.run_uid})
 
 
 def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> str | None:
@@ -195,8 +190,8 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> st
 
     Checks (at execution, for every write): an approval exists and no rejection; the digest is
     the current proposal's (not edited after approval); the operations are exactly the ones the
-    proposal plans (none added, dropped or edited); the signature verifies (issued by this
-    code with this key); the role still suffices under the current policy.
+    proposal plans (none added, dropped or edited, IDs bound to this run's ``run_uid``); the
+    signature verifies (issued by this code with this key, for this ``run_uid``); the role still suffices under the current policy.
     """
     a = state.approval
     if a is None:
@@ -205,7 +200,7 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> st
         return "the proposal was rejected"
     if state.proposal is None or a.digest != state.proposal.digest:
         return "the proposal changed after it was approved (digest mismatch)"
-    expected = sign(key, state.run_id, a.digest, a.role, a.name, a.at)
+    expected = sign(key, state.run_uid, a.digest, a.role, a.name, a.at)
     if not hmac.compare_digest(expected, a.signature):
         return "the approval's signature does not verify: it was not issued by resolver's approval code"
     planned = [(op.operation_id, op.action) for op in plan_operations(state)]

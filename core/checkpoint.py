@@ -1,70 +1,125 @@
-"""The checkpoint store: one SQLite row per run, saved after every step and status change.
+"""The checkpoint store: a run saved after every step, in rows proportional to what changed.
 
-``runs.sqlite`` in the home folder holds:
+``runs.sqlite`` in the home folder (store format :data:`STORE_FORMAT`, kept in SQLite's
+``user_version``) holds:
 
-- ``runs``: one row per run, summary columns for the queue (run_id, task_id, variant, model,
-  status, created/updated time, version, customer, order, total amount in CAD, required role,
-  actions summary, lease owner and expiry) beside the whole ``TaskState`` as JSON.
-- ``events``: append-only trace (run_id, seq, at, kind, message, data), written in the same
-  transaction as each save.
-- ``audit``: append-only record of every approval decision (see :mod:`core.approval`);
-  triggers refuse any UPDATE or DELETE of its rows.
+- ``runs``: one row per run. The **header** is the whole ``TaskState`` minus its append-only
+  lists (``messages``, ``evidence``, ``events``) as JSON in ``state``, generic over the model's
+  fields; beside it the queue's columns (run, ticket, status, times, version, customer, order,
+  total CAD, role needed, actions, lease) with an index for every filter and sort the queue
+  offers, and ``state_ok`` (0 once the row is known to be corrupt).
+- ``entries``: one row per element of those lists, keyed by run and ``n`` (the order the rows
+  were written: 1, 2, ...), with ``list`` (which list), ``seq`` (its place in that list, from 1)
+  and ``body`` (the element's own JSON). A step **appends** its new rows and rewrites the small
+  header, so a save costs what the step added, not the whole history; the table is ``WITHOUT
+  ROWID``, so a step's rows sit side by side in one B-tree page. A tool output is stored once:
+  an evidence row keeps its result in ``extra``, and the tool message that repeats it refers to
+  that row (``ref``) instead of holding a second copy. An event keeps its time (ISO 8601, to the
+  second) in ``extra`` for the trace.
+- ``audit``: append-only record of every decision (see :mod:`core.approval`); triggers refuse
+  any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
+- ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
+  the queue's counts cost the same at 1,000,000 runs as at 10.
 
-Tables and indexes are made with sqlite-utils; saves use plain ``sqlite3`` inside
-``BEGIN IMMEDIATE`` with a compare-and-set on ``version`` so a writer holding a stale copy gets
-:class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. Every connection runs
-in WAL mode with a busy timeout; a lock held past it raises :class:`~core.errors.StoreBusy`.
+A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.database`) with a
+compare-and-set on ``version``: a writer holding a stale copy gets
+:class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
+two row writes of a save leaves the previous whole checkpoint (the transaction never commits).
+A load reads header and rows in one read transaction, joins them into one JSON text and
+validates it once (``TaskState.model_validate_json``); anything unusual (an older schema, a
+corrupt row, a header in release 0.1.0's whole-state form) takes the careful path with its own
+clear error.
+
+The store knows no policy: the queue's columns come from the ``summarize`` function it is
+handed (:func:`core.queue.queue_columns`, handed over by :class:`~core.home.Home`).
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import os
 import signal
 import socket
 import sqlite3
+import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+import weakref
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypedDict
 
+import pydantic_core
 import sqlite_utils
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from core.clock import Clock, SystemClock, iso, parse_time
-from core.data import customer_names
+from core.database import BUSY_TIMEOUT_S, Counters, Database
 from core.errors import (
     CorruptCheckpoint,
     LeaseHeld,
     ResolverError,
     RunNotFound,
     StaleCheckpoint,
-    StoreBusy,
 )
-from core.policy import action_value, proposal_role
-from core.state import TaskState, action_short, migrate
+from core.state import SCHEMA_VERSION, TaskState, migrate
 
-BUSY_TIMEOUT_S = 5.0
-"""Seconds a connection waits for another process's lock before StoreBusy."""
+__all__ = [
+    "BUSY_TIMEOUT_S",
+    "KILL_ENV",
+    "PAGE_SIZE",
+    "SORTS",
+    "STORE_FORMAT",
+    "CheckpointStore",
+    "Counters",
+    "Lease",
+    "RunSummary",
+    "UnsupportedStoreFormat",
+    "crash_point",
+    "lease_owner_name",
+]
 
 PAGE_SIZE = 200
-"""Rows per page for :meth:`CheckpointStore.list`."""
+"""Rows per page for :meth:`CheckpointStore.page`."""
 
+STORE_FORMAT = 2
+"""The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
+row per run with the whole state as JSON), 2 (header and rows). Format 1 is migrated on open."""
+
+LISTS = ("messages", "evidence", "events")
+"""TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
+
+_HEADER_EXCLUDE: set[str] = set(LISTS)
+
+SORTS: dict[str, tuple[str, bool]] = {
+    "age": ("updated_ts", True),
+    "updated": ("updated_ts", False),
+    "created": ("created_ts", False),
+    "amount": ("amount_cents", False),
+    "role": ("role_rank", False),
+}
+"""Queue sorts: name -> (column, ascending). ``age`` is oldest change first (the waiting queue's
+default), ``updated`` newest first (every other status), ``created`` newest run first,
+``amount`` largest total CAD first, ``role`` highest role needed first. Ties go by run ID in the
+same direction, so a cursor ``(key, run_id)`` names one place in the order."""
 
 KILL_ENV = "RESOLVER_KILL_AT"
-"""Crash-test hook: ``save:N``, ``write:N`` or ``step:N`` kills this process with SIGKILL right
-after the N-th checkpoint save, executor write or loop step of the process."""
+"""Crash-test hook: ``save:N``, ``row:N``, ``write:N`` or ``step:N`` kills this process with
+SIGKILL right after the N-th checkpoint save, row write inside a save (before its commit),
+executor write or loop step of the process."""
 
 _crash_counts: dict[str, int] = {}
+_kill_target = os.environ.get(KILL_ENV)  # read once: crash tests set it for a new process
 
 
 def crash_point(kind: str) -> None:
-    """Kill this process with SIGKILL at the point ``RESOLVER_KILL_AT`` names (crash tests only)."""
-    target = os.environ.get(KILL_ENV)
+    """Kill this process with SIGKILL at the point ``RESOLVER_KILL_AT`` names (crash tests only;
+    the variable is read when the process imports this module)."""
+    target = _kill_target
     if not target:
         return
     _crash_counts[kind] = _crash_counts.get(kind, 0) + 1
@@ -72,12 +127,45 @@ def crash_point(kind: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
+class UnsupportedStoreFormat(ResolverError):
+    """``runs.sqlite`` has a layout this resolver cannot read or migrate."""
+
+
+class QueueColumns(TypedDict):
+    """The columns of one run in the queue.
+
+    ``customer``: the customer's name (the ID when unknown); ``total_amount``: CAD as a decimal
+    string (``"119.00"``, ``""`` without actions); ``amount_cents``: the same total in cents (0
+    without actions), for sorting; ``required_role``: the role the proposal needs under the
+    current policy (``""`` without actions); ``role_rank``: 0 agent, 1 team lead, 2 grace (-1
+    without actions), for sorting; ``actions``: the actions, short (``request_refund LK-507862``).
+    """
+
+    customer: str
+    total_amount: str
+    amount_cents: int
+    required_role: str
+    role_rank: int
+    actions: str
+
+
+def blank_columns(state: TaskState) -> QueueColumns:
+    """Columns without policy or customer data (a store that was handed no ``summarize``)."""
+    return QueueColumns(customer=state.customer_id, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
+
+
+Summarize = Callable[[TaskState], QueueColumns]
+"""The hook that gives the queue's columns of a state (:func:`core.queue.queue_columns`)."""
+
+
 @dataclass(frozen=True)
 class RunSummary:
-    """One row of the queue, read from summary columns only (no state is parsed).
+    """One row of the queue, read from indexed columns only (no state is parsed).
 
     ``total_amount`` is CAD as a decimal string; ``updated_at`` ISO 8601 with offset;
-    ``state_ok`` is False when the stored JSON is not even valid JSON (a corrupt row).
+    ``state_ok`` is False once the row is known to be corrupt (its header is not JSON, or a load
+    failed). ``updated_ts`` / ``created_ts`` (seconds since the epoch), ``amount_cents`` and
+    ``role_rank`` are the sort keys (see :data:`SORTS` and :meth:`cursor`).
     """
 
     run_id: str
@@ -96,6 +184,16 @@ class RunSummary:
     lease_owner: str | None
     lease_expires: str | None
     state_ok: bool = True
+    updated_ts: float = 0.0
+    created_ts: float = 0.0
+    amount_cents: int = 0
+    role_rank: int = -1
+
+    def cursor(self, sort: str) -> tuple[Any, str]:
+        """The keyset cursor after this row for ``sort``: ``(sort key, run_id)``.
+
+        Raises KeyError for a sort not in :data:`SORTS`."""
+        return (getattr(self, SORTS[sort][0]), self.run_id)
 
 
 @dataclass(frozen=True)
@@ -104,10 +202,6 @@ class Lease:
 
     owner: str
     expires: datetime
-
-
-def _ts(value: datetime) -> float:
-    return value.timestamp()
 
 
 def lease_owner_name(label: str = "resolver") -> str:
@@ -133,170 +227,493 @@ def _holder_alive(owner: str) -> bool:
     return True
 
 
-def summary_columns(state: TaskState) -> dict[str, Any]:
-    """The queue's columns for one state: customer name, order, total CAD, role, actions."""
-    customers = customer_names()
-    actions = state.proposal.actions if state.proposal else []
-    total = sum((action_value(a) for a in actions), Decimal("0.00"))
-    return {
-        "run_id": state.run_id,
-        "task_id": state.task_id,
-        "variant": state.variant,
-        "model": state.model,
-        "status": state.status,
-        "created_at": iso(state.created_at),
-        "updated_at": iso(state.updated_at),
-        "updated_ts": _ts(state.updated_at),
-        "customer": customers.get(state.customer_id, state.customer_id),
-        "order_id": state.order_id,
-        "total_amount": f"{total:.2f}" if actions else "",
-        "required_role": proposal_role(actions) if actions else "",
-        "actions": "; ".join(action_short(a).split("  ")[0] for a in actions),
-    }
+def _lease_held_by_other(run_id: str, holder: str | None, until: str | None, owner: str, now: datetime) -> LeaseHeld | None:
+    if holder and holder != owner and until and parse_time(until) > now and _holder_alive(holder):
+        return LeaseHeld(
+            f"Run {run_id} is being executed by {holder.split(':')[0]} (lease until {until}); "
+            "wait for it to finish or for the lease to expire."
+        )
+    return None
+
+
+class _Saved:
+    """What the store last wrote (or read) for one TaskState object: its version and the very
+    element objects of its lists, so the next save can tell an append from an edit."""
+
+    __slots__ = ("columns", "events", "evidence", "messages", "ref", "version")
+
+    def __init__(self, state: TaskState, version: int, columns: tuple | None) -> None:
+        self.ref = weakref.ref(state)
+        self.version = version
+        self.columns = columns  # the row's values of _SOMETIMES, as written or read
+        self.messages = tuple(state.messages)
+        self.evidence = tuple(state.evidence)
+        self.events = tuple(state.events)
+
+
+def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
+    """True when ``now`` starts with exactly the objects saved before (only appends since)."""
+    n = len(before)
+    return len(now) >= n and all(map(operator.is_, now[:n], before))
+
+
+def _join(obj: str, *fields: tuple[str, str]) -> str:
+    """Add ``"name":json`` fields to the JSON object text ``obj`` (which ends with ``}``), in one
+    allocation (a state of 300 steps with 50 KB tool outputs is 30 MB of text)."""
+    pieces = [obj[:-1]]
+    sep = "" if obj == "{}" else ","
+    for name, value in fields:
+        pieces += (sep, '"', name, '":', value)
+        sep = ","
+    pieces.append("}")
+    return "".join(pieces)
+
+
+def _join_lists(obj: str, lists: Sequence[tuple[str, list[str]]]) -> str:
+    """Add ``"name":[item,...]`` arrays of JSON texts to the JSON object text ``obj``."""
+    pieces = [obj[:-1]]
+    sep = "" if obj == "{}" else ","
+    for name, items in lists:
+        pieces += (sep, '"', name, '":[', ",".join(items), "]")
+        sep = ","
+    pieces.append("}")
+    return "".join(pieces)
+
+
+_SUMMARY = (
+    "run_id, task_id, variant, model, status, created_at, updated_at, version, customer, order_id, "
+    "total_amount, required_role, actions, lease_owner, lease_expires, state_ok, updated_ts, created_ts, "
+    "amount_cents, role_rank"
+)
+
+_HEADER_COLS = (
+    "task_id", "variant", "model", "status", "created_at", "updated_at", "created_ts", "updated_ts", "version",
+    "customer", "order_id", "total_amount", "amount_cents", "required_role", "role_rank", "actions", "state",
+)
+_ALWAYS = frozenset({"updated_at", "updated_ts", "version", "state"})
+"""Header columns that change at every save; the others are written only when they changed, so
+a step's save touches two of the queue's indexes, not ten."""
+_ALWAYS_ORDER = tuple(sorted(_ALWAYS))
+_SOMETIMES = tuple(c for c in _HEADER_COLS if c not in _ALWAYS)
+_READ_HEAD = f"SELECT version, lease_owner, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
+_INSERT_RUN = (
+    f"INSERT INTO runs (run_id, {', '.join(_HEADER_COLS)}, state_ok) VALUES (?, {', '.join('?' for _ in _HEADER_COLS)}, 1)"
+)
+
+
+@lru_cache(maxsize=256)
+def _update_sql(changed: tuple[str, ...], lease: bool) -> str:
+    """``UPDATE runs SET`` the columns that change at every save, plus ``changed`` (and the lease),
+    with the compare-and-set on version. Cached, so each variant is prepared once."""
+    sets = [f"{c} = ?" for c in (*_ALWAYS_ORDER, *changed)]
+    sets.append("state_ok = 1")
+    if lease:
+        sets += ["lease_owner = ?", "lease_expires = ?"]
+    where = "run_id = ? AND version = ? AND lease_owner = ?" if lease else "run_id = ? AND version = ?"
+    return f"UPDATE runs SET {', '.join(sets)} WHERE {where}"
+
+
+_INSERT_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT_AUDIT = "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_READ_ENTRIES = (
+    "SELECT i.list, i.body, i.extra, i.ref, e.extra FROM entries i LEFT JOIN entries e "
+    "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = ? ORDER BY i.n"
+)
+_CREATE_ENTRIES = (
+    "CREATE TABLE IF NOT EXISTS entries (run_id TEXT NOT NULL, n INTEGER NOT NULL, list TEXT NOT NULL, "
+    "seq INTEGER NOT NULL, body TEXT NOT NULL, extra TEXT, ref INTEGER, PRIMARY KEY (run_id, n)) WITHOUT ROWID"
+)
+
+
+@dataclass
+class _Parts:
+    """A run's checkpoint as stored: header text, version and each list's element texts."""
+
+    header: str
+    version: int
+    messages: list[str]
+    evidence: list[str]
+    events: list[str]
+    columns: tuple
 
 
 class CheckpointStore:
     """SQLite checkpoint store at ``path`` (``runs.sqlite`` in the home folder).
 
     Args:
-        path: the database file; created with its tables on first use.
+        path: the database file; created with its tables on first use, migrated from release
+            0.1.0's format on open.
         clock: stamps ``updated_at`` at every save (default: real time).
+        summarize: gives the queue's columns of a state (default: blank policy columns; the
+            home hands :func:`core.queue.queue_columns`).
+
+    Attributes:
+        counters: transactions and commits of this store (:class:`core.database.Counters`); one
+            commit is one fsync of the WAL.
+
+    Raises:
+        UnsupportedStoreFormat: the file was written by a newer resolver, or its tables are not a
+            checkpoint store's.
     """
 
-    def __init__(self, path: Path | str, clock: Clock | None = None) -> None:
+    def __init__(self, path: Path | str, clock: Clock | None = None, *, summarize: Summarize | None = None) -> None:
         self.path = Path(path)
         self.clock = clock or SystemClock()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            self._ensure_schema(conn)
+        self.summarize: Summarize = summarize or blank_columns
+        self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
+        self._saved: dict[int, _Saved] = {}
+        self._saved_lock = threading.Lock()
+        self.db.connection()
 
-    # -- connections ----------------------------------------------------------------------------
+    @property
+    def counters(self) -> Counters:
+        """Transactions and commits so far (see :class:`core.database.Counters`)."""
+        return self.db.counters
 
-    @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
+    # -- schema and migration -------------------------------------------------------------------
+
+    def _on_open(self, conn: sqlite3.Connection) -> None:
+        if conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT:
+            return
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        except sqlite3.Error as exc:
-            raise ResolverError(f"Cannot open the checkpoint store {self.path}: {exc}.") from exc
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            yield conn
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreBusy(
-                    f"The checkpoint store {self.path} stayed locked by another process for "
-                    f"{BUSY_TIMEOUT_S:.0f} s; try again."
-                ) from exc
-            raise ResolverError(f"The checkpoint store {self.path} failed: {exc}.") from exc
-        except sqlite3.DatabaseError as exc:
-            raise ResolverError(f"The checkpoint store {self.path} is not a usable database: {exc}.") from exc
-        finally:
-            conn.close()
-
-    @contextmanager
-    def _immediate(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            fmt = conn.execute("PRAGMA user_version").fetchone()[0]
+            db = sqlite_utils.Database(conn)
+            tables = set(db.table_names())
+            if fmt == STORE_FORMAT:
+                pass
+            elif fmt > STORE_FORMAT:
+                raise UnsupportedStoreFormat(
+                    f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
+                    f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
+                )
+            elif "runs" in tables:
+                self._migrate_from_0_1_0(conn, db, tables)
             else:
-                conn.execute("COMMIT")
+                self._create(conn, db)
+            conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
     @staticmethod
-    def _ensure_schema(conn: sqlite3.Connection) -> None:
-        db = sqlite_utils.Database(conn)
-        if "runs" not in db.table_names():
-            db["runs"].create(
-                {
-                    "run_id": str, "task_id": str, "variant": str, "model": str, "status": str,
-                    "created_at": str, "updated_at": str, "updated_ts": float, "version": int,
-                    "customer": str, "order_id": str, "total_amount": str, "required_role": str,
-                    "actions": str, "lease_owner": str, "lease_expires": str, "state": str,
-                },
-                pk="run_id",
-                not_null={"task_id", "status", "updated_at", "version", "state"},
-            )
-            db["runs"].create_index(["status", "updated_ts"], if_not_exists=True)
-            db["runs"].create_index(["task_id", "updated_ts"], if_not_exists=True)
-        if "events" not in db.table_names():
-            db["events"].create(
-                {"run_id": str, "seq": int, "at": str, "kind": str, "message": str, "data": str},
-                pk=("run_id", "seq"),
-            )
-        if "audit" not in db.table_names():
-            db["audit"].create(
-                {"id": int, "run_id": str, "decision": str, "role": str, "name": str, "digest": str,
-                 "at": str, "detail": str},
+    def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
+        conn.execute(_CREATE_ENTRIES)  # WITHOUT ROWID (sqlite-utils cannot say so): one B-tree, a step's rows side by side
+        if "audit" not in tables:
+            db.table("audit").create(
+                {"id": int, "run_id": str, "decision": str, "role": str, "name": str, "digest": str, "at": str,
+                 "detail": str, "run_uid": str},
                 pk="id",
             )
-            db["audit"].create_index(["run_id"], if_not_exists=True)
-            conn.execute(
-                "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
-                "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
-            )
-            conn.execute(
-                "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit "
-                "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
-            )
+            db.table("audit").create_index(["run_id"], if_not_exists=True)
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS audit_no_update BEFORE UPDATE ON audit "
+            "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+        )
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit "
+            "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+        )
+        if "run_counts" not in tables:
+            db.table("run_counts").create({"status": str, "n": int}, pk="status", not_null={"n"})
 
-    # -- save and load --------------------------------------------------------------------------
+    @staticmethod
+    def _create_indexes_and_triggers(conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
+        runs = db.table("runs")
+        for column, _asc in {v for v in SORTS.values()}:
+            runs.create_index(["status", column, "run_id"], if_not_exists=True)
+            runs.create_index([column, "run_id"], if_not_exists=True)
+        runs.create_index(["task_id", "created_ts"], if_not_exists=True)
+        for old in ("idx_runs_status_updated_ts", "idx_runs_task_id_updated_ts"):
+            conn.execute(f"DROP INDEX IF EXISTS {old}")
+        upsert = "INSERT INTO run_counts (status, n) VALUES (NEW.status, 1) ON CONFLICT(status) DO UPDATE SET n = n + 1;"
+        for statement in _split_triggers(upsert):
+            conn.execute(statement)
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'runs_search'").fetchone():
+            conn.execute(_CREATE_SEARCH)
+            conn.execute("INSERT INTO runs_search (runs_search) VALUES ('rebuild')")
+        for statement in _SEARCH_TRIGGERS:
+            conn.execute(statement)
 
-    def save(self, state: TaskState, *, audit: dict[str, Any] | None = None) -> TaskState:
+    def _create(self, conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
+        db.table("runs").create(
+            {
+                "run_id": str, "task_id": str, "variant": str, "model": str, "status": str,
+                "created_at": str, "updated_at": str, "created_ts": float, "updated_ts": float, "version": int,
+                "customer": str, "order_id": str, "total_amount": str, "amount_cents": int, "required_role": str,
+                "role_rank": int, "actions": str, "lease_owner": str, "lease_expires": str, "state": str, "state_ok": int,
+            },
+            pk="run_id",
+            not_null={"task_id", "status", "updated_at", "version", "state", "state_ok", "created_ts", "updated_ts",
+                      "amount_cents", "role_rank"},
+            defaults={"state_ok": 1, "created_ts": 0.0, "updated_ts": 0.0, "amount_cents": 0, "role_rank": -1},
+        )
+        self._create_side_tables(conn, db, set(db.table_names()))
+        self._create_indexes_and_triggers(conn, db)
+
+    def _migrate_from_0_1_0(self, conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
+        """Release 0.1.0 kept the whole state as JSON in ``runs.state`` and each event's message
+        and data in ``events``. Split every state into header and rows, add the sort columns,
+        the counts and ``audit.run_uid``, in the one transaction of :meth:`_on_open`."""
+        runs_cols = set(db.table("runs").columns_dict)
+        needed = {"run_id", "task_id", "status", "updated_at", "version", "state"}
+        if not needed <= runs_cols:
+            raise UnsupportedStoreFormat(
+                f"The checkpoint store {self.path} has a runs table without {', '.join(sorted(needed - runs_cols))}; "
+                "it is not a resolver checkpoint store this release can migrate. Move it away to start afresh."
+            )
+        for name, kind, default in (("created_ts", float, 0.0), ("amount_cents", int, 0), ("role_rank", int, -1),
+                                    ("state_ok", int, 1), ("updated_ts", float, 0.0)):
+            if name not in runs_cols:
+                db.table("runs").add_column(name, kind, not_null_default=default)
+        conn.execute("UPDATE runs SET updated_ts = 0 WHERE updated_ts IS NULL")
+        self._create_side_tables(conn, db, tables)
+        events_cols = set(db.table("events").columns_dict)
+        if {"seq", "at", "kind", "message", "data"} <= events_cols:  # kept for runs whose state cannot give them back
+            conn.execute(
+                "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) "
+                "SELECT run_id, 1000000 + seq, 'events', seq, json_object('seq', seq, 'at', at, 'kind', kind, "
+                "'message', message, 'data', json(CASE WHEN json_valid(data) THEN data ELSE '{}' END)), at, NULL "
+                "FROM events WHERE seq IS NOT NULL"
+            )
+        db.table("events").drop()
+        if "run_uid" not in db.table("audit").columns_dict:
+            db.table("audit").add_column("run_uid", str)
+        rows = conn.execute("SELECT run_id, state, created_at, total_amount FROM runs").fetchall()
+        for run_id, text, created_at, total in rows:
+            self._split_whole_state(conn, run_id, text, created_at, total)
+        self._create_indexes_and_triggers(conn, db)
+        conn.execute("DELETE FROM run_counts")
+        conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
+
+    def _split_whole_state(self, conn: sqlite3.Connection, run_id: str, text: str, created_at: str | None,
+                           total: str | None) -> None:
+        dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        try:
+            raw = json.loads(text)
+            if not isinstance(raw, dict) or not all(isinstance(raw.get(k, []), list) for k in LISTS):
+                raise ValueError("not a whole state")
+        except ValueError:
+            conn.execute("UPDATE runs SET state_ok = 0 WHERE run_id = ?", (run_id,))
+            return
+        conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
+        n = 0
+        for name in LISTS:
+            for seq, item in enumerate(raw.get(name, []), 1):
+                n += 1
+                extra = None
+                if name == "evidence" and isinstance(item, dict):
+                    extra = dumps(item.get("result"))
+                    item = {k: v for k, v in item.items() if k != "result"}
+                elif name == "events" and isinstance(item, dict):
+                    try:
+                        extra = iso(parse_time(item.get("at", "")))
+                    except (ValueError, TypeError, ResolverError):
+                        extra = str(item.get("at", ""))
+                conn.execute(_INSERT_ENTRY, (run_id, n, name, seq, dumps(item), extra, None))
+        header = {k: v for k, v in raw.items() if k not in _HEADER_EXCLUDE}
+        columns: dict[str, Any] = {}
+        with suppress(ValueError, TypeError, ResolverError):
+            columns["created_ts"] = parse_time(created_at or raw.get("created_at", "")).timestamp()
+        try:
+            if self.summarize is blank_columns:  # a bare store keeps the 0.1.0 columns it cannot compute
+                raise ValueError("no summarize hook")
+            state = TaskState.model_validate(migrate(dict(raw)))
+            cols = self.summarize(state)
+            columns |= {"amount_cents": cols["amount_cents"], "role_rank": cols["role_rank"], "customer": cols["customer"],
+                      "total_amount": cols["total_amount"], "required_role": cols["required_role"], "actions": cols["actions"]}
+        except (ValidationError, ResolverError, ValueError):
+            if total:
+                columns["amount_cents"] = round(float(total) * 100)
+        sets = "".join(f", {k} = ?" for k in columns)
+        conn.execute(f"UPDATE runs SET state = ?{sets} WHERE run_id = ?", (dumps(header), *columns.values(), run_id))
+
+    # -- save -----------------------------------------------------------------------------------
+
+    def _remember(self, state: TaskState, version: int, columns: tuple | None) -> None:
+        key = id(state)
+        saved = _Saved(state, version, columns)
+
+        def forget(_ref: weakref.ref, key: int = key) -> None:
+            with self._saved_lock:
+                current = self._saved.get(key)
+                if current is not None and current.ref() is None:
+                    del self._saved[key]
+
+        saved.ref = weakref.ref(state, forget)
+        with self._saved_lock:
+            self._saved[key] = saved
+
+    def _saved_for(self, state: TaskState) -> _Saved | None:
+        saved = self._saved.get(id(state))
+        if saved is None or saved.ref() is not state or saved.version != state.version:
+            return None
+        return saved
+
+    @staticmethod
+    def _rows(state: TaskState, start: tuple[int, int, int]) -> list[tuple]:
+        """The ``entries`` rows for the list elements from ``start`` (counts already stored) on.
+
+        A tool message whose content is exactly the JSON text of a new evidence's result (the
+        runner writes both at one step) refers to that evidence's row instead of repeating it."""
+        run_id = state.run_id
+        m0, e0, v0 = start
+        n = m0 + e0 + v0
+        rows: list[tuple] = []
+        by_text: dict[str, int] = {}
+        for seq, e in enumerate(state.evidence[e0:], e0 + 1):
+            n += 1
+            try:
+                text = json.dumps(e.result, ensure_ascii=False, allow_nan=False)
+                by_text.setdefault(text, n)
+            except (TypeError, ValueError):
+                text = pydantic_core.to_json(e.result).decode()
+            rows.append((run_id, n, "evidence", seq, e.model_dump_json(exclude={"result"}), text, None))
+        for seq, m in enumerate(state.messages[m0:], m0 + 1):
+            n += 1
+            ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
+            body = m.model_dump_json() if ref is None else m.model_dump_json(exclude={"content"})
+            rows.append((run_id, n, "messages", seq, body, None, ref))
+        for seq, ev in enumerate(state.events[v0:], v0 + 1):
+            n += 1
+            rows.append((run_id, n, "events", seq, ev.model_dump_json(), iso(ev.at), None))
+        return rows
+
+    def save(
+        self,
+        state: TaskState,
+        *,
+        audit: dict[str, Any] | None = None,
+        lease_owner: str | None = None,
+        lease_ttl_s: float | None = None,
+    ) -> TaskState:
         """Write ``state`` as its run's checkpoint, stamping ``updated_at`` from the clock.
 
         Compare-and-set: the row must still have ``state.version`` (0 for a new run); the saved
-        row gets ``version + 1``, which is written back into ``state``. New events of the run's
-        log, and ``audit`` if given, are appended in the same transaction.
+        row gets ``version + 1``, which is written back into ``state``. Only the list elements
+        appended since this object was last saved or loaded become new rows; a list that was
+        shortened, reassigned or had an element replaced (or a state this store never saw)
+        rewrites the run's rows. The lists are append-only by contract: to change a saved
+        message, evidence or event, replace the element; a field edited in place on the very
+        object already saved is not noticed. ``audit`` (``decision``, ``role``, ``name``, ``digest``, ``at``, optional
+        ``detail`` and ``run_uid``) is appended in the same transaction.
+
+        ``lease_owner``: the save also requires that this owner holds the run's lease, and
+        renews it for ``lease_ttl_s`` seconds, or releases it when ``lease_ttl_s`` is None (the
+        executor folds its lease into its saves this way).
 
         Raises:
             StaleCheckpoint: someone saved the run since this copy was loaded.
+            LeaseHeld: ``lease_owner`` no longer holds the lease.
             StoreBusy: the database stayed locked.
         """
-        state.updated_at = self.clock.now()
-        new_version = state.version + 1
-        with self._immediate() as conn:
-            row = conn.execute("SELECT version FROM runs WHERE run_id = ?", (state.run_id,)).fetchone()
-            on_disk = row[0] if row else 0
-            if on_disk != state.version:
-                raise StaleCheckpoint(
-                    f"Run {state.run_id} changed since this copy was read (version {on_disk} saved, "
-                    f"{state.version} in hand); reload it and try again."
-                )
-            payload = state.model_copy(update={"version": new_version}).model_dump_json()
-            cols = summary_columns(state) | {"version": new_version, "state": payload}
-            names = ", ".join(cols)
-            marks = ", ".join("?" for _ in cols)
-            if row is None:
-                conn.execute(f"INSERT INTO runs ({names}) VALUES ({marks})", tuple(cols.values()))
+        now = self.clock.now()
+        state.updated_at = now
+        old = state.version
+        new = old + 1
+        saved = self._saved_for(state)
+        appended = saved is not None and all(
+            _appended(getattr(state, k), getattr(saved, k)) for k in LISTS
+        )
+        start = (len(saved.messages), len(saved.evidence), len(saved.events)) if saved is not None and appended else (0, 0, 0)
+        state.version = new
+        try:
+            header = state.model_dump_json(exclude=_HEADER_EXCLUDE)
+        finally:
+            state.version = old
+        cols = self.summarize(state)
+        rows = self._rows(state, start)
+        run_id = state.run_id
+        values = dict(zip(_HEADER_COLS, (
+            state.task_id, state.variant, state.model, state.status, iso(state.created_at), iso(now),
+            state.created_at.timestamp(), now.timestamp(), new, cols["customer"], state.order_id, cols["total_amount"],
+            cols["amount_cents"], cols["required_role"], cols["role_rank"], cols["actions"], header,
+        ), strict=True))
+        written = tuple(values[c] for c in _SOMETIMES)
+        with self.db.immediate() as conn:
+            if old == 0:
+                if lease_owner is not None:
+                    self._refuse(conn, run_id, old, lease_owner)
+                try:
+                    conn.execute(_INSERT_RUN, (run_id, *values.values()))
+                except sqlite3.IntegrityError:
+                    self._refuse(conn, run_id, old, lease_owner)
             else:
-                sets = ", ".join(f"{k} = ?" for k in cols if k != "run_id")
-                conn.execute(
-                    f"UPDATE runs SET {sets} WHERE run_id = ? AND version = ?",
-                    (*[v for k, v in cols.items() if k != "run_id"], state.run_id, state.version),
-                )
-            last = conn.execute("SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ?", (state.run_id,)).fetchone()[0]
-            conn.executemany(
-                "INSERT INTO events (run_id, seq, at, kind, message, data) VALUES (?, ?, ?, ?, ?, ?)",
-                [
-                    (state.run_id, e.seq, iso(e.at), e.kind, e.message, json.dumps(e.data, default=str))
-                    for e in state.events
-                    if e.seq > last
-                ],
-            )
+                # the compare-and-set is in the UPDATE's WHERE; the row's columns are known from
+                # the last save or load of this object, else read once
+                known = saved.columns if saved is not None else None
+                if known is None:
+                    head = conn.execute(_READ_HEAD, (run_id,)).fetchone()
+                    if head is None or head[0] != old:
+                        self._refuse(conn, run_id, old, lease_owner)
+                    known = tuple(head[2:])
+                changed = tuple(c for c, before, now_ in zip(_SOMETIMES, known, written, strict=True) if now_ != before)
+                params: list[Any] = [values[c] for c in (*_ALWAYS_ORDER, *changed)]
+                if lease_owner is not None:
+                    until = iso(now + timedelta(seconds=lease_ttl_s)) if lease_ttl_s is not None else None
+                    params += [lease_owner if until else None, until]
+                params += [run_id, old] if lease_owner is None else [run_id, old, lease_owner]
+                if conn.execute(_update_sql(changed, lease_owner is not None), params).rowcount != 1:
+                    self._refuse(conn, run_id, old, lease_owner)
+            crash_point("row")
+            if not appended:
+                conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
+                crash_point("row")
+            try:
+                for r in rows:
+                    conn.execute(_INSERT_ENTRY, r)
+                    crash_point("row")
+            except sqlite3.IntegrityError:  # the rows on disk are not the ones this object saw: all again
+                conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
+                for r in self._rows(state, (0, 0, 0)):
+                    conn.execute(_INSERT_ENTRY, r)
             if audit is not None:
                 conn.execute(
-                    "INSERT INTO audit (run_id, decision, role, name, digest, at, detail) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (state.run_id, audit["decision"], audit["role"], audit["name"], audit["digest"],
-                     audit["at"], audit.get("detail", "")),
+                    _INSERT_AUDIT,
+                    (run_id, audit["decision"], audit["role"], audit["name"], audit["digest"], audit["at"],
+                     audit.get("detail", ""), audit.get("run_uid")),
                 )
-        state.version = new_version
+                crash_point("row")
+        state.version = new
+        self._remember(state, new, written)
         crash_point("save")
         return state
+
+    @staticmethod
+    def _refuse(conn: sqlite3.Connection, run_id: str, version: int, lease_owner: str | None) -> NoReturn:
+        """Say why a save cannot be written: the version moved on, or the lease is not ours."""
+        row = conn.execute("SELECT version, lease_owner FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        on_disk = row[0] if row else 0
+        if on_disk != version:
+            raise StaleCheckpoint(
+                f"Run {run_id} changed since this copy was read (version {on_disk} saved, "
+                f"{version} in hand); reload it and try again."
+            )
+        holder = row[1] if row else None
+        if lease_owner is not None and holder != lease_owner:
+            raise LeaseHeld(
+                f"Run {run_id} is no longer leased to this executor "
+                f"({'taken over by ' + holder.split(':')[0] if holder else 'released'}); nothing more was written."
+            )
+        raise StaleCheckpoint(f"Run {run_id} could not be saved at version {version}; reload it and try again.")
+
+    # -- load -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _read(conn: sqlite3.Connection, run_id: str) -> _Parts | None:
+        row = conn.execute(f"SELECT state, version, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            return None
+        dumps = json.JSONEncoder(ensure_ascii=False).encode
+        lists: dict[str, list[str]] = {name: [] for name in LISTS}
+        for name, body, extra, ref, referred in conn.execute(_READ_ENTRIES, (run_id,)):
+            if name == "evidence":
+                body = _join(body, ("result", extra if extra is not None else "null"))
+            elif ref is not None:
+                body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
+            lists.setdefault(name, []).append(body)
+        return _Parts(row[0], row[1], lists["messages"], lists["evidence"], lists["events"], tuple(row[2:]))
 
     def load(self, run_id: str) -> TaskState:
         """Load and validate a run's checkpoint, migrating older schema versions.
@@ -306,19 +723,43 @@ class CheckpointStore:
             CorruptCheckpoint: the JSON is broken or does not match ``TaskState``.
             UnsupportedSchemaVersion: a schema version this code cannot migrate.
         """
-        with self._connect() as conn:
-            row = conn.execute("SELECT state, version FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
+        with self.db.read() as conn:
+            conn.execute("BEGIN")
+            try:
+                parts = self._read(conn, run_id)
+            finally:
+                conn.execute("COMMIT")
+        if parts is None:
             raise RunNotFound(run_id)
-        return self._parse(run_id, row[0], row[1])
+        return self._build(run_id, parts)
 
-    @staticmethod
-    def _parse(run_id: str, text: str, version: int) -> TaskState:
+    def _build(self, run_id: str, parts: _Parts) -> TaskState:
+        header = parts.header
+        if not any(f'"{k}":' in header for k in LISTS):
+            text = _join_lists(header, list(zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True)))
+            try:
+                state = TaskState.model_validate_json(text)
+            except ValidationError:
+                state = None
+            if state is not None and state.schema_version == SCHEMA_VERSION:
+                state.version = parts.version
+                self._remember(state, parts.version, parts.columns)
+                return state
+        return self._build_carefully(run_id, parts)
+
+    def _build_carefully(self, run_id: str, parts: _Parts) -> TaskState:
+        """The slow path with precise errors: an older schema version, a corrupt row, or a header
+        that still holds its lists (release 0.1.0's whole-state form, or a row edited by hand)."""
         try:
-            raw = json.loads(text)
+            raw = json.loads(parts.header)
             if not isinstance(raw, dict):
                 raise ValueError("the checkpoint is not a JSON object")
+            whole = [k for k in LISTS if k in raw]
+            for key, texts in zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True):
+                if key not in raw:
+                    raw[key] = [json.loads(t) for t in texts]
         except (ValueError, TypeError) as exc:
+            self._mark_corrupt(run_id)
             raise CorruptCheckpoint(
                 f"The checkpoint of run {run_id} is corrupt ({exc}); nothing was changed. "
                 f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
@@ -327,118 +768,152 @@ class CheckpointStore:
         try:
             state = TaskState.model_validate(raw)
         except ValidationError as exc:
+            self._mark_corrupt(run_id)
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise CorruptCheckpoint(
                 f"The checkpoint of run {run_id} does not match the TaskState schema "
                 f"({where}: {first['msg']}); nothing was changed."
             ) from exc
-        state.version = version
+        state.version = parts.version
+        if not whole:
+            self._remember(state, parts.version, parts.columns)
         return state
+
+    def _mark_corrupt(self, run_id: str) -> None:
+        """Flag the row so listings show it as corrupt without reading it (best effort)."""
+        try:
+            with self.db.read() as conn:
+                conn.execute("UPDATE runs SET state_ok = 0 WHERE run_id = ? AND state_ok = 1", (run_id,))
+        except ResolverError:
+            pass
 
     def exists(self, run_id: str) -> bool:
         """True when a row for ``run_id`` exists (corrupt or not)."""
-        with self._connect() as conn:
+        with self.db.read() as conn:
             return conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() is not None
 
-    # -- listing --------------------------------------------------------------------------------
+    # -- the queue ------------------------------------------------------------------------------
 
-    _SUMMARY = (
-        "run_id, task_id, variant, model, status, created_at, updated_at, version, customer, "
-        "order_id, total_amount, required_role, actions, lease_owner, lease_expires"
-    )
+    @staticmethod
+    def _summary(row: Sequence[Any]) -> RunSummary:
+        values = list(row)
+        values[15] = bool(values[15])
+        return RunSummary(*values)
 
-    def list(
+    def page(
         self,
         status: str | None = None,
         *,
         search: str | None = None,
+        sort: str | None = None,
+        after: RunSummary | tuple[Any, str] | None = None,
         limit: int = PAGE_SIZE,
-        offset: int = 0,
     ) -> list[RunSummary]:
-        """One page of run summaries, from summary columns only.
+        """One page of the queue, read from indexed columns only (keyset pagination).
 
         ``status`` None lists every status. ``search`` matches ticket, order, customer or run ID
-        (substring, case-insensitive). Waiting runs sort oldest first; others newest first.
-        Each row's ``state_ok`` checks only that the stored JSON is valid JSON (for this page).
+        (substring, case-insensitive). ``sort`` is a name of :data:`SORTS`; by default waiting
+        runs come oldest first (``age``) and others newest first (``updated``). ``after`` is the
+        cursor of the last row of the previous page: that row itself, or ``row.cursor(sort)``
+        (its sort key and run ID); the page starts just after it. At most ``limit`` rows.
+
+        Raises:
+            ResolverError: an unknown sort (the sentence lists the sorts).
         """
-        where, params = [], []
+        sort = sort or ("age" if status == "waiting_approval" else "updated")
+        if sort not in SORTS:
+            raise ResolverError(f"Unknown sort {sort!r}: use one of {', '.join(SORTS)}.")
+        column, ascending = SORTS[sort]
+        where: list[str] = []
+        params: list[Any] = []
         if status:
             where.append("status = ?")
             params.append(status)
-        if search:
+        if search and len(search.strip()) >= 3:  # the trigram index: any substring of 3 characters or more
+            where.append("rowid IN (SELECT rowid FROM runs_search WHERE runs_search MATCH ?)")
+            params.append('"' + search.strip().replace('"', '""') + '"')
+        elif search:  # one or two characters: too short for trigrams, a scan in the order's index
             like = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             columns = ("task_id", "order_id", "customer", "run_id")
             where.append("(" + " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for col in columns) + ")")
             params.extend([like] * 4)
+        if after is not None:
+            key, last_id = after.cursor(sort) if isinstance(after, RunSummary) else after
+            where.append(f"({column}, run_id) {'>' if ascending else '<'} (?, ?)")
+            params.extend([key, last_id])
         clause = f"WHERE {' AND '.join(where)}" if where else ""
-        order = "ASC" if status == "waiting_approval" else "DESC"
-        sql = (
-            f"SELECT {self._SUMMARY}, json_valid(state) FROM runs {clause} "
-            f"ORDER BY updated_ts {order}, run_id LIMIT ? OFFSET ?"
-        )
-        with self._connect() as conn:
-            rows = conn.execute(sql, (*params, limit, offset)).fetchall()
-        return [RunSummary(*row[:-1], state_ok=bool(row[-1])) for row in rows]
+        direction = "ASC" if ascending else "DESC"
+        sql = f"SELECT {_SUMMARY} FROM runs {clause} ORDER BY {column} {direction}, run_id {direction} LIMIT ?"
+        with self.db.read() as conn:
+            rows = conn.execute(sql, (*params, limit)).fetchall()
+        return [self._summary(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        """Number of runs per status (statuses with no run are absent)."""
-        with self._connect() as conn:
-            return dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+        """Number of runs per status (statuses with no run are absent), from the counts table."""
+        with self.db.read() as conn:
+            return dict(conn.execute("SELECT status, n FROM run_counts WHERE n > 0").fetchall())
 
     def summary(self, run_id: str) -> RunSummary:
         """The summary row of one run. Raises RunNotFound."""
-        with self._connect() as conn:
-            row = conn.execute(
-                f"SELECT {self._SUMMARY}, json_valid(state) FROM runs WHERE run_id = ?", (run_id,)
-            ).fetchone()
+        with self.db.read() as conn:
+            row = conn.execute(f"SELECT {_SUMMARY} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(run_id)
-        return RunSummary(*row[:-1], state_ok=bool(row[-1]))
+        return self._summary(row)
 
     def runs_of_task(self, task_id: str) -> list[RunSummary]:
         """Every run of one ticket, oldest first."""
-        with self._connect() as conn:
+        with self.db.read() as conn:
             rows = conn.execute(
-                f"SELECT {self._SUMMARY}, json_valid(state) FROM runs WHERE task_id = ? ORDER BY created_at, run_id",
-                (task_id,),
+                f"SELECT {_SUMMARY} FROM runs WHERE task_id = ? ORDER BY created_ts, run_id", (task_id,)
             ).fetchall()
-        return [RunSummary(*row[:-1], state_ok=bool(row[-1])) for row in rows]
+        return [self._summary(r) for r in rows]
 
     def latest(self, task_id: str) -> TaskState | None:
         """The most recently created run of ``task_id``, loaded; None if the ticket has none."""
-        with self._connect() as conn:
+        with self.db.read() as conn:
             row = conn.execute(
-                "SELECT run_id FROM runs WHERE task_id = ? ORDER BY created_at DESC, rowid DESC LIMIT 1", (task_id,)
+                "SELECT run_id FROM runs WHERE task_id = ? ORDER BY created_ts DESC, rowid DESC LIMIT 1", (task_id,)
             ).fetchone()
         return self.load(row[0]) if row else None
 
     def run_ids(self, prefix: str) -> list[str]:
         """Run IDs starting with ``prefix`` (for numbering new runs)."""
-        with self._connect() as conn:
+        with self.db.read() as conn:
             return [r[0] for r in conn.execute("SELECT run_id FROM runs WHERE run_id LIKE ?", (prefix + "%",))]
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's trace from the events table, in order. Raises RunNotFound."""
+        """The run's trace (its events' rows), in order:
+        ``{"seq", "at" (ISO 8601), "kind", "message", "data"}``. Raises RunNotFound."""
         if not self.exists(run_id):
             raise RunNotFound(run_id)
-        with self._connect() as conn:
+        with self.db.read() as conn:
             rows = conn.execute(
-                "SELECT seq, at, kind, message, data FROM events WHERE run_id = ? ORDER BY seq", (run_id,)
+                "SELECT extra, body FROM entries WHERE run_id = ? AND list = 'events' ORDER BY n", (run_id,)
             ).fetchall()
-        return [{"seq": s, "at": a, "kind": k, "message": m, "data": json.loads(d or "{}")} for s, a, k, m, d in rows]
+        out = []
+        for at, body in rows:
+            try:
+                ev = json.loads(body or "{}")
+            except ValueError:
+                ev = {}
+            out.append({"seq": ev.get("seq"), "at": at, "kind": ev.get("kind", ""), "message": ev.get("message", ""),
+                        "data": ev.get("data", {})})
+        return out
 
     def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Rows of the audit table (oldest first), for one run or all."""
-        sql = "SELECT run_id, decision, role, name, digest, at, detail FROM audit"
+        """Rows of the audit table (oldest first), for one run or all:
+        ``{"run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid"}``."""
+        sql = "SELECT run_id, decision, role, name, digest, at, detail, run_uid FROM audit"
         params: tuple = ()
         if run_id:
             sql += " WHERE run_id = ?"
             params = (run_id,)
-        with self._connect() as conn:
+        with self.db.read() as conn:
             rows = conn.execute(sql + " ORDER BY id", params).fetchall()
-        keys = ("run_id", "decision", "role", "name", "digest", "at", "detail")
-        return [dict(zip(keys, r, strict=False)) for r in rows]
+        keys = ("run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid")
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
     # -- leases ---------------------------------------------------------------------------------
 
@@ -454,24 +929,37 @@ class CheckpointStore:
         """
         now = self.clock.now()
         expires = now + timedelta(seconds=ttl_s)
-        with self._immediate() as conn:
-            row = conn.execute("SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise RunNotFound(run_id)
-            holder, until = row
-            if holder and holder != owner and until and parse_time(until) > now and _holder_alive(holder):
-                raise LeaseHeld(
-                    f"Run {run_id} is being executed by {holder.split(':')[0]} (lease until {until}); "
-                    "wait for it to finish or for the lease to expire."
-                )
-            conn.execute(
-                "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?", (owner, iso(expires), run_id)
-            )
+        with self.db.immediate() as conn:
+            self._take_lease(conn, run_id, owner, now, expires)
         return Lease(owner, expires)
+
+    def claim(self, run_id: str, owner: str, ttl_s: float = 60.0) -> TaskState:
+        """Take the run's lease (as :meth:`acquire_lease`) and load its checkpoint, in one
+        transaction: the executor's start. Raises LeaseHeld, RunNotFound, CorruptCheckpoint."""
+        now = self.clock.now()
+        with self.db.immediate() as conn:
+            self._take_lease(conn, run_id, owner, now, now + timedelta(seconds=ttl_s))
+            parts = self._read(conn, run_id)
+        assert parts is not None
+        try:
+            return self._build(run_id, parts)
+        except ResolverError:  # a checkpoint that cannot be read: give the lease back at once
+            self.release_lease(run_id, owner)
+            raise
+
+    @staticmethod
+    def _take_lease(conn: sqlite3.Connection, run_id: str, owner: str, now: datetime, expires: datetime) -> None:
+        row = conn.execute("SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(run_id)
+        held = _lease_held_by_other(run_id, row[0], row[1], owner, now)
+        if held is not None:
+            raise held
+        conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?", (owner, iso(expires), run_id))
 
     def release_lease(self, run_id: str, owner: str) -> None:
         """Give the lease back if ``owner`` still holds it."""
-        with self._immediate() as conn:
+        with self.db.immediate() as conn:
             conn.execute(
                 "UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ? AND lease_owner = ?",
                 (run_id, owner),
@@ -479,22 +967,60 @@ class CheckpointStore:
 
     def expire_lease(self, run_id: str) -> None:
         """Mark the run's lease as expired (a simulated crash ends its process this way)."""
-        with self._immediate() as conn:
+        with self.db.immediate() as conn:
             conn.execute("UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id))
 
     # -- reset ----------------------------------------------------------------------------------
 
     def delete(self, run_id: str) -> None:
-        """Delete one run and its events (the audit table keeps its rows). Raises RunNotFound."""
-        with self._immediate() as conn:
+        """Delete one run and its rows (the audit table keeps its rows). Raises RunNotFound."""
+        with self.db.immediate() as conn:
             if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
                 raise RunNotFound(run_id)
-            conn.execute("DELETE FROM events WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
 
     def reset(self) -> int:
-        """Delete every saved run and its events (the audit table is kept). Returns the count."""
-        with self._immediate() as conn:
+        """Delete every saved run and its rows (the audit table is kept). Returns the count."""
+        with self.db.immediate() as conn:
             n = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
             conn.execute("DELETE FROM runs")
-            conn.execute("DELETE FROM events")
+            conn.execute("DELETE FROM entries")
+            conn.execute("DELETE FROM run_counts")
         return n
+
+
+def _split_triggers(upsert: str) -> list[str]:
+    """The counts and state-check triggers as single statements (executescript would commit an
+    open transaction)."""
+    return [
+        f"CREATE TRIGGER IF NOT EXISTS runs_count_insert AFTER INSERT ON runs BEGIN {upsert} END",
+        "CREATE TRIGGER IF NOT EXISTS runs_count_delete AFTER DELETE ON runs "
+        "BEGIN UPDATE run_counts SET n = n - 1 WHERE status = OLD.status; END",
+        "CREATE TRIGGER IF NOT EXISTS runs_count_status AFTER UPDATE OF status ON runs WHEN OLD.status IS NOT NEW.status "
+        f"BEGIN UPDATE run_counts SET n = n - 1 WHERE status = OLD.status; {upsert} END",
+        "CREATE TRIGGER IF NOT EXISTS runs_state_insert AFTER INSERT ON runs WHEN json_valid(NEW.state) = 0 "
+        "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
+        "CREATE TRIGGER IF NOT EXISTS runs_state_update AFTER UPDATE OF state ON runs WHEN json_valid(NEW.state) = 0 "
+        "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
+    ]
+
+
+_CREATE_SEARCH = (
+    "CREATE VIRTUAL TABLE runs_search USING fts5(task_id, order_id, customer, run_id, "
+    "content = 'runs', content_rowid = 'rowid', tokenize = 'trigram')"
+)
+"""The queue's search index: trigrams of ticket, order, customer and run ID (FTS5, external
+content: it stores no second copy of the columns), kept by the triggers below."""
+
+_SEARCH_COLUMNS = "task_id, order_id, customer, run_id"
+_SEARCH_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS runs_search_insert AFTER INSERT ON runs BEGIN "
+    f"INSERT INTO runs_search (rowid, {_SEARCH_COLUMNS}) VALUES (NEW.rowid, NEW.task_id, NEW.order_id, NEW.customer, NEW.run_id); END",
+    f"CREATE TRIGGER IF NOT EXISTS runs_search_delete AFTER DELETE ON runs BEGIN "
+    f"INSERT INTO runs_search (runs_search, rowid, {_SEARCH_COLUMNS}) "
+    f"VALUES ('delete', OLD.rowid, OLD.task_id, OLD.order_id, OLD.customer, OLD.run_id); END",
+    f"CREATE TRIGGER IF NOT EXISTS runs_search_update AFTER UPDATE OF task_id, order_id, customer ON runs BEGIN "
+    f"INSERT INTO runs_search (runs_search, rowid, {_SEARCH_COLUMNS}) "
+    f"VALUES ('delete', OLD.rowid, OLD.task_id, OLD.order_id, OLD.customer, OLD.run_id); "
+    f"INSERT INTO runs_search (rowid, {_SEARCH_COLUMNS}) VALUES (NEW.rowid, NEW.task_id, NEW.order_id, NEW.customer, NEW.run_id); END",
+)

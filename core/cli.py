@@ -1,32 +1,42 @@
 """The ``resolver`` command line (also ``python -m core``).
 
-Every command is a thin face on :class:`core.home.Home`. Expected errors print one sentence on
+Every command is a thin face on core: writes through :class:`core.home.Home`, reads through
+its read side ``home.queue`` (:class:`core.queue.ApprovalQueue`), refusals from
+:func:`core.rulebook.offers`. Modules are imported by the command that needs them, so
+``resolver --help`` loads neither pydantic nor SQLite. Expected errors print one sentence on
 stderr and exit 1, never a traceback; a simulated crash (``--interrupt``) exits 3.
+
+``Next:`` and ``Resume with:`` lines name the command the way it was invoked: ``resolver`` for
+the installed command and ``python -m core``, ``python -m resolver`` for the lesson's
+``python -m resolver`` (the ``prog`` of :func:`main`).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
-from core.checkpoint import crash_point
-from core.clock import FileClock, iso, parse_time
-from core.data import ROLES
 from core.errors import ResolverError
-from core.executor import SimulatedCrash
-from core.home import Home, resolve_home
-from core.policy import proposal_role
-from core.request import approval_request, decision_lines, diff_lines, operation_lines, safe_text, trace_lines
-from core.runner import outcome_line
-from core.state import STATUSES, TaskState
+
+if TYPE_CHECKING:
+    from core.home import Home
+    from core.rulebook import Action
+    from core.state import TaskState
+
+# The parser's choices, spelled here so that ``resolver --help`` imports neither pydantic nor
+# SQLite; tests/test_cli.py checks they equal core.state.STATUSES and core.data.ROLES.
+STATUSES = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
+ROLES = ("agent", "team_lead", "grace")
 
 EXIT_ERROR = 1
 EXIT_CRASH = 3
+
+PROG = "resolver"
+"""The command as invoked, for ``Next:`` and ``Resume with:`` lines (set by :func:`main`)."""
 
 
 def _print(lines: Sequence[str] | str = "") -> None:
@@ -42,12 +52,18 @@ def _status(state: TaskState) -> None:
 
 def _show_request(state: TaskState) -> None:
     """The approval request, then the command that approves it with the role it needs."""
+    from core.rulebook import needed_role
+    from core.views import approval_request
+
     _print(approval_request(state))
-    _print(["", f"Next: resolver approve {state.run_id} --as {proposal_role(state.proposal.actions)}"])
+    _print(["", f"Next: {PROG} approve {state.run_id} --as {needed_role(state) or 'agent'}"])
 
 
 def _show_run_outcome(state: TaskState) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
+    from core.runner import outcome_line
+    from core.views import safe_text
+
     if state.proposal is None:
         _print(f"Run {state.run_id}: {state.status} after {state.step} step(s).")
         _status(state)
@@ -58,59 +74,75 @@ def _show_run_outcome(state: TaskState) -> None:
         return
     _print([f"Rule {safe_text(state.proposal.rule)}: {safe_text(state.proposal.reason)}"])
     if state.proposal.reply_draft:
-        _print(["Reply draft:"] + ["  " + l for l in safe_text(state.proposal.reply_draft).splitlines()])
+        _print(["Reply draft:"] + ["  " + line for line in safe_text(state.proposal.reply_draft).splitlines()])
     _status(state)
 
 
-def _show_execution(state: TaskState) -> None:
-    _print(operation_lines(state))
-    if state.status == "handed_to_person":
-        last = next((e for e in reversed(state.events) if e.kind == "handed_to_person"), None)
-        if last and not any(op.status == "failed" for op in state.operations):
-            _print(f"Refused: {safe_text(last.message)}")
-    _status(state)
+def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
+    """Refuse with the rulebook's sentence (the one the app shows) when ``action`` is not
+    offered to ``role`` on the run. Raises ApprovalRefused."""
+    from core.errors import ApprovalRefused
+    from core.rulebook import Approver, offers
+
+    why = offers(home.queue.load(run_id), Approver(role))[action]
+    if why:
+        raise ApprovalRefused(why)
 
 
 # -- commands ----------------------------------------------------------------------------------
 
 
 def cmd_run(home: Home, args: argparse.Namespace) -> int:
+    from core.checkpoint import crash_point
+
     state = home.run(args.task, args.variant, args.model, args.repeat, args.run_id, on_step=lambda s: crash_point("step"))
     _show_run_outcome(state)
     return 0
 
 
 def cmd_runs(home: Home, args: argparse.Namespace) -> int:
-    offset, page, rows = 0, 1000, []
-    limit = args.limit
-    while True:
-        batch = home.store.list(args.status, search=args.search, limit=page, offset=offset)
-        rows.extend(batch)
-        offset += len(batch)
-        if len(batch) < page or (limit and len(rows) >= limit):
-            break
-    if limit:
-        rows = rows[:limit]
+    """Print the runs page by page as they are read (``--json``: one JSON array, streamed)."""
+    import json
+    from dataclasses import asdict
+
+    from core.views import safe_text
+
+    shown = 0
+    limit = args.limit or None
     if args.json:
-        print(json.dumps([asdict(r) for r in rows], indent=1))
+        print("[", end="")
+    for page in home.queue.pages(args.status, search=args.search, limit=min(1000, limit or 1000)):
+        rows = page.rows[: limit - shown] if limit else page.rows
+        for r in rows:
+            if args.json:
+                print(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1), end="")
+            else:
+                mark = "" if r.state_ok else "  (corrupt checkpoint)"
+                print(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
+            shown += 1
+        sys.stdout.flush()
+        if limit and shown >= limit:
+            break
+    if args.json:
+        print("\n]" if shown else "]")
         return 0
-    if not rows:
+    if not shown:
         if args.status or args.search:
             _print("No runs match" + (f" status {args.status}" if args.status else "") + (" and" if args.status and args.search else "")
-                   + (f" {safe_text(args.search)!r}" if args.search else "") + f"; {sum(home.store.counts().values())} run(s) saved in all.")
+                   + (f" {safe_text(args.search)!r}" if args.search else "") + f"; {home.queue.total()} run(s) saved in all.")
         else:
             _print("No saved runs. Start one with `resolver run T-65273`.")
-        return 0
-    for r in rows:
-        mark = "" if r.state_ok else "  (corrupt checkpoint)"
-        print(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
     return 0
 
 
 def cmd_resume(home: Home, args: argparse.Namespace) -> int:
+    from core.checkpoint import crash_point
+    from core.rulebook import nothing_to_resume
+    from core.views import after_resume
+
     done = home.resume(args.run, on_step=lambda s: crash_point("step"))
     if done.kind == "final":
-        _print(f"Nothing to resume: the run is {done.state.status}.")
+        _print(nothing_to_resume(done.state))
         return 0
     _print(f"Resuming {args.run} (status {done.before})")
     if done.kind == "continued":
@@ -118,52 +150,69 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     elif done.kind == "request":
         _show_request(done.state)
     else:
-        _show_execution(done.state)
+        _print(after_resume(done.kind, done.before, done.state))
+        _status(done.state)
     return 0
 
 
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
+    from core.views import after_approve
+
+    _refuse(home, args.run, "approve", args.role)
     state = home.approve(args.run, args.role, args.name, args.digest, interrupt=args.interrupt)
-    _show_execution(state)
+    _print(after_approve(state))
+    _status(state)
     return 0
 
 
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
+    from core.views import after_reject
+
+    if args.reason and args.reason.strip():
+        _refuse(home, args.run, "reject", args.role)
     state = home.reject(args.run, args.role, args.reason, args.name, args.digest)
-    _print(decision_lines(state))
+    _print(after_reject(state))
     _status(state)
     return 0
 
 
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
-    state = home.store.load(args.run)
+    from core.views import approval_request, decision_lines, operation_lines
+
+    if args.run is None:
+        _print(f"Home: {home.root} ({home.kind})")
+        return 0
+    state = home.queue.load(args.run)
     _print(approval_request(state))
-    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state)])
+    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state), f"Home: {home.kind}"])
     return 0
 
 
 def cmd_trace(home: Home, args: argparse.Namespace) -> int:
-    events = home.store.events(args.run)
-    _print(f"Trace of {args.run}: {len(events)} event(s)")
-    _print(trace_lines(events))
+    lines = home.queue.trace(args.run)
+    _print(f"Trace of {args.run}: {len(lines)} event(s)")
+    _print(lines)
     return 0
 
 
 def cmd_diff(home: Home, args: argparse.Namespace) -> int:
-    _print(diff_lines(home.store.load(args.run_a), home.store.load(args.run_b)))
+    _print(home.queue.compare(args.run_a, args.run_b)[1])
     return 0
 
 
 def cmd_changes(home: Home, args: argparse.Namespace) -> int:
-    changes = home.world().changes()
+    changes = home.queue.changes()
     _print(f"{len(changes)} change(s) in the practice world since the last reset")
     _print([f"  {c['at']}  {c['line']}" for c in changes])
     return 0
 
 
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
+    from core.homekind import require_practice
+
+    require_practice(home.root, "`reset`")
     if args.run:
-        home.store.delete(args.run)
+        home.delete(args.run)
         _print(f"Deleted run {args.run}.")
         return 0
     n = home.reset(args.all)
@@ -178,6 +227,13 @@ def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_clock(home: Home, args: argparse.Namespace) -> int:
+    from core.clock import FileClock, iso, parse_time
+    from core.homekind import check_clock_command
+
+    check_clock_command(home.root, args.clock_cmd)
+    if home.kind == "shop":  # real time only: set and advance were refused above
+        _print(f"Clock: {iso(home.clock.now())} (real)")
+        return 0
     clock = FileClock(home.root / "clock.json")
     if args.clock_cmd == "set":
         try:
@@ -221,12 +277,12 @@ def cmd_class(home: Home, args: argparse.Namespace) -> int:
 # -- the parser ----------------------------------------------------------------------------------
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     """The ``resolver`` argument parser (every subcommand also takes ``--home DIR``)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", default=argparse.SUPPRESS, help="home folder (default: $RESOLVER_HOME or ./work)")
     parser = argparse.ArgumentParser(
-        prog="resolver",
+        prog=prog,
         description="Checkpoint, approve and execute the Larkfield support agent's work exactly once.",
         parents=[common],
     )
@@ -248,18 +304,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_runs)
 
     for name, func, text in (("resume", cmd_resume, "continue a saved run from its checkpoint"),
-                             ("trace", cmd_trace, "the events of a run"),
-                             ("show", cmd_show, "the request, decision and operations of a run")):
+                             ("trace", cmd_trace, "the events of a run")):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("run", metavar="RUN")
         p.set_defaults(func=func)
+
+    p = sub.add_parser("show", parents=[common], help="the request, decision and operations of a run; without RUN, the home and its kind")
+    p.add_argument("run", metavar="RUN", nargs="?")
+    p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("init", parents=[common], help="make the home folder (--shop: a shop home, for good)")
+    p.add_argument("--shop", action="store_true", help="a shop home: real time only, the lesson's commands refused")
+    p.set_defaults(func=None)
 
     p = sub.add_parser("approve", parents=[common], help="approve a waiting proposal and execute it")
     p.add_argument("run", metavar="RUN")
     p.add_argument("--as", dest="role", required=True, choices=ROLES)
     p.add_argument("--name")
     p.add_argument("--digest", help="the digest you read; refused if the proposal changed")
-    p.add_argument("--interrupt", choices=["before-write", "after-write"], help="end the process at that point (demo)")
+    p.add_argument("--interrupt", choices=["before-write", "after-write"],
+                   help="simulate a crash: end the process just before or just after the first write (exit code 3)")
     p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("reject", parents=[common], help="reject a waiting proposal (hands it to a person)")
@@ -318,31 +382,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 expected error, 3 simulated crash)."""
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
+    """Run the CLI; returns the exit code (0 ok, 1 expected error, 3 simulated crash).
+    ``prog`` is the command as invoked (``python -m resolver`` for the lesson's package)."""
+    global PROG
+    PROG = prog
+    parser = build_parser(prog)
     args = parser.parse_args(argv)
     if getattr(args, "model", "x") is None:
         args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"
+    from core.executor import SimulatedCrash
+    from core.home import Home, resolve_home
+    from core.homekind import init_home
+    from core.views import safe_text
+
     try:
-        home = Home(resolve_home(getattr(args, "home", None)))
+        root = resolve_home(getattr(args, "home", None))
+        if args.command == "init":
+            made = init_home(root, shop=args.shop)
+            Home(root)  # builds the databases (the kind is already written)
+            _print(made)
+            return 0
+        home = Home(root)
         return args.func(home, args)
     except SimulatedCrash as crash:
-        _print(f"The process stopped: {crash}. Resume with: resolver resume {crash.run_id}")
+        _print(f"The process stopped: {crash}. Resume with: {PROG} resume {crash.run_id}")
         sys.stdout.flush()
         return EXIT_CRASH
     except ResolverError as exc:
         print(safe_text(exc), file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("Interrupted; the last checkpoint is saved. Resume with `resolver resume RUN`.", file=sys.stderr)
+        print(f"Interrupted; the last checkpoint is saved. Resume with `{PROG} resume RUN`.", file=sys.stderr)
         return 130
 
 
-def entry() -> None:
+def entry(prog: str = "resolver") -> None:
     """Console-script entry point. A closed pipe (``resolver runs | head``) ends quietly."""
     try:
-        code = main()
+        code = main(prog=prog)
         sys.stdout.flush()
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

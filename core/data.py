@@ -8,7 +8,7 @@ Everything here is read-only text reviewed like code. The files are JSON:
 - ``data/models.json``: the price table per model, in US$ per million tokens.
 - ``data/tickets/T-nnnnn.json``: one ticket each, with its simulated faults.
 - ``data/recordings/T-nnnnn.json``: the recorded model runs of one ticket (the test double for a
-  model; see :mod:`core.provider`).
+  model; see :mod:`core.recorded_model`).
 
 ``data_dir()`` finds the folder whether the package is installed editable (the repository's
 ``data/``) or from a wheel (shipped inside the package as ``core/_data``).
@@ -181,7 +181,9 @@ class Ticket(_Frozen):
     faults: list[Fault] = []
 
 
-class Usage(_Frozen):
+class TurnUsage(_Frozen):
+    """Tokens of one recorded model turn (the run's totals are :class:`core.state.Usage`)."""
+
     tokens_in: int = Field(ge=0)
     tokens_out: int = Field(ge=0)
 
@@ -190,7 +192,7 @@ class ToolCallTurn(_Frozen):
     kind: Literal["tool_call"] = "tool_call"
     tool: str
     args: dict[str, Any]
-    usage: Usage
+    usage: TurnUsage
 
 
 class FinalTurn(_Frozen):
@@ -206,7 +208,7 @@ class FinalTurn(_Frozen):
     reason: str
     actions: list[dict[str, Any]] = []
     reply_draft: str = ""
-    usage: Usage
+    usage: TurnUsage
 
 
 Turn = Annotated[ToolCallTurn | FinalTurn, Field(discriminator="kind")]

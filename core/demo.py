@@ -4,6 +4,12 @@ Nothing here is written by hand: each run is a real run of a recorded ticket, sa
 checkpoint store, and the decided ones went through the real approval code and executor. Times
 start on the last Friday at 16:30 (America/Toronto) before the home's clock, a few minutes apart,
 so on Monday morning the oldest request has waited ``2d 16h``.
+
+The runs' unique identities come from a seeded source (:class:`core.identity.SeededRunUids`),
+so their operation IDs, the snapshots and the screenshots are the same every time. The seed
+counts the decisions the home's audit already holds, so a demo loaded again after a reset never
+reuses an identity (or an idempotency key) of the demo before it. The demo is for practice
+homes: in a shop home it is refused.
 """
 
 from __future__ import annotations
@@ -15,6 +21,8 @@ from core.clock import SHOP_TZ, FixedClock
 from core.errors import ResolverError
 from core.executor import SimulatedCrash
 from core.home import Home
+from core.homekind import require_practice
+from core.identity import SeededRunUids, using
 from core.runner import LoopCrash, crash_after_step
 
 WAITING = [
@@ -42,10 +50,17 @@ def build_demo(home: Home) -> list[str]:
 
     Raises:
         ResolverError: the home already has saved runs (reset it first).
+        ShopRefused: a shop home.
     """
+    require_practice(home.root, "the demo queue")
     existing = sum(home.store.counts().values())
     if existing:
         raise ResolverError(f"The home already has {existing} saved run(s); the demo queue needs an empty one (`resolver reset --all`).")
+    with using(SeededRunUids(f"demo:{len(home.store.audit())}")):
+        return _build(home)
+
+
+def _build(home: Home) -> list[str]:
     clock = FixedClock(friday_before(home.clock.now()))
     demo = Home(home.root, clock=clock)
     made: list[str] = []

@@ -41,3 +41,8 @@ class ApprovalRefused(ResolverError):
 
 class LeaseHeld(ResolverError):
     """Another executor holds the run's lease and it has not expired."""
+
+
+class ShopRefused(ResolverError):
+    """A trainer's or lesson's command in a shop home: its clock is real time only, and nothing
+    there may wipe, rewind or pay as a lesson does (issue 9; see :mod:`core.homekind`)."""

@@ -54,10 +54,11 @@ class SimulatedCrash(ResolverError):
         self.operation_id = op.operation_id
 
 
-def _hand_over(store: CheckpointStore, state: TaskState, why: str) -> TaskState:
+def _hand_over(store: CheckpointStore, state: TaskState, why: str, owner: str) -> TaskState:
+    """Hand the run to a person and give the lease back, in one save."""
     state.status = "handed_to_person"
     state.log("handed_to_person", why, at=store.clock.now())
-    store.save(state)
+    store.save(state, lease_owner=owner)
     return state
 
 
@@ -77,62 +78,76 @@ def execute(
     Returns the state, ``done`` or ``handed_to_person`` (or unchanged if not ``executing``).
     ``on_progress(state, op)`` runs after each operation is saved (the app updates its pane).
 
+    Transactions (issue 10: the fewest that keep the guarantees): one to take the lease and read
+    the checkpoint (:meth:`~core.checkpoint.CheckpointStore.claim`); per operation one save
+    before the write (``pending``, renewing the lease) and one after it (``done``); a final save
+    that also gives the lease back. A retried call adds one save per failed call. Approve and
+    execute of 3 operations is 1 (approval) + 1 + 6 + 1 = 9 transactions, one fsync each.
+
     Raises:
-        LeaseHeld: another executor is working on the run.
+        LeaseHeld: another executor is working on the run (or took it over).
         SimulatedCrash: ``interrupt`` was reached (the lease is left expired, as after a crash).
         RunNotFound, CorruptCheckpoint, StaleCheckpoint, StoreBusy.
     """
     clock = clock or store.clock
     owner = owner or lease_owner_name()
-    store.acquire_lease(run_id, owner, LEASE_TTL_S)
+    state = store.claim(run_id, owner, LEASE_TTL_S)
     crashed = False
+    released = False
     try:
-        state = store.load(run_id)
         if state.status != "executing":
             return state
         problem = verify(state, key)
         if problem:
-            return _hand_over(store, state, f"refused: {problem}; nothing written")
+            state = _hand_over(store, state, f"refused: {problem}; nothing written", owner)
+            released = True
+            return state
         task = load_task(state.task_id)
         world = World(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
         for op in state.operations:
             if op.status == "done":
                 continue
             if op.status == "failed":
-                return _hand_over(store, state, f"operation {op.operation_id} had failed")
+                state = _hand_over(store, state, f"operation {op.operation_id} had failed", owner)
+                released = True
+                return state
             problem = verify(state, key)
             if problem:
-                return _hand_over(store, state, f"refused before {op.action.type}: {problem}; nothing written")
-            store.acquire_lease(run_id, owner, LEASE_TTL_S)
+                state = _hand_over(store, state, f"refused before {op.action.type}: {problem}; nothing written", owner)
+                released = True
+                return state
             if _reconcile(state, op, world):
                 state.log("reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now())
-                store.save(state)
+                store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
                 _progress(on_progress, state, op)
                 continue
             if op.status != "pending":
                 op.status = "pending"
                 state.log("pending", f"{op.action.type} {op.operation_id}: about to write", at=clock.now())
-                store.save(state)
+            store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)  # the checkpoint before the write, and the lease renewed
             if interrupt == "before-write":
                 crashed = True
                 raise SimulatedCrash(run_id, "before-write", op)
-            if not _call(store, state, op, world, clock):
-                return _hand_over(store, state, f"{action_short(op.action)}: {op.error}")
+            if not _call(store, state, op, world, clock, owner):
+                state = _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
+                released = True
+                return state
             crash_point("write")
             if interrupt == "after-write":
                 crashed = True
                 raise SimulatedCrash(run_id, "after-write", op)
             state.log("done", f"{op.action.type} {op.operation_id}: done in {op.calls} call(s)", at=clock.now(), result=op.result)
-            store.save(state)
+            store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
             _progress(on_progress, state, op)
         state.status = "done"
         state.log("finished", "every operation done", at=clock.now())
-        store.save(state)
+        store.save(state, lease_owner=owner)  # the lease is given back in the same save
+        released = True
         return state
     finally:
         if crashed:
             store.expire_lease(run_id)
-        else:
+        elif not released:
             store.release_lease(run_id, owner)
 
 
@@ -154,7 +169,7 @@ def _reconcile(state: TaskState, op: Operation, world: World) -> bool:
     return True
 
 
-def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World, clock: Clock) -> bool:
+def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World, clock: Clock, owner: str) -> bool:
     """Call the service for ``op`` with retries; True when done, False when failed."""
     while True:
         try:
@@ -170,7 +185,7 @@ def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World,
         except TransientServiceError as exc:
             op.error = str(exc)
             state.log("retry", f"{op.action.type} {op.operation_id}: call {op.calls} failed ({exc})", at=clock.now())
-            store.save(state)
+            store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
             if op.calls >= MAX_CALLS:
                 op.status = "failed"
                 op.error = f"gave up after {op.calls} call(s): {exc}"

@@ -5,8 +5,10 @@ One home folder holds all state: ``runs.sqlite`` (checkpoints, events, audit),
 and, when a trainer set one, ``clock.json``. It is ``./work`` by default, ``RESOLVER_HOME`` or
 ``--home DIR`` to change it; both databases are created on first use from ``data/``.
 
-:class:`Home` is the one place the CLI and the app call: run, resume, approve, reject,
-execute, the weekend phone call, reset. Neither face holds logic the other lacks.
+:class:`Home` is the one place the CLI and the app call for writes: run, resume, approve,
+reject, execute, the weekend phone call, the demo queue, delete and reset. Reads go through
+``home.queue``, the :class:`~core.queue.ApprovalQueue` beside it. Neither face opens the store
+or the world itself, and neither holds logic the other lacks.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from core.approval import approve, load_key, reject
-from core.checkpoint import CheckpointStore
-from core.clock import Clock, FileClock
+from core.checkpoint import CheckpointStore, lease_owner_name
+from core.clock import Clock
 from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
+from core.homekind import Kind, home_clock, home_kind, require_practice
+from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
 from core.world import World
@@ -50,11 +54,15 @@ class Home:
 
     Args:
         root: the folder (created if absent).
+        clock: the clock for every "now" (default: the trainer's ``clock.json``, which is real
+            time when the file is absent).
 
     Raises:
         ResolverError: the folder cannot be made (a file is in the way) or is read-only.
-        clock: the clock for every "now" (default: the trainer's ``clock.json``, which is real
-            time when the file is absent).
+
+    ``kind`` is ``"practice"`` or ``"shop"`` (:mod:`core.homekind`): the app's top bar and
+    ``resolver show`` show it. The clock is the trainer's ``clock.json`` (real time when the
+    file is absent), always real time in a shop home.
     """
 
     def __init__(self, root: Path | str, clock: Clock | None = None) -> None:
@@ -65,16 +73,25 @@ class Home:
             raise ResolverError(f"Cannot use {self.root} as the home folder: {exc.strerror or exc}.") from None
         if not os.access(self.root, os.W_OK):
             raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
-        self.clock: Clock = clock or FileClock(self.root / "clock.json")
-        self.store = CheckpointStore(self.root / "runs.sqlite", self.clock)
+        self.kind: Kind = home_kind(self.root)
+        self.clock: Clock = clock or home_clock(self.root)
+        self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
         World(self.world_path, self.clock)  # built on first use
+        self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
+        """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
-    @property
-    def key(self) -> bytes:
-        """The approval signing key (made on first use, mode 0600)."""
+    def approval_key(self) -> bytes:
+        """The approval signing key, read from ``approval.key`` (made on first use: 32 random
+        bytes, mode 0600)."""
         return load_key(self.key_path)
+
+    @staticmethod
+    def lease_owner(label: str = "resolver") -> str:
+        """A lease owner that names this process (``resolver-tui@host:pid:token``), for the
+        ``owner`` of :meth:`approve`, :meth:`resume` and :meth:`execute`."""
+        return lease_owner_name(label)
 
     def world(self, actor: str = "manual") -> World:
         """The practice world, writing as ``actor``."""
@@ -128,7 +145,7 @@ class Home:
         expect_version: int | None = None,
     ) -> TaskState:
         """Approve (see :func:`core.approval.approve`) and then execute the run."""
-        approve(self.store, self.key, run_id, role, name, digest, self.clock, expect_version)
+        approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version)
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
     def reject(self, run_id: str, role: str, reason: str, name: str | None = None, digest: str | None = None) -> TaskState:
@@ -138,7 +155,7 @@ class Home:
     def execute(self, run_id: str, *, interrupt: Interrupt | None = None, owner: str | None = None,
                 on_progress: OnProgress | None = None) -> TaskState:
         """Execute or finish the approved operations (see :func:`core.executor.execute`)."""
-        return execute(self.store, self.world_path, self.key, run_id, clock=self.clock, owner=owner,
+        return execute(self.store, self.world_path, self.approval_key(), run_id, clock=self.clock, owner=owner,
                        interrupt=interrupt, on_progress=on_progress)
 
     # -- the world outside any run --------------------------------------------------------------
@@ -148,13 +165,27 @@ class Home:
         """A refund made by hand, outside any run (seed 000's weekend phone call:
         ``manual-1``, LK-507862, 119.00 CAD, RFD-DOUBLE, PAY-507862-2 gives ``RF-4CFEAE8E``).
 
-        Raises: ServiceRefused with the payment service's sentence.
+        Raises: ServiceRefused with the payment service's sentence; ShopRefused in a shop home.
         """
+        require_practice(self.root, "`manual-refund` (the lesson's weekend phone call)")
         return self.world("manual").request_refund(operation_id, order_id, amount, reason_code, payment_id)
+
+    def load_demo(self) -> list[str]:
+        """Fill this empty home with the Larkfield demo queue (see :func:`core.demo.build_demo`);
+        one line per run made. Raises ResolverError when the home already has saved runs."""
+        from core.demo import build_demo  # demo builds Homes of its own
+
+        return build_demo(self)
+
+    def delete(self, run_id: str) -> None:
+        """Delete one run and its events (a corrupt one, say); the audit keeps its rows.
+        Raises RunNotFound."""
+        self.store.delete(run_id)
 
     def reset(self, everything: bool = False) -> int:
         """Delete the saved runs (and with ``everything`` rebuild the practice world).
-        Returns the number of runs deleted."""
+        Returns the number of runs deleted. Raises ShopRefused in a shop home."""
+        require_practice(self.root, "`reset`")
         n = self.store.reset()
         if everything:
             self.world().reset()

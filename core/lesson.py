@@ -10,21 +10,27 @@ Moments (``resolver class MOMENT``): friday, crash-in-loop [--after-step N],
 crash-before-write, crash-after-write, weekend-call, monday, run-again, all.
 Exercises (``resolver exercise NAME``): crash-at-step, corrupt-checkpoint, migrate-v1,
 resume-twice, lease-owner.
+
+Every moment and exercise runs in a practice home only: in a shop home each is refused
+(:class:`~core.errors.ShopRefused`) before it changes anything (issue 9).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sqlite3
 import uuid
 from collections.abc import Callable
+from typing import Any, TypeVar
 
 from core.checkpoint import lease_owner_name
-from core.clock import FileClock, iso, parse_time
+from core.clock import FileClock, FixedClock, iso, parse_time
 from core.errors import LeaseHeld, ResolverError
 from core.executor import SimulatedCrash
 from core.home import Home
+from core.homekind import require_practice
 from core.runner import LoopCrash, crash_after_step, outcome_line
 from core.world import ServiceRefused
 
@@ -37,15 +43,36 @@ MONDAY = "2026-10-12T09:00:00-04:00"
 
 T65273_RUN = "T-65273-agent-chat-small-1"
 
+F = TypeVar("F", bound=Callable[..., list[str]])
+
+
+def practice_only(what: str) -> Callable[[F], F]:
+    """Refuse the decorated moment or exercise (``fn(home, ...)``) in a shop home."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def guarded(home: Home, *args: Any, **kwargs: Any) -> list[str]:
+            require_practice(home.root, what)
+            return fn(home, *args, **kwargs)
+
+        return guarded  # type: ignore[return-value]
+
+    return wrap
+
+
+moment = practice_only("the trainer's `class`")
+exercise = practice_only("the trainer's `exercise`")
+
 
 def _set_clock(home: Home, when: str) -> None:
     clock = home.clock
-    if isinstance(clock, FileClock) or hasattr(clock, "set"):
-        clock.set(parse_time(when))  # type: ignore[union-attr]
+    if isinstance(clock, FileClock | FixedClock):
+        clock.set(parse_time(when))
     else:
         raise ResolverError("This home's clock cannot be set; run the class with the trainer's clock.")
 
 
+@moment
 def moment_friday(home: Home) -> list[str]:
     """Friday 17:00: Amira runs T-65273 (waits for a team lead or above) and T-90103 repeat 1."""
     _set_clock(home, FRIDAY)
@@ -56,6 +83,7 @@ def moment_friday(home: Home) -> list[str]:
     return lines
 
 
+@moment
 def moment_crash_in_loop(home: Home, after_step: int = 1) -> list[str]:
     """T-65273 crashes after step N of its loop: run ``T-65273-crash-N``, saved as running."""
     run_id = f"T-65273-crash-{after_step}"
@@ -79,16 +107,19 @@ def _crash_at_write(home: Home, point: str) -> list[str]:
     return [f"{state.run_id} finished without reaching the write."]
 
 
+@moment
 def moment_crash_before_write(home: Home) -> list[str]:
     """T-90104 approved by an agent and stopped just before the refund is written."""
     return _crash_at_write(home, "before-write")
 
 
+@moment
 def moment_crash_after_write(home: Home) -> list[str]:
     """T-90104 approved by an agent and stopped just after the refund, before its checkpoint."""
     return _crash_at_write(home, "after-write")
 
 
+@moment
 def moment_weekend_call(home: Home) -> list[str]:
     """The colleague's manual refund of PAY-507862-2 (operation ``manual-1``), on Saturday 11:00
     when the clock is still before it."""
@@ -101,12 +132,14 @@ def moment_weekend_call(home: Home) -> list[str]:
     return [f"Over the weekend a colleague refunded {r['payment_id']} by hand: {r['refund_id']} {r['amount']} CAD."]
 
 
+@moment
 def moment_monday(home: Home) -> list[str]:
     """The clock moves to Monday 09:00."""
     _set_clock(home, MONDAY)
     return [f"Clock: {iso(home.clock.now())} (Monday). Grace opens a new terminal."]
 
 
+@moment
 def moment_run_again(home: Home) -> list[str]:
     """The common mistake: T-90103 run again (repeat 2), so two runs wait with different proposals.
     If Friday's run of T-90103 is gone (a reset since), it is made first, as on Friday."""
@@ -114,7 +147,8 @@ def moment_run_again(home: Home) -> list[str]:
         home.run("T-90103", repeat=1)
     state = home.run("T-90103", repeat=2)
     first = home.store.runs_of_task("T-90103")[0].run_id
-    return [f"Tomás ran T-90103 again: {state.run_id} is {state.status} with {len(state.proposal.actions)} action(s).",
+    actions = state.proposal.actions if state.proposal else []
+    return [f"Tomás ran T-90103 again: {state.run_id} is {state.status} with {len(actions)} action(s).",
             f"Compare: resolver diff {first} {state.run_id}"]
 
 
@@ -141,6 +175,7 @@ TITLES = {
 """The command-palette titles of the moments in the app's trainer mode."""
 
 
+@moment
 def moment_all(home: Home) -> list[str]:
     """Every moment in order."""
     lines: list[str] = []
@@ -153,6 +188,7 @@ def moment_all(home: Home) -> list[str]:
 # --- exercises ------------------------------------------------------------------------------------
 
 
+@exercise
 def exercise_crash_at_step(home: Home, after_step: int = 2) -> list[str]:
     """Seed 000: crash after step N, predict, resume; the outcome still reads 3 model calls."""
     lines = moment_crash_in_loop(home, after_step)
@@ -162,6 +198,7 @@ def exercise_crash_at_step(home: Home, after_step: int = 2) -> list[str]:
     return lines + [f"Resumed: {outcome_line(done.state)}", "Trace:"] + [f"  {s}" for s in steps]
 
 
+@exercise
 def exercise_corrupt_checkpoint(home: Home) -> list[str]:
     """Seed 001 exercise 1: corrupt a checkpoint's JSON and see the clear error."""
     run_id = f"T-65273-corrupt-{uuid.uuid4().hex[:6]}"
@@ -176,6 +213,7 @@ def exercise_corrupt_checkpoint(home: Home) -> list[str]:
     return ["The corrupt checkpoint loaded; that is a bug."]
 
 
+@exercise
 def exercise_migrate_v1(home: Home) -> list[str]:
     """Seed 001 exercise 2: a v1 checkpoint (no ``reply_channel``) loads as v2 with ``email``."""
     state = home.run("T-90103", repeat=1, run_id=f"T-90103-v1-{uuid.uuid4().hex[:6]}")
@@ -183,13 +221,16 @@ def exercise_migrate_v1(home: Home) -> list[str]:
     raw["schema_version"] = 1
     raw.pop("reply_channel")
     raw.pop("meta")
+    raw.pop("run_uid")
     with sqlite3.connect(home.store.path) as conn:
         conn.execute("UPDATE runs SET state = ? WHERE run_id = ?", (json.dumps(raw), state.run_id))
     back = home.store.load(state.run_id)
     return [f"Saved {state.run_id} as schema version 1 without reply_channel.",
-            f"Loaded as schema version {back.schema_version}: reply_channel = {back.reply_channel!r}."]
+            f"Loaded as schema version {back.schema_version}: reply_channel = {back.reply_channel!r}, "
+            f"run_uid = {back.run_uid!r} (the run ID, as for every run saved before schema 3)."]
 
 
+@exercise
 def exercise_resume_twice(home: Home) -> list[str]:
     """Seed 001 exercise 3: resume twice without idempotency keys (two replies), then with (one)."""
     world = home.world("exercise")
@@ -204,12 +245,13 @@ def exercise_resume_twice(home: Home) -> list[str]:
     return [f"Without idempotency keys: {without} replies sent.", f"With the same operation ID: {with_key} reply sent."]
 
 
+@exercise
 def exercise_lease_owner(home: Home) -> list[str]:
     """Seed 001 exercise 4: a resume from another lease owner is refused while the lease lives."""
     state = home.run("T-90104", "agent_structured", "chat-strong", 1, run_id=f"T-90104-lease-{uuid.uuid4().hex[:6]}")
     from core.approval import approve
 
-    approve(home.store, home.key, state.run_id, "agent", "Amira", clock=home.clock)
+    approve(home.store, home.approval_key(), state.run_id, "agent", "Amira", clock=home.clock)
     home.store.acquire_lease(state.run_id, lease_owner_name("window-1"), 60)
     try:
         home.resume(state.run_id)

@@ -11,18 +11,27 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
 from core.checkpoint import CheckpointStore
 from core.clock import Clock
-from core.data import FinalTurn, Ticket, load_policy, load_task
+from core.data import FinalTurn, Ticket, ToolCallTurn, load_policy, load_task
 from core.errors import ResolverError
-from core.provider import RecordedModel, cost_usd, repeats_of, show_usd
+from core.identity import new_run_uid
+from core.recorded_model import RecordedModel, cost_usd, repeats_of, show_usd
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
 from core.world import UnknownTool, World
 
 OnStep = Callable[[TaskState], None]
+
+
+class Model(Protocol):
+    """What the loop asks: the next turn for a working context (:class:`RecordedModel` is one)."""
+
+    def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
+        """The model's next turn. Raises NoRecording (the recorded model) past its last turn."""
 
 SYSTEM_PROMPT = (
     "You are Larkfield's support agent. Read the ticket, look up facts with the read-only tools "
@@ -64,11 +73,17 @@ def next_run_id(store: CheckpointStore, task_id: str, variant: str, model: str) 
     return f"{prefix}{n}"
 
 
-def new_state(task: Ticket, variant: str, model: str, run_id: str, clock: Clock, repeat: int = 1) -> TaskState:
-    """A fresh ``running`` state for one ticket, with the system prompt and the ticket as context."""
+def new_state(task: Ticket, variant: str, model: str, run_id: str, clock: Clock, repeat: int = 1,
+              run_uid: str | None = None) -> TaskState:
+    """A fresh ``running`` state for one ticket, with the system prompt and the ticket as context.
+
+    ``run_uid`` is the run's unique identity; by default a new one from :mod:`core.identity`
+    (never the readable ``run_id``, which a reset gives out again).
+    """
     now = clock.now()
     state = TaskState(
         run_id=run_id,
+        run_uid=run_uid or new_run_uid(),
         task_id=task.task_id,
         variant=variant,
         model=model,
@@ -83,7 +98,8 @@ def new_state(task: Ticket, variant: str, model: str, run_id: str, clock: Clock,
         ],
         meta=Meta(policy_version=load_policy().version, model_route=f"recorded:{variant}/{model}#{repeat}"),
     )
-    state.log("created", f"run {run_id} of {task.task_id} by {variant}/{model} (recording {repeat})", at=now)
+    state.log("created", f"run {run_id} of {task.task_id} by {variant}/{model} (recording {repeat})", at=now,
+              run_uid=state.run_uid)
     return state
 
 
@@ -105,7 +121,7 @@ def _finish(state: TaskState, turn: FinalTurn) -> None:
     state.log("outcome", f"step {state.step}: {outcome_line(state)}", step=state.step, digest=proposal.digest, status=state.status)
 
 
-def run_task(state: TaskState, model: RecordedModel, world: World, clock: Clock, on_step: OnStep | None = None) -> TaskState:
+def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step: OnStep | None = None) -> TaskState:
     """Run the loop from ``state.step`` until an outcome or the step limit.
 
     Each step makes one model call; a tool call is executed against ``world`` and recorded as

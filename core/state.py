@@ -8,9 +8,16 @@ Schema versions (``schema_version``):
 
 - 1: the first schema (frozen in ``tests/fixtures/task_state_v1.json``).
 - 2: adds ``reply_channel`` (default ``"email"``), seed 001's migration exercise, and the
-  metadata block (``policy_version``, ``tool_schema_version``, ``model_route``).
+  metadata block (``policy_version``, ``tool_schema_version``, ``model_route``). Release 0.1.0
+  saved this version (``tests/fixtures/home_0_1_0``).
+- 3: adds ``run_uid``, the run's unique identity (issue 9). The readable ``run_id`` comes back
+  after ``resolver reset --all`` (``T-65273-agent-chat-small-1`` again); the ``run_uid`` never
+  does. Operation IDs (the services' idempotency keys), the approval's signature and the audit
+  rows are bound to it. A run saved before gets ``run_uid = run_id``: that is the string its
+  0.1.0 operation IDs and signature were derived from, so they stay valid and an executing run
+  resumes with its own operation IDs.
 
-:func:`migrate` upgrades a raw v1 dict to v2; any other version fails loudly with
+:func:`migrate` upgrades a raw v1 or v2 dict to v3; any other version fails loudly with
 :class:`~core.errors.UnsupportedSchemaVersion`.
 """
 
@@ -26,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.errors import ResolverError, UnsupportedSchemaVersion
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TOOL_SCHEMA_VERSION = "tools-1"
 
 Status = Literal["running", "waiting_approval", "executing", "done", "handed_to_person", "stopped"]
@@ -265,10 +272,15 @@ class TaskState(_Model):
     context; ``evidence`` the read-only tool calls; ``operations`` the approved writes;
     ``faults_seen`` the simulated faults already met (``service:kind:n``); ``usage`` tokens and
     US$; ``version`` is the checkpoint row's compare-and-set counter (0: never saved).
+
+    ``run_id`` is the readable ID (``T-65273-agent-chat-small-1``), unique among the saved runs
+    but used again after a reset; ``run_uid`` is the run's identity, never used by another run
+    (32 hex digits from :mod:`core.identity`, or the ``run_id`` of a run migrated from schema 2).
     """
 
     schema_version: int = SCHEMA_VERSION
     run_id: str
+    run_uid: str = Field(min_length=1)
     task_id: str
     variant: str
     model: str
@@ -309,6 +321,8 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     """Upgrade a raw checkpoint dict to the current schema.
 
     v1 -> v2: ``reply_channel`` defaults to ``"email"`` and ``meta`` to empty metadata.
+    v2 -> v3: ``run_uid`` is the ``run_id``, the string the run's stored operation IDs and
+    approval signature were derived from (release 0.1.0), so both still hold.
 
     Raises:
         UnsupportedSchemaVersion: a version this code does not know (newer or garbage).
@@ -316,11 +330,13 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     version = raw.get("schema_version", 1)
     if version == SCHEMA_VERSION:
         return raw
-    if version == 1:
+    if version in (1, 2):
         upgraded = dict(raw)
-        upgraded.setdefault("reply_channel", "email")
-        upgraded.setdefault("meta", Meta().model_dump(mode="json"))
-        upgraded["schema_version"] = 2
+        if version == 1:
+            upgraded.setdefault("reply_channel", "email")
+            upgraded.setdefault("meta", Meta().model_dump(mode="json"))
+        upgraded.setdefault("run_uid", upgraded.get("run_id"))
+        upgraded["schema_version"] = SCHEMA_VERSION
         return upgraded
     raise UnsupportedSchemaVersion(
         f"Run {raw.get('run_id', '?')} was saved with schema version {version!r}; this resolver reads "
@@ -328,8 +344,10 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     )
 
 
-def operation_id(run_id: str, index: int, action: BaseModel) -> str:
-    """The stable ID of an operation: 16 hex digits of SHA-256 over run ID, index and the
-    action's canonical JSON. The same on every resume, different for every action."""
-    payload = f"{run_id}|{index}|{canonical_json(action.model_dump(mode='json'))}"
+def operation_id(run_uid: str, index: int, action: BaseModel) -> str:
+    """The stable ID of an operation: 16 hex digits of SHA-256 over the run's ``run_uid``, the
+    index and the action's canonical JSON. The same on every resume, different for every action
+    and for every run, even one that reuses a readable run ID after a reset (issue 9). A run
+    migrated from release 0.1.0 has ``run_uid == run_id``, which gives its stored IDs again."""
+    payload = f"{run_uid}|{index}|{canonical_json(action.model_dump(mode='json'))}"
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]

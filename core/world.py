@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -28,10 +29,9 @@ import sqlite_utils
 
 from core.clock import Clock, SystemClock, iso
 from core.data import Fault, load_policy, load_world_data
-from core.errors import ResolverError, StoreBusy
-from core.state import cad
-
-BUSY_TIMEOUT_S = 5.0
+from core.database import Database
+from core.errors import ResolverError
+from core.state import Action, RefundAction, ReplyAction, ReshipAction, ReturnLabelAction, cad
 
 READ_TOOLS = ("get_order", "get_payments", "get_shipment", "get_customer", "get_policy")
 """The agent's read-only tools, each taking one ID argument and returning JSON evidence."""
@@ -44,7 +44,6 @@ TOOL_ARGS = {
     "get_policy": ("rule_id",),
 }
 
-WRITE_SERVICES = ("request_refund", "reship_item", "create_return_label", "send_reply")
 
 
 class ServiceRefused(ResolverError):
@@ -91,41 +90,28 @@ class World:
         self.faults = list(faults)
         self.faults_seen = faults_seen if faults_seen is not None else []
         self.actor = actor
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            if "operations" not in sqlite_utils.Database(conn).table_names():
-                self._build(conn)
+        self.db = _database(self.path)
+        self.db.connection()  # built on first use
 
     # -- connections and building ---------------------------------------------------------------
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA journal_mode = WAL")
+        with self.db.read() as conn:
             yield conn
-        except sqlite3.OperationalError as exc:
-            if "locked" in str(exc) or "busy" in str(exc):
-                raise StoreBusy(f"The practice world {self.path} stayed locked by another process; try again.") from exc
-            raise ResolverError(f"The practice world {self.path} failed: {exc}.") from exc
-        except sqlite3.DatabaseError as exc:
-            raise ResolverError(f"The practice world {self.path} is not a usable database: {exc}.") from exc
-        finally:
-            conn.close()
 
     @contextmanager
     def _immediate(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield conn
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            else:
-                conn.execute("COMMIT")
+        with self.db.immediate() as conn:
+            yield conn
+
+    @staticmethod
+    def _ensure_built(conn: sqlite3.Connection) -> None:
+        """Build the world in a new (or rebuilt) file; another process building it at the same
+        moment is waited for, and the tables are made once."""
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'operations'").fetchone():
+            return
+        World._build(conn)
 
     @staticmethod
     def _build(conn: sqlite3.Connection) -> None:
@@ -133,9 +119,12 @@ class World:
         db = sqlite_utils.Database(conn)
         conn.execute("BEGIN IMMEDIATE")
         try:
-            db["customers"].insert_all([c.model_dump() for c in data.customers], pk="customer_id")
-            db["catalog"].insert_all([{**i.model_dump(), "price": str(i.price)} for i in data.catalog], pk="sku")
-            db["orders"].insert_all(
+            if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'operations'").fetchone():
+                conn.execute("ROLLBACK")
+                return
+            db.table("customers").insert_all([c.model_dump() for c in data.customers], pk="customer_id")
+            db.table("catalog").insert_all([{**i.model_dump(), "price": str(i.price)} for i in data.catalog], pk="sku")
+            db.table("orders").insert_all(
                 [
                     {"order_id": o.order_id, "customer_id": o.customer_id, "placed_at": o.placed_at,
                      "status": o.status, "ship_to": o.ship_to, "shipping": str(o.shipping), "total": str(o.total)}
@@ -143,28 +132,28 @@ class World:
                 ],
                 pk="order_id",
             )
-            db["order_lines"].insert_all(
+            db.table("order_lines").insert_all(
                 [{"order_id": o.order_id, "sku": l.sku, "quantity": l.quantity, "unit_price": str(l.unit_price)}
                  for o in data.orders for l in o.lines],
                 pk=("order_id", "sku"),
             )
-            db["payments"].insert_all(
+            db.table("payments").insert_all(
                 [{**p.model_dump(), "amount": str(p.amount),
                   "refunded": str(p.amount) if p.status == "refunded" else "0.00"} for p in data.payments],
                 pk="payment_id",
             )
-            db["payments"].create_index(["order_id"])
-            db["shipments"].insert_all([s.model_dump() for s in data.shipments], pk="shipment_id")
-            db["shipments"].create_index(["order_id"])
+            db.table("payments").create_index(["order_id"])
+            db.table("shipments").insert_all([s.model_dump() for s in data.shipments], pk="shipment_id")
+            db.table("shipments").create_index(["order_id"])
             common = {"operation_id": str, "order_id": str, "at": str, "actor": str}
-            db["refunds"].create({"refund_id": str, **common, "payment_id": str, "amount": str, "reason_code": str}, pk="refund_id")
-            db["reshipments"].create({"reship_id": str, **common, "sku": str, "quantity": int}, pk="reship_id")
-            db["return_labels"].create(
+            db.table("refunds").create({"refund_id": str, **common, "payment_id": str, "amount": str, "reason_code": str}, pk="refund_id")
+            db.table("reshipments").create({"reship_id": str, **common, "sku": str, "quantity": int}, pk="reship_id")
+            db.table("return_labels").create(
                 {"label_id": str, **common, "sku": str, "reason": str, "return_shipping": str}, pk="label_id"
             )
-            db["return_labels"].create_index(["order_id", "sku"], unique=True)
-            db["replies"].create({"reply_id": str, **common, "customer_id": str, "text": str}, pk="reply_id")
-            db["operations"].create(
+            db.table("return_labels").create_index(["order_id", "sku"], unique=True)
+            db.table("replies").create({"reply_id": str, **common, "customer_id": str, "text": str}, pk="reply_id")
+            db.table("operations").create(
                 {"operation_id": str, "service": str, "args": str, "result": str, "at": str, "actor": str},
                 pk="operation_id",
             )
@@ -175,11 +164,11 @@ class World:
 
     def reset(self) -> None:
         """Rebuild the world from ``data/`` (every write since is forgotten)."""
+        self.db.close()
         self.path.unlink(missing_ok=True)
         for suffix in ("-wal", "-shm"):
             Path(str(self.path) + suffix).unlink(missing_ok=True)
-        with self._connect() as conn:
-            self._build(conn)
+        self.db.connection()  # a new file: built again by the first connection
 
     # -- read-only tools ------------------------------------------------------------------------
 
@@ -369,10 +358,17 @@ class World:
 
         return self._write("send_reply", operation_id, args, do)
 
-    def call_service(self, operation_id: str, action: Any) -> dict[str, Any]:
-        """Call the write service that ``action`` (a state action model) names."""
-        args = action.model_dump(exclude={"type", "currency"})
-        return getattr(self, action.type)(operation_id, **args)
+    def call_service(self, operation_id: str, action: Action) -> dict[str, Any]:
+        """Call the write service that ``action`` names, with ``operation_id`` as its idempotency
+        key (the table :data:`WRITE_SERVICES` maps each action type to its service).
+
+        Raises: ServiceRefused, TransientServiceError (from the service); ResolverError for an
+        action type that has no service.
+        """
+        service = WRITE_SERVICES.get(action.type)
+        if service is None:
+            raise ResolverError(f"No write service for {action.type!r}; the services are {', '.join(WRITE_SERVICES)}.")
+        return service(self, operation_id, action)
 
     # -- what changed ---------------------------------------------------------------------------
 
@@ -407,3 +403,46 @@ class World:
         """How many register rows ``operation_id`` has (0 or 1: it is the primary key)."""
         with self._connect() as conn:
             return conn.execute("SELECT COUNT(*) FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()[0]
+
+
+Service = Callable[[World, str, Any], dict[str, Any]]
+
+
+def _refund(world: World, operation_id: str, a: RefundAction) -> dict[str, Any]:
+    return world.request_refund(operation_id, a.order_id, a.amount, a.reason_code, a.payment_id)
+
+
+def _reship(world: World, operation_id: str, a: ReshipAction) -> dict[str, Any]:
+    return world.reship_item(operation_id, a.order_id, a.sku, a.quantity)
+
+
+def _label(world: World, operation_id: str, a: ReturnLabelAction) -> dict[str, Any]:
+    return world.create_return_label(operation_id, a.order_id, a.sku, a.reason, a.return_shipping)
+
+
+def _reply(world: World, operation_id: str, a: ReplyAction) -> dict[str, Any]:
+    return world.send_reply(operation_id, a.order_id, a.customer_id, a.text)
+
+
+WRITE_SERVICES: dict[str, Service] = {
+    "request_refund": _refund,
+    "reship_item": _reship,
+    "create_return_label": _label,
+    "send_reply": _reply,
+}
+"""Action type -> the write service that performs it: the executor's only way into the world."""
+
+_databases: dict[Path, Database] = {}
+_databases_lock = threading.Lock()
+
+
+def _database(path: Path) -> Database:
+    """The one :class:`~core.database.Database` of a world file in this process: every World on
+    the same file shares its per-thread connections."""
+    key = path.resolve()
+    with _databases_lock:
+        db = _databases.get(key)
+        if db is None:
+            db = _databases[key] = Database(path, label="the practice world", on_open=World._ensure_built,
+                                            row_factory=sqlite3.Row)
+        return db

@@ -4,32 +4,36 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from core.checkpoint import lease_owner_name
-from core.clock import Clock
 from core.errors import ResolverError
 from core.home import Home
-from core.policy import check_role
-from textual import work
+from core.views import Approver
+from textual import on, work
 from textual.app import App
 from textual.binding import Binding
+from textual.worker import Worker, WorkerState
 
 from resolver_tui.commands import LessonCommands, ResolverCommands
+from resolver_tui.messages import MomentDone
 from resolver_tui.screens.help import HelpScreen
 from resolver_tui.screens.queue import QueueScreen
 from resolver_tui.screens.text import LinesScreen
+from resolver_tui.widgets.safe import clean
 
 
 class ResolverApp(App):
     """The Larkfield approvals queue on one home folder.
 
     Args:
-        home: the home folder (store, world, key); injected so tests hand it a temporary one.
+        home: the home folder (writes, and the read side ``home.queue``); injected so tests hand
+            it a temporary one.
         role: the approver's role (``agent``, ``team_lead``, ``grace``).
-        name: the approver's name, recorded with each decision.
-        clock: the clock the ages and the header use (default: the home's clock).
+        name: the approver's name, recorded with each decision (default: the role's label).
         refresh_interval: seconds between automatic refreshes (None or 0: off).
         demo: load the demo queue at start when the home is empty.
         trainer: list the trainer's moments in the palette (when :mod:`core.lesson` exists).
+
+    Raises:
+        UnknownRole: ``role`` is not one of the policy's roles.
     """
 
     CSS_PATH = "app.tcss"
@@ -40,25 +44,19 @@ class ResolverApp(App):
         Binding("q", "quit", "Quit"),
     ]
 
-    def __init__(self, home: Home, role: str = "team_lead", name: str | None = None, clock: Clock | None = None,
+    def __init__(self, home: Home, role: str = "team_lead", name: str | None = None,
                  refresh_interval: float | None = 2.0, demo: bool = False, trainer: bool = False) -> None:
         super().__init__()
         self.home = home
-        self.role = check_role(role)
-        self.approver_name = (name or "").strip() or role.replace("_", " ")
-        self.clock = clock or home.clock
+        self.approver = Approver(role, (name or "").strip() or role.replace("_", " "))
         self.refresh_interval = refresh_interval or None
         self.demo = demo
         self.trainer = trainer
-        self.lease_owner = lease_owner_name("resolver-tui")
 
     def get_default_screen(self) -> QueueScreen:
-        self.queue = QueueScreen()
+        self.queue = QueueScreen(self.home, self.approver, refresh_interval=self.refresh_interval,
+                                 lease_owner=self.home.lease_owner("resolver-tui"), load_demo_if_empty=self.demo)
         return self.queue
-
-    def on_mount(self) -> None:
-        if self.demo and not sum(self.home.store.counts().values()):
-            self.screen.action_load_demo()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
@@ -71,9 +69,20 @@ class ResolverApp(App):
     @work(thread=True, exclusive=True, group="trainer", exit_on_error=False)
     def _moment(self, fn: Callable[[Home], list[str]], name: str) -> None:
         try:
-            out = fn(self.home)
+            self.post_message(MomentDone(name, list(fn(self.home) or [])))
         except ResolverError as exc:
-            self.call_from_thread(self.notify, str(exc), severity="error", markup=False)
+            self.post_message(MomentDone(name, [], str(exc)))
+
+    @on(MomentDone)
+    def moment_done(self, message: MomentDone) -> None:
+        if message.error is not None:
+            self.notify(message.error, severity="error", markup=False)
             return
-        self.call_from_thread(self.queue.unfollow)
-        self.call_from_thread(self.push_screen, LinesScreen(f"Trainer: {name}", list(out or [])))
+        self.queue.unfollow()
+        self.push_screen(LinesScreen(f"Trainer: {message.name}", message.lines))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """An unexpected error in a trainer's moment is shown, never a crash."""
+        if event.state == WorkerState.ERROR and event.worker.group == "trainer":
+            error = event.worker.error
+            self.notify(clean(f"{type(error).__name__}: {error}"), severity="error", markup=False, timeout=10)

@@ -3,13 +3,19 @@ trainer's moments when :mod:`core.lesson` exists (issue 5)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING, cast
 
 from core.lesson import MOMENTS, TITLES
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
 from resolver_tui.widgets.bars import FILTERS
+
+if TYPE_CHECKING:
+    from resolver_tui.app import ResolverApp
+    from resolver_tui.screens.queue import QueueScreen
 
 ACTIONS: list[tuple[str, str, str]] = [
     ("Approve the highlighted run", "approve", "asks first, then executes its operations"),
@@ -27,17 +33,17 @@ ACTIONS: list[tuple[str, str, str]] = [
 class ResolverCommands(Provider):
     """The queue's actions and ``Jump to run <id>`` for every run loaded in the table."""
 
-    def _queue(self):
+    def _queue(self) -> QueueScreen | None:
         from resolver_tui.screens.queue import QueueScreen
 
         screen = self.screen
         return screen if isinstance(screen, QueueScreen) else None
 
-    def _items(self) -> list[tuple[str, object, str]]:
+    def _items(self) -> list[tuple[str, Callable[[], object], str]]:
         queue = self._queue()
         if queue is None:
             return []
-        items: list[tuple[str, object, str]] = [
+        items: list[tuple[str, Callable[[], object], str]] = [
             (title, partial(queue.try_action, action), help_text) for title, action, help_text in ACTIONS
         ]
         items += [(f"Jump to run {run_id}", partial(queue.jump_to, run_id), "show it in the queue")
@@ -67,18 +73,19 @@ class LessonCommands(Provider):
     """The trainer's moments (:data:`core.lesson.MOMENTS`, titled "Simulate: ..."), listed only
     in trainer mode (issue 5), so a trainer changes the world or crashes a run in place."""
 
-    def _moments(self) -> list[tuple[str, str, object]]:
-        if not getattr(self.app, "trainer", False):
+    def _moments(self) -> list[tuple[str, Callable[[], object]]]:
+        app = cast("ResolverApp", self.app)
+        if not getattr(app, "trainer", False):
             return []
-        return [(name, TITLES[name], fn) for name, fn in MOMENTS.items()]
+        return [(TITLES[name], partial(app.run_moment, fn, name)) for name, fn in MOMENTS.items()]
 
     async def discover(self) -> Hits:
-        for name, title, fn in self._moments():
-            yield DiscoveryHit(Content(title), partial(self.app.run_moment, fn, name), text=title)
+        for title, run in self._moments():
+            yield DiscoveryHit(Content(title), run, text=title)
 
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
-        for name, title, fn in self._moments():
+        for title, run in self._moments():
             score = matcher.match(title)
             if score > 0:
-                yield Hit(score, matcher.highlight(title), partial(self.app.run_moment, fn, name), text=title)
+                yield Hit(score, matcher.highlight(title), run, text=title)

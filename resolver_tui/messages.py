@@ -1,75 +1,78 @@
 """Messages the thread workers post back to the queue screen.
 
-Workers never touch widgets: they read or write through :mod:`core` on their own connection
-and report with one of these (``post_message`` is thread-safe).
+Workers never touch widgets: they read through ``home.queue`` or write through
+:class:`core.home.Home` on their own connection and report with one of these
+(``post_message`` is thread-safe). Each worker ends with exactly one of them, or with an error
+that the screen's one worker-error handler shows.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from core.checkpoint import RunSummary
-from core.state import TaskState
+from core.queue import Page
+from core.views import RunDetail
 from textual.message import Message
 
 
 class PageLoaded(Message):
-    """A page of the queue: ``rows`` from ``offset`` for ``status``/``search``, and the counts."""
+    """A page of the queue and the counts per status; ``serial`` is the load it answers
+    (older loads are dropped) and ``select`` the run to put the cursor on."""
 
-    def __init__(self, rows: list[RunSummary], counts: dict[str, int], offset: int, status: str | None,
-                 search: str | None, select: str | None = None) -> None:
+    def __init__(self, page: Page, counts: dict[str, int], serial: int, select: str | None = None) -> None:
         super().__init__()
-        self.rows = rows
+        self.page = page
         self.counts = counts
-        self.offset = offset
-        self.status = status
-        self.search = search
+        self.serial = serial
         self.select = select
 
 
-@dataclass
-class Detail:
-    """What the detail pane shows for one run (loaded in a worker)."""
-
-    run_id: str
-    summary: RunSummary | None = None
-    state: TaskState | None = None
-    error: str | None = None
-    others: list[str] = field(default_factory=list)
-    trace: list[str] = field(default_factory=list)
-
-
 class DetailLoaded(Message):
-    """The detail of the highlighted run is ready."""
+    """The detail of a run is ready (the highlighted one, or a run the executor just advanced)."""
 
-    def __init__(self, detail: Detail) -> None:
+    def __init__(self, detail: RunDetail) -> None:
         super().__init__()
         self.detail = detail
 
 
-class OperationDone(Message):
-    """The executor saved one operation of ``run_id`` (``state`` is a copy after it)."""
+class OperationDone(DetailLoaded):
+    """The executor saved one operation; ``detail`` is the run after it."""
 
-    def __init__(self, run_id: str, state: TaskState) -> None:
+
+class Finished(Message):
+    """An approve, reject, resume or demo load finished; ``lines`` say what happened and
+    ``detail`` is the run after it (None for the demo)."""
+
+    def __init__(self, run_id: str | None, lines: list[str], detail: RunDetail | None = None) -> None:
         super().__init__()
         self.run_id = run_id
-        self.state = state
+        self.lines = lines
+        self.detail = detail
 
 
-class ActionFinished(Message):
-    """An approve, reject, resume or demo load finished; ``text`` says how it ended."""
-
-    def __init__(self, run_id: str | None, text: str, state: TaskState | None = None) -> None:
-        super().__init__()
-        self.run_id = run_id
-        self.text = text
-        self.state = state
-
-
-class ActionFailed(Message):
-    """An action ended with an error sentence (refusal, lost race, lease held, busy store)."""
+class Failed(Message):
+    """An action or a read ended with an error sentence (refusal, lost race, lease held, busy
+    store)."""
 
     def __init__(self, run_id: str | None, text: str) -> None:
         super().__init__()
         self.run_id = run_id
         self.text = text
+
+
+class LinesReady(Message):
+    """A trace or a comparison is ready to be shown: ``kind`` is ``trace`` or ``compare``."""
+
+    def __init__(self, kind: str, title: str, lines: list[str]) -> None:
+        super().__init__()
+        self.kind = kind
+        self.title = title
+        self.lines = lines
+
+
+class MomentDone(Message):
+    """A trainer's moment ran (posted to the app): what it said, or the error sentence."""
+
+    def __init__(self, name: str, lines: list[str], error: str | None = None) -> None:
+        super().__init__()
+        self.name = name
+        self.lines = lines
+        self.error = error

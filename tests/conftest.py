@@ -1,8 +1,11 @@
-"""Shared fixtures: a home folder in tmp_path under a fixed Friday clock, and CLI runners."""
+"""Shared fixtures: a home folder in tmp_path under a fixed Friday clock, CLI runners, and the
+demo queue built once per test session (each test gets its own copy)."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +29,28 @@ def clock() -> FixedClock:
 @pytest.fixture
 def home(tmp_path: Path, clock: FixedClock) -> Home:
     return Home(tmp_path / "home", clock=clock)
+
+
+@pytest.fixture(scope="session")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A home holding the demo queue, built once per session on Monday 2026-10-12 09:00 by the
+    real runner, approvals and executor. Never use it directly: :func:`copy_home` it."""
+    from core.demo import build_demo
+
+    root = tmp_path_factory.mktemp("demo-template") / "home"
+    build_demo(Home(root, clock=FixedClock(MONDAY)))
+    for db in root.glob("*.sqlite"):  # fold the write-ahead logs in, so a copy is whole
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return root
+
+
+@pytest.fixture
+def demo_home(tmp_path: Path, demo_template: Path) -> Home:
+    """The demo queue, seen on Monday 2026-10-12 09:00: this test's own copy of the template."""
+    root = tmp_path / "home"
+    shutil.copytree(demo_template, root)
+    return Home(root, clock=FixedClock(MONDAY))
 
 
 @pytest.fixture

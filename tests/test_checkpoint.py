@@ -37,11 +37,11 @@ def test_save_stamps_updated_at_from_the_clock_and_lists_by_summary(home, clock)
     home.run("T-90103", repeat=1)
     clock.sleep(3600)
     home.run("T-65273")
-    rows = home.store.list("waiting_approval")
+    rows = home.store.page("waiting_approval")
     assert [r.run_id for r in rows] == ["T-90103-agent-chat-small-1", "T-65273-agent-chat-small-1"]  # oldest first
     top = rows[1]
     assert (top.customer, top.total_amount, top.required_role, top.order_id) == ("Maya Thompson", "119.00", "team_lead", "LK-507862")
-    assert home.store.list(search="LK-507862")[0].run_id == top.run_id
+    assert home.store.page(search="LK-507862")[0].run_id == top.run_id
     assert home.store.counts() == {"waiting_approval": 2}
 
 
@@ -70,7 +70,7 @@ def test_a_corrupt_row_and_an_unknown_schema_give_their_own_errors_while_others_
         home.store.load(bad.run_id)
     with pytest.raises(UnsupportedSchemaVersion, match="schema version 99"):
         home.store.load(future.run_id)
-    rows = {r.run_id: r for r in home.store.list()}
+    rows = {r.run_id: r for r in home.store.page()}
     assert set(rows) == {good.run_id, bad.run_id, future.run_id}
     assert rows[bad.run_id].state_ok is False and rows[good.run_id].state_ok is True
     assert home.store.load(good.run_id).status == "waiting_approval"
@@ -100,8 +100,8 @@ def test_the_frozen_v1_checkpoint_still_loads(home):
     assert state.schema_version == SCHEMA_VERSION
     assert state.reply_channel == "email"
     assert len(state.proposal.actions) == 2
-    home.store.save(state)  # saved again as v2
-    assert json.loads(sqlite3.connect(home.store.path).execute("SELECT state FROM runs").fetchone()[0])["schema_version"] == 2
+    home.store.save(state)  # saved again as the current version
+    assert json.loads(sqlite3.connect(home.store.path).execute("SELECT state FROM runs").fetchone()[0])["schema_version"] == SCHEMA_VERSION
 
 
 def test_events_are_appended_in_the_save_transaction(home):

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import subprocess
+import sys
+
+import pytest
 
 from conftest import T65273_RUN, T90104_RUN
 
@@ -14,6 +18,7 @@ def _usage(home_dir, run_id):
     return CheckpointStore(home_dir / "runs.sqlite").load(run_id).usage
 
 
+@pytest.mark.slow
 def test_friday_to_monday_resume_shows_the_same_request_and_calls_no_model(proc):
     friday = proc("run", "T-65273")
     assert friday.returncode == 0, friday.stderr
@@ -32,12 +37,14 @@ def test_friday_to_monday_resume_shows_the_same_request_and_calls_no_model(proc)
 
     approved = proc("approve", T65273_RUN, "--as", "team_lead")
     assert approved.returncode == 0, approved.stderr
+    assert approved.stdout.startswith(f"Run {T65273_RUN} approved by team lead (team lead): now done.")
     assert re.search(r"request_refund LK-507862: done \(operation [0-9a-f]{16}, 1 call\(s\)\)", approved.stdout)
     assert approved.stdout.strip().endswith("Status: done")
     changes = proc("changes").stdout
     assert changes.count("refund RF-") == 1 and "119.00 CAD of PAY-507862-2" in changes
 
 
+@pytest.mark.slow
 def test_the_weekend_phone_call_makes_the_monday_refund_fail_with_one_refund_in_the_world(proc):
     proc("run", "T-65273")
     call = proc("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
@@ -65,11 +72,13 @@ def _before_or_after(proc, point):
     return m.group(1)
 
 
+@pytest.mark.slow
 def test_a_crash_before_the_write_resumes_to_one_refund_of_9_95(proc):
     op = _before_or_after(proc, "before-write")
     assert proc("changes").stdout.startswith("0 change(s)")
     resumed = proc("resume", T90104_RUN)
     assert f"Resuming {T90104_RUN} (status executing)" in resumed.stdout
+    assert f"Run {T90104_RUN} reconciled and finished: executing -> done." in resumed.stdout
     assert f"request_refund LK-793996: done (operation {op}, 1 call(s))" in resumed.stdout
     assert resumed.stdout.strip().endswith("Status: done")
     assert proc("resume", T90104_RUN).stdout.strip() == "Nothing to resume: the run is done."
@@ -77,6 +86,7 @@ def test_a_crash_before_the_write_resumes_to_one_refund_of_9_95(proc):
     assert changes.count("refund RF-") == 1 and "9.95 CAD of PAY-793996-1" in changes
 
 
+@pytest.mark.slow
 def test_a_crash_after_the_write_reconciles_and_the_refund_stays_single(proc):
     op = _before_or_after(proc, "after-write")
     assert proc("changes").stdout.count("refund RF-") == 1  # the write happened
@@ -107,7 +117,8 @@ def test_reject_needs_a_reason_and_hands_the_run_to_a_person(cli):
     code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--reason", "  ")
     assert code == 1 and "needs a reason" in err
     code, out, _ = cli("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "Customer already refunded by phone")
-    assert code == 0 and "Rejected by Amira (agent)" in out and out.strip().endswith("Status: handed_to_person")
+    assert code == 0 and out.startswith(f"Run {T65273_RUN} rejected by Amira (agent): Customer already refunded by phone")
+    assert out.strip().endswith("Status: handed_to_person")
     code, _, err = cli("approve", T65273_RUN, "--as", "grace")
     assert code == 1 and "already rejected by Amira (agent) at 2026-" in err
 
@@ -210,3 +221,59 @@ def test_the_trainer_clock_moves_forward_and_back(cli):
     code, _, err = cli("clock", "advance", "soon")
     assert code == 1 and "Cannot read the duration" in err
     assert cli("clock", "real")[1].strip().endswith("(real)")
+
+
+def test_the_parser_spells_the_statuses_and_roles_of_core():
+    from core import cli
+    from core.data import ROLES
+    from core.state import STATUSES
+
+    assert cli.STATUSES == STATUSES and cli.ROLES == ROLES
+
+
+def test_help_imports_neither_pydantic_nor_sqlite():
+    """``resolver --help`` loads only what it needs (issue 10): the commands import lazily."""
+    code = (
+        "import sys, runpy\n"
+        "sys.argv = ['resolver', '--help']\n"
+        "try:\n    runpy.run_module('core', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = sorted(m for m in ('pydantic', 'sqlite3', 'sqlite_utils', 'core.state', 'core.home') if m in sys.modules)\n"
+        "print('HEAVY', ','.join(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "usage: resolver" in out and "simulate a crash" not in out
+    assert out.strip().splitlines()[-1] == "HEAVY", out
+
+
+def test_interrupt_help_says_it_simulates_a_crash(cli, capsys):
+    from core.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["approve", "--help"])
+    assert "simulate a crash" in " ".join(capsys.readouterr().out.split())
+
+
+def test_runs_prints_page_by_page_and_json_stays_one_array(cli, monkeypatch):
+    import json
+
+    from core.queue import ApprovalQueue
+
+    for repeat in ("1", "2", "3"):
+        cli("run", "T-90103", "--repeat", repeat)
+    pages: list[int] = []
+    real_page = ApprovalQueue.page
+
+    def counting(self, *args, **kwargs):
+        page = real_page(self, *args, **{**kwargs, "limit": 2})
+        pages.append(len(page.rows))
+        return page
+
+    monkeypatch.setattr(ApprovalQueue, "page", counting)
+    code, out, _ = cli("runs")
+    assert code == 0 and pages == [2, 1] and len(out.strip().splitlines()) == 3
+    pages.clear()
+    code, out, _ = cli("runs", "--json")
+    assert code == 0 and sorted(r["run_id"] for r in json.loads(out)) == [f"T-90103-agent-chat-small-{n}" for n in (1, 2, 3)]
+    code, out, _ = cli("runs", "--limit", "2", "--json")
+    assert len(json.loads(out)) == 2

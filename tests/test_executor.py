@@ -39,7 +39,7 @@ def test_operation_ids_are_stable_16_hex_digits_and_differ_per_action(home):
     approved = home.approve(state.run_id, "agent", "Amira")
     ids = [op.operation_id for op in approved.operations]
     assert len(ids) == 3 and len(set(ids)) == 3 and all(len(i) == 16 and int(i, 16) >= 0 for i in ids)
-    assert ids[0] == operation_id(state.run_id, 0, state.proposal.actions[0])
+    assert ids[0] == operation_id(state.run_uid, 0, state.proposal.actions[0])
     assert [op.action.type for op in approved.operations] == ["reship_item", "create_return_label", "send_reply"]
     assert approved.status == "done" and all(op.calls == 1 for op in approved.operations)
 
@@ -82,7 +82,7 @@ def test_a_role_too_low_under_the_current_policy_is_refused_at_execution(home, m
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     from core import approval
 
-    approval.approve(home.store, home.key, state.run_id, "agent", "Amira", clock=home.clock)
+    approval.approve(home.store, home.approval_key(), state.run_id, "agent", "Amira", clock=home.clock)
     stricter = load_policy().model_dump()
     for limit in stricter["approval_limits"]:
         if limit["action"] == "request_refund" and limit["role"] == "agent":
@@ -105,7 +105,7 @@ def test_a_proposal_edited_after_approval_is_refused_at_execution(home):
     from core import approval
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    approval.approve(home.store, home.key, state.run_id, "agent", clock=home.clock)
+    approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
 
     def raise_amount(raw):
         raw["proposal"]["actions"][0]["amount"] = "57.95"
@@ -149,7 +149,7 @@ def test_a_signature_from_another_key_does_not_verify(home, tmp_path):
 
 
 def test_the_key_is_readable_by_its_owner_only(home):
-    assert len(home.key) == 32
+    assert len(home.approval_key()) == 32
     assert home.key_path.stat().st_mode & 0o777 == 0o600
 
 
@@ -245,7 +245,7 @@ def test_a_live_lease_refuses_a_second_executor_and_an_expired_one_is_taken_over
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     from core import approval
 
-    approval.approve(home.store, home.key, state.run_id, "agent", clock=home.clock)
+    approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
     home.store.acquire_lease(state.run_id, "window-1@elsewhere:1:abc", 60)
     with pytest.raises(LeaseHeld, match="being executed by window-1"):
         home.execute(state.run_id)
@@ -259,7 +259,7 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(home):
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     from core import approval
 
-    approval.approve(home.store, home.key, state.run_id, "agent", clock=home.clock)
+    approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     home.store.acquire_lease(state.run_id, f"resolver@{socket.gethostname()}:{dead.stdout.strip()}:x", 60)
     assert home.execute(state.run_id).status == "done"
@@ -276,7 +276,7 @@ def test_an_operation_added_after_approval_is_refused(home):
     from core import approval
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    approval.approve(home.store, home.key, state.run_id, "agent", clock=home.clock)
+    approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
 
     def add_refund(raw):
         extra = dict(raw["operations"][0], operation_id="e" * 16, index=9)

@@ -32,3 +32,15 @@ def test_import_linter_contract_holds():
         pytest.skip("import-linter is not installed (pip install -e '.[test]')")
     result = subprocess.run([lint], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+APP_MODULES = sorted((Path(__file__).parent.parent / "resolver_tui").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", APP_MODULES, ids=lambda p: str(p.relative_to(p.parents[1])))
+def test_the_app_is_a_thin_face(path):
+    """Issue 8: no app module opens the store or the world (reads go through ``home.queue``),
+    and none grows past about 350 lines."""
+    text = path.read_text(encoding="utf-8")
+    assert ".store" not in text and ".world(" not in text
+    assert len(text.splitlines()) <= 350

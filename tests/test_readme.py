@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -26,6 +28,7 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert test_command in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
 
 
+@pytest.mark.slow
 def test_the_friday_to_monday_story_runs_as_written(tmp_path):
     env = {**os.environ, "RESOLVER_HOME": str(tmp_path / "work")}
     env.pop("RESOLVER_KILL_AT", None)

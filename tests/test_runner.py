@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 from core.data import load_task
-from core.provider import RecordedModel
+from core.identity import SeededRunUids, using
+from core.recorded_model import RecordedModel
 from core.runner import LoopCrash, crash_after_step, new_state, outcome_line, run_task
 from core.world import World
 
@@ -75,3 +76,22 @@ def test_a_real_process_killed_mid_loop_resumes_to_the_same_outcome(proc):
     assert f"Outcome: {SEED_OUTCOME}" in resumed.stdout
     trace = proc("trace", "T-65273-agent-chat-small-1").stdout
     assert trace.count("step 1:") == 1 and trace.count("step 2:") == 1
+
+
+def test_every_new_state_has_its_own_run_uid_and_an_injected_one_wins(clock):
+    task = load_task("T-65273")
+    a = new_state(task, "agent", "chat-small", "same-id", clock)
+    b = new_state(task, "agent", "chat-small", "same-id", clock)
+    assert a.run_uid != b.run_uid
+    with using(SeededRunUids("runner")):
+        c = new_state(task, "agent", "chat-small", "same-id", clock)
+    assert c.run_uid == SeededRunUids("runner").new()
+    assert new_state(task, "agent", "chat-small", "same-id", clock, run_uid="given").run_uid == "given"
+    assert a.events[0].data["run_uid"] == a.run_uid
+
+
+def test_resume_keeps_the_run_uid(home):
+    with pytest.raises(LoopCrash):
+        home.run("T-65273", repeat=1, run_id="T-65273-crash-1", on_step=crash_after_step(1))
+    uid = home.store.load("T-65273-crash-1").run_uid
+    assert home.resume("T-65273-crash-1").state.run_uid == uid

@@ -18,6 +18,7 @@ from core import lesson  # noqa: E402
 from core.clock import FixedClock  # noqa: E402
 from core.demo import build_demo  # noqa: E402
 from core.home import Home  # noqa: E402
+from core.identity import SeededRunUids, using  # noqa: E402
 from resolver_tui.app import ResolverApp  # noqa: E402
 
 MONDAY = "2026-10-12T09:00:00-04:00"
@@ -53,7 +54,13 @@ async def shoot(home: Home, name: str, keys: list[str], *, role: str = "team_lea
 
 
 async def trainer_shots(root: Path) -> list[Path]:
-    """The screens of docs/TRAINER.md: the class played with the lesson's own moments."""
+    """The screens of docs/TRAINER.md: the class played with the lesson's own moments, with
+    seeded run identities so the operation IDs on screen stay the same."""
+    with using(SeededRunUids("trainer-screenshots")):
+        return await _trainer_shots(root)
+
+
+async def _trainer_shots(root: Path) -> list[Path]:
     home = Home(root, clock=FixedClock(MONDAY))
     grace = {"role": "grace", "who": "Grace", "trainer": True}
     lesson.moment_friday(home)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.policy import ROLE_LABELS
+from core.views import role_label
 from textual.content import Content
 from textual.widgets import Static
 
@@ -23,11 +23,12 @@ FILTERS: list[tuple[str | None, str]] = [
 
 
 class TopBar(Static):
-    """``Larkfield approvals · Tomás (team lead) · clock Mon 2026-10-12 09:00 (simulated)``."""
+    """``Larkfield approvals · practice · at the keyboard: Tomás (team lead) · clock Mon
+    2026-10-12 09:00 (simulated)``: ``kind`` is the home's kind, ``practice`` or ``shop``."""
 
-    def show(self, name: str, role: str, now: datetime | None) -> None:
-        parts: list = [("Larkfield approvals", "bold"), "  ·  at the keyboard: ", (clean(name), "bold"),
-                       f" ({ROLE_LABELS.get(role, role)})"]
+    def show(self, name: str, role: str, now: datetime | None, kind: str = "practice") -> None:
+        parts: list = [("Larkfield approvals", "bold"), "  ·  ", (kind, "bold"), "  ·  at the keyboard: ",
+                       (clean(name), "bold"), f" ({role_label(role)})"]
         if now is not None:
             parts += ["  ·  clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), " (simulated)"]
         self.update(Content.assemble(*parts))

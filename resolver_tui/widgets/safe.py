@@ -4,14 +4,14 @@ A plain ``str`` given to ``Static``, ``Label``, a ``DataTable`` cell, ``notify``
 title is parsed as markup: ``"[/"`` crashes the app and ``"[@click=app.quit]x[/]"`` becomes a
 live action (textual issue 6155). Everything shown from the store goes through :func:`plain`
 (a :class:`~textual.content.Content`) or :func:`cell` (a Rich ``Text`` for table cells), both
-built from :func:`core.request.safe_text`, which strips ESC sequences and control characters.
+built from :func:`core.views.safe_text`, which strips ESC sequences and control characters.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.request import safe_text
+from core.views import safe_text
 from rich.text import Text
 from textual.content import Content
 

@@ -1,11 +1,11 @@
-"""Fixtures for the app's Pilot and snapshot tests: a temporary home with a fixed clock."""
+"""Fixtures for the app's Pilot and snapshot tests: an empty home with a fixed clock (the demo
+queue, ``demo_home``, comes from ``tests/conftest.py``, built once per session)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-from core.demo import build_demo
 from core.home import Home
 from tui_helpers import monday_home
 
@@ -14,10 +14,3 @@ from tui_helpers import monday_home
 def home(tmp_path: Path) -> Home:
     """An empty home on Monday morning (2026-10-12 09:00)."""
     return monday_home(tmp_path / "home")
-
-
-@pytest.fixture
-def demo_home(home: Home) -> Home:
-    """The demo queue, seen on Monday 2026-10-12 09:00."""
-    build_demo(home)
-    return home

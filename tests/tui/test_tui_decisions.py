@@ -5,7 +5,7 @@ from __future__ import annotations
 from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
-from tui_helpers import FRIDAY, MONDAY, make_app, monday_home, pane_text, screen_text, select, settle
+from tui_helpers import FRIDAY, MONDAY, make_app, monday_home, pane_text, screen_text, select, settle, type_text
 
 T65273 = "T-65273-agent-chat-small-1"
 T97580 = "T-97580-agent-chat-small-1"
@@ -62,7 +62,7 @@ async def test_reject_needs_a_reason_and_records_it(demo_home):
         await settle(pilot)
         assert isinstance(app.screen, RejectScreen)
         assert "A rejection needs a reason." in screen_text(app)
-        await pilot.press(*"Charged twice? Check the bank first.")
+        await type_text(pilot, "Charged twice? Check the bank first.")
         await pilot.press("enter")
         await settle(pilot)
         state = demo_home.store.load(T65273)
@@ -112,7 +112,7 @@ async def test_an_agent_cannot_approve_T65273(demo_home):
         assert app.screen.selected_id == T65273
         assert app.screen.check_action("approve", ()) is None
         assert "Needs team lead or above (you are agent)" in pane_text(app)
-        assert "Not offered: a approve: It needs team lead or above; you are agent." in pane_text(app)
+        assert f"Not offered: a approve: You are agent: run {T65273} needs team lead or above." in pane_text(app)
         await pilot.press("a")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
@@ -131,7 +131,7 @@ async def test_friday_to_monday_shows_the_wait_and_approves(tmp_path):
     app = make_app(monday)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        assert app.screen.cells[T65273][6] == "2d 16h"
+        assert app.screen.table.cells[T65273][6] == "2d 16h"
         assert "2d 16h" in screen_text(app)
         await approve(pilot)
     state = monday.store.load(T65273)
@@ -179,3 +179,18 @@ async def test_after_following_a_decided_run_a_number_key_returns_to_the_queue(d
         await pilot.press("7")
         await settle(pilot)
         assert app.queue.search is None and app.queue.table.row_count == 16
+
+
+async def test_the_dialogs_fit_an_80_by_24_terminal(demo_home):
+    """Regression: at 80x24 the 96-column dialogs hid their No and Cancel buttons."""
+    app = make_app(demo_home, role="grace", name="Grace")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        for key, buttons in (("a", ("#yes", "#no")), ("x", ("#reject", "#cancel"))):
+            await pilot.press(key)
+            await settle(pilot)
+            for button in buttons:
+                region = app.screen.query_one(button).region
+                assert region.right <= 80 and region.bottom <= 24, (button, region)
+            await pilot.press("escape")
+            await settle(pilot)

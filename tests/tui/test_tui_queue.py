@@ -6,7 +6,7 @@ from core.state import STATUSES
 from resolver_tui.screens.dialogs import ConfirmScreen
 from resolver_tui.screens.help import KEYS, HelpScreen
 from resolver_tui.screens.text import CompareScreen, TraceScreen
-from tui_helpers import make_app, pane_text, screen_text, select, settle
+from tui_helpers import make_app, pane_text, screen_text, select, settle, type_text
 
 T65273 = "T-65273-agent-chat-small-1"
 
@@ -91,7 +91,7 @@ async def test_compare_trace_help_and_filter(demo_home):
             assert key in text
         await pilot.press("escape")
         await pilot.press("slash")
-        await pilot.press(*"LK-640436")
+        await type_text(pilot, "LK-640436")
         await pilot.press("enter")
         await settle(pilot)
         assert sorted(app.screen.summaries) == ["T-90103-agent-chat-small-1", "T-90103-agent-chat-small-2"]
@@ -172,9 +172,36 @@ async def test_the_palette_jumps_to_a_run_by_id(demo_home):
         await settle(pilot)
         await pilot.press("ctrl+p")
         await settle(pilot)
-        await pilot.press(*"T-97580-agent-chat-small-1")
+        await type_text(pilot, "T-97580-agent-chat-small-1")
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)
         assert app.queue.selected_id == "T-97580-agent-chat-small-1"
         assert "Trace so far:" in pane_text(app)
+
+
+async def test_a_timer_refresh_never_overlaps_the_previous_one(demo_home, monkeypatch):
+    import threading
+
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        gate, calls, real_page = threading.Event(), [], demo_home.queue.page
+
+        def slow_page(*args, **kwargs):
+            calls.append(args)
+            gate.wait(10)
+            return real_page(*args, **kwargs)
+
+        monkeypatch.setattr(demo_home.queue, "page", slow_page)
+        app.queue.refresh_on_timer()
+        await pilot.pause(0.1)
+        app.queue.refresh_on_timer()  # the first read is still running: these wait their turn
+        app.queue.refresh_on_timer()
+        await pilot.pause(0.1)
+        assert len(calls) == 1
+        gate.set()
+        await settle(pilot)
+        app.queue.refresh_on_timer()
+        await settle(pilot)
+        assert len(calls) == 2 and app.queue.counts["waiting_approval"] == 8

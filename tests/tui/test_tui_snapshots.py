@@ -5,20 +5,15 @@ Regenerate with ``pytest tests/tui --snapshot-update`` after a deliberate change
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from core.demo import build_demo
-from tui_helpers import make_app, monday_home, settle
+from tui_helpers import make_app, settle
 
 SIZE = (120, 40)
 
 
 @pytest.fixture
-def app(tmp_path: Path):
-    home = monday_home(tmp_path / "home")
-    build_demo(home)
-    return make_app(home)
+def app(demo_home):
+    return make_app(demo_home)
 
 
 def test_queue(snap_compare, app):

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.app import ResolverApp
 from resolver_tui.screens.dialogs import ConfirmScreen
 from resolver_tui.screens.text import LinesScreen
-from tui_helpers import pane_text, screen_text, select, settle
+from tui_helpers import pane_text, screen_text, select, settle, type_text
 
 T65273 = "T-65273-agent-chat-small-1"
 
@@ -16,7 +17,7 @@ async def simulate(pilot, words: str) -> str:
     """Pick a "Simulate: ..." entry in the palette by typing ``words``; return what it said."""
     await pilot.press("ctrl+p")
     await settle(pilot)
-    await pilot.press(*words)
+    await type_text(pilot, words)
     await settle(pilot)
     await pilot.press("enter")
     await settle(pilot)
@@ -27,6 +28,7 @@ async def simulate(pilot, words: str) -> str:
     return said
 
 
+@pytest.mark.slow
 async def test_the_class_in_trainer_mode_grace_sees_the_refusal(tmp_path):
     home = Home(tmp_path / "home", clock=FixedClock("2026-11-29T08:00:00-05:00"))
     app = ResolverApp(home, "grace", "Grace", refresh_interval=None, trainer=True)
@@ -71,7 +73,7 @@ async def test_moments_are_offered_only_in_trainer_mode(tmp_path):
         await settle(pilot)
         await pilot.press("ctrl+p")
         await settle(pilot)
-        await pilot.press(*"Simulate: Friday")
+        await type_text(pilot, "Simulate: Friday")
         await settle(pilot)
         await pilot.press("enter")
         await settle(pilot)

@@ -31,6 +31,21 @@ async def settle(pilot) -> None:
     await pilot.pause()
 
 
+async def type_text(pilot, text: str) -> None:
+    """Type ``text`` into the focused input at once (as a paste does) and let it react.
+
+    A Pilot key press costs about 0.1 s of waiting, so typing a sentence key by key made the
+    app tests slow without testing more: the input's ``Changed`` and ``Submitted`` messages are
+    the same either way.
+    """
+    from textual.widgets import Input
+
+    box = pilot.app.focused
+    assert isinstance(box, Input), f"the focus is on {box!r}, not an input"
+    box.insert_text_at_cursor(text)
+    await pilot.pause()
+
+
 async def select(pilot, run_id: str) -> None:
     """Put the cursor on ``run_id`` (the palette's Jump to run) and wait for its detail."""
     queue = pilot.app.queue

@@ -1,0 +1,208 @@
+"""One SQLite database file shared by a process: the helper under the checkpoint store and the world.
+
+:class:`Database` keeps **one long-lived connection per thread** (``threading.local``), so the
+statements a caller runs again and again are prepared once and served from sqlite3's statement
+cache, and no save pays for opening a connection. Every connection runs with:
+
+- ``journal_mode = WAL``: readers never block the writer, and a commit appends to the
+  write-ahead log instead of rewriting pages in place. The WAL is kept between transactions;
+  SQLite's auto-checkpoint folds it into the database every 1,000 pages (amortised).
+- ``synchronous = FULL``: the WAL is fsynced at every commit, so **each committed transaction
+  costs exactly one fsync** and survives a power cut, not only a crash of the process. This is
+  on purpose (issue 10): an approval that the app has acknowledged to Grace must still be there
+  after the power comes back. ``NORMAL`` would save that fsync but may lose the last commits on
+  power loss, which would let an acknowledged approval vanish.
+- ``busy_timeout``: another process's write lock is waited for up to :data:`BUSY_TIMEOUT_S`
+  seconds, then :class:`~core.errors.StoreBusy` says so in one sentence.
+
+The last connection to close checkpoints the WAL into the database (SQLite's default; Python
+3.11 cannot set ``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE``). With one long-lived connection per thread
+that happens once per process, at exit, not at every save as before issue 10.
+
+A long-lived connection would keep reading a file that someone deleted and rebuilt under it
+(``resolver reset --all`` while the app is open). So at every use the helper compares the file's
+device and inode with the ones it opened, and reopens when they differ. Closing the old
+connection is safe: SQLite does not checkpoint or delete the WAL of a database file that has
+been unlinked or replaced (``databaseIsUnmoved`` in its pager).
+
+:attr:`Database.counters` counts transactions and commits (the benchmark prints transactions and
+fsyncs per approve: with ``synchronous = FULL`` in WAL mode, one fsync per commit that wrote).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.errors import ResolverError, StoreBusy
+
+BUSY_TIMEOUT_S = 5.0
+"""Seconds a connection waits for another process's lock before StoreBusy."""
+
+STATEMENT_CACHE = 256
+"""Prepared statements kept per connection (sqlite3's cache, keyed by the SQL text)."""
+
+OnOpen = Callable[[sqlite3.Connection], None]
+
+
+@dataclass
+class Counters:
+    """What one :class:`Database` did since it was made (all threads together).
+
+    ``transactions``: ``BEGIN IMMEDIATE`` transactions opened; ``commits``: those committed
+    (each is one fsync of the WAL under ``synchronous = FULL``); ``rollbacks``: those undone;
+    ``opens``: connections opened (a reopen after the file was rebuilt counts too).
+    """
+
+    transactions: int = 0
+    commits: int = 0
+    rollbacks: int = 0
+    opens: int = 0
+
+    def snapshot(self) -> dict[str, int]:
+        """The counters as a dict, e.g. ``{"transactions": 9, "commits": 9, ...}``."""
+        return {"transactions": self.transactions, "commits": self.commits, "rollbacks": self.rollbacks, "opens": self.opens}
+
+
+class _Local(threading.local):
+    conn: sqlite3.Connection | None = None
+    ident: tuple[int, int] | None = None
+
+
+def _file_id(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+class Database:
+    """The SQLite file at ``path``, a connection per thread, reopened when the file is replaced.
+
+    Args:
+        path: the database file (its folder is made; the file is created on first use).
+        label: what the file is, for error sentences (``the checkpoint store``).
+        on_open: called with each new connection after its pragmas (makes or migrates tables;
+            it runs again after the file was rebuilt).
+        row_factory: sqlite3 row factory for this file's connections (None: tuples).
+
+    Errors: :class:`~core.errors.StoreBusy` when a lock outlasts the busy timeout;
+    :class:`~core.errors.ResolverError` with one sentence for any other SQLite failure.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        label: str,
+        on_open: OnOpen | None = None,
+        row_factory: type | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.label = label
+        self.on_open = on_open
+        self.row_factory = row_factory
+        self.counters = Counters()
+        self._local = _Local()
+        self._lock = threading.Lock()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    # -- connections ------------------------------------------------------------------------------
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            conn = sqlite3.connect(
+                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, cached_statements=STATEMENT_CACHE
+            )
+        except sqlite3.Error as exc:
+            raise ResolverError(f"Cannot open {self.label} {self.path}: {exc}.") from exc
+        if self.row_factory is not None:
+            conn.row_factory = self.row_factory
+        try:
+            with self._errors():
+                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = FULL")
+                if self.on_open is not None:
+                    self.on_open(conn)
+        except BaseException:
+            conn.close()
+            raise
+        with self._lock:
+            self.counters.opens += 1
+        return conn
+
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection: opened on first use, reopened if the file was replaced."""
+        local = self._local
+        ident = _file_id(self.path)
+        if local.conn is None or ident is None or ident != local.ident:
+            self._retire()
+            conn = self._open()
+            local.conn, local.ident = conn, _file_id(self.path)
+        assert local.conn is not None
+        return local.conn
+
+    def _retire(self) -> None:
+        local = self._local
+        if local.conn is not None:
+            old, local.conn, local.ident = local.conn, None, None
+            with suppress(sqlite3.Error):
+                old.close()
+
+    def close(self) -> None:
+        """Close this thread's connection (the next use opens a new one)."""
+        self._retire()
+
+    # -- use --------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc) or "busy" in str(exc):
+                raise StoreBusy(
+                    f"{self.label[:1].upper()}{self.label[1:]} {self.path} stayed locked by another process for "
+                    f"{BUSY_TIMEOUT_S:.0f} s; try again."
+                ) from exc
+            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} {self.path} failed: {exc}.") from exc
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} {self.path} is not a usable database: {exc}.") from exc
+
+    @contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection for reads (autocommit), with SQLite errors as sentences."""
+        with self._errors():
+            yield self.connection()
+
+    @contextmanager
+    def immediate(self) -> Iterator[sqlite3.Connection]:
+        """A ``BEGIN IMMEDIATE`` transaction: committed at the end, rolled back on any exception.
+
+        Counts one transaction and, if committed, one commit (one fsync of the WAL).
+        """
+        with self._errors():
+            conn = self.connection()
+            conn.execute("BEGIN IMMEDIATE")
+            with self._lock:
+                self.counters.transactions += 1
+            try:
+                yield conn
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                with self._lock:
+                    self.counters.rollbacks += 1
+                raise
+            conn.execute("COMMIT")
+            with self._lock:
+                self.counters.commits += 1

@@ -1,0 +1,224 @@
+"""The approvals queue of one home: its columns and the read side both faces use.
+
+:func:`queue_columns` gives the queue's columns for one run. The store knows no policy and no
+customer data (issue 8, item 4): :class:`~core.home.Home` hands :func:`queue_columns` to
+:class:`~core.checkpoint.CheckpointStore` as its ``summarize`` hook, and the store writes the
+result beside each checkpoint, so a page of the queue is read from indexed columns only.
+
+:class:`ApprovalQueue` is the only module of ``core`` that the faces read through: a page of
+the queue (status, search, sort, cursor), the counts per status, the detail of one run as a
+:class:`~core.views.RunDetail` for one approver, its trace, the comparison of two runs, the
+audit of decisions and the practice world's changes. Writes go through :class:`core.home.Home`.
+
+Each call opens its own connection (the store's), so the app calls it from thread workers.
+Every read of the checkpoint store by a face passes through :meth:`ApprovalQueue._rows`,
+:meth:`ApprovalQueue.counts` and the few ``self._store`` calls below; nothing else in the faces
+opens the store or the world.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from core.checkpoint import PAGE_SIZE, CheckpointStore, QueueColumns, RunSummary, blank_columns
+from core.clock import Clock
+from core.data import customer_names, load_policy
+from core.errors import ResolverError
+from core.policy import action_value, proposal_role, rank
+from core.rulebook import Approver
+from core.state import TaskState, action_short
+from core.views import RunDetail, describe, diff_lines, trace_lines, unreadable_detail
+
+__all__ = ["PAGE_SIZE", "ApprovalQueue", "Page", "QueueColumns", "RunSummary", "blank_columns", "queue_columns"]
+
+
+def queue_columns(state: TaskState) -> QueueColumns:
+    """The queue's columns for ``state``: customer name (``data/world.json``), the proposal's total
+    in CAD (refund amounts, reships at catalog price: :func:`core.policy.action_value`), the role
+    it needs (:func:`core.policy.proposal_role`, the highest of its actions) and its actions.
+
+    It runs at every save, so the result is kept per customer, policy version and actions (each
+    action's type and every argument): the same proposal is priced once per process.
+    """
+    actions = state.proposal.actions if state.proposal else []
+    customer = customer_names().get(state.customer_id, state.customer_id)
+    if not actions:
+        return QueueColumns(customer=customer, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
+    key = (customer, load_policy().version, tuple((type(a), *a.__dict__.values()) for a in actions))
+    cached = _priced.get(key)
+    if cached is None:
+        cached = _price(customer, actions)
+        with _priced_lock:
+            if len(_priced) >= 4096:
+                _priced.clear()
+            _priced[key] = cached
+    return QueueColumns(**cached)
+
+
+_priced: dict[tuple, QueueColumns] = {}
+_priced_lock = threading.Lock()
+
+
+def _price(customer: str, actions: list) -> QueueColumns:
+    total = sum((action_value(a) for a in actions), Decimal("0.00"))
+    role = proposal_role(actions)
+    return QueueColumns(
+        customer=customer,
+        total_amount=f"{total:.2f}",
+        amount_cents=int(total * 100),
+        required_role=role,
+        role_rank=rank(role),
+        actions="; ".join(action_short(a).split("  ")[0] for a in actions),
+    )
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of the queue: ``rows`` (at most ``limit``), the cursor ``next`` to pass as
+    ``after`` for the page that follows (None on the last page), and ``now``, the clock time of
+    the read (for the ages of the rows)."""
+
+    rows: list[RunSummary]
+    next: str | None
+    now: datetime
+    status: str | None = None
+    search: str | None = None
+    after: str | None = None
+
+
+class ApprovalQueue:
+    """The read side of one home: ``store`` (the checkpoint store), ``world_path`` (the
+    practice world's database) and ``clock``.
+
+    Every method may raise :class:`~core.errors.StoreBusy` when another process holds a lock
+    past the busy timeout.
+    """
+
+    def __init__(self, store: CheckpointStore, world_path: Path, clock: Clock) -> None:
+        self._store = store
+        self._world_path = world_path
+        self._clock = clock
+
+    # -- the queue ------------------------------------------------------------------------------
+
+    def _rows(self, status: str | None, search: str | None, sort: str | None, after: str | None,
+              limit: int) -> tuple[list[RunSummary], str | None]:
+        """The one call of the store's listing: a page of rows and the cursor of the next page.
+
+        The cursor is opaque to callers: the JSON of the last row's keyset cursor (its sort key
+        and run ID, :meth:`~core.checkpoint.RunSummary.cursor`), so a page never costs more
+        with history (no OFFSET). Raises ResolverError for a cursor that cannot be read or an
+        unknown sort.
+        """
+        key: tuple[Any, str] | None = None
+        if after is not None:
+            try:
+                value, run_id = json.loads(after)
+                key = (value, str(run_id))
+            except (ValueError, TypeError):
+                raise ResolverError(f"Cannot read the page cursor {after!r}; start from the first page.") from None
+        rows = self._store.page(status, search=search, sort=sort, after=key, limit=limit)
+        if len(rows) < limit:
+            return rows, None
+        effective = sort or ("age" if status == "waiting_approval" else "updated")
+        return rows, json.dumps(list(rows[-1].cursor(effective)))
+
+    def page(self, status: str | None = None, *, search: str | None = None, sort: str | None = None,
+             after: str | None = None, limit: int = PAGE_SIZE) -> Page:
+        """One page of run summaries for ``status`` (None: every status) and ``search`` (ticket,
+        order, customer or run ID, a substring), from the opaque cursor ``after`` (None: the
+        first page; a page's ``next`` gives the following one). Waiting runs come oldest first,
+        the others newest first.
+
+        Raises:
+            ResolverError: the cursor cannot be read.
+        """
+        rows, nxt = self._rows(status, search, sort, after, limit)
+        return Page(rows, nxt, self._clock.now(), status, search, after)
+
+    def pages(self, status: str | None = None, *, search: str | None = None, limit: int = 1000) -> Iterator[Page]:
+        """Every page in turn (``resolver runs`` prints each as it comes)."""
+        after: str | None = None
+        while True:
+            page = self.page(status, search=search, after=after, limit=limit)
+            yield page
+            if page.next is None:
+                return
+            after = page.next
+
+    def counts(self) -> dict[str, int]:
+        """Runs per status (statuses with no run are absent)."""
+        return self._store.counts()
+
+    def total(self) -> int:
+        """How many runs are saved, whatever their status."""
+        return sum(self.counts().values())
+
+    def now(self) -> datetime:
+        """The home's clock (simulated while a trainer set one)."""
+        return self._clock.now()
+
+    @property
+    def simulated(self) -> bool:
+        """True while a trainer's simulated time is set."""
+        return bool(getattr(self._clock, "simulated", False))
+
+    # -- one run --------------------------------------------------------------------------------
+
+    def load(self, run_id: str) -> TaskState:
+        """The whole saved state of one run. Raises RunNotFound, CorruptCheckpoint,
+        UnsupportedSchemaVersion."""
+        return self._store.load(run_id)
+
+    def others(self, task_id: str, run_id: str) -> list[str]:
+        """The other runs of ``task_id`` than ``run_id``, oldest first."""
+        return [r.run_id for r in self._store.runs_of_task(task_id) if r.run_id != run_id]
+
+    def run(self, run_id: str, approver: Approver) -> RunDetail:
+        """The detail of ``run_id`` for ``approver``: what they may do and why not, and what the
+        pane shows. A run whose checkpoint cannot be read (or is gone) comes back as a detail
+        with ``error`` set, never as an exception."""
+        summary = None
+        try:
+            summary = self._store.summary(run_id)
+            others = self.others(summary.task_id, run_id)
+            state = self._store.load(run_id)
+            trace = trace_lines(self._store.events(run_id)) if state.status == "running" else None
+        except ResolverError as exc:
+            if summary is None:
+                return unreadable_detail(run_id, str(exc))
+            return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
+        return describe(state, approver, others, trace)
+
+    def describe(self, state: TaskState, approver: Approver, others: list[str] | None = None) -> RunDetail:
+        """The detail of a state the caller already holds (the executor's progress)."""
+        return describe(state, approver, others)
+
+    def trace(self, run_id: str) -> list[str]:
+        """The run's events, one line each. Raises RunNotFound."""
+        return trace_lines(self._store.events(run_id))
+
+    def compare(self, run_a: str, run_b: str, *, oldest_first: bool = False) -> tuple[str, list[str]]:
+        """The actions of two runs line by line, and a title ``T-90103: A vs B``; with
+        ``oldest_first`` the older run is the ``-`` side. Raises RunNotFound, CorruptCheckpoint."""
+        a, b = self._store.load(run_a), self._store.load(run_b)
+        if oldest_first:
+            a, b = sorted((a, b), key=lambda s: (s.created_at, s.run_id))
+        return f"{a.task_id}: {a.run_id} vs {b.run_id}", diff_lines(a, b)
+
+    def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
+        """The audit of decisions, oldest first, for one run or all."""
+        return self._store.audit(run_id)
+
+    def changes(self) -> list[dict[str, Any]]:
+        """What the practice world changed since its last reset, oldest first."""
+        from core.world import World
+
+        return World(self._world_path, self._clock).changes()

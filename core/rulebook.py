@@ -1,0 +1,129 @@
+"""The rulebook: what a person may do with a run now, and why not, in one sentence.
+
+Both faces ask :func:`offers`: the CLI refuses with its sentence (exit 1), the app dims the key
+and prints ``Not offered: a approve: <sentence>``. :mod:`core.approval` raises the same
+sentences when a decision reaches the store, so a person reads one sentence whichever way they
+came in. The role a proposal needs is worked out from the current policy
+(:func:`core.policy.proposal_role`), the same check the approval and the executor make, never
+from a column saved at the last checkpoint.
+
+Rules (issue "Core 2", seeds 000 and 001):
+
+- ``approve`` and ``reject``: only a run ``waiting_approval`` with a proposal; once decided, the
+  sentence names who decided it and when. ``approve`` also needs a role at least the one the
+  proposal needs; any role may reject.
+- ``resume``: any run that is not final (``done``, ``handed_to_person``, ``stopped``).
+- ``trace``: always.
+- ``compare``: when the ticket has another run.
+
+A lease held by another executor is not predicted here (its holder may have died a second ago):
+the executor's :class:`~core.errors.LeaseHeld` sentence is what both faces show.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from core.clock import iso
+from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
+from core.state import FINAL_STATUSES, TaskState
+
+Action = Literal["approve", "reject", "resume", "trace", "compare"]
+ACTIONS: tuple[Action, ...] = ("approve", "reject", "resume", "trace", "compare")
+"""Every action a person can take on one run, in the order the app lists its keys."""
+
+
+@dataclass(frozen=True)
+class Approver:
+    """The person at the keyboard: ``role`` (agent, team_lead, grace) and the ``name`` recorded
+    with each decision (default: the role's label).
+
+    Raises:
+        UnknownRole: ``role`` is not one of the policy's roles.
+    """
+
+    role: str
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        check_role(self.role)
+        if not self.name.strip():
+            object.__setattr__(self, "name", ROLE_LABELS[self.role])
+
+    @property
+    def label(self) -> str:
+        """``Tomás (team lead)``: the name and the role's label."""
+        return f"{self.name} ({role_label(self.role)})"
+
+
+def role_label(role: str | None) -> str:
+    """``team lead`` for ``team_lead``; an unknown or empty role is shown as it is."""
+    return ROLE_LABELS.get(role or "", role or "")
+
+
+def decided_by(state: TaskState) -> str:
+    """``approved by Grace (grace) at 2026-10-12T09:00:00-04:00`` or the rejection, or ''."""
+    if state.approval:
+        a = state.approval
+        return f"approved by {a.name} ({a.role}) at {iso(a.at)}"
+    if state.rejection:
+        r = state.rejection
+        return f"rejected by {r.name} ({r.role}) at {iso(r.at)}"
+    return ""
+
+
+def not_decidable(state: TaskState) -> str:
+    """Why a run that is not waiting cannot be approved or rejected: who decided it and when,
+    or its status."""
+    who = decided_by(state)
+    if who:
+        return f"Run {state.run_id} was already {who}; it is {state.status}. Nothing changed."
+    return f"Run {state.run_id} is {state.status}, not waiting_approval; there is nothing to decide."
+
+
+def role_too_low(run_id: str, role: str, needed: str) -> str:
+    """``You are agent: run T-65273-agent-chat-small-1 needs team lead or above.``"""
+    return f"You are {role_label(role)}: run {run_id} needs {who_may_approve(needed)}."
+
+
+def stale_digest(given: str, current: str) -> str:
+    """The digest the person read is not the current proposal's (the proposal changed)."""
+    return f"The digest you read ({given}) is not the current proposal's ({current[:12]}); read the request again."
+
+
+def nothing_to_resume(state: TaskState) -> str:
+    """``Nothing to resume: the run is done.``"""
+    return f"Nothing to resume: the run is {state.status}."
+
+
+def only_run(task_id: str) -> str:
+    """Compare needs two runs of one ticket."""
+    return f"Ticket {task_id} has only this run."
+
+
+def needed_role(state: TaskState) -> str | None:
+    """The role the proposal needs under the current policy, or None without actions."""
+    if state.proposal is None or not state.proposal.actions:
+        return None
+    return proposal_role(state.proposal.actions)
+
+
+def offers(state: TaskState, approver: Approver, *, others: int = 0) -> dict[Action, str | None]:
+    """What ``approver`` may do with ``state`` now: each of :data:`ACTIONS` maps to None when
+    offered, else to the one sentence that says why not.
+
+    ``others`` is how many other runs the same ticket has (for ``compare``).
+    """
+    why: dict[Action, str | None] = dict.fromkeys(ACTIONS)
+    if state.status != "waiting_approval" or state.proposal is None:
+        why["approve"] = why["reject"] = not_decidable(state)
+    else:
+        needed = needed_role(state)
+        if needed is not None and not may_approve(approver.role, needed):
+            why["approve"] = role_too_low(state.run_id, approver.role, needed)
+    if state.status in FINAL_STATUSES:
+        why["resume"] = nothing_to_resume(state)
+    if others <= 0:
+        why["compare"] = only_run(state.task_id)
+    return why

@@ -1,0 +1,348 @@
+"""Views of a run, shared by the CLI and the app: the approval request, the operations report,
+the trace, the line-by-line diff of two runs' actions, the status texts and role labels, the
+"what happened" lines after approve, reject and resume, and the detail of one run as a typed
+record (:class:`RunDetail`) built from a checkpoint, the rulebook and the approver.
+
+Every line function returns a list of lines. Untrusted text (ticket text, evidence, reply drafts,
+names, reasons) is passed through :func:`safe_text`, which removes control characters (ESC
+sequences must never reach a terminal); the app additionally never parses these lines as markup.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from core.clock import age, iso, parse_time
+from core.data import customer_names, load_task
+from core.policy import may_approve, proposal_role, who_may_approve
+from core.recorded_model import show_usd
+from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, role_label
+from core.runner import outcome_line
+from core.state import FINAL_STATUSES, TaskState, action_line, action_short
+
+__all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
+    "ACTIONS", "RESUMED", "STATUS_SHORT", "UNREADABLE", "Action", "Approver", "Decision", "RunDetail", "Tone",
+    "after_approve", "after_reject", "after_resume", "age_text", "approval_request", "approve_dialog",
+    "decided_by", "decision_lines", "describe", "diff_lines", "execution_lines", "operation_lines",
+    "reject_dialog", "role_label", "safe_text", "standing", "status_short", "status_text", "ticket_lines",
+    "trace_lines", "unreadable_detail", "usage_line",
+]
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_ESCAPE_SEQ = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+
+
+def safe_text(text: Any) -> str:
+    """``text`` as a string with terminal escape sequences and control characters removed.
+
+    Newlines and tabs stay; ``ESC ] 0 ; title BEL`` and ``ESC [ 31 m`` go whole; any other
+    C0/C1 control character is dropped.
+    """
+    value = str(text)
+    value = _ESCAPE_SEQ.sub("", value)
+    return _CONTROL.sub("", value.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def _indent(text: str, prefix: str = "  ") -> list[str]:
+    return [prefix + line for line in safe_text(text).splitlines() or [""]]
+
+
+def approval_request(state: TaskState) -> list[str]:
+    """The approval request as seed 000 prints it: run and ticket, proposed by, rule, the
+    actions under "nothing has happened yet", who may approve, reason, evidence, reply draft,
+    digest."""
+    p = state.proposal
+    if p is None:
+        return [f"Run {state.run_id} (ticket {state.task_id}) has no proposal yet; it is {state.status}."]
+    lines = [f"Approval needed for run {state.run_id} (ticket {state.task_id})", f"Proposed by: {state.variant}, {state.model}. Rule: {safe_text(p.rule)}.", *ticket_lines(state), "", "Actions (nothing has happened yet):"]
+    lines += [f"  {i}. {safe_text(action_line(a))}" for i, a in enumerate(p.actions, 1)]
+    needed = proposal_role(p.actions)
+    lines += ["", f"Who may approve: {who_may_approve(needed)}", "", "Reason:"]
+    lines += _indent(p.reason)
+    lines += ["", "Customer's message:"]
+    lines += _indent(load_task(state.task_id).message)
+    lines += ["", "Evidence:"]
+    for ev in state.evidence:
+        lines.append(f"  step {ev.step}: {ev.tool} {safe_text(json.dumps(ev.args, ensure_ascii=False))}")
+        lines += _indent(json.dumps(ev.result, ensure_ascii=False, indent=1, default=str), "    ")
+    if not state.evidence:
+        lines.append("  (no tool calls)")
+    lines += ["", "Reply draft:"]
+    lines += _indent(p.reply_draft or "(none)")
+    lines += ["", f"Digest: {p.short_digest} (sha256 {p.digest})"]
+    return lines
+
+
+def ticket_lines(state: TaskState) -> list[str]:
+    """``Ticket: "subject" from Maya Thompson, order LK-507862``."""
+    task = load_task(state.task_id)
+    return [f"Ticket: \"{safe_text(task.subject)}\" from {safe_text(customer_names().get(task.customer_id, task.customer_id))}, order {task.order_id}"]
+
+
+def standing(state: TaskState, role: str) -> str:
+    """The approver's standing under the current policy: ``You are team lead: you may approve``
+    or ``Needs team lead or above (you are agent)``; '' without actions."""
+    if state.proposal is None or not state.proposal.actions:
+        return ""
+    needed = proposal_role(state.proposal.actions)
+    if may_approve(role, needed):
+        return f"You are {role_label(role)}: you may approve"
+    return f"Needs {who_may_approve(needed)} (you are {role_label(role)})"
+
+
+def operation_lines(state: TaskState) -> list[str]:
+    """One line per operation: ``request_refund LK-793996: done (operation 797f..., 1 call(s))``
+    with the service's refusal message where there is one."""
+    lines = []
+    for op in state.operations:
+        order = getattr(op.action, "order_id", "")
+        line = f"{op.action.type} {order}: {op.status} (operation {op.operation_id}, {op.calls} call(s))"
+        if op.status == "failed" and op.error:
+            line += f" {safe_text(op.error)}"
+        lines.append(line)
+    return lines
+
+
+def decision_lines(state: TaskState) -> list[str]:
+    """Who approved or rejected the run, when, and why."""
+    out = []
+    if state.approval:
+        a = state.approval
+        out.append(f"Approved by {safe_text(a.name)} ({a.role}) at {iso(a.at)}, digest {a.digest[:12]}")
+    if state.rejection:
+        r = state.rejection
+        out.append(f"Rejected by {safe_text(r.name)} ({r.role}) at {iso(r.at)}: {safe_text(r.reason)}")
+    return out
+
+
+def trace_lines(events: Iterable[dict[str, Any]]) -> list[str]:
+    """The events table of a run, one line each: ``  3  2026-10-09T17:00:50-04:00  tool_call  ...``."""
+    return [f"{e['seq']:>3}  {e['at']}  {e['kind']:<16} {safe_text(e['message'])}" for e in events]
+
+
+def diff_lines(a: TaskState, b: TaskState) -> list[str]:
+    """The actions of two runs line by line (seed 000's diagnose step), as a unified diff
+    (``-`` only in the first, ``+`` only in the second, two spaces in both)."""
+
+    def actions(s: TaskState) -> list[str]:
+        if s.proposal is None:
+            return [f"(no proposal: {s.status})"]
+        if not s.proposal.actions:
+            return [f"({s.proposal.outcome}, no actions)"]
+        return [safe_text(action_short(x)) for x in s.proposal.actions]
+
+    left, right = actions(a), actions(b)
+    lines = [f"--- {a.run_id} ({a.status}, digest {a.proposal.short_digest if a.proposal else '-'})",
+             f"+++ {b.run_id} ({b.status}, digest {b.proposal.short_digest if b.proposal else '-'})"]
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right).get_opcodes():
+        if tag == "equal":
+            lines += [f"  {x}" for x in left[i1:i2]]
+        else:
+            lines += [f"- {x}" for x in left[i1:i2]]
+            lines += [f"+ {x}" for x in right[j1:j2]]
+    if left == right:
+        lines.append("The two runs propose the same actions.")
+    return lines
+
+
+# -- status texts, labels and ages ------------------------------------------------------------
+
+STATUS_SHORT = {"waiting_approval": "waiting", "handed_to_person": "handed"}
+"""Short status labels for narrow columns (the app's table)."""
+
+
+def status_text(status: str | None) -> str:
+    """``waiting approval`` for ``waiting_approval``: a status as a person reads it."""
+    return (status or "?").replace("_", " ")
+
+
+def status_short(status: str | None) -> str:
+    """``waiting``, ``handed``, or the status itself: for a narrow column."""
+    return STATUS_SHORT.get(status or "", status or "")
+
+
+def age_text(since_iso: str, now: datetime) -> str:
+    """How long since ``since_iso`` (ISO 8601), as ``2d 16h``; ``?`` when it cannot be read."""
+    try:
+        return age(parse_time(since_iso), now)
+    except (ValueError, TypeError):
+        return "?"
+
+
+# -- what happened after approve, reject and resume --------------------------------------------
+
+
+def execution_lines(state: TaskState) -> list[str]:
+    """The operations after an execution, then ``Refused: ...`` when the executor handed the
+    run to a person before any write failed (a signature, digest or policy check)."""
+    out = operation_lines(state)
+    if state.status == "handed_to_person":
+        last = next((e for e in reversed(state.events) if e.kind == "handed_to_person"), None)
+        if last and not any(op.status == "failed" for op in state.operations):
+            out.append(f"Refused: {safe_text(last.message)}")
+    return out
+
+
+def after_approve(state: TaskState) -> list[str]:
+    """``Run X approved by Grace (grace): now handed to person.``, then :func:`execution_lines`."""
+    a = state.approval
+    who = f"{safe_text(a.name)} ({role_label(a.role)})" if a else "?"
+    return [f"Run {state.run_id} approved by {who}: now {status_text(state.status)}.", *execution_lines(state)]
+
+
+def after_reject(state: TaskState) -> list[str]:
+    """``Run X rejected by Tomás (team lead): the reason``."""
+    r = state.rejection
+    if r is None:
+        return [f"Run {state.run_id} is {status_text(state.status)}."]
+    return [f"Run {state.run_id} rejected by {safe_text(r.name)} ({role_label(r.role)}): {safe_text(r.reason)}"]
+
+
+RESUMED = {"continued": "continued its loop", "executed": "reconciled and finished", "request": "is waiting approval",
+           "final": "was already final"}
+"""What :meth:`core.home.Home.resume` did, by its ``kind``, in words."""
+
+
+def after_resume(kind: str, before: str, state: TaskState) -> list[str]:
+    """``Run X reconciled and finished: executing -> done.``, then the outcome line (a loop that
+    continued) or :func:`execution_lines`."""
+    said = [f"Run {state.run_id} {RESUMED.get(kind, kind)}: {status_text(before)} -> {status_text(state.status)}."]
+    if kind == "continued":
+        return [*said, f"Outcome: {outcome_line(state)}"]
+    return [*said, *execution_lines(state)]
+
+
+def usage_line(state: TaskState) -> str:
+    """``Usage: 2 model call(s), 1 tool call(s), 3120 tokens in, 88 tokens out, US$0.00036``."""
+    u = state.usage
+    return (f"Usage: {u.model_calls} model call(s), {u.tool_calls} tool call(s), {u.tokens_in} tokens in, "
+            f"{u.tokens_out} tokens out, {show_usd(u.cost_usd)}")
+
+
+# -- the detail of one run -----------------------------------------------------------------------
+
+Tone = Literal["", "ok", "warn", "error"]
+
+UNREADABLE = "Its checkpoint cannot be read, so nothing can be done with this run."
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a decision dialog repeats and then hands back to :class:`core.home.Home`: the run,
+    the digest and checkpoint version the person read (so a refresh cannot change what is
+    decided), the numbered action lines and whether a reply draft goes out too."""
+
+    run_id: str
+    task_id: str
+    digest: str
+    version: int
+    actions: list[str]
+    has_reply: bool
+
+
+@dataclass(frozen=True)
+class RunDetail:
+    """The detail of one run for one approver, as both faces show it.
+
+    ``title`` is ``run · ticket · status``; ``notes`` (with ``tone``: ok, warn, error) say the
+    approver's standing, other runs of the ticket, an executing run or an unreadable checkpoint;
+    ``offers`` maps each of :data:`core.rulebook.ACTIONS` to None (offered) or the sentence why
+    not; ``body`` is the outcome, decision, operations, trace and approval request lines;
+    ``decision`` is set while the run can be decided; ``version`` and ``status`` are the
+    checkpoint's, to tell when the row changed; ``error`` the sentence when it cannot be read.
+    """
+
+    run_id: str
+    title: str
+    status: str | None = None
+    version: int | None = None
+    notes: list[str] = field(default_factory=list)
+    tone: Tone = ""
+    offers: dict[Action, str | None] = field(default_factory=dict)
+    body: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
+    decision: Decision | None = None
+    error: str | None = None
+
+
+def unreadable_detail(run_id: str, error: str, task_id: str | None = None, status: str | None = None,
+                      version: int | None = None) -> RunDetail:
+    """The detail of a run whose checkpoint cannot be read: only its trace is offered."""
+    why: dict[Action, str | None] = {a: (None if a == "trace" else UNREADABLE) for a in ACTIONS}
+    return RunDetail(run_id=run_id, title=f"{run_id}  ·  ticket {task_id or '?'}  ·  {status_text(status)}",
+                     status=status, version=version, notes=[error, "No action is allowed on this run."],
+                     tone="error", offers=why, error=error)
+
+
+def describe(state: TaskState, approver: Approver, others: list[str] | None = None,
+             trace: list[str] | None = None) -> RunDetail:
+    """The :class:`RunDetail` of ``state`` for ``approver``: its notes, what the rulebook offers
+    and why not, and its body. ``others`` are the other runs of the ticket (oldest first),
+    ``trace`` the trace lines of a running run."""
+    others = list(others or [])
+    notes: list[str] = []
+    tone: Tone = ""
+    body: list[str]
+    if state.status == "waiting_approval":
+        line = standing(state, approver.role)
+        if line:
+            notes.append(line)
+            tone = "ok" if line.startswith("You are") else "warn"
+        if others:
+            notes.append(f"{state.task_id} has {len(others) + 1} runs; press d to compare.")
+            tone = tone or "warn"
+        body = [f"Outcome: {outcome_line(state)}", "", *approval_request(state)]
+    elif state.status == "running":
+        body = [f"Running: saved after step {state.step} of at most {state.max_steps}. Press u to continue its loop "
+                "from the checkpoint (no model call is repeated).", "", usage_line(state), "", "Trace so far:",
+                *(trace or ["  (no events)"])]
+    else:
+        if state.status == "executing":
+            notes.append("Executing: approved, not finished. Press u to reconcile and finish it.")
+            tone = "warn"
+        decided = decision_lines(state)
+        ops = operation_lines(state)
+        body = [*decided, ""] if decided else []
+        if ops:
+            body += ["Operations:", *(f"  {x}" for x in ops), ""]
+        if state.status in FINAL_STATUSES and state.events:
+            last = state.events[-1]
+            body += [f"Last event: {last.kind}: {safe_text(last.message)}", ""]
+        if state.proposal is not None:
+            body += [f"Outcome: {outcome_line(state)}", ""]
+        body += approval_request(state)
+    decision = None
+    p = state.proposal
+    if state.status == "waiting_approval" and p is not None:
+        decision = Decision(state.run_id, state.task_id, p.digest, state.version,
+                            [safe_text(action_line(a)) for a in p.actions], bool(p.reply_draft.strip()))
+    return RunDetail(
+        run_id=state.run_id, title=f"{state.run_id}  ·  ticket {state.task_id}  ·  {status_text(state.status)}",
+        status=state.status, version=state.version, notes=notes, tone=tone,
+        offers=offers(state, approver, others=len(others)), body=body, others=others, decision=decision,
+    )
+
+
+def approve_dialog(decision: Decision, approver: Approver) -> list[str]:
+    """What the approve dialog repeats: run, actions under "nothing has happened yet", the
+    reply, the digest and who is approving (seed 000: the approval names what was read)."""
+    body = [f"Run {decision.run_id} (ticket {decision.task_id})", "", "Actions (nothing has happened yet):"]
+    body += [f"  {i}. {a}" for i, a in enumerate(decision.actions, 1)]
+    if decision.has_reply:
+        body.append(f"  {len(decision.actions) + 1}. send the reply draft to the customer")
+    return [*body, "", f"Digest: {decision.digest[:12]} (sha256 {decision.digest})", f"Approving as: {approver.label}", "",
+            "Approve and execute these operations now? (default: No)"]
+
+
+def reject_dialog(decision: Decision, approver: Approver) -> list[str]:
+    """What the reject dialog repeats: the proposed actions (none will happen) and who rejects."""
+    body = [f"Run {decision.run_id} (ticket {decision.task_id})", "", "Proposed actions (none will happen):"]
+    body += [f"  {i}. {a}" for i, a in enumerate(decision.actions, 1)]
+    return [*body, "", f"Digest: {decision.digest[:12]}", f"Rejecting as: {approver.label}",
+            "The run goes to a person and can never execute."]

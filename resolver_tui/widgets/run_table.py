@@ -1,0 +1,171 @@
+"""The runs table: a keyed ``DataTable`` fed a page at a time, refreshed by diff.
+
+The table is handed pages (:class:`core.queue.Page`) and knows nothing of the store. It posts
+:class:`RunTable.RunHighlighted` when the cursor lands on a run, with ``at_end`` set when the
+cursor reached the last loaded row (the screen then asks for the next page).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from core.queue import PAGE_SIZE, Page, RunSummary
+from core.views import age_text, role_label, status_short
+from rich.text import Text
+from textual import on
+from textual.message import Message
+from textual.widgets import DataTable
+
+from resolver_tui.widgets.safe import cell
+
+COLUMNS = [
+    ("run", "run ID"),
+    ("ticket", "ticket"),
+    ("customer", "customer"),
+    ("actions", "actions"),
+    ("total", "total CAD"),
+    ("role", "role"),
+    ("age", "age"),
+    ("status", "status"),
+]
+WIDTHS = {"run": 28, "customer": 14, "actions": 20}
+"""Characters of the longer columns shown in the table (the pane shows them whole)."""
+
+ACTION_WORDS = {"request_refund": "refund", "reship_item": "reship", "create_return_label": "return label",
+                "send_reply": "reply"}
+
+
+def action_words(summary: str) -> str:
+    """``request_refund LK-507862 119.00 CAD ...; reship_item ...`` as ``refund, reship``."""
+    words = [part.split()[0] for part in summary.split(";") if part.strip()]
+    return ", ".join(ACTION_WORDS.get(w, w) for w in words)
+
+
+def _short(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def row_cells(s: RunSummary, now: datetime, corrupt: bool = False) -> tuple[str, ...]:
+    """The table's cells for one summary, as plain strings (ages against ``now``)."""
+    status = "corrupt" if (corrupt or not s.state_ok) else status_short(s.status)
+    return (
+        _short(s.run_id, WIDTHS["run"]), s.task_id, _short(s.customer or "", WIDTHS["customer"]),
+        _short(action_words(s.actions or ""), WIDTHS["actions"]), s.total_amount or "",
+        role_label(s.required_role), age_text(s.updated_at, now), status,
+    )
+
+
+def styled(key: str, value: str) -> Text:
+    """One cell as literal text: ``corrupt`` in bold red, totals right-aligned."""
+    if key == "status" and value == "corrupt":
+        return cell(value, "bold red")
+    if key == "total":
+        return cell(value.rjust(9))
+    return cell(value)
+
+
+class RunTable(DataTable):
+    """The runs of one filter, keyed by run ID; ``summaries`` and ``cells`` hold what is shown."""
+
+    class RunHighlighted(Message):
+        """The cursor is on ``run_id``; ``at_end`` when it is the last loaded row."""
+
+        def __init__(self, run_id: str, at_end: bool) -> None:
+            super().__init__()
+            self.run_id = run_id
+            self.at_end = at_end
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, id=id)
+        self.summaries: dict[str, RunSummary] = {}
+        self.cells: dict[str, tuple[str, ...]] = {}
+        self.broken: set[str] = set()
+
+    def on_mount(self) -> None:
+        for key, label in COLUMNS:
+            self.add_column(label, key=key)
+
+    @property
+    def current(self) -> str | None:
+        """The run ID under the cursor, or None when the table is empty."""
+        if not self.row_count:
+            return None
+        row_key, _ = self.coordinate_to_cell_key(self.cursor_coordinate)
+        return row_key.value
+
+    def forget(self) -> None:
+        """Empty the table (a new filter)."""
+        self.clear()
+        self.summaries.clear()
+        self.cells.clear()
+
+    def append(self, page: Page) -> None:
+        """Add the rows of a following page (those not shown yet)."""
+        with self.app.batch_update():
+            for s in page.rows:
+                if s.run_id in self.summaries:
+                    continue
+                self.summaries[s.run_id] = s
+                cells = self.cells[s.run_id] = row_cells(s, page.now, s.run_id in self.broken)
+                self.add_row(*(styled(k, v) for (k, _), v in zip(COLUMNS, cells, strict=True)), key=s.run_id)
+
+    def replace(self, page: Page, select: str | None = None) -> None:
+        """Show a first page by diff: the same runs in the same order update changed cells
+        only; otherwise rebuild. The cursor stays on the same run (or moves to ``select``)."""
+        old_order = list(self.summaries)
+        new_order = [s.run_id for s in page.rows]
+        keep_row = self.cursor_row
+        with self.app.batch_update():
+            if old_order[: len(new_order)] == new_order and len(old_order) <= max(len(new_order), PAGE_SIZE):
+                for s in page.rows:
+                    cells = row_cells(s, page.now, s.run_id in self.broken)
+                    before = self.cells.get(s.run_id) or ("",) * len(cells)
+                    self.summaries[s.run_id] = s
+                    if cells != before:
+                        self.cells[s.run_id] = cells
+                        for (key, _), value, old in zip(COLUMNS, cells, before, strict=True):
+                            if value != old:
+                                self.update_cell(s.run_id, key, styled(key, value), update_width=True)
+                for run_id in old_order[len(new_order):]:
+                    self.remove_row(run_id)
+                    self.summaries.pop(run_id, None)
+                    self.cells.pop(run_id, None)
+            else:
+                self.forget()
+                self.append(page)
+            if select and select in self.summaries:
+                self.move_cursor(row=self.get_row_index(select), animate=False)
+            elif self.row_count:
+                self.move_cursor(row=min(keep_row, self.row_count - 1), animate=False)
+
+    def mark_corrupt(self, run_id: str) -> None:
+        """Show ``corrupt`` in the run's status cell (its checkpoint could not be read)."""
+        self.broken.add(run_id)
+        if run_id in self.summaries:
+            cells = self.cells[run_id]
+            self.cells[run_id] = (*cells[:-1], "corrupt")
+            self.update_cell(run_id, "status", styled("status", "corrupt"))
+
+    def jump(self, run_id: str) -> bool:
+        """Move the cursor to ``run_id`` if it is loaded; False otherwise."""
+        if run_id not in self.summaries:
+            return False
+        self.move_cursor(row=self.get_row_index(run_id))
+        return True
+
+    def move(self, where: str) -> None:
+        """``down``, ``up``, ``top`` or ``bottom``."""
+        if where == "down":
+            self.action_cursor_down()
+        elif where == "up":
+            self.action_cursor_up()
+        elif where == "top":
+            self.move_cursor(row=0)
+        elif self.row_count:
+            self.move_cursor(row=self.row_count - 1)
+
+    @on(DataTable.RowHighlighted)
+    def _highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        if event.row_key is not None and event.row_key.value is not None:
+            self.post_message(self.RunHighlighted(event.row_key.value, event.cursor_row >= self.row_count - 1))
