@@ -20,7 +20,6 @@ EXPECTED_STATUSES = {
     "T-90103-agent-chat-small-1": "waiting_approval",
     "T-65273-crash-1": "running",
     "T-90104-agent_structured-chat-strong-1": "executing",
-    "T-90104-agent_structured-chat-strong-2": "executing",
     "T-90103-agent-chat-small-2": "waiting_approval",
 }
 
