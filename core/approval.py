@@ -146,11 +146,10 @@ def world_problem(store: CheckpointStore, state: TaskState, now: datetime, *, wo
         return ("duplicate", f"Run {state.run_id}: {dup}")
     if world is not None and not practice and state.proposal is not None:
         own = {op.operation_id for op in state.operations}
-        for pre in state.proposal.preconditions:
-            why = world.precondition_problem(pre, own)
-            if why:
-                return ("precondition", f"The world changed since the agent looked: {why}. Nothing was written; "
-                                        f"refresh the evidence (resolver refresh {state.run_id}) or reject the run.")
+        failing = [why for pre in state.proposal.preconditions if (why := world.precondition_problem(pre, own))]
+        if failing:
+            return ("precondition", f"The world changed since the agent looked: {'; '.join(failing)}. Nothing was written; "
+                                    f"refresh the evidence (resolver refresh {state.run_id}) or reject the run.")
     return None
 
 
