@@ -317,3 +317,17 @@ def test_a_v3_checkpoint_loads_as_v4_unbound():
 
 def test_t90104_run_ids_are_the_conftest_ones(home):
     assert home.run("T-90104", "agent_structured", "chat-strong", 1).run_id == T90104_RUN
+
+
+@pytest.mark.parametrize("now", ["2026-10-12T09:00:00-04:00", "2026-10-15T10:00:00-04:00", "2026-10-16T16:00:00-04:00",
+                                 "2026-10-17T12:00:00-04:00"])
+def test_the_demo_queue_is_made_relative_to_the_homes_clock_and_never_opens_expired(now):
+    from core.data import load_policy
+    from core.demo import friday_before
+
+    at = parse_time(now)
+    start = friday_before(at)
+    assert timedelta(hours=16) < at - start <= timedelta(days=4)
+    assert (at - start).total_seconds() + 3600 < load_policy().evidence_max_age_s
+    if now == MONDAY:
+        assert start == parse_time("2026-10-09T16:30:00-04:00")  # the snapshots' Friday
