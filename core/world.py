@@ -403,7 +403,7 @@ class World:
             params.append(sku)
         rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
         return [r for r in rows if r["operation_id"] not in exclude
-                and (since is None or datetime.fromisoformat(r["at"]) >= since)]
+                and (since is None or datetime.fromisoformat(r["at"]) > since)]
 
     def _problem(self, conn: sqlite3.Connection, pre: Precondition, own: Collection[str]) -> str | None:
         if pre.kind == "payment":
