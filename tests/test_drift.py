@@ -331,3 +331,29 @@ def test_the_demo_queue_is_made_relative_to_the_homes_clock_and_never_opens_expi
     assert (at - start).total_seconds() + 3600 < load_policy().evidence_max_age_s
     if now == MONDAY:
         assert start == parse_time("2026-10-09T16:30:00-04:00")  # the snapshots' Friday
+
+
+def test_sigkill_between_approve_and_execute_then_a_world_change_then_resume_writes_nothing(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    root = tmp_path / "h"
+
+    def resolver(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "core", *args, "--home", str(root)], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, **env})
+
+    assert resolver("clock", "set", FRIDAY).returncode == 0
+    assert resolver("run", "T-65273").returncode == 0
+    killed = resolver("approve", T65273_RUN, "--as", "grace", "--name", "Grace", RESOLVER_KILL_AT="save:1")
+    assert killed.returncode == -signal.SIGKILL
+    home = Home(root)
+    assert home.store.load(T65273_RUN).status == "executing" and _count(home, "operations") == 0
+    assert resolver("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2").returncode == 0
+    resumed = resolver("resume", T65273_RUN)
+    assert "Status: handed_to_person" in resumed.stdout
+    state = home.store.load(T65273_RUN)
+    assert state.status == "handed_to_person" and "not a captured charge" in (state.operations[0].error or "")
+    assert _count(home, "refunds") == 1 and _count(home, "replies") == 0
