@@ -33,6 +33,7 @@ from core.errors import ApprovalRefused, StaleCheckpoint
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.rulebook import decided_by, not_decidable, role_too_low, stale_digest
 from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, operation_id
+from core.world import World
 
 
 def load_key(path: Path) -> bytes:
@@ -93,12 +94,72 @@ def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> tu
     return state, state.proposal
 
 
+def _age(seconds: float) -> str:
+    s = int(seconds)
+    d, h, m = s // 86400, s % 86400 // 3600, s % 3600 // 60
+    return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m"
+
+
+def overlapping_effects(store: CheckpointStore, state: TaskState) -> str | None:
+    """One effect per ticket (issue 11): why approving ``state`` would repeat an effect of
+    another run of the same ticket, or None. Another run that is ``executing`` blocks; a ``done``
+    one blocks when one of its done operations has an effect kind this proposal also plans on the
+    same order. The sentence names the other run and what it did."""
+    if state.proposal is None:
+        return None
+    mine = {(op.action.type, op.action.order_id) for op in plan_operations(state)}
+    for other in store.runs_of_task(state.task_id):
+        if other.run_id == state.run_id or other.status not in ("executing", "done"):
+            continue
+        if other.status == "executing":
+            return f"{other.run_id} of the same ticket is executing; one effect per ticket: wait for it, or reject this run."
+        try:
+            done = store.load(other.run_id)
+        except Exception:  # an unreadable run cannot prove it did nothing: fail closed
+            return f"{other.run_id} of the same ticket cannot be read, so it may already have acted; reject this run."
+        for op in done.operations:
+            if op.status == "done" and (op.action.type, op.action.order_id) in mine:
+                result = op.result or {}
+                ref = next((str(v) for k, v in result.items() if k.endswith("_id") and k not in ("order_id", "payment_id", "customer_id")), "")
+                what = {"request_refund": f"refunded {result.get('amount', '')} on", "reship_item": "reshipped an item on",
+                        "create_return_label": "made a return label on", "send_reply": "sent a reply about"}[op.action.type]
+                when = next((e.at for e in done.events if e.kind == "done" and op.operation_id in e.message), done.updated_at)
+                return (f"{done.run_id} already {what} {op.action.order_id} ({ref}) at {iso(when)}; "
+                        "one effect per ticket: reject this run.")
+    return None
+
+
+def world_problem(store: CheckpointStore, state: TaskState, now: datetime, *, world: World | None = None,
+                  practice: bool = True, policy: PolicyData | None = None) -> tuple[str, str] | None:
+    """Why ``state`` must not be approved now, as ``(kind, sentence)``: ``expiry`` (evidence
+    older than the policy allows), ``duplicate`` (one effect per ticket) or ``precondition``
+    (shop homes only: a precondition fails already). None when it may."""
+    from core.preconditions import evidence_time
+
+    policy = policy or load_policy()
+    age = (now - evidence_time(state)).total_seconds()
+    if age > policy.evidence_max_age_s:
+        return ("expiry", f"The evidence of {state.run_id} is {_age(age)} old; the policy allows "
+                          f"{_age(policy.evidence_max_age_s)} at approval. Refresh it first: resolver refresh {state.run_id}")
+    dup = overlapping_effects(store, state)
+    if dup:
+        return ("duplicate", f"Run {state.run_id}: {dup}")
+    if world is not None and not practice and state.proposal is not None:
+        own = {op.operation_id for op in state.operations}
+        failing = [why for pre in state.proposal.preconditions if (why := world.precondition_problem(pre, own))]
+        if failing:
+            return ("precondition", f"The world changed since the agent looked: {'; '.join(failing)}. Nothing was written; "
+                                    f"refresh the evidence (resolver refresh {state.run_id}) or reject the run.")
+    return None
+
+
 def plan_operations(state: TaskState) -> list[Operation]:
     """The operations an approval commits to: each action in order, then the reply draft, with
     IDs derived from the run's ``run_uid``."""
     actions: list[Action] = list(state.proposal.actions) if state.proposal else []
     if state.proposal and state.proposal.reply_draft.strip():
-        actions.append(ReplyAction(order_id=state.order_id, customer_id=state.customer_id, text=state.proposal.reply_draft))
+        recipient = state.proposal.recipient or state.customer_id  # the digest covers the recipient (issue 11)
+        actions.append(ReplyAction(order_id=state.order_id, customer_id=recipient, text=state.proposal.reply_draft))
     return [Operation(operation_id=operation_id(state.run_uid, i, a), index=i, action=a) for i, a in enumerate(actions)]
 
 
@@ -123,6 +184,10 @@ def approve(
     digest: str | None = None,
     clock: Clock | None = None,
     expect_version: int | None = None,
+    *,
+    world: World | None = None,
+    practice: bool = True,
+    policy: PolicyData | None = None,
 ) -> TaskState:
     """Approve the current proposal of ``run_id`` as ``role`` (and ``name``); returns the state,
     now ``executing`` with its operations planned and a signed approval.
@@ -133,11 +198,22 @@ def approve(
     Raises:
         ApprovalRefused: not waiting_approval (says who decided it and when), role too low,
             stale digest, or a lost race (says who won). Nothing is changed.
+        ApprovalRefused (issue 11, each with an audit row): the evidence is older than the
+            policy's ``evidence_max_age_s``; another run of the ticket is executing or is done
+            with an overlapping effect; with ``world`` given, in a shop home (``practice`` False),
+            a precondition already fails now. A practice home goes on to the write there (the
+            lesson's moment: the service refuses at the write).
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
     check_role(role)
     clock = clock or store.clock
     state, proposal = _load_waiting(store, run_id, digest)
+    problem = world_problem(store, state, clock.now(), world=world, practice=practice, policy=policy)
+    if problem is not None:
+        kind, why = problem
+        store.append_audit({"run_id": run_id, "decision": f"refused:{kind}", "role": role, "name": name or ROLE_LABELS.get(role, role),
+                            "digest": proposal.digest, "at": iso(clock.now()), "detail": why, "run_uid": state.run_uid})
+        raise ApprovalRefused(why)
     if expect_version is not None and state.version != expect_version:
         raise ApprovalRefused(f"Run {run_id} changed since you read it ({decided_by(state) or 'new checkpoint'}); read it again.")
     current = proposal.digest
@@ -146,7 +222,8 @@ def approve(
         raise ApprovalRefused(role_too_low(run_id, role, needed))
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
-    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, state.run_uid, current, role, name, at))
+    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, state.run_uid, current, role, name, at),
+                              proposal=proposal)
     state.status = "executing"
     state.operations = plan_operations(state)
     state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)

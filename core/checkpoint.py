@@ -680,6 +680,14 @@ class CheckpointStore:
         crash_point("save")
         return state
 
+    def append_audit(self, audit: dict[str, Any]) -> None:
+        """Append one audit row outside any save: a refusal (drift, precondition, duplicate,
+        expiry) that changes no checkpoint (issue 11). ``audit`` has ``run_id``, ``decision``,
+        ``role``, ``name``, ``digest``, ``at``, ``detail`` and ``run_uid``."""
+        with self.db.immediate() as conn:
+            conn.execute(_INSERT_AUDIT, (audit["run_id"], audit["decision"], audit["role"], audit["name"], audit["digest"],
+                                         audit["at"], audit.get("detail", ""), audit.get("run_uid")))
+
     @staticmethod
     def _refuse(conn: sqlite3.Connection, run_id: str, version: int, lease_owner: str | None) -> NoReturn:
         """Say why a save cannot be written: the version moved on, or the lease is not ours."""

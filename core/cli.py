@@ -159,6 +159,11 @@ def cmd_approve(home: Home, args: argparse.Namespace) -> int:
     from core.views import after_approve
 
     _refuse(home, args.run, "approve", args.role)
+    waiting = home.queue.load(args.run)
+    if waiting.status == "waiting_approval" and waiting.proposal is not None:
+        lines, _ = home.queue.world_now(waiting)
+        if any(line.startswith("  Preconditions that fail now") for line in lines):
+            _print([*lines, ""])  # the drift section first (a practice home goes on to the write)
     state = home.approve(args.run, args.role, args.name, args.digest, interrupt=args.interrupt)
     _print(after_approve(state))
     _status(state)
@@ -182,9 +187,25 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
     if args.run is None:
         _print(f"Home: {home.root} ({home.kind})")
         return 0
+    from core.views import approved_vs_current
+
     state = home.queue.load(args.run)
+    if state.status == "waiting_approval" and state.proposal is not None:
+        lines, refused = home.queue.world_now(state)
+        _print([*lines, *([f"Approve is refused now: {refused}"] if refused else []), ""])
     _print(approval_request(state))
-    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state), f"Home: {home.kind}"])
+    vs = approved_vs_current(state)
+    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state), *vs, f"Home: {home.kind}"])
+    return 0
+
+
+def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
+    """Read the evidence again and re-derive the preconditions: a new proposal version."""
+    state = home.refresh(args.run)
+    p = state.proposal
+    _print(f"Run {state.run_id}: evidence read again; proposal version {p.version if p else '?'}, digest {p.short_digest if p else '-'}; "
+           "earlier approvals are void.")
+    _show_request(state)
     return 0
 
 
@@ -308,6 +329,10 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("run", metavar="RUN")
         p.set_defaults(func=func)
+
+    p = sub.add_parser("refresh", parents=[common], help="read a waiting run's evidence again (a new proposal version and digest)")
+    p.add_argument("run", metavar="RUN")
+    p.set_defaults(func=cmd_refresh)
 
     p = sub.add_parser("show", parents=[common], help="the request, decision and operations of a run; without RUN, the home and its kind")
     p.add_argument("run", metavar="RUN", nargs="?")

@@ -142,9 +142,19 @@ class ApprovalLimit(_Frozen):
 
 
 class PolicyData(_Frozen):
+    """The policy: rules, approval limits, and the expiry of issue 11 in seconds.
+
+    ``evidence_max_age_s``: how old the evidence may be when a proposal is approved (7 days: the
+    lesson's Friday 17:00 to Monday 09:00 is 64 hours, and a demo queue made on the last Friday
+    stays approvable all week). ``approval_valid_s``: how long an approval stays valid before
+    its execution starts (1 hour); an execution already started is never cut off by the clock.
+    """
+
     version: str
     rules: list[Rule]
     approval_limits: list[ApprovalLimit]
+    evidence_max_age_s: int = 7 * 24 * 3600
+    approval_valid_s: int = 3600
 
 
 class ModelPrice(_Frozen):

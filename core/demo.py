@@ -37,11 +37,20 @@ WAITING = [
 ]
 
 
+DEMO_MAX_AGE = timedelta(days=4)
+"""The demo's oldest run is never older than this, so its evidence is well inside the policy's
+``evidence_max_age_s`` (issue 11: the README's main job never opens on expired runs)."""
+
+
 def friday_before(now: datetime) -> datetime:
-    """The last Friday 16:30 America/Toronto at least a day before ``now``."""
+    """The last Friday 16:30 America/Toronto at least a day before ``now``; when that is more
+    than :data:`DEMO_MAX_AGE` back (Tuesday to Friday), ``now`` less 2 days 16 hours 30 minutes
+    instead: the same waiting times as on Monday morning, relative to the home's clock."""
     local = now.astimezone(SHOP_TZ) - timedelta(days=1)
     back = (local.weekday() - 4) % 7
     friday = (local - timedelta(days=back)).replace(hour=16, minute=30, second=0, microsecond=0)
+    if now - friday > DEMO_MAX_AGE:
+        return (now - timedelta(days=2, hours=16, minutes=30)).astimezone(SHOP_TZ).replace(second=0, microsecond=0)
     return friday
 
 

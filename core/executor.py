@@ -26,11 +26,11 @@ from typing import Literal
 
 from core.approval import verify
 from core.checkpoint import CheckpointStore, crash_point, lease_owner_name
-from core.clock import Clock
-from core.data import load_task
+from core.clock import Clock, iso
+from core.data import load_policy, load_task
 from core.errors import ResolverError
 from core.state import Operation, TaskState, action_short
-from core.world import ServiceRefused, TransientServiceError, World
+from core.world import PreconditionFailed, ServiceRefused, TransientServiceError, World
 
 MAX_CALLS = 3
 """Calls of one service per operation before the executor gives up (issue "Core 2")."""
@@ -102,8 +102,12 @@ def execute(
             state = _hand_over(store, state, f"refused: {problem}; nothing written", owner)
             released = True
             return state
+        if _lapsed(store, state, clock, owner):
+            released = True
+            return state
         task = load_task(state.task_id)
         world = World(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
+        own = {o.operation_id for o in state.operations}  # a run's own operations never count against it
         for op in state.operations:
             if op.status == "done":
                 continue
@@ -128,7 +132,7 @@ def execute(
             if interrupt == "before-write":
                 crashed = True
                 raise SimulatedCrash(run_id, "before-write", op)
-            if not _call(store, state, op, world, clock, owner):
+            if not _call(store, state, op, world, clock, owner, own):
                 state = _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
                 released = True
                 return state
@@ -169,18 +173,55 @@ def _reconcile(state: TaskState, op: Operation, world: World) -> bool:
     return True
 
 
-def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World, clock: Clock, owner: str) -> bool:
-    """Call the service for ``op`` with retries; True when done, False when failed."""
+def started(state: TaskState) -> bool:
+    """An execution has started once its first ``pending`` checkpoint is saved (issue 11)."""
+    return any(op.status != "planned" or op.calls for op in state.operations)
+
+
+def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str) -> bool:
+    """Return an approval whose execution has not started by the policy's ``approval_valid_s``
+    to waiting (fails closed: the run needs a fresh decision), with the reason in the audit and
+    the lease given back in the same save. True when it lapsed."""
+    a = state.approval
+    if a is None or started(state):
+        return False
+    now = clock.now()
+    limit = load_policy().approval_valid_s
+    age = (now - a.at).total_seconds()
+    if age <= limit:
+        return False
+    why = (f"the approval by {a.name} ({a.role}) at {iso(a.at)} lapsed: its execution had not started after "
+           f"{int(limit)} s (it was {int(age)} s old); nothing written, the run waits for a fresh decision")
+    state.approval = None
+    state.operations = []
+    state.status = "waiting_approval"
+    state.log("approval_lapsed", why, at=now)
+    store.save(state, lease_owner=owner, audit={"decision": "refused:expiry", "role": a.role, "name": a.name, "digest": a.digest,
+                                                "at": iso(now), "detail": why, "run_uid": state.run_uid})
+    return True
+
+
+def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World, clock: Clock, owner: str,
+          own: set[str] | None = None) -> bool:
+    """Call the service for ``op`` with retries, handing it the step's preconditions as the
+    expected state; True when done, False when failed (a refusal, or a precondition that no
+    longer holds)."""
+    expect = state.proposal.preconditions_of(op.index) if state.proposal else []
     while True:
         try:
             op.calls += 1
-            op.result = world.call_service(op.operation_id, op.action)
+            op.result = world.call_service(op.operation_id, op.action, expect=expect, own=own or set())
             op.status = "done"
             op.error = None
             return True
         except ServiceRefused as exc:
             op.status = "failed"
             op.error = str(exc)
+            if isinstance(exc, PreconditionFailed):
+                store.append_audit({"run_id": state.run_id, "decision": "refused:precondition", "role": "executor",
+                                    "name": owner, "digest": state.proposal.digest if state.proposal else "",
+                                    "at": iso(clock.now()), "detail": f"{action_short(op.action)}: {exc}",
+                                    "run_uid": state.run_uid})
             return False
         except TransientServiceError as exc:
             op.error = str(exc)

@@ -145,8 +145,22 @@ class Home:
         expect_version: int | None = None,
     ) -> TaskState:
         """Approve (see :func:`core.approval.approve`) and then execute the run."""
-        approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version)
+        approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version,
+                world=self.world(), practice=self.kind == "practice")
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
+
+    def refresh(self, run_id: str) -> TaskState:
+        """Refresh the evidence of a waiting run (see :func:`core.refresh.refresh`): a new
+        proposal version and digest, earlier approvals void, the actions as recorded."""
+        from core.refresh import refresh
+
+        return refresh(self.store, self.world(), run_id, self.clock)
+
+    def drift(self, run_id: str) -> Any:
+        """What changed since the agent looked (:class:`core.preconditions.Drift`)."""
+        from core.preconditions import drift
+
+        return drift(self.store.load(run_id), self.world())
 
     def reject(self, run_id: str, role: str, reason: str, name: str | None = None, digest: str | None = None) -> TaskState:
         """Reject with a reason (see :func:`core.approval.reject`)."""

@@ -43,6 +43,9 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("`manual-refund`", "the lesson's weekend phone call", "refused"),
     ("`resolver-tui --demo`", "loads the demo queue into an empty home", "refused"),
     ("the lesson's Python API (`resolver.systems`, `.checkpoint`, `.runner`)", "works", "refused"),
+    ("approve when a precondition already fails (the world changed since the agent looked)",
+     "shows what changed, then goes on to the write, where the service refuses (seed 000's Monday)",
+     "refused before anything is written, with what changed, and audited"),
 )
 """(what, in a practice home, in a shop home): the README's table."""
 

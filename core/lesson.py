@@ -98,13 +98,24 @@ def moment_crash_in_loop(home: Home, after_step: int = 1) -> list[str]:
 
 
 def _crash_at_write(home: Home, point: str) -> list[str]:
-    state = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    """T-90104 approved by Amira and stopped at ``point``. One effect per ticket (issue 11): when
+    a run of T-90104 already waits, crashed before its write, that run is resumed and stopped
+    again just after the write, rather than a second run approved for the same refund."""
+    waiting = [r for r in home.store.runs_of_task("T-90104") if r.status == "executing"]
     try:
+        if waiting and point == "after-write":
+            run_id = waiting[0].run_id
+            home.execute(run_id, interrupt="after-write")
+            return [f"{run_id} finished without reaching the write."]
+        state = home.run("T-90104", "agent_structured", "chat-strong", 1)
+        run_id = state.run_id
         home.approve(state.run_id, "agent", "Amira", interrupt=point)  # type: ignore[arg-type]
     except SimulatedCrash as crash:
-        return [f"Amira approved {state.run_id} as agent; the process stopped: {crash}.",
-                f"Resume with: resolver resume {state.run_id}"]
-    return [f"{state.run_id} finished without reaching the write."]
+        if waiting:
+            return [f"{run_id} was resumed; the process stopped again: {crash}.", f"Resume with: resolver resume {run_id}"]
+        return [f"Amira approved {run_id} as agent; the process stopped: {crash}.",
+                f"Resume with: resolver resume {run_id}"]
+    return [f"{run_id} finished without reaching the write."]
 
 
 @moment

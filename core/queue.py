@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -34,7 +34,16 @@ from core.errors import ResolverError
 from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
 from core.state import TaskState, action_short
-from core.views import RunDetail, describe, diff_lines, trace_lines, unreadable_detail
+from core.views import (
+    RunDetail,
+    ages_lines,
+    approved_vs_current,
+    describe,
+    diff_lines,
+    drift_lines,
+    trace_lines,
+    unreadable_detail,
+)
 
 __all__ = ["PAGE_SIZE", "ApprovalQueue", "Page", "QueueColumns", "RunSummary", "blank_columns", "queue_columns"]
 
@@ -195,7 +204,52 @@ class ApprovalQueue:
             if summary is None:
                 return unreadable_detail(run_id, str(exc))
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
-        return describe(state, approver, others, trace)
+        detail = describe(state, approver, others, trace)
+        if state.status == "waiting_approval" and state.proposal is not None:
+            return self._with_world_now(state, detail)
+        vs = approved_vs_current(state)
+        return replace(detail, body=[*vs, "", *detail.body]) if vs else detail
+
+    # -- the world now (issue 11) ----------------------------------------------------------------
+
+    def world_now(self, state: TaskState) -> tuple[list[str], str | None]:
+        """The "world now" lines of a waiting run (ages, what changed since the agent looked)
+        and why approve is refused now (expiry, one effect per ticket, or in a shop home a
+        precondition that already fails), else None. No model call is made."""
+        from core.approval import world_problem
+        from core.homekind import home_kind
+        from core.preconditions import drift, evidence_time
+        from core.world import World
+
+        world = World(self._world_path, self._clock)
+        now = self._clock.now()
+        policy = load_policy()
+        d = drift(state, world)
+        lines = [*ages_lines(state, now, evidence_time(state), policy.evidence_max_age_s, policy.approval_valid_s),
+                 *drift_lines(d.differences, d.effects, d.failing)]
+        practice = home_kind(self._world_path.parent) == "practice"
+        problem = world_problem(self._store, state, now, world=world, practice=practice, policy=policy)
+        if problem is None and d.failing and practice:
+            lines.append("A practice home lets approve go on to the write, where the service refuses (the lesson's "
+                         "moment); a shop home refuses approve here.")
+        return lines, problem[1] if problem else None
+
+    def _with_world_now(self, state: TaskState, detail: RunDetail) -> RunDetail:
+        try:
+            lines, refused = self.world_now(state)
+        except ResolverError as exc:
+            lines, refused = [f"The world cannot be read now: {exc}"], None
+        offered = dict(detail.offers)
+        if refused and offered.get("approve") is None:
+            offered["approve"] = refused
+        decision = replace(detail.decision, world=tuple(lines)) if detail.decision else None
+        notes = list(detail.notes)
+        if refused:
+            notes.insert(0, refused)
+        elif any(line.startswith("  Preconditions that fail now") for line in lines):
+            notes.insert(0, "World changed since the agent looked: see the section below.")
+        return replace(detail, body=[*lines, "", *detail.body], offers=offered, decision=decision, notes=notes,
+                       tone="warn" if notes != detail.notes else detail.tone)
 
     def describe(self, state: TaskState, approver: Approver, others: list[str] | None = None) -> RunDetail:
         """The detail of a state the caller already holds (the executor's progress)."""

@@ -111,6 +111,10 @@ def _finish(state: TaskState, turn: FinalTurn) -> None:
         proposal = Proposal(outcome="hand_to_person", rule=turn.rule, reason=f"The model proposed malformed actions: {exc.errors()[0]['msg']}")
     if proposal.outcome == "resolve" and not proposal.actions:
         proposal = proposal.model_copy(update={"outcome": "reply"})
+    if proposal.outcome == "resolve":  # bound to the world as read (issue 11)
+        from core.preconditions import bind, first_read
+
+        proposal = bind(state, proposal, first_read(state))
     state.proposal = proposal
     if proposal.outcome == "resolve":
         state.status = "waiting_approval"

@@ -17,7 +17,14 @@ Schema versions (``schema_version``):
   0.1.0 operation IDs and signature were derived from, so they stay valid and an executing run
   resumes with its own operation IDs.
 
-:func:`migrate` upgrades a raw v1 or v2 dict to v3; any other version fails loudly with
+- 4: binds the proposal to the world as read (issue 11): ``Proposal.recipient``,
+  ``evidence_at``, ``preconditions`` and ``version``, and ``Approval.proposal`` (the proposal as
+  approved). A proposal saved before gets none (``evidence_at`` None, no preconditions): its
+  digest stays the one it had, so a waiting run stays approvable and an approval of 0.1.0
+  still verifies; its evidence age is counted from its first lookup (frozen schema 3:
+  ``tests/fixtures/task_state_v3.json``).
+
+:func:`migrate` upgrades a raw v1, v2 or v3 dict to v4; any other version fails loudly with
 :class:`~core.errors.UnsupportedSchemaVersion`.
 """
 
@@ -33,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.errors import ResolverError, UnsupportedSchemaVersion
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 TOOL_SCHEMA_VERSION = "tools-1"
 
 Status = Literal["running", "waiting_approval", "executing", "done", "handed_to_person", "stopped"]
@@ -156,22 +163,96 @@ def action_short(action: BaseModel) -> str:
 # --- proposal, approval, operations ------------------------------------------------------------
 
 
+EFFECT_TABLES: dict[str, tuple[str, str]] = {
+    "refund": ("refunds", "refund_id"),
+    "reship": ("reshipments", "reship_id"),
+    "return_label": ("return_labels", "label_id"),
+    "reply": ("replies", "reply_id"),
+}
+"""Effect kind -> (the practice world's table, its ID column): what a ``none_since`` precondition
+and the drift report look at."""
+
+Effect = Literal["refund", "reship", "return_label", "reply"]
+
+EFFECT_OF_ACTION: dict[str, Effect] = {
+    "request_refund": "refund", "reship_item": "reship", "create_return_label": "return_label", "send_reply": "reply",
+}
+
+
+class Precondition(_Model):
+    """A world fact one planned operation depends on, derived from the evidence (issue 11).
+
+    ``index`` is the operation's index in the plan (the proposal's actions, then the reply).
+    Two kinds:
+
+    - ``payment``: payment ``payment_id`` of ``order_id`` is ``status`` with ``refunded`` CAD
+      already refunded, as the evidence showed it (a refund needs the charge as it was read);
+    - ``none_since``: no ``effect`` (refund, reship, return_label, reply) on ``order_id`` (for
+      ``sku`` when set) made after ``since`` by an operation other than the run's own.
+
+    The executor hands a step's preconditions to its write service as the expected state (a
+    compare-and-set like HTTP ``If-Match``); the service refuses when one does not hold.
+    """
+
+    index: int
+    kind: Literal["payment", "none_since"]
+    order_id: str
+    payment_id: str = ""
+    status: str = ""
+    refunded: Decimal | None = None
+    effect: Literal["refund", "reship", "return_label", "reply", ""] = ""
+    sku: str = ""
+    since: datetime | None = None
+
+    def line(self) -> str:
+        """The precondition as the request prints it."""
+        if self.kind == "payment":
+            return f"payment {self.payment_id} of {self.order_id} is {self.status}, {self.refunded} CAD refunded"
+        what = self.effect.replace("_", " ")
+        on = f"{self.sku} on {self.order_id}" if self.sku else self.order_id
+        return f"no other {what} of {on} since the evidence was read"
+
+
 class Proposal(_Model):
-    """What the agent proposes: ``outcome`` with its rule, reason, actions and reply draft."""
+    """What the agent proposes: ``outcome`` with its rule, reason, actions and reply draft.
+
+    Issue 11 adds what binds it to the world as read: ``recipient`` (the customer the reply goes
+    to), ``evidence_at`` (when the evidence was read), ``preconditions`` (per operation) and
+    ``version`` (1, then +1 at every refresh of the evidence). A proposal saved before has none
+    of them; its digest is then the one it had (so an approval of release 0.1.0 still verifies).
+    """
 
     outcome: Literal["resolve", "reply", "hand_to_person"]
     rule: str
     reason: str
     actions: list[ProposedAction] = []
     reply_draft: str = ""
+    recipient: str = ""
+    evidence_at: datetime | None = None
+    preconditions: list[Precondition] = []
+    version: int = 1
 
     def digest_payload(self) -> dict[str, Any]:
-        """What the digest covers: actions with all their arguments, rule and reply draft."""
-        return {
+        """What the digest covers: actions with all their arguments, rule and reply draft; and,
+        for a proposal made since issue 11, the reply's recipient, the evidence time, the
+        preconditions and the proposal version (every field an operation reads)."""
+        payload: dict[str, Any] = {
             "actions": [a.model_dump(mode="json") for a in self.actions],
             "rule": self.rule,
             "reply_draft": self.reply_draft,
         }
+        if self.evidence_at is not None:
+            payload.update(
+                recipient=self.recipient,
+                evidence_at=self.evidence_at.isoformat(),
+                preconditions=[p.model_dump(mode="json") for p in self.preconditions],
+                version=self.version,
+            )
+        return payload
+
+    def preconditions_of(self, index: int) -> list[Precondition]:
+        """The preconditions of operation ``index``."""
+        return [p for p in self.preconditions if p.index == index]
 
     @property
     def digest(self) -> str:
@@ -192,6 +273,8 @@ class Approval(_Model):
     at: datetime
     digest: str
     signature: str
+    proposal: Proposal | None = None
+    """The proposal as approved (issue 11): shown next to the current one on a mismatch."""
 
 
 class Rejection(_Model):
@@ -317,12 +400,18 @@ class TaskState(_Model):
         return next((op for op in self.operations if op.operation_id == operation_id), None)
 
 
+_UNBOUND: dict[str, Any] = {"recipient": "", "evidence_at": None, "preconditions": [], "version": 1}
+"""What a proposal saved before schema 4 is given: bound to nothing (its digest unchanged)."""
+
+
 def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     """Upgrade a raw checkpoint dict to the current schema.
 
     v1 -> v2: ``reply_channel`` defaults to ``"email"`` and ``meta`` to empty metadata.
     v2 -> v3: ``run_uid`` is the ``run_id``, the string the run's stored operation IDs and
     approval signature were derived from (release 0.1.0), so both still hold.
+    v3 -> v4: the proposal is unbound (no recipient, evidence time or preconditions, version 1)
+    and an approval holds no copy of its proposal.
 
     Raises:
         UnsupportedSchemaVersion: a version this code does not know (newer or garbage).
@@ -330,12 +419,16 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     version = raw.get("schema_version", 1)
     if version == SCHEMA_VERSION:
         return raw
-    if version in (1, 2):
+    if version in (1, 2, 3):
         upgraded = dict(raw)
         if version == 1:
             upgraded.setdefault("reply_channel", "email")
             upgraded.setdefault("meta", Meta().model_dump(mode="json"))
         upgraded.setdefault("run_uid", upgraded.get("run_id"))
+        if isinstance(upgraded.get("proposal"), dict):
+            upgraded["proposal"] = {**_UNBOUND, **upgraded["proposal"]}
+        if isinstance(upgraded.get("approval"), dict):
+            upgraded["approval"] = {"proposal": None, **upgraded["approval"]}
         upgraded["schema_version"] = SCHEMA_VERSION
         return upgraded
     raise UnsupportedSchemaVersion(

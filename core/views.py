@@ -27,11 +27,41 @@ from core.runner import outcome_line
 from core.state import FINAL_STATUSES, TaskState, action_line, action_short
 
 __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
-    "ACTIONS", "RESUMED", "STATUS_SHORT", "UNREADABLE", "Action", "Approver", "Decision", "RunDetail", "Tone",
-    "after_approve", "after_reject", "after_resume", "age_text", "approval_request", "approve_dialog",
-    "decided_by", "decision_lines", "describe", "diff_lines", "execution_lines", "operation_lines",
-    "reject_dialog", "role_label", "safe_text", "standing", "status_short", "status_text", "ticket_lines",
-    "trace_lines", "unreadable_detail", "usage_line",
+    "ACTIONS",
+    "RESUMED",
+    "STATUS_SHORT",
+    "UNREADABLE",
+    "Action",
+    "Approver",
+    "Decision",
+    "RunDetail",
+    "Tone",
+    "after_approve",
+    "after_reject",
+    "after_resume",
+    "age_text",
+    "ages_lines",
+    "approval_request",
+    "approve_dialog",
+    "approved_vs_current",
+    "decided_by",
+    "decision_lines",
+    "describe",
+    "diff_lines",
+    "drift_lines",
+    "execution_lines",
+    "operation_lines",
+    "precondition_lines",
+    "reject_dialog",
+    "role_label",
+    "safe_text",
+    "standing",
+    "status_short",
+    "status_text",
+    "ticket_lines",
+    "trace_lines",
+    "unreadable_detail",
+    "usage_line",
 ]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -75,6 +105,11 @@ def approval_request(state: TaskState) -> list[str]:
         lines.append("  (no tool calls)")
     lines += ["", "Reply draft:"]
     lines += _indent(p.reply_draft or "(none)")
+    if p.recipient:
+        lines.append(f"  (to {safe_text(p.recipient)})")
+    pre = precondition_lines(state)
+    if pre:
+        lines += ["", *pre]
     lines += ["", f"Digest: {p.short_digest} (sha256 {p.digest})"]
     return lines
 
@@ -244,6 +279,9 @@ class Decision:
     version: int
     actions: list[str]
     has_reply: bool
+    world: tuple[str, ...] = ()
+    """The "world now" lines (issue 11): ages, what changed since the agent looked, and the
+    preconditions that fail; the approve dialog repeats them."""
 
 
 @dataclass(frozen=True)
@@ -336,6 +374,8 @@ def approve_dialog(decision: Decision, approver: Approver) -> list[str]:
     body += [f"  {i}. {a}" for i, a in enumerate(decision.actions, 1)]
     if decision.has_reply:
         body.append(f"  {len(decision.actions) + 1}. send the reply draft to the customer")
+    if decision.world:
+        body += ["", *decision.world]
     return [*body, "", f"Digest: {decision.digest[:12]} (sha256 {decision.digest})", f"Approving as: {approver.label}", "",
             "Approve and execute these operations now? (default: No)"]
 
@@ -346,3 +386,71 @@ def reject_dialog(decision: Decision, approver: Approver) -> list[str]:
     body += [f"  {i}. {a}" for i, a in enumerate(decision.actions, 1)]
     return [*body, "", f"Digest: {decision.digest[:12]}", f"Rejecting as: {approver.label}",
             "The run goes to a person and can never execute."]
+
+
+# -- the world now (issue 11) -------------------------------------------------------------------
+
+
+def _span(seconds: float) -> str:
+    s = max(0, int(seconds))
+    d, h, m = s // 86400, s % 86400 // 3600, s % 3600 // 60
+    return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m"
+
+
+def ages_lines(state: TaskState, now: datetime, evidence_at: datetime, evidence_max_age_s: int,
+               approval_valid_s: int) -> list[str]:
+    """The ages a decision depends on: ``Evidence read 2d 16h ago (at ...); the policy allows 7d
+    0h at approval.`` and, for an approval not started, how long it has left."""
+    age_s = (now - evidence_at).total_seconds()
+    lines = [f"Evidence read {_span(age_s)} ago (at {iso(evidence_at)}); the policy allows {_span(evidence_max_age_s)} at approval"
+             + (": expired, refresh it first." if age_s > evidence_max_age_s else ".")]
+    a = state.approval
+    if a is not None and state.status == "executing" and not any(op.status != "planned" for op in state.operations):
+        left = approval_valid_s - (now - a.at).total_seconds()
+        lines.append(f"Approved {_span((now - a.at).total_seconds())} ago; execution not started; "
+                     + (f"the approval lapses in {_span(left)}." if left > 0 else "the approval has lapsed."))
+    return lines
+
+
+def drift_lines(differences: list[str], effects: list[str], failing: list[str]) -> list[str]:
+    """The request's section "What changed since the agent looked" (issue 11): each difference
+    of the lookups run again now, field by field; every effect on the order since the evidence
+    was read, whoever made it; the preconditions that fail now."""
+    lines = ["What changed since the agent looked:"]
+    if not (differences or effects or failing):
+        return [*lines, "  nothing: the lookups give the same results now."]
+    lines += [f"  {safe_text(d)}" for d in differences]
+    if effects:
+        lines += ["  Effects on the order since the evidence was read:", *(f"    {safe_text(e)}" for e in effects)]
+    if failing:
+        lines += ["  Preconditions that fail now:", *(f"    {safe_text(f)}" for f in failing)]
+    return lines
+
+
+def approved_vs_current(state: TaskState) -> list[str]:
+    """When the run's proposal is not the one approved (digest mismatch), the approved proposal
+    next to the current one, line by line (issue 11); else no lines."""
+    a, p = state.approval, state.proposal
+    if a is None or p is None or a.digest == p.digest:
+        return []
+    if a.proposal is None:
+        return [f"Approved digest {a.digest[:12]}, current {p.short_digest}: the approved proposal was not kept (saved before issue 11)."]
+
+    def rows(x: Any) -> list[str]:
+        out = [f"action {i}: {action_short(act)}" for i, act in enumerate(x.actions, 1)]
+        out += [f"recipient: {x.recipient or state.customer_id}", f"reply draft: {json.dumps(x.reply_draft, ensure_ascii=False)}"]
+        out += [f"precondition: {c.line()}" for c in x.preconditions]
+        return out
+
+    diff = difflib.unified_diff(rows(a.proposal), rows(p), f"approved {a.digest[:12]}", f"current {p.short_digest}", lineterm="", n=0)
+    return ["Approved next to current (the proposal changed after it was approved):",
+            *(f"  {safe_text(line)}" for line in diff if not line.startswith("@@"))]
+
+
+def precondition_lines(state: TaskState) -> list[str]:
+    """The preconditions of the proposal, per operation, as the request lists them."""
+    p = state.proposal
+    if p is None or not p.preconditions:
+        return []
+    return ["Preconditions (checked again at each write):",
+            *(f"  {c.index + 1}. {safe_text(c.line())}" for c in p.preconditions)]

@@ -19,8 +19,9 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from core.clock import Clock, SystemClock, iso
 from core.data import Fault, load_policy, load_world_data
 from core.database import Database
 from core.errors import ResolverError
-from core.state import Action, RefundAction, ReplyAction, ReshipAction, ReturnLabelAction, cad
+from core.state import EFFECT_TABLES, Action, Precondition, RefundAction, ReplyAction, ReshipAction, ReturnLabelAction, cad
 
 READ_TOOLS = ("get_order", "get_payments", "get_shipment", "get_customer", "get_policy")
 """The agent's read-only tools, each taking one ID argument and returning JSON evidence."""
@@ -48,6 +49,11 @@ TOOL_ARGS = {
 
 class ServiceRefused(ResolverError):
     """A write service refused because its invariant does not hold (not retried)."""
+
+
+class PreconditionFailed(ServiceRefused):
+    """The service's own invariants hold, but the world is not as the approver saw it: an
+    expected state (a precondition of the approved proposal) does not hold (issue 11)."""
 
 
 class TransientServiceError(ResolverError):
@@ -266,7 +272,8 @@ class World:
         return result
 
     def request_refund(
-        self, operation_id: str, order_id: str, amount: Decimal | str | float, reason_code: str, payment_id: str
+        self, operation_id: str, order_id: str, amount: Decimal | str | float, reason_code: str, payment_id: str,
+        *, expect: Sequence[Precondition] = (), own: Collection[str] = (),
     ) -> dict[str, Any]:
         """Refund ``amount`` CAD of a captured payment of ``order_id``.
 
@@ -286,6 +293,7 @@ class World:
                 raise ServiceRefused(f"A refund must be more than 0.00 CAD, not {value}")
             if value > left:
                 raise ServiceRefused(f"{value} CAD is more than the {left} CAD left on {payment_id}")
+            self._expect(conn, expect, own)
             refunded = cad(pay["refunded"]) + value
             status = "refunded" if refunded == cad(pay["amount"]) else "captured"
             conn.execute("UPDATE payments SET refunded = ?, status = ? WHERE payment_id = ?", (str(refunded), status, payment_id))
@@ -299,7 +307,8 @@ class World:
 
         return self._write("request_refund", operation_id, args, do)
 
-    def reship_item(self, operation_id: str, order_id: str, sku: str, quantity: int) -> dict[str, Any]:
+    def reship_item(self, operation_id: str, order_id: str, sku: str, quantity: int, *,
+                    expect: Sequence[Precondition] = (), own: Collection[str] = ()) -> dict[str, Any]:
         """Send ``quantity`` of ``sku`` again. Refuses an item not on the order, or more than ordered."""
         args = {"order_id": order_id, "sku": sku, "quantity": quantity}
 
@@ -309,6 +318,7 @@ class World:
                 raise ServiceRefused(f"{sku} is not an item of {order_id}")
             if quantity < 1 or quantity > line["quantity"]:
                 raise ServiceRefused(f"{order_id} has {line['quantity']} x {sku}, cannot reship {quantity}")
+            self._expect(conn, expect, own)
             reship_id = derived_id("RS", operation_id)
             conn.execute(
                 "INSERT INTO reshipments (reship_id, operation_id, order_id, at, actor, sku, quantity) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -319,7 +329,8 @@ class World:
         return self._write("reship_item", operation_id, args, do)
 
     def create_return_label(
-        self, operation_id: str, order_id: str, sku: str, reason: str, return_shipping: str = "free"
+        self, operation_id: str, order_id: str, sku: str, reason: str, return_shipping: str = "free",
+        *, expect: Sequence[Precondition] = (), own: Collection[str] = (),
     ) -> dict[str, Any]:
         """Create the one return label an item may have. Refuses a second label or a foreign item."""
         args = {"order_id": order_id, "sku": sku, "reason": reason, "return_shipping": return_shipping}
@@ -330,6 +341,7 @@ class World:
             other = conn.execute("SELECT label_id FROM return_labels WHERE order_id = ? AND sku = ?", (order_id, sku)).fetchone()
             if other is not None:
                 raise ServiceRefused(f"{sku} on {order_id} already has return label {other['label_id']}")
+            self._expect(conn, expect, own)
             label_id = derived_id("RL", operation_id)
             conn.execute(
                 "INSERT INTO return_labels (label_id, operation_id, order_id, at, actor, sku, reason, return_shipping) "
@@ -340,7 +352,8 @@ class World:
 
         return self._write("create_return_label", operation_id, args, do)
 
-    def send_reply(self, operation_id: str, order_id: str, customer_id: str, text: str) -> dict[str, Any]:
+    def send_reply(self, operation_id: str, order_id: str, customer_id: str, text: str, *,
+                   expect: Sequence[Precondition] = (), own: Collection[str] = ()) -> dict[str, Any]:
         """Send the reply to the customer. Refuses an empty reply or an unknown customer."""
         args = {"order_id": order_id, "customer_id": customer_id, "chars": len(text)}
 
@@ -349,6 +362,7 @@ class World:
                 raise ServiceRefused("The reply is empty")
             if conn.execute("SELECT 1 FROM customers WHERE customer_id = ?", (customer_id,)).fetchone() is None:
                 raise ServiceRefused(f"No customer {customer_id}")
+            self._expect(conn, expect, own)
             reply_id = derived_id("MSG", operation_id)
             conn.execute(
                 "INSERT INTO replies (reply_id, operation_id, order_id, at, actor, customer_id, text) VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -358,17 +372,86 @@ class World:
 
         return self._write("send_reply", operation_id, args, do)
 
-    def call_service(self, operation_id: str, action: Action) -> dict[str, Any]:
+    def call_service(self, operation_id: str, action: Action, *, expect: Sequence[Precondition] = (),
+                     own: Collection[str] = ()) -> dict[str, Any]:
         """Call the write service that ``action`` names, with ``operation_id`` as its idempotency
-        key (the table :data:`WRITE_SERVICES` maps each action type to its service).
+        key (the table :data:`WRITE_SERVICES` maps each action type to its service) and
+        ``expect`` as the expected state: the service checks its own invariants first, then each
+        precondition, in the write's transaction; ``own`` are the run's own operation IDs, which
+        never count against it. A call whose operation ID is already in the register returns
+        its first result before any check (the run's own write never trips its preconditions).
 
-        Raises: ServiceRefused, TransientServiceError (from the service); ResolverError for an
-        action type that has no service.
+        Raises: ServiceRefused (PreconditionFailed when only the expected state differs),
+        TransientServiceError (from the service); ResolverError for an action type that has no
+        service.
         """
         service = WRITE_SERVICES.get(action.type)
         if service is None:
             raise ResolverError(f"No write service for {action.type!r}; the services are {', '.join(WRITE_SERVICES)}.")
-        return service(self, operation_id, action)
+        return service(self, operation_id, action, expect, own)
+
+    # -- expected state (issue 11) --------------------------------------------------------------
+
+    @staticmethod
+    def _effects(conn: sqlite3.Connection, effect: str, order_id: str, since: datetime | None, sku: str = "",
+                 exclude: Collection[str] = ()) -> list[sqlite3.Row]:
+        table, _ = EFFECT_TABLES[effect]
+        sql = f"SELECT * FROM {table} WHERE order_id = ?"
+        params: list[Any] = [order_id]
+        if sku:
+            sql += " AND sku = ?"
+            params.append(sku)
+        rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
+        return [r for r in rows if r["operation_id"] not in exclude
+                and (since is None or datetime.fromisoformat(r["at"]) > since)]
+
+    def _problem(self, conn: sqlite3.Connection, pre: Precondition, own: Collection[str]) -> str | None:
+        if pre.kind == "payment":
+            pay = conn.execute("SELECT * FROM payments WHERE payment_id = ?", (pre.payment_id,)).fetchone()
+            if pay is None:
+                return f"payment {pre.payment_id} is gone"
+            if pay["status"] != pre.status or cad(pay["refunded"]) != pre.refunded:
+                return (f"payment {pre.payment_id} changed since the evidence was read: {pre.status}, {pre.refunded} CAD "
+                        f"refunded then {pay['status']}, {pay['refunded']} CAD refunded")
+            return None
+        _, id_col = EFFECT_TABLES[pre.effect]
+        rows = self._effects(conn, pre.effect, pre.order_id, pre.since, pre.sku, own)
+        if not rows:
+            return None
+        r = rows[0]
+        what = pre.effect.replace("_", " ")
+        on = f"{pre.sku} on {pre.order_id}" if pre.sku else pre.order_id
+        return f"another {what} of {on} was made since the evidence was read: {r[id_col]} by operation {r['operation_id']} ({r['actor']}) at {r['at']}"
+
+    def _expect(self, conn: sqlite3.Connection, expect: Sequence[Precondition], own: Collection[str]) -> None:
+        for pre in expect:
+            problem = self._problem(conn, pre, own)
+            if problem:
+                raise PreconditionFailed(f"expected state does not hold: {problem}")
+
+    def precondition_problem(self, pre: Precondition, own: Collection[str] = ()) -> str | None:
+        """Why ``pre`` does not hold in the world now (one sentence), or None."""
+        with self._connect() as conn:
+            return self._problem(conn, pre, own)
+
+    def effects_on(self, order_id: str, since: datetime | None, exclude: Collection[str] = ()) -> list[dict[str, Any]]:
+        """Every write on ``order_id`` after ``since`` (refunds, reships, labels, replies),
+        whoever made it, except the operations in ``exclude``: ``{"kind", "id", "line", "at",
+        "operation_id", "actor"}``, oldest first."""
+        out = []
+        with self._connect() as conn:
+            for effect in EFFECT_TABLES:
+                for r in self._effects(conn, effect, order_id, since, exclude=exclude):
+                    out.append({"operation_id": r["operation_id"], "actor": r["actor"], "at": r["at"]})
+        lines = {c["operation_id"]: c for c in self.changes()}
+        result = []
+        for e in sorted(out, key=lambda e: e["at"]):
+            c = lines.get(e["operation_id"])
+            if c is None:
+                continue
+            line = c["line"].rsplit(" [operation", 1)[0]
+            result.append({**c, **e, "line": line})
+        return result
 
     # -- what changed ---------------------------------------------------------------------------
 
@@ -405,23 +488,24 @@ class World:
             return conn.execute("SELECT COUNT(*) FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()[0]
 
 
-Service = Callable[[World, str, Any], dict[str, Any]]
+Service = Callable[[World, str, Any, Sequence[Precondition], Collection[str]], dict[str, Any]]
 
 
-def _refund(world: World, operation_id: str, a: RefundAction) -> dict[str, Any]:
-    return world.request_refund(operation_id, a.order_id, a.amount, a.reason_code, a.payment_id)
+def _refund(world: World, operation_id: str, a: RefundAction, expect: Sequence[Precondition], own: Collection[str]) -> dict[str, Any]:
+    return world.request_refund(operation_id, a.order_id, a.amount, a.reason_code, a.payment_id, expect=expect, own=own)
 
 
-def _reship(world: World, operation_id: str, a: ReshipAction) -> dict[str, Any]:
-    return world.reship_item(operation_id, a.order_id, a.sku, a.quantity)
+def _reship(world: World, operation_id: str, a: ReshipAction, expect: Sequence[Precondition], own: Collection[str]) -> dict[str, Any]:
+    return world.reship_item(operation_id, a.order_id, a.sku, a.quantity, expect=expect, own=own)
 
 
-def _label(world: World, operation_id: str, a: ReturnLabelAction) -> dict[str, Any]:
-    return world.create_return_label(operation_id, a.order_id, a.sku, a.reason, a.return_shipping)
+def _label(world: World, operation_id: str, a: ReturnLabelAction, expect: Sequence[Precondition],
+           own: Collection[str]) -> dict[str, Any]:
+    return world.create_return_label(operation_id, a.order_id, a.sku, a.reason, a.return_shipping, expect=expect, own=own)
 
 
-def _reply(world: World, operation_id: str, a: ReplyAction) -> dict[str, Any]:
-    return world.send_reply(operation_id, a.order_id, a.customer_id, a.text)
+def _reply(world: World, operation_id: str, a: ReplyAction, expect: Sequence[Precondition], own: Collection[str]) -> dict[str, Any]:
+    return world.send_reply(operation_id, a.order_id, a.customer_id, a.text, expect=expect, own=own)
 
 
 WRITE_SERVICES: dict[str, Service] = {

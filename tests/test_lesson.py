@@ -20,7 +20,6 @@ EXPECTED_STATUSES = {
     "T-90103-agent-chat-small-1": "waiting_approval",
     "T-65273-crash-1": "running",
     "T-90104-agent_structured-chat-strong-1": "executing",
-    "T-90104-agent_structured-chat-strong-2": "executing",
     "T-90103-agent-chat-small-2": "waiting_approval",
 }
 
@@ -74,7 +73,7 @@ def test_exercise_corrupt_checkpoint_gives_the_clear_error(cli):
 
 def test_exercise_migrate_v1(cli):
     out = cli("exercise", "migrate-v1")[1]
-    assert re.search(r"Loaded as schema version 3: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out)
+    assert re.search(r"Loaded as schema version 4: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out)
 
 
 def test_exercise_resume_twice_without_and_with_idempotency_keys(cli):

@@ -81,6 +81,7 @@ def test_an_old_decision_never_verifies_on_a_new_run_that_reuses_the_readable_id
 
     # Someone copies Friday's approval and operations into the new run of the same ID.
     new.approval, new.operations, new.status = old.approval, old.operations, "executing"
+    new.proposal = old.proposal  # and its proposal, bound to Friday's evidence time (issue 11)
     assert verify(new, home.approval_key()) is not None
     assert "signature does not verify" in (verify(new, home.approval_key()) or "")
     home.store.save(new)
@@ -120,7 +121,7 @@ def test_every_decision_hands_the_store_its_run_uid_for_the_audit(home, monkeypa
 def test_a_v2_checkpoint_migrates_to_v3_with_its_run_id_as_run_uid():
     raw = {"schema_version": 2, "run_id": "T-1-agent-chat-small-1"}
     up = migrate(raw)
-    assert up["schema_version"] == SCHEMA_VERSION == 3
+    assert up["schema_version"] == SCHEMA_VERSION == 4
     assert up["run_uid"] == "T-1-agent-chat-small-1"
     assert raw == {"schema_version": 2, "run_id": "T-1-agent-chat-small-1"}  # the input is left alone
 

@@ -1,0 +1,184 @@
+"""Preconditions and drift: approve against the world as it is now (issue 11).
+
+:func:`derive` turns a run's evidence into the :class:`~core.state.Precondition` list of its
+proposal (part of the canonical proposal and its digest). :func:`drift` re-runs the read-only
+lookups behind the evidence against the world now (no model call) and reports each difference
+field by field, every effect on the order since the evidence was read (whoever made it) and the
+preconditions that already fail.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from core.clock import iso
+from core.state import EFFECT_OF_ACTION, Precondition, Proposal, TaskState, cad
+from core.world import World
+
+
+def _payment_seen(state: TaskState, order_id: str, payment_id: str) -> dict[str, Any] | None:
+    """The payment as the latest ``get_payments`` evidence of ``order_id`` showed it."""
+    for ev in reversed(state.evidence):
+        if ev.tool == "get_payments" and ev.args.get("order_id") == order_id and isinstance(ev.result, list):
+            for pay in ev.result:
+                if isinstance(pay, dict) and pay.get("payment_id") == payment_id:
+                    return pay
+    return None
+
+
+def derive(state: TaskState, proposal: Proposal, evidence_at: datetime) -> list[Precondition]:
+    """The preconditions of each planned operation of ``proposal`` (actions, then the reply):
+
+    - a refund: the payment as the evidence showed it (status and amount refunded), when the
+      agent looked it up; and no other refund of the order since ``evidence_at``;
+    - a reship: no other reship of that item since; a return label: no other label of that item;
+    - the reply: no other reply on the order since.
+    """
+    out: list[Precondition] = []
+    for i, action in enumerate(proposal.actions):
+        effect = EFFECT_OF_ACTION[action.type]
+        if action.type == "request_refund":
+            pay = _payment_seen(state, action.order_id, action.payment_id)
+            if pay is not None:
+                out.append(Precondition(index=i, kind="payment", order_id=action.order_id, payment_id=action.payment_id,
+                                        status=str(pay.get("status", "")), refunded=cad(pay.get("refunded", "0"))))
+            out.append(Precondition(index=i, kind="none_since", order_id=action.order_id, effect=effect, since=evidence_at))
+        else:
+            sku = getattr(action, "sku", "")
+            out.append(Precondition(index=i, kind="none_since", order_id=action.order_id, effect=effect, sku=sku,
+                                    since=evidence_at))
+    if proposal.reply_draft.strip():
+        out.append(Precondition(index=len(proposal.actions), kind="none_since", order_id=state.order_id, effect="reply",
+                                since=evidence_at))
+    return out
+
+
+def bind(state: TaskState, proposal: Proposal, evidence_at: datetime, version: int = 1) -> Proposal:
+    """``proposal`` bound to the world as read: recipient, evidence time, preconditions, version."""
+    bound = proposal.model_copy(update={"recipient": state.customer_id, "evidence_at": evidence_at, "version": version})
+    return bound.model_copy(update={"preconditions": derive(state, bound, evidence_at)})
+
+
+# -- drift ---------------------------------------------------------------------------------------
+
+_KEYS = ("payment_id", "shipment_id", "sku", "refund_id", "customer_id", "order_id")
+
+
+def _label(item: Any) -> str | None:
+    if isinstance(item, dict):
+        for k in _KEYS:
+            if k in item:
+                return f"{k.removesuffix('_id')} {item[k]}"
+    return None
+
+
+def _flatten(value: Any, prefix: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        name = _label(value) if prefix.endswith("]") or not prefix else None
+        base = name or prefix
+        for k, v in value.items():
+            _flatten(v, f"{base}: {k}" if base else str(k), out)
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            name = _label(item)
+            if name:
+                _flatten(item, name if not prefix else f"{prefix} {name}", out)
+            else:
+                _flatten(item, f"{prefix}[{n}]", out)
+    else:
+        out[prefix] = value
+
+
+def field_differences(before: Any, after: Any) -> list[str]:
+    """Field-by-field differences of two JSON results: ``payment PAY-507862-2: refunded 0.00
+    then 119.00``; a field that appeared or went away says so."""
+    a: dict[str, Any] = {}
+    b: dict[str, Any] = {}
+    _flatten(json.loads(json.dumps(before, default=str)), "", a)
+    _flatten(json.loads(json.dumps(after, default=str)), "", b)
+    lines = []
+    for key in sorted(set(a) | set(b), key=lambda k: (k not in a, list(a).index(k) if k in a else 0, k)):
+        if key not in b:
+            lines.append(f"{key}: {a[key]} then gone")
+        elif key not in a:
+            lines.append(f"{key}: new, {b[key]}")
+        elif a[key] != b[key]:
+            lines.append(f"{key}: {a[key]} then {b[key]}")
+    return lines
+
+
+@dataclass
+class Drift:
+    """What changed since the agent looked: ``differences`` (field by field, per lookup),
+    ``effects`` (every write on the order since the evidence was read, whoever made it, not the
+    run's own), ``failing`` (the sentences of the preconditions that do not hold now)."""
+
+    differences: list[str] = field(default_factory=list)
+    effects: list[str] = field(default_factory=list)
+    failing: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        """True when anything differs, an effect was made or a precondition fails."""
+        return bool(self.differences or self.effects or self.failing)
+
+
+def _when(at: str) -> str:
+    try:
+        return datetime.fromisoformat(at).strftime("%A %H:%M")
+    except ValueError:
+        return at
+
+
+def drift(state: TaskState, world: World) -> Drift:
+    """Re-run the read-only lookups behind ``state``'s evidence against ``world`` now (no model
+    call) and compare; list the effects on the order since the evidence was read and the
+    preconditions that fail now."""
+    out = Drift()
+    for ev in state.evidence:
+        try:
+            now = world.call_tool(ev.tool, dict(ev.args))
+        except Exception as exc:  # a tool that cannot run again is itself a difference
+            out.differences.append(f"{ev.tool} {json.dumps(ev.args)}: cannot be read again ({exc})")
+            continue
+        out.differences += [f"{ev.tool}: {d}" for d in field_differences(ev.result, now)]
+    p = state.proposal
+    if p is None:
+        return out
+    own = {op.operation_id for op in state.operations}
+    since = p.evidence_at or state.updated_at
+    for e in world.effects_on(state.order_id or (p.actions[0].order_id if p.actions else ""), since, exclude=own):
+        out.effects.append(f"{e['line']} by operation {e['operation_id']} ({e['actor']}) on {_when(e['at'])}")
+    for pre in p.preconditions:
+        problem = world.precondition_problem(pre, own)
+        if problem:
+            out.failing.append(problem)
+    return out
+
+
+def age_seconds(since: datetime | None, now: datetime) -> float | None:
+    """Seconds from ``since`` to ``now`` (None when unknown)."""
+    return None if since is None else (now - since).total_seconds()
+
+
+def first_read(state: TaskState) -> datetime:
+    """When the run's first read-only lookup was made (its ``tool_call`` event), else its last
+    save: the time its evidence dates from (the oldest part of it)."""
+    for ev in state.events:
+        if ev.kind == "tool_call":
+            return ev.at
+    return state.updated_at
+
+
+def evidence_time(state: TaskState) -> datetime:
+    """When the evidence of the run's proposal was read: the proposal's ``evidence_at``, or for
+    a proposal saved before issue 11 the time of its first lookup (:func:`first_read`)."""
+    if state.proposal is not None and state.proposal.evidence_at is not None:
+        return state.proposal.evidence_at
+    return first_read(state)
+
+
+__all__ = ["Drift", "age_seconds", "bind", "derive", "drift", "evidence_time", "field_differences", "first_read", "iso"]

@@ -1,0 +1,42 @@
+"""Refresh the evidence of a waiting run (issue 11, point 6).
+
+The read-only lookups behind the evidence run again against the world now (no model call); the
+preconditions are derived again from the fresh evidence. The proposal's actions, rule, reason and
+reply draft stay as recorded (the recorded model is not asked again); its ``version`` goes up by
+one, so its digest is new and any earlier approval (which names the old digest) is void.
+"""
+
+from __future__ import annotations
+
+from core.checkpoint import CheckpointStore
+from core.clock import Clock, iso
+from core.errors import ApprovalRefused
+from core.preconditions import bind
+from core.rulebook import not_decidable
+from core.state import Evidence, TaskState
+from core.world import World
+
+
+def refresh(store: CheckpointStore, world: World, run_id: str, clock: Clock) -> TaskState:
+    """Re-read the evidence of ``run_id`` and save a new proposal version; returns the state.
+
+    Raises:
+        ApprovalRefused: the run is not ``waiting_approval`` (an executing or final run keeps the
+            proposal it was approved or decided on).
+        RunNotFound, CorruptCheckpoint, StaleCheckpoint (someone saved the run meanwhile).
+    """
+    state = store.load(run_id)
+    if state.status != "waiting_approval" or state.proposal is None:
+        raise ApprovalRefused(not_decidable(state))
+    now = clock.now()
+    before = state.proposal
+    state.evidence = [Evidence(step=ev.step, tool=ev.tool, args=ev.args, result=world.call_tool(ev.tool, dict(ev.args)))
+                      for ev in state.evidence]
+    state.approval = None  # void: it named the old digest
+    state.proposal = bind(state, before, now, version=before.version + 1)
+    state.updated_at = now
+    state.log("refreshed", f"evidence read again; proposal version {state.proposal.version}, digest "
+                           f"{before.short_digest} then {state.proposal.short_digest}", at=now,
+              digest=state.proposal.digest, previous=before.digest)
+    return store.save(state, audit={"decision": "refresh", "role": "", "name": "", "digest": state.proposal.digest,
+                                    "at": iso(now), "detail": f"previous digest {before.digest}", "run_uid": state.run_uid})
