@@ -77,6 +77,7 @@ __all__ = [
     "CheckpointStore",
     "Counters",
     "Lease",
+    "RunExists",
     "RunSummary",
     "UnsupportedStoreFormat",
     "crash_point",
@@ -108,9 +109,10 @@ default), ``updated`` newest first (every other status), ``created`` newest run 
 same direction, so a cursor ``(key, run_id)`` names one place in the order."""
 
 KILL_ENV = "RESOLVER_KILL_AT"
-"""Crash-test hook: ``save:N``, ``row:N``, ``write:N`` or ``step:N`` kills this process with
-SIGKILL right after the N-th checkpoint save, row write inside a save (before its commit),
-executor write or loop step of the process."""
+"""Crash-test hook: ``save:N``, ``row:N``, ``call:N``, ``write:N`` or ``step:N`` kills this
+process with SIGKILL right after the N-th checkpoint save, row write inside a save (before its
+commit), executor attempt (counted and saved, the service not yet called), executor write or
+loop step of the process."""
 
 _crash_counts: dict[str, int] = {}
 _kill_target = os.environ.get(KILL_ENV)  # read once: crash tests set it for a new process
@@ -125,6 +127,10 @@ def crash_point(kind: str) -> None:
     _crash_counts[kind] = _crash_counts.get(kind, 0) + 1
     if target == f"{kind}:{_crash_counts[kind]}":
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class RunExists(StaleCheckpoint):
+    """A new run's ID was saved by another process first (two ``run``s of one ticket at once)."""
 
 
 class UnsupportedStoreFormat(ResolverError):
@@ -633,12 +639,15 @@ class CheckpointStore:
         written = tuple(values[c] for c in _SOMETIMES)
         with self.db.immediate() as conn:
             if old == 0:
-                if lease_owner is not None:
-                    self._refuse(conn, run_id, old, lease_owner)
                 try:
                     conn.execute(_INSERT_RUN, (run_id, *values.values()))
                 except sqlite3.IntegrityError:
-                    self._refuse(conn, run_id, old, lease_owner)
+                    raise RunExists(
+                        f"Run {run_id} already exists (another process saved it first); a new run needs a new ID."
+                    ) from None
+                if lease_owner is not None and lease_ttl_s is not None:  # a new run taken by its maker
+                    conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
+                                 (lease_owner, iso(now + timedelta(seconds=lease_ttl_s)), run_id))
             else:
                 # the compare-and-set is in the UPDATE's WHERE; the row's columns are known from
                 # the last save or load of this object, else read once
@@ -741,7 +750,7 @@ class CheckpointStore:
                 state = TaskState.model_validate_json(text)
             except ValidationError:
                 state = None
-            if state is not None and state.schema_version == SCHEMA_VERSION:
+            if state is not None and state.schema_version == SCHEMA_VERSION and state.run_id == run_id:
                 state.version = parts.version
                 self._remember(state, parts.version, parts.columns)
                 return state
@@ -758,15 +767,26 @@ class CheckpointStore:
             for key, texts in zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True):
                 if key not in raw:
                     raw[key] = [json.loads(t) for t in texts]
+        except RecursionError:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint of run {run_id} is corrupt (its JSON is nested too deeply to read); nothing was "
+                f"changed. Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
+            ) from None
         except (ValueError, TypeError) as exc:
             self._mark_corrupt(run_id)
             raise CorruptCheckpoint(
-                f"The checkpoint of run {run_id} is corrupt ({exc}); nothing was changed. "
+                f"The checkpoint of run {run_id} is corrupt ({_short(exc)}); nothing was changed. "
                 f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
             ) from exc
-        raw = migrate(raw)
         try:
+            raw = migrate(raw)
             state = TaskState.model_validate(raw)
+        except RecursionError:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint of run {run_id} is corrupt (its JSON is nested too deeply to read); nothing was changed."
+            ) from None
         except ValidationError as exc:
             self._mark_corrupt(run_id)
             first = exc.errors()[0]
@@ -775,6 +795,12 @@ class CheckpointStore:
                 f"The checkpoint of run {run_id} does not match the TaskState schema "
                 f"({where}: {first['msg']}); nothing was changed."
             ) from exc
+        if state.run_id != run_id:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint stored under run {run_id} says it is run {_short(state.run_id)}; nothing was changed. "
+                f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
+            )
         state.version = parts.version
         if not whole:
             self._remember(state, parts.version, parts.columns)
@@ -787,6 +813,20 @@ class CheckpointStore:
                 conn.execute("UPDATE runs SET state_ok = 0 WHERE run_id = ? AND state_ok = 1", (run_id,))
         except ResolverError:
             pass
+
+    def has_history(self) -> bool:
+        """True when the store holds any run or audit row (the home has been used)."""
+        with self.db.read() as conn:
+            return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM runs) OR EXISTS (SELECT 1 FROM audit)").fetchone()[0])
+
+    def approvals_in_flight(self) -> int:
+        """Runs ``executing`` whose approval this home signed (an ``approve`` row in the audit):
+        their signatures need the approval key that made them."""
+        with self.db.read() as conn:
+            return conn.execute(
+                "SELECT COUNT(*) FROM runs WHERE status = 'executing' AND EXISTS "
+                "(SELECT 1 FROM audit WHERE audit.run_id = runs.run_id AND audit.decision = 'approve')"
+            ).fetchone()[0]
 
     def exists(self, run_id: str) -> bool:
         """True when a row for ``run_id`` exists (corrupt or not)."""
@@ -896,8 +936,10 @@ class CheckpointStore:
         for at, body in rows:
             try:
                 ev = json.loads(body or "{}")
-            except ValueError:
-                ev = {}
+                if not isinstance(ev, dict):
+                    raise ValueError("not an object")
+            except (ValueError, RecursionError):
+                ev = {"kind": "corrupt", "message": f"this event of run {run_id} is damaged and cannot be read"}
             out.append({"seq": ev.get("seq"), "at": at, "kind": ev.get("kind", ""), "message": ev.get("message", ""),
                         "data": ev.get("data", {})})
         return out
@@ -957,6 +999,29 @@ class CheckpointStore:
             raise held
         conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?", (owner, iso(expires), run_id))
 
+    def renew_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
+        """Extend ``owner``'s lease to now + ``ttl_s`` seconds without touching the checkpoint
+        (the executor's heartbeat). False when ``owner`` no longer holds it."""
+        until = iso(self.clock.now() + timedelta(seconds=ttl_s))
+        with self.db.immediate() as conn:
+            return conn.execute(
+                "UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?", (until, run_id, owner)
+            ).rowcount == 1
+
+    def clear_dead_lease(self, run_id: str) -> bool:
+        """Remove a lease whose holder is gone (expired by the clock, or a process on this host
+        that no longer exists), as a resume does when it finds a run final. True if one was
+        removed; a live holder's lease is left alone."""
+        now = self.clock.now()
+        with self.db.immediate() as conn:
+            row = conn.execute("SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None or (row[0] is None and row[1] is None):
+                return False
+            if _lease_held_by_other(run_id, row[0], row[1], "", now) is not None:
+                return False
+            conn.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ?", (run_id,))
+            return True
+
     def release_lease(self, run_id: str, owner: str) -> None:
         """Give the lease back if ``owner`` still holds it."""
         with self.db.immediate() as conn:
@@ -987,6 +1052,12 @@ class CheckpointStore:
             conn.execute("DELETE FROM entries")
             conn.execute("DELETE FROM run_counts")
         return n
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """``value`` as text for a sentence: control characters dropped, at most ``limit`` characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _split_triggers(upsert: str) -> list[str]:

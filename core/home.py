@@ -28,7 +28,7 @@ from core.homekind import Kind, home_clock, home_kind, require_practice
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
-from core.world import World
+from core.world import World, check_world_file
 
 HOME_ENV = "RESOLVER_HOME"
 DEFAULT_HOME = "work"
@@ -78,6 +78,7 @@ class Home:
         self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
+        check_world_file(self.world_path, self.store.has_history())
         World(self.world_path, self.clock)  # built on first use
         self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
@@ -85,7 +86,7 @@ class Home:
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random
         bytes, mode 0600)."""
-        return load_key(self.key_path)
+        return load_key(self.key_path, in_flight=self.store.approvals_in_flight())
 
     @staticmethod
     def lease_owner(label: str = "resolver") -> str:
@@ -123,11 +124,13 @@ class Home:
         state = self.store.load(run_id)
         before = state.status
         if state.status == "running":
-            return Resumed("continued", before, continue_run(self.store, self.world_path, self.clock, state, on_step))
+            return Resumed("continued", before,
+                           continue_run(self.store, self.world_path, self.clock, state, on_step, owner=owner))
         if state.status == "waiting_approval":
             return Resumed("request", before, state)
         if state.status == "executing":
             return Resumed("executed", before, self.execute(run_id, owner=owner, on_progress=on_progress))
+        self.store.clear_dead_lease(run_id)  # a lease left behind by a killed process
         return Resumed("final", before, state)
 
     # -- decisions and execution ----------------------------------------------------------------
