@@ -366,6 +366,17 @@ class CheckpointStore:
         self.path = Path(path)
         self.clock = clock or SystemClock()
         self.summarize: Summarize = summarize or blank_columns
+        self.repairs: list[str] = []
+        """Sentences about what opening the store repaired (missing triggers), for ``doctor``."""
+        try:
+            self._was_empty = self.path.is_file() and self.path.stat().st_size == 0
+        except OSError:
+            self._was_empty = False
+        if self.path.exists() and not self.path.is_file():
+            raise UnsupportedStoreFormat(
+                f"The checkpoint store {self.path} is not a file; move it away, then restore runs.sqlite from a "
+                "backup or choose another home."
+            )
         self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
         self._saved: dict[int, _Saved] = {}
         self._saved_lock = threading.Lock()
@@ -379,7 +390,9 @@ class CheckpointStore:
     # -- schema and migration -------------------------------------------------------------------
 
     def _on_open(self, conn: sqlite3.Connection) -> None:
+        self._check_application(conn)
         if conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT:
+            self._repair_triggers(conn)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -388,6 +401,17 @@ class CheckpointStore:
             tables = set(db.table_names())
             if fmt == STORE_FORMAT:
                 pass
+            elif fmt == 0 and tables and "runs" not in tables:
+                raise UnsupportedStoreFormat(
+                    f"{self.path} is not a resolver checkpoint store (it holds the tables "
+                    f"{', '.join(sorted(tables)[:5])}); nothing was changed. Move it away, or choose another home."
+                )
+            elif fmt == 0 and not tables and self._was_empty and _home_was_used(self.path):
+                raise UnsupportedStoreFormat(
+                    f"The checkpoint store {self.path} is empty, but this home has been used (its practice world "
+                    "has written operations or its approval key exists); its runs may have been lost. Restore "
+                    "runs.sqlite from a backup (`resolver restore`), or start afresh with `resolver reset --all`."
+                )
             elif fmt > STORE_FORMAT:
                 raise UnsupportedStoreFormat(
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
@@ -397,11 +421,46 @@ class CheckpointStore:
                 self._migrate_from_0_1_0(conn, db, tables)
             else:
                 self._create(conn, db)
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    def _check_application(self, conn: sqlite3.Connection) -> None:
+        """Refuse a SQLite file that another application marked as its own."""
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app not in (0, APPLICATION_ID):
+            raise UnsupportedStoreFormat(
+                f"{self.path} is another application's database (application_id {app}), not a resolver checkpoint "
+                "store; nothing was changed. Move it away, or choose another home."
+            )
+
+    def _repair_triggers(self, conn: sqlite3.Connection) -> None:
+        """Create again the triggers that guard the audit, the counts and the search index when any
+        is missing (someone dropped them), and note it in :attr:`repairs`."""
+        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        missing = sorted(TRIGGERS - have)
+        if not missing:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            db = sqlite_utils.Database(conn)
+            self._create_side_tables(conn, db, set(db.table_names()))
+            self._create_indexes_and_triggers(conn, db)
+            if {"runs_count_insert", "runs_count_delete", "runs_count_status"} & set(missing):
+                conn.execute("DELETE FROM run_counts")
+                conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
+            if {"runs_search_insert", "runs_search_delete", "runs_search_update"} & set(missing):
+                conn.execute("INSERT INTO runs_search (runs_search) VALUES ('rebuild')")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        note = f"The checkpoint store {self.path} had lost its trigger(s) {', '.join(missing)}; they were created again."
+        if note not in self.repairs:
+            self.repairs.append(note)
 
     @staticmethod
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
@@ -1058,6 +1117,36 @@ def _short(value: object, limit: int = 80) -> str:
     """``value`` as text for a sentence: control characters dropped, at most ``limit`` characters."""
     text = "".join(ch if ch.isprintable() else "?" for ch in str(value))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+APPLICATION_ID = 0x52534C56
+"""SQLite ``application_id`` of a checkpoint store (``RSLV``); a file with another non-zero one is
+not adopted. Stores made before issue 13 have 0 and get it at their next migration."""
+
+TRIGGERS = frozenset({
+    "audit_no_update", "audit_no_delete", "runs_count_insert", "runs_count_delete", "runs_count_status",
+    "runs_state_insert", "runs_state_update", "runs_search_insert", "runs_search_delete", "runs_search_update",
+})
+"""The store's triggers; any missing one is created again when a connection opens."""
+
+
+def _home_was_used(path: Path) -> bool:
+    """True when the home folder of ``path`` shows it was used before: an approval key, or a
+    practice world whose operations register has rows (read only, never created here)."""
+    home = path.parent
+    if (home / "approval.key").exists():
+        return True
+    world = home / "larkfield.sqlite"
+    if not world.is_file() or world.stat().st_size == 0:
+        return False
+    try:
+        conn = sqlite3.connect(f"{world.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM operations)").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
 
 
 def _split_triggers(upsert: str) -> list[str]:

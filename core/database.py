@@ -82,6 +82,36 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
+FILE_MODE = 0o600
+"""Mode of the database files (and their ``-wal`` and ``-shm``, which SQLite creates with the
+database file's mode): they hold ticket texts and customers' e-mail addresses (issue 13)."""
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` empty with :data:`FILE_MODE` if it does not exist, so SQLite never makes it
+    with the umask's 0644 (a process racing to create it first is fine)."""
+    if path.exists():
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    except OSError:
+        return  # a folder in the way, a read-only disk: sqlite3.connect says so in a sentence
+    os.close(fd)
+
+
+def _make_private(path: Path) -> None:
+    """Take group and other permissions off an existing database file of ours (best effort: a file
+    of another user is left alone)."""
+    try:
+        st = os.stat(path)
+        if st.st_mode & 0o077 and st.st_uid == os.getuid():
+            os.chmod(path, FILE_MODE)
+    except (FileNotFoundError, PermissionError, AttributeError):
+        pass
+
+
 class Database:
     """The SQLite file at ``path``, a connection per thread, reopened when the file is replaced.
 
@@ -116,6 +146,7 @@ class Database:
     # -- connections ------------------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        _private_file(self.path)
         try:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, cached_statements=STATEMENT_CACHE
@@ -134,6 +165,8 @@ class Database:
         except BaseException:
             conn.close()
             raise
+        for suffix in ("", "-wal", "-shm"):
+            _make_private(Path(f"{self.path}{suffix}"))
         with self._lock:
             self.counters.opens += 1
         return conn
