@@ -989,18 +989,20 @@ class CheckpointStore:
             raise RunNotFound(run_id)
         with self.db.read() as conn:
             rows = conn.execute(
-                "SELECT extra, body FROM entries WHERE run_id = ? AND list = 'events' ORDER BY n", (run_id,)
+                "SELECT extra, body, seq FROM entries WHERE run_id = ? AND list = 'events' ORDER BY n", (run_id,)
             ).fetchall()
         out = []
-        for at, body in rows:
+        for at, body, seq in rows:
             try:
                 ev = json.loads(body or "{}")
                 if not isinstance(ev, dict):
                     raise ValueError("not an object")
             except (ValueError, RecursionError):
                 ev = {"kind": "corrupt", "message": f"this event of run {run_id} is damaged and cannot be read"}
-            out.append({"seq": ev.get("seq"), "at": at, "kind": ev.get("kind", ""), "message": ev.get("message", ""),
-                        "data": ev.get("data", {})})
+            data = ev.get("data", {})
+            out.append({"seq": ev.get("seq") if isinstance(ev.get("seq"), int) else seq, "at": str(at or ""),
+                        "kind": str(ev.get("kind", "")), "message": str(ev.get("message", "")),
+                        "data": data if isinstance(data, dict) else {}})
         return out
 
     def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:

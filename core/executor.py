@@ -46,7 +46,15 @@ LEASE_TTL_ENV = "RESOLVER_LEASE_TTL_S"
 """Test hook: a shorter lease (seconds) for a new process, so a lease shorter than a slow call
 can be tried without waiting a minute."""
 
-LEASE_TTL_S = float(os.environ.get(LEASE_TTL_ENV) or 60.0)
+def _lease_ttl() -> float:
+    try:
+        ttl = float(os.environ.get(LEASE_TTL_ENV) or 60.0)
+    except ValueError:
+        return 60.0
+    return ttl if ttl > 0 else 60.0
+
+
+LEASE_TTL_S = _lease_ttl()
 """Seconds a lease lasts without a heartbeat; a live holder renews it at every save and, while
 it waits on a service, every :data:`LEASE_TTL_S` / 3 seconds (:func:`heartbeat`). A lease is
 stale when a heartbeat was missed, not when a call is long."""

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -44,6 +46,16 @@ TOOL_ARGS = {
     "get_policy": ("rule_id",),
 }
 
+
+
+SERVICE_DELAY_ENV = "RESOLVER_SERVICE_DELAY_S"
+"""Test hook: every write service of a new process waits this many seconds (real time) before it
+writes, as a slow payment provider would; read once at import."""
+
+try:
+    _service_delay_s = max(0.0, float(os.environ.get(SERVICE_DELAY_ENV) or 0))
+except ValueError:
+    _service_delay_s = 0.0
 
 
 class ServiceRefused(ResolverError):
@@ -372,6 +384,8 @@ class World:
         service = WRITE_SERVICES.get(action.type)
         if service is None:
             raise ResolverError(f"No write service for {action.type!r}; the services are {', '.join(WRITE_SERVICES)}.")
+        if _service_delay_s:  # a slow service (tests of a call longer than the lease)
+            time.sleep(_service_delay_s)
         return service(self, operation_id, action)
 
     # -- what changed ---------------------------------------------------------------------------
