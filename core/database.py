@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -155,13 +156,23 @@ class Database:
             raise ResolverError(f"Cannot open {self.label} {self.path}: {exc}.") from exc
         if self.row_factory is not None:
             conn.row_factory = self.row_factory
+        started = time.monotonic()
         try:
-            with self._errors():
-                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = FULL")
-                if self.on_open is not None:
-                    self.on_open(conn)
+            while True:
+                try:
+                    with self._errors(started):
+                        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                        conn.execute("PRAGMA journal_mode = WAL")
+                        conn.execute("PRAGMA synchronous = FULL")
+                        if self.on_open is not None:
+                            self.on_open(conn)
+                    break
+                except StoreBusy:
+                    # SQLite answers "locked" at once, without its busy handler, while another
+                    # process turns a new file to WAL or builds its tables: wait and try again
+                    if time.monotonic() - started >= BUSY_TIMEOUT_S:
+                        raise
+                    time.sleep(0.05)
         except BaseException:
             conn.close()
             raise
@@ -196,14 +207,16 @@ class Database:
     # -- use --------------------------------------------------------------------------------------
 
     @contextmanager
-    def _errors(self) -> Iterator[None]:
+    def _errors(self, started: float | None = None) -> Iterator[None]:
+        started = time.monotonic() if started is None else started
         try:
             yield
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
+                waited = time.monotonic() - started
                 raise StoreBusy(
-                    f"{self.label[:1].upper()}{self.label[1:]} {self.path} stayed locked by another process for "
-                    f"{BUSY_TIMEOUT_S:.0f} s; try again."
+                    f"{self.label[:1].upper()}{self.label[1:]} {self.path} stayed locked by another process "
+                    f"for {waited:.1f} s; try again."
                 ) from exc
             raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} {self.path} failed: {exc}.") from exc
         except sqlite3.IntegrityError:

@@ -21,7 +21,8 @@ from core.checkpoint import CheckpointStore, UnsupportedStoreFormat, lease_owner
 from core.errors import ApprovalKeyError, CorruptCheckpoint, LeaseHeld, ResolverError
 from core.home import Home
 from core.world import World, WorldMissing
-from tests.conftest import T65273_RUN, run_process
+
+from conftest import T65273_RUN, run_process
 
 SERVICE_TABLES = ("refunds", "reshipments", "return_labels", "replies")
 
