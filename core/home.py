@@ -28,7 +28,7 @@ from core.homekind import Kind, home_clock, home_kind, require_practice
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
-from core.world import World, check_world_file
+from core.world import World, WorldMissing, check_world_file, reset_world
 
 HOME_ENV = "RESOLVER_HOME"
 DEFAULT_HOME = "work"
@@ -78,8 +78,12 @@ class Home:
         self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
-        check_world_file(self.world_path, self.store.has_history())
-        World(self.world_path, self.clock)  # built on first use
+        try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
+            check_world_file(self.world_path, self.store.has_history())
+            World(self.world_path, self.clock)  # built on first use
+        except WorldMissing:
+            if self.world_path.is_dir():
+                raise
         self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
@@ -191,5 +195,5 @@ class Home:
         require_practice(self.root, "`reset`")
         n = self.store.reset()
         if everything:
-            self.world().reset()
+            reset_world(self.world_path)
         return n

@@ -178,13 +178,8 @@ class World:
         conn.execute("COMMIT")
 
     def reset(self) -> None:
-        """Rebuild the world from ``data/`` (every write since is forgotten)."""
-        self.db.close()
-        _no_rebuild.discard(self.path.resolve())
-        self.path.unlink(missing_ok=True)
-        for suffix in ("-wal", "-shm"):
-            Path(str(self.path) + suffix).unlink(missing_ok=True)
-        self.db.connection()  # a new file: built again by the first connection
+        """Rebuild the world from ``data/`` (every write since is forgotten): :func:`reset_world`."""
+        reset_world(self.path)
 
     # -- read-only tools ------------------------------------------------------------------------
 
@@ -486,11 +481,26 @@ def check_world_file(path: Path | str, has_history: bool) -> None:
         )
     if not has_history:
         return
+    _no_rebuild.add(path.resolve())
     if not path.exists():
         raise WorldMissing(_missing_sentence(path, "is missing"))
     if path.stat().st_size == 0:
         raise WorldMissing(_missing_sentence(path, "is empty"))
-    _no_rebuild.add(path.resolve())
+
+
+def reset_world(path: Path | str) -> None:
+    """Delete the practice world in ``path`` (with its WAL and SHM) and build it again from
+    ``data/``: every write since is forgotten (``resolver reset --all``). Works on a missing,
+    empty or damaged file too. Raises WorldMissing when a directory is in its place."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        check_world_file(path, False)
+    _database(path).close()
+    _no_rebuild.discard(path.resolve())
+    path.unlink(missing_ok=True)
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    _database(path).connection()  # a new file: built again by the first connection
 
 
 _databases: dict[Path, Database] = {}

@@ -219,18 +219,28 @@ def test_a_directory_in_place_of_the_practice_world_gives_a_sentence(tmp_path):
 
 
 @pytest.mark.parametrize("damage", ["deleted", "zero-length"])
-def test_a_lost_practice_world_is_not_rebuilt_over_a_home_with_runs(home, damage):
+def test_a_lost_practice_world_is_not_rebuilt_over_a_home_with_runs(tmp_path, damage):
+    home = Home(tmp_path / "h")
     state = home.run("T-65273")
-    home.approve(state.run_id, "team_lead")
-    root = home.root
+    with pytest.raises(Exception, match="simulated crash"):
+        home.approve(state.run_id, "team_lead", interrupt="after-write")  # the refund is in the register
     for suffix in ("", "-wal", "-shm"):
         Path(f"{home.world_path}{suffix}").unlink(missing_ok=True)
     if damage == "zero-length":
         home.world_path.touch()
-    with pytest.raises(WorldMissing, match="rebuilding it would lose its operations register") as err:
-        Home(root, clock=home.clock)
-    assert "resolver reset --all" in str(err.value)
-    assert not home.world_path.exists() or home.world_path.stat().st_size == 0  # nothing rebuilt
+    resume = run_process(home.root, "resume", state.run_id)
+    assert resume.returncode != 0 and "Traceback" not in resume.stderr
+    assert "rebuilding it would lose its operations register" in resume.stdout + resume.stderr
+    assert "resolver reset --all" in resume.stdout + resume.stderr
+    with sqlite3.connect(home.world_path) as conn:  # nothing rebuilt: no tables, no fresh register
+        assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 0
+    assert home.store.load(state.run_id).status == "executing"  # the run unchanged
+    again = run_process(home.root, "resume", state.run_id)  # and again, from the file the first left
+    assert again.returncode != 0 and "would lose its operations register" in again.stdout + again.stderr
+    assert "T-65273" in run_process(home.root, "runs").stdout  # the queue can still be read
+    reset = run_process(home.root, "reset", "--all")
+    assert reset.returncode == 0, reset.stderr
+    assert World(home.world_path).get_order("LK-507862")["order_id"] == "LK-507862"
 
 
 def test_a_world_deleted_while_the_home_is_open_is_not_rebuilt_either(home):
