@@ -23,43 +23,97 @@ import hashlib
 import hmac
 import os
 import secrets
+import stat
 from datetime import datetime
 from pathlib import Path
 
 from core.checkpoint import CheckpointStore
 from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
-from core.errors import ApprovalRefused, StaleCheckpoint
+from core.errors import ApprovalKeyError, ApprovalRefused, StaleCheckpoint
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.rulebook import decided_by, not_decidable, role_too_low, stale_digest
 from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, operation_id
 from core.world import World
 
+KEY_MIN_BYTES = 32
+"""The shortest approval key accepted, in bytes (an HMAC-SHA-256 key should be as long as the hash)."""
 
-def load_key(path: Path) -> bytes:
+
+def load_key(path: Path, *, in_flight: int = 0) -> bytes:
     """The approval signing key in ``path``, created (32 random bytes, hex, mode 0600) if absent.
 
     Creation is atomic: the key is written to a private temporary file and linked into place,
     so a process or thread racing to create it reads either nothing or the whole key, never an
     empty file (two approvers signing at once on a new home found this).
+
+    ``in_flight``: runs approved and not yet finished (``executing``). A missing key is then not
+    made again, since their signatures could no longer be verified (issue 13).
+
+    Raises:
+        ApprovalKeyError: the key is not a file of hex digits, is shorter than
+            :data:`KEY_MIN_BYTES`, can be read by group or others (chmod 600), or is missing
+            while approvals are in flight; the sentence says what to do.
     """
     path = Path(path)
-    try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
-    except FileNotFoundError:
-        pass
+    key = _read_key(path)
+    if key is not None:
+        return key
+    if in_flight:
+        raise ApprovalKeyError(
+            f"The approval key {path} is missing while {in_flight} approved run(s) are executing; their approvals "
+            "cannot be verified with a new key. Restore approval.key from a backup (then `resolver resume` them), "
+            "or reject and approve them again after `resolver reset`."
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(secrets.token_hex(32) + "\n")
+        fh.write(secrets.token_hex(KEY_MIN_BYTES) + "\n")
     try:
         os.link(tmp, path)  # fails if another process linked its key first: theirs wins
     except FileExistsError:
         pass
     finally:
         tmp.unlink()
-    return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    key = _read_key(path)
+    assert key is not None
+    return key
+
+
+def _read_key(path: Path) -> bytes | None:
+    """The key in ``path``, checked; None when there is no file. Raises ApprovalKeyError."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ApprovalKeyError(f"The approval key {path} cannot be read ({exc.strerror or exc}).") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ApprovalKeyError(
+            f"The approval key {path} is not a file; move it away and restore approval.key from a backup."
+        )
+    if os.name == "posix" and st.st_mode & 0o077:
+        raise ApprovalKeyError(
+            f"The approval key {path} can be read by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
+            f"run `chmod 600 {path}` and try again."
+        )
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ApprovalKeyError(f"The approval key {path} cannot be read ({exc.strerror or exc}).") from None
+    try:
+        key = bytes.fromhex(raw.decode("ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        raise ApprovalKeyError(
+            f"The approval key {path} is damaged (it must be hex digits only); restore approval.key from a backup."
+        ) from None
+    if len(key) < KEY_MIN_BYTES:
+        raise ApprovalKeyError(
+            f"The approval key {path} is too short ({len(key)} bytes; at least {KEY_MIN_BYTES} are needed); "
+            "restore approval.key from a backup, or delete it when no run is executing to make a new one."
+        )
+    return key
 
 
 def sign(key: bytes, run_uid: str, digest: str, role: str, name: str, at: datetime) -> str:

@@ -77,6 +77,7 @@ __all__ = [
     "CheckpointStore",
     "Counters",
     "Lease",
+    "RunExists",
     "RunSummary",
     "UnsupportedStoreFormat",
     "crash_point",
@@ -108,9 +109,10 @@ default), ``updated`` newest first (every other status), ``created`` newest run 
 same direction, so a cursor ``(key, run_id)`` names one place in the order."""
 
 KILL_ENV = "RESOLVER_KILL_AT"
-"""Crash-test hook: ``save:N``, ``row:N``, ``write:N`` or ``step:N`` kills this process with
-SIGKILL right after the N-th checkpoint save, row write inside a save (before its commit),
-executor write or loop step of the process."""
+"""Crash-test hook: ``save:N``, ``row:N``, ``call:N``, ``write:N`` or ``step:N`` kills this
+process with SIGKILL right after the N-th checkpoint save, row write inside a save (before its
+commit), executor attempt (counted and saved, the service not yet called), executor write or
+loop step of the process."""
 
 _crash_counts: dict[str, int] = {}
 _kill_target = os.environ.get(KILL_ENV)  # read once: crash tests set it for a new process
@@ -125,6 +127,10 @@ def crash_point(kind: str) -> None:
     _crash_counts[kind] = _crash_counts.get(kind, 0) + 1
     if target == f"{kind}:{_crash_counts[kind]}":
         os.kill(os.getpid(), signal.SIGKILL)
+
+
+class RunExists(StaleCheckpoint):
+    """A new run's ID was saved by another process first (two ``run``s of one ticket at once)."""
 
 
 class UnsupportedStoreFormat(ResolverError):
@@ -360,6 +366,17 @@ class CheckpointStore:
         self.path = Path(path)
         self.clock = clock or SystemClock()
         self.summarize: Summarize = summarize or blank_columns
+        self.repairs: list[str] = []
+        """Sentences about what opening the store repaired (missing triggers), for ``doctor``."""
+        try:
+            self._was_empty = self.path.is_file() and self.path.stat().st_size == 0
+        except OSError:
+            self._was_empty = False
+        if self.path.exists() and not self.path.is_file():
+            raise UnsupportedStoreFormat(
+                f"The checkpoint store {self.path} is not a file; move it away, then restore runs.sqlite from a "
+                "backup or choose another home."
+            )
         self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
         self._saved: dict[int, _Saved] = {}
         self._saved_lock = threading.Lock()
@@ -373,7 +390,9 @@ class CheckpointStore:
     # -- schema and migration -------------------------------------------------------------------
 
     def _on_open(self, conn: sqlite3.Connection) -> None:
+        self._check_application(conn)
         if conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT:
+            self._repair_triggers(conn)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -382,6 +401,17 @@ class CheckpointStore:
             tables = set(db.table_names())
             if fmt == STORE_FORMAT:
                 pass
+            elif fmt == 0 and tables and "runs" not in tables:
+                raise UnsupportedStoreFormat(
+                    f"{self.path} is not a resolver checkpoint store (it holds the tables "
+                    f"{', '.join(sorted(tables)[:5])}); nothing was changed. Move it away, or choose another home."
+                )
+            elif fmt == 0 and not tables and self._was_empty and _home_was_used(self.path):
+                raise UnsupportedStoreFormat(
+                    f"The checkpoint store {self.path} is empty, but this home has been used (its practice world "
+                    "has written operations or its approval key exists); its runs may have been lost. Restore "
+                    "runs.sqlite from a backup (`resolver restore`), or start afresh with `resolver reset --all`."
+                )
             elif fmt > STORE_FORMAT:
                 raise UnsupportedStoreFormat(
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
@@ -391,11 +421,46 @@ class CheckpointStore:
                 self._migrate_from_0_1_0(conn, db, tables)
             else:
                 self._create(conn, db)
+            conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+
+    def _check_application(self, conn: sqlite3.Connection) -> None:
+        """Refuse a SQLite file that another application marked as its own."""
+        app = conn.execute("PRAGMA application_id").fetchone()[0]
+        if app not in (0, APPLICATION_ID):
+            raise UnsupportedStoreFormat(
+                f"{self.path} is another application's database (application_id {app}), not a resolver checkpoint "
+                "store; nothing was changed. Move it away, or choose another home."
+            )
+
+    def _repair_triggers(self, conn: sqlite3.Connection) -> None:
+        """Create again the triggers that guard the audit, the counts and the search index when any
+        is missing (someone dropped them), and note it in :attr:`repairs`."""
+        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        missing = sorted(TRIGGERS - have)
+        if not missing:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            db = sqlite_utils.Database(conn)
+            self._create_side_tables(conn, db, set(db.table_names()))
+            self._create_indexes_and_triggers(conn, db)
+            if {"runs_count_insert", "runs_count_delete", "runs_count_status"} & set(missing):
+                conn.execute("DELETE FROM run_counts")
+                conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
+            if {"runs_search_insert", "runs_search_delete", "runs_search_update"} & set(missing):
+                conn.execute("INSERT INTO runs_search (runs_search) VALUES ('rebuild')")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        note = f"The checkpoint store {self.path} had lost its trigger(s) {', '.join(missing)}; they were created again."
+        if note not in self.repairs:
+            self.repairs.append(note)
 
     @staticmethod
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
@@ -633,12 +698,15 @@ class CheckpointStore:
         written = tuple(values[c] for c in _SOMETIMES)
         with self.db.immediate() as conn:
             if old == 0:
-                if lease_owner is not None:
-                    self._refuse(conn, run_id, old, lease_owner)
                 try:
                     conn.execute(_INSERT_RUN, (run_id, *values.values()))
                 except sqlite3.IntegrityError:
-                    self._refuse(conn, run_id, old, lease_owner)
+                    raise RunExists(
+                        f"Run {run_id} already exists (another process saved it first); a new run needs a new ID."
+                    ) from None
+                if lease_owner is not None and lease_ttl_s is not None:  # a new run taken by its maker
+                    conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
+                                 (lease_owner, iso(now + timedelta(seconds=lease_ttl_s)), run_id))
             else:
                 # the compare-and-set is in the UPDATE's WHERE; the row's columns are known from
                 # the last save or load of this object, else read once
@@ -749,7 +817,7 @@ class CheckpointStore:
                 state = TaskState.model_validate_json(text)
             except ValidationError:
                 state = None
-            if state is not None and state.schema_version == SCHEMA_VERSION:
+            if state is not None and state.schema_version == SCHEMA_VERSION and state.run_id == run_id:
                 state.version = parts.version
                 self._remember(state, parts.version, parts.columns)
                 return state
@@ -766,15 +834,26 @@ class CheckpointStore:
             for key, texts in zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True):
                 if key not in raw:
                     raw[key] = [json.loads(t) for t in texts]
+        except RecursionError:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint of run {run_id} is corrupt (its JSON is nested too deeply to read); nothing was "
+                f"changed. Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
+            ) from None
         except (ValueError, TypeError) as exc:
             self._mark_corrupt(run_id)
             raise CorruptCheckpoint(
-                f"The checkpoint of run {run_id} is corrupt ({exc}); nothing was changed. "
+                f"The checkpoint of run {run_id} is corrupt ({_short(exc)}); nothing was changed. "
                 f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
             ) from exc
-        raw = migrate(raw)
         try:
+            raw = migrate(raw)
             state = TaskState.model_validate(raw)
+        except RecursionError:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint of run {run_id} is corrupt (its JSON is nested too deeply to read); nothing was changed."
+            ) from None
         except ValidationError as exc:
             self._mark_corrupt(run_id)
             first = exc.errors()[0]
@@ -783,6 +862,12 @@ class CheckpointStore:
                 f"The checkpoint of run {run_id} does not match the TaskState schema "
                 f"({where}: {first['msg']}); nothing was changed."
             ) from exc
+        if state.run_id != run_id:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint stored under run {run_id} says it is run {_short(state.run_id)}; nothing was changed. "
+                f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
+            )
         state.version = parts.version
         if not whole:
             self._remember(state, parts.version, parts.columns)
@@ -795,6 +880,20 @@ class CheckpointStore:
                 conn.execute("UPDATE runs SET state_ok = 0 WHERE run_id = ? AND state_ok = 1", (run_id,))
         except ResolverError:
             pass
+
+    def has_history(self) -> bool:
+        """True when the store holds any run or audit row (the home has been used)."""
+        with self.db.read() as conn:
+            return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM runs) OR EXISTS (SELECT 1 FROM audit)").fetchone()[0])
+
+    def approvals_in_flight(self) -> int:
+        """Runs ``executing`` whose approval this home signed (an ``approve`` row in the audit):
+        their signatures need the approval key that made them."""
+        with self.db.read() as conn:
+            return conn.execute(
+                "SELECT COUNT(*) FROM runs WHERE status = 'executing' AND EXISTS "
+                "(SELECT 1 FROM audit WHERE audit.run_id = runs.run_id AND audit.decision = 'approve')"
+            ).fetchone()[0]
 
     def exists(self, run_id: str) -> bool:
         """True when a row for ``run_id`` exists (corrupt or not)."""
@@ -898,16 +997,20 @@ class CheckpointStore:
             raise RunNotFound(run_id)
         with self.db.read() as conn:
             rows = conn.execute(
-                "SELECT extra, body FROM entries WHERE run_id = ? AND list = 'events' ORDER BY n", (run_id,)
+                "SELECT extra, body, seq FROM entries WHERE run_id = ? AND list = 'events' ORDER BY n", (run_id,)
             ).fetchall()
         out = []
-        for at, body in rows:
+        for at, body, seq in rows:
             try:
                 ev = json.loads(body or "{}")
-            except ValueError:
-                ev = {}
-            out.append({"seq": ev.get("seq"), "at": at, "kind": ev.get("kind", ""), "message": ev.get("message", ""),
-                        "data": ev.get("data", {})})
+                if not isinstance(ev, dict):
+                    raise ValueError("not an object")
+            except (ValueError, RecursionError):
+                ev = {"kind": "corrupt", "message": f"this event of run {run_id} is damaged and cannot be read"}
+            data = ev.get("data", {})
+            out.append({"seq": ev.get("seq") if isinstance(ev.get("seq"), int) else seq, "at": str(at or ""),
+                        "kind": str(ev.get("kind", "")), "message": str(ev.get("message", "")),
+                        "data": data if isinstance(data, dict) else {}})
         return out
 
     def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
@@ -965,6 +1068,29 @@ class CheckpointStore:
             raise held
         conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?", (owner, iso(expires), run_id))
 
+    def renew_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
+        """Extend ``owner``'s lease to now + ``ttl_s`` seconds without touching the checkpoint
+        (the executor's heartbeat). False when ``owner`` no longer holds it."""
+        until = iso(self.clock.now() + timedelta(seconds=ttl_s))
+        with self.db.immediate() as conn:
+            return conn.execute(
+                "UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?", (until, run_id, owner)
+            ).rowcount == 1
+
+    def clear_dead_lease(self, run_id: str) -> bool:
+        """Remove a lease whose holder is gone (expired by the clock, or a process on this host
+        that no longer exists), as a resume does when it finds a run final. True if one was
+        removed; a live holder's lease is left alone."""
+        now = self.clock.now()
+        with self.db.immediate() as conn:
+            row = conn.execute("SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None or (row[0] is None and row[1] is None):
+                return False
+            if _lease_held_by_other(run_id, row[0], row[1], "", now) is not None:
+                return False
+            conn.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ?", (run_id,))
+            return True
+
     def release_lease(self, run_id: str, owner: str) -> None:
         """Give the lease back if ``owner`` still holds it."""
         with self.db.immediate() as conn:
@@ -995,6 +1121,42 @@ class CheckpointStore:
             conn.execute("DELETE FROM entries")
             conn.execute("DELETE FROM run_counts")
         return n
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """``value`` as text for a sentence: control characters dropped, at most ``limit`` characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+APPLICATION_ID = 0x52534C56
+"""SQLite ``application_id`` of a checkpoint store (``RSLV``); a file with another non-zero one is
+not adopted. Stores made before issue 13 have 0 and get it at their next migration."""
+
+TRIGGERS = frozenset({
+    "audit_no_update", "audit_no_delete", "runs_count_insert", "runs_count_delete", "runs_count_status",
+    "runs_state_insert", "runs_state_update", "runs_search_insert", "runs_search_delete", "runs_search_update",
+})
+"""The store's triggers; any missing one is created again when a connection opens."""
+
+
+def _home_was_used(path: Path) -> bool:
+    """True when the home folder of ``path`` shows it was used before: an approval key, or a
+    practice world whose operations register has rows (read only, never created here)."""
+    home = path.parent
+    if (home / "approval.key").exists():
+        return True
+    world = home / "larkfield.sqlite"
+    if not world.is_file() or world.stat().st_size == 0:
+        return False
+    try:
+        conn = sqlite3.connect(f"{world.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM operations)").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return False
 
 
 def _split_triggers(upsert: str) -> list[str]:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -82,6 +83,36 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     return (st.st_dev, st.st_ino)
 
 
+FILE_MODE = 0o600
+"""Mode of the database files (and their ``-wal`` and ``-shm``, which SQLite creates with the
+database file's mode): they hold ticket texts and customers' e-mail addresses (issue 13)."""
+
+
+def _private_file(path: Path) -> None:
+    """Create ``path`` empty with :data:`FILE_MODE` if it does not exist, so SQLite never makes it
+    with the umask's 0644 (a process racing to create it first is fine)."""
+    if path.exists():
+        return
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    except OSError:
+        return  # a folder in the way, a read-only disk: sqlite3.connect says so in a sentence
+    os.close(fd)
+
+
+def _make_private(path: Path) -> None:
+    """Take group and other permissions off an existing database file of ours (best effort: a file
+    of another user is left alone)."""
+    try:
+        st = os.stat(path)
+        if st.st_mode & 0o077 and st.st_uid == os.getuid():
+            os.chmod(path, FILE_MODE)
+    except (FileNotFoundError, PermissionError, AttributeError):
+        pass
+
+
 class Database:
     """The SQLite file at ``path``, a connection per thread, reopened when the file is replaced.
 
@@ -116,6 +147,7 @@ class Database:
     # -- connections ------------------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        _private_file(self.path)
         try:
             conn = sqlite3.connect(
                 self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, cached_statements=STATEMENT_CACHE
@@ -124,16 +156,28 @@ class Database:
             raise ResolverError(f"Cannot open {self.label} {self.path}: {exc}.") from exc
         if self.row_factory is not None:
             conn.row_factory = self.row_factory
+        started = time.monotonic()
         try:
-            with self._errors():
-                conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = FULL")
-                if self.on_open is not None:
-                    self.on_open(conn)
+            while True:
+                try:
+                    with self._errors(started):
+                        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+                        conn.execute("PRAGMA journal_mode = WAL")
+                        conn.execute("PRAGMA synchronous = FULL")
+                        if self.on_open is not None:
+                            self.on_open(conn)
+                    break
+                except StoreBusy:
+                    # SQLite answers "locked" at once, without its busy handler, while another
+                    # process turns a new file to WAL or builds its tables: wait and try again
+                    if time.monotonic() - started >= BUSY_TIMEOUT_S:
+                        raise
+                    time.sleep(0.05)
         except BaseException:
             conn.close()
             raise
+        for suffix in ("", "-wal", "-shm"):
+            _make_private(Path(f"{self.path}{suffix}"))
         with self._lock:
             self.counters.opens += 1
         return conn
@@ -163,14 +207,16 @@ class Database:
     # -- use --------------------------------------------------------------------------------------
 
     @contextmanager
-    def _errors(self) -> Iterator[None]:
+    def _errors(self, started: float | None = None) -> Iterator[None]:
+        started = time.monotonic() if started is None else started
         try:
             yield
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
+                waited = time.monotonic() - started
                 raise StoreBusy(
-                    f"{self.label[:1].upper()}{self.label[1:]} {self.path} stayed locked by another process for "
-                    f"{BUSY_TIMEOUT_S:.0f} s; try again."
+                    f"{self.label[:1].upper()}{self.label[1:]} {self.path} stayed locked by another process "
+                    f"for {waited:.1f} s; try again."
                 ) from exc
             raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} {self.path} failed: {exc}.") from exc
         except sqlite3.IntegrityError:

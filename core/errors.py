@@ -46,3 +46,8 @@ class LeaseHeld(ResolverError):
 class ShopRefused(ResolverError):
     """A trainer's or lesson's command in a shop home: its clock is real time only, and nothing
     there may wipe, rewind or pay as a lesson does (issue 9; see :mod:`core.homekind`)."""
+
+
+class ApprovalKeyError(ResolverError):
+    """``approval.key`` is damaged, too short, readable by others, or missing while approvals are
+    in flight (issue 13); the sentence says how to fix it."""

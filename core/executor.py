@@ -8,8 +8,9 @@ For each operation in order (issue "Core 2", seed 000 and seed 001):
 3. reconcile: a ``pending`` operation is looked up in the practice world's operations register
    by its ID; if the service already did it, it is marked done with the recorded result and
    the service is not called again;
-4. mark it ``pending`` and save the checkpoint **before** the write;
-5. call the service with the operation ID as idempotency key; a transient fault is retried
+4. mark it ``pending``, count the attempt and save the checkpoint **before** the write (a call
+   that ends the process is counted; after :data:`MAX_CALLS` the run goes to a person);
+5. call the service (the lease renewed by a heartbeat while it waits) with the operation ID as idempotency key; a transient fault is retried
    (at most :data:`MAX_CALLS` calls, backoff from the clock); a refusal marks it ``failed`` with
    the service's sentence and hands the run to a person;
 6. mark it ``done`` with the result and save.
@@ -20,7 +21,10 @@ While it runs, the executor holds the run's lease; another executor is refused
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
@@ -38,8 +42,22 @@ MAX_CALLS = 3
 BACKOFF_S = (0.2, 0.4)
 """Seconds to wait after the first and second failed call (taken from the clock)."""
 
-LEASE_TTL_S = 60.0
-"""Seconds a lease lasts; a live holder renews it at every operation."""
+LEASE_TTL_ENV = "RESOLVER_LEASE_TTL_S"
+"""Test hook: a shorter lease (seconds) for a new process, so a lease shorter than a slow call
+can be tried without waiting a minute."""
+
+def _lease_ttl() -> float:
+    try:
+        ttl = float(os.environ.get(LEASE_TTL_ENV) or 60.0)
+    except ValueError:
+        return 60.0
+    return ttl if ttl > 0 else 60.0
+
+
+LEASE_TTL_S = _lease_ttl()
+"""Seconds a lease lasts without a heartbeat; a live holder renews it at every save and, while
+it waits on a service, every :data:`LEASE_TTL_S` / 3 seconds (:func:`heartbeat`). A lease is
+stale when a heartbeat was missed, not when a call is long."""
 
 Interrupt = Literal["before-write", "after-write"]
 OnProgress = Callable[[TaskState, Operation], None]
@@ -52,6 +70,37 @@ class SimulatedCrash(ResolverError):
         self.run_id = run_id
         self.point = point
         self.operation_id = op.operation_id
+
+
+@contextmanager
+def heartbeat(store: CheckpointStore, run_id: str, owner: str, ttl_s: float | None = None) -> Iterator[None]:
+    """Renew ``owner``'s lease of ``run_id`` every ``ttl_s / 3`` seconds (real time) while the
+    block runs, from a daemon thread: a service call longer than the lease keeps the run.
+
+    A renewal that finds the lease gone (released, or taken over after a missed heartbeat) stops
+    the thread; the next save then raises LeaseHeld. Errors of the renewal itself (a busy
+    store) are left to the next renewal.
+    """
+    ttl = ttl_s if ttl_s is not None else LEASE_TTL_S
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(ttl / 3):
+            try:
+                if not store.renew_lease(run_id, owner, ttl):
+                    return
+            except ResolverError:
+                continue
+            finally:
+                store.db.close()  # this thread's connection ends with it
+
+    thread = threading.Thread(target=beat, name=f"lease-heartbeat-{run_id}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _hand_over(store: CheckpointStore, state: TaskState, why: str, owner: str) -> TaskState:
@@ -128,10 +177,16 @@ def execute(
             if op.status != "pending":
                 op.status = "pending"
                 state.log("pending", f"{op.action.type} {op.operation_id}: about to write", at=clock.now())
-            store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)  # the checkpoint before the write, and the lease renewed
-            if interrupt == "before-write":
+            if interrupt == "before-write":  # the lesson's crash comes before the attempt is counted
+                store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
                 crashed = True
                 raise SimulatedCrash(run_id, "before-write", op)
+            if op.calls >= MAX_CALLS:  # every attempt ended its process: the limit holds across crashes
+                op.status = "failed"
+                op.error = f"gave up after {op.calls} call(s): the process ended during each call, and the register has no write"
+                state = _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
+                released = True
+                return state
             if not _call(store, state, op, world, clock, owner, own):
                 state = _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
                 released = True
@@ -169,7 +224,7 @@ def _reconcile(state: TaskState, op: Operation, world: World) -> bool:
         return False
     op.status = "done"
     op.result = entry["result"]
-    op.calls += 1  # the call that succeeded before the crash, proved by the register
+    op.calls = max(op.calls, 1)  # the call was counted before it was made (a 0.1 checkpoint had not)
     return True
 
 
@@ -204,13 +259,22 @@ def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str) 
 def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World, clock: Clock, owner: str,
           own: set[str] | None = None) -> bool:
     """Call the service for ``op`` with retries, handing it the step's preconditions as the
-    expected state; True when done, False when failed (a refusal, or a precondition that no
-    longer holds)."""
+    expected state (issue 11); True when done, False when failed (a refusal, or a precondition
+    that no longer holds).
+
+    Each attempt is counted and saved (with ``op`` pending and the lease renewed) **before** the
+    call, so a call that ends the process still counts and :data:`MAX_CALLS` holds across
+    crashes; the lease is renewed by :func:`heartbeat` while the call runs. A failed call's
+    ``retry`` event is saved with the next attempt's count (one save per call).
+    """
     expect = state.proposal.preconditions_of(op.index) if state.proposal else []
     while True:
+        op.calls += 1
+        store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)  # the checkpoint before the write, and the lease renewed
+        crash_point("call")
         try:
-            op.calls += 1
-            op.result = world.call_service(op.operation_id, op.action, expect=expect, own=own or set())
+            with heartbeat(store, state.run_id, owner):
+                op.result = world.call_service(op.operation_id, op.action, expect=expect, own=own or set())
             op.status = "done"
             op.error = None
             return True
@@ -226,7 +290,6 @@ def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World,
         except TransientServiceError as exc:
             op.error = str(exc)
             state.log("retry", f"{op.action.type} {op.operation_id}: call {op.calls} failed ({exc})", at=clock.now())
-            store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
             if op.calls >= MAX_CALLS:
                 op.status = "failed"
                 op.error = f"gave up after {op.calls} call(s): {exc}"

@@ -28,7 +28,7 @@ from core.homekind import Kind, home_clock, home_kind, require_practice
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
-from core.world import World
+from core.world import World, WorldMissing, check_world_file, reset_world
 
 HOME_ENV = "RESOLVER_HOME"
 DEFAULT_HOME = "work"
@@ -78,14 +78,19 @@ class Home:
         self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
-        World(self.world_path, self.clock)  # built on first use
+        try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
+            check_world_file(self.world_path, self.store.has_history())
+            World(self.world_path, self.clock)  # built on first use
+        except WorldMissing:
+            if self.world_path.is_dir():
+                raise
         self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random
         bytes, mode 0600)."""
-        return load_key(self.key_path)
+        return load_key(self.key_path, in_flight=self.store.approvals_in_flight())
 
     @staticmethod
     def lease_owner(label: str = "resolver") -> str:
@@ -123,11 +128,13 @@ class Home:
         state = self.store.load(run_id)
         before = state.status
         if state.status == "running":
-            return Resumed("continued", before, continue_run(self.store, self.world_path, self.clock, state, on_step))
+            return Resumed("continued", before,
+                           continue_run(self.store, self.world_path, self.clock, state, on_step, owner=owner))
         if state.status == "waiting_approval":
             return Resumed("request", before, state)
         if state.status == "executing":
             return Resumed("executed", before, self.execute(run_id, owner=owner, on_progress=on_progress))
+        self.store.clear_dead_lease(run_id)  # a lease left behind by a killed process
         return Resumed("final", before, state)
 
     # -- decisions and execution ----------------------------------------------------------------
@@ -202,5 +209,5 @@ class Home:
         require_practice(self.root, "`reset`")
         n = self.store.reset()
         if everything:
-            self.world().reset()
+            reset_world(self.world_path)
         return n

@@ -9,16 +9,18 @@ the steps that are left (seed 000: T-65273 still reports 3 model calls and 7,155
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
-from core.checkpoint import CheckpointStore
+from core.checkpoint import CheckpointStore, RunExists, lease_owner_name
 from core.clock import Clock
 from core.data import FinalTurn, Ticket, ToolCallTurn, load_policy, load_task
 from core.errors import ResolverError
+from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
 from core.recorded_model import RecordedModel, cost_usd, repeats_of, show_usd
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
@@ -201,42 +203,89 @@ def start_run(
     run_id: str | None = None,
     on_step: OnStep | None = None,
     max_steps: int | None = None,
+    *,
+    owner: str | None = None,
 ) -> TaskState:
     """Make a new run of ``task_id`` and run it, saving after every step.
 
-    The run ID is the next free ``TASK-VARIANT-MODEL-N`` unless ``run_id`` is given; the
-    recording is ``repeat`` or, by default, cycles with N. ``on_step`` runs after each save;
-    ``max_steps`` caps the loop (default 8).
+    The run ID is the next free ``TASK-VARIANT-MODEL-N`` unless ``run_id`` is given (two
+    processes starting a run of one ticket at once get distinct IDs: the one that saves second
+    takes the next number); the recording is ``repeat`` or, by default, cycles with N.
+    ``on_step`` runs after each save; ``max_steps`` caps the loop (default 8). The run is
+    created with its lease held by ``owner`` (default: this process), renewed at every step and
+    given back when the loop ends, so a ``resume`` meanwhile is refused before any model call.
 
     Raises:
-        TaskNotFound, NoRecording, StaleCheckpoint (``run_id`` already used).
+        TaskNotFound, NoRecording, RunExists (``run_id`` already used).
     """
     task = load_task(task_id)
-    run_id = run_id or next_run_id(store, task_id, variant, model)
-    if repeat is None:
-        n = int(run_id.rsplit("-", 1)[1]) if run_id.rsplit("-", 1)[-1].isdigit() else 1
-        repeat = default_repeat(task_id, variant, model, n)
-    model_double = RecordedModel(task_id, variant, model, repeat)
-    if store.exists(run_id):
-        raise ResolverError(f"Run {run_id} already exists; a new run needs a new ID.")
-    state = new_state(task, variant, model, run_id, clock, repeat)
-    if max_steps is not None:
-        state.max_steps = max_steps
-    store.save(state)
-    return run_task(state, model_double, World(world_path, clock), clock, on_step=_saver(store, on_step))
+    owner = owner or lease_owner_name()
+    chosen = run_id
+    for _attempt in range(20):
+        rid = chosen or next_run_id(store, task_id, variant, model)
+        rep = repeat
+        if rep is None:
+            n = int(rid.rsplit("-", 1)[1]) if rid.rsplit("-", 1)[-1].isdigit() else 1
+            rep = default_repeat(task_id, variant, model, n)
+        model_double = RecordedModel(task_id, variant, model, rep)
+        if store.exists(rid):
+            if chosen:
+                raise RunExists(f"Run {rid} already exists; a new run needs a new ID.")
+            continue
+        state = new_state(task, variant, model, rid, clock, rep)
+        if max_steps is not None:
+            state.max_steps = max_steps
+        try:
+            store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
+        except RunExists:
+            if chosen:
+                raise
+            continue  # another process took this number first: take the next
+        return _run_leased(store, state, model_double, World(world_path, clock), clock, on_step, owner)
+    raise ResolverError(f"Could not find a free run ID for {task_id}: too many runs are being started at once; try again.")
 
 
-def continue_run(store: CheckpointStore, world_path, clock: Clock, state: TaskState, on_step: OnStep | None = None) -> TaskState:
-    """Resume a ``running`` state from its checkpoint: the loop asks only for the steps left."""
+def continue_run(store: CheckpointStore, world_path, clock: Clock, state: TaskState, on_step: OnStep | None = None,
+                 *, owner: str | None = None) -> TaskState:
+    """Resume a ``running`` state from its checkpoint: the loop asks only for the steps left.
+
+    The run is claimed first (its lease taken and the checkpoint read again in one transaction,
+    :meth:`~core.checkpoint.CheckpointStore.claim`), **before** any model call: a second resume
+    of the same loop is refused with LeaseHeld naming the holder, and pays for nothing. A run
+    that another process finished meanwhile is returned as it is now.
+
+    Raises:
+        LeaseHeld: another live process is running the loop.
+        RunNotFound, CorruptCheckpoint, NoRecording.
+    """
+    owner = owner or lease_owner_name()
+    state = store.claim(state.run_id, owner, LEASE_TTL_S)
+    if state.status != "running":
+        store.release_lease(state.run_id, owner)
+        return state
     model_double = RecordedModel(state.task_id, state.variant, state.model, state.repeat)
     state.log("resumed", f"resumed at step {state.step + 1}", at=clock.now())
-    return run_task(state, model_double, World(world_path, clock), clock, on_step=_saver(store, on_step))
+    return _run_leased(store, state, model_double, World(world_path, clock), clock, on_step, owner)
 
 
-def _saver(store: CheckpointStore, then: OnStep | None) -> OnStep:
-    def save(state: TaskState) -> None:
-        store.save(state)
+def _run_leased(store: CheckpointStore, state: TaskState, model: Model, world: World, clock: Clock,
+                then: OnStep | None, owner: str) -> TaskState:
+    """Run the loop with every step's save renewing ``owner``'s lease; the save that ends the loop
+    gives the lease back, and so does any error (a SIGKILL leaves it to a dead process, which the
+    next claim takes over)."""
+    released = False
+
+    def save(s: TaskState) -> None:
+        nonlocal released
+        final = s.status != "running"
+        store.save(s, lease_owner=owner, lease_ttl_s=None if final else LEASE_TTL_S)
+        released = final
         if then is not None:
-            then(state)
+            then(s)
 
-    return save
+    try:
+        return run_task(state, model, world, clock, on_step=save)
+    finally:
+        if not released:
+            with contextlib.suppress(ResolverError):
+                store.release_lease(state.run_id, owner)

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -45,6 +47,16 @@ TOOL_ARGS = {
     "get_policy": ("rule_id",),
 }
 
+
+
+SERVICE_DELAY_ENV = "RESOLVER_SERVICE_DELAY_S"
+"""Test hook: every write service of a new process waits this many seconds (real time) before it
+writes, as a slow payment provider would; read once at import."""
+
+try:
+    _service_delay_s = max(0.0, float(os.environ.get(SERVICE_DELAY_ENV) or 0))
+except ValueError:
+    _service_delay_s = 0.0
 
 
 class ServiceRefused(ResolverError):
@@ -112,11 +124,14 @@ class World:
             yield conn
 
     @staticmethod
-    def _ensure_built(conn: sqlite3.Connection) -> None:
+    def _ensure_built(conn: sqlite3.Connection, key: Path | None = None) -> None:
         """Build the world in a new (or rebuilt) file; another process building it at the same
-        moment is waited for, and the tables are made once."""
+        moment is waited for, and the tables are made once. A file whose home has history
+        (:func:`check_world_file`) is never rebuilt here: its register would be lost."""
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'operations'").fetchone():
             return
+        if key is not None and key in _no_rebuild:
+            raise WorldMissing(_missing_sentence(key, "lost its tables"))
         World._build(conn)
 
     @staticmethod
@@ -169,12 +184,8 @@ class World:
         conn.execute("COMMIT")
 
     def reset(self) -> None:
-        """Rebuild the world from ``data/`` (every write since is forgotten)."""
-        self.db.close()
-        self.path.unlink(missing_ok=True)
-        for suffix in ("-wal", "-shm"):
-            Path(str(self.path) + suffix).unlink(missing_ok=True)
-        self.db.connection()  # a new file: built again by the first connection
+        """Rebuild the world from ``data/`` (every write since is forgotten): :func:`reset_world`."""
+        reset_world(self.path)
 
     # -- read-only tools ------------------------------------------------------------------------
 
@@ -388,6 +399,8 @@ class World:
         service = WRITE_SERVICES.get(action.type)
         if service is None:
             raise ResolverError(f"No write service for {action.type!r}; the services are {', '.join(WRITE_SERVICES)}.")
+        if _service_delay_s:  # a slow service (tests of a call longer than the lease)
+            time.sleep(_service_delay_s)
         return service(self, operation_id, action, expect, own)
 
     # -- expected state (issue 11) --------------------------------------------------------------
@@ -516,6 +529,64 @@ WRITE_SERVICES: dict[str, Service] = {
 }
 """Action type -> the write service that performs it: the executor's only way into the world."""
 
+class WorldMissing(ResolverError):
+    """``larkfield.sqlite`` is missing, empty or not a file in a home that has runs or an audit
+    register: rebuilding it would lose the operations register, and a resume would write again."""
+
+
+_no_rebuild: set[Path] = set()
+"""World files (resolved) of homes with history: never built again silently in this process."""
+
+
+def _missing_sentence(path: Path, what: str) -> str:
+    return (
+        f"The practice world {path} {what}, but this home has runs; rebuilding it would lose its operations "
+        "register and a resume could write again. Restore larkfield.sqlite from a backup (`resolver restore`), "
+        "or start afresh with `resolver reset --all`."
+    )
+
+
+def check_world_file(path: Path | str, has_history: bool) -> None:
+    """Refuse a practice world that cannot be used as it is (issue 13).
+
+    A directory in its place is refused always; a missing or zero-length file only when the home
+    has history (``has_history``: runs or audit rows), since building it again would forget
+    which operations were done. A fresh home builds it. Once checked with history, this process
+    never rebuilds the file silently (a file deleted later is refused the same way).
+
+    Raises:
+        WorldMissing: with a sentence saying how to restore or reset.
+    """
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        raise WorldMissing(
+            f"The practice world {path} is not a file; move it away, then restore larkfield.sqlite from a backup "
+            "or start afresh with `resolver reset --all`."
+        )
+    if not has_history:
+        return
+    _no_rebuild.add(path.resolve())
+    if not path.exists():
+        raise WorldMissing(_missing_sentence(path, "is missing"))
+    if path.stat().st_size == 0:
+        raise WorldMissing(_missing_sentence(path, "is empty"))
+
+
+def reset_world(path: Path | str) -> None:
+    """Delete the practice world in ``path`` (with its WAL and SHM) and build it again from
+    ``data/``: every write since is forgotten (``resolver reset --all``). Works on a missing,
+    empty or damaged file too. Raises WorldMissing when a directory is in its place."""
+    path = Path(path)
+    if path.exists() and not path.is_file():
+        check_world_file(path, False)
+    _database(path).close()
+    _no_rebuild.discard(path.resolve())
+    path.unlink(missing_ok=True)
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    _database(path).connection()  # a new file: built again by the first connection
+
+
 _databases: dict[Path, Database] = {}
 _databases_lock = threading.Lock()
 
@@ -527,6 +598,7 @@ def _database(path: Path) -> Database:
     with _databases_lock:
         db = _databases.get(key)
         if db is None:
-            db = _databases[key] = Database(path, label="the practice world", on_open=World._ensure_built,
+            db = _databases[key] = Database(path, label="the practice world",
+                                            on_open=lambda conn: World._ensure_built(conn, key),
                                             row_factory=sqlite3.Row)
         return db

@@ -216,14 +216,15 @@ def test_a_refund_that_times_out_once_is_done_in_2_calls_and_not_met_again(home)
 def test_a_resume_after_the_timeout_does_not_meet_it_again(tmp_path):
     home = Home(tmp_path / "h")
     state = home.run("T-41629", repeat=1)
-    # save 1: approval; save 2: pending; save 3: the failed first call (fault recorded)
+    # save 1: approval; save 2: pending, attempt 1 counted; save 3: attempt 2 counted with the
+    # first call's fault recorded, killed before that call is made (issue 13: it still counts)
     killed = run_process(home.root, "approve", state.run_id, "--as", "grace", env={"RESOLVER_KILL_AT": "save:3"})
     assert killed.returncode == -9
     assert home.store.load(state.run_id).faults_seen == ["request_refund:timeout:1"]
     resumed = run_process(home.root, "resume", state.run_id)
     assert "request_refund" in resumed.stdout and ": done (operation" in resumed.stdout
     final = home.store.load(state.run_id)
-    assert final.status == "done" and final.operations[0].calls == 2
+    assert final.status == "done" and final.operations[0].calls == 3
     assert final.faults_seen == ["request_refund:timeout:1"]
 
 

@@ -26,6 +26,7 @@ AFTER_WRITE = "T-90104-agent_structured-chat-strong-2"  # crashed after it: 60f0
 def old_home(tmp_path) -> Path:
     root = tmp_path / "home"
     shutil.copytree(FROZEN, root)
+    (root / "approval.key").chmod(0o600)  # 0.1.0 made it 0600; git keeps only 0644 (issue 13 refuses that)
     return root
 
 

@@ -145,6 +145,7 @@ def test_a_v3_checkpoint_without_run_uid_is_refused_as_corrupt(home):
 def frozen(tmp_path) -> Home:
     """A copy of the 0.1.0 home (never the fixture itself), on Monday morning."""
     shutil.copytree(FROZEN, tmp_path / "home_0_1_0")
+    (tmp_path / "home_0_1_0" / "approval.key").chmod(0o600)  # 0.1.0 made it 0600; git keeps only 0644
     return Home(tmp_path / "home_0_1_0", clock=FixedClock(MONDAY))
 
 
