@@ -21,7 +21,6 @@ from core.cli import main
 from core.executor import REDECIDE
 from core.home import Home
 from core.state import Approval
-
 from tests.conftest import T65273_RUN
 
 GRACE, ANA, BOT = "grace-passphrase", "ana-passphrase", "bot-passphrase"
@@ -233,7 +232,7 @@ def test_an_approver_revoked_after_deciding_but_before_execution_writes_nothing(
     assert _changes(staffed.root) == 0
     assert "Ana was revoked at" in _audit(staffed.root)[-1]["detail"]
     code, _, err = staffed("approve", T65273_RUN, "--name", "Ana", passphrase=ANA)
-    assert code == 1
+    assert code == 1 and "Ana was revoked at" in err
 
 
 # -- Done when: a registry entry edited by SQL -----------------------------------------------------
