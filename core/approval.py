@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.auditchain import AuditMoved
 from core.checkpoint import CheckpointStore
 from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
@@ -109,6 +110,8 @@ def plan_operations(state: TaskState) -> list[Operation]:
 def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
     try:
         return store.save(state, audit=audit)
+    except AuditMoved:  # issue 14: signed over an audit row that is no longer the newest; the caller signs again
+        raise
     except StaleCheckpoint:
         fresh = store.load(state.run_id)
         who = decided_by(fresh)

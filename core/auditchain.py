@@ -29,6 +29,12 @@ from typing import Any
 
 from core.errors import StaleCheckpoint
 
+
+class AuditMoved(StaleCheckpoint):
+    """A signed decision named a ``prev`` that is no longer the newest audit row's hash: another
+    decision was recorded between signing and saving. Nothing was written; sign again."""
+
+
 GENESIS = "0" * 64
 """The ``prev`` of the first chained row."""
 
@@ -84,12 +90,12 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
     written (``id`` and ``prev`` included) with its ``hash`` and the chain's new ``length``.
 
     Raises:
-        StaleCheckpoint: ``audit["prev"]`` is no longer the newest row's hash (another decision
+        AuditMoved: ``audit["prev"]`` is no longer the newest row's hash (another decision
             was recorded meanwhile); nothing is written.
     """
     prev, n = last_hash(conn)
     if audit.get("prev") is not None and audit["prev"] != prev:
-        raise StaleCheckpoint("Another decision was recorded while this one was signed; decide again.")
+        raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
     cur = conn.execute(
         "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (run_id, audit["decision"], audit["role"], audit["name"], audit["digest"], audit["at"], audit.get("detail", ""),

@@ -14,12 +14,14 @@ or the world itself, and neither holds logic the other lacks.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from core.approval import approve, load_key, reject
+from core.auditchain import AuditMoved
 from core.checkpoint import CheckpointStore, lease_owner_name
 from core.clock import Clock
 from core.errors import ApprovalRefused, ResolverError
@@ -156,7 +158,8 @@ class Home:
         decider = self._decider(signer)
         if decider is not None:
             role, name = decider.role, decider.name
-        approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version, signer=decider)
+        self._signed(lambda: approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version,
+                                     signer=decider))
         self._seal_head(signer)
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
@@ -166,7 +169,7 @@ class Home:
         decider = self._decider(signer)
         if decider is not None:
             role, name = decider.role, decider.name
-        state = reject(self.store, run_id, role, reason, name, digest, self.clock, signer=decider)
+        state = self._signed(lambda: reject(self.store, run_id, role, reason, name, digest, self.clock, signer=decider))
         self._seal_head(signer)
         return state
 
@@ -218,6 +221,17 @@ class Home:
         from core.signing import DecisionSigner
 
         return DecisionSigner(signer)
+
+    @staticmethod
+    def _signed(decide: Callable[[], TaskState]) -> TaskState:
+        """Decide; a signed decision that met another decision's audit row between signing and
+        saving (AuditMoved) is signed again over the new newest row, up to 3 times."""
+        for _ in range(2):
+            try:
+                return decide()
+            except AuditMoved:
+                continue
+        return decide()
 
     def _seal_head(self, signer: Unlocked | None) -> None:
         if self.kind == "shop" and signer is not None:

@@ -366,3 +366,24 @@ def test_the_0_1_0_home_keeps_its_audit_rows_as_an_unchained_prefix(tmp_path, ca
 
 def test_the_cli_spells_the_passphrase_variables_as_core_does():
     assert (cli_module.PASSPHRASE_ENV, cli_module.OWNER_PASSPHRASE_ENV) == (signing.PASSPHRASE_ENV, signing.OWNER_PASSPHRASE_ENV)
+
+
+def test_a_decision_that_meets_another_between_signing_and_saving_is_signed_again(staffed, monkeypatch):
+    assert staffed("run", "T-90104")[0] == 0
+    home = Home(staffed.root)
+    ana, bot = home.unlock("Ana", ANA), home.unlock("Bot", BOT)
+    seal = signing.DecisionSigner.seal
+    calls = []
+
+    def racing(self, store, *args, **kwargs):
+        sealed = seal(self, store, *args, **kwargs)
+        if not calls:  # Bot's rejection lands between Ana's signature and her save
+            calls.append(1)
+            home.reject("T-90104-agent-chat-small-1", "agent", "wrong order", signer=bot)
+        return sealed
+
+    monkeypatch.setattr(signing.DecisionSigner, "seal", racing)
+    assert home.approve(T65273_RUN, "team_lead", signer=ana).status == "done"
+    assert [r["decision"] for r in _audit(staffed.root)] == ["reject", "approve"]
+    monkeypatch.undo()
+    assert staffed("audit", "verify")[0] == 0
