@@ -21,7 +21,8 @@ from core.cli import main
 from core.executor import REDECIDE
 from core.home import Home
 from core.state import Approval
-from tests.conftest import T65273_RUN
+
+from conftest import T65273_RUN
 
 GRACE, ANA, BOT = "grace-passphrase", "ana-passphrase", "bot-passphrase"
 FROZEN = Path(__file__).parent / "fixtures" / "home_0_1_0"
