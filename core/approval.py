@@ -26,7 +26,9 @@ import secrets
 import stat
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from core.auditchain import AuditMoved
 from core.checkpoint import CheckpointStore
 from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
@@ -38,6 +40,9 @@ from core.world import World
 
 KEY_MIN_BYTES = 32
 """The shortest approval key accepted, in bytes (an HMAC-SHA-256 key should be as long as the hash)."""
+
+if TYPE_CHECKING:
+    from core.signing import DecisionSigner
 
 
 def load_key(path: Path, *, in_flight: int = 0) -> bytes:
@@ -220,6 +225,8 @@ def plan_operations(state: TaskState) -> list[Operation]:
 def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
     try:
         return store.save(state, audit=audit)
+    except AuditMoved:  # issue 14: signed over an audit row that is no longer the newest; the caller signs again
+        raise
     except StaleCheckpoint:
         fresh = store.load(state.run_id)
         who = decided_by(fresh)
@@ -242,12 +249,15 @@ def approve(
     world: World | None = None,
     practice: bool = True,
     policy: PolicyData | None = None,
+    signer: DecisionSigner | None = None,
 ) -> TaskState:
     """Approve the current proposal of ``run_id`` as ``role`` (and ``name``); returns the state,
     now ``executing`` with its operations planned and a signed approval.
 
     ``digest`` is the digest the approver read (full, or the 12-digit short form);
     ``expect_version`` the checkpoint version they read (the app passes both).
+    ``signer`` (a shop home, issue 14): the unlocked approver; the role and name are theirs and
+    the approval is signed with their Ed25519 key (:mod:`core.signing`) instead of the HMAC key.
 
     Raises:
         ApprovalRefused: not waiting_approval (says who decided it and when), role too low,
@@ -276,13 +286,14 @@ def approve(
         raise ApprovalRefused(role_too_low(run_id, role, needed))
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
-    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=sign(key, state.run_uid, current, role, name, at),
-                              proposal=proposal)
+    seal = signer.seal(store, "approve", state.run_uid, current, at) if signer else None  # issue 14
+    signature = seal.signature if seal else sign(key, state.run_uid, current, role, name, at)
+    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=signature, proposal=proposal)
     state.status = "executing"
     state.operations = plan_operations(state)
     state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)
     return _decide(store, state, {"decision": "approve", "role": role, "name": name, "digest": current, "at": iso(at),
-                                 "run_uid": state.run_uid})
+                                 "run_uid": state.run_uid, **(seal.audit if seal else {})})
 
 
 def reject(
@@ -293,9 +304,11 @@ def reject(
     name: str | None = None,
     digest: str | None = None,
     clock: Clock | None = None,
+    signer: DecisionSigner | None = None,
 ) -> TaskState:
     """Reject the proposal of ``run_id`` with a required ``reason``; the run goes to
-    ``handed_to_person`` and can never execute.
+    ``handed_to_person`` and can never execute. ``signer``: as for :func:`approve` (the reason
+    is signed too, and kept in the audit row).
 
     Raises:
         ApprovalRefused: empty reason, not waiting_approval, stale digest or a lost race.
@@ -310,19 +323,22 @@ def reject(
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
     state.rejection = Rejection(role=role, name=name, at=at, digest=current, reason=reason.strip())
+    seal = signer.seal(store, "reject", state.run_uid, current, at, reason.strip()) if signer else None  # issue 14
     state.status = "handed_to_person"
     state.log("rejected", f"rejected by {name} ({role}): {reason.strip()}", at=at, role=role, name=name, digest=current)
     return _decide(store, state, {"decision": "reject", "role": role, "name": name, "digest": current, "at": iso(at),
-                                 "detail": reason.strip(), "run_uid": state.run_uid})
+                                 "detail": reason.strip(), "run_uid": state.run_uid, **(seal.audit if seal else {})})
 
 
-def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> str | None:
+def verify(state: TaskState, key: bytes, policy: PolicyData | None = None, *, signed: bool = True) -> str | None:
     """Why the run's approval must not be executed now, or None if it holds.
 
     Checks (at execution, for every write): an approval exists and no rejection; the digest is
     the current proposal's (not edited after approval); the operations are exactly the ones the
     proposal plans (none added, dropped or edited, IDs bound to this run's ``run_uid``); the
     signature verifies (issued by this code with this key, for this ``run_uid``); the role still suffices under the current policy.
+    ``signed=False`` skips the HMAC check: a shop home checks the approver's Ed25519 signature
+    instead (:func:`core.signing.check_approval`, issue 14).
     """
     a = state.approval
     if a is None:
@@ -332,7 +348,7 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None) -> st
     if state.proposal is None or a.digest != state.proposal.digest:
         return "the proposal changed after it was approved (digest mismatch)"
     expected = sign(key, state.run_uid, a.digest, a.role, a.name, a.at)
-    if not hmac.compare_digest(expected, a.signature):
+    if signed and not hmac.compare_digest(expected, a.signature):
         return "the approval's signature does not verify: it was not issued by resolver's approval code"
     planned = [(op.operation_id, op.action) for op in plan_operations(state)]
     if [(op.operation_id, op.action) for op in state.operations] != planned:

@@ -57,6 +57,7 @@ import pydantic_core
 import sqlite_utils
 from pydantic import BaseModel, ValidationError
 
+from core import auditchain
 from core.clock import Clock, SystemClock, iso, parse_time
 from core.database import BUSY_TIMEOUT_S, Counters, Database
 from core.errors import (
@@ -320,7 +321,6 @@ def _update_sql(changed: tuple[str, ...], lease: bool) -> str:
 
 
 _INSERT_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
-_INSERT_AUDIT = "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 _READ_ENTRIES = (
     "SELECT i.list, i.body, i.extra, i.ref, e.extra FROM entries i LEFT JOIN entries e "
     "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = ? ORDER BY i.n"
@@ -662,7 +662,9 @@ class CheckpointStore:
         rewrites the run's rows. The lists are append-only by contract: to change a saved
         message, evidence or event, replace the element; a field edited in place on the very
         object already saved is not noticed. ``audit`` (``decision``, ``role``, ``name``, ``digest``, ``at``, optional
-        ``detail`` and ``run_uid``) is appended in the same transaction.
+        ``detail``, ``run_uid``, and a signed decision's ``prev`` and ``sig``) is appended in the same transaction,
+        chained to the row before it (:func:`core.auditchain.append`; raises StaleCheckpoint
+        when a signed ``prev`` is no longer the newest row's hash).
 
         ``lease_owner``: the save also requires that this owner holds the run's lease, and
         renews it for ``lease_ttl_s`` seconds, or releases it when ``lease_ttl_s`` is None (the
@@ -737,11 +739,7 @@ class CheckpointStore:
                 for r in self._rows(state, (0, 0, 0)):
                     conn.execute(_INSERT_ENTRY, r)
             if audit is not None:
-                conn.execute(
-                    _INSERT_AUDIT,
-                    (run_id, audit["decision"], audit["role"], audit["name"], audit["digest"], audit["at"],
-                     audit.get("detail", ""), audit.get("run_uid")),
-                )
+                auditchain.append(conn, run_id, audit)  # issue 14: chained to the row before it
                 crash_point("row")
         state.version = new
         self._remember(state, new, written)
@@ -753,8 +751,7 @@ class CheckpointStore:
         expiry) that changes no checkpoint (issue 11). ``audit`` has ``run_id``, ``decision``,
         ``role``, ``name``, ``digest``, ``at``, ``detail`` and ``run_uid``."""
         with self.db.immediate() as conn:
-            conn.execute(_INSERT_AUDIT, (audit["run_id"], audit["decision"], audit["role"], audit["name"], audit["digest"],
-                                         audit["at"], audit.get("detail", ""), audit.get("run_uid")))
+            auditchain.append(conn, audit["run_id"], audit)  # chained like every other row (issue 14)
 
     @staticmethod
     def _refuse(conn: sqlite3.Connection, run_id: str, version: int, lease_owner: str | None) -> NoReturn:

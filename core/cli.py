@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from core.errors import ResolverError
 
 if TYPE_CHECKING:
+    from core.approvers import Unlocked
     from core.home import Home
     from core.rulebook import Action
     from core.state import TaskState
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 # SQLite; tests/test_cli.py checks they equal core.state.STATUSES and core.data.ROLES.
 STATUSES = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
 ROLES = ("agent", "team_lead", "grace")
+
+PASSPHRASE_ENV = "RESOLVER_PASSPHRASE"
+OWNER_PASSPHRASE_ENV = "RESOLVER_OWNER_PASSPHRASE"
+"""Spelled here for ``--help`` (tests/test_approvers.py checks they equal core.signing's)."""
 
 EXIT_ERROR = 1
 EXIT_CRASH = 3
@@ -155,16 +160,37 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
+def _decider(home: Home, args: argparse.Namespace) -> Unlocked | None:
+    """Issue 14: in a shop home, the approver named by ``--name``, unlocked with their passphrase
+    (``--as`` is refused there); in a practice home, None (``--as`` is required)."""
+    from core.errors import ApprovalRefused
+    from core.signing import read_passphrase
+
+    if home.kind != "shop":
+        if not args.role:
+            raise ResolverError("Say who decides: --as agent, --as team_lead or --as grace.")
+        return None
+    if args.role:
+        raise ApprovalRefused("--as is refused in a shop home: decide as a named approver with --name NAME "
+                              "(your role comes from the approvers registry).")
+    if not args.name:
+        raise ApprovalRefused("In a shop home say who decides with --name NAME; your passphrase unlocks your key.")
+    home.registry().valid_entry(args.name)  # a clear sentence before asking for a passphrase
+    return home.unlock(args.name, read_passphrase(f"Passphrase for {args.name}: ", fd=args.passphrase_fd))
+
+
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
     from core.views import after_approve
 
-    _refuse(home, args.run, "approve", args.role)
+    signer = _decider(home, args)
+    role = signer.role if signer else args.role
+    _refuse(home, args.run, "approve", role)
     waiting = home.queue.load(args.run)
     if waiting.status == "waiting_approval" and waiting.proposal is not None:
         lines, _ = home.queue.world_now(waiting)
         if any(line.startswith("  Preconditions that fail now") for line in lines):
             _print([*lines, ""])  # the drift section first (a practice home goes on to the write)
-    state = home.approve(args.run, args.role, args.name, args.digest, interrupt=args.interrupt)
+    state = home.approve(args.run, role, args.name, args.digest, interrupt=args.interrupt, signer=signer)
     _print(after_approve(state))
     _status(state)
     return 0
@@ -173,9 +199,11 @@ def cmd_approve(home: Home, args: argparse.Namespace) -> int:
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
     from core.views import after_reject
 
+    signer = _decider(home, args)
+    role = signer.role if signer else args.role
     if args.reason and args.reason.strip():
-        _refuse(home, args.run, "reject", args.role)
-    state = home.reject(args.run, args.role, args.reason, args.name, args.digest)
+        _refuse(home, args.run, "reject", role)
+    state = home.reject(args.run, role, args.reason, args.name, args.digest, signer=signer)
     _print(after_reject(state))
     _status(state)
     return 0
@@ -207,6 +235,72 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
            "earlier approvals are void.")
     _show_request(state)
     return 0
+
+
+def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
+    """``approvers init|add|list|revoke|recover`` (issue 14): the registry of a shop home."""
+    from core.approvers import fingerprint
+    from core.homekind import require_shop
+    from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase, seal_head
+    from core.views import safe_text
+
+    require_shop(home.root, "`approvers`")
+    registry = home.registry()
+    now = home.clock.now()
+    if args.approvers_cmd == "init":
+        passphrase = read_passphrase(f"Passphrase for the owner {args.name}: ", fd=args.passphrase_fd, confirm=True)
+        made = registry.init(args.name, passphrase, now)
+        seal_head(home.root, home.store, registry.unlock(made.owner, passphrase))  # the audit's head, signed by the owner
+        _print([f"Made the approvers registry of {home.root}; owner {safe_text(made.owner)} (role grace).",
+                f"Owner key fingerprint: {made.fingerprint}",
+                "  Write it down: `resolver doctor` shows it, compare the two.",
+                f"Recovery code (shown once): {made.recovery_code}",
+                "  Keep it on paper, away from this machine: `resolver approvers recover` gives the owner a new passphrase with it."])
+        return 0
+    if args.approvers_cmd == "add":
+        registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
+        passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
+        owner_passphrase = read_passphrase("The owner's passphrase, to sign the entry: ", fd=args.owner_passphrase_fd,
+                                           env=OWNER_PASSPHRASE_ENV)
+        entry = registry.add(args.name, args.role, passphrase, owner_passphrase, now)
+        _print(f"Added {safe_text(entry.name)} as {entry.role}, key {fingerprint(entry.public_key)}; signed by the owner.")
+        return 0
+    if args.approvers_cmd == "revoke":
+        owner_passphrase = read_passphrase("The owner's passphrase, to sign the revocation: ", fd=args.owner_passphrase_fd,
+                                           env=OWNER_PASSPHRASE_ENV)
+        entry = registry.revoke(args.name, owner_passphrase, now)
+        _print(f"Revoked {safe_text(entry.name)} at {entry.revoked_at}: none of their decisions executes from now on.")
+        return 0
+    if args.approvers_cmd == "recover":
+        code = read_passphrase("Recovery code: ", fd=args.code_fd, env="RESOLVER_RECOVERY_CODE")
+        passphrase = read_passphrase("New passphrase for the owner: ", fd=args.passphrase_fd, confirm=True)
+        new_code = registry.recover(code, passphrase)
+        _print(["The owner's passphrase is changed; the old recovery code no longer works.",
+                f"New recovery code (shown once): {new_code}"])
+        return 0
+    problems = registry.problems()
+    _print(f"Owner key: {registry.fingerprint()}")
+    for e in registry.entries():
+        state = f"revoked {e.revoked_at}" if e.revoked else "active"
+        _print(f"  {safe_text(e.name):<20} {e.role:<10} {fingerprint(e.public_key)}  added {e.added_at}  {state}")
+    if problems:
+        raise ResolverError(f"The approvers registry does not verify: {'; '.join(problems)}.")
+    return 0
+
+
+def cmd_audit(home: Home, args: argparse.Namespace) -> int:
+    """``audit verify`` (issue 14): the hash chain, the triggers, and in a shop home each
+    decision's signature and the signed ``audit.head``. Exit 1 when anything is found."""
+    from core.signing import verify_home_audit
+    from core.views import safe_text
+
+    report = verify_home_audit(home.root, home.store, home.kind)
+    if report.ok:
+        _print(report.lines())
+        return 0
+    for line in report.lines():
+        print(safe_text(line), file=sys.stderr)
+    return EXIT_ERROR
 
 
 def cmd_trace(home: Home, args: argparse.Namespace) -> int:
@@ -342,22 +436,47 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--shop", action="store_true", help="a shop home: real time only, the lesson's commands refused")
     p.set_defaults(func=None)
 
-    p = sub.add_parser("approve", parents=[common], help="approve a waiting proposal and execute it")
+    passphrase_fd = argparse.ArgumentParser(add_help=False)
+    passphrase_fd.add_argument("--passphrase-fd", type=int, metavar="N", default=None,
+                               help=f"read the passphrase from file descriptor N (else ${PASSPHRASE_ENV}, else the terminal)")
+
+    p = sub.add_parser("approve", parents=[common, passphrase_fd], help="approve a waiting proposal and execute it")
     p.add_argument("run", metavar="RUN")
-    p.add_argument("--as", dest="role", required=True, choices=ROLES)
-    p.add_argument("--name")
+    p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role you decide as (refused in a shop home)")
+    p.add_argument("--name", help="shop home: the approver who decides (asks for their passphrase)")
     p.add_argument("--digest", help="the digest you read; refused if the proposal changed")
     p.add_argument("--interrupt", choices=["before-write", "after-write"],
                    help="simulate a crash: end the process just before or just after the first write (exit code 3)")
     p.set_defaults(func=cmd_approve)
 
-    p = sub.add_parser("reject", parents=[common], help="reject a waiting proposal (hands it to a person)")
+    p = sub.add_parser("reject", parents=[common, passphrase_fd], help="reject a waiting proposal (hands it to a person)")
     p.add_argument("run", metavar="RUN")
-    p.add_argument("--as", dest="role", required=True, choices=ROLES)
+    p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role you decide as (refused in a shop home)")
     p.add_argument("--name")
     p.add_argument("--digest")
     p.add_argument("--reason", required=True)
     p.set_defaults(func=cmd_reject)
+
+    p = sub.add_parser("approvers", parents=[common], help="shop home: the approvers registry (init, add, list, revoke, recover)")
+    asub = p.add_subparsers(dest="approvers_cmd", required=True)
+    a = asub.add_parser("init", parents=[common, passphrase_fd], help="the owner makes the registry and their key")
+    a.add_argument("--name", default="Grace", help="the owner's name (default Grace)")
+    a = asub.add_parser("add", parents=[common, passphrase_fd], help="add an approver (their passphrase, then the owner's)")
+    a.add_argument("name", metavar="NAME")
+    a.add_argument("--role", required=True, choices=ROLES)
+    a.add_argument("--owner-passphrase-fd", type=int, metavar="N", default=None,
+                   help=f"read the owner's passphrase from file descriptor N (else ${OWNER_PASSPHRASE_ENV})")
+    asub.add_parser("list", parents=[common], help="every approver, their role, key fingerprint and state")
+    a = asub.add_parser("revoke", parents=[common], help="revoke an approver (the owner's passphrase)")
+    a.add_argument("name", metavar="NAME")
+    a.add_argument("--owner-passphrase-fd", type=int, metavar="N", default=None)
+    a = asub.add_parser("recover", parents=[common, passphrase_fd], help="a new owner passphrase with the recovery code")
+    a.add_argument("--code-fd", type=int, metavar="N", default=None, help="read the recovery code from file descriptor N")
+    p.set_defaults(func=cmd_approvers)
+
+    p = sub.add_parser("audit", parents=[common], help="check the audit: `audit verify`")
+    p.add_argument("audit_cmd", choices=["verify"])
+    p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser("diff", parents=[common], help="compare the actions of two runs line by line")
     p.add_argument("run_a", metavar="RUN_A")

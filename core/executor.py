@@ -111,6 +111,36 @@ def _hand_over(store: CheckpointStore, state: TaskState, why: str, owner: str) -
     return state
 
 
+Authorize = Callable[[TaskState], "str | None"]
+"""Issue 14: a shop home's check of the approval (:func:`core.signing.check_approval`), asked
+before every write beside :func:`core.approval.verify`; a reason refuses the write."""
+
+REDECIDE = "REDECIDE: "
+"""A reason from ``authorize`` that starts so sends the run back to waiting (no write started)."""
+
+
+def _refuse_unauthorized(store: CheckpointStore, state: TaskState, why: str, owner: str, before: str) -> TaskState:
+    """Issue 14: refuse an approval the shop home's check does not accept, with an audit row
+    (``refused``, the reason in ``detail``) in the same save. A decision that was never an
+    approver's goes back to ``waiting_approval`` if no operation was started, else to a person."""
+    redecide = why.startswith(REDECIDE)
+    why = why.removeprefix(REDECIDE)
+    a = state.approval
+    now = store.clock.now()
+    audit = {"decision": "refused", "role": a.role if a else "", "name": a.name if a else "", "digest": a.digest if a else "",
+             "at": iso(now), "detail": f"execution refused: {why}", "run_uid": state.run_uid}
+    if redecide and all(op.status == "planned" for op in state.operations):
+        state.status = "waiting_approval"
+        state.approval = None
+        state.operations = []
+        state.log("back_to_waiting", f"refused: {why}; nothing written, the run waits for a decision again", at=now)
+    else:
+        state.status = "handed_to_person"
+        state.log("handed_to_person", f"refused {before}: {why}; nothing written", at=now)
+    store.save(state, audit=audit, lease_owner=owner)
+    return state
+
+
 def execute(
     store: CheckpointStore,
     world_path: Path,
@@ -121,11 +151,14 @@ def execute(
     owner: str | None = None,
     interrupt: Interrupt | None = None,
     on_progress: OnProgress | None = None,
+    authorize: Authorize | None = None,
 ) -> TaskState:
     """Execute (or finish, after a crash) the approved operations of ``run_id``.
 
     Returns the state, ``done`` or ``handed_to_person`` (or unchanged if not ``executing``).
     ``on_progress(state, op)`` runs after each operation is saved (the app updates its pane).
+    ``authorize`` (a shop home, issue 14): asked before every write too; its refusal writes an
+    audit row and nothing else (:func:`_refuse_unauthorized`).
 
     Transactions (issue 10: the fewest that keep the guarantees): one to take the lease and read
     the checkpoint (:meth:`~core.checkpoint.CheckpointStore.claim`); per operation one save
@@ -146,7 +179,12 @@ def execute(
     try:
         if state.status != "executing":
             return state
-        problem = verify(state, key)
+        problem = authorize(state) if authorize else None
+        if problem:
+            state = _refuse_unauthorized(store, state, problem, owner, "before any write")
+            released = True
+            return state
+        problem = verify(state, key, signed=authorize is None)
         if problem:
             state = _hand_over(store, state, f"refused: {problem}; nothing written", owner)
             released = True
@@ -164,7 +202,12 @@ def execute(
                 state = _hand_over(store, state, f"operation {op.operation_id} had failed", owner)
                 released = True
                 return state
-            problem = verify(state, key)
+            problem = authorize(state) if authorize else None
+            if problem:
+                state = _refuse_unauthorized(store, state, problem, owner, f"before {op.action.type}")
+                released = True
+                return state
+            problem = verify(state, key, signed=authorize is None)
             if problem:
                 state = _hand_over(store, state, f"refused before {op.action.type}: {problem}; nothing written", owner)
                 released = True

@@ -14,21 +14,27 @@ or the world itself, and neither holds logic the other lacks.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from core.approval import approve, load_key, reject
+from core.auditchain import AuditMoved
 from core.checkpoint import CheckpointStore, lease_owner_name
 from core.clock import Clock
-from core.errors import ResolverError
+from core.errors import ApprovalRefused, ResolverError
 from core.executor import Interrupt, OnProgress, execute
 from core.homekind import Kind, home_clock, home_kind, require_practice
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
 from core.world import World, WorldMissing, check_world_file, reset_world
+
+if TYPE_CHECKING:
+    from core.approvers import Registry, Unlocked
+    from core.signing import DecisionSigner
 
 HOME_ENV = "RESOLVER_HOME"
 DEFAULT_HOME = "work"
@@ -150,10 +156,18 @@ class Home:
         owner: str | None = None,
         on_progress: OnProgress | None = None,
         expect_version: int | None = None,
+        signer: Unlocked | None = None,
     ) -> TaskState:
-        """Approve (see :func:`core.approval.approve`) and then execute the run."""
-        approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version,
-                world=self.world(), practice=self.kind == "practice")
+        """Approve (see :func:`core.approval.approve`) and then execute the run.
+
+        In a shop home (issue 14) ``signer`` is the approver unlocked by :meth:`unlock`; ``role``
+        and ``name`` are then theirs. Raises ApprovalRefused in a shop home without a signer."""
+        decider = self._decider(signer)
+        if decider is not None:
+            role, name = decider.role, decider.name
+        self._signed(lambda: approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version,
+                                     world=self.world(), practice=self.kind == "practice", signer=decider))
+        self._seal_head(signer)
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
     def refresh(self, run_id: str) -> TaskState:
@@ -169,15 +183,81 @@ class Home:
 
         return drift(self.store.load(run_id), self.world())
 
-    def reject(self, run_id: str, role: str, reason: str, name: str | None = None, digest: str | None = None) -> TaskState:
-        """Reject with a reason (see :func:`core.approval.reject`)."""
-        return reject(self.store, run_id, role, reason, name, digest, self.clock)
+    def reject(self, run_id: str, role: str, reason: str, name: str | None = None, digest: str | None = None,
+               *, signer: Unlocked | None = None) -> TaskState:
+        """Reject with a reason (see :func:`core.approval.reject`); ``signer`` as for :meth:`approve`."""
+        decider = self._decider(signer)
+        if decider is not None:
+            role, name = decider.role, decider.name
+        state = self._signed(lambda: reject(self.store, run_id, role, reason, name, digest, self.clock, signer=decider))
+        self._seal_head(signer)
+        return state
 
     def execute(self, run_id: str, *, interrupt: Interrupt | None = None, owner: str | None = None,
                 on_progress: OnProgress | None = None) -> TaskState:
-        """Execute or finish the approved operations (see :func:`core.executor.execute`)."""
+        """Execute or finish the approved operations (see :func:`core.executor.execute`); in a
+        shop home the approver's signature is checked before every write (:mod:`core.signing`)."""
+        authorize = None
+        if self.kind == "shop":
+            from core.signing import check_approval
+
+            registry = self.registry()
+            authorize = lambda state: check_approval(state, registry, self.store)  # noqa: E731
         return execute(self.store, self.world_path, self.approval_key(), run_id, clock=self.clock, owner=owner,
-                       interrupt=interrupt, on_progress=on_progress)
+                       interrupt=interrupt, on_progress=on_progress, authorize=authorize)
+
+    # -- approvers (issue 14) -------------------------------------------------------------------
+
+    def registry(self) -> Registry:
+        """The approvers registry of this home (:class:`core.approvers.Registry`)."""
+        from core.approvers import Registry
+
+        return Registry(self.root)
+
+    def unlock(self, name: str, passphrase: str) -> Unlocked:
+        """Unlock the approver ``name`` of this shop home with their passphrase, for
+        :meth:`approve` and :meth:`reject` (the app keeps it for its session only).
+
+        Raises:
+            ApprovalRefused: a practice home (no keys there), no registry yet, a registry that
+                does not verify, an unknown or revoked name, a wrong passphrase.
+        """
+        if self.kind != "shop":
+            raise ApprovalRefused(f"{self.root} is a practice home: decide with --as ROLE, without keys.")
+        return self.registry().unlock(name, passphrase)
+
+    def _decider(self, signer: Unlocked | None) -> DecisionSigner | None:
+        if self.kind != "shop":
+            if signer is not None:
+                raise ApprovalRefused(f"{self.root} is a practice home: decide with --as ROLE, without keys.")
+            return None
+        if not self.registry().exists():
+            raise ApprovalRefused(
+                f"{self.root} is a shop home without an approvers registry: every decision is refused until the owner "
+                "runs `resolver approvers init`."
+            )
+        if signer is None:
+            raise ApprovalRefused("In a shop home a decision is made by a named approver with their passphrase (--name NAME).")
+        from core.signing import DecisionSigner
+
+        return DecisionSigner(signer)
+
+    @staticmethod
+    def _signed(decide: Callable[[], TaskState]) -> TaskState:
+        """Decide; a signed decision that met another decision's audit row between signing and
+        saving (AuditMoved) is signed again over the new newest row, up to 3 times."""
+        for _ in range(2):
+            try:
+                return decide()
+            except AuditMoved:
+                continue
+        return decide()
+
+    def _seal_head(self, signer: Unlocked | None) -> None:
+        if self.kind == "shop" and signer is not None:
+            from core.signing import seal_head
+
+            seal_head(self.root, self.store, signer)
 
     # -- the world outside any run --------------------------------------------------------------
 

@@ -31,7 +31,7 @@ Kind = Literal["practice", "shop"]
 KIND_FILE = "home.json"
 """The file in the home folder that makes it a shop home."""
 
-HOME_FILES = ("runs.sqlite", "larkfield.sqlite", "approval.key", "clock.json")
+HOME_FILES = ("runs.sqlite", "larkfield.sqlite", "approval.key", "clock.json", "approvers.sqlite", "approvers.json")
 """Files that show a folder is already in use as a (practice) home."""
 
 DIFFERENCES: tuple[tuple[str, str, str], ...] = (
@@ -46,6 +46,13 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("approve when a precondition already fails (the world changed since the agent looked)",
      "shows what changed, then goes on to the write, where the service refuses (seed 000's Monday)",
      "refused before anything is written, with what changed, and audited"),
+    ("who decides", "`--as ROLE` (and `--name`), a claim, no keys", "`--name NAME` and that approver's passphrase; the role comes "
+     "from the approvers registry; `--as` is refused"),
+    ("`approvers init`, `add`, `list`, `revoke`", "refused: it says how to make a shop home",
+     "the owner's registry of approvers and their keys; every decision is refused until `approvers init`"),
+    ("decisions", "HMAC-signed with `approval.key`", "Ed25519-signed by the approver; the executor checks the signature, "
+     "the registry and the audit row before every write"),
+    ("`audit verify`", "the hash chain and the append-only triggers", "also each decision's signature and the signed `audit.head`"),
 )
 """(what, in a practice home, in a shop home): the README's table."""
 
@@ -93,6 +100,16 @@ def require_practice(root: Path | str, what: str) -> None:
         raise ShopRefused(
             f"{Path(root)} is a shop home: {what} runs only in a practice home, so it was refused and nothing changed. "
             "Use a practice home for the lesson: --home DIR or RESOLVER_HOME."
+        )
+
+
+def require_shop(root: Path | str, what: str) -> None:
+    """Refuse ``what`` (the approvers registry, issue 14) in a practice home, saying how to make
+    a shop home. Raises ShopRefused."""
+    if home_kind(root) != "shop":
+        raise ShopRefused(
+            f"{Path(root)} is a practice home: {what} works only in a shop home, where approvers have keys. "
+            "Make one in a new folder with `resolver init --shop --home DIR`."
         )
 
 

@@ -16,7 +16,7 @@ from textual import on
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.messages import Failed, Finished, LinesReady
-from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
+from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, RejectScreen
 from resolver_tui.screens.text import CompareScreen, TraceScreen
 from resolver_tui.screens.workers import QueueWorkers
 from resolver_tui.widgets.detail_pane import DetailPane
@@ -57,6 +57,15 @@ class QueueDecisions(QueueWorkers):
                 self._start(decision.run_id)
                 self.run_approve(decision.run_id, decision.digest, decision.version, d.others)
 
+        if self.home.kind == "shop" and self.unlocked is None:  # issue 14: the key is unlocked once per session
+            def typed(passphrase: str | None) -> None:
+                if passphrase:
+                    self._start(decision.run_id)
+                    self.run_approve(decision.run_id, decision.digest, decision.version, d.others, passphrase)
+
+            self.app.push_screen(PassphraseApproveScreen(f"Approve run {decision.run_id}?", approve_dialog(decision, self.approver),
+                                                         self.approver.name), typed)
+            return
         self.app.push_screen(ConfirmScreen(f"Approve run {decision.run_id}?", approve_dialog(decision, self.approver),
                                            yes="Approve"), answered)
 

@@ -97,3 +97,55 @@ class RejectScreen(ModalScreen[str | None]):
 
     def action_cancel(self) -> None:
         self.dismiss(None)
+
+
+class PassphraseApproveScreen(ModalScreen[str | None]):
+    """Approve in a shop home (issue 14): the approve dialog with a masked passphrase input.
+
+    Returns the passphrase typed (kept by the caller only to unlock the key once), or None when
+    cancelled. Esc cancels; an empty passphrase is refused in place. The title and body are shown
+    literally, as in :class:`ConfirmScreen`.
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, body: list[str], who: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.who = who
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(plain(self.title_text, "bold"), id="dialog-title")
+            yield Static(lines(self.body), id="dialog-body")
+            yield Label(plain(f"Passphrase for {self.who} (kept unlocked until the app closes):"))
+            yield Input(placeholder="passphrase", password=True, id="passphrase")
+            yield Static("", id="passphrase-error", markup=False)
+            with Horizontal(classes="buttons"):
+                yield Button("Approve", id="yes", variant="warning")
+                yield Button("Cancel", id="no", variant="primary")
+
+    def on_mount(self) -> None:
+        self.query_one("#passphrase", Input).focus()
+
+    def _submit(self) -> None:
+        value = self.query_one("#passphrase", Input).value
+        if not value:
+            self.query_one("#passphrase-error", Static).update("Type your passphrase, or press Esc.")
+            return
+        self.dismiss(value)
+
+    @on(Input.Submitted)
+    def submitted(self) -> None:
+        self._submit()
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "yes":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from core.errors import ResolverError
 from core.home import Home
@@ -20,6 +21,9 @@ from textual.worker import Worker, WorkerState
 
 from resolver_tui.messages import DetailLoaded, Failed, Finished, LinesReady, OperationDone, PageLoaded
 
+if TYPE_CHECKING:
+    from core.approvers import Unlocked
+
 
 class QueueWorkers(Screen):
     """The workers of :class:`~resolver_tui.screens.queue.QueueScreen`, which sets ``home``,
@@ -28,6 +32,9 @@ class QueueWorkers(Screen):
     home: Home
     approver: Approver
     lease_owner: str
+    unlocked: Unlocked | None = None
+    """Issue 14: the shop-home approver's key, unlocked in memory at the first approval and
+    kept for this session only (never written anywhere)."""
     page_serial: int = 0
     _page_worker: Worker | None = None
 
@@ -91,18 +98,21 @@ class QueueWorkers(Screen):
             self.post_message(Finished(None, [f"Loaded the demo queue: {len(made)} runs."]))
 
     @work(thread=True, exclusive=True, group="action", exit_on_error=False)
-    def run_approve(self, run_id: str, digest: str, version: int, others: list[str]) -> None:
-        """Approve what was read (``digest`` at checkpoint ``version``), then execute."""
+    def run_approve(self, run_id: str, digest: str, version: int, others: list[str], passphrase: str | None = None) -> None:
+        """Approve what was read (``digest`` at checkpoint ``version``), then execute. In a shop
+        home ``passphrase`` unlocks the approver's key, kept in :attr:`unlocked` for the session."""
         with self._failing_as(run_id):
+            if passphrase is not None:
+                self.unlocked = self.home.unlock(self.approver.name, passphrase)
             state = self.home.approve(run_id, self.approver.role, self.approver.name, digest=digest,
                                       expect_version=version, owner=self.lease_owner,
-                                      on_progress=self._progress(run_id, others))
+                                      on_progress=self._progress(run_id, others), signer=self.unlocked)
             self.post_message(Finished(run_id, after_approve(state), self.home.queue.describe(state, self.approver, others)))
 
     @work(thread=True, exclusive=True, group="action", exit_on_error=False)
     def run_reject(self, run_id: str, digest: str, reason: str, others: list[str]) -> None:
         with self._failing_as(run_id):
-            state = self.home.reject(run_id, self.approver.role, reason, self.approver.name, digest)
+            state = self.home.reject(run_id, self.approver.role, reason, self.approver.name, digest, signer=self.unlocked)
             self.post_message(Finished(run_id, after_reject(state), self.home.queue.describe(state, self.approver, others)))
 
     @work(thread=True, exclusive=True, group="action", exit_on_error=False)

@@ -1,0 +1,408 @@
+"""The approvers registry of a shop home (issue 14): who may decide, with which role and key.
+
+Each approver has a name, a role (``agent``, ``team_lead``, ``grace``) and an Ed25519 key pair
+(the ``cryptography`` package). The owner (Grace) makes the registry with
+``resolver approvers init``; each later entry (``add``, ``revoke``) is signed with the owner's
+private key, so an entry edited with SQL no longer verifies.
+
+Files in the home folder (mode 0600):
+
+- ``approvers.sqlite``: table ``approvers`` (``name`` (key, case-insensitive), ``role``,
+  ``public_key`` (32 bytes, hex), ``added_at``, ``revoked_at`` (ISO 8601 or NULL),
+  ``signature`` (the owner's Ed25519 signature, hex, of :func:`entry_message`),
+  ``private_key`` (PKCS#8 PEM, encrypted with the approver's passphrase by
+  ``BestAvailableEncryption``), ``recovery_key`` (the owner's only: the owner's private key
+  again, encrypted with the one-time recovery code)).
+- ``approvers.json``: the seal, outside the database: the owner's name and public key, the
+  number of entries and the SHA-256 of all of them, signed by the owner. A writer of the
+  database alone can neither edit, add, drop nor un-revoke an entry (an older signed entry
+  replayed no longer matches the seal).
+
+The owner key's fingerprint (:func:`fingerprint`) is printed at ``init`` to be written down;
+``resolver doctor`` shows it (:func:`doctor_lines`), so a swapped owner key (someone who can
+write every file of the account) is found by comparing it with the paper.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from core.clock import iso
+from core.database import Database
+from core.errors import ApprovalRefused, ResolverError
+
+ROLES = ("agent", "team_lead", "grace")
+"""Roles an approver may hold (the policy's roles, ``core.data.ROLES``)."""
+
+REGISTRY_DB = "approvers.sqlite"
+SEAL_FILE = "approvers.json"
+OWNER_ROLE = "grace"
+
+_CREATE = (
+    "CREATE TABLE IF NOT EXISTS approvers (name TEXT PRIMARY KEY COLLATE NOCASE, role TEXT NOT NULL, "
+    "public_key TEXT NOT NULL, added_at TEXT NOT NULL, revoked_at TEXT, signature TEXT NOT NULL, "
+    "private_key TEXT NOT NULL, recovery_key TEXT)"
+)
+_COLS = "name, role, public_key, added_at, revoked_at, signature, private_key, recovery_key"
+
+
+class RegistryError(ResolverError):
+    """The registry is missing, damaged or refuses a change (one sentence)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One approver as stored: ``public_key`` is 32 bytes in hex, times are ISO 8601."""
+
+    name: str
+    role: str
+    public_key: str
+    added_at: str
+    revoked_at: str | None
+    signature: str
+    private_key: str
+    recovery_key: str | None = None
+
+    @property
+    def revoked(self) -> bool:
+        """True once the owner revoked this approver."""
+        return bool(self.revoked_at)
+
+
+def entry_message(name: str, role: str, public_key: str, added_at: str, revoked_at: str | None) -> bytes:
+    """What the owner signs for one entry: canonical JSON of its public fields."""
+    body = {"kind": "resolver-approver-v1", "name": name, "role": role, "public_key": public_key,
+            "added_at": added_at, "revoked_at": revoked_at}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def seal_message(owner: str, owner_key: str, count: int, entries_hash: str) -> bytes:
+    """What the owner signs for the whole registry (``approvers.json``)."""
+    return f"resolver-approvers-seal-v1\n{owner}\n{owner_key}\n{count}\n{entries_hash}".encode()
+
+
+def fingerprint(public_key_hex: str) -> str:
+    """The key's fingerprint to write down: ``SHA256:`` and the first 128 bits of the SHA-256 of
+    the raw 32-byte public key, in 8 groups of 4 hex digits."""
+    h = hashlib.sha256(bytes.fromhex(public_key_hex)).hexdigest()[:32]
+    return "SHA256:" + " ".join(h[i:i + 4] for i in range(0, 32, 4))
+
+
+def public_hex(key: Ed25519PrivateKey) -> str:
+    """The raw public key of ``key`` in hex (64 digits)."""
+    return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
+
+
+def verify_hex(public_key_hex: str, signature_hex: str, message: bytes) -> bool:
+    """True when ``signature_hex`` is a valid Ed25519 signature of ``message`` by the key."""
+    try:
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key_hex)).verify(bytes.fromhex(signature_hex), message)
+    except (InvalidSignature, ValueError, TypeError):
+        return False
+    return True
+
+
+def _encrypt(key: Ed25519PrivateKey, passphrase: str) -> str:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.BestAvailableEncryption(passphrase.encode("utf-8"))).decode("ascii")
+
+
+def _decrypt(pem: str, passphrase: str) -> Ed25519PrivateKey | None:
+    try:
+        key = serialization.load_pem_private_key(pem.encode("ascii"), passphrase.encode("utf-8"))
+    except (ValueError, TypeError):
+        return None
+    return key if isinstance(key, Ed25519PrivateKey) else None
+
+
+def _check_passphrase(passphrase: str, who: str) -> None:
+    if len(passphrase) < 8:
+        raise RegistryError(f"{who}'s passphrase is too short: use at least 8 characters.")
+
+
+@dataclass
+class Unlocked:
+    """An approver whose private key is unlocked in memory (for one decision, or the app's session)."""
+
+    name: str
+    role: str
+    key: Ed25519PrivateKey
+
+    def sign(self, message: bytes) -> str:
+        """The Ed25519 signature of ``message``, in hex (128 digits)."""
+        return self.key.sign(message).hex()
+
+    def __repr__(self) -> str:  # never print the key
+        return f"Unlocked({self.name!r}, {self.role!r})"
+
+
+@dataclass
+class InitResult:
+    """What ``approvers init`` made: the owner's name, key fingerprint and one-time recovery code."""
+
+    owner: str
+    fingerprint: str
+    recovery_code: str
+
+
+class Registry:
+    """The approvers registry of the home folder ``root`` (see the module's docstring).
+
+    Opening it creates nothing; :meth:`init` makes it. Reading a registry that does not exist
+    gives no entries (:meth:`exists` is False).
+    """
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.path = self.root / REGISTRY_DB
+        self.seal_path = self.root / SEAL_FILE
+        self._db: Database | None = None
+
+    def exists(self) -> bool:
+        """True once ``approvers init`` made the registry (its seal exists)."""
+        return self.seal_path.exists()
+
+    def _database(self) -> Database:
+        if self._db is None:
+            new = not self.path.exists()
+            if new:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.close(fd)
+            self._db = Database(self.path, label="the approvers registry", on_open=_create_table)
+        return self._db
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def entries(self) -> list[Entry]:
+        """Every entry as stored (unchecked), oldest first."""
+        if not self.path.exists():
+            return []
+        with self._database().read() as conn:
+            return [Entry(*r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
+
+    def seal(self) -> dict:
+        """``approvers.json`` as a dict. Raises RegistryError when absent or unreadable."""
+        try:
+            raw = json.loads(self.seal_path.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("owner", "owner_key", "signature")):
+                raise ValueError("fields missing")
+            return raw
+        except FileNotFoundError:
+            raise RegistryError(
+                f"{self.root} has no approvers registry yet: the owner makes it with `resolver approvers init`."
+            ) from None
+        except (OSError, ValueError) as exc:
+            raise RegistryError(f"The approvers seal {self.seal_path} cannot be read ({exc}); restore it from a backup.") from None
+
+    def owner_key(self) -> str:
+        """The owner's public key (hex) from the seal. Raises RegistryError."""
+        return str(self.seal()["owner_key"])
+
+    def problems(self) -> list[str]:
+        """Why the registry cannot be trusted, one sentence each (empty when it holds): the seal's
+        signature, the entries against the seal, and each entry's owner signature."""
+        seal = self.seal()
+        owner, owner_key = seal["owner"], seal["owner_key"]
+        out: list[str] = []
+        entries = self.entries()
+        for e in entries:
+            if not verify_hex(owner_key, e.signature, entry_message(e.name, e.role, e.public_key, e.added_at, e.revoked_at)):
+                out.append(f"the entry of {e.name} is not signed by the owner's key (edited with SQL?)")
+        if not verify_hex(owner_key, seal["signature"], seal_message(owner, owner_key, int(seal.get("count", -1)),
+                                                                     str(seal.get("entries_hash", "")))):
+            out.append(f"the seal {SEAL_FILE} is not signed by the owner's key")
+        if len(entries) != seal.get("count") or _entries_hash(entries) != seal.get("entries_hash"):
+            out.append("the approvers table is not the one the owner sealed: an entry was edited, added, deleted or restored with SQL")
+        if not any(e.name == owner and e.public_key == owner_key and e.role == OWNER_ROLE for e in entries):
+            out.append(f"the owner {owner} has no entry with the sealed key")
+        return out
+
+    def valid_entry(self, name: str) -> Entry:
+        """The entry of ``name`` if the registry holds, the entry is the owner's and not revoked.
+
+        Raises:
+            ApprovalRefused: no registry, a registry that does not verify, an unknown or
+                revoked approver (one sentence naming what is wrong).
+        """
+        try:
+            problems = self.problems()
+        except RegistryError as exc:
+            raise ApprovalRefused(str(exc)) from None
+        if problems:
+            raise ApprovalRefused(f"The approvers registry does not verify: {problems[0]}; nothing is decided or executed.")
+        entry = next((e for e in self.entries() if e.name.casefold() == name.strip().casefold()), None)
+        if entry is None:
+            raise ApprovalRefused(f"{name} is not an approver of this shop home; the owner adds one with `resolver approvers add NAME --role ROLE`.")
+        if entry.revoked:
+            raise ApprovalRefused(f"{entry.name} was revoked at {entry.revoked_at} and can no longer decide.")
+        return entry
+
+    def unlock(self, name: str, passphrase: str) -> Unlocked:
+        """Unlock ``name``'s private key with their passphrase.
+
+        Raises:
+            ApprovalRefused: the registry does not verify, ``name`` is unknown or revoked, or the
+                passphrase is wrong (the same sentence for every wrong passphrase).
+        """
+        entry = self.valid_entry(name)
+        key = _decrypt(entry.private_key, passphrase or "")
+        if key is None or public_hex(key) != entry.public_key:
+            raise ApprovalRefused(f"Wrong passphrase for {entry.name}: nothing was decided.")
+        return Unlocked(entry.name, entry.role, key)
+
+    def fingerprint(self) -> str:
+        """The owner key's fingerprint from the seal. Raises RegistryError."""
+        return fingerprint(self.owner_key())
+
+    # -- writes (the owner signs) ---------------------------------------------------------------
+
+    def _owner(self, passphrase: str) -> Unlocked:
+        seal = self.seal()
+        entry = next((e for e in self.entries() if e.name == seal["owner"]), None)
+        key = _decrypt(entry.private_key, passphrase or "") if entry else None
+        if key is None or public_hex(key) != seal["owner_key"]:
+            raise RegistryError(f"Wrong passphrase for the owner {seal['owner']}: nothing changed.")
+        return Unlocked(seal["owner"], OWNER_ROLE, key)
+
+    def _write_seal(self, conn: sqlite3.Connection, owner: Unlocked) -> None:
+        entries = [Entry(*r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
+        owner_key = public_hex(owner.key)
+        count, h = len(entries), _entries_hash(entries)
+        body = {"owner": owner.name, "owner_key": owner_key, "count": count, "entries_hash": h,
+                "signature": owner.sign(seal_message(owner.name, owner_key, count, h))}
+        tmp = self.seal_path.with_name(f".{SEAL_FILE}.{os.getpid()}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(body, fh, indent=1)
+            fh.write("\n")
+        os.replace(tmp, self.seal_path)
+
+    def init(self, owner_name: str, passphrase: str, now: datetime) -> InitResult:
+        """Make the registry with the owner (role ``grace``): a key pair encrypted with
+        ``passphrase``, a second copy encrypted with a one-time recovery code.
+
+        Raises:
+            RegistryError: the registry exists already, or the passphrase is shorter than 8.
+        """
+        if self.exists() or any(True for _ in self.entries()):
+            raise RegistryError(f"{self.root} already has an approvers registry (owner key {self._fp_or_damaged()}).")
+        owner_name = _clean_name(owner_name)
+        _check_passphrase(passphrase, owner_name)
+        key = Ed25519PrivateKey.generate()
+        code = "-".join(secrets.token_hex(2).upper() for _ in range(6))
+        pub, at = public_hex(key), iso(now)
+        owner = Unlocked(owner_name, OWNER_ROLE, key)
+        sig = owner.sign(entry_message(owner_name, OWNER_ROLE, pub, at, None))
+        with self._database().immediate() as conn:
+            conn.execute(f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)",
+                         (owner_name, OWNER_ROLE, pub, at, sig, _encrypt(key, passphrase), _encrypt(key, code)))
+            self._write_seal(conn, owner)
+        return InitResult(owner_name, fingerprint(pub), code)
+
+    def add(self, name: str, role: str, passphrase: str, owner_passphrase: str, now: datetime) -> Entry:
+        """Add ``name`` with ``role``: a new key pair encrypted with their ``passphrase``, the
+        entry signed with the owner's key (unlocked by ``owner_passphrase``).
+
+        Raises:
+            RegistryError: no registry, an unknown role, a name already present, a short
+                passphrase, or the owner's passphrase is wrong. Nothing changes.
+        """
+        name = _clean_name(name)
+        if role not in ROLES:
+            raise RegistryError(f"Unknown role {role!r}: an approver is one of {', '.join(ROLES)}.")
+        self._require_whole()
+        if any(e.name.casefold() == name.casefold() for e in self.entries()):
+            raise RegistryError(f"{name} is already in the registry; revoked names are not reused.")
+        _check_passphrase(passphrase, name)
+        owner = self._owner(owner_passphrase)
+        key = Ed25519PrivateKey.generate()
+        pub, at = public_hex(key), iso(now)
+        sig = owner.sign(entry_message(name, role, pub, at, None))
+        with self._database().immediate() as conn:
+            conn.execute(f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
+                         (name, role, pub, at, sig, _encrypt(key, passphrase)))
+            self._write_seal(conn, owner)
+        return Entry(name, role, pub, at, None, sig, "")
+
+    def revoke(self, name: str, owner_passphrase: str, now: datetime) -> Entry:
+        """Revoke ``name`` (from now on none of their decisions executes); signed by the owner.
+
+        Raises:
+            RegistryError: no registry, an unknown name, the owner themself, or a wrong
+                owner passphrase. Nothing changes.
+        """
+        self._require_whole()
+        entry = next((e for e in self.entries() if e.name.casefold() == name.strip().casefold()), None)
+        if entry is None:
+            raise RegistryError(f"{name} is not in the registry; `resolver approvers list` shows who is.")
+        if entry.name == self.seal()["owner"]:
+            raise RegistryError("The owner cannot be revoked; make a new shop home to change owner.")
+        if entry.revoked:
+            return entry
+        owner = self._owner(owner_passphrase)
+        at = iso(now)
+        sig = owner.sign(entry_message(entry.name, entry.role, entry.public_key, entry.added_at, at))
+        with self._database().immediate() as conn:
+            conn.execute("UPDATE approvers SET revoked_at = ?, signature = ? WHERE name = ?", (at, sig, entry.name))
+            self._write_seal(conn, owner)
+        return Entry(entry.name, entry.role, entry.public_key, entry.added_at, at, sig, "")
+
+    def recover(self, code: str, new_passphrase: str) -> str:
+        """Give the owner a new passphrase with the one-time recovery code; returns the next
+        recovery code (the used one no longer works).
+
+        Raises:
+            RegistryError: no registry, a wrong code, or a short passphrase.
+        """
+        self._require_whole()
+        seal = self.seal()
+        entry = next(e for e in self.entries() if e.name == seal["owner"])
+        key = _decrypt(entry.recovery_key or "", code.strip().upper())
+        if key is None or public_hex(key) != seal["owner_key"]:
+            raise RegistryError("Wrong recovery code: nothing changed.")
+        _check_passphrase(new_passphrase, entry.name)
+        new_code = "-".join(secrets.token_hex(2).upper() for _ in range(6))
+        with self._database().immediate() as conn:
+            conn.execute("UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
+                         (_encrypt(key, new_passphrase), _encrypt(key, new_code), entry.name))
+        return new_code
+
+    def _require_whole(self) -> None:
+        problems = self.problems()
+        if problems:
+            raise RegistryError(f"The approvers registry does not verify ({problems[0]}); nothing changed.")
+
+    def _fp_or_damaged(self) -> str:
+        try:
+            return self.fingerprint()
+        except RegistryError:
+            return "unreadable"
+
+
+def _create_table(conn: sqlite3.Connection) -> None:
+    conn.execute(_CREATE)
+
+
+def _entries_hash(entries: list[Entry]) -> str:
+    """SHA-256 over the signed public part of every entry, in name order."""
+    parts = sorted(entry_message(e.name, e.role, e.public_key, e.added_at, e.revoked_at).decode() + "\n" + e.signature
+                   for e in entries)
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
+
+
+def _clean_name(name: str) -> str:
+    name = (name or "").strip()
+    if not name or len(name) > 60 or not all(ch.isalnum() or ch in " .-_'" for ch in name):
+        raise RegistryError("An approver's name is 1 to 60 letters, digits, spaces, dots, dashes or apostrophes.")
+    return name

@@ -1,0 +1,253 @@
+"""The tamper-evident audit (issue 14): every audit row carries the hash of the row before it.
+
+The ``audit`` table of ``runs.sqlite`` gains two columns, added on first use (nullable, so a
+store of release 0.1.0 or of main before issue 14 keeps its rows as an unchained prefix):
+
+- ``prev``: the SHA-256 (hex) of the row before it (:data:`GENESIS` for the first chained row);
+- ``sig``: in a shop home, the deciding approver's Ed25519 signature of the decision
+  (:mod:`core.signing`); empty for a row the system wrote (an execution the executor refused).
+
+A row's hash (:func:`row_hash`) is the SHA-256 of the canonical JSON of every column, its ``id``
+and ``prev`` included, so editing, deleting or inserting a row breaks the chain after it.
+Deleting the newest rows leaves a shorter chain that is still whole, so the chain's length and
+latest hash are also kept outside the database, in ``audit.head`` in the home folder
+(:func:`write_head`), signed by the owner at ``resolver approvers init`` and by the deciding
+approver at each decision. ``resolver audit verify`` (:func:`verify_audit`) checks the chain, the
+head, each row's signature and the append-only triggers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import StaleCheckpoint
+
+
+class AuditMoved(StaleCheckpoint):
+    """A signed decision named a ``prev`` that is no longer the newest audit row's hash: another
+    decision was recorded between signing and saving. Nothing was written; sign again."""
+
+
+GENESIS = "0" * 64
+"""The ``prev`` of the first chained row."""
+
+HEAD_FILE = "audit.head"
+"""The chain's length and latest hash, signed, in the home folder."""
+
+COLUMNS = ("id", "run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid", "prev", "sig")
+"""The audit columns a row's hash covers, in order."""
+
+TRIGGERS = ("audit_no_update", "audit_no_delete")
+"""The append-only triggers of the audit table (made by :mod:`core.checkpoint`)."""
+
+
+def ensure_columns(conn: sqlite3.Connection) -> None:
+    """Add ``prev`` and ``sig`` to the audit table if it lacks them (a store made before issue 14).
+
+    Runs inside the caller's transaction; existing rows keep NULL (the unchained prefix)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+    if not have:
+        return
+    for name in ("prev", "sig"):
+        if name not in have:
+            conn.execute(f"ALTER TABLE audit ADD COLUMN {name} TEXT")
+
+
+def row_hash(row: dict[str, Any] | tuple) -> str:
+    """SHA-256 (hex) of an audit row's canonical JSON: a list of the :data:`COLUMNS` values
+    (NULL as ``null``), sorted nowhere, separators without spaces, UTF-8."""
+    values = [row.get(c) for c in COLUMNS] if isinstance(row, dict) else list(row)
+    text = json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM audit"
+
+
+def last_hash(conn: sqlite3.Connection) -> tuple[str, int]:
+    """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit."""
+    ensure_columns(conn)
+    row = conn.execute(_SELECT + " ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        return GENESIS, 0
+    n = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+    return row_hash(row), n
+
+
+def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict[str, Any]:
+    """Append one audit row, chained to the row before it, inside the caller's transaction.
+
+    ``audit`` holds ``decision``, ``role``, ``name``, ``digest``, ``at`` and optionally
+    ``detail``, ``run_uid``, ``sig`` and ``prev``: a signed decision names the ``prev`` it
+    signed, and if another row was appended since, the save is refused. Returns the row as
+    written (``id`` and ``prev`` included) with its ``hash`` and the chain's new ``length``.
+
+    Raises:
+        AuditMoved: ``audit["prev"]`` is no longer the newest row's hash (another decision
+            was recorded meanwhile); nothing is written.
+    """
+    prev, n = last_hash(conn)
+    if audit.get("prev") is not None and audit["prev"] != prev:
+        raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
+    cur = conn.execute(
+        "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (run_id, audit["decision"], audit["role"], audit["name"], audit["digest"], audit["at"], audit.get("detail", ""),
+         audit.get("run_uid"), prev, audit.get("sig") or ""),
+    )
+    row = dict(zip(COLUMNS, (cur.lastrowid, run_id, audit["decision"], audit["role"], audit["name"], audit["digest"],
+                             audit["at"], audit.get("detail", ""), audit.get("run_uid"), prev, audit.get("sig") or ""), strict=True))
+    row["hash"] = row_hash(row)
+    row["length"] = n + 1
+    return row
+
+
+def rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every audit row, oldest first, as dicts of :data:`COLUMNS`."""
+    ensure_columns(conn)
+    return [dict(zip(COLUMNS, r, strict=True)) for r in conn.execute(_SELECT + " ORDER BY id")]
+
+
+def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
+    """The audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
+    ensure_columns(conn)
+    row = conn.execute(_SELECT + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1",
+                       (run_id, decision, sig)).fetchone()
+    return dict(zip(COLUMNS, row, strict=True)) if row else None
+
+
+# -- the head outside the database -----------------------------------------------------------------
+
+
+def head_message(length: int, latest: str) -> bytes:
+    """What an ``audit.head`` signature covers."""
+    return f"resolver-audit-head-v1\n{length}\n{latest}".encode()
+
+
+def write_head(root: Path, length: int, latest: str, signer: str, signature: str) -> None:
+    """Write ``audit.head`` (mode 0600, atomically): the chain's ``length``, ``latest`` hash, the
+    ``signer``'s name and their Ed25519 ``signature`` (hex) of :func:`head_message`."""
+    path = Path(root) / HEAD_FILE
+    tmp = path.with_name(f".{HEAD_FILE}.{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"length": length, "hash": latest, "signer": signer, "signature": signature}, fh)
+        fh.write("\n")
+    os.replace(tmp, path)
+
+
+def read_head(root: Path) -> dict[str, Any] | None:
+    """``audit.head`` as a dict, or None when absent. Raises ValueError when unreadable."""
+    try:
+        raw = json.loads((Path(root) / HEAD_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("length"), int) or not isinstance(raw.get("hash"), str):
+        raise ValueError("not an audit head")
+    return raw
+
+
+# -- verify ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class AuditReport:
+    """What :func:`verify_audit` found: ``problems`` (one sentence each; empty when whole),
+    ``length`` (rows), ``chained`` (rows carrying ``prev``), ``latest`` (the newest row's hash)."""
+
+    length: int = 0
+    chained: int = 0
+    latest: str = GENESIS
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was found."""
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        """The report as lines for the CLI and ``resolver doctor``."""
+        if self.ok:
+            legacy = self.length - self.chained
+            extra = f" ({legacy} older row(s) from before the chain)" if legacy else ""
+            return [f"Audit: {self.length} row(s), chain whole{extra}, latest {self.latest[:16]}."]
+        return [f"Audit: {len(self.problems)} problem(s) in {self.length} row(s):", *(f"  {p}" for p in self.problems)]
+
+
+RowCheck = Callable[[dict[str, Any]], str | None]
+HeadCheck = Callable[[dict[str, Any]], str | None]
+
+
+def verify_audit(conn: sqlite3.Connection, root: Path | None = None, *, check_row: RowCheck | None = None,
+                 check_head: HeadCheck | None = None, head_required: bool = False) -> AuditReport:
+    """Check the audit of the store ``conn`` and, with ``root``, its ``audit.head``.
+
+    Finds: a missing append-only trigger; a chained row whose ``prev`` is not the hash of the
+    row before it (a row edited, deleted or inserted before it); an unchained row after a
+    chained one; a row ``check_row`` refuses (a shop home checks each decision's signature
+    against the registry); a head longer than the chain (the newest rows deleted), or whose hash
+    is not the chain's row at its length, or that ``check_head`` refuses (its signature);
+    ``head_required`` and no head.
+    """
+    report = AuditReport()
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")}
+    for t in TRIGGERS:
+        if t not in names:
+            report.problems.append(f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed")
+    all_rows = rows(conn)
+    report.length = len(all_rows)
+    hashes: list[str] = []
+    prev_hash = GENESIS
+    started = False
+    for i, row in enumerate(all_rows):
+        if row["prev"] is None:
+            if started:
+                report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}) carries no chain hash after chained rows: inserted")
+        else:
+            if not started:
+                started = True
+                expected = GENESIS if i == 0 else prev_hash
+            else:
+                expected = prev_hash
+            report.chained += 1
+            if row["prev"] != expected:
+                report.problems.append(
+                    f"row {row['id']} ({row['run_id']}, {row['decision']}) does not follow the row before it: "
+                    "a row before it was edited, deleted or inserted"
+                )
+            if check_row is not None:
+                why = check_row(row)
+                if why:
+                    report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}): {why}")
+        prev_hash = row_hash(row)
+        hashes.append(prev_hash)
+    report.latest = prev_hash
+    if root is None:
+        return report
+    try:
+        head = read_head(root)
+    except (OSError, ValueError):
+        report.problems.append(f"{HEAD_FILE} cannot be read: restore it from a backup")
+        return report
+    if head is None:
+        if head_required:
+            report.problems.append(f"{HEAD_FILE} is missing: the newest rows cannot be checked")
+        return report
+    n = head["length"]
+    if n > report.length:
+        report.problems.append(f"{HEAD_FILE} records {n} row(s) but the audit has {report.length}: the newest rows were deleted")
+    elif n > 0 and hashes[n - 1] != head["hash"]:
+        report.problems.append(f"row {n} is not the one {HEAD_FILE} records: the audit was rewritten")
+    elif n == 0 and head["hash"] != GENESIS:
+        report.problems.append(f"{HEAD_FILE} records an empty audit with a hash: it was edited")
+    if check_head is not None:
+        why = check_head(head)
+        if why:
+            report.problems.append(f"{HEAD_FILE}: {why}")
+    return report

@@ -1,0 +1,240 @@
+"""Signed decisions in a shop home (issue 14): each approval or rejection is signed with the
+deciding approver's Ed25519 key, and the executor checks it before every write.
+
+The signed message (:func:`decision_message`) is canonical JSON (sorted keys, no spaces, UTF-8)
+of ``{"kind": "resolver-decision-v1", "decision", "run_uid", "digest", "role", "name", "at",
+"detail", "prev"}``: the run's unique identity, the proposal's digest, the role (from the
+registry), the name, the time (ISO 8601), the rejection's reason (empty for an approval) and the
+hash of the audit row before this decision's row (:mod:`core.auditchain`). The signature is kept
+twice: in the audit row's ``sig`` column (hex) and, for an approval, in
+``TaskState.approval.signature`` as ``ed25519:`` + hex, so that a decision signed with the
+shared HMAC key of a practice home (plain hex) is told apart.
+
+Before every write in a shop home (:func:`check_approval`), the executor asks: is the registry
+whole (the owner's seal and signatures); is the approver in it, not revoked now, with the role
+the approval names; is there an audit row recording exactly this approval; does the signature
+verify over it with the approver's public key. A decision signed with the old shared key, or made
+before the home had a registry, goes back to waiting with the reason (:data:`REDECIDE`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from getpass import getpass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core import auditchain
+from core.approvers import Registry, RegistryError, Unlocked, fingerprint, verify_hex
+from core.clock import iso
+from core.errors import ApprovalRefused, ResolverError
+
+if TYPE_CHECKING:
+    from core.checkpoint import CheckpointStore
+    from core.state import TaskState
+
+PREFIX = "ed25519:"
+"""How an approver-signed approval's ``signature`` starts (an HMAC one is plain hex)."""
+
+PASSPHRASE_ENV = "RESOLVER_PASSPHRASE"
+"""The deciding (or new) approver's passphrase for scripts and tests."""
+
+OWNER_PASSPHRASE_ENV = "RESOLVER_OWNER_PASSPHRASE"
+"""The owner's passphrase for scripts and tests (``approvers add`` and ``revoke``)."""
+
+REDECIDE = "REDECIDE: "
+"""Marks a reason after which the run goes back to waiting for a decision instead of to a person."""
+
+
+def decision_message(decision: str, run_uid: str, digest: str, role: str, name: str, at: str, detail: str, prev: str) -> bytes:
+    """The bytes an approver signs for one decision (see the module's docstring)."""
+    body = {"kind": "resolver-decision-v1", "decision": decision, "run_uid": run_uid, "digest": digest, "role": role,
+            "name": name, "at": at, "detail": detail, "prev": prev}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+@dataclass
+class Seal:
+    """A signed decision: ``signature`` for ``TaskState.approval`` and the audit row's extra
+    fields (``prev``, ``sig``) for :meth:`core.checkpoint.CheckpointStore.save`."""
+
+    signature: str
+    audit: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class DecisionSigner:
+    """An unlocked approver deciding in a shop home; hands :func:`core.approval.approve` and
+    ``reject`` the signature and the audit row's chain fields."""
+
+    approver: Unlocked
+
+    @property
+    def role(self) -> str:
+        """The approver's role, from the registry."""
+        return self.approver.role
+
+    @property
+    def name(self) -> str:
+        """The approver's name, as in the registry."""
+        return self.approver.name
+
+    def seal(self, store: CheckpointStore, decision: str, run_uid: str, digest: str, at: datetime, detail: str = "") -> Seal:
+        """Sign ``decision`` over the audit's current newest hash. The save that records it
+        refuses (StaleCheckpoint) if another row was appended meanwhile."""
+        with store.db.read() as conn:
+            prev, _ = auditchain.last_hash(conn)
+        sig = self.approver.sign(decision_message(decision, run_uid, digest, self.role, self.name, iso(at), detail, prev))
+        return Seal(PREFIX + sig, {"prev": prev, "sig": sig})
+
+
+def seal_head(root: Path, store: CheckpointStore, signer: Unlocked) -> None:
+    """Write ``audit.head`` for the audit as it is now, signed by ``signer``."""
+    with store.db.read() as conn:
+        latest, length = auditchain.last_hash(conn)
+    auditchain.write_head(root, length, latest, signer.name, signer.sign(auditchain.head_message(length, latest)))
+
+
+# -- checks before every write ----------------------------------------------------------------------
+
+
+def check_approval(state: TaskState, registry: Registry, store: CheckpointStore) -> str | None:
+    """Why the run's approval must not execute in a shop home, or None when it holds.
+
+    A reason starting with :data:`REDECIDE` means the decision was never an approver's (the old
+    shared HMAC key, or made before the registry existed): the run goes back to waiting.
+    """
+    a = state.approval
+    if a is None:
+        return "the run has no approval"
+    if not a.signature.startswith(PREFIX):
+        return (REDECIDE + "the approval was not signed by an approver of this shop home (the old shared key, or made "
+                "before the registry existed); decide again with --name")
+    try:
+        entry = registry.valid_entry(a.name)
+    except ApprovalRefused as exc:
+        return f"the approver does not hold: {exc}"
+    if entry.role != a.role:
+        return f"the approval names role {a.role} but the registry gives {entry.name} the role {entry.role}"
+    sig = a.signature.removeprefix(PREFIX)
+    with store.db.read() as conn:
+        row = auditchain.find_row(conn, state.run_id, "approve", sig)
+    if row is None:
+        return "no audit row records this approval (written outside resolver?)"
+    if (row["run_uid"], row["digest"], row["role"], row["name"], row["at"]) != (state.run_uid, a.digest, a.role, a.name, iso(a.at)):
+        return "the approval does not match its audit row"
+    if not verify_hex(entry.public_key, sig, decision_message("approve", state.run_uid, a.digest, a.role, a.name, iso(a.at), "",
+                                                              row["prev"] or "")):
+        return f"the approval's signature does not verify with {entry.name}'s key"
+    return None
+
+
+def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
+    """For :func:`core.auditchain.verify_audit` in a shop home: a decision row must carry a
+    signature that verifies with its approver's key (revoked or not: it was valid when made);
+    a row the system wrote (``refused``) carries none."""
+    keys = {e.name: e.public_key for e in registry.entries()}
+
+    def check(row: dict[str, Any]) -> str | None:
+        if row["decision"] not in ("approve", "reject"):
+            return "a signature on a system row" if row["sig"] else None
+        key = keys.get(row["name"])
+        if key is None:
+            return f"{row['name']} is not in the registry"
+        message = decision_message(row["decision"], row["run_uid"] or "", row["digest"], row["role"], row["name"], row["at"],
+                                   row["detail"] if row["decision"] == "reject" else "", row["prev"] or "")
+        if not row["sig"] or not verify_hex(key, row["sig"], message):
+            return "its signature does not verify (edited, or written outside resolver)"
+        return None
+
+    return check
+
+
+def head_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
+    """For :func:`core.auditchain.verify_audit`: the head is signed by an approver of the registry."""
+    keys = {e.name: e.public_key for e in registry.entries()}
+
+    def check(head: dict[str, Any]) -> str | None:
+        key = keys.get(str(head.get("signer")))
+        if key is None or not verify_hex(key, str(head.get("signature", "")), auditchain.head_message(head["length"], head["hash"])):
+            return "its signature does not verify"
+        return None
+
+    return check
+
+
+def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditchain.AuditReport:
+    """``resolver audit verify``: the chain and triggers in any home; in a shop home with a
+    registry also the registry, each decision's signature and the signed ``audit.head``."""
+    registry = Registry(root)
+    shop = kind == "shop" and registry.exists()
+    with store.db.read() as conn:
+        if not shop:
+            return auditchain.verify_audit(conn)
+        report = auditchain.verify_audit(conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True)
+    try:
+        report.problems[:0] = [f"registry: {p}" for p in registry.problems()]
+    except RegistryError as exc:
+        report.problems.insert(0, str(exc))
+    return report
+
+
+def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
+    """The lines ``resolver doctor`` shows for issue 14: the owner key's fingerprint (to compare
+    with the one written down at ``approvers init``), the registry's check and the audit check.
+    Never raises for a damaged registry or audit: each problem is a line."""
+    out: list[str] = []
+    registry = Registry(root)
+    if kind == "shop":
+        if not registry.exists():
+            out.append("Approvers: no registry yet; every decision is refused until the owner runs `resolver approvers init`.")
+        else:
+            try:
+                out.append(f"Owner key: {registry.fingerprint()} (compare with the one written down at `approvers init`)")
+                problems = registry.problems()
+                out.append("Approvers: registry verifies." if not problems else f"Approvers: {'; '.join(problems)}.")
+            except RegistryError as exc:
+                out.append(f"Approvers: {exc}")
+    try:
+        out += verify_home_audit(root, store, kind).lines()
+    except ResolverError as exc:
+        out.append(f"Audit: cannot be checked: {exc}")
+    return out
+
+
+# -- passphrases -----------------------------------------------------------------------------------
+
+
+def read_passphrase(prompt: str, *, fd: int | None = None, env: str = PASSPHRASE_ENV, confirm: bool = False) -> str:
+    """A passphrase from the file descriptor ``fd`` (its first line), else the environment
+    variable ``env``, else the terminal without echo (``getpass``; ``confirm`` asks twice).
+
+    Raises:
+        ResolverError: no terminal and neither ``fd`` nor ``env`` gives one, ``fd`` cannot be read,
+            or the two typed passphrases differ.
+    """
+    if fd is not None:
+        try:
+            with os.fdopen(fd, "r", encoding="utf-8", closefd=False) as fh:
+                return fh.readline().rstrip("\r\n")
+        except OSError as exc:
+            raise ResolverError(f"Cannot read the passphrase from file descriptor {fd}: {exc.strerror or exc}.") from None
+    if os.environ.get(env):
+        return os.environ[env]
+    if not sys.stdin.isatty():
+        raise ResolverError(f"No passphrase: type it at a terminal, or hand it over with --passphrase-fd N or ${env}.")
+    first = getpass(prompt)
+    if confirm and getpass("Again: ") != first:
+        raise ResolverError("The two passphrases differ; nothing changed.")
+    return first
+
+
+__all__ = [
+    "OWNER_PASSPHRASE_ENV", "PASSPHRASE_ENV", "PREFIX", "REDECIDE", "DecisionSigner", "Seal", "check_approval", "decision_message",
+    "doctor_lines", "fingerprint", "head_check", "read_passphrase", "row_check", "seal_head", "verify_home_audit",
+]

@@ -1,0 +1,68 @@
+"""Issue 14 in the app: in a shop home the approve dialog asks for the approver's passphrase in
+a masked input, and the unlocked key is kept for the app's session only."""
+
+from __future__ import annotations
+
+from core.approvers import Registry
+from core.clock import SystemClock
+from core.home import Home
+from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen
+from textual.widgets import Input
+from tui_helpers import make_app, screen_text, settle, type_text
+
+T65273 = "T-65273-agent-chat-small-1"
+T97580 = "T-97580-agent-chat-small-1"
+
+
+def _shop(tmp_path) -> Home:
+    from core.homekind import init_home
+
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    home = Home(root)
+    registry = Registry(root)
+    now = SystemClock().now()
+    registry.init("Grace", "grace-passphrase", now)
+    registry.add("Ana", "team_lead", "ana-passphrase", "grace-passphrase", now)
+    home.run("T-65273")
+    home.run("T-97580")
+    return home
+
+
+async def test_the_app_approves_with_a_passphrase_in_the_dialog(tmp_path):
+    home = _shop(tmp_path)
+    app = make_app(home, "team_lead", "Ana")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        run_id = app.screen.selected_id
+        await pilot.press("a")
+        await settle(pilot)
+        dialog = app.screen
+        assert isinstance(dialog, PassphraseApproveScreen)
+        assert "Passphrase for Ana" in screen_text(app)
+        field = dialog.query_one("#passphrase", Input)
+        assert field.password is True and app.focused is field
+        await type_text(pilot, "not-anas")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert home.store.load(run_id).status == "waiting_approval"  # a wrong passphrase decides nothing
+        assert app.screen.unlocked is None
+        await pilot.press("a")
+        await settle(pilot)
+        await type_text(pilot, "ana-passphrase")
+        await pilot.press("enter")
+        await settle(pilot)
+        state = home.store.load(run_id)
+        assert state.status == "done" and state.approval.name == "Ana" and state.approval.signature.startswith("ed25519:")
+        assert repr(app.screen.unlocked) == "Unlocked('Ana', 'team_lead')"  # held in memory, never printed
+        # the key stays unlocked for the session: the next approval asks only yes or no
+        other = T97580 if run_id == T65273 else T65273
+        await pilot.press("1")
+        await settle(pilot)
+        assert app.screen.selected_id == other
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await settle(pilot)
+        assert home.store.load(other).approval.name == "Ana"
