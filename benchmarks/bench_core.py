@@ -251,6 +251,7 @@ def disk_child(folder: str, k: int, k_approves: int) -> None:
     with TransactionCounter() as counter:
         real = RealRun(root / "real")
         home = Home(root / "home", clock=FixedClock(FRIDAY))
+        home.approval_key()  # made before the decision saves below put approved runs in the store
         anchor = Anchor(root / "langgraph.sqlite")
         i = real.typical
         totals: dict[str, Counter[str]] = {}

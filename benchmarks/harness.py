@@ -62,8 +62,10 @@ def approve_and_execute(home: Home, run_id: str, role: str = "grace", name: str 
 
 
 def reset_world(home: Home) -> None:
-    """Rebuild the practice world from ``data/`` (so the next approval's writes succeed)."""
-    home.world().reset()
+    """Rebuild the practice world from ``data/`` and delete the saved runs, so the next approval
+    of the same ticket is a fresh one whose writes succeed (one effect per ticket, issue 11,
+    refuses a second approval while an earlier run of the ticket is done with the same effect)."""
+    home.reset(everything=True)
 
 
 def cli_argv() -> list[str]:

@@ -367,6 +367,9 @@ class CheckpointStore:
         self.clock = clock or SystemClock()
         self.summarize: Summarize = summarize or blank_columns
         self.repairs: list[str] = []
+        self.repaired_triggers: list[str] = []
+        """The triggers found missing and created again when this store opened (``audit verify``
+        reports the audit's own: a dropped trigger means rows may have been changed)."""
         """Sentences about what opening the store repaired (missing triggers), for ``doctor``."""
         try:
             self._was_empty = self.path.is_file() and self.path.stat().st_size == 0
@@ -461,6 +464,7 @@ class CheckpointStore:
         note = f"The checkpoint store {self.path} had lost its trigger(s) {', '.join(missing)}; they were created again."
         if note not in self.repairs:
             self.repairs.append(note)
+            self.repaired_triggers.extend(t for t in missing if t not in self.repaired_triggers)
 
     @staticmethod
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:

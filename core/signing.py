@@ -175,8 +175,16 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditcha
     shop = kind == "shop" and registry.exists()
     with store.db.read() as conn:
         if not shop:
-            return auditchain.verify_audit(conn)
-        report = auditchain.verify_audit(conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True)
+            report = auditchain.verify_audit(conn)
+        else:
+            report = auditchain.verify_audit(conn, root, check_row=row_check(registry), check_head=head_check(registry),
+                                             head_required=True)
+    # the store creates a dropped trigger again when it opens: what it had to repair is reported here
+    report.problems[:0] = [f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed "
+                           "(it was created again when this home was opened)"
+                           for t in store.repaired_triggers if t in auditchain.TRIGGERS]
+    if not shop:
+        return report
     try:
         report.problems[:0] = [f"registry: {p}" for p in registry.problems()]
     except RegistryError as exc:

@@ -41,11 +41,18 @@ def _weekend_call(home: Home) -> None:
     home.clock.set(parse_time(MONDAY))  # type: ignore[attr-defined]
 
 
+GRACE_PASSPHRASE = "grace-passphrase"
+
+
 @pytest.fixture
 def shop(tmp_path: Path) -> Home:
+    """A shop home whose owner Grace made the approvers registry (issue 14): decisions here are
+    made by named approvers with their keys, never by a claimed ``--as`` role."""
     root = tmp_path / "shop"
     init_home(root, shop=True)
-    return Home(root, clock=FixedClock(FRIDAY))
+    home = Home(root, clock=FixedClock(FRIDAY))
+    home.registry().init("Grace", GRACE_PASSPHRASE, home.clock.now())
+    return home
 
 
 # -- the weekend refund ---------------------------------------------------------------------------
@@ -73,7 +80,7 @@ def test_in_a_shop_home_graces_approve_makes_no_refund_call(shop):
     detail = shop.queue.run(state.run_id, Approver("grace", "Grace"))
     assert detail.offers["approve"] is not None and "RF-4CFEAE8E" in detail.offers["approve"]
     with pytest.raises(ApprovalRefused, match=r"RF-4CFEAE8E|manual-1"):
-        shop.approve(state.run_id, "grace", "Grace")
+        shop.approve(state.run_id, "grace", "Grace", signer=shop.unlock("Grace", GRACE_PASSPHRASE))
     after = shop.store.load(state.run_id)
     assert after.status == "waiting_approval" and after.operations == [] and after.approval is None
     assert _count(shop, "refunds", "payment_id = ?", "PAY-507862-2") == 1
