@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 from core.errors import ResolverError, StoreBusy
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
     from core.home import Home
     from core.rulebook import Action
     from core.state import TaskState
@@ -444,11 +446,25 @@ def cmd_class(home: Home, args: argparse.Namespace) -> int:
 # -- the parser ----------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose messages echo what was typed (``unrecognized arguments: ...``): a message
+    holding a control character goes through :func:`core.views.safe_text` first. ``--help``
+    holds none, so it still imports neither pydantic nor SQLite."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if any((ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in message):
+            from core.views import safe_text
+
+            message = safe_text(message)
+        super()._print_message(message, file)
+
+
 def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     """The ``resolver`` argument parser (every subcommand also takes ``--home DIR``)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--home", default=argparse.SUPPRESS, help="home folder (default: $RESOLVER_HOME or ./work)")
-    parser = argparse.ArgumentParser(
+    common = _Parser(add_help=False)
+    common.add_argument("--home", default=argparse.SUPPRESS, help="home folder (default: --home, $RESOLVER_HOME, "
+                        "`home` in the config file, or ./work)")
+    parser = _Parser(
         prog=prog,
         description="Checkpoint, approve and execute the Larkfield support agent's work exactly once.",
         parents=[common],

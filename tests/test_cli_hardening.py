@@ -13,9 +13,9 @@ import tarfile
 import threading
 
 import pytest
+from core.cli import EXIT_CODES, EXIT_ERROR, EXIT_HANDED, EXIT_REFUSED, EXIT_USAGE, main
 
 from conftest import T65273_RUN, run_process
-from core.cli import EXIT_CODES, EXIT_ERROR, EXIT_HANDED, EXIT_REFUSED, EXIT_USAGE, main
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 CONTROL = {*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F}
@@ -86,7 +86,7 @@ def test_a_negative_limit_is_refused_not_a_silent_cut(waiting):
     assert code == EXIT_USAGE and out == "" and "--limit -2 is negative" in err
 
 
-@pytest.mark.parametrize("amount", ["119.005", "١١٩.٠٠", "119,00", "0x77", " 119.00", "1e2"])
+@pytest.mark.parametrize("amount", ["119.005", "\u0661\u0661\u0669.\u0660\u0660", "119,00", "0x77", " 119.00", "1e2"])
 def test_amounts_are_taken_as_typed_or_refused(waiting, amount):
     code, out, err = waiting("manual-refund", "manual-1", "LK-507862", amount, "RFD-DOUBLE", "PAY-507862-2")
     assert code == EXIT_USAGE and out == "" and "is not an amount in CAD" in err and "nothing is rounded" in err
@@ -128,7 +128,7 @@ def test_a_clock_file_that_is_a_folder_gets_a_sentence(cli):
     cli("init")
     (cli.home / "clock.json").mkdir()
     for argv in (("clock", "show"), ("clock", "set", FRIDAY), ("clock", "real"), ("runs",)):
-        code, out, err = cli(*argv)
+        code, _out, err = cli(*argv)
         assert code == EXIT_ERROR and "Traceback" not in err and "clock.json" in err, argv
         assert len(err.strip().splitlines()) == 1
 
@@ -292,7 +292,7 @@ def test_the_log_has_decisions_and_stack_traces_never_the_screen(waiting, monkey
     monkeypatch.setattr(core.cli, "cmd_changes", boom)
     parser = core.cli.build_parser()
     monkeypatch.setattr(core.cli, "build_parser", lambda prog="resolver": _with_func(parser, "changes", boom))
-    code, out, err = waiting("changes")
+    code, _out, err = waiting("changes")
     assert code == EXIT_ERROR and "Traceback" not in err and "unexpected error (RuntimeError)" in err
     assert "Traceback" in (waiting.home / "resolver.log").read_text() and "a bug" in (waiting.home / "resolver.log").read_text()
 
@@ -404,3 +404,12 @@ def test_lowest_constraints_pin_each_floor():
 
 def test_run_process_keeps_working(proc):
     assert run_process(proc.home, "init").returncode == 0
+
+
+@pytest.mark.parametrize("term", ["GARCÍA", "García", "garcía", "Í", "ÍA", "í"])
+def test_search_folds_case_by_unicode_rules(cli, term):
+    """Regression: `GARCÍA` and short terms like `Í` missed Mateo García (SQLite's LIKE folds ASCII only)."""
+    cli("run", "T-70314")
+    cli("run", "T-65273")
+    code, out, _ = cli("runs", "--search", term)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["T-70314-agent-chat-small-1"], term
