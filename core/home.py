@@ -25,6 +25,7 @@ from core.clock import Clock
 from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
 from core.homekind import Kind, home_clock, home_kind, require_practice
+from core.log import command_log
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
@@ -178,6 +179,8 @@ class Home:
             os.umask(old_umask)
         for path in fresh:
             private(path)
+        self.log = command_log(self.root)
+        """The home's log (``resolver.log``, :mod:`core.log`): decisions, refusals, executor calls, errors."""
         self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
@@ -244,18 +247,39 @@ class Home:
         expect_version: int | None = None,
     ) -> TaskState:
         """Approve (see :func:`core.approval.approve`) and then execute the run."""
-        approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version)
+        try:
+            approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version)
+        except ResolverError as exc:
+            self.log.info("approve %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
+            raise
+        self.log.info("approve %s by %s (%s): approved, executing", run_id, role, name or "-")
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
     def reject(self, run_id: str, role: str, reason: str, name: str | None = None, digest: str | None = None) -> TaskState:
         """Reject with a reason (see :func:`core.approval.reject`)."""
-        return reject(self.store, run_id, role, reason, name, digest, self.clock)
+        try:
+            state = reject(self.store, run_id, role, reason, name, digest, self.clock)
+        except ResolverError as exc:
+            self.log.info("reject %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
+            raise
+        self.log.info("reject %s by %s (%s): %s", run_id, role, name or "-", state.status)
+        return state
 
     def execute(self, run_id: str, *, interrupt: Interrupt | None = None, owner: str | None = None,
                 on_progress: OnProgress | None = None) -> TaskState:
         """Execute or finish the approved operations (see :func:`core.executor.execute`)."""
-        return execute(self.store, self.world_path, self.approval_key(), run_id, clock=self.clock, owner=owner,
-                       interrupt=interrupt, on_progress=on_progress)
+        self.log.info("execute %s: start", run_id)
+        try:
+            state = execute(self.store, self.world_path, self.approval_key(), run_id, clock=self.clock, owner=owner,
+                            interrupt=interrupt, on_progress=on_progress)
+        except ResolverError as exc:
+            self.log.info("execute %s stopped: %s", run_id, exc)
+            raise
+        for op in state.operations:
+            self.log.info("execute %s: operation %s %s %s, %s call(s)", run_id, op.operation_id, op.action.type, op.status,
+                          op.calls)
+        self.log.info("execute %s: %s", run_id, state.status)
+        return state
 
     # -- the world outside any run --------------------------------------------------------------
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -413,3 +414,22 @@ def test_search_folds_case_by_unicode_rules(cli, term):
     cli("run", "T-65273")
     code, out, _ = cli("runs", "--search", term)
     assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["T-70314-agent-chat-small-1"], term
+
+
+def test_each_home_has_its_own_log_and_escapes_are_written_as_text(tmp_path):
+    from core.home import Home
+
+    a, b = Home(tmp_path / "a"), Home(tmp_path / "b")
+    a.log.info("only in a \x1b]52;c;eA==\x07")
+    b.log.info("only in b")
+    text_a, text_b = (tmp_path / "a" / "resolver.log").read_text(), (tmp_path / "b" / "resolver.log").read_text()
+    assert "only in a" in text_a and "only in b" not in text_a and "only in a" not in text_b
+    assert "\x1b" not in text_a and "\\x1b]52;c;" in text_a
+    assert stat.S_IMODE((tmp_path / "a" / "resolver.log").stat().st_mode) == 0o600
+
+
+def test_the_app_and_the_cli_log_decisions_through_home(waiting):
+    waiting("approve", T65273_RUN, "--as", "team_lead", "--name", "Priya")
+    log = (waiting.home / "resolver.log").read_text()
+    assert f"approve {T65273_RUN} by team_lead (Priya): approved, executing" in log
+    assert re.search(rf"execute {T65273_RUN}: operation [0-9a-f]{{16}} request_refund done, 1 call\(s\)", log)
