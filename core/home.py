@@ -26,6 +26,7 @@ from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
 from core.homekind import Kind, home_clock, home_kind, require_practice
 from core.log import command_log
+from core.platform import require_posix
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
@@ -148,7 +149,12 @@ class Home:
             time when the file is absent).
 
     Raises:
-        ResolverError: the folder cannot be made (a file is in the way) or is read-only.
+        ResolverError: the folder cannot be made (a file is in the way) or is read-only; the
+            machine is not POSIX (:mod:`core.platform`).
+
+    A new folder is made 0700 and the databases it makes 0600 (:data:`HOME_MODE`,
+    :data:`FILE_MODE`; SQLite gives their WAL and SHM files the database's mode). Decisions,
+    refusals and executor calls are written to the home's log (``self.log``, :mod:`core.log`).
 
     ``kind`` is ``"practice"`` or ``"shop"`` (:mod:`core.homekind`): the app's top bar and
     ``resolver show`` show it. The clock is the trainer's ``clock.json`` (real time when the
@@ -156,6 +162,7 @@ class Home:
     """
 
     def __init__(self, root: Path | str, clock: Clock | None = None) -> None:
+        require_posix()  # leases test their holder with os.kill(pid, 0), which ends a process on Windows
         self.root = Path(root)
         made = not self.root.exists()
         try:
@@ -246,7 +253,12 @@ class Home:
         on_progress: OnProgress | None = None,
         expect_version: int | None = None,
     ) -> TaskState:
-        """Approve (see :func:`core.approval.approve`) and then execute the run."""
+        """Approve (see :func:`core.approval.approve`) and then execute the run.
+
+        Raises ResolverError for an empty ``digest`` (``""`` is never taken as "no digest": the
+        check would be skipped, issue 13)."""
+        if digest is not None and not digest.strip():
+            raise ResolverError("The digest is empty: give the digest you read (the request's last line), or none.")
         try:
             approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version)
         except ResolverError as exc:

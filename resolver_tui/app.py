@@ -49,7 +49,7 @@ class ResolverApp(App):
                  refresh_interval: float | None = 2.0, demo: bool = False, trainer: bool = False) -> None:
         super().__init__()
         self.home = home
-        home.log.addHandler(TextualHandler())  # the home's log (core.log) also goes to Textual's console
+        home.log.addHandler(TextualHandler(stderr=False))  # the home's log (core.log) also to Textual's console, never the screen
         self.approver = Approver(role, (name or "").strip() or role.replace("_", " "))
         self.refresh_interval = refresh_interval or None
         self.demo = demo

@@ -433,3 +433,14 @@ def test_the_app_and_the_cli_log_decisions_through_home(waiting):
     log = (waiting.home / "resolver.log").read_text()
     assert f"approve {T65273_RUN} by team_lead (Priya): approved, executing" in log
     assert re.search(rf"execute {T65273_RUN}: operation [0-9a-f]{{16}} request_refund done, 1 call\(s\)", log)
+
+
+def test_an_empty_digest_through_home_is_refused_too(tmp_path):
+    from core.errors import ResolverError
+    from core.home import Home
+
+    home = Home(tmp_path / "h")
+    state = home.run("T-65273")
+    with pytest.raises(ResolverError, match="digest is empty"):
+        home.approve(state.run_id, "grace", digest=" ")
+    assert home.queue.load(state.run_id).status == "waiting_approval"
