@@ -942,9 +942,12 @@ class CheckpointStore:
             where.append("rowid IN (SELECT rowid FROM runs_search WHERE runs_search MATCH ?)")
             params.append('"' + search.strip().replace('"', '""') + '"')
         elif search:  # one or two characters: too short for trigrams, a scan in the order's index
-            like = "%" + search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            # LIKE folds ASCII only ("Í" would miss "García"): both sides are folded by Python's
+            # Unicode casefold, as the trigram index folds (issue 13).
+            folded = search.casefold()
+            like = "%" + folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             columns = ("task_id", "order_id", "customer", "run_id")
-            where.append("(" + " OR ".join(f"{col} LIKE ? ESCAPE '\\'" for col in columns) + ")")
+            where.append("(" + " OR ".join(f"{_CASEFOLD}({col}) LIKE ? ESCAPE '\\'" for col in columns) + ")")
             params.extend([like] * 4)
         if after is not None:
             key, last_id = after.cursor(sort) if isinstance(after, RunSummary) else after
@@ -954,6 +957,7 @@ class CheckpointStore:
         direction = "ASC" if ascending else "DESC"
         sql = f"SELECT {_SUMMARY} FROM runs {clause} ORDER BY {column} {direction}, run_id {direction} LIMIT ?"
         with self.db.read() as conn:
+            conn.create_function(_CASEFOLD, 1, _casefold, deterministic=True)
             rows = conn.execute(sql, (*params, limit)).fetchall()
         return [self._summary(r) for r in rows]
 
@@ -1174,6 +1178,15 @@ def _split_triggers(upsert: str) -> list[str]:
         "CREATE TRIGGER IF NOT EXISTS runs_state_update AFTER UPDATE OF state ON runs WHEN json_valid(NEW.state) = 0 "
         "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
     ]
+
+
+_CASEFOLD = "resolver_casefold"
+"""The SQL name of :func:`_casefold` on a search's connection."""
+
+
+def _casefold(value: Any) -> Any:
+    """``str.casefold`` for SQL (Unicode case folding; ``None`` and numbers pass unchanged)."""
+    return value.casefold() if isinstance(value, str) else value
 
 
 _CREATE_SEARCH = (

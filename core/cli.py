@@ -4,7 +4,10 @@ Every command is a thin face on core: writes through :class:`core.home.Home`, re
 its read side ``home.queue`` (:class:`core.queue.ApprovalQueue`), refusals from
 :func:`core.rulebook.offers`. Modules are imported by the command that needs them, so
 ``resolver --help`` loads neither pydantic nor SQLite. Expected errors print one sentence on
-stderr and exit 1, never a traceback; a simulated crash (``--interrupt``) exits 3.
+stderr, never a traceback; the exit codes are in :data:`EXIT_CODES` (and the README). Every
+line printed goes through :func:`core.views.safe_text`, so no escape sequence from data reaches
+a terminal; an unexpected error is logged with its stack trace in the home's ``resolver.log``
+(:mod:`core.log`) and shown as one sentence.
 
 ``Next:`` and ``Resume with:`` lines name the command the way it was invoked: ``resolver`` for
 the installed command and ``python -m core``, ``python -m resolver`` for the lesson's
@@ -20,9 +23,11 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from core.errors import ResolverError
+from core.errors import ResolverError, StoreBusy
 
 if TYPE_CHECKING:
+    from _typeshed import SupportsWrite
+
     from core.approvers import Unlocked
     from core.home import Home
     from core.rulebook import Action
@@ -37,18 +42,59 @@ PASSPHRASE_ENV = "RESOLVER_PASSPHRASE"
 OWNER_PASSPHRASE_ENV = "RESOLVER_OWNER_PASSPHRASE"
 """Spelled here for ``--help`` (tests/test_approvers.py checks they equal core.signing's)."""
 
+EXIT_OK = 0
 EXIT_ERROR = 1
+EXIT_USAGE = 2
 EXIT_CRASH = 3
+EXIT_REFUSED = 4
+EXIT_HANDED = 5
+
+EXIT_CODES = {
+    EXIT_OK: "done: the command did what it was asked (an approve or resume whose run is done)",
+    EXIT_ERROR: "error: one sentence on stderr (unknown run, damaged file, locked database ...)",
+    EXIT_USAGE: "the command line could not be read (a bad option or value, text that is not UTF-8)",
+    EXIT_CRASH: "a simulated crash (--interrupt): resume the run",
+    EXIT_REFUSED: "refused: the rulebook, the approval checks, a lease or a shop home said no; nothing changed",
+    EXIT_HANDED: "handed to a person: an approve or resume ended with the run handed_to_person",
+}
+"""The ``resolver`` command's exit codes (README, "Exit codes")."""
+
+
+class BadArgument(ResolverError):
+    """A value on the command line that cannot be taken as typed (exit 2); nothing changed."""
 
 PROG = "resolver"
 """The command as invoked, for ``Next:`` and ``Resume with:`` lines (set by :func:`main`)."""
 
 
 def _print(lines: Sequence[str] | str = "") -> None:
+    """Print lines, each through :func:`core.views.safe_text` (no escape sequence from data)."""
+    from core.views import safe_text
+
     if isinstance(lines, str):
         lines = [lines]
     for line in lines:
-        print(line)
+        print(safe_text(line))
+
+
+def _json(value: object) -> None:
+    """Print ``value`` as JSON (control characters escaped as \\uXXXX, so none reaches a terminal)."""
+    import json
+
+    print(json.dumps(value, indent=1, ensure_ascii=True, default=str))
+
+
+def _ended(state: TaskState) -> int:
+    """The exit code of an approve or resume that left the run in ``state``."""
+    return EXIT_HANDED if state.status == "handed_to_person" else EXIT_OK
+
+
+def _state_json(state: TaskState, **extra: object) -> dict[str, object]:
+    from core.views import decision_lines, operation_lines
+
+    return {"run_id": state.run_id, "status": state.status, **extra,
+            "decision": decision_lines(state), "operations": operation_lines(state),
+            "state": state.model_dump(mode="json")}
 
 
 def _status(state: TaskState) -> None:
@@ -100,6 +146,8 @@ def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
 def cmd_run(home: Home, args: argparse.Namespace) -> int:
     from core.checkpoint import crash_point
 
+    if args.run_id is not None:
+        check_id(args.run_id, "run ID")
     state = home.run(args.task, args.variant, args.model, args.repeat, args.run_id, on_step=lambda s: crash_point("step"))
     _show_run_outcome(state)
     return 0
@@ -113,6 +161,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     from core.views import safe_text
 
     shown = 0
+    if args.limit < 0:
+        raise BadArgument(f"--limit {args.limit} is negative: give the number of runs to list, or 0 for all.")
     limit = args.limit or None
     if args.json:
         print("[", end="")
@@ -123,7 +173,7 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
                 print(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1), end="")
             else:
                 mark = "" if r.state_ok else "  (corrupt checkpoint)"
-                print(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
+                print(safe_text(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}"))
             shown += 1
         sys.stdout.flush()
         if limit and shown >= limit:
@@ -146,6 +196,9 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     from core.views import after_resume
 
     done = home.resume(args.run, on_step=lambda s: crash_point("step"))
+    if args.json:
+        _json(_state_json(done.state, resumed=done.kind, before=done.before))
+        return _ended(done.state) if done.kind == "executed" else EXIT_OK
     if done.kind == "final":
         _print(nothing_to_resume(done.state))
         return 0
@@ -157,6 +210,7 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     else:
         _print(after_resume(done.kind, done.before, done.state))
         _status(done.state)
+        return _ended(done.state)
     return 0
 
 
@@ -182,18 +236,40 @@ def _decider(home: Home, args: argparse.Namespace) -> Unlocked | None:
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
     from core.views import after_approve
 
+    if args.digest is not None and not args.digest.strip():
+        raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
     signer = _decider(home, args)
     role = signer.role if signer else args.role
     _refuse(home, args.run, "approve", role)
     waiting = home.queue.load(args.run)
-    if waiting.status == "waiting_approval" and waiting.proposal is not None:
+    if not args.json and waiting.status == "waiting_approval" and waiting.proposal is not None:
         lines, _ = home.queue.world_now(waiting)
         if any(line.startswith("  Preconditions that fail now") for line in lines):
             _print([*lines, ""])  # the drift section first (a practice home goes on to the write)
-    state = home.approve(args.run, role, args.name, args.digest, interrupt=args.interrupt, signer=signer)
+    try:
+        state = home.approve(args.run, role, args.name, args.digest, interrupt=args.interrupt, signer=signer)
+    except StoreBusy as exc:
+        raise StoreBusy(_after_lock(home, args.run, str(exc))) from None
+    if args.json:
+        _json(_state_json(state))
+        return _ended(state)
     _print(after_approve(state))
     _status(state)
-    return 0
+    return _ended(state)
+
+
+def _after_lock(home: Home, run_id: str, sentence: str) -> str:
+    """A locked database during approve: when the approval was saved (the run is executing),
+    say that ``resume`` finishes the writes; approving again would be refused."""
+    try:
+        status = home.queue.load(run_id).status
+    except ResolverError:
+        return sentence
+    if status != "executing":
+        return sentence
+    first = sentence.removesuffix("; try again.").removesuffix(".")
+    return (f"{first}. The approval is saved and run {run_id} is executing: `{PROG} resume {run_id}` finishes "
+            "its writes once the lock is gone (approving again would be refused).")
 
 
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
@@ -203,7 +279,12 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
     role = signer.role if signer else args.role
     if args.reason and args.reason.strip():
         _refuse(home, args.run, "reject", role)
+    if args.digest is not None and not args.digest.strip():
+        raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
     state = home.reject(args.run, role, args.reason, args.name, args.digest, signer=signer)
+    if args.json:
+        _json(_state_json(state))
+        return 0
     _print(after_reject(state))
     _status(state)
     return 0
@@ -213,11 +294,17 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
     from core.views import approval_request, decision_lines, operation_lines
 
     if args.run is None:
+        if args.json:
+            _json({"home": str(home.root), "kind": home.kind})
+            return 0
         _print(f"Home: {home.root} ({home.kind})")
         return 0
     from core.views import approved_vs_current
 
     state = home.queue.load(args.run)
+    if args.json:
+        _json(_state_json(state, home_kind=home.kind, request=approval_request(state)))
+        return 0
     if state.status == "waiting_approval" and state.proposal is not None:
         lines, refused = home.queue.world_now(state)
         _print([*lines, *([f"Approve is refused now: {refused}"] if refused else []), ""])
@@ -288,7 +375,7 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_audit(home: Home, args: argparse.Namespace) -> int:
+def _audit_verify(home: Home) -> int:
     """``audit verify`` (issue 14): the hash chain, the triggers, and in a shop home each
     decision's signature and the signed ``audit.head``. Exit 1 when anything is found."""
     from core.signing import verify_home_audit
@@ -305,6 +392,9 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_trace(home: Home, args: argparse.Namespace) -> int:
     lines = home.queue.trace(args.run)
+    if args.json:
+        _json({"run_id": args.run, "events": lines})
+        return 0
     _print(f"Trace of {args.run}: {len(lines)} event(s)")
     _print(lines)
     return 0
@@ -317,8 +407,26 @@ def cmd_diff(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_changes(home: Home, args: argparse.Namespace) -> int:
     changes = home.queue.changes()
+    if args.json:
+        _json(changes)
+        return 0
     _print(f"{len(changes)} change(s) in the practice world since the last reset")
     _print([f"  {c['at']}  {c['line']}" for c in changes])
+    return 0
+
+
+def cmd_audit(home: Home, args: argparse.Namespace) -> int:
+    """``audit [RUN] [--json]``: the audit of decisions and refusals (oldest first), for one run
+    or all, as lines or ``--json`` rows; ``audit verify`` checks it (:func:`_audit_verify`)."""
+    if args.run == "verify":
+        return _audit_verify(home)
+    rows = home.queue.audit(args.run)
+    if args.json:
+        _json(rows)
+        return 0
+    _print(f"{len(rows)} decision(s) in the audit" + (f" of {args.run}" if args.run else ""))
+    _print([f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
+            + (f" ({r.get('name')})" if r.get("name") else "") + f"  digest {r.get('digest')}" for r in rows])
     return 0
 
 
@@ -335,7 +443,37 @@ def cmd_reset(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
+def check_amount(text: str) -> str:
+    """An amount in CAD as typed: ASCII digits with at most two decimals (``119.00``, ``9.95``).
+    Raises BadArgument for anything else: ``119.005`` is never rounded, Arabic-Indic or other
+    non-ASCII digits are never read as numbers."""
+    import re
+
+    if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,2})?", text, flags=re.ASCII):
+        raise BadArgument(f"{text!r} is not an amount in CAD as typed: use ASCII digits with at most two decimals, e.g. 119.00 "
+                          "(nothing is rounded).")
+    return text
+
+
+def check_id(text: str, what: str = "ID") -> str:
+    """An ID as typed or made: letters, digits and ``- _ . : @`` only, 1 to 120 characters
+    (``r-1``, ``T-65273-crash-1``, ``manual-1``). Raises BadArgument for anything else, so no
+    control character or escape sequence is stored as an ID."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,119}", text, flags=re.ASCII):
+        raise BadArgument(f"{safe_id(text)} is not a valid {what}: use letters, digits and - _ . : @ (at most 120).")
+    return text
+
+
+def safe_id(text: str) -> str:
+    """``text`` quoted for a sentence, with control and non-ASCII characters escaped."""
+    return ascii(text)
+
+
 def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
+    check_id(args.operation, "operation ID")
+    check_amount(args.amount)
     result = home.manual_refund(args.operation, args.order, args.amount, args.reason_code, args.payment)
     _print(f"Refunded by hand: {result['refund_id']} {result['amount']} CAD of {result['payment_id']} on {result['order_id']} (operation {args.operation})")
     return 0
@@ -373,8 +511,42 @@ def parse_duration(text: str) -> timedelta:
     if not parts or not any(parts.groups()[1:]):
         raise ResolverError(f"Cannot read the duration {text!r}: use e.g. 2d16h, 90m, 45s or 'back 1d'.")
     d, h, m, s = (int(x or 0) for x in parts.groups()[1:])
-    delta = timedelta(days=d, hours=h, minutes=m, seconds=s)
+    try:
+        delta = timedelta(days=d, hours=h, minutes=m, seconds=s)
+    except OverflowError:
+        raise ResolverError(f"The duration {text!r} is too long for the clock; use at most a few thousand days.") from None
     return -delta if parts.group(1) else delta
+
+
+def cmd_doctor(home: Home, args: argparse.Namespace) -> int:  # pragma: no cover - main() answers doctor
+    return 0
+
+
+def cmd_prune(home: Home, args: argparse.Namespace) -> int:
+    """Delete finished runs whose last checkpoint is older than ``--older-than``."""
+    from core.maintenance import prune
+
+    age = parse_duration(args.older_than)
+    if age.total_seconds() <= 0:
+        raise BadArgument(f"--older-than {args.older_than!r} must be a positive duration, e.g. 90d.")
+    _print(prune(home, age))
+    return 0
+
+
+def cmd_backup(home: Home, args: argparse.Namespace) -> int:
+    """Copy the whole home into one archive (see :func:`core.maintenance.backup`)."""
+    from core.maintenance import backup
+
+    _print(backup(home, args.file))
+    return 0
+
+
+def cmd_restore(home: Home, args: argparse.Namespace) -> int:
+    """Replace this home with a backup after checking it (see :func:`core.maintenance.restore`)."""
+    from core.maintenance import restore
+
+    _print(restore(home, args.file))
+    return 0
 
 
 def cmd_tui(home: Home, args: argparse.Namespace) -> int:
@@ -392,11 +564,25 @@ def cmd_class(home: Home, args: argparse.Namespace) -> int:
 # -- the parser ----------------------------------------------------------------------------------
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose messages echo what was typed (``unrecognized arguments: ...``): a message
+    holding a control character goes through :func:`core.views.safe_text` first. ``--help``
+    holds none, so it still imports neither pydantic nor SQLite."""
+
+    def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
+        if any((ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in message):
+            from core.views import safe_text
+
+            message = safe_text(message)
+        super()._print_message(message, file)
+
+
 def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     """The ``resolver`` argument parser (every subcommand also takes ``--home DIR``)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--home", default=argparse.SUPPRESS, help="home folder (default: $RESOLVER_HOME or ./work)")
-    parser = argparse.ArgumentParser(
+    common = _Parser(add_help=False)
+    common.add_argument("--home", default=argparse.SUPPRESS, help="home folder (default: --home, $RESOLVER_HOME, "
+                        "`home` in the config file, or ./work)")
+    parser = _Parser(
         prog=prog,
         description="Checkpoint, approve and execute the Larkfield support agent's work exactly once.",
         parents=[common],
@@ -422,6 +608,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
                              ("trace", cmd_trace, "the events of a run")):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("run", metavar="RUN")
+        p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
 
     p = sub.add_parser("refresh", parents=[common], help="read a waiting run's evidence again (a new proposal version and digest)")
@@ -430,13 +617,36 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", parents=[common], help="the request, decision and operations of a run; without RUN, the home and its kind")
     p.add_argument("run", metavar="RUN", nargs="?")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
+
+    p = sub.add_parser("audit", parents=[common],
+                       help="export the audit of decisions (who decided what, when, on which digest); `audit verify` checks it")
+    p.add_argument("run", metavar="RUN|verify", nargs="?",
+                   help="one run's rows; `verify` checks the hash chain, the triggers and, in a shop home, every signature")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_audit)
+
+    p = sub.add_parser("doctor", parents=[common], help="check the home: where it is and why, file modes, key, databases, versions")
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("prune", parents=[common], help="delete finished runs older than DURATION (the audit keeps who decided what)")
+    p.add_argument("--older-than", required=True, metavar="DURATION", help="e.g. 90d, 2d16h")
+    p.set_defaults(func=cmd_prune)
+
+    p = sub.add_parser("backup", parents=[common], help="copy the whole home into one archive, consistently, while the app is open")
+    p.add_argument("file", metavar="FILE", help="the archive to write (.tar.gz); refused if it exists")
+    p.set_defaults(func=cmd_backup)
+
+    p = sub.add_parser("restore", parents=[common], help="replace this home with a backup, after checking it")
+    p.add_argument("file", metavar="FILE")
+    p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("init", parents=[common], help="make the home folder (--shop: a shop home, for good)")
     p.add_argument("--shop", action="store_true", help="a shop home: real time only, the lesson's commands refused")
     p.set_defaults(func=None)
 
-    passphrase_fd = argparse.ArgumentParser(add_help=False)
+    passphrase_fd = _Parser(add_help=False)
     passphrase_fd.add_argument("--passphrase-fd", type=int, metavar="N", default=None,
                                help=f"read the passphrase from file descriptor N (else ${PASSPHRASE_ENV}, else the terminal)")
 
@@ -447,6 +657,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--digest", help="the digest you read; refused if the proposal changed")
     p.add_argument("--interrupt", choices=["before-write", "after-write"],
                    help="simulate a crash: end the process just before or just after the first write (exit code 3)")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("reject", parents=[common, passphrase_fd], help="reject a waiting proposal (hands it to a person)")
@@ -455,6 +666,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--name")
     p.add_argument("--digest")
     p.add_argument("--reason", required=True)
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reject)
 
     p = sub.add_parser("approvers", parents=[common], help="shop home: the approvers registry (init, add, list, revoke, recover)")
@@ -474,16 +686,13 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     a.add_argument("--code-fd", type=int, metavar="N", default=None, help="read the recovery code from file descriptor N")
     p.set_defaults(func=cmd_approvers)
 
-    p = sub.add_parser("audit", parents=[common], help="check the audit: `audit verify`")
-    p.add_argument("audit_cmd", choices=["verify"])
-    p.set_defaults(func=cmd_audit)
-
     p = sub.add_parser("diff", parents=[common], help="compare the actions of two runs line by line")
     p.add_argument("run_a", metavar="RUN_A")
     p.add_argument("run_b", metavar="RUN_B")
     p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("changes", parents=[common], help="what changed in the practice world since the last reset")
+    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_changes)
 
     p = sub.add_parser("reset", parents=[common], help="delete the saved runs (--all: rebuild the world too)")
@@ -526,39 +735,102 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     return parser
 
 
+READ_ONLY = frozenset({"runs", "show", "trace", "diff", "changes", "audit", "doctor", "backup"})
+"""Commands that only read: they never create a home folder (issue 13)."""
+
+REFUSALS = ("ApprovalRefused", "ShopRefused", "LeaseHeld")
+
+
+def _not_utf8(argv: Sequence[str]) -> str | None:
+    """The first argument holding bytes that are not UTF-8 (Python keeps them as lone
+    surrogates), shown with those bytes escaped; None when every argument is text."""
+    for arg in argv:
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return ascii(arg.encode("utf-8", "surrogateescape"))[1:]
+    return None
+
+
 def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
-    """Run the CLI; returns the exit code (0 ok, 1 expected error, 3 simulated crash).
+    """Run the CLI; returns the exit code (:data:`EXIT_CODES`: 0 done, 1 error, 2 bad command
+    line, 3 simulated crash, 4 refused, 5 handed to a person).
     ``prog`` is the command as invoked (``python -m resolver`` for the lesson's package)."""
     global PROG
     PROG = prog
+    from core.platform import require_posix
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        require_posix()
+    except ResolverError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_ERROR
+    bad = _not_utf8(argv)
+    if bad is not None:
+        print(f"The argument {bad} is not UTF-8 text; set your terminal to UTF-8 and type it again. Nothing was changed.",
+              file=sys.stderr)
+        return EXIT_USAGE
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     if getattr(args, "model", "x") is None:
         args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"
-    from core.executor import SimulatedCrash
-    from core.home import Home, resolve_home
-    from core.homekind import init_home
     from core.views import safe_text
 
+    log = None
     try:
-        root = resolve_home(getattr(args, "home", None))
+        from core.executor import SimulatedCrash
+        from core.home import Home, locate_home
+        from core.homekind import init_home
+        from core.log import command_log
+
+        where = locate_home(getattr(args, "home", None))
+        if args.command in READ_ONLY and args.command != "doctor":
+            where.require_existing()
+        if args.command == "doctor":
+            from core.doctor import doctor_lines
+
+            lines, code = doctor_lines(where)
+            _print(lines)
+            return code
+        root = where.path
         if args.command == "init":
             made = init_home(root, shop=args.shop)
             Home(root)  # builds the databases (the kind is already written)
             _print(made)
             return 0
         home = Home(root)
-        return args.func(home, args)
-    except SimulatedCrash as crash:
-        _print(f"The process stopped: {crash}. Resume with: {PROG} resume {crash.run_id}")
-        sys.stdout.flush()
-        return EXIT_CRASH
+        log = command_log(root)
+        log.info("%s %s", args.command, " ".join(ascii(a) for a in argv))
+        try:
+            code = args.func(home, args)
+        except SimulatedCrash as crash:
+            log.info("simulated crash: %s", crash)
+            _print(f"The process stopped: {crash}. Resume with: {PROG} resume {crash.run_id}")
+            sys.stdout.flush()
+            return EXIT_CRASH
+        log.info("%s ended with exit code %d", args.command, code)
+        return code
     except ResolverError as exc:
+        refused = type(exc).__name__ in REFUSALS
+        if log is not None:
+            log.info("%s: %s", "refused" if refused else "error", exc)
         print(safe_text(exc), file=sys.stderr)
-        return EXIT_ERROR
+        if isinstance(exc, BadArgument):
+            return EXIT_USAGE
+        return EXIT_REFUSED if refused else EXIT_ERROR
     except KeyboardInterrupt:
         print(f"Interrupted; the last checkpoint is saved. Resume with `{PROG} resume RUN`.", file=sys.stderr)
         return 130
+    except Exception as exc:  # never a traceback on screen: it goes to the log
+        where_logged = "the home's resolver.log"
+        if log is not None:
+            log.exception("unexpected error in %s", args.command)
+        else:
+            where_logged = "nowhere: the home was not open yet"
+        print(f"resolver stopped on an unexpected error ({type(exc).__name__}); the details are in {where_logged}. "
+              f"Every step before it was saved: `{PROG} show RUN` says where a run stands.", file=sys.stderr)
+        return EXIT_ERROR
 
 
 def entry(prog: str = "resolver") -> None:

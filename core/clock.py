@@ -8,6 +8,8 @@ clock kept in the home folder is a :class:`FileClock` (``resolver clock ...``).
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -69,7 +71,10 @@ class FileClock:
     """The trainer's clock, kept in ``clock.json`` in the home folder.
 
     The file holds ``{"at": ISO time, "set_at": real ISO time}`` and the clock runs forward from
-    ``at`` at real speed. With no file, the clock is real time.
+    ``at`` at real speed. With no file, the clock is real time. :meth:`set` writes a temporary
+    file (0600) and renames it over ``clock.json``, so a reader sees the old file or the new one,
+    never a torn one. A damaged file (a folder in its place, bad JSON, times out of range) raises
+    ResolverError with a sentence, never a traceback.
     """
 
     def __init__(self, path: Path) -> None:
@@ -81,8 +86,10 @@ class FileClock:
             return parse_time(raw["at"]), parse_time(raw["set_at"])
         except FileNotFoundError:
             return None
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ResolverError(f"The clock file {self.path} is damaged ({exc}); run `resolver clock real`.") from exc
+        except (ValueError, KeyError, TypeError, OverflowError, OSError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
+            raise ResolverError(f"The clock file {self.path} is damaged ({why}); run `resolver clock real` "
+                                "(a folder in its place must be removed by hand).") from None
 
     @property
     def simulated(self) -> bool:
@@ -94,7 +101,10 @@ class FileClock:
         if kept is None:
             return real
         at, set_at = kept
-        return (at + (real - set_at)).astimezone(SHOP_TZ)
+        try:
+            return (at + (real - set_at)).astimezone(SHOP_TZ)
+        except (OverflowError, ValueError):
+            raise ResolverError(f"The clock file {self.path} holds a time out of range; run `resolver clock real`.") from None
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
@@ -108,18 +118,37 @@ class FileClock:
         except (OverflowError, ValueError):
             raise ResolverError(f"{at.isoformat()} is out of range for the clock; use a date between 1900 and 9000.") from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.path.write_text(json.dumps({"at": text, "set_at": iso(real)}) + "\n", encoding="utf-8")
+        if self.path.is_dir():
+            raise ResolverError(f"The clock file {self.path} is a folder; remove it, then set the clock again.")
+        fd, tmp = tempfile.mkstemp(prefix=".clock-", suffix=".tmp", dir=self.path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(json.dumps({"at": text, "set_at": iso(real)}) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def advance(self, delta: timedelta) -> None:
         """Move the simulated time by ``delta``. Raises ResolverError when out of range."""
         try:
             target = self.now() + delta
-        except OverflowError:
+        except (OverflowError, ValueError):
             raise ResolverError(f"Advancing the clock by {delta} takes it out of range.") from None
         self.set(target)
 
     def real(self) -> None:
-        self.path.unlink(missing_ok=True)
+        """Back to real time (removes ``clock.json``). Raises ResolverError for a folder in its place."""
+        try:
+            self.path.unlink(missing_ok=True)
+        except IsADirectoryError:
+            raise ResolverError(f"The clock file {self.path} is a folder; remove it by hand.") from None
+        except OSError as exc:
+            if self.path.is_dir():
+                raise ResolverError(f"The clock file {self.path} is a folder; remove it by hand.") from None
+            raise ResolverError(f"Cannot remove the clock file {self.path}: {exc.strerror or exc}.") from None
 
 
 def parse_time(text: str) -> datetime:

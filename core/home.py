@@ -27,6 +27,8 @@ from core.clock import Clock
 from core.errors import ApprovalRefused, ResolverError
 from core.executor import Interrupt, OnProgress, execute
 from core.homekind import Kind, home_clock, home_kind, require_practice
+from core.log import command_log
+from core.platform import require_posix
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
@@ -38,11 +40,100 @@ if TYPE_CHECKING:
 
 HOME_ENV = "RESOLVER_HOME"
 DEFAULT_HOME = "work"
+CONFIG_ENV = "RESOLVER_CONFIG"
+HOME_MODE = 0o700
+"""The home folder's mode: only its owner may list or enter it (issue 13)."""
+FILE_MODE = 0o600
+"""The mode of every file of the home: databases (their WAL and SHM files follow the database's
+mode in SQLite), key, clock, log."""
+
+
+def config_path() -> Path:
+    """The approver's config file: ``$RESOLVER_CONFIG`` if set, else platformdirs' user config
+    folder ``/resolver/config.toml`` (``~/.config/resolver/config.toml`` on Linux). The same file
+    holds the approver's name and role (the app's settings); this module reads only ``home``."""
+    named = os.environ.get(CONFIG_ENV)
+    if named:
+        return Path(named).expanduser()
+    from platformdirs import user_config_path
+
+    return user_config_path("resolver") / "config.toml"
+
+
+def config_home(path: Path | None = None) -> Path | None:
+    """The ``home`` key of the config file (relative paths from the file's folder), or None when
+    the file or the key is absent. Raises ResolverError for a file that is not TOML or a ``home``
+    that is not a non-empty string."""
+    import tomllib
+
+    path = path or config_path()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ResolverError(f"Cannot read the config file {path}: {exc}. Fix it, or name another with {CONFIG_ENV}.") from None
+    home = data.get("home")
+    if home is None:
+        return None
+    if not isinstance(home, str) or not home.strip():
+        raise ResolverError(f"The config file {path} has a `home` that is not a folder name; fix it or remove the key.")
+    return (path.parent / Path(home).expanduser()) if not Path(home).expanduser().is_absolute() else Path(home).expanduser()
+
+
+@dataclass(frozen=True)
+class HomeLocation:
+    """Which home folder is in use and why: ``source`` is ``flag`` (``--home``), ``environment``
+    (``$RESOLVER_HOME``), ``config`` (the ``home`` key of :func:`config_path`) or ``default``
+    (``./work`` in the current folder)."""
+
+    path: Path
+    source: Literal["flag", "environment", "config", "default"]
+    detail: str
+
+    def describe(self) -> str:
+        """One line: ``/abs/work (the default ./work in the current folder)``."""
+        return f"{self.path.absolute()} ({self.detail})"
+
+    def require_existing(self) -> None:
+        """Raise ResolverError when no home is there: a read-only command never makes one."""
+        if not (self.path / "runs.sqlite").is_file():
+            raise ResolverError(
+                f"No home folder at {self.describe()}: nothing was created. Choose a home with --home DIR, "
+                f"{HOME_ENV}, or `home` in {config_path()}; or start one here with `resolver run TASK`."
+            )
+
+
+def locate_home(arg: str | os.PathLike | None = None) -> HomeLocation:
+    """The home folder and why: ``--home DIR``, else ``$RESOLVER_HOME``, else the config file's
+    ``home``, else ``./work``. Raises ResolverError for ``--home ''`` (never quietly ./work)."""
+    if arg is not None:
+        if not str(arg).strip():
+            raise ResolverError("--home is empty: name a folder, or leave --home out to use the default.")
+        return HomeLocation(Path(arg).expanduser(), "flag", "from --home")
+    env = os.environ.get(HOME_ENV)
+    if env:
+        return HomeLocation(Path(env).expanduser(), "environment", f"from ${HOME_ENV}")
+    named = config_home()
+    if named is not None:
+        return HomeLocation(named, "config", f"from `home` in {config_path()}")
+    return HomeLocation(Path(DEFAULT_HOME), "default", "the default ./work in the current folder")
 
 
 def resolve_home(arg: str | os.PathLike | None = None) -> Path:
-    """``--home DIR`` if given, else ``$RESOLVER_HOME``, else ``./work``."""
-    return Path(arg or os.environ.get(HOME_ENV) or DEFAULT_HOME).expanduser()
+    """``--home DIR`` if given, else ``$RESOLVER_HOME``, else the config file's ``home``, else
+    ``./work`` (see :func:`locate_home`)."""
+    return locate_home(arg).path
+
+
+def private(path: Path) -> None:
+    """Make ``path`` and its SQLite companions (``-wal``, ``-shm``) mode 0600 where they exist."""
+    for each in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        try:
+            if each.is_file():
+                each.chmod(FILE_MODE)
+        except OSError:
+            pass
 
 
 @dataclass
@@ -64,7 +155,12 @@ class Home:
             time when the file is absent).
 
     Raises:
-        ResolverError: the folder cannot be made (a file is in the way) or is read-only.
+        ResolverError: the folder cannot be made (a file is in the way) or is read-only; the
+            machine is not POSIX (:mod:`core.platform`).
+
+    A new folder is made 0700 and the databases it makes 0600 (:data:`HOME_MODE`,
+    :data:`FILE_MODE`; SQLite gives their WAL and SHM files the database's mode). Decisions,
+    refusals and executor calls are written to the home's log (``self.log``, :mod:`core.log`).
 
     ``kind`` is ``"practice"`` or ``"shop"`` (:mod:`core.homekind`): the app's top bar and
     ``resolver show`` show it. The clock is the trainer's ``clock.json`` (real time when the
@@ -72,24 +168,38 @@ class Home:
     """
 
     def __init__(self, root: Path | str, clock: Clock | None = None) -> None:
+        require_posix()  # leases test their holder with os.kill(pid, 0), which ends a process on Windows
         self.root = Path(root)
+        made = not self.root.exists()
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            self.root.mkdir(parents=True, exist_ok=True, mode=HOME_MODE)
+            if made:
+                self.root.chmod(HOME_MODE)
         except OSError as exc:
             raise ResolverError(f"Cannot use {self.root} as the home folder: {exc.strerror or exc}.") from None
         if not os.access(self.root, os.W_OK):
             raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
         self.kind: Kind = home_kind(self.root)
         self.clock: Clock = clock or home_clock(self.root)
-        self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
         self.world_path = self.root / "larkfield.sqlite"
         self.key_path = self.root / "approval.key"
-        try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
-            check_world_file(self.world_path, self.store.has_history())
-            World(self.world_path, self.clock)  # built on first use
-        except WorldMissing:
-            if self.world_path.is_dir():
-                raise
+        fresh = [p for p in (self.root / "runs.sqlite", self.world_path) if not p.exists()]
+        old_umask = os.umask(0o077)  # files made now are 0600 (SQLite gives WAL and SHM the database's mode)
+        try:
+            self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
+            try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
+                check_world_file(self.world_path, self.store.has_history())
+                World(self.world_path, self.clock)  # built on first use
+            except WorldMissing:
+                if self.world_path.is_dir():
+                    raise
+        finally:
+            os.umask(old_umask)
+        for path in fresh:
+            if path.exists():
+                private(path)
+        self.log = command_log(self.root)
+        """The home's log (``resolver.log``, :mod:`core.log`): decisions, refusals, executor calls, errors."""
         self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
@@ -161,12 +271,22 @@ class Home:
         """Approve (see :func:`core.approval.approve`) and then execute the run.
 
         In a shop home (issue 14) ``signer`` is the approver unlocked by :meth:`unlock`; ``role``
-        and ``name`` are then theirs. Raises ApprovalRefused in a shop home without a signer."""
+        and ``name`` are then theirs. Raises ApprovalRefused in a shop home without a signer, and
+        ResolverError for an empty ``digest`` (``""`` is never taken as "no digest": the check
+        would be skipped, issue 13)."""
+        if digest is not None and not digest.strip():
+            raise ResolverError("The digest is empty: give the digest you read (the request's last line), or none.")
         decider = self._decider(signer)
         if decider is not None:
             role, name = decider.role, decider.name
-        self._signed(lambda: approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock, expect_version,
-                                     world=self.world(), practice=self.kind == "practice", signer=decider))
+        try:
+            self._signed(lambda: approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock,
+                                         expect_version, world=self.world(), practice=self.kind == "practice",
+                                         signer=decider))
+        except ResolverError as exc:
+            self.log.info("approve %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
+            raise
+        self.log.info("approve %s by %s (%s): approved, executing", run_id, role, name or "-")
         self._seal_head(signer)
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
@@ -189,7 +309,12 @@ class Home:
         decider = self._decider(signer)
         if decider is not None:
             role, name = decider.role, decider.name
-        state = self._signed(lambda: reject(self.store, run_id, role, reason, name, digest, self.clock, signer=decider))
+        try:
+            state = self._signed(lambda: reject(self.store, run_id, role, reason, name, digest, self.clock, signer=decider))
+        except ResolverError as exc:
+            self.log.info("reject %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
+            raise
+        self.log.info("reject %s by %s (%s): %s", run_id, role, name or "-", state.status)
         self._seal_head(signer)
         return state
 
@@ -203,8 +328,18 @@ class Home:
 
             registry = self.registry()
             authorize = lambda state: check_approval(state, registry, self.store)  # noqa: E731
-        return execute(self.store, self.world_path, self.approval_key(), run_id, clock=self.clock, owner=owner,
-                       interrupt=interrupt, on_progress=on_progress, authorize=authorize)
+        self.log.info("execute %s: start", run_id)
+        try:
+            state = execute(self.store, self.world_path, self.approval_key(), run_id, clock=self.clock, owner=owner,
+                            interrupt=interrupt, on_progress=on_progress, authorize=authorize)
+        except ResolverError as exc:
+            self.log.info("execute %s stopped: %s", run_id, exc)
+            raise
+        for op in state.operations:
+            self.log.info("execute %s: operation %s %s %s, %s call(s)", run_id, op.operation_id, op.action.type, op.status,
+                          op.calls)
+        self.log.info("execute %s: %s", run_id, state.status)
+        return state
 
     # -- approvers (issue 14) -------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ from core.views import Approver
 from textual import on, work
 from textual.app import App
 from textual.binding import Binding
+from textual.logging import TextualHandler
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.commands import LessonCommands, ResolverCommands
@@ -48,6 +49,7 @@ class ResolverApp(App):
                  refresh_interval: float | None = 2.0, demo: bool = False, trainer: bool = False) -> None:
         super().__init__()
         self.home = home
+        home.log.addHandler(TextualHandler(stderr=False))  # the home's log (core.log) also to Textual's console, never the screen
         self.approver = Approver(role, (name or "").strip() or role.replace("_", " "))
         self.refresh_interval = refresh_interval or None
         self.demo = demo

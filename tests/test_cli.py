@@ -50,7 +50,7 @@ def test_the_weekend_phone_call_makes_the_monday_refund_fail_with_one_refund_in_
     call = proc("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
     assert "RF-4CFEAE8E" in call.stdout
     monday = proc("approve", T65273_RUN, "--as", "grace", "--name", "Grace")
-    assert monday.returncode == 0
+    assert monday.returncode == 5  # handed to a person (issue 13's exit codes)
     assert re.search(
         r"request_refund LK-507862: failed \(operation [0-9a-f]{16}, 1 call\(s\)\) PAY-507862-2 is not a captured charge of LK-507862",
         monday.stdout,
@@ -115,12 +115,12 @@ def test_expected_errors_print_one_sentence_and_exit_1(cli):
 def test_reject_needs_a_reason_and_hands_the_run_to_a_person(cli):
     cli("run", "T-65273")
     code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--reason", "  ")
-    assert code == 1 and "needs a reason" in err
+    assert code == 4 and "needs a reason" in err  # refused (issue 13)
     code, out, _ = cli("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "Customer already refunded by phone")
     assert code == 0 and out.startswith(f"Run {T65273_RUN} rejected by Amira (agent): Customer already refunded by phone")
     assert out.strip().endswith("Status: handed_to_person")
     code, _, err = cli("approve", T65273_RUN, "--as", "grace")
-    assert code == 1 and "already rejected by Amira (agent) at 2026-" in err
+    assert code == 4 and "already rejected by Amira (agent) at 2026-" in err
 
 
 def test_diff_compares_two_runs_of_the_planter_line_by_line(cli):
@@ -176,7 +176,7 @@ def test_bad_input_found_by_a_new_user_gives_one_sentence(cli, tmp_path):
     """Regressions: each of these once printed a traceback."""
     for amount in ("abc", "NaN", "Infinity", "1e400"):
         code, _, err = cli("manual-refund", "m1", "LK-507862", amount, "RFD-DOUBLE", "PAY-507862-1")
-        assert code == 1 and "is not an amount in CAD" in err and "Traceback" not in err, amount
+        assert code == 2 and "is not an amount in CAD" in err and "Traceback" not in err, amount
     code, _, err = cli("clock", "set", "0001-01-01T00:00:00+00:00")
     assert code == 1 and "out of range" in err
     code, _, err = cli("clock", "advance", "100000000d")

@@ -197,8 +197,8 @@ def test_two_approvals_at_once_in_processes_exactly_one_wins(home):
         for name in ("Grace", "Priya")
     ]
     outs = [(*p.communicate(timeout=60), p.returncode) for p in procs]
-    assert sorted(code for _, _, code in outs) == [0, 1]
-    loser_err = next(err for _, err, code in outs if code == 1)
+    assert sorted(code for _, _, code in outs) == [0, 4]  # the loser is refused (issue 13's exit codes)
+    loser_err = next(err for _, err, code in outs if code == 4)
     assert ("approved by" in loser_err and "Nothing changed" in loser_err) or "while you were deciding" in loser_err
     assert len(home.store.audit(state.run_id)) == 1
     assert _world_rows(home)["refunds"] == 1

@@ -36,6 +36,7 @@ def shop(tmp_path, capsys):
 
 
 def test_every_home_is_a_practice_home_unless_made_a_shop(cli, tmp_path):
+    cli("init")  # `show` never makes a home (issue 13)
     assert cli("show")[1].strip() == f"Home: {cli.home} (practice)"
     assert Home(cli.home).kind == "practice"
     assert home_kind(tmp_path / "nowhere") == "practice"
@@ -56,7 +57,7 @@ def test_a_shop_home_refuses_reset_and_keeps_its_runs(shop):
     shop("run", "T-65273")
     for argv in (("reset",), ("reset", "--all"), ("reset", "--run", T65273_RUN)):
         code, out, err = shop(*argv)
-        assert (code, out) == (1, "")
+        assert (code, out) == (4, "")  # refused (issue 13)
         assert err.startswith(f"{shop.root} is a shop home: `reset` runs only in a practice home") and err.count("\n") == 1
     assert shop("runs")[1].startswith(T65273_RUN)
 
@@ -64,7 +65,7 @@ def test_a_shop_home_refuses_reset_and_keeps_its_runs(shop):
 def test_a_shop_homes_clock_is_real_time_only(shop):
     for argv in (("clock", "set", FRIDAY), ("clock", "advance", "2d")):
         code, _out, err = shop(*argv)
-        assert code == 1 and "a shop home's clock is real time only" in err
+        assert code == 4 and "a shop home's clock is real time only" in err
     assert not (shop.root / "clock.json").exists()
     assert shop("clock", "show")[1].endswith("(real)\n")
     # A clock file copied in by hand changes nothing: a shop home reads real time.
@@ -78,7 +79,7 @@ def test_a_shop_homes_clock_is_real_time_only(shop):
                                   ("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")])
 def test_a_shop_home_refuses_the_lessons_commands_and_nothing_changes(shop, argv):
     code, out, err = shop(*argv)
-    assert code == 1 and out == ""
+    assert code == 4 and out == ""
     assert "is a shop home:" in err and "nothing changed" in err
     assert shop("runs")[1].startswith("No saved runs")
     assert shop("changes")[1].startswith("0 change(s)")
@@ -154,5 +155,5 @@ def test_python_m_resolver_init_shop_in_a_new_process(tmp_path):
     assert made.returncode == 0, made.stderr
     refused = subprocess.run([sys.executable, "-m", "resolver", "reset", "--all", "--home", str(root)],
                              capture_output=True, text=True, timeout=60)
-    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.returncode == 4 and "Traceback" not in refused.stderr
     assert refused.stderr.strip().endswith("Use a practice home for the lesson: --home DIR or RESOLVER_HOME.")

@@ -461,7 +461,8 @@ def play(lesson: Lesson, steps: list[Step], page_text: str) -> tuple[list[str], 
             done = lesson.command(command)
             log.append(f"$ {command} -> {done.returncode}")
             crashed = done.returncode == 3 and "The process stopped:" in done.stdout
-            if done.returncode != 0 and not crashed:
+            handed = done.returncode == 5 and done.stdout.rstrip().endswith("Status: handed_to_person")  # issue 13's exit codes
+            if done.returncode != 0 and not crashed and not handed:
                 problems.append(f"{command}: exit code {done.returncode}: {done.stderr.strip()}")
             if "Traceback" in done.stderr:
                 problems.append(f"{command}: a traceback:\n{done.stderr[-2000:]}")

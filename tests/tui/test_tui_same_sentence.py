@@ -22,14 +22,14 @@ T90104 = "T-90104-agent_structured-chat-strong-1"
 
 @pytest.fixture
 def cli_refusal(demo_home, capsys):
-    """``cli_refusal("approve", RUN, "--as", "agent") -> the sentence on stderr`` (exit code 1)."""
+    """``cli_refusal("approve", RUN, "--as", "agent") -> the sentence on stderr`` (exit code 4, refused)."""
     FileClock(demo_home.root / "clock.json").set(parse_time(MONDAY))  # the CLI reads the trainer's clock
 
     def run(*argv: str) -> str:
         capsys.readouterr()
         code = main([*argv, "--home", str(demo_home.root)])
         out, err = capsys.readouterr()
-        assert code == 1, out + err
+        assert code == 4, out + err  # refused (issue 13's exit codes)
         assert len(err.strip().splitlines()) == 1, err
         return err.strip()
 

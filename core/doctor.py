@@ -1,0 +1,152 @@
+"""``resolver doctor``: check a home and say, line by line, what to do.
+
+Each line is ``ok``, ``warn`` or ``FAIL``, a fact and, when something is wrong, what to do:
+which home is in use and why (flag, environment, config file, default), the modes of the home
+(0700) and its files (0600), the approval key's strength, the integrity of both databases
+(``PRAGMA integrity_check``), the audit's append-only triggers, the stored formats and schema
+versions, and the versions of the dependencies against the declared floors. It only reads: it
+opens the databases read-only and never creates or repairs anything (issue 13).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+import sys
+from importlib import metadata
+from pathlib import Path
+
+from core.home import FILE_MODE, HOME_MODE, HomeLocation
+
+AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
+"""The triggers that keep the audit append-only (:mod:`core.checkpoint`)."""
+DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs")
+KEY_MIN_BYTES = 32
+"""The approval key's length when resolver makes it (:func:`core.approval.load_key`)."""
+
+
+def _line(level: str, text: str) -> str:
+    return f"{level:<4}  {text}"
+
+
+def _mode_lines(root: Path) -> list[str]:
+    lines = []
+    mode = stat.S_IMODE(root.stat().st_mode)
+    if mode & 0o077:
+        lines.append(_line("FAIL", f"home folder mode {mode:04o}: other users can read it; run `chmod 700 {root}`."))
+    else:
+        lines.append(_line("ok", f"home folder mode {mode:04o}"))
+    loose = []
+    for path in sorted(root.iterdir()):
+        if path.is_file() and stat.S_IMODE(path.stat().st_mode) & 0o077:
+            loose.append(f"{path.name} {stat.S_IMODE(path.stat().st_mode):04o}")
+    if loose:
+        lines.append(_line("FAIL", f"files readable by others: {', '.join(loose)}; run `chmod 600` on them "
+                                   f"(every file of the home should be {FILE_MODE:04o})."))
+    else:
+        lines.append(_line("ok", f"every file of the home is {FILE_MODE:04o} or stricter"))
+    return lines
+
+
+def _key_line(path: Path) -> str:
+    if not path.exists():
+        return _line("warn", "no approval.key yet: the first approval makes one (32 random bytes, 0600).")
+    if not path.is_file():
+        return _line("FAIL", f"{path} is not a file; move it away (approvals signed with the old key will be refused).")
+    try:
+        key = bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (UnicodeDecodeError, ValueError):
+        return _line("FAIL", f"{path} is not a hex key; restore it from a backup (`resolver restore`).")
+    if len(key) < KEY_MIN_BYTES:
+        return _line("FAIL", f"approval.key holds {len(key)} byte(s), fewer than {KEY_MIN_BYTES}; restore the key from a backup.")
+    if stat.S_IMODE(path.stat().st_mode) & 0o077:
+        return _line("FAIL", f"approval.key is readable by others; run `chmod 600 {path}`.")
+    return _line("ok", f"approval key: {len(key)} bytes, mode 0600")
+
+
+def _database_lines(path: Path, label: str, triggers: tuple[str, ...] = ()) -> list[str]:
+    if not path.is_file():
+        return [_line("FAIL" if path.exists() else "warn", f"{label} {path.name} is missing" + (
+            " (a folder is in its place; move it away)." if path.exists() else "; the first command that writes makes it."))]
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+            fmt = conn.execute("PRAGMA user_version").fetchone()[0]
+            found = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return [_line("FAIL", f"{label} {path.name} cannot be read ({exc}); restore it from a backup (`resolver restore FILE`).")]
+    lines = []
+    if result == ["ok"]:
+        lines.append(_line("ok", f"{label} {path.name}: integrity ok, format {fmt}"))
+    else:
+        lines.append(_line("FAIL", f"{label} {path.name}: integrity check found {len(result)} problem(s) ({result[0]}); "
+                                   "restore it from a backup (`resolver restore FILE`)."))
+    missing = [t for t in triggers if t not in found]
+    if missing:
+        lines.append(_line("FAIL", f"audit triggers missing: {', '.join(missing)}; the audit is not append-only. "
+                                   "Open the home with any resolver command to re-create them."))
+    elif triggers:
+        lines.append(_line("ok", "audit triggers present (append-only)"))
+    return lines
+
+
+def _floor(package: str) -> str | None:
+    try:
+        for req in metadata.requires("resolver") or []:
+            name = req.split(";")[0]
+            if name.replace("_", "-").lower().startswith(package) and ">=" in name:
+                return name.split(">=", 1)[1].split(",")[0].strip(" )")
+    except metadata.PackageNotFoundError:
+        return None
+    return None
+
+
+def _version_tuple(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("."):
+        digits = "".join(c for c in piece if c.isdigit())
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts)
+
+
+def _dependency_lines() -> list[str]:
+    lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}")]
+    for package in DEPENDENCIES:
+        try:
+            have = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            lines.append(_line("FAIL", f"{package} is not installed; run `pip install -e .` in the project."))
+            continue
+        floor = _floor(package)
+        if floor and _version_tuple(have) < _version_tuple(floor):
+            lines.append(_line("FAIL", f"{package} {have} is older than the declared {floor}; run `pip install -U {package}`."))
+        else:
+            lines.append(_line("ok", f"{package} {have}" + (f" (>= {floor})" if floor else "")))
+    return lines
+
+
+def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
+    """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
+    otherwise). Never creates or changes a file."""
+    from core.homekind import home_kind
+    from core.state import SCHEMA_VERSION
+
+    root = where.path
+    lines = [f"Home: {where.describe()}"]
+    if not root.is_dir():
+        lines.append(_line("FAIL", f"no home folder there; choose one with --home DIR or start one with `resolver run TASK` "
+                                   f"(the folder is made {HOME_MODE:04o})."))
+        lines += _dependency_lines()
+        return lines, 1
+    lines.append(_line("ok", f"kind: {home_kind(root)}; checkpoints are read at schema version {SCHEMA_VERSION}"))
+    lines += _mode_lines(root)
+    lines.append(_key_line(root / "approval.key"))
+    lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
+    lines += _database_lines(root / "larkfield.sqlite", "practice world")
+    lines += _dependency_lines()
+    return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

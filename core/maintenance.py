@@ -1,0 +1,202 @@
+"""Retention, backup and restore of a home folder (``resolver prune``, ``backup``, ``restore``).
+
+- :func:`prune` deletes finished runs (done, handed to a person, stopped) whose last checkpoint
+  is older than a duration, with their rows. The checkpoints hold the ticket's text and the
+  customer's data; the audit keeps who decided what (run ID, decision, role, name, digest,
+  time), never the ticket's text, and stays append-only (seed 000: decide how long checkpoints
+  are kept).
+- :func:`backup` copies the whole home into one ``.tar.gz``: both databases by SQLite's online
+  backup API (a consistent copy while the app or an executor is writing, never a file copy of a
+  live WAL database) and every other file of the home (key, clock, home.json, anything later
+  issues add), except the log and SQLite's own ``-wal``/``-shm``/``-journal`` files.
+- :func:`restore` checks an archive before it replaces anything: both databases present and
+  passing ``PRAGMA integrity_check``, no path outside the home, and the same kind of home
+  (practice or shop) as the one it replaces. A shop home is refused for now: restoring it needs
+  its owner (issue 14 adds owners).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sqlite3
+import tarfile
+import tempfile
+from datetime import timedelta
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from core.errors import ResolverError, ShopRefused
+
+if TYPE_CHECKING:
+    from core.home import Home
+
+DATABASES = ("runs.sqlite", "larkfield.sqlite")
+SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal")
+SKIPPED_NAMES = ("resolver.log",)
+
+
+def prune(home: Home, older_than: timedelta) -> list[str]:
+    """Delete finished runs whose last checkpoint is older than ``older_than`` (by the home's
+    clock). Returns lines saying what was removed. Runs waiting, running or executing are never
+    touched."""
+    from core.clock import parse_time
+    from core.state import FINAL_STATUSES
+
+    cutoff = home.clock.now() - older_than
+    doomed: list[tuple[str, str]] = []
+    for status in sorted(FINAL_STATUSES):
+        for page in home.queue.pages(status):
+            doomed += [(r.run_id, status) for r in page.rows if parse_time(r.updated_at) < cutoff]
+    for run_id, _ in doomed:
+        home.delete(run_id)
+    if not doomed:
+        return [f"No finished run is older than {older_than}; nothing was removed."]
+    by_status: dict[str, int] = {}
+    for _, status in doomed:
+        by_status[status] = by_status.get(status, 0) + 1
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
+    return [f"Removed {len(doomed)} finished run(s) last saved before {cutoff.isoformat()} ({counts}) with their events; "
+            "the audit keeps who decided what.", *(f"  {run_id}" for run_id, _ in doomed)]
+
+
+def _skipped(name: str) -> bool:
+    return name in SKIPPED_NAMES or name.endswith(SKIPPED_SUFFIXES) or name.startswith(".") or name.startswith(SKIPPED_NAMES)
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """A consistent copy of a live SQLite database by the online backup API."""
+    src = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True, timeout=30)
+    dst = sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    except sqlite3.Error as exc:
+        raise ResolverError(f"Cannot copy {source.name} for the backup: {exc}. Nothing was written.") from None
+    finally:
+        dst.close()
+        src.close()
+    target.chmod(0o600)
+
+
+def backup(home: Home, file: str | os.PathLike) -> list[str]:
+    """Write the whole home into the archive ``file`` (``.tar.gz``, mode 0600). Refuses to
+    overwrite. Returns lines naming what was copied."""
+    out = Path(file)
+    if out.exists():
+        raise ResolverError(f"{out} already exists; name a new file for the backup.")
+    names: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="resolver-backup-") as tmp:
+        fd = os.open(Path(tmp) / "archive", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+            for name in DATABASES:
+                if (home.root / name).is_file():
+                    copy = Path(tmp) / name
+                    _copy_database(home.root / name, copy)
+                    tar.add(copy, arcname=name)
+                    names.append(name)
+            for path in sorted(home.root.iterdir()):
+                if path.name in DATABASES or _skipped(path.name):
+                    continue
+                if path.is_file():
+                    tar.add(path, arcname=path.name)
+                    names.append(path.name)
+                elif path.is_dir():
+                    tar.add(path, arcname=path.name)
+                    names.append(path.name + "/")
+        try:
+            shutil.move(Path(tmp) / "archive", out)
+        except OSError as exc:
+            raise ResolverError(f"Cannot write the backup {out}: {exc.strerror or exc}.") from None
+    return [f"Backed up {home.root} ({home.kind}) to {out}: {', '.join(names)}."]
+
+
+def _load_database(source: Path, target: Path) -> None:
+    """Replace the content of the live database ``target`` with ``source`` in one step."""
+    src = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True)
+    dst = sqlite3.connect(target, timeout=30)
+    try:
+        src.backup(dst)
+    except sqlite3.Error as exc:
+        raise ResolverError(f"Cannot restore {target.name}: {exc}. The files restored before it are listed in the log.") from None
+    finally:
+        dst.close()
+        src.close()
+
+
+def _archive_kind(tar: tarfile.TarFile) -> str:
+    try:
+        member = tar.getmember("home.json")
+    except KeyError:
+        return "practice"
+    data = tar.extractfile(member)
+    try:
+        return str(json.load(io.TextIOWrapper(data, encoding="utf-8")).get("kind", "practice")) if data else "practice"
+    except (ValueError, AttributeError):
+        raise ResolverError("The backup's home.json is damaged; nothing was replaced.") from None
+
+
+def _integrity(path: Path) -> str | None:
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+        try:
+            result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return None if result == ["ok"] else result[0]
+
+
+def restore(home: Home, file: str | os.PathLike) -> list[str]:
+    """Replace the home's files with those of the backup ``file`` after checking it.
+
+    Raises:
+        ShopRefused: the home is a shop home (restoring one needs its owner, issue 14).
+        ResolverError: the archive is missing or unreadable, lacks a database, holds a damaged
+            database or a path outside the home, or is of the other kind of home. In every case
+            nothing is replaced.
+    """
+    src = Path(file)
+    if home.kind == "shop":
+        raise ShopRefused(f"{home.root} is a shop home: restoring it needs the home's owner, which resolver does not "
+                          "know yet (issue 14). Nothing was replaced.")
+    try:
+        tar = tarfile.open(src, mode="r:gz")  # noqa: SIM115 - closed by the with below
+    except (OSError, tarfile.TarError) as exc:
+        raise ResolverError(f"Cannot read the backup {src}: {getattr(exc, 'strerror', None) or exc}. Nothing was replaced.") from None
+    with tar, tempfile.TemporaryDirectory(prefix="resolver-restore-", dir=home.root.parent) as tmp:
+        members = tar.getmembers()
+        for m in members:
+            parts = PurePosixPath(m.name).parts
+            if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
+                raise ResolverError(f"The backup {src} holds {m.name!r}, which is not a file of a home; nothing was replaced.")
+        names = {m.name for m in members}
+        missing = [d for d in DATABASES if d not in names]
+        if missing:
+            raise ResolverError(f"The backup {src} has no {', '.join(missing)}; it is not a resolver backup. Nothing was replaced.")
+        kind = _archive_kind(tar)
+        if kind != home.kind:
+            raise ResolverError(f"The backup {src} is of a {kind} home and {home.root} is a {home.kind} home; a restore never "
+                                "changes a home's kind. Nothing was replaced.")
+        tar.extractall(tmp, filter="data")
+        for name in DATABASES:
+            problem = _integrity(Path(tmp) / name)
+            if problem:
+                raise ResolverError(f"The backup's {name} is damaged ({problem}); nothing was replaced.")
+        restored = []
+        for name in DATABASES:  # into the live databases by the backup API: atomic, WAL and other readers kept right
+            _load_database(Path(tmp) / name, home.root / name)
+            restored.append(name)
+        for m in members:
+            target = home.root / m.name
+            if m.name in DATABASES:
+                continue
+            if m.isdir():
+                target.mkdir(mode=0o700, exist_ok=True)
+                continue
+            os.replace(Path(tmp) / m.name, target)
+            target.chmod(0o600)
+            restored.append(m.name)
+    return [f"Restored {home.root} ({home.kind}) from {src}: {', '.join(sorted(restored))}."]

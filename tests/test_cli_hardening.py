@@ -1,0 +1,446 @@
+"""Issue 13, faces and files: every bad input on the command line gets one sentence, a
+documented exit code and changes nothing; no escape sequence from data reaches a terminal; the
+home's place, modes, log, doctor, prune, backup and restore."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tarfile
+import threading
+
+import pytest
+from core.cli import EXIT_CODES, EXIT_ERROR, EXIT_HANDED, EXIT_REFUSED, EXIT_USAGE, main
+
+from conftest import T65273_RUN, run_process
+
+FRIDAY = "2026-10-09T17:00:00-04:00"
+CONTROL = {*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F}
+
+
+def _no_control(text: str) -> None:
+    """Every character: no C0 control but newline and tab, no DEL, no C1 control."""
+    bad = [hex(ord(c)) for c in text if ord(c) in CONTROL or 0x80 <= ord(c) <= 0x9F]
+    assert not bad, bad
+
+
+def _state(home, run_id=T65273_RUN):
+    from core.checkpoint import CheckpointStore
+
+    return CheckpointStore(home / "runs.sqlite").load(run_id)
+
+
+@pytest.fixture
+def waiting(cli):
+    """A home with T-65273 waiting for approval at the lesson's Friday."""
+    assert cli("clock", "set", FRIDAY)[0] == 0
+    assert cli("run", "T-65273")[0] == 0
+    return cli
+
+
+def test_every_exit_code_is_documented_in_the_readme():
+    from pathlib import Path
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for code in EXIT_CODES:
+        assert f"| {code} |" in readme
+
+
+# -- bad input: one sentence, nothing saved -----------------------------------------------------
+
+
+@pytest.mark.parametrize("argv", [
+    ("reject", T65273_RUN, "--as", "agent", "--reason", "re\udce7u"),
+    ("approve", T65273_RUN, "--as", "team_lead", "--name", "Andr\udce9"),
+    ("runs", "--search", "Andr\udce9"),
+])
+def test_arguments_that_are_not_utf8_get_one_sentence_and_nothing_is_saved(waiting, argv):
+    before = _state(waiting.home)
+    code, out, err = waiting(*argv)
+    assert code == EXIT_USAGE and out == ""
+    assert len(err.strip().splitlines()) == 1 and "is not UTF-8 text" in err and "\\xe" in err
+    after = _state(waiting.home)
+    assert (after.status, after.version) == (before.status, before.version) == ("waiting_approval", before.version)
+
+
+@pytest.mark.slow
+def test_latin1_bytes_from_a_terminal_in_a_real_process(proc):
+    proc("run", "T-65273")
+    done = subprocess.run([sys.executable, "-m", "core", "reject", T65273_RUN, "--as", "agent", "--reason", b"re\xe7u",
+                           "--home", str(proc.home)], capture_output=True, timeout=60)
+    assert done.returncode == EXIT_USAGE and b"Traceback" not in done.stderr and b"not UTF-8" in done.stderr
+    assert _state(proc.home).status == "waiting_approval"
+
+
+def test_an_empty_digest_is_never_taken_as_no_digest(waiting):
+    code, out, err = waiting("approve", T65273_RUN, "--as", "team_lead", "--digest", "")
+    assert code == EXIT_USAGE and out == "" and "--digest is empty" in err
+    assert _state(waiting.home).status == "waiting_approval"
+
+
+def test_a_negative_limit_is_refused_not_a_silent_cut(waiting):
+    code, out, err = waiting("runs", "--limit", "-2")
+    assert code == EXIT_USAGE and out == "" and "--limit -2 is negative" in err
+
+
+@pytest.mark.parametrize("amount", ["119.005", "\u0661\u0661\u0669.\u0660\u0660", "119,00", "0x77", " 119.00", "1e2"])
+def test_amounts_are_taken_as_typed_or_refused(waiting, amount):
+    code, out, err = waiting("manual-refund", "manual-1", "LK-507862", amount, "RFD-DOUBLE", "PAY-507862-2")
+    assert code == EXIT_USAGE and out == "" and "is not an amount in CAD" in err and "nothing is rounded" in err
+    assert waiting("changes")[1].startswith("0 change(s)")
+
+
+def test_the_lessons_float_amount_through_the_python_api_still_works(tmp_path):
+    from core.world import World
+
+    result = World(tmp_path / "w.sqlite").request_refund("manual-1", "LK-507862", 119.00, "RFD-DOUBLE", "PAY-507862-2")  # type: ignore[arg-type]
+    assert result["refund_id"] == "RF-4CFEAE8E"
+
+
+def test_an_empty_home_is_refused_never_quietly_dot_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["runs", "--home", ""]) == EXIT_ERROR
+    assert "--home is empty" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()
+
+
+@pytest.mark.parametrize("run_id", ["\x1b[31mX", "a b", "../x", "x\x07", ""])
+def test_a_hidden_run_id_with_escapes_or_spaces_is_refused(cli, run_id):
+    code, out, err = cli("run", "T-65273", "--run-id", run_id)
+    assert code == EXIT_USAGE and out == "" and "is not a valid run ID" in err
+    _no_control(err)
+    assert not (cli.home / "runs.sqlite").exists() or cli("runs")[1].startswith("No saved runs")
+
+
+@pytest.mark.parametrize("run_id", ["r-1", "T-65273-crash-1"])
+def test_the_lessons_own_run_ids_stay_valid(cli, run_id):
+    code, out, _ = cli("run", "T-65273", "--run-id", run_id)
+    assert code == 0 and "Outcome: resolve (rule W7)" in out
+
+
+# -- the trainer's clock ------------------------------------------------------------------------
+
+
+def test_a_clock_file_that_is_a_folder_gets_a_sentence(cli):
+    cli("init")
+    (cli.home / "clock.json").mkdir()
+    for argv in (("clock", "show"), ("clock", "set", FRIDAY), ("clock", "real"), ("runs",)):
+        code, _out, err = cli(*argv)
+        assert code == EXIT_ERROR and "Traceback" not in err and "clock.json" in err, argv
+        assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("content", [
+    '{"at": "9999-12-31T23:59:59+00:00", "set_at": "0001-01-02T00:00:00+00:00"}',
+    '{"at": "2026-10-09T17:00:00-04:00", "set_at": "9999-12-31T23:59:59+00:00"}',
+    '{"at": "2026-10-09T17:00:00-04:00", "set_at": "2026-10',  # torn
+    '', '[]', '{"at": 5, "set_at": null}',
+])
+def test_a_damaged_clock_file_gets_a_sentence(cli, content):
+    cli("init")
+    (cli.home / "clock.json").write_text(content)
+    code, _, err = cli("clock", "show")
+    assert code == EXIT_ERROR and "clock file" in err and "Traceback" not in err
+    assert cli("clock", "real")[0] == 0 and cli("clock", "show")[0] == 0
+
+
+def test_advancing_the_clock_out_of_range_gets_a_sentence(cli):
+    cli("clock", "set", FRIDAY)
+    for duration in ("999999999999d", "99999999d"):
+        code, _, err = cli("clock", "advance", duration)
+        assert code == EXIT_ERROR and ("too long" in err or "out of range" in err), duration
+    assert cli("clock", "show")[1].startswith("Clock: 2026-10-09T17:")
+
+
+def test_the_clock_file_is_written_atomically_and_private(tmp_path):
+    from datetime import timedelta
+
+    from core.clock import FileClock, parse_time
+    from core.errors import ResolverError
+
+    clock = FileClock(tmp_path / "clock.json")
+    clock.set(parse_time(FRIDAY))
+    assert stat.S_IMODE((tmp_path / "clock.json").stat().st_mode) == 0o600
+    stop = threading.Event()
+    failures: list[str] = []
+
+    def writer() -> None:
+        while not stop.is_set():
+            clock.advance(timedelta(seconds=1))
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        for _ in range(400):
+            try:
+                FileClock(tmp_path / "clock.json").now()
+            except ResolverError as exc:
+                failures.append(str(exc))
+    finally:
+        stop.set()
+        thread.join()
+    assert failures == []
+    assert [p.name for p in tmp_path.iterdir()] == ["clock.json"]  # no temporary file left
+
+
+# -- wrong advice, search -----------------------------------------------------------------------
+
+
+def test_a_locked_world_during_approve_says_resume_finishes_it(waiting, monkeypatch):
+    from core.errors import StoreBusy
+    from core.home import Home
+
+    def locked(self, run_id, **kw):
+        raise StoreBusy(f"The practice world {self.world_path} stayed locked by another process for 5 s; try again.")
+
+    monkeypatch.setattr(Home, "execute", locked)
+    code, _, err = waiting("approve", T65273_RUN, "--as", "team_lead")
+    assert code == EXIT_ERROR and "try again" not in err
+    assert f"resolver resume {T65273_RUN}" in err and "finishes" in err
+    assert _state(waiting.home).status == "executing"
+
+
+# -- no escape sequence from data reaches a terminal --------------------------------------------
+
+NASTY = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31m\x9b1m\r\x08\x00"
+
+
+def test_the_clis_output_for_a_ticket_full_of_escapes_has_no_control_byte(waiting):
+    from core.checkpoint import CheckpointStore
+
+    store = CheckpointStore(waiting.home / "runs.sqlite")
+    state = store.load(T65273_RUN)
+    p = state.proposal
+    assert p is not None
+    action = p.actions[0].model_copy(update={"order_id": "LK-507862" + NASTY, "reason_code": "RFD" + NASTY})
+    state.proposal = p.model_copy(update={"rule": "W7" + NASTY, "reason": "why" + NASTY, "actions": [action]})
+    store.save(state)
+    outputs = []
+    for argv in (("show", T65273_RUN), ("show", T65273_RUN, "--json"), ("runs",), ("runs", "--json"), ("trace", T65273_RUN),
+                 ("trace", T65273_RUN, "--json"), ("resume", T65273_RUN), ("resume", T65273_RUN, "--json"),
+                 ("approve", T65273_RUN, "--as", "grace", "--name", "Grace" + NASTY[:8]), ("changes",), ("changes", "--json"),
+                 ("audit",), ("audit", "--json"), ("show", T65273_RUN), ("runs", "--search", "W7\x1b[31m")):
+        code, out, err = waiting(*argv)
+        outputs.append((argv, code, out + err))
+    for argv, _code, text in outputs:
+        assert "Traceback" not in text, argv
+        _no_control(text)
+        assert "52;c;" not in text or "\\u001b" in text or "\x1b" not in text, argv
+
+
+# -- where the home lives -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [("runs",), ("show",), ("show", T65273_RUN), ("trace", T65273_RUN), ("changes",), ("audit",)])
+def test_read_only_commands_never_make_a_home(tmp_path, capsys, monkeypatch, command):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RESOLVER_HOME", raising=False)
+    monkeypatch.setenv("RESOLVER_CONFIG", str(tmp_path / "none.toml"))
+    assert main(list(command)) == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "No home folder at" in err and str(tmp_path / "work") in err and "--home" in err and "the default ./work" in err
+    assert not (tmp_path / "work").exists()
+
+
+def test_the_config_file_may_name_the_home_and_doctor_says_why(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RESOLVER_HOME", raising=False)
+    config = tmp_path / "cfg" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('name = "Grace"\nrole = "grace"\nhome = "../queue"\n')
+    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    assert main(["init"]) == 0
+    assert (tmp_path / "queue" / "runs.sqlite").exists() and not (tmp_path / "work").exists()
+    capsys.readouterr()
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Home: ") and f"from `home` in {config}" in out
+    monkeypatch.setenv("RESOLVER_HOME", str(tmp_path / "env-home"))
+    main(["doctor"])
+    assert "from $RESOLVER_HOME" in capsys.readouterr().out
+    config.write_text("home = [")
+    monkeypatch.delenv("RESOLVER_HOME")
+    assert main(["runs"]) == EXIT_ERROR and "Cannot read the config file" in capsys.readouterr().err
+
+
+# -- files: modes, log, doctor ------------------------------------------------------------------
+
+
+def test_a_new_home_is_0700_and_its_files_0600(waiting):
+    waiting("approve", T65273_RUN, "--as", "team_lead")
+    home = waiting.home
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+    names = sorted(p.name for p in home.iterdir())
+    assert {"runs.sqlite", "larkfield.sqlite", "approval.key", "clock.json", "resolver.log"} <= set(names)
+    for p in home.iterdir():
+        assert stat.S_IMODE(p.stat().st_mode) == 0o600, p.name
+
+
+def test_the_log_has_decisions_and_stack_traces_never_the_screen(waiting, monkeypatch):
+    import core.cli
+
+    waiting("approve", T65273_RUN, "--as", "agent")  # refused: needs team lead
+    log = (waiting.home / "resolver.log").read_text()
+    assert "approve" in log and "refused:" in log
+
+    def boom(home, args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(core.cli, "cmd_changes", boom)
+    parser = core.cli.build_parser()
+    monkeypatch.setattr(core.cli, "build_parser", lambda prog="resolver": _with_func(parser, "changes", boom))
+    code, _out, err = waiting("changes")
+    assert code == EXIT_ERROR and "Traceback" not in err and "unexpected error (RuntimeError)" in err
+    assert "Traceback" in (waiting.home / "resolver.log").read_text() and "a bug" in (waiting.home / "resolver.log").read_text()
+
+
+def _with_func(parser, command, func):
+    for action in parser._subparsers._group_actions:  # the one subparsers action
+        action.choices[command].set_defaults(func=func)
+    return parser
+
+
+def test_doctor_reports_modes_key_databases_triggers_and_versions(waiting, capsys):
+    code, out, _ = waiting("doctor")
+    assert code == 0, out
+    for words in ("Home: ", "home folder mode 0700", "every file of the home is 0600", "approval key" if False else "approval",
+                  "checkpoint store runs.sqlite: integrity ok", "practice world larkfield.sqlite: integrity ok",
+                  "audit triggers present", "pydantic ", "sqlite-utils ", "Python "):
+        assert words in out, words
+    (waiting.home / "clock.json").chmod(0o644)
+    code, out, _ = waiting("doctor")
+    assert code == EXIT_ERROR and "FAIL  files readable by others: clock.json 0644; run `chmod 600`" in out
+
+
+# -- exit codes and JSON ------------------------------------------------------------------------
+
+
+def test_exit_codes_refused_and_handed_to_a_person(waiting):
+    assert waiting("approve", T65273_RUN, "--as", "agent")[0] == EXIT_REFUSED
+    assert waiting("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")[0] == 0
+    code, out, _ = waiting("approve", T65273_RUN, "--as", "grace", "--name", "Grace", "--json")
+    assert code == EXIT_HANDED and json.loads(out)["status"] == "handed_to_person"
+    code, out, _ = waiting("resume", T65273_RUN, "--json")
+    assert code == 0 and json.loads(out)["resumed"] == "final"
+    for argv in (("show", T65273_RUN, "--json"), ("trace", T65273_RUN, "--json"), ("changes", "--json"), ("audit", "--json"),
+                 ("show", "--json")):
+        code, out, _ = waiting(*argv)
+        assert code == 0 and json.loads(out), argv
+    assert [r["decision"] for r in json.loads(waiting("audit", "--json")[1])] == ["approve"]
+
+
+# -- prune, backup, restore ---------------------------------------------------------------------
+
+
+def test_prune_deletes_old_finished_runs_and_the_audit_keeps_the_decision(waiting):
+    waiting("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "refunded by phone")
+    waiting("run", "T-90104")
+    code, out, _ = waiting("prune", "--older-than", "90d")
+    assert code == 0 and out.startswith("No finished run is older than")
+    waiting("clock", "advance", "91d")
+    code, out, _ = waiting("prune", "--older-than", "90d")
+    assert code == 0 and "Removed 1 finished run(s)" in out and "1 handed_to_person" in out and T65273_RUN in out
+    assert [r.split()[0] for r in waiting("runs")[1].splitlines()] == ["T-90104-agent-chat-small-1"]
+    audit = json.loads(waiting("audit", "--json")[1])
+    assert [(r["run_id"], r["decision"], r["name"]) for r in audit] == [(T65273_RUN, "reject", "Amira")]
+    assert waiting("prune", "--older-than", "back 1d")[0] == EXIT_USAGE
+
+
+def test_backup_and_restore_round_trip_while_the_store_is_open(waiting, tmp_path):
+    archive = tmp_path / "b.tar.gz"
+    code, out, _ = waiting("backup", str(archive))
+    assert code == 0 and "runs.sqlite" in out and "approval.key" not in out  # no key made yet
+    assert stat.S_IMODE(archive.stat().st_mode) == 0o600
+    with tarfile.open(archive) as tar:
+        names = set(tar.getnames())
+    assert {"runs.sqlite", "larkfield.sqlite", "clock.json"} <= names and not any(n.endswith(("-wal", "-shm")) for n in names)
+    assert waiting("backup", str(archive))[0] == EXIT_ERROR  # never overwritten
+    waiting("reject", T65273_RUN, "--as", "agent", "--reason", "no")
+    code, out, _ = waiting("restore", str(archive))
+    assert code == 0 and out.startswith("Restored")
+    assert _state(waiting.home).status == "waiting_approval"
+
+
+def test_restore_checks_before_replacing(waiting, tmp_path):
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(b"not an archive")
+    code, _, err = waiting("restore", str(bad))
+    assert code == EXIT_ERROR and "Nothing was replaced" in err
+    partial = tmp_path / "partial.tar.gz"
+    with tarfile.open(partial, "w:gz") as tar:
+        tar.add(waiting.home / "clock.json", arcname="clock.json")
+    assert "no runs.sqlite" in waiting("restore", str(partial))[2]
+    shop_root = tmp_path / "shop"
+    assert main(["init", "--shop", "--home", str(shop_root)]) == 0
+    archive = tmp_path / "shop.tar.gz"
+    assert main(["backup", str(archive), "--home", str(shop_root)]) == 0
+    code, _, err = waiting("restore", str(archive))
+    assert code == EXIT_ERROR and "never changes a home's kind" in err
+    assert main(["restore", str(archive), "--home", str(shop_root)]) == EXIT_REFUSED
+    assert _state(waiting.home).status == "waiting_approval"
+
+
+# -- the machine --------------------------------------------------------------------------------
+
+
+def test_windows_is_refused_with_a_sentence():
+    from core.errors import ResolverError
+    from core.platform import require_posix
+
+    require_posix("posix")
+    with pytest.raises(ResolverError, match="POSIX"):
+        require_posix("nt")
+
+
+def test_lowest_constraints_pin_each_floor():
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+    from lowest_constraints import lowest
+
+    assert lowest(["pydantic>=2.10,<3", "textual>=8.0,<9", "x", "a[b]>=1.2"]) == ["pydantic==2.10", "textual==8.0", "a==1.2"]
+
+
+def test_run_process_keeps_working(proc):
+    assert run_process(proc.home, "init").returncode == 0
+
+
+@pytest.mark.parametrize("term", ["GARCÍA", "García", "garcía", "Í", "ÍA", "í"])
+def test_search_folds_case_by_unicode_rules(cli, term):
+    """Regression: `GARCÍA` and short terms like `Í` missed Mateo García (SQLite's LIKE folds ASCII only)."""
+    cli("run", "T-70314")
+    cli("run", "T-65273")
+    code, out, _ = cli("runs", "--search", term)
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["T-70314-agent-chat-small-1"], term
+
+
+def test_each_home_has_its_own_log_and_escapes_are_written_as_text(tmp_path):
+    from core.home import Home
+
+    a, b = Home(tmp_path / "a"), Home(tmp_path / "b")
+    a.log.info("only in a \x1b]52;c;eA==\x07")
+    b.log.info("only in b")
+    text_a, text_b = (tmp_path / "a" / "resolver.log").read_text(), (tmp_path / "b" / "resolver.log").read_text()
+    assert "only in a" in text_a and "only in b" not in text_a and "only in a" not in text_b
+    assert "\x1b" not in text_a and "\\x1b]52;c;" in text_a
+    assert stat.S_IMODE((tmp_path / "a" / "resolver.log").stat().st_mode) == 0o600
+
+
+def test_the_app_and_the_cli_log_decisions_through_home(waiting):
+    waiting("approve", T65273_RUN, "--as", "team_lead", "--name", "Priya")
+    log = (waiting.home / "resolver.log").read_text()
+    assert f"approve {T65273_RUN} by team_lead (Priya): approved, executing" in log
+    assert re.search(rf"execute {T65273_RUN}: operation [0-9a-f]{{16}} request_refund done, 1 call\(s\)", log)
+
+
+def test_an_empty_digest_through_home_is_refused_too(tmp_path):
+    from core.errors import ResolverError
+    from core.home import Home
+
+    home = Home(tmp_path / "h")
+    state = home.run("T-65273")
+    with pytest.raises(ResolverError, match="digest is empty"):
+        home.approve(state.run_id, "grace", digest=" ")
+    assert home.queue.load(state.run_id).status == "waiting_approval"
