@@ -105,8 +105,6 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from core.views import safe_text
-
     shown = 0
     limit = args.limit or None
     if args.json:
@@ -127,6 +125,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         print("\n]" if shown else "]")
         return 0
     if not shown:
+        from core.views import safe_text
+
         if args.status or args.search:
             _print("No runs match" + (f" status {args.status}" if args.status else "") + (" and" if args.status and args.search else "")
                    + (f" {safe_text(args.search)!r}" if args.search else "") + f"; {home.queue.total()} run(s) saved in all.")
@@ -391,6 +391,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
     args = parser.parse_args(argv)
     if getattr(args, "model", "x") is None:
         args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"
+    if args.command == "runs":  # a listing reads indexed columns only: no model, policy or world
+        listed = _runs_light(args)
+        if listed is not None:
+            return listed
     from core.executor import SimulatedCrash
     from core.home import Home, resolve_home
     from core.homekind import init_home
@@ -415,6 +419,24 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
     except KeyboardInterrupt:
         print(f"Interrupted; the last checkpoint is saved. Resume with `{PROG} resume RUN`.", file=sys.stderr)
         return 130
+
+
+def _runs_light(args: argparse.Namespace) -> int | None:
+    """``resolver runs`` on a store already in the current format, without importing the whole
+    home (:mod:`core.listing`); None to take the ordinary path."""
+    from core.homepath import resolve_home
+    from core.listing import listing_home
+
+    try:
+        home = listing_home(resolve_home(getattr(args, "home", None)))
+        if home is None:
+            return None
+        return int(cmd_runs(home, args))  # type: ignore[arg-type]  # cmd_runs reads home.queue only
+    except ResolverError as exc:
+        from core.views import safe_text
+
+        print(safe_text(exc), file=sys.stderr)
+        return EXIT_ERROR
 
 
 def entry(prog: str = "resolver") -> None:

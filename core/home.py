@@ -25,18 +25,11 @@ from core.clock import Clock
 from core.errors import ResolverError
 from core.executor import Interrupt, OnProgress, execute
 from core.homekind import Kind, home_clock, home_kind, require_practice
+from core.homepath import DEFAULT_HOME, HOME_ENV, resolve_home  # noqa: F401  (re-exported: the home's location)
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState
 from core.world import World
-
-HOME_ENV = "RESOLVER_HOME"
-DEFAULT_HOME = "work"
-
-
-def resolve_home(arg: str | os.PathLike | None = None) -> Path:
-    """``--home DIR`` if given, else ``$RESOLVER_HOME``, else ``./work``."""
-    return Path(arg or os.environ.get(HOME_ENV) or DEFAULT_HOME).expanduser()
 
 
 @dataclass
