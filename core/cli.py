@@ -111,13 +111,15 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         print("[", end="")
     for page in home.queue.pages(args.status, search=args.search, limit=min(1000, limit or 1000)):
         rows = page.rows[: limit - shown] if limit else page.rows
+        lines: list[str] = []  # one write per page: 100,000 print calls cost more than the reads
         for r in rows:
             if args.json:
-                print(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1), end="")
+                lines.append(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1))
             else:
                 mark = "" if r.state_ok else "  (corrupt checkpoint)"
-                print(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
+                lines.append(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}\n")
             shown += 1
+        sys.stdout.write("".join(lines))
         sys.stdout.flush()
         if limit and shown >= limit:
             break
