@@ -51,11 +51,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, NoReturn, TypedDict
-
-import pydantic_core
-import sqlite_utils
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 from core import auditchain
 from core.clock import Clock, SystemClock, iso, parse_time
@@ -67,7 +63,13 @@ from core.errors import (
     RunNotFound,
     StaleCheckpoint,
 )
-from core.state import SCHEMA_VERSION, TaskState, migrate
+
+if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
+    # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
+    import sqlite_utils
+    from pydantic import BaseModel
+
+    from core.state import TaskState
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -161,7 +163,7 @@ def blank_columns(state: TaskState) -> QueueColumns:
     return QueueColumns(customer=state.customer_id, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
 
 
-Summarize = Callable[[TaskState], QueueColumns]
+Summarize = Callable[["TaskState"], QueueColumns]
 """The hook that gives the queue's columns of a state (:func:`core.queue.queue_columns`)."""
 
 
@@ -399,6 +401,8 @@ class CheckpointStore:
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
+            import sqlite_utils
+
             fmt = conn.execute("PRAGMA user_version").fetchone()[0]
             db = sqlite_utils.Database(conn)
             tables = set(db.table_names())
@@ -558,6 +562,10 @@ class CheckpointStore:
 
     def _split_whole_state(self, conn: sqlite3.Connection, run_id: str, text: str, created_at: str | None,
                            total: str | None) -> None:
+        from pydantic import ValidationError
+
+        from core.state import TaskState, migrate
+
         dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
         try:
             raw = json.loads(text)
@@ -637,6 +645,8 @@ class CheckpointStore:
                 text = json.dumps(e.result, ensure_ascii=False, allow_nan=False)
                 by_text.setdefault(text, n)
             except (TypeError, ValueError):
+                import pydantic_core
+
                 text = pydantic_core.to_json(e.result).decode()
             rows.append((run_id, n, "evidence", seq, e.model_dump_json(exclude={"result"}), text, None))
         for seq, m in enumerate(state.messages[m0:], m0 + 1):
@@ -811,6 +821,10 @@ class CheckpointStore:
         return self._build(run_id, parts)
 
     def _build(self, run_id: str, parts: _Parts) -> TaskState:
+        from pydantic import ValidationError
+
+        from core.state import SCHEMA_VERSION, TaskState
+
         header = parts.header
         if not any(f'"{k}":' in header for k in LISTS):
             text = _join_lists(header, list(zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True)))
@@ -827,6 +841,10 @@ class CheckpointStore:
     def _build_carefully(self, run_id: str, parts: _Parts) -> TaskState:
         """The slow path with precise errors: an older schema version, a corrupt row, or a header
         that still holds its lists (release 0.1.0's whole-state form, or a row edited by hand)."""
+        from pydantic import ValidationError
+
+        from core.state import TaskState, migrate
+
         try:
             raw = json.loads(parts.header)
             if not isinstance(raw, dict):

@@ -68,8 +68,8 @@ PROG = "resolver"
 
 
 def _print(lines: Sequence[str] | str = "") -> None:
-    """Print lines, each through :func:`core.views.safe_text` (no escape sequence from data)."""
-    from core.views import safe_text
+    """Print lines, each through :func:`core.safetext.safe_text` (no escape sequence from data)."""
+    from core.safetext import safe_text
 
     if isinstance(lines, str):
         lines = [lines]
@@ -113,7 +113,7 @@ def _show_request(state: TaskState) -> None:
 def _show_run_outcome(state: TaskState) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
     from core.runner import outcome_line
-    from core.views import safe_text
+    from core.safetext import safe_text
 
     if state.proposal is None:
         _print(f"Run {state.run_id}: {state.status} after {state.step} step(s).")
@@ -158,7 +158,7 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from core.views import safe_text
+    from core.safetext import safe_text
 
     shown = 0
     if args.limit < 0:
@@ -168,13 +168,15 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         print("[", end="")
     for page in home.queue.pages(args.status, search=args.search, limit=min(1000, limit or 1000)):
         rows = page.rows[: limit - shown] if limit else page.rows
+        lines: list[str] = []  # one write per page: 100,000 print calls cost more than the reads
         for r in rows:
             if args.json:
-                print(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1), end="")
+                lines.append(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1))
             else:
                 mark = "" if r.state_ok else "  (corrupt checkpoint)"
-                print(safe_text(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}"))
+                lines.append(safe_text(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}") + "\n")
             shown += 1
+        sys.stdout.write("".join(lines))
         sys.stdout.flush()
         if limit and shown >= limit:
             break
@@ -182,6 +184,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         print("\n]" if shown else "]")
         return 0
     if not shown:
+        from core.safetext import safe_text
+
         if args.status or args.search:
             _print("No runs match" + (f" status {args.status}" if args.status else "") + (" and" if args.status and args.search else "")
                    + (f" {safe_text(args.search)!r}" if args.search else "") + f"; {home.queue.total()} run(s) saved in all.")
@@ -328,8 +332,8 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     """``approvers init|add|list|revoke|recover`` (issue 14): the registry of a shop home."""
     from core.approvers import fingerprint
     from core.homekind import require_shop
+    from core.safetext import safe_text
     from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase, seal_head
-    from core.views import safe_text
 
     require_shop(home.root, "`approvers`")
     registry = home.registry()
@@ -378,8 +382,8 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
 def _audit_verify(home: Home) -> int:
     """``audit verify`` (issue 14): the hash chain, the triggers, and in a shop home each
     decision's signature and the signed ``audit.head``. Exit 1 when anything is found."""
+    from core.safetext import safe_text
     from core.signing import verify_home_audit
-    from core.views import safe_text
 
     report = verify_home_audit(home.root, home.store, home.kind)
     if report.ok:
@@ -775,7 +779,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
     args = parser.parse_args(argv)
     if getattr(args, "model", "x") is None:
         args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"
-    from core.views import safe_text
+    if args.command == "runs":  # a listing reads indexed columns only: no model, policy or world
+        listed = _runs_light(args)
+        if listed is not None:
+            return listed
+    from core.safetext import safe_text
 
     log = None
     try:
@@ -830,6 +838,24 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             where_logged = "nowhere: the home was not open yet"
         print(f"resolver stopped on an unexpected error ({type(exc).__name__}); the details are in {where_logged}. "
               f"Every step before it was saved: `{PROG} show RUN` says where a run stands.", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _runs_light(args: argparse.Namespace) -> int | None:
+    """``resolver runs`` on a store already in the current format, without importing the whole
+    home (:mod:`core.listing`); None to take the ordinary path."""
+    from core.homepath import locate_home
+    from core.listing import listing_home
+
+    try:
+        home = listing_home(locate_home(getattr(args, "home", None)).path)
+        if home is None:
+            return None
+        return int(cmd_runs(home, args))  # type: ignore[arg-type]  # cmd_runs reads home.queue only
+    except ResolverError as exc:
+        from core.safetext import safe_text
+
+        print(safe_text(exc), file=sys.stderr)
         return EXIT_ERROR
 
 

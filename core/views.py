@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,6 +23,7 @@ from core.policy import may_approve, proposal_role, who_may_approve
 from core.recorded_model import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, role_label
 from core.runner import outcome_line
+from core.safetext import safe_text
 from core.state import FINAL_STATUSES, TaskState, action_line, action_short
 
 __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
@@ -63,21 +63,6 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "unreadable_detail",
     "usage_line",
 ]
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_ESCAPE_SEQ = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
-
-
-def safe_text(text: Any) -> str:
-    """``text`` as a string with terminal escape sequences and control characters removed.
-
-    Newlines and tabs stay; ``ESC ] 0 ; title BEL`` and ``ESC [ 31 m`` go whole; any other
-    C0/C1 control character is dropped.
-    """
-    value = str(text)
-    value = _ESCAPE_SEQ.sub("", value)
-    return _CONTROL.sub("", value.replace("\r\n", "\n").replace("\r", "\n"))
-
 
 def _indent(text: str, prefix: str = "  ") -> list[str]:
     return [prefix + line for line in safe_text(text).splitlines() or [""]]

@@ -257,19 +257,19 @@ def test_interrupt_help_says_it_simulates_a_crash(cli, capsys):
 def test_runs_prints_page_by_page_and_json_stays_one_array(cli, monkeypatch):
     import json
 
-    from core.queue import ApprovalQueue
+    from core.listing import ListingQueue
 
     for repeat in ("1", "2", "3"):
         cli("run", "T-90103", "--repeat", repeat)
     pages: list[int] = []
-    real_page = ApprovalQueue.page
+    real_pages = ListingQueue.pages  # `resolver runs` on a current store reads through core.listing
 
     def counting(self, *args, **kwargs):
-        page = real_page(self, *args, **{**kwargs, "limit": 2})
-        pages.append(len(page.rows))
-        return page
+        for page in real_pages(self, *args, **{**kwargs, "limit": 2}):
+            pages.append(len(page.rows))
+            yield page
 
-    monkeypatch.setattr(ApprovalQueue, "page", counting)
+    monkeypatch.setattr(ListingQueue, "pages", counting)
     code, out, _ = cli("runs")
     assert code == 0 and pages == [2, 1] and len(out.strip().splitlines()) == 3
     pages.clear()

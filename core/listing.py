@@ -1,0 +1,81 @@
+"""``resolver runs`` without the model, the policy or the world: the light read of a listing.
+
+A listing reads only the queue's indexed columns (:meth:`core.checkpoint.CheckpointStore.page`),
+so it needs neither pydantic nor the policy and customer data that :class:`core.home.Home`
+imports to write. :func:`listing_home` opens the store alone when ``runs.sqlite`` is already in
+the current store format; anything else (no file yet, release 0.1.0's format to migrate, a file
+that cannot be read) is left to the whole :class:`~core.home.Home`, which migrates with the
+queue's columns and says what is wrong in its own sentence. Issue 10's start-up target:
+``resolver runs --status waiting_approval`` over 100,000 runs under 0.3 s, whole process.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from core.checkpoint import STORE_FORMAT, CheckpointStore, RunSummary
+
+__all__ = ["ListingHome", "ListingPage", "ListingQueue", "listing_home"]
+
+
+@dataclass(frozen=True)
+class ListingPage:
+    """One page of a listing: ``rows`` and whether another page may follow (``more``)."""
+
+    rows: list[RunSummary]
+    more: bool
+
+
+class ListingQueue:
+    """The two reads ``resolver runs`` makes, with the same order and pages as
+    :meth:`core.queue.ApprovalQueue.pages` and :meth:`core.queue.ApprovalQueue.total`."""
+
+    def __init__(self, store: CheckpointStore) -> None:
+        self._store = store
+
+    def pages(self, status: str | None = None, *, search: str | None = None, limit: int = 1000) -> Iterator[ListingPage]:
+        """Every page in turn, keyset after the last row of the one before."""
+        after: RunSummary | None = None
+        while True:
+            rows = self._store.page(status, search=search, after=after, limit=limit)
+            more = len(rows) >= limit
+            yield ListingPage(rows, more)
+            if not more:
+                return
+            after = rows[-1]
+
+    def total(self) -> int:
+        """How many runs are saved, whatever their status (the counts table)."""
+        return sum(self._store.counts().values())
+
+
+@dataclass(frozen=True)
+class ListingHome:
+    """A home opened for listing only: ``root`` and its ``queue`` (a :class:`ListingQueue`)."""
+
+    root: Path
+    queue: ListingQueue
+
+
+def listing_home(root: Path) -> ListingHome | None:
+    """The home at ``root`` opened for a listing, or None when the whole home must open it (no
+    ``runs.sqlite`` yet, an older store format to migrate, or a file SQLite cannot read)."""
+    path = root / "runs.sqlite"
+    if not path.is_file():
+        return None
+    try:
+        probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            fmt = probe.execute("PRAGMA user_version").fetchone()[0]
+        finally:
+            probe.close()
+    except sqlite3.Error:
+        return None
+    if fmt != STORE_FORMAT:
+        return None
+    return ListingHome(root, ListingQueue(CheckpointStore(path)))
+
+

@@ -1,0 +1,53 @@
+"""``resolver runs`` through :mod:`core.listing` (issue 10, start-up): the same rows in the same
+order as the home's queue, no pydantic imported, and an older store still opened by the whole home."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from core.home import Home
+from core.listing import listing_home
+
+FROZEN = Path(__file__).parent / "fixtures" / "home_0_1_0"
+
+
+def test_listing_pages_are_the_queues_pages(home: Home):
+    for repeat in (1, 2, 3):
+        home.run("T-90103", repeat=repeat)
+    home.run("T-65273")
+    light = listing_home(home.root)
+    assert light is not None
+    for status in (None, "waiting_approval", "done"):
+        want = [r for p in home.queue.pages(status, limit=2) for r in p.rows]
+        got = [r for p in light.queue.pages(status, limit=2) for r in p.rows]
+        assert got == want
+    assert light.queue.total() == home.queue.total() == 4
+
+
+def test_runs_imports_no_model(home: Home):
+    home.run("T-90103")
+    code = (
+        "import sys; from core.cli import main; main(['runs', '--home', sys.argv[1]]); "
+        "print(sorted(m for m in ('pydantic', 'sqlite_utils', 'core.state', 'core.home') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(home.root)], capture_output=True, text=True, check=True).stdout
+    assert "T-90103-agent-chat-small-1" in out and out.strip().splitlines()[-1] == "[]", out
+
+
+def test_an_older_store_is_opened_by_the_whole_home(tmp_path, capsys):
+    from core.cli import main
+
+    root = tmp_path / "old"
+    shutil.copytree(FROZEN, root)
+    assert listing_home(root) is None  # release 0.1.0's format: the home migrates it first
+    assert main(["runs", "--home", str(root)]) == 0
+    conn = sqlite3.connect(root / "runs.sqlite")
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    finally:
+        conn.close()
+    assert listing_home(root) is not None and capsys.readouterr().out.strip()
