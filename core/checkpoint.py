@@ -451,6 +451,8 @@ class CheckpointStore:
         missing = sorted(TRIGGERS - have)
         if not missing:
             return
+        import sqlite_utils  # only when a trigger was dropped: a listing never pays for the import
+
         conn.execute("BEGIN IMMEDIATE")
         try:
             db = sqlite_utils.Database(conn)

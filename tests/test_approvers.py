@@ -82,7 +82,7 @@ def _audit(root: Path) -> list[dict]:
 
 def test_approvers_init_works_only_in_a_shop_home_and_says_how_to_make_one(cli):
     code, out, err = cli("approvers", "init")
-    assert code == 1 and out == ""
+    assert code == 4 and out == ""  # refused (README, "Exit codes")
     assert "is a practice home: `approvers` works only in a shop home" in err and "resolver init --shop --home DIR" in err
 
 
@@ -109,7 +109,7 @@ def test_add_needs_the_owners_passphrase(staffed):
 def test_a_shop_home_refuses_every_decision_until_its_registry_exists(shop):
     shop("run", "T-65273")
     code, _, err = shop("approve", T65273_RUN, "--name", "Grace", passphrase=GRACE)
-    assert code == 1 and "no approvers registry yet" in err
+    assert code == 4 and "no approvers registry yet" in err
     assert _changes(shop.root) == 0
 
 
@@ -118,9 +118,9 @@ def test_a_shop_home_refuses_every_decision_until_its_registry_exists(shop):
 
 def test_approve_as_grace_is_refused_in_a_shop_home(staffed):
     code, out, err = staffed("approve", T65273_RUN, "--as", "grace", passphrase=GRACE)
-    assert code == 1 and out == "" and err.startswith("--as is refused in a shop home")
+    assert code == 4 and out == "" and err.startswith("--as is refused in a shop home")
     code, _, err = staffed("reject", T65273_RUN, "--as", "grace", "--reason", "no", passphrase=GRACE)
-    assert code == 1 and err.startswith("--as is refused in a shop home")
+    assert code == 4 and err.startswith("--as is refused in a shop home")
     assert _changes(staffed.root) == 0
 
 
@@ -129,14 +129,14 @@ def test_approve_by_name_without_graces_passphrase_is_refused(staffed, monkeypat
     code, _, err = staffed("approve", T65273_RUN, "--name", "Grace")
     assert code == 1 and "No passphrase" in err
     code, _, err = staffed("approve", T65273_RUN, "--name", "Grace", passphrase=ANA)
-    assert code == 1 and err == "Wrong passphrase for Grace: nothing was decided.\n"
+    assert code == 4 and err == "Wrong passphrase for Grace: nothing was decided.\n"
     assert staffed("show", T65273_RUN)[1].count("Status: waiting_approval") == 1
     assert _changes(staffed.root) == 0 and _audit(staffed.root) == []
 
 
 def test_the_role_comes_from_the_registry(staffed):
     code, _, err = staffed("approve", T65273_RUN, "--name", "Bot", passphrase=BOT)
-    assert code == 1 and err == f"You are agent: run {T65273_RUN} needs team lead or above.\n"
+    assert code == 4 and err == f"You are agent: run {T65273_RUN} needs team lead or above.\n"
 
 
 def test_a_team_lead_approves_with_a_signed_decision_and_the_audit_verifies(staffed):
@@ -167,7 +167,7 @@ def test_the_passphrase_comes_from_a_file_descriptor(staffed):
 
 def test_a_signed_rejection_is_audited_and_verifies(staffed):
     code, out, _ = staffed("reject", T65273_RUN, "--name", "Bot", "--reason", "the customer called back", passphrase=BOT)
-    assert code == 0 and "Status: handed_to_person" in out
+    assert code == 0 and "Status: handed_to_person" in out  # a reject did what it was asked: exit 0
     [row] = _audit(staffed.root)
     assert row["decision"] == "reject" and row["sig"] and row["detail"] == "the customer called back"
     assert staffed("audit", "verify")[0] == 0
@@ -211,7 +211,7 @@ def test_an_approval_forged_by_sql_with_a_valid_hmac_executes_nothing_and_the_au
 def test_a_forged_ed25519_looking_approval_without_an_audit_row_goes_to_a_person(staffed):
     _forge(staffed.root, signature=signing.PREFIX + "00" * 64)
     code, out, _ = staffed("resume", T65273_RUN)
-    assert code == 0 and "Status: handed_to_person" in out
+    assert code == 5 and "Status: handed_to_person" in out  # handed to a person (exit 5)
     assert _changes(staffed.root) == 0
     assert "no audit row records this approval" in _audit(staffed.root)[-1]["detail"]
 
@@ -229,11 +229,11 @@ def test_an_approver_revoked_after_deciding_but_before_execution_writes_nothing(
     code, out, err = staffed("approvers", "revoke", "Ana", owner=GRACE)
     assert code == 0 and out.startswith("Revoked Ana at ")
     code, out, _ = staffed("resume", T65273_RUN)
-    assert code == 0 and "Status: handed_to_person" in out
+    assert code == 5 and "Status: handed_to_person" in out  # handed to a person (exit 5)
     assert _changes(staffed.root) == 0
     assert "Ana was revoked at" in _audit(staffed.root)[-1]["detail"]
     code, _, err = staffed("approve", T65273_RUN, "--name", "Ana", passphrase=ANA)
-    assert code == 1 and "Ana was revoked at" in err
+    assert code == 4 and "Ana was revoked at" in err
 
 
 # -- Done when: a registry entry edited by SQL -----------------------------------------------------
@@ -243,7 +243,7 @@ def test_a_registry_entry_edited_by_sql_is_detected_and_refused(staffed):
     with sqlite3.connect(staffed.root / "approvers.sqlite") as conn:
         conn.execute("UPDATE approvers SET role = 'grace' WHERE name = 'Bot'")
     code, _, err = staffed("approve", T65273_RUN, "--name", "Bot", passphrase=BOT)
-    assert code == 1 and "The approvers registry does not verify" in err and "the entry of Bot is not signed by the owner's key" in err
+    assert code == 4 and "The approvers registry does not verify" in err and "the entry of Bot is not signed by the owner's key" in err
     code, _, err = staffed("approvers", "list")
     assert code == 1 and "does not verify" in err
     assert _changes(staffed.root) == 0
