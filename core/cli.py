@@ -783,8 +783,6 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         listed = _runs_light(args)
         if listed is not None:
             return listed
-    from core.safetext import safe_text
-
     log = None
     try:
         from core.executor import SimulatedCrash
@@ -820,13 +818,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         log.info("%s ended with exit code %d", args.command, code)
         return code
     except ResolverError as exc:
-        refused = type(exc).__name__ in REFUSALS
         if log is not None:
-            log.info("%s: %s", "refused" if refused else "error", exc)
-        print(safe_text(exc), file=sys.stderr)
-        if isinstance(exc, BadArgument):
-            return EXIT_USAGE
-        return EXIT_REFUSED if refused else EXIT_ERROR
+            log.info("%s: %s", "refused" if type(exc).__name__ in REFUSALS else "error", exc)
+        return _said(exc)
     except KeyboardInterrupt:
         print(f"Interrupted; the last checkpoint is saved. Resume with `{PROG} resume RUN`.", file=sys.stderr)
         return 130
@@ -853,10 +847,18 @@ def _runs_light(args: argparse.Namespace) -> int | None:
             return None
         return int(cmd_runs(home, args))  # type: ignore[arg-type]  # cmd_runs reads home.queue only
     except ResolverError as exc:
-        from core.safetext import safe_text
+        return _said(exc)
 
-        print(safe_text(exc), file=sys.stderr)
-        return EXIT_ERROR
+
+def _said(exc: ResolverError) -> int:
+    """Print an expected error's one sentence on stderr; its exit code (README, "Exit codes"):
+    2 for a value that cannot be taken as typed, 4 for a refusal, else 1."""
+    from core.safetext import safe_text
+
+    print(safe_text(exc), file=sys.stderr)
+    if isinstance(exc, BadArgument):
+        return EXIT_USAGE
+    return EXIT_REFUSED if type(exc).__name__ in REFUSALS else EXIT_ERROR
 
 
 def entry(prog: str = "resolver") -> None:
