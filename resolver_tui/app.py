@@ -40,8 +40,8 @@ class ResolverApp(App):
     TITLE = "Larkfield approvals"
     COMMANDS = App.COMMANDS | {ResolverCommands, LessonCommands}
     BINDINGS = [
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Every key of the app"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Leave the app (nothing is lost)"),
     ]
 
     def __init__(self, home: Home, role: str = "team_lead", name: str | None = None,

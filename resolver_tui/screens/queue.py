@@ -41,13 +41,13 @@ class QueueScreen(QueueDecisions):
     """
 
     BINDINGS = [
-        Binding("a", "approve", "Approve"),
-        Binding("x", "reject", "Reject"),
-        Binding("u", "resume", "Resume"),
-        Binding("t", "trace", "Trace"),
-        Binding("d", "compare", "Compare"),
-        Binding("R", "refresh", "Refresh"),
-        Binding("slash", "filter", "Filter"),
+        Binding("a", "approve", "Approve", id="approve", tooltip="Approve the highlighted run's proposal"),
+        Binding("x", "reject", "Reject", id="reject", tooltip="Reject the proposal with a reason"),
+        Binding("u", "resume", "Resume", id="resume", tooltip="Resume a run that stopped or is executing"),
+        Binding("t", "trace", "Trace", id="trace", show=False, tooltip="The run's trace"),
+        Binding("d", "compare", "Compare", id="compare", show=False, tooltip="Compare with another run of the ticket"),
+        Binding("R", "refresh", "Refresh", id="refresh", show=False, tooltip="Read the queue again"),
+        Binding("slash", "filter", "Filter", id="filter", tooltip="Filter by ticket, order, customer or run ID"),
         Binding("L", "load_demo", "Load demo"),
         Binding("escape", "back", "Back", show=False),
         Binding("j", "cursor('down')", "Down", show=False),
