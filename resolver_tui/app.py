@@ -85,4 +85,6 @@ class ResolverApp(App):
         """An unexpected error in a trainer's moment is shown, never a crash."""
         if event.state == WorkerState.ERROR and event.worker.group == "trainer":
             error = event.worker.error
-            self.notify(clean(f"{type(error).__name__}: {error}"), severity="error", markup=False, timeout=10)
+            self.log.error("trainer moment failed", error)
+            self.notify("The trainer's moment failed; nothing was lost. Press R to read the queue again.",
+                        severity="error", markup=False, timeout=10)

@@ -28,6 +28,15 @@ from resolver_tui.widgets.safe import plain
 
 OFFERED = (*ACTIONS, "load_demo")
 
+KEY_ACTIONS = {"a": "approve", "x": "reject", "u": "resume", "t": "trace", "d": "compare"}
+"""The keys of the rulebook's actions: pressing one that is dimmed says why."""
+
+
+def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
+    """True when ``new`` was read at an older checkpoint version of the run ``shown`` shows."""
+    return (shown is not None and shown.run_id == new.run_id and new.version is not None
+            and shown.version is not None and new.version < shown.version)
+
 
 class QueueScreen(QueueDecisions):
     """The approvals queue of ``home`` as ``approver``.
@@ -82,6 +91,7 @@ class QueueScreen(QueueDecisions):
         self.loading_more = False
         self.detail: RunDetail | None = None
         self.errors: dict[str, str] = {}
+        self.outcomes: dict[str, list[str]] = {}  # what the last decision in this app did, by run
         self.last_failure: tuple[str, str] | None = None
         self.refreshed = ""
         self.first_page_shown = False
@@ -206,6 +216,8 @@ class QueueScreen(QueueDecisions):
         detail = message.detail
         if detail.run_id != self.selected_id:
             return
+        if is_stale(detail, self.detail):
+            return  # read before the detail shown: a slow read never overwrites a newer one
         self.detail = detail
         if detail.error and detail.status is not None:
             self.table.mark_corrupt(detail.run_id)
@@ -231,6 +243,8 @@ class QueueScreen(QueueDecisions):
 
     def watch_busy(self) -> None:
         self._update_offered()
+        if self.is_mounted:
+            self._show_detail()
 
     def watch_empty(self) -> None:
         self._update_offered()
@@ -250,7 +264,9 @@ class QueueScreen(QueueDecisions):
         elif d is not None and self.last_failure and self.last_failure[0] != d.run_id:
             failure = f"Last action on {self.last_failure[0]} failed: {self.last_failure[1]}"
         why: dict[str, str | None] | None = {a: self.why_not(a) for a in ACTIONS} if d is not None else None
-        self.query_one(DetailPane).show(d, empty=self.table.row_count == 0, failure=failure, why_not=why)
+        outcome = self.outcomes.get(d.run_id) if d is not None else None
+        self.query_one(DetailPane).show(d, empty=self.table.row_count == 0, failure=failure, why_not=why,
+                                        outcome=outcome)
 
     # -- keys -----------------------------------------------------------------------------------
 
@@ -262,7 +278,23 @@ class QueueScreen(QueueDecisions):
             return
         self.call_later(self.run_action, action)
 
+    def on_key(self, event) -> None:
+        """A dimmed key of the rulebook's actions says why it is not offered (the binding does
+        not run: :meth:`check_action` refused it)."""
+        action = KEY_ACTIONS.get(event.character or "")
+        if action is None or isinstance(self.focused, Input):
+            return
+        why = self.why_not(action)
+        if why:
+            event.stop()
+            self.notify(why, title=f"{event.character}: {action} is not offered", severity="warning", markup=False)
+
     def action_cursor(self, where: str) -> None:
+        pane = self.query_one(DetailPane)
+        if pane.has_focus:  # the pane has the focus (enter): j and k scroll it
+            {"down": pane.scroll_down, "up": pane.scroll_up, "top": pane.scroll_home,
+             "bottom": pane.scroll_end}[where](animate=False)
+            return
         self.table.move(where)
         self.table.focus()
 

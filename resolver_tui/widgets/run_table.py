@@ -135,7 +135,7 @@ class RunTable(DataTable):
             self.add_column(labels[key], key=key)
 
     def on_resize(self) -> None:
-        self.fit(self.size.width)
+        self.fit(self.outer_size.width)
 
     def fit(self, width: int) -> None:
         """Show the columns that fit ``width`` (a resize calls it); the rows are rebuilt only
