@@ -177,14 +177,14 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
-    from core.views import approval_request, decision_lines, operation_lines
+    from core.views import proposal_record, status_lines
 
     if args.run is None:
         _print(f"Home: {home.root} ({home.kind})")
         return 0
-    state = home.queue.load(args.run)
-    _print(approval_request(state))
-    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state), f"Home: {home.kind}"])
+    state = home.queue.load(args.run)  # the same status text as the app's pane (core.views)
+    _print(proposal_record(state))
+    _print(["", f"Status: {state.status}", *status_lines(state), f"Home: {home.kind}"])
     return 0
 
 

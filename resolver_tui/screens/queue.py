@@ -107,6 +107,9 @@ class QueueScreen(QueueDecisions):
         yield DetailPane(id="detail", classes="panel")
         yield Footer()
 
+    def on_resize(self) -> None:
+        self._show_bars()  # the bars say less on a narrow terminal
+
     def on_mount(self) -> None:
         self._show_bars()
         self.reload()

@@ -159,7 +159,7 @@ async def test_two_apps_approving_the_same_run_one_wins_the_other_is_told_who(de
         # the pane names the winner.
         assert bob.queue.selected_id == T65273 and bob.queue.table.current == T65273
         assert bob.queue.detail is not None and bob.queue.detail.status == "done"
-        assert f"already approved by Alice" in pane_text(bob)
+        assert "already approved by Alice" in pane_text(bob)
         assert bob.queue.why_not("approve") is not None
         assert any("Alice" in n.message and n.severity == "error" for n in bob._notifications)
     assert [a["name"] for a in demo_home.store.audit(T65273)] == ["Alice"]
