@@ -30,9 +30,8 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "ACTIONS", "RESUMED", "STATUS_SHORT", "UNREADABLE", "Action", "Approver", "Decision", "RunDetail", "Tone",
     "after_approve", "after_reject", "after_resume", "age_text", "approval_request", "approve_dialog",
     "decided_by", "decision_lines", "describe", "diff_lines", "effect_ids", "execution_lines", "operation_lines",
-    "operations_list", "proposal_record", "reply_line", "status_lines",
-    "reject_dialog", "role_label", "safe_text", "standing", "status_short", "status_text", "ticket_lines",
-    "trace_lines", "unreadable_detail", "usage_line",
+    "operations_list", "proposal_record", "reject_dialog", "reply_line", "role_label", "safe_text", "standing",
+    "status_lines", "status_short", "status_text", "ticket_lines", "trace_lines", "unreadable_detail", "usage_line",
 ]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

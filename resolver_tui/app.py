@@ -17,7 +17,6 @@ from resolver_tui.messages import MomentDone
 from resolver_tui.screens.help import HelpScreen
 from resolver_tui.screens.queue import QueueScreen
 from resolver_tui.screens.text import LinesScreen
-from resolver_tui.widgets.safe import clean
 
 
 class ResolverApp(App):

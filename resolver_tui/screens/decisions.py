@@ -22,7 +22,6 @@ from resolver_tui.screens.workers import QueueWorkers
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.safe import clean
 
-
 WORKER_WORDS = {"page": "reading the queue", "detail": "reading the run", "view": "reading the trace",
                 "action": "carrying out the decision"}
 """What each worker group was doing, for the sentence shown when it fails unexpectedly."""
