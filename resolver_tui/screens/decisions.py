@@ -16,7 +16,7 @@ from textual import on
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.messages import Failed, Finished, LinesReady
-from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
+from resolver_tui.screens.dialogs import ConfirmScreen, PickRunScreen, RejectScreen
 from resolver_tui.screens.text import CompareScreen, TraceScreen
 from resolver_tui.screens.workers import QueueWorkers
 from resolver_tui.widgets.detail_pane import DetailPane
@@ -103,8 +103,19 @@ class QueueDecisions(QueueWorkers):
 
     def action_compare(self) -> None:
         d = self.detail
-        if d is not None and not self.why_not("compare"):
-            self.load_compare(d.run_id, d.others[-1])
+        if d is None or self.why_not("compare"):
+            return
+        if len(d.others) == 1:
+            self.load_compare(d.run_id, d.others[0])
+            return
+        run_id = d.run_id
+
+        def picked(other: str | None) -> None:
+            if other:
+                self.load_compare(run_id, other)
+
+        # More than two runs of the ticket: choose which one (the latest is not always the one).
+        self.app.push_screen(PickRunScreen(f"Compare {run_id} with which other run of its ticket?", d.others), picked)
 
     # -- what the workers report ----------------------------------------------------------------
 

@@ -137,3 +137,31 @@ async def test_while_a_decision_runs_its_keys_are_dimmed_and_the_outcome_stays(d
         await settle(pilot)
         assert app.queue.selected_id == T24410
         assert "Outcome: " in pane_text(app)
+
+
+async def test_three_runs_of_T90103_can_show_run_1_against_run_2(demo_home):
+    """Issue 12: with three runs, `d` compared only with the latest ("the two runs propose the
+    same actions") and never showed run 2, which differs."""
+    from resolver_tui.screens.dialogs import PickRunScreen
+    from resolver_tui.screens.text import CompareScreen
+
+    third = demo_home.run("T-90103", repeat=1)  # proposes what run 1 proposes
+    run1, run2 = "T-90103-agent-chat-small-1", "T-90103-agent-chat-small-2"
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("7")
+        await settle(pilot)
+        await select(pilot, run1)
+        assert app.queue.detail.others == [run2, third.run_id]
+        await pilot.press("d")
+        await settle(pilot)
+        assert isinstance(app.screen, PickRunScreen)
+        assert run2 in screen_text(app) and third.run_id in screen_text(app)
+        await pilot.press("enter")  # the first choice: run 2
+        await settle(pilot)
+        assert isinstance(app.screen, CompareScreen)
+        body = str(app.screen.query_one("#lines-body").render())
+        assert f"--- {run1}" in body and f"+++ {run2}" in body
+        assert "- create_return_label" in body  # run 2 differs from run 1
+        assert "The two runs propose the same actions." not in body
