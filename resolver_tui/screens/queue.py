@@ -28,6 +28,14 @@ from resolver_tui.widgets.safe import plain
 
 OFFERED = (*ACTIONS, "load_demo")
 
+SORTS: list[tuple[str | None, str]] = [(None, "default"), ("created", "age"), ("amount", "amount"),
+                                      ("role", "role needed")]
+"""The sorts the ``s`` key cycles through: the store's sort name and what the filter bar calls it
+(``created``: oldest run first is the store's ``age`` of the run, not of its last change)."""
+
+HEADER_SORTS = {"age": "created", "total": "amount", "role": "role"}
+"""Clicking a column header sorts by it."""
+
 KEY_ACTIONS = {"a": "approve", "x": "reject", "u": "resume", "t": "trace", "d": "compare"}
 """The keys of the rulebook's actions: pressing one that is dimmed says why."""
 
@@ -57,6 +65,7 @@ class QueueScreen(QueueDecisions):
         Binding("d", "compare", "Compare", id="compare", show=False, tooltip="Compare with another run of the ticket"),
         Binding("R", "refresh", "Refresh", id="refresh", show=False, tooltip="Read the queue again"),
         Binding("slash", "filter", "Filter", id="filter", tooltip="Filter by ticket, order, customer or run ID"),
+        Binding("s", "sort", "Sort", id="sort", tooltip="Sort by age, amount or role needed (or click a column header)"),
         Binding("L", "load_demo", "Load demo"),
         Binding("escape", "back", "Back", show=False),
         Binding("j", "cursor('down')", "Down", show=False),
@@ -134,7 +143,8 @@ class QueueScreen(QueueDecisions):
         queue = self.home.queue
         self.query_one(TopBar).show(self.approver.name, self.approver.role, queue.now() if queue.simulated else None,
                                     self.home.kind)
-        self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following)
+        self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following,
+                                       dict(SORTS).get(self.sort, "") if self.sort else "")
 
     # -- the queue ------------------------------------------------------------------------------
 
@@ -314,6 +324,22 @@ class QueueScreen(QueueDecisions):
         self.reload()
         if self.selected_id:
             self.load_detail(self.selected_id)
+
+    def action_sort(self, sort: str | None = "") -> None:
+        """Sort the queue by ``sort`` (a store sort name; "": the next of :data:`SORTS`)."""
+        names = [name for name, _ in SORTS]
+        if sort == "":
+            sort = names[(names.index(self.sort) + 1) % len(names)] if self.sort in names else names[1]
+        self.sort = sort
+        label = dict(SORTS).get(sort, sort or "default")
+        self.notify(f"Sorted by {label}.", markup=False, timeout=3)
+        self._refilter()
+
+    @on(RunTable.HeaderSelected)
+    def header_selected(self, event: RunTable.HeaderSelected) -> None:
+        sort = HEADER_SORTS.get(str(event.column_key.value))
+        if sort is not None:
+            self.action_sort(sort)
 
     def action_filter(self) -> None:
         box = self.query_one("#search", Input)

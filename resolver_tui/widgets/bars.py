@@ -43,12 +43,15 @@ class FilterBar(Static):
     """The status filters with live counts, the active one highlighted, and the refresh time."""
 
     def show(self, active: int, counts: dict[str, int], search: str | None, refreshed: str,
-             following: bool = False) -> None:
+             following: bool = False, sort: str = "") -> None:
+        """``sort``: the sort's name when it is not the default (shown after the counts)."""
         parts: list = []
         if search:  # first, so a narrow terminal never hides it
             hint = "a number key or Esc leaves it" if following else "Esc clears it"
             parts += [("showing only " if following else "filter: ", "bold"), (clean(search), "bold reverse"),
                       f" ({hint})  "]
+        if sort:  # before the counts too: a narrow terminal never hides it
+            parts += [("sorted by ", "bold"), (sort, "bold reverse"), " "]
         total = sum(counts.values())
         narrow = 0 < self.size.width < 110
         for i, (status, label) in enumerate(FILTERS):

@@ -165,3 +165,25 @@ async def test_three_runs_of_T90103_can_show_run_1_against_run_2(demo_home):
         assert f"--- {run1}" in body and f"+++ {run2}" in body
         assert "- create_return_label" in body  # run 2 differs from run 1
         assert "The two runs propose the same actions." not in body
+
+
+async def test_the_queue_sorts_by_key_and_by_header_click(demo_home):
+    from textual.widgets import DataTable
+    from textual.widgets.data_table import ColumnKey
+
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        table = app.queue.table
+        await pilot.press("s", "s")  # default -> age -> amount
+        await settle(pilot)
+        assert app.queue.sort == "amount" and "sorted by amount" in screen_text(app)
+        totals = [table.summaries[r].total_amount for r in table.summaries]
+        assert totals[0] == "119.00" and [float(t) for t in totals] == sorted((float(t) for t in totals), reverse=True)
+        await pilot.press("s")
+        await settle(pilot)
+        assert app.queue.sort == "role"
+        assert table.summaries[next(iter(table.summaries))].required_role == "team_lead"
+        table.post_message(DataTable.HeaderSelected(table, ColumnKey("total"), 4, table.columns["total"].label))
+        await settle(pilot)
+        assert app.queue.sort == "amount"
