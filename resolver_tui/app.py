@@ -25,7 +25,8 @@ class ResolverApp(App):
     Args:
         home: the home folder (writes, and the read side ``home.queue``); injected so tests hand
             it a temporary one.
-        role: the approver's role (``agent``, ``team_lead``, ``grace``).
+        role: the approver's role (``agent``, ``team_lead``, ``grace``): no default, nobody is
+            a team lead unless they said so (``resolver_tui.__main__.who``).
         name: the approver's name, recorded with each decision (default: the role's label).
         refresh_interval: seconds between automatic refreshes (None or 0: off).
         demo: load the demo queue at start when the home is empty.
@@ -43,7 +44,7 @@ class ResolverApp(App):
         Binding("q", "quit", "Quit", id="quit", tooltip="Leave the app (nothing is lost)"),
     ]
 
-    def __init__(self, home: Home, role: str = "team_lead", name: str | None = None,
+    def __init__(self, home: Home, role: str, name: str | None = None,
                  refresh_interval: float | None = 2.0, demo: bool = False, trainer: bool = False) -> None:
         super().__init__()
         self.home = home
