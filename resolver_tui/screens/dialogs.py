@@ -39,8 +39,8 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield Static(lines(self.body), id="dialog-body")
             with Horizontal(classes="buttons"):
-                yield Button(plain(self.yes), id="yes", variant="warning")
-                yield Button("No", id="no", variant="primary")
+                yield Button(plain(self.yes), id="yes", variant="warning", compact=True)
+                yield Button("No", id="no", variant="primary", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -68,11 +68,11 @@ class RejectScreen(ModalScreen[str | None]):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield Static(lines(self.body), id="dialog-body")
             yield Label("Reason (required): what is wrong with the proposal?")
-            yield Input(placeholder="reason", id="reason")
+            yield Input(placeholder="reason", id="reason", compact=True)
             yield Static("", id="reason-error", markup=False)
             with Horizontal(classes="buttons"):
-                yield Button("Reject", id="reject", variant="error")
-                yield Button("Cancel", id="cancel", variant="primary")
+                yield Button("Reject", id="reject", variant="error", compact=True)
+                yield Button("Cancel", id="cancel", variant="primary", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#reason", Input).focus()
