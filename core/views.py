@@ -178,7 +178,8 @@ def status_lines(state: TaskState) -> list[str]:
         reply = _reply(state)
         lines += [f"  {reply}"] if reply else []
         if not state.operations:
-            lines.append("  nothing to write (the proposal had no actions)")
+            why = f"the outcome was {p.outcome} (rule {safe_text(p.rule)})" if p is not None else "no proposal"
+            lines.append(f"  nothing to write: {why}")
         return lines
     if status == "handed_to_person":
         last = next((e for e in reversed(state.events) if e.kind == "handed_to_person"), None)
@@ -188,6 +189,10 @@ def status_lines(state: TaskState) -> list[str]:
         elif last is not None:
             by = f" by {safe_text(state.approval.name)}'s approval" if state.approval else ""
             why = f"the executor stopped{by}: {safe_text(last.message)}"
+        elif p is not None:
+            reason = safe_text(p.reason).strip().splitlines()
+            why = f"the agent ({state.variant}, {state.model}) handed it over under rule {safe_text(p.rule)}" + (
+                f": {reason[0]}" if reason else "")
         else:
             why = "no reason was recorded"
         return [f"Handed to a person: {why}.", *decided, *(f"  {x}" for x in ops)]

@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static
 
 from resolver_tui.messages import DetailLoaded, PageLoaded
-from resolver_tui.screens.decisions import QueueDecisions
+from resolver_tui.screens.queue_tools import SORTS, QueueTools, is_stale
 from resolver_tui.widgets.bars import FILTERS, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
@@ -28,25 +28,7 @@ from resolver_tui.widgets.safe import plain
 
 OFFERED = (*ACTIONS, "load_demo")
 
-SORTS: list[tuple[str | None, str]] = [(None, "default"), ("created", "age"), ("amount", "amount"),
-                                      ("role", "role needed")]
-"""The sorts the ``s`` key cycles through: the store's sort name and what the filter bar calls it
-(``created``: oldest run first is the store's ``age`` of the run, not of its last change)."""
-
-HEADER_SORTS = {"age": "created", "total": "amount", "role": "role"}
-"""Clicking a column header sorts by it."""
-
-KEY_ACTIONS = {"a": "approve", "x": "reject", "u": "resume", "t": "trace", "d": "compare"}
-"""The keys of the rulebook's actions: pressing one that is dimmed says why."""
-
-
-def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
-    """True when ``new`` was read at an older checkpoint version of the run ``shown`` shows."""
-    return (shown is not None and shown.run_id == new.run_id and new.version is not None
-            and shown.version is not None and new.version < shown.version)
-
-
-class QueueScreen(QueueDecisions):
+class QueueScreen(QueueTools):
     """The approvals queue of ``home`` as ``approver``.
 
     Args:
@@ -190,7 +172,9 @@ class QueueScreen(QueueDecisions):
         empty.display = not table_shown
         self.table.display = table_shown
         self.query_one(DetailPane).display = table_shown
-        if not table_shown:
+        if not table_shown and (self.load_demo_if_empty or self.busy == "demo"):
+            empty.update(plain(f"No saved runs in {self.home.root} yet: loading the Larkfield demo queue…"))
+        elif not table_shown:
             empty.update(plain(
                 f"No saved runs in {self.home.root}.\n\n"
                 "Run `resolver run T-65273` in a shell to make one (the app notices it),\n"
@@ -291,26 +275,6 @@ class QueueScreen(QueueDecisions):
             return
         self.call_later(self.run_action, action)
 
-    def on_key(self, event) -> None:
-        """A dimmed key of the rulebook's actions says why it is not offered (the binding does
-        not run: :meth:`check_action` refused it)."""
-        action = KEY_ACTIONS.get(event.character or "")
-        if action is None or isinstance(self.focused, Input):
-            return
-        why = self.why_not(action)
-        if why:
-            event.stop()
-            self.notify(why, title=f"{event.character}: {action} is not offered", severity="warning", markup=False)
-
-    def action_cursor(self, where: str) -> None:
-        pane = self.query_one(DetailPane)
-        if pane.has_focus:  # the pane has the focus (enter): j and k scroll it
-            {"down": pane.scroll_down, "up": pane.scroll_up, "top": pane.scroll_home,
-             "bottom": pane.scroll_end}[where](animate=False)
-            return
-        self.table.move(where)
-        self.table.focus()
-
     def action_status(self, index: int) -> None:
         if self.following:  # a status key leaves the one-run view the screen switched to
             self.search = None
@@ -324,22 +288,6 @@ class QueueScreen(QueueDecisions):
         self.reload()
         if self.selected_id:
             self.load_detail(self.selected_id)
-
-    def action_sort(self, sort: str | None = "") -> None:
-        """Sort the queue by ``sort`` (a store sort name; "": the next of :data:`SORTS`)."""
-        names = [name for name, _ in SORTS]
-        if sort == "":
-            sort = names[(names.index(self.sort) + 1) % len(names)] if self.sort in names else names[1]
-        self.sort = sort
-        label = dict(SORTS).get(sort, sort or "default")
-        self.notify(f"Sorted by {label}.", markup=False, timeout=3)
-        self._refilter()
-
-    @on(RunTable.HeaderSelected)
-    def header_selected(self, event: RunTable.HeaderSelected) -> None:
-        sort = HEADER_SORTS.get(str(event.column_key.value))
-        if sort is not None:
-            self.action_sort(sort)
 
     def action_filter(self) -> None:
         box = self.query_one("#search", Input)
