@@ -127,8 +127,9 @@ class QueueDecisions(QueueWorkers):
             self.outcomes[message.run_id] = list(message.lines)  # stays in the pane, not only a toast
         detail = message.detail
         handed = detail is not None and detail.status == "handed_to_person"
-        self.notify(clean("\n".join(message.lines)), markup=False, severity="warning" if handed else "information",
-                    timeout=10)
+        if message.run_id:  # the demo queue shows itself; a toast would only cover the screen
+            self.notify(clean("\n".join(message.lines)), markup=False,
+                        severity="warning" if handed else "information", timeout=10)
         if detail is not None and self.detail is not None and self.detail.run_id == message.run_id:
             self.detail = detail
             self._show_detail()

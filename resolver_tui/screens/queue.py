@@ -346,5 +346,5 @@ class QueueScreen(QueueTools):
 
     def action_load_demo(self) -> None:
         self.busy = "demo"
-        self.notify("Loading the Larkfield demo queue…", markup=False)
+        self._show_empty()  # says it is loading the demo queue (no toast over the screen)
         self.run_demo()
