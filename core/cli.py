@@ -295,7 +295,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
-    from core.views import approval_request, decision_lines, operation_lines
+    from core.views import approval_request, approved_vs_current, proposal_record, status_lines
 
     if args.run is None:
         if args.json:
@@ -303,18 +303,15 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
             return 0
         _print(f"Home: {home.root} ({home.kind})")
         return 0
-    from core.views import approved_vs_current
-
-    state = home.queue.load(args.run)
+    state = home.queue.load(args.run)  # the same status text as the app's pane (core.views)
     if args.json:
         _json(_state_json(state, home_kind=home.kind, request=approval_request(state)))
         return 0
     if state.status == "waiting_approval" and state.proposal is not None:
         lines, refused = home.queue.world_now(state)
         _print([*lines, *([f"Approve is refused now: {refused}"] if refused else []), ""])
-    _print(approval_request(state))
-    vs = approved_vs_current(state)
-    _print(["", f"Status: {state.status}", *decision_lines(state), *operation_lines(state), *vs, f"Home: {home.kind}"])
+    _print(proposal_record(state))
+    _print(["", f"Status: {state.status}", *status_lines(state), *approved_vs_current(state), f"Home: {home.kind}"])
     return 0
 
 

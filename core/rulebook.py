@@ -10,8 +10,8 @@ from a column saved at the last checkpoint.
 Rules (issue "Core 2", seeds 000 and 001):
 
 - ``approve`` and ``reject``: only a run ``waiting_approval`` with a proposal; once decided, the
-  sentence names who decided it and when. ``approve`` also needs a role at least the one the
-  proposal needs; any role may reject.
+  sentence names who decided it and when. Both also need a role at least the one the proposal
+  needs (issue 12: an agent rejecting a run that needs a team lead decides above their role).
 - ``resume``: any run that is not final (``done``, ``handed_to_person``, ``stopped``).
 - ``trace``: always.
 - ``compare``: when the ticket has another run.
@@ -121,7 +121,7 @@ def offers(state: TaskState, approver: Approver, *, others: int = 0) -> dict[Act
     else:
         needed = needed_role(state)
         if needed is not None and not may_approve(approver.role, needed):
-            why["approve"] = role_too_low(state.run_id, approver.role, needed)
+            why["approve"] = why["reject"] = role_too_low(state.run_id, approver.role, needed)
     if state.status in FINAL_STATUSES:
         why["resume"] = nothing_to_resume(state)
     if others <= 0:

@@ -49,13 +49,18 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "describe",
     "diff_lines",
     "drift_lines",
+    "effect_ids",
     "execution_lines",
     "operation_lines",
+    "operations_list",
     "precondition_lines",
+    "proposal_record",
     "reject_dialog",
+    "reply_line",
     "role_label",
     "safe_text",
     "standing",
+    "status_lines",
     "status_short",
     "status_text",
     "ticket_lines",
@@ -116,17 +121,121 @@ def standing(state: TaskState, role: str) -> str:
     return f"Needs {who_may_approve(needed)} (you are {role_label(role)})"
 
 
+REPLY_WORDS = {"planned": "will go out after the actions", "pending": "being sent (resume reconciles it)",
+               "done": "sent", "failed": "not sent"}
+"""The reply to the customer, by its operation's status."""
+
+
+def reply_line(status: str, operation_id: str | None = None, handed: bool = False) -> str:
+    """The reply on its own line after the actions: ``Reply to the customer: sent (operation
+    1a2b...)``; a planned reply of a run handed to a person says it will not go out."""
+    words = "not sent: the run went to a person" if handed and status == "planned" else REPLY_WORDS.get(status, status)
+    return f"Reply to the customer: {words}" + (f" (operation {operation_id})" if operation_id else "")
+
+
+def operations_list(actions: list[str], has_reply: bool) -> list[str]:
+    """The one list of operations every view shows before a decision: the actions exactly as
+    the lesson prints them under "Actions (nothing has happened yet)" (``  1. request_refund
+    ...``), then the reply on its own line after them, not numbered."""
+    lines = [f"  {i}. {a}" for i, a in enumerate(actions, 1)]
+    if has_reply:
+        lines.append("  " + reply_line("planned"))
+    return lines
+
+
+_EFFECT_SKIP = {"order_id", "customer_id", "operation_id", "payment_id", "charge_id"}
+
+
+def effect_ids(result: dict[str, Any] | None) -> str:
+    """What a done operation made in the world, as ``refund_id RF-4CFEAE8E``: the ``*_id`` fields
+    of the service's result other than the inputs ('' when there are none)."""
+    if not result:
+        return ""
+    return ", ".join(f"{k} {safe_text(v)}" for k, v in result.items() if k.endswith("_id") and k not in _EFFECT_SKIP)
+
+
+def _op_line(op: Any) -> str:
+    order = getattr(op.action, "order_id", "")
+    line = f"{op.action.type} {order}: {op.status} (operation {op.operation_id}, {op.calls} call(s))"
+    if op.status == "failed" and op.error:
+        line += f" {safe_text(op.error)}"
+    return line
+
+
+def _reply(state: TaskState) -> str | None:
+    op = next((o for o in state.operations if o.action.type == "send_reply"), None)
+    return None if op is None else reply_line(op.status, op.operation_id, state.status == "handed_to_person")
+
+
 def operation_lines(state: TaskState) -> list[str]:
     """One line per operation: ``request_refund LK-793996: done (operation 797f..., 1 call(s))``
-    with the service's refusal message where there is one."""
-    lines = []
-    for op in state.operations:
-        order = getattr(op.action, "order_id", "")
-        line = f"{op.action.type} {order}: {op.status} (operation {op.operation_id}, {op.calls} call(s))"
-        if op.status == "failed" and op.error:
-            line += f" {safe_text(op.error)}"
-        lines.append(line)
-    return lines
+    with the service's refusal message where there is one (seed 000 prints these); the reply
+    comes last on its own line (:func:`reply_line`)."""
+    lines = [_op_line(op) for op in state.operations if op.action.type != "send_reply"]
+    reply = _reply(state)
+    return [*lines, reply] if reply else lines
+
+
+def status_lines(state: TaskState) -> list[str]:
+    """What the run's status is, in words, for the pane and ``resolver show``: waiting shows the
+    request's operations, who may approve and the digest; executing the progress per operation;
+    done the decision and what happened, with effect IDs; handed to a person why and by whom;
+    running and stopped where the loop is."""
+    p = state.proposal
+    status = state.status
+    if status == "waiting_approval" and p is not None:
+        needed = proposal_role(p.actions)
+        return ["Waiting approval. Actions (nothing has happened yet):",
+                *operations_list([safe_text(action_line(a)) for a in p.actions], bool(p.reply_draft.strip())),
+                f"Who may approve: {who_may_approve(needed)}", f"Digest: {p.short_digest}"]
+    ops = operation_lines(state)
+    decided = decision_lines(state)
+    if status == "executing":
+        done = sum(1 for op in state.operations if op.status == "done")
+        return [f"Executing: {done} of {len(state.operations)} operation(s) done.", *decided,
+                *(f"  {x}" for x in ops)]
+    if status == "done":
+        lines = ["Done.", *decided, "What happened:"]
+        for op in state.operations:
+            if op.action.type != "send_reply":
+                effect = effect_ids(op.result)
+                lines.append(f"  {_op_line(op)}" + (f" -> {effect}" if effect else ""))
+        reply = _reply(state)
+        lines += [f"  {reply}"] if reply else []
+        if not state.operations:
+            why = f"the outcome was {p.outcome} (rule {safe_text(p.rule)})" if p is not None else "no proposal"
+            lines.append(f"  nothing to write: {why}")
+        return lines
+    if status == "handed_to_person":
+        last = next((e for e in reversed(state.events) if e.kind == "handed_to_person"), None)
+        if state.rejection is not None:
+            r = state.rejection
+            why = f"rejected by {safe_text(r.name)} ({role_label(r.role)}): {safe_text(r.reason)}"
+        elif last is not None:
+            by = f" by {safe_text(state.approval.name)}'s approval" if state.approval else ""
+            why = f"the executor stopped{by}: {safe_text(last.message)}"
+        elif p is not None:
+            reason = safe_text(p.reason).strip().splitlines()
+            why = f"the agent ({state.variant}, {state.model}) handed it over under rule {safe_text(p.rule)}" + (
+                f": {reason[0]}" if reason else "")
+        else:
+            why = "no reason was recorded"
+        return [f"Handed to a person: {why}.", *decided, *(f"  {x}" for x in ops)]
+    if status == "running":
+        return [f"Running: saved after step {state.step} of at most {state.max_steps}."]
+    return [f"{status_text(status).capitalize()}.", *decided, *(f"  {x}" for x in ops)]
+
+
+def proposal_record(state: TaskState) -> list[str]:
+    """The approval request of a decided run, retitled: it no longer says "Approval needed" or
+    "nothing has happened yet" (the status lines above it say what happened)."""
+    lines = approval_request(state)
+    if state.status == "waiting_approval" or state.proposal is None:
+        return lines
+    out = [f"Proposal of run {state.run_id} (ticket {state.task_id}), {status_text(state.status)}"]
+    for line in lines[1:]:
+        out.append("Proposed actions:" if line == "Actions (nothing has happened yet):" else line)
+    return out
 
 
 def decision_lines(state: TaskState) -> list[str]:
@@ -320,7 +429,8 @@ def describe(state: TaskState, approver: Approver, others: list[str] | None = No
         if others:
             notes.append(f"{state.task_id} has {len(others) + 1} runs; press d to compare.")
             tone = tone or "warn"
-        body = [f"Outcome: {outcome_line(state)}", "", *approval_request(state)]
+        body = [*status_lines(state), "", f"Outcome: {outcome_line(state)}", "",
+                *_request_details(approval_request(state))]
     elif state.status == "running":
         body = [f"Running: saved after step {state.step} of at most {state.max_steps}. Press u to continue its loop "
                 "from the checkpoint (no model call is repeated).", "", usage_line(state), "", "Trace so far:",
@@ -329,17 +439,13 @@ def describe(state: TaskState, approver: Approver, others: list[str] | None = No
         if state.status == "executing":
             notes.append("Executing: approved, not finished. Press u to reconcile and finish it.")
             tone = "warn"
-        decided = decision_lines(state)
-        ops = operation_lines(state)
-        body = [*decided, ""] if decided else []
-        if ops:
-            body += ["Operations:", *(f"  {x}" for x in ops), ""]
+        body = [*status_lines(state), ""]
         if state.status in FINAL_STATUSES and state.events:
             last = state.events[-1]
             body += [f"Last event: {last.kind}: {safe_text(last.message)}", ""]
         if state.proposal is not None:
             body += [f"Outcome: {outcome_line(state)}", ""]
-        body += approval_request(state)
+        body += proposal_record(state)
     decision = None
     p = state.proposal
     if state.status == "waiting_approval" and p is not None:
@@ -352,13 +458,18 @@ def describe(state: TaskState, approver: Approver, others: list[str] | None = No
     )
 
 
+def _request_details(request: list[str]) -> list[str]:
+    """The approval request after the status lines of a waiting run: everything from "Who may
+    approve" on (the title, ticket and actions are already above)."""
+    start = next((i for i, line in enumerate(request) if line.startswith("Who may approve")), 0)
+    return request[:3] + request[start + 2:] if start else request
+
+
 def approve_dialog(decision: Decision, approver: Approver) -> list[str]:
     """What the approve dialog repeats: run, actions under "nothing has happened yet", the
     reply, the digest and who is approving (seed 000: the approval names what was read)."""
     body = [f"Run {decision.run_id} (ticket {decision.task_id})", "", "Actions (nothing has happened yet):"]
-    body += [f"  {i}. {a}" for i, a in enumerate(decision.actions, 1)]
-    if decision.has_reply:
-        body.append(f"  {len(decision.actions) + 1}. send the reply draft to the customer")
+    body += operations_list(decision.actions, decision.has_reply)
     if decision.world:
         body += ["", *decision.world]
     return [*body, "", f"Digest: {decision.digest[:12]} (sha256 {decision.digest})", f"Approving as: {approver.label}", "",
@@ -368,7 +479,7 @@ def approve_dialog(decision: Decision, approver: Approver) -> list[str]:
 def reject_dialog(decision: Decision, approver: Approver) -> list[str]:
     """What the reject dialog repeats: the proposed actions (none will happen) and who rejects."""
     body = [f"Run {decision.run_id} (ticket {decision.task_id})", "", "Proposed actions (none will happen):"]
-    body += [f"  {i}. {a}" for i, a in enumerate(decision.actions, 1)]
+    body += operations_list(decision.actions, decision.has_reply)
     return [*body, "", f"Digest: {decision.digest[:12]}", f"Rejecting as: {approver.label}",
             "The run goes to a person and can never execute."]
 

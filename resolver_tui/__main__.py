@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from core import approver_config
 from core.errors import ResolverError
 from core.home import Home, resolve_home
 
@@ -24,22 +25,40 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """``--home DIR --as ROLE --name NAME --demo --refresh SECONDS --trainer``."""
     p = argparse.ArgumentParser(prog="resolver-tui", description="The Larkfield approvals queue.")
     p.add_argument("--home", help="home folder (default: $RESOLVER_HOME or ./work)")
-    p.add_argument("--as", dest="role", default="team_lead", choices=["agent", "team_lead", "grace"],
-                   help="your role (default: team_lead)")
-    p.add_argument("--name", default=None, help="your name, recorded with each decision")
+    p.add_argument("--as", dest="role", default=None, choices=["agent", "team_lead", "grace"],
+                   help="your role in a practice home (default: the role in your approver config)")
+    p.add_argument("--name", default=None, help="your name, recorded with each decision (default: your config's)")
     p.add_argument("--demo", action="store_true", help="load the demo queue at start if the home is empty")
     p.add_argument("--refresh", type=_seconds, default=2.0, metavar="SECONDS", help="auto-refresh interval (0: off)")
     p.add_argument("--trainer", action="store_true", help="trainer mode: the lesson's moments in the palette")
     return p.parse_args(argv)
 
 
+def who(args: argparse.Namespace, kind: str, ask=input) -> tuple[str, str]:
+    """The (role, name) at the keyboard: ``--as``/``--name`` (practice homes), else the approver
+    config file; with no file and not both options, ask once on the terminal and save the answer.
+    There is no default role. Raises ResolverError with the sentence to show."""
+    config = approver_config.load()
+    if config is None and not (args.role and args.name):
+        if not sys.stdin.isatty() and ask is input:
+            raise ResolverError(f"Nobody said who is at the keyboard: pass --as ROLE --name NAME, or write "
+                                f"{approver_config.config_path()} (name = \"...\", role = \"...\").")
+        try:
+            config = approver_config.ask_and_save(ask)
+        except (EOFError, KeyboardInterrupt):
+            raise ResolverError("Nobody said who is at the keyboard; nothing was saved.") from None
+        print(f"Saved in {approver_config.config_path()}; edit it or pass --as/--name to change.")
+    return approver_config.resolve(args.role, args.name, kind, config)
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     try:
         home = Home(resolve_home(args.home))
+        role, name = who(args, home.kind)
         from resolver_tui.app import ResolverApp
 
-        app = ResolverApp(home, args.role, args.name, refresh_interval=args.refresh or None, demo=args.demo,
+        app = ResolverApp(home, role, name, refresh_interval=args.refresh or None, demo=args.demo,
                           trainer=args.trainer)
     except ResolverError as exc:
         print(exc, file=sys.stderr)

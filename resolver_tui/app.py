@@ -18,7 +18,6 @@ from resolver_tui.messages import MomentDone
 from resolver_tui.screens.help import HelpScreen
 from resolver_tui.screens.queue import QueueScreen
 from resolver_tui.screens.text import LinesScreen
-from resolver_tui.widgets.safe import clean
 
 
 class ResolverApp(App):
@@ -27,7 +26,8 @@ class ResolverApp(App):
     Args:
         home: the home folder (writes, and the read side ``home.queue``); injected so tests hand
             it a temporary one.
-        role: the approver's role (``agent``, ``team_lead``, ``grace``).
+        role: the approver's role (``agent``, ``team_lead``, ``grace``): no default, nobody is
+            a team lead unless they said so (``resolver_tui.__main__.who``).
         name: the approver's name, recorded with each decision (default: the role's label).
         refresh_interval: seconds between automatic refreshes (None or 0: off).
         demo: load the demo queue at start when the home is empty.
@@ -41,11 +41,11 @@ class ResolverApp(App):
     TITLE = "Larkfield approvals"
     COMMANDS = App.COMMANDS | {ResolverCommands, LessonCommands}
     BINDINGS = [
-        Binding("question_mark", "help", "Help"),
-        Binding("q", "quit", "Quit"),
+        Binding("question_mark", "help", "Help", id="help", tooltip="Every key of the app"),
+        Binding("q", "quit", "Quit", id="quit", tooltip="Leave the app (nothing is lost)"),
     ]
 
-    def __init__(self, home: Home, role: str = "team_lead", name: str | None = None,
+    def __init__(self, home: Home, role: str, name: str | None = None,
                  refresh_interval: float | None = 2.0, demo: bool = False, trainer: bool = False) -> None:
         super().__init__()
         self.home = home
@@ -87,4 +87,6 @@ class ResolverApp(App):
         """An unexpected error in a trainer's moment is shown, never a crash."""
         if event.state == WorkerState.ERROR and event.worker.group == "trainer":
             error = event.worker.error
-            self.notify(clean(f"{type(error).__name__}: {error}"), severity="error", markup=False, timeout=10)
+            self.log.error("trainer moment failed", error)
+            self.notify("The trainer's moment failed; nothing was lost. Press R to read the queue again.",
+                        severity="error", markup=False, timeout=10)

@@ -21,6 +21,15 @@ T65273_RUN = "T-65273-agent-chat-small-1"
 T90104_RUN = "T-90104-agent_structured-chat-strong-1"
 
 
+@pytest.fixture(autouse=True)
+def approver_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's config file is in a temporary folder: no test reads or writes the real
+    user's config directory ($RESOLVER_CONFIG names the file, core.homepath.config_path)."""
+    folder = tmp_path_factory.mktemp("config")
+    monkeypatch.setenv("RESOLVER_CONFIG", str(folder / "config.toml"))
+    return folder
+
+
 @pytest.fixture
 def clock() -> FixedClock:
     return FixedClock(FRIDAY)

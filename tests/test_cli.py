@@ -115,12 +115,14 @@ def test_expected_errors_print_one_sentence_and_exit_1(cli):
 def test_reject_needs_a_reason_and_hands_the_run_to_a_person(cli):
     cli("run", "T-65273")
     code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--reason", "  ")
-    assert code == 4 and "needs a reason" in err  # refused (issue 13)
-    code, out, _ = cli("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "Customer already refunded by phone")
-    assert code == 0 and out.startswith(f"Run {T65273_RUN} rejected by Amira (agent): Customer already refunded by phone")
+    assert code == 4 and "needs a reason" in err
+    code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "Refunded by phone")
+    assert code == 4 and "needs team lead or above" in err  # issue 12: a reject needs the proposal's role
+    code, out, _ = cli("reject", T65273_RUN, "--as", "team_lead", "--name", "Amira", "--reason", "Customer already refunded by phone")
+    assert code == 0 and out.startswith(f"Run {T65273_RUN} rejected by Amira (team lead): Customer already refunded by phone")
     assert out.strip().endswith("Status: handed_to_person")
     code, _, err = cli("approve", T65273_RUN, "--as", "grace")
-    assert code == 4 and "already rejected by Amira (agent) at 2026-" in err
+    assert code == 4 and "already rejected by Amira (team_lead) at 2026-" in err
 
 
 def test_diff_compares_two_runs_of_the_planter_line_by_line(cli):

@@ -128,13 +128,6 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference("python -m resolver runs", "runs_row", r"^T-90103-agent-chat-small-[12] waiting_approval ",
                "The page shows only T-65273's row. The two runs of T-90103 from 'The problem' are still saved "
                "(nothing on the page resets in between), so `runs` lists them as well."),
-    Difference("python -m resolver approve T-65273-agent-chat-small-1 --as grace --name Grace", "operation",
-               r"^send_reply LK-507862: planned ",
-               "The executor sends the reply draft as an operation of its own (send_reply, issue 'Core 2'). "
-               "The refund failed first, so the reply stays planned and the run goes to a person."),
-    Difference("python -m resolver resume T-90104-agent_structured-chat-strong-1", "operation",
-               r"^send_reply LK-793996: done ",
-               "After the refund the executor sends the reply draft, its own operation, in one call."),
     Difference("changes prints 0 change(s)", "changes", r"^0 change\(s\) in the practice world since the last reset$",
                "`changes` says 'in the practice world since the last reset'; the page's sentence says 'in the "
                "practice database'. The number, 0, is compared."),

@@ -16,11 +16,23 @@ from textual import on
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.messages import Failed, Finished, LinesReady
-from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, RejectScreen
+from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, PickRunScreen, RejectScreen
 from resolver_tui.screens.text import CompareScreen, TraceScreen
 from resolver_tui.screens.workers import QueueWorkers
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.safe import clean
+
+WORKER_WORDS = {"page": "reading the queue", "detail": "reading the run", "view": "reading the trace",
+                "action": "carrying out the decision"}
+"""What each worker group was doing, for the sentence shown when it fails unexpectedly."""
+
+
+def unexpected_sentence(group: str) -> str:
+    """The sentence shown for an unexpected error in a worker of ``group``: what failed and what
+    to do, never the exception's own text (it goes to the log)."""
+    doing = WORKER_WORDS.get(group, "working")
+    return (f"Something went wrong while {doing}; nothing was lost. Press R to read the queue again, "
+            "or run `resolver show RUN` in a shell.")
 
 
 class QueueDecisions(QueueWorkers):
@@ -30,6 +42,7 @@ class QueueDecisions(QueueWorkers):
     detail: RunDetail | None
     busy: str
     errors: dict[str, str]
+    outcomes: dict[str, list[str]]
     last_failure: tuple[str, str] | None
     loading_more: bool
     selected_id: str | None
@@ -99,8 +112,19 @@ class QueueDecisions(QueueWorkers):
 
     def action_compare(self) -> None:
         d = self.detail
-        if d is not None and not self.why_not("compare"):
-            self.load_compare(d.run_id, d.others[-1])
+        if d is None or self.why_not("compare"):
+            return
+        if len(d.others) == 1:
+            self.load_compare(d.run_id, d.others[0])
+            return
+        run_id = d.run_id
+
+        def picked(other: str | None) -> None:
+            if other:
+                self.load_compare(run_id, other)
+
+        # More than two runs of the ticket: choose which one (the latest is not always the one).
+        self.app.push_screen(PickRunScreen(f"Compare {run_id} with which other run of its ticket?", d.others), picked)
 
     # -- what the workers report ----------------------------------------------------------------
 
@@ -108,10 +132,13 @@ class QueueDecisions(QueueWorkers):
     def show_finished(self, message: Finished) -> None:
         self.busy = ""
         self.last_failure = None
+        if message.run_id:
+            self.outcomes[message.run_id] = list(message.lines)  # stays in the pane, not only a toast
         detail = message.detail
         handed = detail is not None and detail.status == "handed_to_person"
-        self.notify(clean("\n".join(message.lines)), markup=False, severity="warning" if handed else "information",
-                    timeout=10)
+        if message.run_id:  # the demo queue shows itself; a toast would only cover the screen
+            self.notify(clean("\n".join(message.lines)), markup=False,
+                        severity="warning" if handed else "information", timeout=10)
         if detail is not None and self.detail is not None and self.detail.run_id == message.run_id:
             self.detail = detail
             self._show_detail()
@@ -129,6 +156,11 @@ class QueueDecisions(QueueWorkers):
         if message.run_id:
             self.errors[message.run_id] = message.text
             self.last_failure = (message.run_id, message.text)
+            self._show_detail()
+            # The run may have left this filter (another approver won the race): keep the cursor
+            # on it, so the pane names the winner instead of offering the next run.
+            self.show_only(message.run_id)
+            return
         self._show_detail()
         self.action_refresh()
 
@@ -143,5 +175,6 @@ class QueueDecisions(QueueWorkers):
             error = event.worker.error
             self.busy = ""
             self.loading_more = False
-            text = str(error) if isinstance(error, ResolverError) else f"{type(error).__name__}: {error}"
+            self.log.error(f"worker {event.worker.name} failed", error)
+            text = str(error) if isinstance(error, ResolverError) else unexpected_sentence(event.worker.group)
             self.notify(clean(text), severity="error", markup=False, timeout=10)

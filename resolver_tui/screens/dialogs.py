@@ -10,7 +10,8 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
 
 from resolver_tui.widgets.safe import lines, plain
 
@@ -38,8 +39,8 @@ class ConfirmScreen(ModalScreen[bool]):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield Static(lines(self.body), id="dialog-body")
             with Horizontal(classes="buttons"):
-                yield Button(plain(self.yes), id="yes", variant="warning")
-                yield Button("No", id="no", variant="primary")
+                yield Button(plain(self.yes), id="yes", variant="warning", compact=True)
+                yield Button("No", id="no", variant="primary", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus()
@@ -67,11 +68,11 @@ class RejectScreen(ModalScreen[str | None]):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield Static(lines(self.body), id="dialog-body")
             yield Label("Reason (required): what is wrong with the proposal?")
-            yield Input(placeholder="reason", id="reason")
+            yield Input(placeholder="reason", id="reason", compact=True)
             yield Static("", id="reason-error", markup=False)
             with Horizontal(classes="buttons"):
-                yield Button("Reject", id="reject", variant="error")
-                yield Button("Cancel", id="cancel", variant="primary")
+                yield Button("Reject", id="reject", variant="error", compact=True)
+                yield Button("Cancel", id="cancel", variant="primary", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#reason", Input).focus()
@@ -94,6 +95,35 @@ class RejectScreen(ModalScreen[str | None]):
             self._submit()
         else:
             self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PickRunScreen(ModalScreen[str | None]):
+    """Choose one of ``runs`` (run IDs, shown literally): returns the run ID, or None (Esc).
+
+    The compare key opens it when a ticket has more than two runs, so any pair can be compared.
+    """
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(self, title: str, runs: list[str]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.runs = runs
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(plain(self.title_text, "bold"), id="dialog-title")
+            yield OptionList(*(Option(plain(run_id), id=run_id) for run_id in self.runs), id="pick")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    @on(OptionList.OptionSelected)
+    def picked(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(event.option.id)
 
     def action_cancel(self) -> None:
         self.dismiss(None)

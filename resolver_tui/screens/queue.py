@@ -20,7 +20,7 @@ from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static
 
 from resolver_tui.messages import DetailLoaded, PageLoaded
-from resolver_tui.screens.decisions import QueueDecisions
+from resolver_tui.screens.queue_tools import SORTS, QueueTools, is_stale
 from resolver_tui.widgets.bars import FILTERS, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
@@ -28,8 +28,7 @@ from resolver_tui.widgets.safe import plain
 
 OFFERED = (*ACTIONS, "load_demo")
 
-
-class QueueScreen(QueueDecisions):
+class QueueScreen(QueueTools):
     """The approvals queue of ``home`` as ``approver``.
 
     Args:
@@ -41,13 +40,14 @@ class QueueScreen(QueueDecisions):
     """
 
     BINDINGS = [
-        Binding("a", "approve", "Approve"),
-        Binding("x", "reject", "Reject"),
-        Binding("u", "resume", "Resume"),
-        Binding("t", "trace", "Trace"),
-        Binding("d", "compare", "Compare"),
-        Binding("R", "refresh", "Refresh"),
-        Binding("slash", "filter", "Filter"),
+        Binding("a", "approve", "Approve", id="approve", tooltip="Approve the highlighted run's proposal"),
+        Binding("x", "reject", "Reject", id="reject", tooltip="Reject the proposal with a reason"),
+        Binding("u", "resume", "Resume", id="resume", tooltip="Resume a run that stopped or is executing"),
+        Binding("t", "trace", "Trace", id="trace", show=False, tooltip="The run's trace"),
+        Binding("d", "compare", "Compare", id="compare", show=False, tooltip="Compare with another run of the ticket"),
+        Binding("R", "refresh", "Refresh", id="refresh", show=False, tooltip="Read the queue again"),
+        Binding("slash", "filter", "Filter", id="filter", tooltip="Filter by ticket, order, customer or run ID"),
+        Binding("s", "sort", "Sort", id="sort", tooltip="Sort by age, amount or role needed (or click a column header)"),
         Binding("L", "load_demo", "Load demo"),
         Binding("escape", "back", "Back", show=False),
         Binding("j", "cursor('down')", "Down", show=False),
@@ -82,6 +82,7 @@ class QueueScreen(QueueDecisions):
         self.loading_more = False
         self.detail: RunDetail | None = None
         self.errors: dict[str, str] = {}
+        self.outcomes: dict[str, list[str]] = {}  # what the last decision in this app did, by run
         self.last_failure: tuple[str, str] | None = None
         self.refreshed = ""
         self.first_page_shown = False
@@ -96,6 +97,9 @@ class QueueScreen(QueueDecisions):
         yield RunTable(id="runs")
         yield DetailPane(id="detail", classes="panel")
         yield Footer()
+
+    def on_resize(self) -> None:
+        self._show_bars()  # the bars say less on a narrow terminal
 
     def on_mount(self) -> None:
         self._show_bars()
@@ -121,7 +125,8 @@ class QueueScreen(QueueDecisions):
         queue = self.home.queue
         self.query_one(TopBar).show(self.approver.name, self.approver.role, queue.now() if queue.simulated else None,
                                     self.home.kind)
-        self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following)
+        self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following,
+                                       dict(SORTS).get(self.sort, "") if self.sort else "")
 
     # -- the queue ------------------------------------------------------------------------------
 
@@ -167,7 +172,9 @@ class QueueScreen(QueueDecisions):
         empty.display = not table_shown
         self.table.display = table_shown
         self.query_one(DetailPane).display = table_shown
-        if not table_shown:
+        if not table_shown and (self.load_demo_if_empty or self.busy == "demo"):
+            empty.update(plain(f"No saved runs in {self.home.root} yet: loading the Larkfield demo queue…"))
+        elif not table_shown:
             empty.update(plain(
                 f"No saved runs in {self.home.root}.\n\n"
                 "Run `resolver run T-65273` in a shell to make one (the app notices it),\n"
@@ -206,6 +213,8 @@ class QueueScreen(QueueDecisions):
         detail = message.detail
         if detail.run_id != self.selected_id:
             return
+        if is_stale(detail, self.detail):
+            return  # read before the detail shown: a slow read never overwrites a newer one
         self.detail = detail
         if detail.error and detail.status is not None:
             self.table.mark_corrupt(detail.run_id)
@@ -231,6 +240,8 @@ class QueueScreen(QueueDecisions):
 
     def watch_busy(self) -> None:
         self._update_offered()
+        if self.is_mounted:
+            self._show_detail()
 
     def watch_empty(self) -> None:
         self._update_offered()
@@ -250,7 +261,9 @@ class QueueScreen(QueueDecisions):
         elif d is not None and self.last_failure and self.last_failure[0] != d.run_id:
             failure = f"Last action on {self.last_failure[0]} failed: {self.last_failure[1]}"
         why: dict[str, str | None] | None = {a: self.why_not(a) for a in ACTIONS} if d is not None else None
-        self.query_one(DetailPane).show(d, empty=self.table.row_count == 0, failure=failure, why_not=why)
+        outcome = self.outcomes.get(d.run_id) if d is not None else None
+        self.query_one(DetailPane).show(d, empty=self.table.row_count == 0, failure=failure, why_not=why,
+                                        outcome=outcome)
 
     # -- keys -----------------------------------------------------------------------------------
 
@@ -261,10 +274,6 @@ class QueueScreen(QueueDecisions):
             self.notify(why, severity="warning", markup=False)
             return
         self.call_later(self.run_action, action)
-
-    def action_cursor(self, where: str) -> None:
-        self.table.move(where)
-        self.table.focus()
 
     def action_status(self, index: int) -> None:
         if self.following:  # a status key leaves the one-run view the screen switched to
@@ -337,5 +346,5 @@ class QueueScreen(QueueDecisions):
 
     def action_load_demo(self) -> None:
         self.busy = "demo"
-        self.notify("Loading the Larkfield demo queue…", markup=False)
+        self._show_empty()  # says it is loading the demo queue (no toast over the screen)
         self.run_demo()

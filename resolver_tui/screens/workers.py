@@ -48,10 +48,13 @@ class QueueWorkers(Screen):
 
     # -- reads ----------------------------------------------------------------------------------
 
+    sort: str | None = None
+
     def load_page(self, status: str | None, search: str | None, after: str | None, select: str | None = None) -> None:
-        """Read a page (``after`` None: the first) and the counts; a newer load supersedes it."""
+        """Read a page (``after`` None: the first) in the screen's ``sort`` and the counts; a
+        newer load supersedes it (its serial is higher)."""
         self.page_serial += 1
-        self._page_worker = self._load_page(status, search, after, select, self.page_serial)
+        self._page_worker = self._load_page(status, search, after, select, self.page_serial, self.sort)
 
     def page_in_flight(self) -> bool:
         """True while a page load has not reported yet (the timer waits for it)."""
@@ -60,9 +63,9 @@ class QueueWorkers(Screen):
 
     @work(thread=True, group="page", exit_on_error=False)
     def _load_page(self, status: str | None, search: str | None, after: str | None, select: str | None,
-                   serial: int) -> None:
+                   serial: int, sort: str | None = None) -> None:
         queue = self.home.queue
-        page = queue.page(status, search=search, after=after)
+        page = queue.page(status, search=search, after=after, sort=sort)
         self.post_message(PageLoaded(page, queue.counts(), serial, select))
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)

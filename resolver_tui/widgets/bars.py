@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.views import role_label
+from core.views import role_label, status_short
 from textual.content import Content
 from textual.widgets import Static
 
@@ -26,11 +26,16 @@ class TopBar(Static):
     """``Larkfield approvals · practice · at the keyboard: Tomás (team lead) · clock Mon
     2026-10-12 09:00 (simulated)``: ``kind`` is the home's kind, ``practice`` or ``shop``."""
 
+    NARROW = 110
+    """Below this width (characters) the bar drops the app's name and says less."""
+
     def show(self, name: str, role: str, now: datetime | None, kind: str = "practice") -> None:
-        parts: list = [("Larkfield approvals", "bold"), "  ·  ", (kind, "bold"), "  ·  at the keyboard: ",
-                       (clean(name), "bold"), f" ({role_label(role)})"]
+        narrow = 0 < self.size.width < self.NARROW
+        sep = " · " if narrow else "  ·  "
+        parts: list = [] if narrow else [("Larkfield approvals", "bold"), sep]
+        parts += [(kind, "bold"), sep, "at the keyboard: ", (clean(name), "bold"), f" ({role_label(role)})"]
         if now is not None:
-            parts += ["  ·  clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), " (simulated)"]
+            parts += [sep, "clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), "" if narrow else " (simulated)"]
         self.update(Content.assemble(*parts))
 
 
@@ -38,18 +43,22 @@ class FilterBar(Static):
     """The status filters with live counts, the active one highlighted, and the refresh time."""
 
     def show(self, active: int, counts: dict[str, int], search: str | None, refreshed: str,
-             following: bool = False) -> None:
+             following: bool = False, sort: str = "") -> None:
+        """``sort``: the sort's name when it is not the default (shown after the counts)."""
         parts: list = []
         if search:  # first, so a narrow terminal never hides it
             hint = "a number key or Esc leaves it" if following else "Esc clears it"
             parts += [("showing only " if following else "filter: ", "bold"), (clean(search), "bold reverse"),
                       f" ({hint})  "]
+        if sort:  # before the counts too: a narrow terminal never hides it
+            parts += [("sorted by ", "bold"), (sort, "bold reverse"), " "]
         total = sum(counts.values())
+        narrow = 0 < self.size.width < 110
         for i, (status, label) in enumerate(FILTERS):
             n = total if status is None else counts.get(status, 0)
-            text = f" {i + 1} {label} {n} "
+            text = f" {i + 1} {status_short(status) if status else label} {n}" if narrow else f" {i + 1} {label} {n} "
             parts.append((text, "reverse bold") if i == active else text)
-            parts.append(" ")
-        if refreshed:
+            parts.append("" if narrow else " ")
+        if refreshed and not narrow:
             parts += [f"  refreshed {refreshed}"]
         self.update(Content.assemble(*parts))

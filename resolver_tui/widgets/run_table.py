@@ -28,8 +28,16 @@ COLUMNS = [
     ("age", "age"),
     ("status", "status"),
 ]
-WIDTHS = {"run": 28, "customer": 14, "actions": 20}
-"""Characters of the longer columns shown in the table (the pane shows them whole)."""
+"""Every column, in the order shown (a narrow terminal drops some: :data:`PRIORITY`)."""
+
+PRIORITY = ("run", "total", "status", "age", "role", "ticket", "customer", "actions")
+"""Which columns a narrow terminal keeps first: the amount and the status are never cut."""
+
+WIDTHS = {"run": 30, "customer": 16, "actions": 22, "ticket": 8, "total": 9, "role": 9, "age": 7, "status": 9}
+"""Widest cell of each column (characters); the run ID is elided in the middle to fit."""
+
+RUN_MIN = 18
+"""The run ID column never gets narrower than this (its middle is elided)."""
 
 ACTION_WORDS = {"request_refund": "refund", "reship_item": "reship", "create_return_label": "return label",
                 "send_reply": "reply"}
@@ -45,22 +53,57 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
+def elide_middle(text: str, width: int) -> str:
+    """``T-90104-agent_structured-chat-small-1`` as ``T-90104-age…at-small-1``: the ticket at the
+    start and the run number at the end stay readable."""
+    if len(text) <= width:
+        return text
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + text[len(text) - tail:]
+
+
+def fit_columns(width: int) -> tuple[list[str], int]:
+    """Which columns fit ``width`` characters of table, in display order, and the width given to
+    the run ID: columns are kept in :data:`PRIORITY` order while they fit (each costs its width
+    and two of padding); the run ID gets what is left up to its full width."""
+    budget = width - 2  # the vertical scrollbar
+    chosen = ["run"]
+    used = RUN_MIN + 2
+    for key in PRIORITY[1:]:
+        cost = WIDTHS[key] + 2
+        if used + cost <= budget:
+            chosen.append(key)
+            used += cost
+    run_width = max(RUN_MIN, min(WIDTHS["run"], RUN_MIN + budget - used))
+    return [k for k, _ in COLUMNS if k in chosen], run_width
+
+
+def since(s: RunSummary) -> str:
+    """When the run's age counts from: its creation (a resume or a decision does not restart it)."""
+    return s.created_at or s.updated_at
+
+
 def row_cells(s: RunSummary, now: datetime, corrupt: bool = False) -> tuple[str, ...]:
-    """The table's cells for one summary, as plain strings (ages against ``now``)."""
+    """The table's cells for one summary, as plain strings in :data:`COLUMNS` order (ages against
+    ``now``); the run ID is whole (the table elides it to its column)."""
     status = "corrupt" if (corrupt or not s.state_ok) else status_short(s.status)
     return (
-        _short(s.run_id, WIDTHS["run"]), s.task_id, _short(s.customer or "", WIDTHS["customer"]),
+        s.run_id, s.task_id, _short(s.customer or "", WIDTHS["customer"]),
         _short(action_words(s.actions or ""), WIDTHS["actions"]), s.total_amount or "",
-        role_label(s.required_role), age_text(s.updated_at, now), status,
+        role_label(s.required_role), age_text(since(s), now), status,
     )
 
 
-def styled(key: str, value: str) -> Text:
-    """One cell as literal text: ``corrupt`` in bold red, totals right-aligned."""
+def styled(key: str, value: str, run_width: int = WIDTHS["run"]) -> Text:
+    """One cell as literal text: ``corrupt`` in bold red, totals right-aligned, run IDs elided
+    in the middle to ``run_width``."""
     if key == "status" and value == "corrupt":
         return cell(value, "bold red")
     if key == "total":
-        return cell(value.rjust(9))
+        return cell(value.rjust(WIDTHS["total"]))
+    if key == "run":
+        return cell(elide_middle(value, run_width))
     return cell(value)
 
 
@@ -80,10 +123,39 @@ class RunTable(DataTable):
         self.summaries: dict[str, RunSummary] = {}
         self.cells: dict[str, tuple[str, ...]] = {}
         self.broken: set[str] = set()
+        self.shown: list[str] = [k for k, _ in COLUMNS]
+        self.run_width = WIDTHS["run"]
 
     def on_mount(self) -> None:
-        for key, label in COLUMNS:
-            self.add_column(label, key=key)
+        self._add_columns()
+
+    def _add_columns(self) -> None:
+        labels = dict(COLUMNS)
+        for key in self.shown:
+            self.add_column(labels[key], key=key)
+
+    def on_resize(self) -> None:
+        self.fit(self.outer_size.width)
+
+    def fit(self, width: int) -> None:
+        """Show the columns that fit ``width`` (a resize calls it); the rows are rebuilt only
+        when the set of columns or the run ID's width changes."""
+        shown, run_width = fit_columns(width)
+        if (shown, run_width) == (self.shown, self.run_width):
+            return
+        keep = self.current
+        self.shown, self.run_width = shown, run_width
+        with self.app.batch_update():
+            super().clear(columns=True)
+            self._add_columns()
+            for run_id, cells in self.cells.items():
+                self._add(run_id, cells)
+            if keep is not None:
+                self.move_cursor(row=self.get_row_index(keep), animate=False)
+
+    def _add(self, run_id: str, cells: tuple[str, ...]) -> None:
+        values = dict(zip((k for k, _ in COLUMNS), cells, strict=True))
+        self.add_row(*(styled(k, values[k], self.run_width) for k in self.shown), key=run_id)
 
     @property
     def current(self) -> str | None:
@@ -107,7 +179,7 @@ class RunTable(DataTable):
                     continue
                 self.summaries[s.run_id] = s
                 cells = self.cells[s.run_id] = row_cells(s, page.now, s.run_id in self.broken)
-                self.add_row(*(styled(k, v) for (k, _), v in zip(COLUMNS, cells, strict=True)), key=s.run_id)
+                self._add(s.run_id, cells)
 
     def replace(self, page: Page, select: str | None = None) -> None:
         """Show a first page by diff: the same runs in the same order update changed cells
@@ -124,8 +196,9 @@ class RunTable(DataTable):
                     if cells != before:
                         self.cells[s.run_id] = cells
                         for (key, _), value, old in zip(COLUMNS, cells, before, strict=True):
-                            if value != old:
-                                self.update_cell(s.run_id, key, styled(key, value), update_width=True)
+                            if value != old and key in self.shown:
+                                self.update_cell(s.run_id, key, styled(key, value, self.run_width),
+                                                 update_width=True)
                 for run_id in old_order[len(new_order):]:
                     self.remove_row(run_id)
                     self.summaries.pop(run_id, None)
@@ -144,7 +217,8 @@ class RunTable(DataTable):
         if run_id in self.summaries:
             cells = self.cells[run_id]
             self.cells[run_id] = (*cells[:-1], "corrupt")
-            self.update_cell(run_id, "status", styled("status", "corrupt"))
+            if "status" in self.shown:
+                self.update_cell(run_id, "status", styled("status", "corrupt"))
 
     def jump(self, run_id: str) -> bool:
         """Move the cursor to ``run_id`` if it is loaded; False otherwise."""

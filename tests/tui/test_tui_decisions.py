@@ -112,7 +112,8 @@ async def test_an_agent_cannot_approve_T65273(demo_home):
         assert app.screen.selected_id == T65273
         assert app.screen.check_action("approve", ()) is None
         assert "Needs team lead or above (you are agent)" in pane_text(app)
-        assert f"Not offered: a approve: You are agent: run {T65273} needs team lead or above." in pane_text(app)
+        assert f"Not offered: a approve, x reject: You are agent: run {T65273} needs team lead or above." in pane_text(app)
+        assert app.screen.check_action("reject", ()) is None  # issue 12: a reject needs the proposal's role
         await pilot.press("a")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
@@ -155,7 +156,12 @@ async def test_two_apps_approving_the_same_run_one_wins_the_other_is_told_who(de
         await settle(bob_pilot)
         message = bob.queue.errors[T65273]
         assert "Alice" in message and "Nothing changed" in message
-        assert f"Last action on {T65273} failed" in pane_text(bob) and "Alice" in pane_text(bob)
+        # The cursor stays on the lost run (not the next waiting one, where `a` is offered) and
+        # the pane names the winner.
+        assert bob.queue.selected_id == T65273 and bob.queue.table.current == T65273
+        assert bob.queue.detail is not None and bob.queue.detail.status == "done"
+        assert "already approved by Alice" in pane_text(bob)
+        assert bob.queue.why_not("approve") is not None
         assert any("Alice" in n.message and n.severity == "error" for n in bob._notifications)
     assert [a["name"] for a in demo_home.store.audit(T65273)] == ["Alice"]
     assert len(demo_home.world().refunds_of("LK-507862")) == 1

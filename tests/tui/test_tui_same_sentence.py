@@ -48,7 +48,7 @@ async def test_wrong_role(demo_home, cli_refusal):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await select(pilot, T65273)
-        assert f"Not offered: a approve: {said_by_cli}" in pane_text(app)
+        assert f"Not offered: a approve, x reject: {said_by_cli}" in pane_text(app)
         app.queue.try_action("approve")
         await settle(pilot)
         assert _app_said(app) == said_by_cli

@@ -1,0 +1,80 @@
+"""The queue screen's tools for a working day: sorts (the ``s`` key and the column headers),
+the pane's focus and scroll, dimmed keys that say why, and the rule that an older read never
+replaces a newer one (:func:`is_stale`). Mixed into
+:class:`~resolver_tui.screens.queue.QueueScreen`, which provides the table, the filters and
+``why_not``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.views import RunDetail
+from textual import events, on
+from textual.widgets import Input
+
+from resolver_tui.screens.decisions import QueueDecisions
+from resolver_tui.widgets.detail_pane import DetailPane
+from resolver_tui.widgets.run_table import RunTable
+
+SORTS: list[tuple[str | None, str]] = [(None, "default"), ("created", "newest run"), ("amount", "amount"),
+                                      ("role", "role needed")]
+"""The sorts the ``s`` key cycles through: the store's sort name and what the filter bar calls it
+(``created``, newest run first, goes with the age column, which counts from the run's creation;
+the default sort of the waiting queue is oldest change first)."""
+
+HEADER_SORTS = {"age": "created", "total": "amount", "role": "role"}
+"""Clicking a column header sorts by it."""
+
+KEY_ACTIONS = {"a": "approve", "x": "reject", "u": "resume", "t": "trace", "d": "compare"}
+"""The keys of the rulebook's actions: pressing one that is dimmed says why."""
+
+
+def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
+    """True when ``new`` was read at an older checkpoint version of the run ``shown`` shows."""
+    return (shown is not None and shown.run_id == new.run_id and new.version is not None
+            and shown.version is not None and new.version < shown.version)
+
+
+class QueueTools(QueueDecisions):
+    """Sorts, focus and scroll, and dimmed keys (see the module's docstring)."""
+
+    if TYPE_CHECKING:  # provided by QueueScreen
+        @property
+        def table(self) -> RunTable: ...
+        def _refilter(self) -> None: ...
+
+    def on_key(self, event: events.Key) -> None:
+        """A dimmed key of the rulebook's actions says why it is not offered (the binding does
+        not run: :meth:`check_action` refused it)."""
+        action = KEY_ACTIONS.get(event.character or "")
+        if action is None or isinstance(self.focused, Input):
+            return
+        why = self.why_not(action)
+        if why:
+            event.stop()
+            self.notify(why, title=f"{event.character}: {action} is not offered", severity="warning", markup=False)
+
+    def action_cursor(self, where: str) -> None:
+        pane = self.query_one(DetailPane)
+        if pane.has_focus:  # the pane has the focus (enter): j and k scroll it
+            {"down": pane.scroll_down, "up": pane.scroll_up, "top": pane.scroll_home,
+             "bottom": pane.scroll_end}[where](animate=False)
+            return
+        self.table.move(where)
+        self.table.focus()
+
+    def action_sort(self, sort: str | None = "") -> None:
+        """Sort the queue by ``sort`` (a store sort name; "": the next of :data:`SORTS`)."""
+        names = [name for name, _ in SORTS]
+        if sort == "":
+            sort = names[(names.index(self.sort) + 1) % len(names)] if self.sort in names else names[1]
+        self.sort = sort
+        label = dict(SORTS).get(sort, sort or "default")
+        self.notify(f"Sorted by {label}.", markup=False, timeout=3)
+        self._refilter()
+
+    @on(RunTable.HeaderSelected)
+    def header_selected(self, event: RunTable.HeaderSelected) -> None:
+        sort = HEADER_SORTS.get(str(event.column_key.value))
+        if sort is not None:
+            self.action_sort(sort)

@@ -1,0 +1,71 @@
+"""Who is at the keyboard (issue 12): the approver config file, asked for once, never a silent
+default role, and --as/--name overriding it in practice homes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from core import approver_config
+from core.approver_config import ApproverConfig
+from core.errors import ResolverError
+from resolver_tui.__main__ import parse_args, who
+
+
+def test_tests_never_touch_the_real_config_directory(approver_config_dir: Path):
+    assert approver_config.config_path() == approver_config_dir / "config.toml"
+    assert os.environ["RESOLVER_CONFIG"] == str(approver_config_dir / "config.toml")
+
+
+def test_the_first_start_asks_once_and_saves_a_toml_file():
+    answers = iter(["", "Tomás", "boss", "team_lead"])
+    asked: list[str] = []
+
+    def ask(prompt: str) -> str:
+        asked.append(prompt)
+        return next(answers)
+
+    assert who(parse_args([]), "practice", ask) == ("team_lead", "Tomás")
+    assert len(asked) == 4  # the empty name and the unknown role are asked again
+    path = approver_config.config_path()
+    assert path.read_text(encoding="utf-8") == 'name = "Tomás"\nrole = "team_lead"\n'
+    assert path.stat().st_mode & 0o777 == 0o600
+
+    def never(prompt: str) -> str:
+        raise AssertionError("asked twice")
+
+    assert who(parse_args([]), "practice", never) == ("team_lead", "Tomás")
+
+
+def test_as_and_name_override_the_file_in_a_practice_home_not_in_a_shop():
+    approver_config.save(ApproverConfig("Tomás", "team_lead"))
+    assert who(parse_args(["--as", "grace", "--name", "Grace"]), "practice") == ("grace", "Grace")
+    assert who(parse_args(["--as", "agent"]), "practice") == ("agent", "Tomás")
+    with pytest.raises(ResolverError, match="shop home"):
+        who(parse_args(["--as", "grace"]), "shop")
+    assert who(parse_args([]), "shop") == ("team_lead", "Tomás")
+
+
+def test_no_silent_default_role():
+    approver_config.save(ApproverConfig("Ana", None))
+    with pytest.raises(ResolverError, match="No role"):
+        who(parse_args([]), "practice")
+    assert parse_args([]).role is None
+
+
+@pytest.mark.parametrize(("text", "said"), [("name = ", "Cannot read"), ('role = "grace"\n', "no name"),
+                                            ('name = "A"\nrole = "boss"\n', "use one of")])
+def test_a_bad_file_is_one_sentence(text: str, said: str):
+    approver_config.config_path().write_text(text, encoding="utf-8")
+    with pytest.raises(ResolverError, match=said):
+        approver_config.load()
+
+
+def test_a_closed_terminal_saves_nothing():
+    def closed(prompt: str) -> str:
+        raise EOFError
+
+    with pytest.raises(ResolverError, match="Nobody said"):
+        who(parse_args([]), "practice", closed)
+    assert not approver_config.config_path().exists()
