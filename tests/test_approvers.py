@@ -166,7 +166,8 @@ def test_the_passphrase_comes_from_a_file_descriptor(staffed):
 
 
 def test_a_signed_rejection_is_audited_and_verifies(staffed):
-    code, out, _ = staffed("reject", T65273_RUN, "--name", "Bot", "--reason", "the customer called back", passphrase=BOT)
+    # a reject needs the role the proposal needs (issue 12): T-65273's 119.00 needs a team lead
+    code, out, _ = staffed("reject", T65273_RUN, "--name", "Ana", "--reason", "the customer called back", passphrase=ANA)
     assert code == 0 and "Status: handed_to_person" in out  # a reject did what it was asked: exit 0
     [row] = _audit(staffed.root)
     assert row["decision"] == "reject" and row["sig"] and row["detail"] == "the customer called back"

@@ -339,7 +339,8 @@ def test_exit_codes_refused_and_handed_to_a_person(waiting):
 
 
 def test_prune_deletes_old_finished_runs_and_the_audit_keeps_the_decision(waiting):
-    waiting("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "refunded by phone")
+    code, _, err = waiting("reject", T65273_RUN, "--as", "team_lead", "--name", "Amira", "--reason", "refunded by phone")
+    assert code == 0, err
     waiting("run", "T-90104")
     code, out, _ = waiting("prune", "--older-than", "90d")
     assert code == 0 and out.startswith("No finished run is older than")
