@@ -101,16 +101,21 @@ def _status(state: TaskState) -> None:
     _print(f"Status: {state.status}")
 
 
-def _show_request(state: TaskState) -> None:
-    """The approval request, then the command that approves it with the role it needs."""
-    from core.rulebook import needed_role
+def _show_request(state: TaskState, shop: bool = False) -> None:
+    """The approval request, then the command that approves it: with the role it needs in a
+    practice home, by a named approver in a shop home (issue 14: ``--as`` is refused there)."""
+    from core.rulebook import needed_role, role_label
     from core.views import approval_request
 
     _print(approval_request(state))
-    _print(["", f"Next: {PROG} approve {state.run_id} --as {needed_role(state) or 'agent'}"])
+    if shop:
+        needed = needed_role(state) or "agent"
+        _print(["", f"Next: {PROG} approve {state.run_id} --name NAME (an approver who is {role_label(needed)} or above)"])
+    else:
+        _print(["", f"Next: {PROG} approve {state.run_id} --as {needed_role(state) or 'agent'}"])
 
 
-def _show_run_outcome(state: TaskState) -> None:
+def _show_run_outcome(state: TaskState, shop: bool = False) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
     from core.runner import outcome_line
     from core.safetext import safe_text
@@ -121,7 +126,7 @@ def _show_run_outcome(state: TaskState) -> None:
         return
     _print(f"Outcome: {outcome_line(state)}")
     if state.status == "waiting_approval":
-        _show_request(state)
+        _show_request(state, shop)
         return
     _print([f"Rule {safe_text(state.proposal.rule)}: {safe_text(state.proposal.reason)}"])
     if state.proposal.reply_draft:
@@ -149,7 +154,7 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
     if args.run_id is not None:
         check_id(args.run_id, "run ID")
     state = home.run(args.task, args.variant, args.model, args.repeat, args.run_id, on_step=lambda s: crash_point("step"))
-    _show_run_outcome(state)
+    _show_run_outcome(state, home.kind == "shop")
     return 0
 
 
@@ -208,9 +213,9 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
         return 0
     _print(f"Resuming {args.run} (status {done.before})")
     if done.kind == "continued":
-        _show_run_outcome(done.state)
+        _show_run_outcome(done.state, home.kind == "shop")
     elif done.kind == "request":
-        _show_request(done.state)
+        _show_request(done.state, home.kind == "shop")
     else:
         _print(after_resume(done.kind, done.before, done.state))
         _status(done.state)
@@ -321,7 +326,7 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     p = state.proposal
     _print(f"Run {state.run_id}: evidence read again; proposal version {p.version if p else '?'}, digest {p.short_digest if p else '-'}; "
            "earlier approvals are void.")
-    _show_request(state)
+    _show_request(state, home.kind == "shop")
     return 0
 
 

@@ -389,3 +389,12 @@ def test_a_decision_that_meets_another_between_signing_and_saving_is_signed_agai
     assert [r["decision"] for r in _audit(staffed.root)] == ["reject", "approve"]
     monkeypatch.undo()
     assert staffed("audit", "verify")[0] == 0
+
+
+def test_a_shop_homes_next_line_names_an_approver_not_a_role(staffed):
+    """In a shop home `--as` is refused, so the request's Next: line says --name (issue 14)."""
+    code, out, _ = staffed("show", T65273_RUN)
+    assert code == 0
+    code, out, _ = staffed("resume", T65273_RUN)
+    assert code == 0 and f"Next: resolver approve {T65273_RUN} --name NAME (an approver who is team lead or above)" in out
+    assert "--as" not in out.split("Next:")[-1]
