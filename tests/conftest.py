@@ -30,6 +30,18 @@ def approver_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     return folder
 
 
+FROZEN_0_1_0 = Path(__file__).parent / "fixtures" / "home_0_1_0"
+"""The home saved by release 0.1.0 (frozen: never write to it; see its README)."""
+
+
+def copy_frozen_home(dst: Path) -> Path:
+    """A copy of the frozen 0.1.0 home at ``dst``, as 0.1.0 left it: git keeps files 0644, but
+    0.1.0 made ``approval.key`` 0600, and a key readable by others is refused (issue 13)."""
+    shutil.copytree(FROZEN_0_1_0, dst)
+    (dst / "approval.key").chmod(0o600)
+    return dst
+
+
 @pytest.fixture
 def clock() -> FixedClock:
     return FixedClock(FRIDAY)

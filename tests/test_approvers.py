@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -22,10 +21,9 @@ from core.executor import REDECIDE
 from core.home import Home
 from core.state import Approval
 
-from conftest import T65273_RUN
+from conftest import T65273_RUN, copy_frozen_home
 
 GRACE, ANA, BOT = "grace-passphrase", "ana-passphrase", "bot-passphrase"
-FROZEN = Path(__file__).parent / "fixtures" / "home_0_1_0"
 
 
 @pytest.fixture
@@ -351,8 +349,7 @@ def test_a_practice_home_decides_with_as_and_chains_its_audit(cli):
 
 
 def test_the_0_1_0_home_keeps_its_audit_rows_as_an_unchained_prefix(tmp_path, capsys):
-    root = tmp_path / "old"
-    shutil.copytree(FROZEN, root)
+    root = copy_frozen_home(tmp_path / "old")
     before = len(_audit(root))
     assert main(["audit", "verify", "--home", str(root)]) == 0
     out = capsys.readouterr().out

@@ -3,7 +3,6 @@ ticket, expiry, refresh, the approved proposal kept). Each "Done when" of the is
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -18,9 +17,8 @@ from core.preconditions import drift
 from core.rulebook import Approver
 from core.state import TaskState, cad
 
-from conftest import FRIDAY, MONDAY, T65273_RUN, T90104_RUN
+from conftest import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home
 
-FROZEN = Path(__file__).parent / "fixtures" / "home_0_1_0"
 T90103_RUN = "T-90103-agent-chat-small-1"
 
 
@@ -299,8 +297,7 @@ def test_refresh_on_the_command_line(cli):
 
 
 def test_a_waiting_run_of_0_1_0_is_approvable_after_the_upgrade(tmp_path):
-    shutil.copytree(FROZEN, tmp_path / "h")
-    home = Home(tmp_path / "h", clock=FixedClock(MONDAY))
+    home = Home(copy_frozen_home(tmp_path / "h"), clock=FixedClock(MONDAY))
     state: TaskState = home.store.load(T90103_RUN)
     assert state.proposal is not None and state.proposal.evidence_at is None and not state.proposal.preconditions
     done = home.approve(T90103_RUN, "agent", "Amira")

@@ -3,16 +3,14 @@ order as the home's queue, no pydantic imported, and an older store still opened
 
 from __future__ import annotations
 
-import shutil
 import sqlite3
 import subprocess
 import sys
-from pathlib import Path
 
 from core.home import Home
 from core.listing import listing_home
 
-FROZEN = Path(__file__).parent / "fixtures" / "home_0_1_0"
+from conftest import copy_frozen_home
 
 
 def test_listing_pages_are_the_queues_pages(home: Home):
@@ -41,8 +39,7 @@ def test_runs_imports_no_model(home: Home):
 def test_an_older_store_is_opened_by_the_whole_home(tmp_path, capsys):
     from core.cli import main
 
-    root = tmp_path / "old"
-    shutil.copytree(FROZEN, root)
+    root = copy_frozen_home(tmp_path / "old")
     assert listing_home(root) is None  # release 0.1.0's format: the home migrates it first
     assert main(["runs", "--home", str(root)]) == 0
     conn = sqlite3.connect(root / "runs.sqlite")

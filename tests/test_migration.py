@@ -4,7 +4,6 @@ approves after the store moved to header and rows (store format 2)."""
 from __future__ import annotations
 
 import json
-import shutil
 import sqlite3
 from pathlib import Path
 
@@ -13,9 +12,8 @@ from core.checkpoint import STORE_FORMAT, CheckpointStore
 from core.home import Home
 from core.state import migrate
 
-from conftest import run_process
+from conftest import FROZEN_0_1_0, copy_frozen_home, run_process
 
-FROZEN = Path(__file__).parent / "fixtures" / "home_0_1_0"
 T65273 = "T-65273-agent-chat-small-1"
 T90103 = "T-90103-agent-chat-small-1"
 BEFORE_WRITE = "T-90104-agent_structured-chat-strong-1"  # crashed before its refund: operation 550ac48b8b6eeead
@@ -24,10 +22,7 @@ AFTER_WRITE = "T-90104-agent_structured-chat-strong-2"  # crashed after it: 60f0
 
 @pytest.fixture
 def old_home(tmp_path) -> Path:
-    root = tmp_path / "home"
-    shutil.copytree(FROZEN, root)
-    (root / "approval.key").chmod(0o600)  # 0.1.0 made it 0600; git keeps only 0644 (issue 13 refuses that)
-    return root
+    return copy_frozen_home(tmp_path / "home")
 
 
 def _refunds(root: Path) -> list[tuple]:
@@ -36,7 +31,7 @@ def _refunds(root: Path) -> list[tuple]:
 
 
 def test_the_frozen_home_is_release_0_1_0s_format():
-    with sqlite3.connect(FROZEN / "runs.sqlite") as conn:
+    with sqlite3.connect(FROZEN_0_1_0 / "runs.sqlite") as conn:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == 0
         assert "message" in {r[1] for r in conn.execute("PRAGMA table_info(events)")}
         whole = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = ?", (T65273,)).fetchone()[0])

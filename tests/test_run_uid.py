@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sqlite3
-from pathlib import Path
 
 import pytest
 from core.approval import verify
@@ -17,9 +15,8 @@ from core.home import Home
 from core.identity import RandomRunUids, SeededRunUids, current, new_run_uid, using
 from core.state import SCHEMA_VERSION, migrate, operation_id
 
-from conftest import MONDAY, T65273_RUN, T90104_RUN
+from conftest import MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home
 
-FROZEN = Path(__file__).parent / "fixtures" / "home_0_1_0"
 UID = re.compile(r"^[0-9a-f]{32}$")
 
 
@@ -144,9 +141,7 @@ def test_a_v3_checkpoint_without_run_uid_is_refused_as_corrupt(home):
 @pytest.fixture
 def frozen(tmp_path) -> Home:
     """A copy of the 0.1.0 home (never the fixture itself), on Monday morning."""
-    shutil.copytree(FROZEN, tmp_path / "home_0_1_0")
-    (tmp_path / "home_0_1_0" / "approval.key").chmod(0o600)  # 0.1.0 made it 0600; git keeps only 0644
-    return Home(tmp_path / "home_0_1_0", clock=FixedClock(MONDAY))
+    return Home(copy_frozen_home(tmp_path / "home_0_1_0"), clock=FixedClock(MONDAY))
 
 
 def test_every_run_of_0_1_0_loads_with_its_run_id_as_run_uid(frozen):
