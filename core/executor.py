@@ -119,6 +119,23 @@ REDECIDE = "REDECIDE: "
 """A reason from ``authorize`` that starts so sends the run back to waiting (no write started)."""
 
 
+def _recheck(store: CheckpointStore, state: TaskState, key: bytes, authorize: Authorize | None, owner: str,
+             op: Operation | None) -> TaskState | None:
+    """Check the approval again before the first write (``op`` None) or before ``op``: in a
+    shop home the approver's signature, registry entry and audit row (``authorize``, issue 14),
+    then the digest, operations, signature and role (:func:`core.approval.verify`). Returns the
+    run refused or handed to a person, with nothing written, or None when the approval holds."""
+    where = f"before {op.action.type}" if op is not None else "before any write"
+    problem = authorize(state) if authorize else None
+    if problem:
+        return _refuse_unauthorized(store, state, problem, owner, where)
+    problem = verify(state, key, signed=authorize is None)
+    if problem:
+        return _hand_over(store, state, f"refused {where if op is not None else ''}".rstrip() + f": {problem}; nothing written",
+                          owner)
+    return None
+
+
 def _refuse_unauthorized(store: CheckpointStore, state: TaskState, why: str, owner: str, before: str) -> TaskState:
     """Issue 14: refuse an approval the shop home's check does not accept, with an audit row
     (``refused``, the reason in ``detail``) in the same save. A decision that was never an
@@ -179,16 +196,10 @@ def execute(
     try:
         if state.status != "executing":
             return state
-        problem = authorize(state) if authorize else None
-        if problem:
-            state = _refuse_unauthorized(store, state, problem, owner, "before any write")
+        stopped = _recheck(store, state, key, authorize, owner, None)
+        if stopped is not None:
             released = True
-            return state
-        problem = verify(state, key, signed=authorize is None)
-        if problem:
-            state = _hand_over(store, state, f"refused: {problem}; nothing written", owner)
-            released = True
-            return state
+            return stopped
         if _lapsed(store, state, clock, owner):
             released = True
             return state
@@ -202,16 +213,10 @@ def execute(
                 state = _hand_over(store, state, f"operation {op.operation_id} had failed", owner)
                 released = True
                 return state
-            problem = authorize(state) if authorize else None
-            if problem:
-                state = _refuse_unauthorized(store, state, problem, owner, f"before {op.action.type}")
+            stopped = _recheck(store, state, key, authorize, owner, op)
+            if stopped is not None:
                 released = True
-                return state
-            problem = verify(state, key, signed=authorize is None)
-            if problem:
-                state = _hand_over(store, state, f"refused before {op.action.type}: {problem}; nothing written", owner)
-                released = True
-                return state
+                return stopped
             if _reconcile(state, op, world):
                 state.log("reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now())
                 store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
