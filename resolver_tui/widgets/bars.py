@@ -52,13 +52,15 @@ class FilterBar(Static):
                       f" ({hint})  "]
         if sort:  # before the counts too: a narrow terminal never hides it
             parts += [("sorted by ", "bold"), (sort, "bold reverse"), " "]
-        total = sum(counts.values())
+        total = sum(counts.values())  # "corrupt" included: "all" lists every run
         narrow = 0 < self.size.width < 110
         for i, (status, label) in enumerate(FILTERS):
             n = total if status is None else counts.get(status, 0)
             text = f" {i + 1} {status_short(status) if status else label} {n}" if narrow else f" {i + 1} {label} {n} "
             parts.append((text, "reverse bold") if i == active else text)
             parts.append("" if narrow else " ")
+        if counts.get("corrupt"):  # not under any status: a corrupt run is not waiting (issue 12)
+            parts.append((f" corrupt {counts['corrupt']} ", "bold reverse"))
         if refreshed and not narrow:
             parts += [f"  refreshed {refreshed}"]
         self.update(Content.assemble(*parts))
