@@ -942,6 +942,7 @@ class CheckpointStore:
         sort: str | None = None,
         after: RunSummary | tuple[Any, str] | None = None,
         limit: int = PAGE_SIZE,
+        max_role_rank: int | None = None,
     ) -> list[RunSummary]:
         """One page of the queue, read from indexed columns only (keyset pagination).
 
@@ -950,6 +951,9 @@ class CheckpointStore:
         runs come oldest first (``age``) and others newest first (``updated``). ``after`` is the
         cursor of the last row of the previous page: that row itself, or ``row.cursor(sort)``
         (its sort key and run ID); the page starts just after it. At most ``limit`` rows.
+        ``max_role_rank`` keeps only runs with a proposal whose role needed ranks at most that
+        (``role_rank`` between 0 and it, an indexed column) and a readable checkpoint (the app's
+        "mine" filter, issue 12).
 
         Raises:
             ResolverError: an unknown sort (the sentence lists the sorts).
@@ -974,6 +978,9 @@ class CheckpointStore:
             columns = ("task_id", "order_id", "customer", "run_id")
             where.append("(" + " OR ".join(f"{_CASEFOLD}({col}) LIKE ? ESCAPE '\\'" for col in columns) + ")")
             params.extend([like] * 4)
+        if max_role_rank is not None:
+            where.append("role_rank BETWEEN 0 AND ? AND state_ok = 1")
+            params.append(max_role_rank)
         if after is not None:
             key, last_id = after.cursor(sort) if isinstance(after, RunSummary) else after
             where.append(f"({column}, run_id) {'>' if ascending else '<'} (?, ?)")

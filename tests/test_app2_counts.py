@@ -74,3 +74,14 @@ def test_the_0_1_0_home_migrates_with_its_corrupt_rows_apart(tmp_path):
         corrupt = conn.execute("SELECT COUNT(*) FROM runs WHERE state_ok = 0").fetchone()[0]
     expected = {**by_status, **({"corrupt": corrupt} if corrupt else {})}
     assert store.counts() == expected
+
+
+def test_a_page_up_to_a_role_keeps_the_proposals_that_role_may_approve(demo_home):
+    queue = demo_home.queue
+    waiting = queue.page("waiting_approval", limit=500).rows
+    agent = queue.page("waiting_approval", limit=500, max_role="agent").rows
+    assert agent and {r.required_role for r in agent} == {"agent"}
+    assert [r.run_id for r in agent] == [r.run_id for r in waiting if r.required_role == "agent"]
+    first = queue.page("waiting_approval", limit=1, max_role="grace")
+    second = queue.page("waiting_approval", limit=1, max_role="grace", after=first.next)
+    assert [r.run_id for r in first.rows + second.rows] == [r.run_id for r in waiting[:2]]

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 
 from core.views import RunDetail
 from textual import events, on
+from textual.binding import Binding
 from textual.widgets import Input
 
 from resolver_tui.screens.decisions import QueueDecisions
+from resolver_tui.widgets.bars import FILTERS, MINE
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
 
@@ -36,12 +38,19 @@ def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
 
 
 class QueueTools(QueueDecisions):
-    """Sorts, focus and scroll, and dimmed keys (see the module's docstring)."""
+    """Sorts, focus and scroll, dimmed keys, and the "mine" filter (see the module's docstring)."""
+
+    BINDINGS = [
+        Binding("m", "mine", "Mine", id="mine", show=False,
+                tooltip="Only the waiting runs I may approve (m again: every waiting run)"),
+    ]
 
     if TYPE_CHECKING:  # provided by QueueScreen
         @property
         def table(self) -> RunTable: ...
         def _refilter(self) -> None: ...
+        def action_status(self, index: int) -> None: ...
+        filter_index: int
 
     def on_key(self, event: events.Key) -> None:
         """A dimmed key of the rulebook's actions says why it is not offered (the binding does
@@ -62,6 +71,12 @@ class QueueTools(QueueDecisions):
             return
         self.table.move(where)
         self.table.focus()
+
+    def action_mine(self) -> None:
+        """Show only the waiting runs whose role needed is within mine (``m`` again: back to
+        every waiting run)."""
+        mine = [status for status, _ in FILTERS].index(MINE)
+        self.action_status(0 if self.filter_index == mine else mine)
 
     def action_sort(self, sort: str | None = "") -> None:
         """Sort the queue by ``sort`` (a store sort name; "": the next of :data:`SORTS`)."""

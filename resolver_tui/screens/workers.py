@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from core.errors import ResolverError
@@ -20,6 +21,7 @@ from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.messages import DetailLoaded, Failed, Finished, LinesReady, OperationDone, PageLoaded
+from resolver_tui.widgets.bars import MINE
 
 if TYPE_CHECKING:
     from core.approvers import Unlocked
@@ -65,7 +67,11 @@ class QueueWorkers(Screen):
     def _load_page(self, status: str | None, search: str | None, after: str | None, select: str | None,
                    serial: int, sort: str | None = None) -> None:
         queue = self.home.queue
-        page = queue.page(status, search=search, after=after, sort=sort)
+        if status == MINE:  # the waiting runs I may approve: the role needed is within mine
+            page = replace(queue.page("waiting_approval", search=search, after=after, sort=sort,
+                                      max_role=self.approver.role), status=MINE)
+        else:
+            page = queue.page(status, search=search, after=after, sort=sort)
         self.post_message(PageLoaded(page, queue.counts(), serial, select))
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
