@@ -1072,14 +1072,17 @@ class CheckpointStore:
                         "data": data if isinstance(data, dict) else {}})
         return out
 
-    def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Rows of the audit table (oldest first), for one run or all:
-        ``{"run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid"}``."""
+    def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
+        """Rows of the audit table (oldest first), for one run or all, and with ``name`` only one
+        approver's: ``{"run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid"}``."""
         sql = "SELECT run_id, decision, role, name, digest, at, detail, run_uid FROM audit"
         params: tuple = ()
         if run_id:
             sql += " WHERE run_id = ?"
             params = (run_id,)
+        if name is not None:
+            sql += (" AND" if run_id else " WHERE") + " name = ?"
+            params = (*params, name)
         with self.db.read() as conn:
             rows = conn.execute(sql + " ORDER BY id", params).fetchall()
         keys = ("run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid")

@@ -271,9 +271,10 @@ class ApprovalQueue:
             a, b = sorted((a, b), key=lambda s: (s.created_at, s.run_id))
         return f"{a.task_id}: {a.run_id} vs {b.run_id}", diff_lines(a, b)
 
-    def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """The audit of decisions, oldest first, for one run or all."""
-        return self._store.audit(run_id)
+    def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
+        """The audit of decisions and refusals, oldest first, for one run or all, and with
+        ``name`` only that approver's (:func:`core.views.history_lines` shows them)."""
+        return self._store.audit(run_id, name=name)
 
     def changes(self) -> list[dict[str, Any]]:
         """What the practice world changed since its last reset, oldest first."""

@@ -15,6 +15,8 @@ KEYS: list[tuple[str, str]] = [
     ("u", "resume by status: running continues its loop, executing is reconciled and finished, waiting shows its request"),
     ("t", "trace of the highlighted run"),
     ("d", "compare with another run of the same ticket"),
+    ("h / H", "history: the highlighted run's decisions and refusals / mine, with reasons"),
+    ("W", "the world's changes since its reset (what `resolver changes` prints)"),
     ("R", "refresh now (it also refreshes itself: every 2 s, or --refresh SECONDS)"),
     ("/", "filter by ticket, order, customer or run ID (Esc clears)"),
     ("1-8", "status: waiting approval, executing, running, handed to person, stopped, done, all, mine"),

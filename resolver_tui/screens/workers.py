@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import ResolverError
 from core.home import Home
-from core.views import Approver, after_approve, after_reject, after_resume
+from core.views import Approver, after_approve, after_reject, after_resume, changes_lines, history_lines
 from textual import work
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
@@ -82,6 +82,20 @@ class QueueWorkers(Screen):
     def load_trace(self, run_id: str) -> None:
         with self._failing_as(run_id):
             self.post_message(LinesReady("trace", f"Trace of {run_id}", self.home.queue.trace(run_id)))
+
+    @work(thread=True, exclusive=True, group="view", exit_on_error=False)
+    def load_history(self, kind: str, key: str) -> None:
+        """History (issue 12): ``run`` (the decisions and refusals of run ``key``), ``name`` (those
+        of approver ``key``) or ``changes`` (the practice world's changes, as ``resolver changes``)."""
+        with self._failing_as(key if kind == "run" else None):
+            queue = self.home.queue
+            if kind == "changes":
+                title, body = "The world's changes", changes_lines(queue.changes())
+            elif kind == "name":
+                title, body = f"Decisions and refusals of {key}", history_lines(queue.audit(name=key))
+            else:
+                title, body = f"History of {key}", history_lines(queue.audit(key), with_run=False)
+            self.post_message(LinesReady("history", title, body))
 
     @work(thread=True, exclusive=True, group="view", exit_on_error=False)
     def load_compare(self, run_id: str, other: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
 from resolver_tui.widgets.bars import FilterBar
 from tui_helpers import make_app, settle
 
@@ -50,3 +51,61 @@ async def test_mine_leaves_out_a_corrupt_run(demo_home):
         await pilot.press("8")
         await settle(pilot)
         assert app.queue.summaries and T65273 not in app.queue.summaries
+
+
+T24410 = "T-24410-agent-chat-small-1"
+
+
+def _lines_text(app) -> str:
+    from resolver_tui.screens.text import HistoryScreen
+
+    assert isinstance(app.screen, HistoryScreen), app.screen
+    return str(app.screen.query_one("#lines-body").render())
+
+
+async def test_h_shows_the_run_s_decisions_and_refusals_with_reasons_made_safe(demo_home):
+    from core.errors import ResolverError
+
+    first, second = [r.run_id for r in demo_home.queue.page("waiting_approval", search="T-90103", limit=50).rows][:2]
+    demo_home.approve(first, "grace", "Grace")
+    with pytest.raises(ResolverError):  # another run of the ticket did it: refused, with an audit row
+        demo_home.approve(second, "grace", "Ana \x1b[2Jcleared")
+    app = make_app(demo_home)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        app.queue.jump_to(second)
+        await settle(pilot)
+        await pilot.press("h")
+        await settle(pilot)
+        text = _lines_text(app)
+        assert "refused (" in text and "by grace, Ana" in text and "cleared" in text
+        assert "\x1b" not in text and "[2J" not in text
+        assert "one effect per ticket" in text  # the reason, on its own line
+        assert "approved" not in text  # the first run's approval is in its own history, not here
+    demo_home.reject(T24410, "team_lead", "wrong order", "Tomás")
+    async with make_app(demo_home).run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        pilot.app.queue.jump_to(T24410)
+        await settle(pilot)
+        await pilot.press("h")
+        await settle(pilot)
+        assert "rejected by team lead, Tomás" in _lines_text(pilot.app) and "wrong order" in _lines_text(pilot.app)
+
+
+async def test_H_shows_only_my_decisions_and_W_the_world_s_changes(demo_home):
+    demo_home.approve(T65273, "team_lead", "Tomás")
+    demo_home.reject(T24410, "team_lead", "not this one", "Grace")
+    app = make_app(demo_home, name="Tomás")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("H")
+        await settle(pilot)
+        text = _lines_text(app)
+        assert T65273 in text and "approved by team lead, Tomás" in text
+        assert T24410 not in text and "Grace" not in text
+        await pilot.press("escape")
+        await pilot.press("W")
+        await settle(pilot)
+        text = _lines_text(app)
+        assert "change(s) in the practice world since the last reset" in text
+        assert "refund" in text and "[operation " in text
