@@ -19,7 +19,8 @@
 - ``audit``: append-only record of every decision (see :mod:`core.approval`); triggers refuse
   any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
 - ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
-  the queue's counts cost the same at 1,000,000 runs as at 10.
+  the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
+  the runs flagged corrupt apart (:meth:`CheckpointStore.counts`: a corrupt run is not waiting).
 
 A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.database`) with a
 compare-and-set on ``version``: a writer holding a stale copy gets
@@ -979,7 +980,10 @@ class CheckpointStore:
             where.append("(" + " OR ".join(f"{_CASEFOLD}({col}) LIKE ? ESCAPE '\\'" for col in columns) + ")")
             params.extend([like] * 4)
         if max_role_rank is not None:
-            where.append("role_rank BETWEEN 0 AND ? AND state_ok = 1")
+            # "+role_rank": filter while walking the sort's index (status, sort column, run_id), so
+            # a page stops after ``limit`` matches; a range on (status, role_rank) would sort every
+            # waiting run in a temporary B-tree first. The role sort walks (status, role_rank) itself.
+            where.append("+role_rank BETWEEN 0 AND ? AND state_ok = 1")
             params.append(max_role_rank)
         if after is not None:
             key, last_id = after.cursor(sort) if isinstance(after, RunSummary) else after
