@@ -109,3 +109,23 @@ async def test_H_shows_only_my_decisions_and_W_the_world_s_changes(demo_home):
         text = _lines_text(app)
         assert "change(s) in the practice world since the last reset" in text
         assert "refund" in text and "[operation " in text
+
+
+async def test_the_palette_shows_another_approver_s_decisions(demo_home):
+    from tui_helpers import type_text
+
+    demo_home.approve(T65273, "team_lead", "Tomás")
+    demo_home.reject(T24410, "team_lead", "not this one", "Grace")
+    app = make_app(demo_home, name="Tomás")
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        await settle(pilot)
+        await type_text(pilot, "decisions of Grace")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        text = _lines_text(app)
+        assert "rejected by team lead, Grace" in text and "not this one" in text
+        assert T65273 not in text
+        assert app.screen.title_text == "Decisions and refusals of Grace"
