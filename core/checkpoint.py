@@ -19,7 +19,8 @@
 - ``audit``: append-only record of every decision (see :mod:`core.approval`); triggers refuse
   any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
 - ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
-  the queue's counts cost the same at 1,000,000 runs as at 10.
+  the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
+  the runs flagged corrupt apart (:meth:`CheckpointStore.counts`: a corrupt run is not waiting).
 
 A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.database`) with a
 compare-and-set on ``version``: a writer holding a stale copy gets
@@ -458,15 +459,19 @@ class CheckpointStore:
             db = sqlite_utils.Database(conn)
             self._create_side_tables(conn, db, set(db.table_names()))
             self._create_indexes_and_triggers(conn, db)
-            if {"runs_count_insert", "runs_count_delete", "runs_count_status"} & set(missing):
+            if ({"runs_count_insert", "runs_count_delete", "runs_count_status"} | NEW_TRIGGERS) & set(missing):
                 conn.execute("DELETE FROM run_counts")
                 conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
+                conn.execute(_RECOUNT_CORRUPT)
             if {"runs_search_insert", "runs_search_delete", "runs_search_update"} & set(missing):
                 conn.execute("INSERT INTO runs_search (runs_search) VALUES ('rebuild')")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        missing = [t for t in missing if t not in NEW_TRIGGERS]  # not lost: the store predates them
+        if not missing:
+            return
         note = f"The checkpoint store {self.path} had lost its trigger(s) {', '.join(missing)}; they were created again."
         if note not in self.repairs:
             self.repairs.append(note)
@@ -561,6 +566,7 @@ class CheckpointStore:
         self._create_indexes_and_triggers(conn, db)
         conn.execute("DELETE FROM run_counts")
         conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
+        conn.execute(_RECOUNT_CORRUPT)
 
     def _split_whole_state(self, conn: sqlite3.Connection, run_id: str, text: str, created_at: str | None,
                            total: str | None) -> None:
@@ -937,6 +943,7 @@ class CheckpointStore:
         sort: str | None = None,
         after: RunSummary | tuple[Any, str] | None = None,
         limit: int = PAGE_SIZE,
+        max_role_rank: int | None = None,
     ) -> list[RunSummary]:
         """One page of the queue, read from indexed columns only (keyset pagination).
 
@@ -945,6 +952,9 @@ class CheckpointStore:
         runs come oldest first (``age``) and others newest first (``updated``). ``after`` is the
         cursor of the last row of the previous page: that row itself, or ``row.cursor(sort)``
         (its sort key and run ID); the page starts just after it. At most ``limit`` rows.
+        ``max_role_rank`` keeps only runs with a proposal whose role needed ranks at most that
+        (``role_rank`` between 0 and it, an indexed column) and a readable checkpoint (the app's
+        "mine" filter, issue 12).
 
         Raises:
             ResolverError: an unknown sort (the sentence lists the sorts).
@@ -969,6 +979,12 @@ class CheckpointStore:
             columns = ("task_id", "order_id", "customer", "run_id")
             where.append("(" + " OR ".join(f"{_CASEFOLD}({col}) LIKE ? ESCAPE '\\'" for col in columns) + ")")
             params.extend([like] * 4)
+        if max_role_rank is not None:
+            # "+role_rank": filter while walking the sort's index (status, sort column, run_id), so
+            # a page stops after ``limit`` matches; a range on (status, role_rank) would sort every
+            # waiting run in a temporary B-tree first. The role sort walks (status, role_rank) itself.
+            where.append("+role_rank BETWEEN 0 AND ? AND state_ok = 1")
+            params.append(max_role_rank)
         if after is not None:
             key, last_id = after.cursor(sort) if isinstance(after, RunSummary) else after
             where.append(f"({column}, run_id) {'>' if ascending else '<'} (?, ?)")
@@ -982,9 +998,31 @@ class CheckpointStore:
         return [self._summary(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        """Number of runs per status (statuses with no run are absent), from the counts table."""
+        """Number of runs per status (statuses with no run are absent), from the counts table.
+
+        A run whose checkpoint is flagged corrupt (``state_ok = 0``) is not counted under its
+        status but under ``"corrupt"`` (issue 12: a corrupt run is not waiting). The table keeps a
+        ``corrupt:<status>`` row per status, kept by triggers like the others, so this stays a read
+        of a few rows at any number of runs.
+        """
         with self.db.read() as conn:
-            return dict(conn.execute("SELECT status, n FROM run_counts WHERE n > 0").fetchall())
+            rows = conn.execute("SELECT status, n FROM run_counts WHERE n > 0").fetchall()
+        counts: dict[str, int] = {}
+        corrupt: dict[str, int] = {}
+        for status, n in rows:
+            if status.startswith(CORRUPT_PREFIX):
+                corrupt[status[len(CORRUPT_PREFIX):]] = n
+            else:
+                counts[status] = n
+        for status, n in corrupt.items():
+            left = counts.get(status, 0) - n
+            if left > 0:
+                counts[status] = left
+            else:
+                counts.pop(status, None)
+        if corrupt:
+            counts["corrupt"] = sum(corrupt.values())
+        return counts
 
     def summary(self, run_id: str) -> RunSummary:
         """The summary row of one run. Raises RunNotFound."""
@@ -1038,14 +1076,17 @@ class CheckpointStore:
                         "data": data if isinstance(data, dict) else {}})
         return out
 
-    def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """Rows of the audit table (oldest first), for one run or all:
-        ``{"run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid"}``."""
+    def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
+        """Rows of the audit table (oldest first), for one run or all, and with ``name`` only one
+        approver's: ``{"run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid"}``."""
         sql = "SELECT run_id, decision, role, name, digest, at, detail, run_uid FROM audit"
         params: tuple = ()
         if run_id:
             sql += " WHERE run_id = ?"
             params = (run_id,)
+        if name is not None:
+            sql += (" AND" if run_id else " WHERE") + " name = ?"
+            params = (*params, name)
         with self.db.read() as conn:
             rows = conn.execute(sql + " ORDER BY id", params).fetchall()
         keys = ("run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid")
@@ -1161,6 +1202,7 @@ not adopted. Stores made before issue 13 have 0 and get it at their next migrati
 TRIGGERS = frozenset({
     "audit_no_update", "audit_no_delete", "runs_count_insert", "runs_count_delete", "runs_count_status",
     "runs_state_insert", "runs_state_update", "runs_search_insert", "runs_search_delete", "runs_search_update",
+    "runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update",
 })
 """The store's triggers; any missing one is created again when a connection opens."""
 
@@ -1197,7 +1239,38 @@ def _split_triggers(upsert: str) -> list[str]:
         "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
         "CREATE TRIGGER IF NOT EXISTS runs_state_update AFTER UPDATE OF state ON runs WHEN json_valid(NEW.state) = 0 "
         "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
+        *_CORRUPT_TRIGGERS,
     ]
+
+
+CORRUPT_PREFIX = "corrupt:"
+"""``run_counts`` keeps, beside each status's row, a ``corrupt:<status>`` row: how many runs of that
+status have a checkpoint flagged corrupt (``state_ok = 0``). :meth:`CheckpointStore.counts`
+subtracts them, so a corrupt run is never counted as waiting (issue 12)."""
+
+_CORRUPT_UPSERT = (
+    "INSERT INTO run_counts (status, n) SELECT 'corrupt:' || NEW.status, 1 WHERE NEW.state_ok = 0 "
+    "ON CONFLICT(status) DO UPDATE SET n = n + 1;"
+)
+_CORRUPT_TRIGGERS = (
+    f"CREATE TRIGGER IF NOT EXISTS runs_corrupt_insert AFTER INSERT ON runs WHEN NEW.state_ok = 0 BEGIN {_CORRUPT_UPSERT} END",
+    "CREATE TRIGGER IF NOT EXISTS runs_corrupt_delete AFTER DELETE ON runs WHEN OLD.state_ok = 0 "
+    "BEGIN UPDATE run_counts SET n = n - 1 WHERE status = 'corrupt:' || OLD.status; END",
+    "CREATE TRIGGER IF NOT EXISTS runs_corrupt_update AFTER UPDATE OF state_ok, status ON runs "
+    "WHEN (OLD.state_ok = 0 OR NEW.state_ok = 0) AND (OLD.state_ok IS NOT NEW.state_ok OR OLD.status IS NOT NEW.status) "
+    "BEGIN UPDATE run_counts SET n = n - 1 WHERE OLD.state_ok = 0 AND status = 'corrupt:' || OLD.status; "
+    f"{_CORRUPT_UPSERT} END",
+)
+"""The triggers of the ``corrupt:<status>`` counts (issue 12). A store made before them gets them
+when a connection opens (:meth:`CheckpointStore._repair_triggers`), with the counts rebuilt."""
+
+NEW_TRIGGERS = frozenset({"runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update"})
+"""Triggers a store made by an earlier release lacks: created when it opens, without a repair note."""
+
+_RECOUNT_CORRUPT = (
+    "INSERT INTO run_counts (status, n) SELECT 'corrupt:' || status, COUNT(*) FROM runs WHERE state_ok = 0 "
+    "GROUP BY status"
+)
 
 
 _CASEFOLD = "resolver_casefold"

@@ -416,8 +416,9 @@ def cmd_changes(home: Home, args: argparse.Namespace) -> int:
     if args.json:
         _json(changes)
         return 0
-    _print(f"{len(changes)} change(s) in the practice world since the last reset")
-    _print([f"  {c['at']}  {c['line']}" for c in changes])
+    from core.views import changes_lines
+
+    _print(changes_lines(changes))
     return 0
 
 

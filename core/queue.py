@@ -118,7 +118,7 @@ class ApprovalQueue:
     # -- the queue ------------------------------------------------------------------------------
 
     def _rows(self, status: str | None, search: str | None, sort: str | None, after: str | None,
-              limit: int) -> tuple[list[RunSummary], str | None]:
+              limit: int, max_role: str | None = None) -> tuple[list[RunSummary], str | None]:
         """The one call of the store's listing: a page of rows and the cursor of the next page.
 
         The cursor is opaque to callers: the JSON of the last row's keyset cursor (its sort key
@@ -133,23 +133,27 @@ class ApprovalQueue:
                 key = (value, str(run_id))
             except (ValueError, TypeError):
                 raise ResolverError(f"Cannot read the page cursor {after!r}; start from the first page.") from None
-        rows = self._store.page(status, search=search, sort=sort, after=key, limit=limit)
+        rows = self._store.page(status, search=search, sort=sort, after=key, limit=limit,
+                                max_role_rank=None if max_role is None else rank(max_role))
         if len(rows) < limit:
             return rows, None
         effective = sort or ("age" if status == "waiting_approval" else "updated")
         return rows, json.dumps(list(rows[-1].cursor(effective)))
 
     def page(self, status: str | None = None, *, search: str | None = None, sort: str | None = None,
-             after: str | None = None, limit: int = PAGE_SIZE) -> Page:
+             after: str | None = None, limit: int = PAGE_SIZE, max_role: str | None = None) -> Page:
         """One page of run summaries for ``status`` (None: every status) and ``search`` (ticket,
         order, customer or run ID, a substring), from the opaque cursor ``after`` (None: the
         first page; a page's ``next`` gives the following one). Waiting runs come oldest first,
-        the others newest first.
+        the others newest first. ``max_role`` (a role name) keeps only runs whose proposal needs
+        that role or a lower one, with a readable checkpoint: with ``waiting_approval``, the runs
+        that approver may approve (the "mine" filter, issue 12).
 
         Raises:
             ResolverError: the cursor cannot be read.
+            UnknownRole: ``max_role`` is not a role of the policy.
         """
-        rows, nxt = self._rows(status, search, sort, after, limit)
+        rows, nxt = self._rows(status, search, sort, after, limit, max_role)
         return Page(rows, nxt, self._clock.now(), status, search, after)
 
     def pages(self, status: str | None = None, *, search: str | None = None, limit: int = 1000) -> Iterator[Page]:
@@ -267,9 +271,10 @@ class ApprovalQueue:
             a, b = sorted((a, b), key=lambda s: (s.created_at, s.run_id))
         return f"{a.task_id}: {a.run_id} vs {b.run_id}", diff_lines(a, b)
 
-    def audit(self, run_id: str | None = None) -> list[dict[str, Any]]:
-        """The audit of decisions, oldest first, for one run or all."""
-        return self._store.audit(run_id)
+    def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
+        """The audit of decisions and refusals, oldest first, for one run or all, and with
+        ``name`` only that approver's (:func:`core.views.history_lines` shows them)."""
+        return self._store.audit(run_id, name=name)
 
     def changes(self) -> list[dict[str, Any]]:
         """What the practice world changed since its last reset, oldest first."""

@@ -44,6 +44,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "approval_request",
     "approve_dialog",
     "approved_vs_current",
+    "changes_lines",
     "decided_by",
     "decision_lines",
     "describe",
@@ -51,6 +52,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "drift_lines",
     "effect_ids",
     "execution_lines",
+    "history_lines",
     "operation_lines",
     "operations_list",
     "precondition_lines",
@@ -550,3 +552,33 @@ def precondition_lines(state: TaskState) -> list[str]:
         return []
     return ["Preconditions (checked again at each write):",
             *(f"  {c.index + 1}. {safe_text(c.line())}" for c in p.preconditions)]
+
+
+_HISTORY_WORDS = {"approve": "approved", "reject": "rejected", "refresh": "refreshed"}
+"""The audit's decision words as history says them (``refused:KIND`` reads ``refused (KIND)``)."""
+
+
+def history_lines(rows: list[dict[str, Any]], *, with_run: bool = True) -> list[str]:
+    """The audit rows of :meth:`core.queue.ApprovalQueue.audit` as lines, oldest first: when,
+    (the run, unless ``with_run`` is False), the decision or refusal, who (role and name), the
+    digest decided on, then the reason or detail on its own indented line. Untrusted text (names,
+    reasons) is left for the face to make safe."""
+    out: list[str] = []
+    for r in rows:
+        decision = str(r.get("decision") or "")
+        word = _HISTORY_WORDS.get(decision, decision)
+        if decision.startswith("refused:"):
+            word = f"refused ({decision.split(':', 1)[1]})"
+        who = role_label(str(r.get("role") or "")) + (f", {r['name']}" if r.get("name") else "")
+        run = f"  {r.get('run_id')}" if with_run else ""
+        out.append(f"{r.get('at')}{run}  {word} by {who}  digest {r.get('digest') or '-'}")
+        if r.get("detail"):
+            out.append(f"    {r['detail']}")
+    return out
+
+
+def changes_lines(changes: list[dict[str, Any]]) -> list[str]:
+    """The practice world's changes (:meth:`core.queue.ApprovalQueue.changes`) as ``resolver
+    changes`` prints them: a count, then one line each, oldest first."""
+    return [f"{len(changes)} change(s) in the practice world since the last reset",
+            *(f"  {c['at']}  {c['line']}" for c in changes)]

@@ -26,6 +26,9 @@ ACTIONS: list[tuple[str, str, str]] = [
     ("Refresh the queue", "refresh", "read the store again"),
     ("Filter the queue", "filter", "ticket, order, customer or run ID"),
     ("Load the Larkfield demo queue", "load_demo", "empty home only"),
+    ("History of the highlighted run", "history", "its decisions and refusals, with reasons"),
+    ("My decisions and refusals", "my_history", "every one under my name, with reasons"),
+    ("The world's changes", "changes", "what the practice world changed since its reset"),
     *[(f"Show {label}", f"status({i})", f"status filter {i + 1}") for i, (_s, label) in enumerate(FILTERS)],
 ]
 
@@ -67,6 +70,11 @@ class ResolverCommands(Provider):
             run_id = words[0]
             yield Hit(0.5, Content(f"Jump to run {run_id}"), partial(queue.jump_to, run_id), text=run_id,
                       help="search the store for it")
+        elif queue is not None and len(words) > 1 and words[0].casefold() == "decisions" and words[1] == "of":
+            name = " ".join(words[2:])
+            if name:
+                yield Hit(0.5, Content(f"Decisions of {name}"), partial(queue.action_approver_history, name),
+                          text=f"Decisions of {name}", help="that approver's decisions and refusals, with reasons")
 
 
 class LessonCommands(Provider):

@@ -17,7 +17,7 @@ from textual.worker import Worker, WorkerState
 
 from resolver_tui.messages import Failed, Finished, LinesReady
 from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, PickRunScreen, RejectScreen
-from resolver_tui.screens.text import CompareScreen, TraceScreen
+from resolver_tui.screens.text import CompareScreen, HistoryScreen, TraceScreen
 from resolver_tui.screens.workers import QueueWorkers
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.safe import clean
@@ -166,7 +166,7 @@ class QueueDecisions(QueueWorkers):
 
     @on(LinesReady)
     def show_lines(self, message: LinesReady) -> None:
-        screen = TraceScreen if message.kind == "trace" else CompareScreen
+        screen = {"trace": TraceScreen, "history": HistoryScreen}.get(message.kind, CompareScreen)
         self.app.push_screen(screen(message.title, message.lines, id=message.kind))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:

@@ -21,7 +21,7 @@ from textual.widgets import Footer, Input, Static
 
 from resolver_tui.messages import DetailLoaded, PageLoaded
 from resolver_tui.screens.queue_tools import SORTS, QueueTools, is_stale
-from resolver_tui.widgets.bars import FILTERS, FilterBar, TopBar
+from resolver_tui.widgets.bars import ALL, FILTERS, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
 from resolver_tui.widgets.safe import plain
@@ -327,7 +327,7 @@ class QueueScreen(QueueTools):
         leaves this view."""
         self.following = True
         self.search = run_id
-        self.filter_index = len(FILTERS) - 1
+        self.filter_index = ALL
         self._show_bars()
         self.table.forget()
         self.load_page(None, run_id, None, run_id)

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING
 
 from core.views import RunDetail
 from textual import events, on
+from textual.binding import Binding
 from textual.widgets import Input
 
 from resolver_tui.screens.decisions import QueueDecisions
+from resolver_tui.widgets.bars import FILTERS, MINE
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
 
@@ -36,12 +38,26 @@ def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
 
 
 class QueueTools(QueueDecisions):
-    """Sorts, focus and scroll, and dimmed keys (see the module's docstring)."""
+    """Sorts, focus and scroll, dimmed keys, and the "mine" filter (see the module's docstring)."""
+
+    BINDINGS = [
+        Binding("m", "mine", "Mine", id="mine", show=False,
+                tooltip="Only the waiting runs I may approve (m again: every waiting run)"),
+        Binding("h", "history", "History", id="history", show=False,
+                tooltip="The highlighted run's decisions and refusals, with reasons"),
+        Binding("H", "my_history", "My history", id="my_history", show=False,
+                tooltip="Every decision and refusal of mine, with reasons"),
+        Binding("W", "changes", "World's changes", id="changes", show=False,
+                tooltip="What the practice world changed since its reset (resolver changes)"),
+    ]
 
     if TYPE_CHECKING:  # provided by QueueScreen
         @property
         def table(self) -> RunTable: ...
         def _refilter(self) -> None: ...
+        def action_status(self, index: int) -> None: ...
+        filter_index: int
+        selected_id: str | None
 
     def on_key(self, event: events.Key) -> None:
         """A dimmed key of the rulebook's actions says why it is not offered (the binding does
@@ -62,6 +78,31 @@ class QueueTools(QueueDecisions):
             return
         self.table.move(where)
         self.table.focus()
+
+    def action_mine(self) -> None:
+        """Show only the waiting runs whose role needed is within mine (``m`` again: back to
+        every waiting run)."""
+        mine = [status for status, _ in FILTERS].index(MINE)
+        self.action_status(0 if self.filter_index == mine else mine)
+
+    def action_history(self) -> None:
+        """The highlighted run's decisions and refusals, with reasons (its audit rows)."""
+        if self.selected_id is None:
+            self.notify("No run is highlighted.", severity="warning", markup=False)
+        else:
+            self.load_history("run", self.selected_id)
+
+    def action_my_history(self) -> None:
+        """Every decision and refusal recorded under my name."""
+        self.load_history("name", self.approver.name)
+
+    def action_approver_history(self, name: str) -> None:
+        """One approver's decisions and refusals (the palette's ``Decisions of NAME``)."""
+        self.load_history("name", name)
+
+    def action_changes(self) -> None:
+        """The practice world's changes since its reset."""
+        self.load_history("changes", "")
 
     def action_sort(self, sort: str | None = "") -> None:
         """Sort the queue by ``sort`` (a store sort name; "": the next of :data:`SORTS`)."""

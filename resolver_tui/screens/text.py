@@ -1,4 +1,5 @@
-"""Read-only screens of lines: the trace of a run and the comparison of two runs."""
+"""Read-only screens of lines: the trace of a run, the comparison of two runs, and history (a
+run's or an approver's decisions and refusals, the world's changes)."""
 
 from __future__ import annotations
 
@@ -42,3 +43,8 @@ class TraceScreen(LinesScreen):
 
 class CompareScreen(LinesScreen):
     """Two runs of one ticket, their actions line by line (seed 000's diagnose step)."""
+
+
+class HistoryScreen(LinesScreen):
+    """Decisions and refusals with their reasons (a run's or one approver's, from the audit), or
+    the practice world's changes; names and reasons are untrusted, shown through the safe helper."""

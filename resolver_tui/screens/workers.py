@@ -10,16 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from core.errors import ResolverError
 from core.home import Home
-from core.views import Approver, after_approve, after_reject, after_resume
+from core.views import Approver, after_approve, after_reject, after_resume, changes_lines, history_lines
 from textual import work
 from textual.screen import Screen
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.messages import DetailLoaded, Failed, Finished, LinesReady, OperationDone, PageLoaded
+from resolver_tui.widgets.bars import MINE
 
 if TYPE_CHECKING:
     from core.approvers import Unlocked
@@ -65,7 +67,11 @@ class QueueWorkers(Screen):
     def _load_page(self, status: str | None, search: str | None, after: str | None, select: str | None,
                    serial: int, sort: str | None = None) -> None:
         queue = self.home.queue
-        page = queue.page(status, search=search, after=after, sort=sort)
+        if status == MINE:  # the waiting runs I may approve: the role needed is within mine
+            page = replace(queue.page("waiting_approval", search=search, after=after, sort=sort,
+                                      max_role=self.approver.role), status=MINE)
+        else:
+            page = queue.page(status, search=search, after=after, sort=sort)
         self.post_message(PageLoaded(page, queue.counts(), serial, select))
 
     @work(thread=True, exclusive=True, group="detail", exit_on_error=False)
@@ -76,6 +82,20 @@ class QueueWorkers(Screen):
     def load_trace(self, run_id: str) -> None:
         with self._failing_as(run_id):
             self.post_message(LinesReady("trace", f"Trace of {run_id}", self.home.queue.trace(run_id)))
+
+    @work(thread=True, exclusive=True, group="view", exit_on_error=False)
+    def load_history(self, kind: str, key: str) -> None:
+        """History (issue 12): ``run`` (the decisions and refusals of run ``key``), ``name`` (those
+        of approver ``key``) or ``changes`` (the practice world's changes, as ``resolver changes``)."""
+        with self._failing_as(key if kind == "run" else None):
+            queue = self.home.queue
+            if kind == "changes":
+                title, body = "The world's changes", changes_lines(queue.changes())
+            elif kind == "name":
+                title, body = f"Decisions and refusals of {key}", history_lines(queue.audit(name=key))
+            else:
+                title, body = f"History of {key}", history_lines(queue.audit(key), with_run=False)
+            self.post_message(LinesReady("history", title, body))
 
     @work(thread=True, exclusive=True, group="view", exit_on_error=False)
     def load_compare(self, run_id: str, other: str) -> None:

@@ -10,6 +10,9 @@ from textual.widgets import Static
 
 from resolver_tui.widgets.safe import clean
 
+MINE = "mine"
+"""The filter of the waiting runs I may approve (not a status: the app reads it as one)."""
+
 FILTERS: list[tuple[str | None, str]] = [
     ("waiting_approval", "waiting approval"),
     ("executing", "executing"),
@@ -18,8 +21,13 @@ FILTERS: list[tuple[str | None, str]] = [
     ("stopped", "stopped"),
     ("done", "done"),
     (None, "all"),
+    (MINE, "mine"),
 ]
-"""The status filters, in the order of the number keys 1-7 (None: every status)."""
+"""The status filters, in the order of the number keys 1-8 (None: every status; ``mine``: the
+waiting runs whose role needed is within mine, the ``m`` key too)."""
+
+ALL = [status for status, _ in FILTERS].index(None)
+"""The index of the filter of every status."""
 
 
 class TopBar(Static):
@@ -52,13 +60,18 @@ class FilterBar(Static):
                       f" ({hint})  "]
         if sort:  # before the counts too: a narrow terminal never hides it
             parts += [("sorted by ", "bold"), (sort, "bold reverse"), " "]
-        total = sum(counts.values())
+        total = sum(counts.values())  # "corrupt" included: "all" lists every run
         narrow = 0 < self.size.width < 110
         for i, (status, label) in enumerate(FILTERS):
-            n = total if status is None else counts.get(status, 0)
-            text = f" {i + 1} {status_short(status) if status else label} {n}" if narrow else f" {i + 1} {label} {n} "
+            n: int | str = total if status is None else counts.get(status, 0)
+            if status == MINE:  # no count: counting it would read every waiting run
+                text = f" {i + 1} {label}{'' if narrow else ' '}"
+            else:
+                text = f" {i + 1} {status_short(status) if status else label} {n}" if narrow else f" {i + 1} {label} {n} "
             parts.append((text, "reverse bold") if i == active else text)
             parts.append("" if narrow else " ")
+        if counts.get("corrupt"):  # not under any status: a corrupt run is not waiting (issue 12)
+            parts.append((f" corrupt {counts['corrupt']} ", "bold reverse"))
         if refreshed and not narrow:
             parts += [f"  refreshed {refreshed}"]
         self.update(Content.assemble(*parts))
