@@ -383,6 +383,10 @@ class CheckpointStore:
                 f"The checkpoint store {self.path} is not a file; move it away, then restore runs.sqlite from a "
                 "backup or choose another home."
             )
+        if self._was_empty and _home_was_used(self.path):
+            # refused before any connection: opening it would write SQLite's header and the next
+            # open would take the lost store for a new one (a second refund, found by a new user)
+            raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path))
         self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
         self._saved: dict[int, _Saved] = {}
         self._saved_lock = threading.Lock()
@@ -415,11 +419,7 @@ class CheckpointStore:
                     f"{', '.join(sorted(tables)[:5])}); nothing was changed. Move it away, or choose another home."
                 )
             elif fmt == 0 and not tables and self._was_empty and _home_was_used(self.path):
-                raise UnsupportedStoreFormat(
-                    f"The checkpoint store {self.path} is empty, but this home has been used (its practice world "
-                    "has written operations or its approval key exists); its runs may have been lost. Restore "
-                    "runs.sqlite from a backup (`resolver restore`), or start afresh with `resolver reset --all`."
-                )
+                raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path))
             elif fmt > STORE_FORMAT:
                 raise UnsupportedStoreFormat(
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
@@ -1205,6 +1205,13 @@ TRIGGERS = frozenset({
     "runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update",
 })
 """The store's triggers; any missing one is created again when a connection opens."""
+
+
+_EMPTY_BUT_USED = (
+    "The checkpoint store {path} is empty, but this home has been used (its practice world has written "
+    "operations or its approval key exists); its runs may have been lost. Nothing was changed. Restore "
+    "runs.sqlite from a backup (`resolver restore`), or start afresh with `resolver reset --all`."
+)
 
 
 def _home_was_used(path: Path) -> bool:
