@@ -188,6 +188,32 @@ def overlapping_effects(store: CheckpointStore, state: TaskState) -> str | None:
     return None
 
 
+_EFFECT_OF = {"request_refund": "refund", "reship_item": "reship", "create_return_label": "return_label", "send_reply": "reply"}
+_DID = {"refund": "refunded on", "reship": "reshipped an item on", "return_label": "made a return label on",
+        "reply": "sent a reply about"}
+
+
+def effects_of_ticket(world: World, state: TaskState) -> str | None:
+    """One effect per ticket, from the practice world's own records (issue 11, and a new
+    user's finding): why approving ``state`` would repeat an effect that another run of the same
+    ticket already made on the same order, or None. Unlike :func:`overlapping_effects` it does
+    not need the other run's checkpoint, so a run deleted by ``prune`` or ``reset --run`` still
+    counts. A run is known by the writer the world recorded (its run ID, which starts with the
+    ticket's ID); this run's own operation IDs (from its ``run_uid``) never count against it."""
+    if state.proposal is None:
+        return None
+    planned = plan_operations(state)
+    own = {op.operation_id for op in planned}
+    wanted = {(_EFFECT_OF[op.action.type], op.action.order_id) for op in planned}
+    for order_id in sorted({order for _, order in wanted}):
+        for e in world.effects_on(order_id, None, exclude=own):
+            actor = str(e.get("actor") or "")
+            if (e.get("kind"), order_id) in wanted and actor.startswith(f"{state.task_id}-"):
+                return (f"{actor} already {_DID[e['kind']]} {order_id} ({e.get('id', '')}) at {e.get('at', '')}; "
+                        "one effect per ticket: reject this run.")
+    return None
+
+
 def world_problem(store: CheckpointStore, state: TaskState, now: datetime, *, world: World | None = None,
                   practice: bool = True, policy: PolicyData | None = None) -> tuple[str, str] | None:
     """Why ``state`` must not be approved now, as ``(kind, sentence)``: ``expiry`` (evidence
@@ -200,7 +226,7 @@ def world_problem(store: CheckpointStore, state: TaskState, now: datetime, *, wo
     if age > policy.evidence_max_age_s:
         return ("expiry", f"The evidence of {state.run_id} is {_age(age)} old; the policy allows "
                           f"{_age(policy.evidence_max_age_s)} at approval. Refresh it first: resolver refresh {state.run_id}")
-    dup = overlapping_effects(store, state)
+    dup = overlapping_effects(store, state) or (effects_of_ticket(world, state) if world is not None else None)
     if dup:
         return ("duplicate", f"Run {state.run_id}: {dup}")
     if world is not None and not practice and state.proposal is not None:

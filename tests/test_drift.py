@@ -112,6 +112,21 @@ def test_two_runs_of_t90104_approved_make_one_refund_and_one_reply(home):
     assert _decisions(home, b.run_id)[0][0] == "refused:duplicate"
 
 
+def test_one_effect_per_ticket_holds_after_the_first_run_is_pruned(home):
+    """A new user's finding: `prune` (or `reset --run`) deleted the done run, a new run of the
+    ticket reused its readable ID, and its approval paid a second 9.95. The world's own records
+    now keep the rule; nothing is written."""
+    first = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    assert home.approve(first.run_id, "agent", "Amira").status == "done"
+    home.delete(first.run_id)  # what prune does to a finished run
+    again = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    assert again.run_id == first.run_id and again.run_uid != first.run_uid
+    with pytest.raises(ApprovalRefused, match=rf"{first.run_id} already refunded on LK-793996 \(RF-"):
+        home.approve(again.run_id, "agent", "Amira")
+    assert _count(home, "refunds", "order_id = ?", "LK-793996") == 1
+    assert home.store.load(again.run_id).status == "waiting_approval"
+
+
 def test_a_run_of_the_ticket_that_is_executing_blocks_another(home):
     from core.executor import SimulatedCrash
 
