@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 DATABASES = ("runs.sqlite", "larkfield.sqlite")
 SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal")
 SKIPPED_NAMES = ("resolver.log",)
+_PLAIN_FILES = frozenset(("approval.key", "clock.json", "home.json", "approvers.json", "audit.head", "approvers.sqlite"))
+"""Files of a home that are always plain files (a folder in their place is damage, never backed up or restored)."""
 
 
 def prune(home: Home, older_than: timedelta) -> list[str]:
@@ -99,6 +101,9 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
             for path in sorted(home.root.iterdir()):
                 if path.name in DATABASES or _skipped(path.name):
                     continue
+                if path.name in _PLAIN_FILES and not path.is_file():
+                    raise ResolverError(f"{path} is not a file, so it cannot be backed up as the home's {path.name}; "
+                                        "`resolver doctor` says what to do. Nothing was written.")
                 if path.is_file():
                     tar.add(path, arcname=path.name)
                     names.append(path.name)
@@ -172,6 +177,13 @@ def restore(home: Home, file: str | os.PathLike) -> list[str]:
             parts = PurePosixPath(m.name).parts
             if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
                 raise ResolverError(f"The backup {src} holds {m.name!r}, which is not a file of a home; nothing was replaced.")
+        for m in members:  # checked before anything is replaced: a restore never stops halfway
+            target = home.root / m.name
+            if m.name in _PLAIN_FILES and not m.isfile():
+                raise ResolverError(f"The backup {src} holds {m.name!r} as a folder, not the home's file. Nothing was replaced.")
+            if target.exists() and m.isfile() != target.is_file() and m.name not in DATABASES:
+                raise ResolverError(f"{target} is {'a folder' if target.is_dir() else 'a file'} and the backup holds it as "
+                                    f"{'a file' if m.isfile() else 'a folder'}; move it away first. Nothing was replaced.")
         names = {m.name for m in members}
         missing = [d for d in DATABASES if d not in names]
         if missing:

@@ -387,6 +387,28 @@ def test_restore_checks_before_replacing(waiting, tmp_path):
     assert _state(waiting.home).status == "waiting_approval"
 
 
+def test_a_folder_in_place_of_a_homes_file_is_never_backed_up_nor_restored_halfway(waiting, tmp_path):
+    """A new user's finding: a backup made while approval.key was a folder held `approval.key/`,
+    and restoring it replaced both databases, then stopped on FileExistsError with a traceback
+    sentence: the home's own runs were gone."""
+    key = waiting.home / "approval.key"
+    key.mkdir()
+    code, _, err = waiting("backup", str(tmp_path / "b.tar.gz"))
+    assert code == EXIT_ERROR and "is not a file" in err and not (tmp_path / "b.tar.gz").exists()
+    key.rmdir()
+    forged = tmp_path / "forged.tar.gz"  # such an archive, made by hand: refused before anything is replaced
+    with tarfile.open(forged, "w:gz") as tar:
+        for name in ("runs.sqlite", "larkfield.sqlite"):
+            tar.add(waiting.home / name, arcname=name)
+        folder = tmp_path / "approval.key"
+        folder.mkdir()
+        tar.add(folder, arcname="approval.key")
+    before = _state(waiting.home)
+    code, _, err = waiting("restore", str(forged))
+    assert code == EXIT_ERROR and "Nothing was replaced" in err and "Traceback" not in err
+    assert _state(waiting.home) == before and not key.exists()
+
+
 # -- the machine --------------------------------------------------------------------------------
 
 
