@@ -19,6 +19,7 @@ differs, one row per difference.
 from __future__ import annotations
 
 import json
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -144,9 +145,13 @@ def init_home(root: Path | str, shop: bool = False) -> str:
             "or empty folder: `resolver init --shop --home DIR`."
         )
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        root.chmod(0o700)  # a shop home is private like every home (issue 13): the folder 0700, its files 0600
         made = iso(datetime.now(SHOP_TZ))
-        kind_path(root).write_text(json.dumps({"kind": "shop", "made_at": made}) + "\n", encoding="utf-8")
+        fd = os.open(kind_path(root), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"kind": "shop", "made_at": made}) + "\n")
+        kind_path(root).chmod(0o600)
     except OSError as exc:
         raise ResolverError(f"Cannot make a shop home in {root}: {exc.strerror or exc}.") from None
     return f"Made a shop home in {root}: its clock is real time only, and the lesson's commands are refused here."

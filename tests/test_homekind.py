@@ -5,6 +5,7 @@ Python API are refused with one sentence, and nothing changes."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -157,3 +158,18 @@ def test_python_m_resolver_init_shop_in_a_new_process(tmp_path):
                              capture_output=True, text=True, timeout=60)
     assert refused.returncode == 4 and "Traceback" not in refused.stderr
     assert refused.stderr.strip().endswith("Use a practice home for the lesson: --home DIR or RESOLVER_HOME.")
+
+
+def test_init_shop_makes_a_private_home_even_under_a_loose_umask(tmp_path):
+    """A new user's finding: `init --shop` left the folder 0755 and home.json 0644 (umask 022),
+    and `resolver doctor` then failed its own home."""
+    old = os.umask(0o022)
+    try:
+        init_home(tmp_path / "shop", shop=True)
+        (tmp_path / "empty").mkdir(mode=0o755)
+        init_home(tmp_path / "empty", shop=True)
+    finally:
+        os.umask(old)
+    for root in (tmp_path / "shop", tmp_path / "empty"):
+        assert root.stat().st_mode & 0o777 == 0o700
+        assert (root / "home.json").stat().st_mode & 0o777 == 0o600
