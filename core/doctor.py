@@ -143,9 +143,17 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
                                    f"(the folder is made {HOME_MODE:04o})."))
         lines += _dependency_lines()
         return lines, 1
-    lines.append(_line("ok", f"kind: {home_kind(root)}; checkpoints are read at schema version {SCHEMA_VERSION}"))
+    kind = home_kind(root)
+    lines.append(_line("ok", f"kind: {kind}; checkpoints are read at schema version {SCHEMA_VERSION}"))
     lines += _mode_lines(root)
     lines.append(_key_line(root / "approval.key"))
+    if kind == "shop":  # the owner key's fingerprint, to compare with the one on paper (issue 14)
+        from core.signing import registry_lines
+
+        for text in registry_lines(root, kind):
+            level = ("ok" if text.startswith(("Owner key:", "Approvers: registry verifies"))
+                     else "warn" if "no registry yet" in text else "FAIL")
+            lines.append(_line(level, text))
     lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
     lines += _database_lines(root / "larkfield.sqlite", "practice world")
     lines += _dependency_lines()

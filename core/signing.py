@@ -192,10 +192,10 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditcha
     return report
 
 
-def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
-    """The lines ``resolver doctor`` shows for issue 14: the owner key's fingerprint (to compare
-    with the one written down at ``approvers init``), the registry's check and the audit check.
-    Never raises for a damaged registry or audit: each problem is a line."""
+def registry_lines(root: Path, kind: str) -> list[str]:
+    """The registry's lines for ``resolver doctor`` (issue 14), read only: in a shop home the
+    owner key's fingerprint (to compare with the one written down at ``approvers init``) and the
+    registry's check; nothing in a practice home. Never raises: each problem is a line."""
     out: list[str] = []
     registry = Registry(root)
     if kind == "shop":
@@ -208,6 +208,13 @@ def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
                 out.append("Approvers: registry verifies." if not problems else f"Approvers: {'; '.join(problems)}.")
             except RegistryError as exc:
                 out.append(f"Approvers: {exc}")
+    return out
+
+
+def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
+    """The lines of issue 14 with the audit check: :func:`registry_lines`, then the hash chain,
+    the triggers and (shop home) every signature and the signed head. Never raises."""
+    out = registry_lines(root, kind)
     try:
         out += verify_home_audit(root, store, kind).lines()
     except ResolverError as exc:
