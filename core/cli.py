@@ -827,6 +827,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
     except KeyboardInterrupt:
         print(f"Interrupted; the last checkpoint is saved. Resume with `{PROG} resume RUN`.", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `resolver changes | head`: a closed pipe ends quietly (entry)
+        raise
     except Exception as exc:  # never a traceback on screen: it goes to the log
         where_logged = "the home's resolver.log"
         if log is not None:

@@ -273,8 +273,15 @@ class ApprovalQueue:
 
     def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
         """The audit of decisions and refusals, oldest first, for one run or all, and with
-        ``name`` only that approver's (:func:`core.views.history_lines` shows them)."""
-        return self._store.audit(run_id, name=name)
+        ``name`` only that approver's (:func:`core.views.history_lines` shows them). A run that
+        was pruned keeps its rows. Raises RunNotFound for a run that has neither a checkpoint nor
+        an audit row (a mistyped ID is said, not answered with "0 decisions")."""
+        rows = self._store.audit(run_id, name=name)
+        if run_id and not rows and not self._store.exists(run_id):
+            from core.errors import RunNotFound
+
+            raise RunNotFound(run_id)
+        return rows
 
     def changes(self) -> list[dict[str, Any]]:
         """What the practice world changed since its last reset, oldest first."""

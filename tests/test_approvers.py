@@ -400,6 +400,6 @@ def test_a_shop_homes_next_line_names_an_approver_not_a_role(staffed):
 def test_resolver_doctor_shows_the_owner_key_fingerprint_in_a_shop_home(staffed):
     """A new user's finding: the README says doctor shows the owner key's fingerprint, to
     compare with the one written down; it never did."""
-    code, out, _ = staffed("doctor")
+    _code, out, _ = staffed("doctor")
     fingerprint = Registry(staffed.root).fingerprint()
     assert f"Owner key: {fingerprint}" in out and "Approvers: registry verifies." in out

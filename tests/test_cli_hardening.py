@@ -469,3 +469,22 @@ def test_an_empty_digest_through_home_is_refused_too(tmp_path):
     with pytest.raises(ResolverError, match="digest is empty"):
         home.approve(state.run_id, "grace", digest=" ")
     assert home.queue.load(state.run_id).status == "waiting_approval"
+
+
+def test_the_audit_of_an_unknown_run_says_so(waiting):
+    """A new user's finding: `resolver audit nosuch` printed "0 decision(s)" and exited 0."""
+    code, out, err = waiting("audit", "nosuch")
+    assert code == EXIT_ERROR and out == "" and "No run nosuch" in err
+
+
+def test_a_closed_pipe_ends_quietly(waiting, tmp_path):
+    """A new user's finding: `resolver changes | head -1` said "stopped on an unexpected error
+    (BrokenPipeError)"."""
+    import subprocess
+    import sys
+
+    script = (f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'core', 'changes', '--home', {str(waiting.home)!r}], "
+              "stdout=subprocess.PIPE, stderr=subprocess.PIPE); p.stdout.close(); err = p.stderr.read(); p.wait(); "
+              "sys.stdout.write(err.decode())")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
+    assert "unexpected error" not in out and "Traceback" not in out
