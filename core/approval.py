@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
 import stat
 from datetime import datetime
@@ -248,6 +249,17 @@ def plan_operations(state: TaskState) -> list[Operation]:
     return [Operation(operation_id=operation_id(state.run_uid, i, a), index=i, action=a) for i, a in enumerate(actions)]
 
 
+_LINE_BREAKS = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+def _one_line(value: str | None, what: str) -> None:
+    """Refuse a decision's name or reason that spans lines (a new user's finding: a reason
+    holding "\nStatus: done" printed a false status line on every face). Raises ApprovalRefused;
+    nothing is changed."""
+    if value and _LINE_BREAKS.search(value):
+        raise ApprovalRefused(f"The {what} must be one line (it holds a line break); nothing was decided.")
+
+
 def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
     try:
         return store.save(state, audit=audit)
@@ -296,6 +308,7 @@ def approve(
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
     check_role(role)
+    _one_line(name, "name")
     clock = clock or store.clock
     state, proposal = _load_waiting(store, run_id, digest)
     problem = world_problem(store, state, clock.now(), world=world, practice=practice, policy=policy)
@@ -341,6 +354,8 @@ def reject(
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
     check_role(role)
+    _one_line(name, "name")
+    _one_line(reason, "reason")
     clock = clock or store.clock
     if not reason or not reason.strip():
         raise ApprovalRefused("A rejection needs a reason: say what is wrong with the proposal.")

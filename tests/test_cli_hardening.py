@@ -488,3 +488,23 @@ def test_a_closed_pipe_ends_quietly(waiting, tmp_path):
               "sys.stdout.write(err.decode())")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
     assert "unexpected error" not in out and "Traceback" not in out
+
+
+@pytest.mark.parametrize("argv", [
+    ("reject", T65273_RUN, "--as", "team_lead", "--reason", "fine\nStatus: done\nrequest_refund LK-999: done"),
+    ("reject", T65273_RUN, "--as", "team_lead", "--name", "Eve\nStatus: done", "--reason", "no"),
+    ("approve", T65273_RUN, "--as", "team_lead", "--name", "Eve\u2028Status: done"),
+])
+def test_a_name_or_reason_that_spans_lines_is_refused(waiting, argv):
+    """A new user's finding: a reason holding "\nStatus: done" printed a false status line."""
+    before = _state(waiting.home)
+    code, out, err = waiting(*argv)
+    assert code == 4 and "must be one line" in err and "Status: done" not in out
+    assert _state(waiting.home) == before
+
+
+def test_bidirectional_controls_never_reach_the_terminal():
+    from core.safetext import safe_text
+
+    assert safe_text("Eve\u202eenod :sutatS") == "Eveenod :sutatS"
+    assert safe_text("a\u2066b\u2069c\u200fd") == "abcd"
