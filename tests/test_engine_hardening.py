@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from core.approval import load_key
 from core.checkpoint import CheckpointStore, UnsupportedStoreFormat, lease_owner_name
-from core.errors import ApprovalKeyError, CorruptCheckpoint, LeaseHeld, ResolverError
+from core.errors import ApprovalKeyError, ApprovalRefused, CorruptCheckpoint, LeaseHeld, ResolverError
 from core.home import Home
 from core.world import World, WorldMissing
 
@@ -373,21 +373,24 @@ def test_a_row_whose_state_names_another_run_is_corrupt_and_approving_it_writes_
 
 # -- run IDs come back after reset ------------------------------------------------------------------
 
-def test_a_run_that_reuses_a_readable_id_after_reset_writes_for_real(home):
+def test_a_run_that_reuses_a_readable_id_after_reset_is_never_taken_for_the_old_one(home):
+    """Operation IDs are bound to run_uid: a run that reuses a readable ID after a runs-only
+    reset plans new operation IDs, so the first run's register entries are never taken for its
+    own "already done" writes. Its approval is refused earlier still: the practice world records
+    that a run of the ticket already refunded (one effect per ticket outlives the deleted run)."""
+    from core.approval import plan_operations
+
     first = home.run("T-65273")
     done = home.approve(first.run_id, "team_lead")
     assert done.status == "done" and _refunds(home) == 1
     home.reset()
     again = home.run("T-65273")
     assert again.run_id == first.run_id and again.run_uid != first.run_uid
-    redone = home.approve(again.run_id, "team_lead")
-    assert redone.operations[0].operation_id != done.operations[0].operation_id
-    assert not any(e.kind == "reconciled" for e in redone.events)
-    # the refund service was really called with the new ID (and said no: the charge is refunded),
-    # never taken for "already done" from the first run's register entry
-    op = redone.operations[0]
-    assert (op.status, op.calls) == ("failed", 1) and "is not a captured charge" in op.error
-    assert redone.status == "handed_to_person" and _refunds(home) == 1 and _register(home) == 2
+    assert plan_operations(again)[0].operation_id != done.operations[0].operation_id
+    with pytest.raises(ApprovalRefused, match=rf"{first.run_id} already refunded on LK-507862"):
+        home.approve(again.run_id, "team_lead")
+    assert _refunds(home) == 1 and _register(home) == 2  # the refund and its reply: nothing more
+    assert home.store.load(again.run_id).status == "waiting_approval"
 
 
 # -- many processes at once -------------------------------------------------------------------------
