@@ -9,8 +9,9 @@ import re
 import sqlite3
 
 import pytest
-from core.approval import verify
+from core.approval import plan_operations, verify
 from core.clock import FixedClock
+from core.errors import ApprovalRefused
 from core.home import Home
 from core.identity import RandomRunUids, SeededRunUids, current, new_run_uid, using
 from core.state import SCHEMA_VERSION, migrate, operation_id
@@ -87,14 +88,15 @@ def test_an_old_decision_never_verifies_on_a_new_run_that_reuses_the_readable_id
     assert "signature does not verify" in after.events[-1].message
     assert _world_rows(home, "refunds") == refunds  # nothing paid
 
-    # Approved for real, the new run has operation IDs of its own, so the register's old
-    # entries are not mistaken for its writes: it pays once, with new IDs.
+    # The new run plans operation IDs of its own, so the register's old entries are never
+    # mistaken for its writes; and approving it for real is refused before any write, because the
+    # world records that a run of the ticket already refunded (one effect per ticket).
     home.reset()
     fresh = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    done = home.approve(fresh.run_id, "agent", "Amira")
-    assert done.status == "done"
-    assert {op.operation_id for op in done.operations}.isdisjoint(op.operation_id for op in old.operations)
-    assert _world_rows(home, "refunds") == refunds + 1
+    assert {op.operation_id for op in plan_operations(fresh)}.isdisjoint(op.operation_id for op in old.operations)
+    with pytest.raises(ApprovalRefused, match="already refunded on LK-793996"):
+        home.approve(fresh.run_id, "agent", "Amira")
+    assert _world_rows(home, "refunds") == refunds
 
 
 def test_every_decision_hands_the_store_its_run_uid_for_the_audit(home, monkeypatch):
