@@ -1,0 +1,88 @@
+"""Starting the app on bad input: one sentence on stderr and an exit code, never a traceback
+(a new user's report: a damaged ``clock.json``, an argument that is not UTF-8, ``--demo`` in a
+shop home), and a clock damaged while the app runs is a message, not a crash."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from core.home import Home
+from core.homekind import init_home
+from tui_helpers import make_app, settle
+
+
+def _start(home: Path, *args: str | bytes, tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
+    """``python -m resolver_tui --home HOME ARGS`` with no approver config and no terminal."""
+    env = {**os.environ, "RESOLVER_CONFIG": str(tmp_path / "no-config.toml"), "RESOLVER_HOME": ""}
+    env.pop("RESOLVER_HOME")
+    return subprocess.run([sys.executable, "-m", "resolver_tui", "--home", str(home), *args],
+                          capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=60)
+
+
+def _practice_home(tmp_path: Path) -> Path:
+    """A practice home with no runs yet (its folder exists, as after the lesson's set-up)."""
+    root = tmp_path / "home"
+    root.mkdir()
+    init_home(root)
+    return root
+
+
+def _one_sentence(err: bytes) -> str:
+    text = err.decode("utf-8", "replace").strip()
+    assert "Traceback" not in text and "locals" not in text, text
+    assert len(text.splitlines()) == 1, text
+    return text
+
+
+@pytest.mark.parametrize("damage", ["folder", "garbage"])
+def test_a_damaged_clock_is_one_sentence_and_exit_1(tmp_path, damage):
+    root = _practice_home(tmp_path)
+    clock = root / "clock.json"
+    if damage == "folder":
+        clock.mkdir()
+    else:
+        clock.write_text("{garbage", encoding="utf-8")
+    done = _start(root, "--as", "team_lead", "--name", "Tomás", tmp_path=tmp_path)
+    assert done.returncode == 1
+    said = _one_sentence(done.stderr)
+    assert "clock file" in said and "damaged" in said
+
+
+def test_an_argument_that_is_not_utf8_is_refused_with_exit_2(tmp_path):
+    root = _practice_home(tmp_path)
+    done = _start(root, "--as", "team_lead", "--name", b"\xff", tmp_path=tmp_path)
+    assert done.returncode == 2
+    said = _one_sentence(done.stderr)
+    assert "is not UTF-8" in said and "\\xff" in said
+
+
+def test_demo_in_a_shop_home_is_refused(tmp_path):
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    (tmp_path / "me.toml").write_text('name = "Tomás"\nrole = "team_lead"\n', encoding="utf-8")
+    env = {**os.environ, "RESOLVER_CONFIG": str(tmp_path / "me.toml")}
+    done = subprocess.run([sys.executable, "-m", "resolver_tui", "--home", str(root), "--demo"],
+                          capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=60)
+    assert done.returncode == 1
+    said = _one_sentence(done.stderr)
+    assert "shop home" in said and "--demo" in said
+    assert not (root / "runs.sqlite").exists() or Home(root).queue.total() == 0
+
+
+async def test_a_clock_damaged_while_the_app_runs_is_a_message(tmp_path):
+    root = _practice_home(tmp_path)
+    home = Home(root)  # the home's own clock: clock.json
+    app = make_app(home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        (root / "clock.json").write_text("{garbage", encoding="utf-8")
+        app.queue.on_resize()  # the top bar reads the clock again
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.is_running
+        told = " ".join(n.message for n in app._notifications)
+        assert "clock file" in told and "damaged" in told
