@@ -184,6 +184,11 @@ class QueueScreen(QueueTools):
         self.query_one(DetailPane).display = table_shown
         if not table_shown and (self.load_demo_if_empty or self.busy == "demo"):
             empty.update(plain(f"No saved runs in {self.home.root} yet: loading the Larkfield demo queue…"))
+        elif not table_shown and self.home.kind == "shop":  # the demo queue loads only in a practice home
+            empty.update(plain(
+                f"No saved runs in {self.home.root}.\n\n"
+                "Run `resolver run TICKET` in a shell to make one (the app notices it)."
+            ))
         elif not table_shown:
             empty.update(plain(
                 f"No saved runs in {self.home.root}.\n\n"
@@ -235,6 +240,8 @@ class QueueScreen(QueueTools):
         """Why ``action`` is not offered on the highlighted run now, or None when it is: the
         screen's own reasons (nothing highlighted, busy, loading), else the rulebook's."""
         if action == "load_demo":
+            if self.home.kind == "shop":
+                return "The Larkfield demo queue loads only in a practice home; this is a shop home."
             return None if self.empty else "The home already has saved runs."
         d = self.detail
         if self.selected_id is None:
@@ -257,8 +264,8 @@ class QueueScreen(QueueTools):
         self._update_offered()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "load_demo":
-            return bool(self.empty)  # hidden, not dimmed, once the home has runs
+        if action == "load_demo":  # hidden, not dimmed, once the home has runs and in a shop home
+            return bool(self.empty) and self.home.kind != "shop"
         if action in OFFERED:
             return True if self.why_not(action) is None else None
         return True

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from core.home import Home
 from core.homekind import init_home
-from tui_helpers import make_app, settle
+from tui_helpers import make_app, screen_text, settle
 
 
 def _start(home: Path, *args: str | bytes, tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
@@ -86,3 +86,27 @@ async def test_a_clock_damaged_while_the_app_runs_is_a_message(tmp_path):
         assert app.is_running
         told = " ".join(n.message for n in app._notifications)
         assert "clock file" in told and "damaged" in told
+
+
+async def test_an_empty_shop_home_never_offers_the_demo(tmp_path):
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    home = Home(root)
+    app = make_app(home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "No saved runs" in text
+        assert "demo" not in text.lower() and "press L" not in text
+        assert "Load demo" not in text.splitlines()[-1]  # the footer
+        await pilot.press("L")  # not offered: nothing happens, no refusal either
+        await settle(pilot)
+        assert home.queue.total() == 0
+        assert not app._notifications
+        app.queue.try_action("load_demo")  # as the palette would: a sentence, nothing loaded
+        await settle(pilot)
+        assert "only in a practice home" in " ".join(n.message for n in app._notifications)
+        assert home.queue.total() == 0
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert "demo" not in screen_text(app).lower()
