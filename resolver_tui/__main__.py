@@ -6,8 +6,10 @@ import argparse
 import sys
 
 from core import approver_config
+from core.cli import EXIT_USAGE, _not_utf8
 from core.errors import ResolverError
 from core.home import Home, resolve_home
+from core.homekind import require_practice
 
 
 def _seconds(text: str) -> float:
@@ -52,9 +54,22 @@ def who(args: argparse.Namespace, kind: str, ask=input) -> tuple[str, str]:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Open the app; every start-up error is one sentence on stderr, never a traceback: exit 2
+    for an argument that is not UTF-8 (as the CLI, :func:`core.cli._not_utf8`), exit 1 for a
+    ResolverError (no home, a damaged ``clock.json``, ``--demo`` in a shop home, nobody at the
+    keyboard)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    bad = _not_utf8(argv)
+    if bad is not None:
+        print(f"The argument {bad} is not UTF-8 text; set your terminal to UTF-8 and type it again. Nothing was changed.",
+              file=sys.stderr)
+        sys.exit(EXIT_USAGE)
     args = parse_args(argv)
     try:
         home = Home(resolve_home(args.home))
+        home.clock.now()  # a damaged clock.json is a sentence here, not a traceback in the app
+        if args.demo:
+            require_practice(home.root, "--demo (the Larkfield demo queue)")
         role, name = who(args, home.kind)
         from resolver_tui.app import ResolverApp
 

@@ -25,7 +25,7 @@ ACTIONS: list[tuple[str, str, str]] = [
     ("Compare with another run of the same ticket", "compare", "the actions line by line"),
     ("Refresh the queue", "refresh", "read the store again"),
     ("Filter the queue", "filter", "ticket, order, customer or run ID"),
-    ("Load the Larkfield demo queue", "load_demo", "empty home only"),
+    ("Load the Larkfield demo queue", "load_demo", "empty practice home only"),
     ("History of the highlighted run", "history", "its decisions and refusals, with reasons"),
     ("My decisions and refusals", "my_history", "every one under my name, with reasons"),
     ("The world's changes", "changes", "what the practice world changed since its reset"),
@@ -48,6 +48,7 @@ class ResolverCommands(Provider):
             return []
         items: list[tuple[str, Callable[[], object], str]] = [
             (title, partial(queue.try_action, action), help_text) for title, action, help_text in ACTIONS
+            if not (action == "load_demo" and queue.home.kind == "shop")  # practice homes only
         ]
         items += [(f"Jump to run {run_id}", partial(queue.jump_to, run_id), "show it in the queue")
                   for run_id in list(queue.summaries)[:500]]

@@ -43,7 +43,8 @@ class ConfirmScreen(ModalScreen[bool]):
                 yield Button("No", id="no", variant="primary", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one("#no", Button).focus()
+        self.query_one("#no", Button).focus(scroll_visible=False)
+        self.query_one("#dialog").scroll_home(animate=False, immediate=True)  # the title and actions first
 
     @on(Button.Pressed)
     def pressed(self, event: Button.Pressed) -> None:
@@ -149,15 +150,17 @@ class PassphraseApproveScreen(ModalScreen[str | None]):
         with Vertical(id="dialog", classes="dialog"):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield Static(lines(self.body), id="dialog-body")
-            yield Label(plain(f"Passphrase for {self.who} (kept unlocked until the app closes):"))
-            yield Input(placeholder="passphrase", password=True, id="passphrase")
-            yield Static("", id="passphrase-error", markup=False)
-            with Horizontal(classes="buttons"):
-                yield Button("Approve", id="yes", variant="warning")
-                yield Button("Cancel", id="no", variant="primary")
+            with Vertical(classes="dialog-foot"):  # docked: on screen while the body scrolls
+                yield Label(plain(f"Passphrase for {self.who} (kept unlocked until the app closes):"))
+                yield Input(placeholder="passphrase", password=True, id="passphrase")
+                yield Static("", id="passphrase-error", markup=False)
+                with Horizontal(classes="buttons"):
+                    yield Button("Approve", id="yes", variant="warning")
+                    yield Button("Cancel", id="no", variant="primary")
 
     def on_mount(self) -> None:
-        self.query_one("#passphrase", Input).focus()
+        self.query_one("#passphrase", Input).focus(scroll_visible=False)
+        self.query_one("#dialog").scroll_home(animate=False, immediate=True)  # the title and actions first
 
     def _submit(self) -> None:
         value = self.query_one("#passphrase", Input).value

@@ -37,8 +37,9 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS = [Binding("escape,q,question_mark", "dismiss", "Close")]
 
     def compose(self) -> ComposeResult:
+        shop = getattr(getattr(self.app, "home", None), "kind", "") == "shop"  # no demo queue in a shop home
         body = Content("\n").join(
-            Content.assemble((f"{key:>18}", "bold"), "  ", text) for key, text in KEYS
+            Content.assemble((f"{key:>18}", "bold"), "  ", text) for key, text in KEYS if not (shop and key == "L")
         )
         with VerticalScroll(id="help", classes="panel") as scroll:
             scroll.border_title = "Keys"

@@ -11,6 +11,7 @@ done with a run, and why not, comes from the rulebook in the run's
 
 from __future__ import annotations
 
+from core.errors import ResolverError
 from core.home import Home
 from core.views import ACTIONS, Approver, RunDetail
 from textual import on
@@ -24,7 +25,7 @@ from resolver_tui.screens.queue_tools import SORTS, QueueTools, is_stale
 from resolver_tui.widgets.bars import ALL, FILTERS, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
-from resolver_tui.widgets.safe import plain
+from resolver_tui.widgets.safe import clean, plain
 
 OFFERED = (*ACTIONS, "load_demo")
 
@@ -86,6 +87,7 @@ class QueueScreen(QueueTools):
         self.last_failure: tuple[str, str] | None = None
         self.refreshed = ""
         self.first_page_shown = False
+        self.clock_error = ""  # the damaged clock's sentence, told once (not at every refresh)
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -123,8 +125,16 @@ class QueueScreen(QueueTools):
     def _show_bars(self) -> None:
         """Who is at the keyboard, the simulated clock, and the filters with their counts."""
         queue = self.home.queue
-        self.query_one(TopBar).show(self.approver.name, self.approver.role, queue.now() if queue.simulated else None,
-                                    self.home.kind)
+        try:
+            now = queue.now() if queue.simulated else None
+        except ResolverError as exc:  # a clock.json damaged while the app runs: say so, never crash
+            now = None
+            if str(exc) != self.clock_error:
+                self.notify(clean(str(exc)), severity="error", markup=False, timeout=10)
+            self.clock_error = str(exc)
+        else:
+            self.clock_error = ""
+        self.query_one(TopBar).show(self.approver.name, self.approver.role, now, self.home.kind)
         self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following,
                                        dict(SORTS).get(self.sort, "") if self.sort else "")
 
@@ -174,6 +184,11 @@ class QueueScreen(QueueTools):
         self.query_one(DetailPane).display = table_shown
         if not table_shown and (self.load_demo_if_empty or self.busy == "demo"):
             empty.update(plain(f"No saved runs in {self.home.root} yet: loading the Larkfield demo queue…"))
+        elif not table_shown and self.home.kind == "shop":  # the demo queue loads only in a practice home
+            empty.update(plain(
+                f"No saved runs in {self.home.root}.\n\n"
+                "Run `resolver run TICKET` in a shell to make one (the app notices it)."
+            ))
         elif not table_shown:
             empty.update(plain(
                 f"No saved runs in {self.home.root}.\n\n"
@@ -225,6 +240,8 @@ class QueueScreen(QueueTools):
         """Why ``action`` is not offered on the highlighted run now, or None when it is: the
         screen's own reasons (nothing highlighted, busy, loading), else the rulebook's."""
         if action == "load_demo":
+            if self.home.kind == "shop":
+                return "The Larkfield demo queue loads only in a practice home; this is a shop home."
             return None if self.empty else "The home already has saved runs."
         d = self.detail
         if self.selected_id is None:
@@ -247,8 +264,8 @@ class QueueScreen(QueueTools):
         self._update_offered()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        if action == "load_demo":
-            return bool(self.empty)  # hidden, not dimmed, once the home has runs
+        if action == "load_demo":  # hidden, not dimmed, once the home has runs and in a shop home
+            return bool(self.empty) and self.home.kind != "shop"
         if action in OFFERED:
             return True if self.why_not(action) is None else None
         return True

@@ -1,0 +1,143 @@
+"""Starting the app on bad input: one sentence on stderr and an exit code, never a traceback
+(a new user's report: a damaged ``clock.json``, an argument that is not UTF-8, ``--demo`` in a
+shop home), and a clock damaged while the app runs is a message, not a crash."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from core.home import Home
+from core.homekind import init_home
+from tui_helpers import make_app, screen_text, settle
+
+
+def _start(home: Path, *args: str | bytes, tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
+    """``python -m resolver_tui --home HOME ARGS`` with no approver config and no terminal."""
+    env = {**os.environ, "RESOLVER_CONFIG": str(tmp_path / "no-config.toml"), "RESOLVER_HOME": ""}
+    env.pop("RESOLVER_HOME")
+    return subprocess.run([sys.executable, "-m", "resolver_tui", "--home", str(home), *args],
+                          capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=60)
+
+
+def _practice_home(tmp_path: Path) -> Path:
+    """A practice home with no runs yet (its folder exists, as after the lesson's set-up)."""
+    root = tmp_path / "home"
+    root.mkdir()
+    init_home(root)
+    return root
+
+
+def _one_sentence(err: bytes) -> str:
+    text = err.decode("utf-8", "replace").strip()
+    assert "Traceback" not in text and "locals" not in text, text
+    assert len(text.splitlines()) == 1, text
+    return text
+
+
+@pytest.mark.parametrize("damage", ["folder", "garbage"])
+def test_a_damaged_clock_is_one_sentence_and_exit_1(tmp_path, damage):
+    root = _practice_home(tmp_path)
+    clock = root / "clock.json"
+    if damage == "folder":
+        clock.mkdir()
+    else:
+        clock.write_text("{garbage", encoding="utf-8")
+    done = _start(root, "--as", "team_lead", "--name", "Tomás", tmp_path=tmp_path)
+    assert done.returncode == 1
+    said = _one_sentence(done.stderr)
+    assert "clock file" in said and "damaged" in said
+
+
+def test_an_argument_that_is_not_utf8_is_refused_with_exit_2(tmp_path):
+    root = _practice_home(tmp_path)
+    done = _start(root, "--as", "team_lead", "--name", b"\xff", tmp_path=tmp_path)
+    assert done.returncode == 2
+    said = _one_sentence(done.stderr)
+    assert "is not UTF-8" in said and "\\xff" in said
+
+
+def test_demo_in_a_shop_home_is_refused(tmp_path):
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    (tmp_path / "me.toml").write_text('name = "Tomás"\nrole = "team_lead"\n', encoding="utf-8")
+    env = {**os.environ, "RESOLVER_CONFIG": str(tmp_path / "me.toml")}
+    done = subprocess.run([sys.executable, "-m", "resolver_tui", "--home", str(root), "--demo"],
+                          capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=60)
+    assert done.returncode == 1
+    said = _one_sentence(done.stderr)
+    assert "shop home" in said and "--demo" in said
+    assert not (root / "runs.sqlite").exists() or Home(root).queue.total() == 0
+
+
+async def test_a_clock_damaged_while_the_app_runs_is_a_message(tmp_path):
+    root = _practice_home(tmp_path)
+    home = Home(root)  # the home's own clock: clock.json
+    app = make_app(home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        (root / "clock.json").write_text("{garbage", encoding="utf-8")
+        app.queue.on_resize()  # the top bar reads the clock again
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.is_running
+        told = " ".join(n.message for n in app._notifications)
+        assert "clock file" in told and "damaged" in told
+
+
+async def test_an_empty_shop_home_never_offers_the_demo(tmp_path):
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    home = Home(root)
+    app = make_app(home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        text = screen_text(app)
+        assert "No saved runs" in text
+        assert "demo" not in text.lower() and "press L" not in text
+        assert "Load demo" not in text.splitlines()[-1]  # the footer
+        await pilot.press("L")  # not offered: nothing happens, no refusal either
+        await settle(pilot)
+        assert home.queue.total() == 0
+        assert not app._notifications
+        app.queue.try_action("load_demo")  # as the palette would: a sentence, nothing loaded
+        await settle(pilot)
+        assert "only in a practice home" in " ".join(n.message for n in app._notifications)
+        assert home.queue.total() == 0
+        await pilot.press("question_mark")
+        await settle(pilot)
+        assert "demo" not in screen_text(app).lower()
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_the_readme_daily_shop_example_of_the_app_starts_in_a_shop_home(tmp_path, monkeypatch):
+    """The README's "every day" block for a shop home: its ``resolver-tui`` line is accepted by
+    the app's start-up in a shop home (it once passed ``--as``, which a shop home refuses)."""
+    import shlex
+
+    from resolver_tui.__main__ import parse_args, who
+
+    text = README.read_text(encoding="utf-8")
+    block = text[text.index("Then, every day:"):]
+    block = block[:block.index("```", block.index("```") + 3)]
+    line = next(ln for ln in block.splitlines() if ln.startswith("resolver-tui"))
+    words = shlex.split(line, comments=True)[1:]
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    config = tmp_path / "me.toml"
+    config.write_text('name = "Tomás"\nrole = "team_lead"\n', encoding="utf-8")
+    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    args = parse_args([*words, "--home", str(root)])
+    assert who(args, Home(root).kind) == ("team_lead", "Tomás")
+
+
+def test_the_readme_says_the_lesson_check_needs_the_test_extra():
+    text = README.read_text(encoding="utf-8")
+    command = text.index(".venv/bin/python -m pytest tests/test_lesson_page.py")
+    before = text[text.rindex("One command checks the whole page", 0, command):command]
+    assert "test extra" in before and "'.[test]'" in before
