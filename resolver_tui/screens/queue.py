@@ -11,7 +11,6 @@ done with a run, and why not, comes from the rulebook in the run's
 
 from __future__ import annotations
 
-from core.errors import ResolverError
 from core.home import Home
 from core.views import ACTIONS, Approver, RunDetail
 from textual import on
@@ -21,11 +20,11 @@ from textual.reactive import reactive
 from textual.widgets import Footer, Input, Static
 
 from resolver_tui.messages import DetailLoaded, PageLoaded
-from resolver_tui.screens.queue_tools import SORTS, QueueTools, is_stale
+from resolver_tui.screens.queue_tools import SORTS, QueueTools, empty_text, is_stale
 from resolver_tui.widgets.bars import ALL, FILTERS, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
-from resolver_tui.widgets.safe import clean, plain
+from resolver_tui.widgets.safe import plain
 
 OFFERED = (*ACTIONS, "load_demo")
 
@@ -87,7 +86,6 @@ class QueueScreen(QueueTools):
         self.last_failure: tuple[str, str] | None = None
         self.refreshed = ""
         self.first_page_shown = False
-        self.clock_error = ""  # the damaged clock's sentence, told once (not at every refresh)
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -124,17 +122,7 @@ class QueueScreen(QueueTools):
 
     def _show_bars(self) -> None:
         """Who is at the keyboard, the simulated clock, and the filters with their counts."""
-        queue = self.home.queue
-        try:
-            now = queue.now() if queue.simulated else None
-        except ResolverError as exc:  # a clock.json damaged while the app runs: say so, never crash
-            now = None
-            if str(exc) != self.clock_error:
-                self.notify(clean(str(exc)), severity="error", markup=False, timeout=10)
-            self.clock_error = str(exc)
-        else:
-            self.clock_error = ""
-        self.query_one(TopBar).show(self.approver.name, self.approver.role, now, self.home.kind)
+        self.query_one(TopBar).show(self.approver.name, self.approver.role, self.simulated_now(), self.home.kind)
         self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following,
                                        dict(SORTS).get(self.sort, "") if self.sort else "")
 
@@ -182,19 +170,8 @@ class QueueScreen(QueueTools):
         empty.display = not table_shown
         self.table.display = table_shown
         self.query_one(DetailPane).display = table_shown
-        if not table_shown and (self.load_demo_if_empty or self.busy == "demo"):
-            empty.update(plain(f"No saved runs in {self.home.root} yet: loading the Larkfield demo queue…"))
-        elif not table_shown and self.home.kind == "shop":  # the demo queue loads only in a practice home
-            empty.update(plain(
-                f"No saved runs in {self.home.root}.\n\n"
-                "Run `resolver run TICKET` in a shell to make one (the app notices it)."
-            ))
-        elif not table_shown:
-            empty.update(plain(
-                f"No saved runs in {self.home.root}.\n\n"
-                "Run `resolver run T-65273` in a shell to make one (the app notices it),\n"
-                "or press L to load the Larkfield demo queue."
-            ))
+        if not table_shown:
+            empty.update(plain(empty_text(self.home.root, self.home.kind, self.load_demo_if_empty or self.busy == "demo")))
 
     def _sync_selection(self) -> None:
         run_id = self.table.current

@@ -6,8 +6,11 @@ replaces a newer one (:func:`is_stale`). Mixed into
 
 from __future__ import annotations
 
+from datetime import datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.errors import ResolverError
 from core.views import RunDetail
 from textual import events, on
 from textual.binding import Binding
@@ -17,6 +20,7 @@ from resolver_tui.screens.decisions import QueueDecisions
 from resolver_tui.widgets.bars import FILTERS, MINE
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
+from resolver_tui.widgets.safe import clean
 
 SORTS: list[tuple[str | None, str]] = [(None, "default"), ("created", "newest run"), ("amount", "amount"),
                                       ("role", "role needed")]
@@ -35,6 +39,18 @@ def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
     """True when ``new`` was read at an older checkpoint version of the run ``shown`` shows."""
     return (shown is not None and shown.run_id == new.run_id and new.version is not None
             and shown.version is not None and new.version < shown.version)
+
+
+def empty_text(root: Path, kind: str, loading_demo: bool) -> str:
+    """What the screen says when the home has no runs: how to make one, and in a practice home
+    the ``L`` key (the demo queue is never offered in a shop home)."""
+    if loading_demo:
+        return f"No saved runs in {root} yet: loading the Larkfield demo queue…"
+    if kind == "shop":
+        return f"No saved runs in {root}.\n\nRun `resolver run TICKET` in a shell to make one (the app notices it)."
+    return (f"No saved runs in {root}.\n\n"
+            "Run `resolver run T-65273` in a shell to make one (the app notices it),\n"
+            "or press L to load the Larkfield demo queue.")
 
 
 class QueueTools(QueueDecisions):
@@ -58,6 +74,23 @@ class QueueTools(QueueDecisions):
         def action_status(self, index: int) -> None: ...
         filter_index: int
         selected_id: str | None
+
+    clock_error = ""
+    """The damaged clock's sentence, told once (not at every refresh)."""
+
+    def simulated_now(self) -> datetime | None:
+        """The home's simulated time for the top bar (None: real time). A ``clock.json`` damaged
+        while the app runs is told once as a message and the bar shows no clock: never a crash."""
+        queue = self.home.queue
+        try:
+            now = queue.now() if queue.simulated else None
+        except ResolverError as exc:
+            if str(exc) != self.clock_error:
+                self.notify(clean(str(exc)), severity="error", markup=False, timeout=10)
+            self.clock_error = str(exc)
+            return None
+        self.clock_error = ""
+        return now
 
     def on_key(self, event: events.Key) -> None:
         """A dimmed key of the rulebook's actions says why it is not offered (the binding does
