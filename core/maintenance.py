@@ -68,17 +68,24 @@ def _skipped(name: str) -> bool:
     return name in SKIPPED_NAMES or name.endswith(SKIPPED_SUFFIXES) or name.startswith(".") or name.startswith(SKIPPED_NAMES)
 
 
-def _copy_database(source: Path, target: Path) -> None:
-    """A consistent copy of a live SQLite database by the online backup API."""
+def _online_backup(source: Path, target: Path, failure: str) -> None:
+    """Copy the SQLite database ``source`` into ``target`` in one step by the online backup API:
+    consistent while other connections write, and a live ``target`` keeps its WAL right. Raises
+    ResolverError with the sentence ``failure``, the error in place of its ``{exc}``."""
     src = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True, timeout=30)
-    dst = sqlite3.connect(target)
+    dst = sqlite3.connect(target, timeout=30)
     try:
         src.backup(dst)
     except sqlite3.Error as exc:
-        raise ResolverError(f"Cannot copy {source.name} for the backup: {exc}. Nothing was written.") from None
+        raise ResolverError(failure.format(exc=exc)) from None
     finally:
         dst.close()
         src.close()
+
+
+def _copy_database(source: Path, target: Path) -> None:
+    """A consistent copy of a live SQLite database for a backup (mode 0600)."""
+    _online_backup(source, target, f"Cannot copy {source.name} for the backup: {{exc}}. Nothing was written.")
     target.chmod(0o600)
 
 
@@ -119,15 +126,8 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
 
 def _load_database(source: Path, target: Path) -> None:
     """Replace the content of the live database ``target`` with ``source`` in one step."""
-    src = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True)
-    dst = sqlite3.connect(target, timeout=30)
-    try:
-        src.backup(dst)
-    except sqlite3.Error as exc:
-        raise ResolverError(f"Cannot restore {target.name}: {exc}. The files restored before it are listed in the log.") from None
-    finally:
-        dst.close()
-        src.close()
+    _online_backup(source, target,
+                   f"Cannot restore {target.name}: {{exc}}. The files restored before it are listed in the log.")
 
 
 def _archive_kind(tar: tarfile.TarFile) -> str:
