@@ -3,11 +3,9 @@ demo queue built once per test session (each test gets its own copy)."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,10 +13,7 @@ from core.cli import main
 from core.clock import FixedClock
 from core.home import Home
 
-FRIDAY = "2026-10-09T17:00:00-04:00"
-MONDAY = "2026-10-12T09:00:00-04:00"
-T65273_RUN = "T-65273-agent-chat-small-1"
-T90104_RUN = "T-90104-agent_structured-chat-strong-1"
+from helpers import FRIDAY, MONDAY, run_process
 
 
 @pytest.fixture(autouse=True)
@@ -28,18 +23,6 @@ def approver_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     folder = tmp_path_factory.mktemp("config")
     monkeypatch.setenv("RESOLVER_CONFIG", str(folder / "config.toml"))
     return folder
-
-
-FROZEN_0_1_0 = Path(__file__).parent / "fixtures" / "home_0_1_0"
-"""The home saved by release 0.1.0 (frozen: never write to it; see its README)."""
-
-
-def copy_frozen_home(dst: Path) -> Path:
-    """A copy of the frozen 0.1.0 home at ``dst``, as 0.1.0 left it: git keeps files 0644, but
-    0.1.0 made ``approval.key`` 0600, and a key readable by others is refused (issue 13)."""
-    shutil.copytree(FROZEN_0_1_0, dst)
-    (dst / "approval.key").chmod(0o600)
-    return dst
 
 
 @pytest.fixture
@@ -86,16 +69,6 @@ def cli(tmp_path: Path, capsys):
 
     run.home = home_dir
     return run
-
-
-def run_process(home_dir: Path, *argv: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
-    """Run ``python -m core ARGS --home HOME`` in a new process (a new terminal, a new day)."""
-    full_env = {**os.environ, **(env or {})}
-    full_env.pop("RESOLVER_KILL_AT", None) if not env or "RESOLVER_KILL_AT" not in env else None
-    return subprocess.run(
-        [sys.executable, "-m", "core", *argv, "--home", str(home_dir)],
-        capture_output=True, text=True, env=full_env, timeout=timeout,
-    )
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from core.executor import REDECIDE
 from core.home import Home
 from core.state import Approval
 
-from conftest import T65273_RUN, copy_frozen_home
+from helpers import T65273_RUN, copy_frozen_home
 
 GRACE, ANA, BOT = "grace-passphrase", "ana-passphrase", "bot-passphrase"
 

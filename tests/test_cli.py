@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from conftest import T65273_RUN, T90104_RUN
+from helpers import T65273_RUN, T90104_RUN
 
 
 def _usage(home_dir, run_id):

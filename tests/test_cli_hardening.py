@@ -16,7 +16,7 @@ import threading
 import pytest
 from core.cli import EXIT_CODES, EXIT_ERROR, EXIT_HANDED, EXIT_REFUSED, EXIT_USAGE, main
 
-from conftest import T65273_RUN, run_process
+from helpers import T65273_RUN, run_process
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 CONTROL = {*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F}

@@ -15,7 +15,7 @@ from core.cli import EXIT_CODES, main
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import T65273_RUN
+from helpers import T65273_RUN
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 CONTROL = {*range(0x00, 0x09), *range(0x0B, 0x20), 0x7F, *range(0x80, 0xA0)}

@@ -17,7 +17,7 @@ from core.preconditions import drift
 from core.rulebook import Approver
 from core.state import TaskState, cad
 
-from conftest import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home
+from helpers import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home
 
 T90103_RUN = "T-90103-agent-chat-small-1"
 

@@ -22,7 +22,7 @@ from core.errors import ApprovalKeyError, ApprovalRefused, CorruptCheckpoint, Le
 from core.home import Home
 from core.world import World, WorldMissing
 
-from conftest import T65273_RUN, run_process
+from helpers import T65273_RUN, run_process
 
 SERVICE_TABLES = ("refunds", "reshipments", "return_labels", "replies")
 

@@ -16,7 +16,7 @@ from core.errors import ApprovalRefused, LeaseHeld
 from core.home import Home
 from core.state import operation_id
 
-from conftest import run_process
+from helpers import run_process
 
 PLANTER_RUN = "T-90103-agent-chat-small-1"
 SERVICE_TABLES = ("refunds", "reshipments", "return_labels", "replies")
@@ -44,6 +44,7 @@ def test_operation_ids_are_stable_16_hex_digits_and_differ_per_action(home):
     assert approved.status == "done" and all(op.calls == 1 for op in approved.operations)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["save", "write"])
 def test_kill_sweep_every_operation_done_exactly_once(tmp_path, kind):
     """SIGKILL a real approving process at every checkpoint save / after every write, then resume."""

@@ -17,7 +17,7 @@ from core.errors import ResolverError, ShopRefused
 from core.home import Home
 from core.homekind import DIFFERENCES, home_kind, init_home
 
-from conftest import FRIDAY, T65273_RUN
+from helpers import FRIDAY, T65273_RUN
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from core.clock import parse_time
 from core.errors import ResolverError
 from core.home import Home
 
-from conftest import FRIDAY, T65273_RUN
+from helpers import FRIDAY, T65273_RUN
 
 EXPECTED_STATUSES = {
     "T-65273-agent-chat-small-1": "waiting_approval",

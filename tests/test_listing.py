@@ -10,7 +10,7 @@ import sys
 from core.home import Home
 from core.listing import listing_home
 
-from conftest import copy_frozen_home
+from helpers import copy_frozen_home
 
 
 def test_listing_pages_are_the_queues_pages(home: Home):

@@ -12,7 +12,7 @@ from core.checkpoint import STORE_FORMAT, CheckpointStore
 from core.home import Home
 from core.state import migrate
 
-from conftest import FROZEN_0_1_0, copy_frozen_home, run_process
+from helpers import FROZEN_0_1_0, copy_frozen_home, run_process
 
 T65273 = "T-65273-agent-chat-small-1"
 T90103 = "T-90103-agent-chat-small-1"

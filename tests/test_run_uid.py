@@ -16,7 +16,7 @@ from core.home import Home
 from core.identity import RandomRunUids, SeededRunUids, current, new_run_uid, using
 from core.state import SCHEMA_VERSION, migrate, operation_id
 
-from conftest import MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home
+from helpers import MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home
 
 UID = re.compile(r"^[0-9a-f]{32}$")
 

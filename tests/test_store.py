@@ -21,7 +21,7 @@ from core.runner import new_state
 from core.state import Evidence, Message, RefundAction, ReplyAction, ReshipAction, ReturnLabelAction
 from core.world import WRITE_SERVICES
 
-from conftest import run_process
+from helpers import run_process
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 
@@ -408,6 +408,7 @@ def _comparable(state) -> dict:
     return dump
 
 
+@pytest.mark.slow
 def test_kill_sweep_a_sigkill_between_any_two_row_writes_of_a_step_save_leaves_the_last_whole_checkpoint(tmp_path):
     """SIGKILL ``resolver run`` at every row write of every save (before its commit): the run is
     either absent (killed in its first save) or exactly one of the checkpoints an uninterrupted
@@ -437,6 +438,7 @@ def test_kill_sweep_a_sigkill_between_any_two_row_writes_of_a_step_save_leaves_t
     assert kills >= 12 and versions == set(range(1, max(reference)))  # every checkpoint but the last was the one left
 
 
+@pytest.mark.slow
 def test_kill_sweep_inside_the_approve_and_execute_saves(tmp_path):
     """SIGKILL ``resolver approve`` at every row write before a commit; a resume finishes every
     write exactly once."""

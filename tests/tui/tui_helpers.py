@@ -10,8 +10,7 @@ from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.app import ResolverApp
 
-MONDAY = "2026-10-12T09:00:00-04:00"
-FRIDAY = "2026-10-09T17:00:00-04:00"
+from helpers import MONDAY
 
 
 def monday_home(root: Path) -> Home:
@@ -29,6 +28,21 @@ async def settle(pilot) -> None:
         await pilot.pause()
         await app.workers.wait_for_complete()
     await pilot.pause()
+
+
+async def steady_cursors(pilot) -> None:
+    """Stop every input's cursor blinking on the shown screen, with the cursor drawn, and settle.
+
+    An input blinks its cursor every 0.5 s, so a snapshot taken at a random moment drew it or
+    not: the reject dialog's snapshots failed about one run in three (issue 17). Setting
+    ``cursor_blink`` to False pauses Textual's blink timer and leaves the cursor visible, a fixed
+    phase whatever the machine's speed.
+    """
+    from textual.widgets import Input
+
+    for box in pilot.app.screen.query(Input):
+        box.cursor_blink = False
+    await settle(pilot)
 
 
 async def type_text(pilot, text: str) -> None:

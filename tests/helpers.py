@@ -1,0 +1,53 @@
+"""Names shared by the test modules: the seed's clock times and run IDs, the frozen 0.1.0 home,
+and a CLI runner in a new process.
+
+Test modules import from here (``from helpers import ...``), never from ``conftest``: pytest loads
+``tests/conftest.py`` and ``tests/tui/conftest.py`` both under the module name ``conftest``, so an
+import of it finds whichever was loaded first and a mix of test files failed at collection
+(issue 17). ``tests/`` is on ``sys.path`` because ``tests/conftest.py`` is loaded for every test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+FRIDAY = "2026-10-09T17:00:00-04:00"
+"""Seed 000's Friday: Amira runs T-65273 and the proposal waits for Grace."""
+MONDAY = "2026-10-12T09:00:00-04:00"
+"""Seed 000's Monday: Grace approves from a new terminal."""
+T65273_RUN = "T-65273-agent-chat-small-1"
+"""The double charge of 119.00 CAD, team lead or above (rule W7)."""
+T90104_RUN = "T-90104-agent_structured-chat-strong-1"
+"""The refund of 9.95 CAD of the seed's crash before the write."""
+
+FROZEN_0_1_0 = Path(__file__).parent / "fixtures" / "home_0_1_0"
+"""The home saved by release 0.1.0 (frozen: never write to it; see its README)."""
+
+
+def copy_frozen_home(dst: Path) -> Path:
+    """A copy of the frozen 0.1.0 home at ``dst``, as 0.1.0 left it: git keeps files 0644, but
+    0.1.0 made ``approval.key`` 0600, and a key readable by others is refused (issue 13)."""
+    shutil.copytree(FROZEN_0_1_0, dst)
+    (dst / "approval.key").chmod(0o600)
+    return dst
+
+
+def run_process(home_dir: Path, *argv: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    """Run ``python -m core ARGS --home HOME`` in a new process (a new terminal, a new day).
+
+    ``RESOLVER_KILL_AT`` (the crash tests' kill point) reaches the process only when ``env``
+    names it, never from the test process's own environment."""
+    full_env = {**os.environ, **(env or {})}
+    if not env or "RESOLVER_KILL_AT" not in env:
+        full_env.pop("RESOLVER_KILL_AT", None)
+    return subprocess.run(
+        [sys.executable, "-m", "core", *argv, "--home", str(home_dir)],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=timeout,
+    )

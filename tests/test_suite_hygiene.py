@@ -1,0 +1,35 @@
+"""The suite collects in any mix of files (issue 17): two ``conftest.py`` files are both loaded
+under the module name ``conftest``, so a test module that imported from it found whichever was
+loaded first, and ``pytest tests/tui/test_tui_passphrase.py tests/test_approvers.py`` failed at
+collection. Shared names live in ``tests/helpers.py`` and ``tests/tui/tui_helpers.py``."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+
+
+def test_no_test_module_imports_conftest():
+    offenders = []
+    for path in TESTS.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names.append(node.module)
+            if any(n.split(".")[0] == "conftest" for n in names):
+                offenders.append(f"{path.relative_to(TESTS)}:{node.lineno}")
+    assert not offenders, offenders
+
+
+def test_the_app_tests_and_the_core_tests_collect_together_in_either_order():
+    for files in (["tui/test_tui_passphrase.py", "test_approvers.py"], ["test_approvers.py", "tui/test_tui_passphrase.py"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *(str(TESTS / f) for f in files)],
+            capture_output=True, text=True, timeout=120, cwd=TESTS.parent,
+        )
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+        assert "error" not in done.stdout.lower().splitlines()[-1], done.stdout[-500:]
