@@ -8,7 +8,7 @@ Regenerate with ``pytest tests/tui --snapshot-update`` after a deliberate change
 from __future__ import annotations
 
 import pytest
-from tui_helpers import make_app, settle
+from tui_helpers import make_app, settle, steady_cursors
 
 SIZES = [(80, 24), (120, 40), (200, 60)]
 
@@ -28,13 +28,15 @@ def app(demo_home):
 
 
 def pressing(*keys: str):
-    """A ``run_before`` that settles, then presses each key and settles again."""
+    """A ``run_before`` that settles, then presses each key and settles again; every input's
+    cursor is then held still (:func:`steady_cursors`), so the image never depends on the blink."""
 
     async def run_before(pilot):
         await settle(pilot)
         for key in keys:
             await pilot.press(key)
             await settle(pilot)
+        await steady_cursors(pilot)
 
     return run_before
 
@@ -47,14 +49,14 @@ def showing(run_id: str):
         pilot.app.queue.jump_to(run_id)
         await settle(pilot)
         pilot.app.clear_notifications()
-        await settle(pilot)
+        await steady_cursors(pilot)
 
     return run_before
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
 def test_queue(snap_compare, app, size):
-    assert snap_compare(app, terminal_size=size, run_before=settle)
+    assert snap_compare(app, terminal_size=size, run_before=pressing())
 
 
 @pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
@@ -84,6 +86,6 @@ def test_executed_run(snap_compare, app):
         pilot.app.queue.jump_to("T-65273-agent-chat-small-1")
         await settle(pilot)
         pilot.app.clear_notifications()
-        await settle(pilot)
+        await steady_cursors(pilot)
 
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
