@@ -1,6 +1,7 @@
 """Who is at the keyboard: the approver's config file in the user's config directory.
 
-The file is TOML, read with :mod:`tomllib`::
+The file is TOML, read with :mod:`tomllib` and edited with tomlkit (which keeps the rest of the
+file as it was)::
 
     name = "Tomás"
     role = "team_lead"   # practice homes only; a later issue takes a shop's roles from a registry
@@ -8,14 +9,14 @@ The file is TOML, read with :mod:`tomllib`::
 It is the one config file of resolver, :func:`core.homepath.config_path`:
 ``<user config dir>/resolver/config.toml`` (platformdirs), or the file ``$RESOLVER_CONFIG``
 names (tests point it at a temporary folder, so they never touch the real user's config). The
-same file may name the approver's home (``home = "..."``, read by :mod:`core.homepath`); saving
-keeps it. There is no default role: with no file the app asks once (:func:`ask_and_save`) and
+same file may name the approver's home (``home = "..."``, read by :mod:`core.homepath`) and hold
+anything else; saving keeps all of it. There is no default role: with no file the app asks once (:func:`ask_and_save`) and
 writes it.
 """
 
 from __future__ import annotations
 
-import contextlib
+import os
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from pathlib import Path
 from core.data import ROLES
 from core.errors import ResolverError
 from core.homepath import CONFIG_ENV, config_path
+from core.safetext import safe_text
 
 __all__ = ["CONFIG_ENV", "ApproverConfig", "ask_and_save", "config_path", "load", "resolve", "save"]
 
@@ -37,10 +39,13 @@ class ApproverConfig:
 
 
 def load(path: Path | None = None) -> ApproverConfig | None:
-    """The config at ``path`` (default :func:`config_path`), or None when there is no file.
+    """The config at ``path`` (default :func:`config_path`), or None when nobody is named yet:
+    no file, or a file without a ``name`` key (one that holds only ``home``, say). The app then
+    asks once and :func:`save` adds the name to the same file.
 
     Raises:
-        ResolverError: the file is not TOML, has no name, or names a role the policy does not know.
+        ResolverError: the file is not TOML, its name is not text, or it names a role the
+            policy does not know.
     """
     path = path or config_path()
     if not path.exists():
@@ -49,35 +54,62 @@ def load(path: Path | None = None) -> ApproverConfig | None:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
         raise ResolverError(f"Cannot read {path}: {exc}. Fix the file or delete it to be asked again.") from None
-    name = str(data.get("name", "")).strip()
+    if "name" not in data:
+        return None
+    name = data["name"].strip() if isinstance(data["name"], str) else ""
     role = data.get("role")
     if not name:
-        raise ResolverError(f"{path} has no name = \"...\" line. Add one, or delete the file to be asked again.")
+        raise ResolverError(f"{path} has no name = \"...\" text. Write one, or remove the name line to be asked again.")
     if role is not None and role not in ROLES:
         raise ResolverError(f"{path} says role = {role!r}; use one of {', '.join(ROLES)}.")
     return ApproverConfig(name, role)
 
 
-def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
 def save(config: ApproverConfig, path: Path | None = None) -> Path:
-    """Write ``config`` as TOML to ``path`` (default :func:`config_path`), readable by its owner
-    only, keeping the file's other text settings (``home``); returns the path."""
+    """Write ``config``'s name and role into the TOML file at ``path`` (default
+    :func:`config_path`), readable by its owner only; returns the path.
+
+    The file is edited, not rewritten: tomlkit keeps every other key, table, comment, type and
+    quoting byte for byte (issue 17: the hand-written writer dropped a comment, an integer, a
+    quoted key and a whole table, and wrote a name holding an escape character as a file TOML
+    could not read). A ``role`` of None removes the role line. The new text replaces the old in
+    one rename, so a crash leaves the old file or the new one, never half of either.
+
+    Raises:
+        ResolverError: the file exists but is not TOML or not UTF-8 (it is left as it is).
+    """
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     path = path or config_path()
     path.parent.mkdir(parents=True, exist_ok=True)
-    kept: dict[str, str] = {}
-    with contextlib.suppress(FileNotFoundError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-        kept = {k: v for k, v in tomllib.loads(path.read_text(encoding="utf-8")).items()
-                if isinstance(v, str) and k not in ("name", "role")}
-    lines = [f"name = {_quote(config.name)}"]
+    try:
+        doc = tomlkit.parse(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        doc = tomlkit.document()
+    except (TOMLKitError, UnicodeDecodeError) as exc:
+        raise ResolverError(f"Cannot read {path}: {exc}. Fix the file or delete it; nothing was saved.") from None
+    doc["name"] = config.name
     if config.role:
-        lines.append(f"role = {_quote(config.role)}")
-    lines += [f"{k} = {_quote(v)}" for k, v in kept.items() if k.replace("_", "").isalnum()]
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        doc["role"] = config.role
+    elif "role" in doc:
+        del doc["role"]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(tomlkit.dumps(doc))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     path.chmod(0o600)
     return path
+
+
+def _printable(text: str) -> bool:
+    """True when ``text`` is one line with nothing :func:`core.safetext.safe_text` would drop
+    (an escape sequence, a control or bidirectional character)."""
+    return safe_text(text) == text and not any(c in "\t\n\u2028\u2029" for c in text)
 
 
 def ask_and_save(ask: Callable[[str], str], path: Path | None = None) -> ApproverConfig:
@@ -86,6 +118,8 @@ def ask_and_save(ask: Callable[[str], str], path: Path | None = None) -> Approve
     name = ""
     while not name:
         name = ask("Who is at the keyboard? Your name: ").strip()
+        if not _printable(name):  # it is printed with every decision: no escape sequence, one line
+            name = ""
     role = ""
     while role not in ROLES:
         role = ask(f"Your role in practice homes ({', '.join(ROLES)}): ").strip()

@@ -54,7 +54,7 @@ def test_no_silent_default_role():
     assert parse_args([]).role is None
 
 
-@pytest.mark.parametrize(("text", "said"), [("name = ", "Cannot read"), ('role = "grace"\n', "no name"),
+@pytest.mark.parametrize(("text", "said"), [("name = ", "Cannot read"), ('name = ""\n', "no name"), ("name = 3\n", "no name"),
                                             ('name = "A"\nrole = "boss"\n', "use one of")])
 def test_a_bad_file_is_one_sentence(text: str, said: str):
     approver_config.config_path().write_text(text, encoding="utf-8")
@@ -69,3 +69,52 @@ def test_a_closed_terminal_saves_nothing():
     with pytest.raises(ResolverError, match="Nobody said"):
         who(parse_args([]), "practice", closed)
     assert not approver_config.config_path().exists()
+
+
+KEPT = """# Grace's resolver settings
+home = "/srv/queue"   # the shop's home, on the shared drive
+"odd key" = 3
+refresh = 5
+name = "Old"
+
+[app]  # a table the app does not know
+theme = "nord"
+count = 10
+"""
+
+
+def test_saving_keeps_comments_tables_types_and_quoted_keys_byte_for_byte():
+    """Issue 17: the hand-written writer dropped the comment, the integer, the quoted key and the
+    [app] table. Only the name line changes; the role line is added before the table."""
+    path = approver_config.config_path()
+    path.write_text(KEPT, encoding="utf-8")
+    approver_config.save(ApproverConfig("Tomás", "team_lead"))
+    assert path.read_text(encoding="utf-8") == KEPT.replace('name = "Old"\n', 'name = "Tomás"\nrole = "team_lead"\n')
+    assert approver_config.load() == ApproverConfig("Tomás", "team_lead")
+    approver_config.save(ApproverConfig("Tomás", None))  # no role: the role line goes, the rest stays
+    assert path.read_text(encoding="utf-8") == KEPT.replace('name = "Old"\n', 'name = "Tomás"\n')
+
+
+def test_the_first_start_question_keeps_an_existing_file_with_a_home_and_a_table():
+    path = approver_config.config_path()
+    text = '# where I work\nhome = "shop"\n\n[app]\ncount = 10\n'
+    path.write_text(text, encoding="utf-8")
+    answers = iter(["Ana", "agent"])
+    assert who(parse_args([]), "practice", lambda _p: next(answers)) == ("agent", "Ana")
+    assert path.read_text(encoding="utf-8") == '# where I work\nhome = "shop"\nname = "Ana"\nrole = "agent"\n\n[app]\ncount = 10\n'
+
+
+def test_a_name_with_an_escape_character_is_asked_again_and_the_file_stays_readable():
+    answers = iter(["Tom\x1b]0;owned\x07", "Line\nbreak", "Tomás", "team_lead"])
+    assert who(parse_args([]), "practice", lambda _p: next(answers)) == ("team_lead", "Tomás")
+    # and a name given to save() as it is still makes a file TOML reads back
+    approver_config.save(ApproverConfig('Q"\\\x1b[31m', "agent"))
+    assert approver_config.load() == ApproverConfig('Q"\\\x1b[31m', "agent")
+
+
+def test_saving_over_a_file_that_is_not_toml_refuses_and_keeps_it():
+    path = approver_config.config_path()
+    path.write_text("name = \n# my notes\n", encoding="utf-8")
+    with pytest.raises(ResolverError, match="nothing was saved"):
+        approver_config.save(ApproverConfig("Ana", "agent"))
+    assert path.read_text(encoding="utf-8") == "name = \n# my notes\n"
