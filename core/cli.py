@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from core import __version__
 from core.errors import ResolverError, StoreBusy
 
 if TYPE_CHECKING:
@@ -594,6 +595,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         description="Checkpoint, approve and execute the Larkfield support agent's work exactly once.",
         parents=[common],
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("run", parents=[common], help="run the agent on a ticket (a new run)")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core import approver_config
+from core import __version__, approver_config
 from core.cli import EXIT_USAGE, _not_utf8
 from core.errors import ResolverError
 from core.home import Home, resolve_home
@@ -24,8 +24,9 @@ def _seconds(text: str) -> float:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """``--home DIR --as ROLE --name NAME --demo --refresh SECONDS --trainer``."""
+    """``--home DIR --as ROLE --name NAME --demo --refresh SECONDS --trainer`` (and ``--version``)."""
     p = argparse.ArgumentParser(prog="resolver-tui", description="The Larkfield approvals queue.")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("--home", help="home folder (default: $RESOLVER_HOME or ./work)")
     p.add_argument("--as", dest="role", default=None, choices=["agent", "team_lead", "grace"],
                    help="your role in a practice home (default: the role in your approver config)")
@@ -53,11 +54,29 @@ def who(args: argparse.Namespace, kind: str, ask=input) -> tuple[str, str]:
     return approver_config.resolve(args.role, args.name, kind, config)
 
 
+def require_terminal(stdin=None, stdout=None) -> None:
+    """Refuse to start the app without a terminal on both ends: started from a pipe, cron or a
+    service, Textual waited for a terminal that never came and the process hung until killed
+    (issue 17). Raises ResolverError naming the command line, which needs no terminal."""
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    if not (_is_tty(stdin) and _is_tty(stdout)):
+        raise ResolverError("resolver-tui needs a terminal (its input or output is not one); "
+                            "in a script, use the command line: resolver runs, resolver show RUN.")
+
+
+def _is_tty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):  # None, or a closed stream
+        return False
+
+
 def main(argv: list[str] | None = None) -> None:
     """Open the app; every start-up error is one sentence on stderr, never a traceback: exit 2
     for an argument that is not UTF-8 (as the CLI, :func:`core.cli._not_utf8`), exit 1 for a
     ResolverError (no home, a damaged ``clock.json``, ``--demo`` in a shop home, nobody at the
-    keyboard)."""
+    keyboard, no terminal: :func:`require_terminal`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     bad = _not_utf8(argv)
     if bad is not None:
@@ -75,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
 
         app = ResolverApp(home, role, name, refresh_interval=args.refresh or None, demo=args.demo,
                           trainer=args.trainer)
+        require_terminal()
     except ResolverError as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)

@@ -141,3 +141,31 @@ def test_the_readme_says_the_lesson_check_needs_the_test_extra():
     command = text.index(".venv/bin/python -m pytest tests/test_lesson_page.py")
     before = text[text.rindex("One command checks the whole page", 0, command):command]
     assert "test extra" in before and "'.[test]'" in before
+
+
+def test_without_a_terminal_the_app_refuses_with_one_sentence(tmp_path):
+    """Issue 17: started with no terminal (a pipe, cron), the app waited for one until killed."""
+    root = _practice_home(tmp_path)
+    done = _start(root, "--as", "team_lead", "--name", "Tomás", tmp_path=tmp_path)
+    assert done.returncode == 1
+    said = _one_sentence(done.stderr)
+    assert "needs a terminal" in said and "resolver runs" in said
+    assert done.stdout == b""
+
+
+def test_require_terminal_looks_at_both_ends():
+    from core.errors import ResolverError
+    from resolver_tui.__main__ import require_terminal
+
+    class Tty:
+        def isatty(self) -> bool:
+            return True
+
+    class Pipe:
+        def isatty(self) -> bool:
+            return False
+
+    require_terminal(Tty(), Tty())
+    for stdin, stdout in ((Pipe(), Tty()), (Tty(), Pipe()), (Tty(), object())):
+        with pytest.raises(ResolverError, match="needs a terminal"):
+            require_terminal(stdin, stdout)
