@@ -652,10 +652,10 @@ class CheckpointStore:
             try:
                 text = json.dumps(e.result, ensure_ascii=False, allow_nan=False)
                 by_text.setdefault(text, n)
-            except (TypeError, ValueError):
-                import pydantic_core
+            except (TypeError, ValueError):  # what json cannot write (a Decimal, a date): pydantic's encoder
+                from pydantic import TypeAdapter
 
-                text = pydantic_core.to_json(e.result).decode()
+                text = TypeAdapter(Any).dump_json(e.result).decode()
             rows.append((run_id, n, "evidence", seq, e.model_dump_json(exclude={"result"}), text, None))
         for seq, m in enumerate(state.messages[m0:], m0 + 1):
             n += 1

@@ -1,23 +1,39 @@
-"""The wheel ships data/ inside the package, so an installed core finds it without the repo, and
-ships the lesson's ``resolver`` package, so ``python -m resolver`` works from an install."""
+"""The package as people install it: the wheel ships data/ inside the package, so an installed
+core finds it without the repo, and ships the lesson's ``resolver`` package, so ``python -m
+resolver`` works from an install; every third-party package the code imports is declared; both
+commands answer ``--version`` (issue 17)."""
 
 from __future__ import annotations
 
+import ast
+import importlib.metadata
+import re
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
+SHIPPED = ("core", "resolver_tui", "resolver")
 
 
-def test_a_wheel_carries_the_practice_world_and_core_finds_it(tmp_path):
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The project's wheel, built once for this module (a build takes about 20 s here)."""
+    dist = tmp_path_factory.mktemp("dist")
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(ROOT)],
         capture_output=True, text=True, timeout=300,
     )
     assert built.returncode == 0, built.stderr[-2000:]
-    wheel = next((tmp_path / "dist").glob("resolver-*.whl"))
+    return next(dist.glob("resolver-*.whl"))
+
+
+@pytest.mark.slow
+def test_a_wheel_carries_the_practice_world_and_core_finds_it(wheel: Path, tmp_path: Path):
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         assert {"core/_data/policy.json", "core/_data/world.json", "core/_data/tickets/T-65273.json",
@@ -29,13 +45,8 @@ def test_a_wheel_carries_the_practice_world_and_core_finds_it(tmp_path):
     assert out.splitlines() == [str(tmp_path / "site" / "core" / "_data"), "LK-507862"]
 
 
-def test_the_wheel_ships_the_lessons_resolver_package(tmp_path):
-    built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path / "dist"), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
-    )
-    assert built.returncode == 0, built.stderr[-2000:]
-    wheel = next((tmp_path / "dist").glob("resolver-*.whl"))
+@pytest.mark.slow
+def test_the_wheel_ships_the_lessons_resolver_package(wheel: Path, tmp_path: Path):
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
         zf.extractall(tmp_path / "site")
@@ -48,3 +59,69 @@ def test_the_wheel_ships_the_lessons_resolver_package(tmp_path):
                          cwd=tmp_path, env=env, timeout=60)
     assert run.returncode == 0, run.stderr
     assert "Outcome: resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081" in run.stdout
+
+
+@pytest.mark.slow
+def test_the_wheel_carries_the_license_and_the_version_of_core(wheel: Path):
+    import core
+
+    with zipfile.ZipFile(wheel) as zf:
+        metadata = zf.read(f"resolver-{core.__version__}.dist-info/METADATA").decode()
+        assert any(n.endswith(".dist-info/licenses/LICENSE") for n in zf.namelist())
+    assert f"\nVersion: {core.__version__}\n" in metadata
+    assert "\nLicense-Expression: MIT\n" in metadata
+    assert "\nRequires-Python: >=3.11.4\n" in metadata
+
+
+class _Imports(ast.NodeVisitor):
+    """The top-level names a module imports at run time (``if TYPE_CHECKING:`` blocks left out)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_If(self, node: ast.If) -> None:
+        if isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
+            for child in node.orelse:
+                self.visit(child)
+            return
+        self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        self.names |= {a.name.split(".")[0] for a in node.names}
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level == 0 and node.module:
+            self.names.add(node.module.split(".")[0])
+
+
+def _imported_top_level(package: str) -> set[str]:
+    found = _Imports()
+    for path in (ROOT / package).rglob("*.py"):
+        found.visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found.names
+
+
+def _declared() -> set[str]:
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    return {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower().replace("_", "-") for d in deps}
+
+
+def test_every_package_the_shipped_code_imports_is_declared():
+    """Issue 17: ``rich`` was imported by the app but not declared (it came only through textual)."""
+    imported = set().union(*(_imported_top_level(p) for p in SHIPPED)) - set(sys.stdlib_module_names) - set(SHIPPED)
+    owners = importlib.metadata.packages_distributions()
+    missing = {}
+    for name in sorted(imported):
+        dists = {d.lower().replace("_", "-") for d in owners.get(name, [name])}
+        if not dists & _declared():
+            missing[name] = sorted(dists)
+    assert not missing, f"imported but not in [project] dependencies: {missing}"
+
+
+@pytest.mark.parametrize("command", [["-m", "core"], ["-m", "resolver_tui"], ["-m", "resolver"]])
+def test_version(command: list[str]):
+    import core
+
+    done = subprocess.run([sys.executable, *command, "--version"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith(f" {core.__version__}")
