@@ -180,13 +180,13 @@ def put_after(anchor: Anchor, prev: TaskState, nxt: TaskState) -> Prepare:
 def load_of(store: CheckpointStore, state: TaskState) -> Prepare:
     rid = new_id()
     store.save(fresh_copy(state, rid))
-    return lambda: (lambda: store.load(rid))
+    return lambda: lambda: store.load(rid)
 
 
 def get_of(anchor: Anchor, state: TaskState) -> Prepare:
     thread = new_id("G")
     anchor.put(thread, anchor.checkpoint(state), step=state.step)
-    return lambda: (lambda: anchor.get(thread))
+    return lambda: lambda: anchor.get(thread)
 
 
 def kib(state: TaskState) -> str:
@@ -212,12 +212,17 @@ def bench_anchor(quick: bool) -> None:
         anchor = Anchor(root / "langgraph.sqlite")
         k = real.typical
         prev, step = real.steps[k - 1], real.steps[k]
-        print(f"  the step: step {k} of a real run of T-65273 (model turn, tool call, evidence, event); state {kib(step)}; "
-              f"{rounds} rounds; resolver vs LangGraph put/get_tuple")
+        print(
+            f"  the step: step {k} of a real run of T-65273 (model turn, tool call, evidence, event); state {kib(step)}; "
+            f"{rounds} rounds; resolver vs LangGraph put/get_tuple"
+        )
         ours, theirs = interleaved(rounds, save_after(home.store, prev, step), put_after(anchor, prev, step))
         ratio_line("save of one step vs put", ours, theirs, 0.6)
-        ours, theirs = interleaved(rounds, decision_save(home.store, real.waiting, real.decision, real.decision_kwargs),
-                                   put_after(anchor, real.waiting, real.decision))
+        ours, theirs = interleaved(
+            rounds,
+            decision_save(home.store, real.waiting, real.decision, real.decision_kwargs),
+            put_after(anchor, real.waiting, real.decision),
+        )
         ratio_line("save of a decision (status, approval, audit) vs put", ours, theirs, 0.6)
         ours, theirs = interleaved(rounds, load_of(home.store, real.waiting), get_of(anchor, real.waiting))
         ratio_line(f"load of the whole state ({kib(real.waiting)}) vs get_tuple", ours, theirs, 1.0)
@@ -276,8 +281,11 @@ def disk_child(folder: str, k: int, k_approves: int) -> None:
             with region("approve", counter, totals, home.store):
                 done = approve_and_execute(home, state.run_id)
             ops += _done_operations(done)
-        print(json.dumps({"transactions": {label: dict(c) for label, c in totals.items()}, "ops": ops,
-                          "pragmas": counter_pragmas(root)}))
+        print(
+            json.dumps(
+                {"transactions": {label: dict(c) for label, c in totals.items()}, "ops": ops, "pragmas": counter_pragmas(root)}
+            )
+        )
         anchor.close()
 
 
@@ -296,8 +304,10 @@ def counter_pragmas(root: Path) -> dict[str, str]:
 def _done_operations(state: TaskState) -> int:
     """Operations really done; anything else means the benchmark is broken, so it stops."""
     if state.status != "done" or any(op.status != "done" for op in state.operations):
-        raise RuntimeError(f"run {state.run_id} ended {state.status} with operations "
-                           f"{[op.status for op in state.operations]}: the executor benchmark must count done writes only")
+        raise RuntimeError(
+            f"run {state.run_id} ended {state.status} with operations "
+            f"{[op.status for op in state.operations]}: the executor benchmark must count done writes only"
+        )
     return len(state.operations)
 
 
@@ -310,11 +320,15 @@ def bench_disk(quick: bool) -> None:
         home = Home(root / "home", clock=FixedClock(FRIDAY))
         anchor = Anchor(root / "langgraph.sqlite")
         i = real.typical
-        ours, theirs = interleaved(rounds, save_after(home.store, real.steps[i - 1], real.steps[i]),
-                                   put_after(anchor, real.steps[i - 1], real.steps[i]))
+        ours, theirs = interleaved(
+            rounds, save_after(home.store, real.steps[i - 1], real.steps[i]), put_after(anchor, real.steps[i - 1], real.steps[i])
+        )
         ratio_line("save of one step vs put, p50 on disk", ours, theirs, 1.2, stat="p50")
-        ours, theirs = interleaved(rounds, decision_save(home.store, real.waiting, real.decision, real.decision_kwargs),
-                                   put_after(anchor, real.waiting, real.decision))
+        ours, theirs = interleaved(
+            rounds,
+            decision_save(home.store, real.waiting, real.decision, real.decision_kwargs),
+            put_after(anchor, real.waiting, real.decision),
+        )
         ratio_line("save of a decision vs put, p50 on disk", ours, theirs, 1.2, stat="p50")
         anchor.close()
     finally:
@@ -333,10 +347,16 @@ def bench_disk(quick: bool) -> None:
     finally:
         shutil.rmtree(child, ignore_errors=True)
     tx = data["transactions"]
-    print(f"  counted by strace -f in a child process over {k} calls of each kind and {k_approves} approvals (fsync + fdatasync, "
-          "WAL checkpoints included where they fall); transactions that wrote, by tracing its connections")
-    for label, what in (("save-step", "resolver save of one step"), ("save-decision", "resolver save of a decision"),
-                        ("put-step", "LangGraph put of one step"), ("put-decision", "LangGraph put of a decision")):
+    print(
+        f"  counted by strace -f in a child process over {k} calls of each kind and {k_approves} approvals (fsync + fdatasync, "
+        "WAL checkpoints included where they fall); transactions that wrote, by tracing its connections"
+    )
+    for label, what in (
+        ("save-step", "resolver save of one step"),
+        ("save-decision", "resolver save of a decision"),
+        ("put-step", "LangGraph put of one step"),
+        ("put-decision", "LangGraph put of a decision"),
+    ):
         per = counts[label] / k
         t = sum(v for name, v in tx.get(label, {}).items() if name != OWN) / k
         ok = per <= 1.1 if label.startswith("save") else None
@@ -346,12 +366,20 @@ def bench_disk(quick: bool) -> None:
     ops = data["ops"]
     per_approve = counts["approve"] / k_approves
     tx_approve = tx.get("approve", {})
-    figure("approve + execute (T-90103, 3 operations): fsyncs per approve", f"{per_approve:.1f} ({counts['approve'] / ops:.1f} per operation)",
-           "(printed)", None)
-    figure("approve + execute: transactions per approve",
-           f"{sum(v for n, v in tx_approve.items() if n != OWN) / k_approves:.1f} ("
-           + ", ".join(f"{n} {v / k_approves:.1f}" for n, v in sorted(tx_approve.items())) + ")",
-           "(printed)", None)
+    figure(
+        "approve + execute (T-90103, 3 operations): fsyncs per approve",
+        f"{per_approve:.1f} ({counts['approve'] / ops:.1f} per operation)",
+        "(printed)",
+        None,
+    )
+    figure(
+        "approve + execute: transactions per approve",
+        f"{sum(v for n, v in tx_approve.items() if n != OWN) / k_approves:.1f} ("
+        + ", ".join(f"{n} {v / k_approves:.1f}" for n, v in sorted(tx_approve.items()))
+        + ")",
+        "(printed)",
+        None,
+    )
     print(f"  persistent modes: {data['pragmas']}")
 
 
@@ -366,8 +394,12 @@ def big_result(base: Any, step: int, size: int) -> dict[str, Any]:
     """A tool output of about ``size`` bytes of JSON: the real result, then order notes of the step."""
     notes, n = [], 0
     while n < size:
-        line = {"line": len(notes) + 1, "step": step, "note": f"carrier scan {step}-{len(notes)}: parcel at depot, "
-                "sorted and loaded; customer contacted by email about the delay " + "." * 40}
+        line = {
+            "line": len(notes) + 1,
+            "step": step,
+            "note": f"carrier scan {step}-{len(notes)}: parcel at depot, "
+            "sorted and loaded; customer contacted by email about the delay " + "." * 40,
+        }
         notes.append(line)
         n += len(json.dumps(line))
     return {"result": base, "history": notes}
@@ -397,17 +429,30 @@ def bench_long(quick: bool) -> None:
         early_at, late_at = (10, steps) if steps >= 20 else (first + w, steps)
         early = median([times[n] for n in range(early_at - w, early_at + w + 1) if n in times])
         late = median([times[n] for n in range(late_at - 2 * w, late_at + 1)])
-        print(f"  {steps - first + 1} saves of one state object, changed in place as the runner does; median of the saves around each step")
+        print(
+            f"  {steps - first + 1} saves of one state object, changed in place as the runner does; median of the saves around each step"
+        )
         for at in sorted({10, steps // 4, steps // 2, 3 * steps // 4, steps}):
             if at in times:
                 print(f"    save at step {at:>4}: {ms(times[at])}; written so far {written[at] / 1e6:,.1f} MB")
-        figure(f"save at step {steps} vs step 10", f"{ms(late)} vs {ms(early)} = {late / early:.2f}x", "<= 2.0x", late / early <= 2.0)
+        figure(
+            f"save at step {steps} vs step 10", f"{ms(late)} vs {ms(early)} = {late / early:.2f}x", "<= 2.0x", late / early <= 2.0
+        )
         half = steps // 2
         total, first_half = written[steps], written[half]
         growth = total / first_half if first_half else float("nan")
-        figure(f"bytes written in all ({steps} saves, /proc/self/io write_bytes)", f"{total / 1e6:,.1f} MB ({total / (steps - first + 1) / 1e3:,.0f} KB per save)",
-               "linear", None)
-        figure(f"growth: bytes of steps 1-{steps} / bytes of steps 1-{half}", f"{growth:.2f} (linear 2.0, quadratic 4.0)", "<= 2.5", growth <= 2.5)
+        figure(
+            f"bytes written in all ({steps} saves, /proc/self/io write_bytes)",
+            f"{total / 1e6:,.1f} MB ({total / (steps - first + 1) / 1e3:,.0f} KB per save)",
+            "linear",
+            None,
+        )
+        figure(
+            f"growth: bytes of steps 1-{steps} / bytes of steps 1-{half}",
+            f"{growth:.2f} (linear 2.0, quadratic 4.0)",
+            "<= 2.5",
+            growth <= 2.5,
+        )
         payload = len(json.dumps(big_result(base, 1, size))) * (steps - first + 1)
         print(f"    (the tool outputs themselves are {payload / 1e6:,.1f} MB; stored once that is the floor)")
     finally:
@@ -457,7 +502,9 @@ def bench_listing(quick: bool, templates: Home) -> None:
         try:
             took = build_home(root / "home", n, templates)
             counts = count_runs(root / "home")
-            print(f"  built {sum(counts.values()):,} runs ({', '.join(f'{s} {c:,}' for s, c in sorted(counts.items()))}) in {took:.1f} s")
+            print(
+                f"  built {sum(counts.values()):,} runs ({', '.join(f'{s} {c:,}' for s, c in sorted(counts.items()))}) in {took:.1f} s"
+            )
             argv = [*cli_argv(), "runs", "--status", "waiting_approval", "--home", str(root / "home")]
             results = [time_cli(argv, cap) for _ in range(rounds)]
             first = median([r[0] for r in results])
@@ -465,7 +512,12 @@ def bench_listing(quick: bool, templates: Home) -> None:
             lines = results[0][2]
             note = f"{lines:,} lines, {counts['waiting_approval']:,} waiting runs"
             if whole_target is not None:
-                figure(f"{n:,} runs: whole process (median of {rounds})", f"{whole:.2f} s ({note})" if whole != float("inf") else f"> {cap:.0f} s (stopped)", f"< {whole_target} s", whole < whole_target)
+                figure(
+                    f"{n:,} runs: whole process (median of {rounds})",
+                    f"{whole:.2f} s ({note})" if whole != float("inf") else f"> {cap:.0f} s (stopped)",
+                    f"< {whole_target} s",
+                    whole < whole_target,
+                )
             if first_target is not None:
                 shown = f"{first:.2f} s" if first != float("inf") else f"> {cap:.0f} s (stopped)"
                 rest = f"whole process {whole:.2f} s" if whole != float("inf") else f"stopped at {cap:.0f} s"
@@ -477,8 +529,12 @@ def bench_listing(quick: bool, templates: Home) -> None:
                     t = time.perf_counter()
                     rows = list_page(home.store, status, PAGE)
                     took_page.append(time.perf_counter() - t)
-                figure(f"{n:,} runs: store, first page of {status or 'all'} in process", f"{ms(median(took_page))} ({len(rows)} rows)",
-                       "< 100 ms", median(took_page) < 0.1)
+                figure(
+                    f"{n:,} runs: store, first page of {status or 'all'} in process",
+                    f"{ms(median(took_page))} ({len(rows)} rows)",
+                    "< 100 ms",
+                    median(took_page) < 0.1,
+                )
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -514,8 +570,12 @@ def bench_executor(quick: bool) -> None:
             ops += n
             totals.append((took - (service - before)) / n)
         per_op = median(totals)
-        figure(f"overhead per operation done ({ops} operations in {rounds} approvals, median)", ms(per_op), "< 2 ms", per_op < 0.002)
-        print(f"    service call per operation: {ms(service / ops)} (mean); statuses checked: every run done, every operation done")
+        figure(
+            f"overhead per operation done ({ops} operations in {rounds} approvals, median)", ms(per_op), "< 2 ms", per_op < 0.002
+        )
+        print(
+            f"    service call per operation: {ms(service / ops)} (mean); statuses checked: every run done, every operation done"
+        )
     finally:
         setattr(owner, method, original)
         shutil.rmtree(root, ignore_errors=True)
@@ -537,12 +597,22 @@ def bench_startup(quick: bool, templates: Home) -> None:
                 raise RuntimeError(f"{label} failed: {proc.stderr[-500:]}")
             total, heavy = importtime_total(proc.stderr)
             imports.append(total)
-        figure(f"{label}: import time (sum of top-level cumulative)", f"{median(imports) * 1000:.0f} ms; whole process {median(walls) * 1000:.0f} ms",
-               "(printed)", None)
+        figure(
+            f"{label}: import time (sum of top-level cumulative)",
+            f"{median(imports) * 1000:.0f} ms; whole process {median(walls) * 1000:.0f} ms",
+            "(printed)",
+            None,
+        )
         inner = sorted((m for m in heavy if m[2] in (1, 2)), key=lambda x: -x[1])[:8]
         print("    heaviest imports below the top: " + ", ".join(f"{m} {t * 1000:.0f} ms" for m, t, _ in inner))
         names = {m for m, _, _ in heavy}
-        print("    imported: " + ", ".join(f"{p} {'yes' if p in names else 'no'}" for p in ("textual", "rich", "pydantic", "sqlite_utils", "core.world", "core.executor")))
+        print(
+            "    imported: "
+            + ", ".join(
+                f"{p} {'yes' if p in names else 'no'}"
+                for p in ("textual", "rich", "pydantic", "sqlite_utils", "core.world", "core.executor")
+            )
+        )
 
 
 def importtime_total(stderr: str) -> tuple[float, list[tuple[str, float, int]]]:
@@ -570,9 +640,13 @@ def main(argv: list[str] | None = None) -> None:
         try:
             import langgraph.checkpoint.sqlite  # noqa: F401
         except ImportError:
-            sys.exit("The LangGraph anchor is missing: install the bench extra with `pip install -e '.[bench]'`, "
-                     f"or run the other sections: --only {' --only '.join(s for s in SECTIONS if s not in ANCHORED)}.")
-    print(f"bench_core ({'quick' if args.quick else 'full'}): {', '.join(s for s in SECTIONS if s in only)}; python {sys.version.split()[0]}")
+            sys.exit(
+                "The LangGraph anchor is missing: install the bench extra with `pip install -e '.[bench]'`, "
+                f"or run the other sections: --only {' --only '.join(s for s in SECTIONS if s not in ANCHORED)}."
+            )
+    print(
+        f"bench_core ({'quick' if args.quick else 'full'}): {', '.join(s for s in SECTIONS if s in only)}; python {sys.version.split()[0]}"
+    )
     started = time.perf_counter()
     templates_root = shm_tmp("bench-templates-")
     try:

@@ -177,17 +177,33 @@ def measure(home: Path, presses: int, rounds: int, timeout: float) -> tuple[floa
 
 
 def report(n: int, first: float, result: dict[str, Any], first_target: bool) -> None:
-    figure(f"{n:,} runs: process start to first page shown", ms(first), "< 1000 ms" if first_target else "(printed)",
-           first < 1.0 if first_target else None)
+    figure(
+        f"{n:,} runs: process start to first page shown",
+        ms(first),
+        "< 1000 ms" if first_target else "(printed)",
+        first < 1.0 if first_target else None,
+    )
     p = result["presses"]
-    figure(f"{n:,} runs: key to detail over {len(p)} presses", f"p50 {ms(pct(p, 50))}, p99 {ms(pct(p, 99))}, worst {ms(max(p))}",
-           "p99 < 50 ms", pct(p, 99) < 0.05)
+    figure(
+        f"{n:,} runs: key to detail over {len(p)} presses",
+        f"p50 {ms(pct(p, 50))}, p99 {ms(pct(p, 99))}, worst {ms(max(p))}",
+        "p99 < 50 ms",
+        pct(p, 99) < 0.05,
+    )
     for label, samples in result["filters"].items():
-        figure(f"{n:,} runs: filter {label!r}, key to first page", f"median {ms(median(samples))} of {len(samples)}, worst {ms(max(samples))}",
-               "< 100 ms", median(samples) < 0.1)
+        figure(
+            f"{n:,} runs: filter {label!r}, key to first page",
+            f"median {ms(median(samples))} of {len(samples)}, worst {ms(max(samples))}",
+            "< 100 ms",
+            median(samples) < 0.1,
+        )
     pages = result["next_pages"]
-    figure(f"{n:,} runs: 'all', next {len(pages)} pages (key G)", f"median {ms(median(pages))}, worst {ms(max(pages))}", "< 100 ms",
-           median(pages) < 0.1)
+    figure(
+        f"{n:,} runs: 'all', next {len(pages)} pages (key G)",
+        f"median {ms(median(pages))}, worst {ms(max(pages))}",
+        "< 100 ms",
+        median(pages) < 0.1,
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -202,7 +218,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     sizes = [2_000, 5_000] if args.quick else [100_000, 1_000_000]
     presses, rounds, timeout = (30, 1, 120.0) if args.quick else (250, 3, 600.0)
-    print(f"bench_tui ({'quick' if args.quick else 'full'}): homes of {', '.join(f'{n:,}' for n in sizes)} runs; python {sys.version.split()[0]}")
+    print(
+        f"bench_tui ({'quick' if args.quick else 'full'}): homes of {', '.join(f'{n:,}' for n in sizes)} runs; python {sys.version.split()[0]}"
+    )
     started = time.perf_counter()
     templates_root = shm_tmp("bench-templates-")
     try:
@@ -213,7 +231,9 @@ def main(argv: list[str] | None = None) -> None:
             try:
                 took = build_home(root / "home", n, templates)
                 counts = count_runs(root / "home")
-                print(f"  built {sum(counts.values()):,} runs ({', '.join(f'{s} {c:,}' for s, c in sorted(counts.items()))}) in {took:.1f} s")
+                print(
+                    f"  built {sum(counts.values()):,} runs ({', '.join(f'{s} {c:,}' for s, c in sorted(counts.items()))}) in {took:.1f} s"
+                )
                 first, result = measure(root / "home", presses, rounds, timeout)
                 report(n, first, result, first_target=n == sizes[-1])
             finally:

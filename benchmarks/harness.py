@@ -150,7 +150,7 @@ def advance(obj: TaskState, target: TaskState) -> None:
             continue
         new, old = getattr(target, name), getattr(obj, name)
         if isinstance(new, list) and isinstance(old, list) and len(new) >= len(old) and new[: len(old)] == old:
-            old.extend(item.model_copy(deep=True) if hasattr(item, "model_copy") else item for item in new[len(old):])
+            old.extend(item.model_copy(deep=True) if hasattr(item, "model_copy") else item for item in new[len(old) :])
         elif new != old:
             setattr(obj, name, new.model_copy(deep=True) if hasattr(new, "model_copy") else new)
 
@@ -160,9 +160,9 @@ class ToolStep:
     replayable as step N with an optional tool result of another size."""
 
     def __init__(self, before: TaskState, after: TaskState) -> None:
-        self.messages = after.messages[len(before.messages):]
-        self.evidence = after.evidence[len(before.evidence):]
-        self.events = after.events[len(before.events):]
+        self.messages = after.messages[len(before.messages) :]
+        self.evidence = after.evidence[len(before.evidence) :]
+        self.events = after.events[len(before.events) :]
         self.tokens_in = after.usage.tokens_in - before.usage.tokens_in
         self.tokens_out = after.usage.tokens_out - before.usage.tokens_out
         if not (self.messages and self.evidence and self.events):
@@ -180,10 +180,19 @@ class ToolStep:
             content = json.dumps(result, ensure_ascii=False) if (result is not None and m.role == "tool") else m.content
             obj.messages.append(m.model_copy(update={"step": step, "content": content}))
         for e in self.evidence:
-            obj.evidence.append(e.model_copy(update={"step": step, "result": result if result is not None else e.result}, deep=True))
+            obj.evidence.append(
+                e.model_copy(update={"step": step, "result": result if result is not None else e.result}, deep=True)
+            )
         for ev in self.events:
-            obj.events.append(ev.model_copy(update={"seq": len(obj.events) + 1, "message": f"step {step}: {ev.message.split(': ', 1)[-1]}",
-                                                    "data": {**ev.data, "step": step}}))
+            obj.events.append(
+                ev.model_copy(
+                    update={
+                        "seq": len(obj.events) + 1,
+                        "message": f"step {step}: {ev.message.split(': ', 1)[-1]}",
+                        "data": {**ev.data, "step": step},
+                    }
+                )
+            )
 
 
 class RealRun:
@@ -287,7 +296,9 @@ def fsyncs_by_label(argv: list[str], labels: list[str]) -> tuple[dict[str, int],
     with tempfile.NamedTemporaryFile(prefix="strace-", suffix=".txt", delete=False) as f:
         out = f.name
     try:
-        proc = subprocess.run([STRACE, "-f", "-e", "trace=fsync,fdatasync,chdir", "-o", out, *argv], capture_output=True, text=True)
+        proc = subprocess.run(
+            [STRACE, "-f", "-e", "trace=fsync,fdatasync,chdir", "-o", out, *argv], capture_output=True, text=True
+        )
         if proc.returncode != 0:
             raise RuntimeError(f"the strace child failed: {proc.stderr.strip()[-800:]}")
         counts = dict.fromkeys(labels, 0)
@@ -358,9 +369,13 @@ def _crash_after(state: TaskState, n: int) -> None:
 def _tables_with_run_id(conn: sqlite3.Connection) -> list[str]:
     """Ordinary tables with a ``run_id`` column, ``runs`` first. Virtual tables (a full-text
     index) are left to the triggers that keep them, as in a real save."""
-    names = [r[0] for r in conn.execute(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
-        "AND COALESCE(sql, '') NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name != 'runs', name")]
+    names = [
+        r[0]
+        for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+            "AND COALESCE(sql, '') NOT LIKE 'CREATE VIRTUAL TABLE%' ORDER BY name != 'runs', name"
+        )
+    ]
     return [t for t in names if any(c[1] == "run_id" for c in conn.execute(f'PRAGMA table_info("{t}")'))]
 
 
@@ -397,9 +412,14 @@ def build_home(root: Path, n: int, templates: Home) -> float:
     conn.executemany(
         "INSERT INTO plan VALUES (?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%S+00:00', ?, 'unixepoch'))",
         (
-            (i, template_ids[i % len(template_ids)],
-             f"T-{10000 + i % 90000:05d}-agent-chat-small-{i // 90000 + 2}", f"T-{10000 + i % 90000:05d}",
-             base - 25.0 * (i + 1), base - 25.0 * (i + 1))
+            (
+                i,
+                template_ids[i % len(template_ids)],
+                f"T-{10000 + i % 90000:05d}-agent-chat-small-{i // 90000 + 2}",
+                f"T-{10000 + i % 90000:05d}",
+                base - 25.0 * (i + 1),
+                base - 25.0 * (i + 1),
+            )
             for i in range(copies)
         ),
     )
@@ -420,7 +440,9 @@ def build_home(root: Path, n: int, templates: Home) -> float:
             elif name in ("created_at", "updated_at"):
                 exprs.append("plan.at")
             elif ctype.upper() in ("TEXT", "") or "CHAR" in ctype.upper() or "CLOB" in ctype.upper():
-                exprs.append(f"CASE WHEN typeof(src.\"{name}\") = 'text' THEN replace(src.\"{name}\", src.run_id, plan.new_id) ELSE src.\"{name}\" END")
+                exprs.append(
+                    f'CASE WHEN typeof(src."{name}") = \'text\' THEN replace(src."{name}", src.run_id, plan.new_id) ELSE src."{name}" END'
+                )
             else:
                 exprs.append(f'src."{name}"')
         conn.execute(

@@ -96,9 +96,7 @@ def _read_key(path: Path) -> bytes | None:
     except OSError as exc:
         raise ApprovalKeyError(f"The approval key {path} cannot be read ({exc.strerror or exc}).") from None
     if not stat.S_ISREG(st.st_mode):
-        raise ApprovalKeyError(
-            f"The approval key {path} is not a file; move it away and restore approval.key from a backup."
-        )
+        raise ApprovalKeyError(f"The approval key {path} is not a file; move it away and restore approval.key from a backup.")
     if os.name == "posix" and st.st_mode & 0o077:
         raise ApprovalKeyError(
             f"The approval key {path} can be read by other users (mode {stat.S_IMODE(st.st_mode):04o}); "
@@ -180,18 +178,35 @@ def overlapping_effects(store: CheckpointStore, state: TaskState) -> str | None:
         for op in done.operations:
             if op.status == "done" and (op.action.type, op.action.order_id) in mine:
                 result = op.result or {}
-                ref = next((str(v) for k, v in result.items() if k.endswith("_id") and k not in ("order_id", "payment_id", "customer_id")), "")
-                what = {"request_refund": f"refunded {result.get('amount', '')} on", "reship_item": "reshipped an item on",
-                        "create_return_label": "made a return label on", "send_reply": "sent a reply about"}[op.action.type]
+                ref = next(
+                    (
+                        str(v)
+                        for k, v in result.items()
+                        if k.endswith("_id") and k not in ("order_id", "payment_id", "customer_id")
+                    ),
+                    "",
+                )
+                what = {
+                    "request_refund": f"refunded {result.get('amount', '')} on",
+                    "reship_item": "reshipped an item on",
+                    "create_return_label": "made a return label on",
+                    "send_reply": "sent a reply about",
+                }[op.action.type]
                 when = next((e.at for e in done.events if e.kind == "done" and op.operation_id in e.message), done.updated_at)
-                return (f"{done.run_id} already {what} {op.action.order_id} ({ref}) at {iso(when)}; "
-                        "one effect per ticket: reject this run.")
+                return (
+                    f"{done.run_id} already {what} {op.action.order_id} ({ref}) at {iso(when)}; "
+                    "one effect per ticket: reject this run."
+                )
     return None
 
 
 _EFFECT_OF = {"request_refund": "refund", "reship_item": "reship", "create_return_label": "return_label", "send_reply": "reply"}
-_DID = {"refund": "refunded on", "reship": "reshipped an item on", "return_label": "made a return label on",
-        "reply": "sent a reply about"}
+_DID = {
+    "refund": "refunded on",
+    "reship": "reshipped an item on",
+    "return_label": "made a return label on",
+    "reply": "sent a reply about",
+}
 
 
 def effects_of_ticket(world: World, state: TaskState) -> str | None:
@@ -210,13 +225,22 @@ def effects_of_ticket(world: World, state: TaskState) -> str | None:
         for e in world.effects_on(order_id, None, exclude=own):
             actor = str(e.get("actor") or "")
             if (e.get("kind"), order_id) in wanted and actor.startswith(f"{state.task_id}-"):
-                return (f"{actor} already {_DID[e['kind']]} {order_id} ({e.get('id', '')}) at {e.get('at', '')}; "
-                        "one effect per ticket: reject this run.")
+                return (
+                    f"{actor} already {_DID[e['kind']]} {order_id} ({e.get('id', '')}) at {e.get('at', '')}; "
+                    "one effect per ticket: reject this run."
+                )
     return None
 
 
-def world_problem(store: CheckpointStore, state: TaskState, now: datetime, *, world: World | None = None,
-                  practice: bool = True, policy: PolicyData | None = None) -> tuple[str, str] | None:
+def world_problem(
+    store: CheckpointStore,
+    state: TaskState,
+    now: datetime,
+    *,
+    world: World | None = None,
+    practice: bool = True,
+    policy: PolicyData | None = None,
+) -> tuple[str, str] | None:
     """Why ``state`` must not be approved now, as ``(kind, sentence)``: ``expiry`` (evidence
     older than the policy allows), ``duplicate`` (one effect per ticket) or ``precondition``
     (shop homes only: a precondition fails already). None when it may."""
@@ -225,8 +249,11 @@ def world_problem(store: CheckpointStore, state: TaskState, now: datetime, *, wo
     policy = policy or load_policy()
     age = (now - evidence_time(state)).total_seconds()
     if age > policy.evidence_max_age_s:
-        return ("expiry", f"The evidence of {state.run_id} is {_age(age)} old; the policy allows "
-                          f"{_age(policy.evidence_max_age_s)} at approval. Refresh it first: resolver refresh {state.run_id}")
+        return (
+            "expiry",
+            f"The evidence of {state.run_id} is {_age(age)} old; the policy allows "
+            f"{_age(policy.evidence_max_age_s)} at approval. Refresh it first: resolver refresh {state.run_id}",
+        )
     dup = overlapping_effects(store, state) or (effects_of_ticket(world, state) if world is not None else None)
     if dup:
         return ("duplicate", f"Run {state.run_id}: {dup}")
@@ -234,8 +261,11 @@ def world_problem(store: CheckpointStore, state: TaskState, now: datetime, *, wo
         own = {op.operation_id for op in state.operations}
         failing = [why for pre in state.proposal.preconditions if (why := world.precondition_problem(pre, own))]
         if failing:
-            return ("precondition", f"The world changed since the agent looked: {'; '.join(failing)}. Nothing was written; "
-                                    f"refresh the evidence (resolver refresh {state.run_id}) or reject the run.")
+            return (
+                "precondition",
+                f"The world changed since the agent looked: {'; '.join(failing)}. Nothing was written; "
+                f"refresh the evidence (resolver refresh {state.run_id}) or reject the run.",
+            )
     return None
 
 
@@ -314,8 +344,18 @@ def approve(
     problem = world_problem(store, state, clock.now(), world=world, practice=practice, policy=policy)
     if problem is not None:
         kind, why = problem
-        store.append_audit({"run_id": run_id, "decision": f"refused:{kind}", "role": role, "name": name or ROLE_LABELS.get(role, role),
-                            "digest": proposal.digest, "at": iso(clock.now()), "detail": why, "run_uid": state.run_uid})
+        store.append_audit(
+            {
+                "run_id": run_id,
+                "decision": f"refused:{kind}",
+                "role": role,
+                "name": name or ROLE_LABELS.get(role, role),
+                "digest": proposal.digest,
+                "at": iso(clock.now()),
+                "detail": why,
+                "run_uid": state.run_uid,
+            }
+        )
         raise ApprovalRefused(why)
     if expect_version is not None and state.version != expect_version:
         raise ApprovalRefused(f"Run {run_id} changed since you read it ({decided_by(state) or 'new checkpoint'}); read it again.")
@@ -331,8 +371,19 @@ def approve(
     state.status = "executing"
     state.operations = plan_operations(state)
     state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)
-    return _decide(store, state, {"decision": "approve", "role": role, "name": name, "digest": current, "at": iso(at),
-                                 "run_uid": state.run_uid, **(seal.audit if seal else {})})
+    return _decide(
+        store,
+        state,
+        {
+            "decision": "approve",
+            "role": role,
+            "name": name,
+            "digest": current,
+            "at": iso(at),
+            "run_uid": state.run_uid,
+            **(seal.audit if seal else {}),
+        },
+    )
 
 
 def reject(
@@ -367,8 +418,20 @@ def reject(
     seal = signer.seal(store, "reject", state.run_uid, current, at, reason.strip()) if signer else None  # issue 14
     state.status = "handed_to_person"
     state.log("rejected", f"rejected by {name} ({role}): {reason.strip()}", at=at, role=role, name=name, digest=current)
-    return _decide(store, state, {"decision": "reject", "role": role, "name": name, "digest": current, "at": iso(at),
-                                 "detail": reason.strip(), "run_uid": state.run_uid, **(seal.audit if seal else {})})
+    return _decide(
+        store,
+        state,
+        {
+            "decision": "reject",
+            "role": role,
+            "name": name,
+            "digest": current,
+            "at": iso(at),
+            "detail": reason.strip(),
+            "run_uid": state.run_uid,
+            **(seal.audit if seal else {}),
+        },
+    )
 
 
 def verify(state: TaskState, key: bytes, policy: PolicyData | None = None, *, signed: bool = True) -> str | None:

@@ -59,7 +59,7 @@ def load(path: Path | None = None) -> ApproverConfig | None:
     name = data["name"].strip() if isinstance(data["name"], str) else ""
     role = data.get("role")
     if not name:
-        raise ResolverError(f"{path} has no name = \"...\" text. Write one, or remove the name line to be asked again.")
+        raise ResolverError(f'{path} has no name = "..." text. Write one, or remove the name line to be asked again.')
     if role is not None and role not in ROLES:
         raise ResolverError(f"{path} says role = {role!r}; use one of {', '.join(ROLES)}.")
     return ApproverConfig(name, role)
@@ -140,6 +140,6 @@ def resolve(role: str | None, name: str | None, kind: str, config: ApproverConfi
         raise ResolverError("In a shop home the role comes from your approver config, not --as.")
     chosen_role = role or (config.role if config else None)
     if chosen_role is None:
-        raise ResolverError(f"No role: add role = \"...\" to {config_path()} or pass --as ROLE.")
+        raise ResolverError(f'No role: add role = "..." to {config_path()} or pass --as ROLE.')
     chosen_name = (name or "").strip() or (config.name if config else "")
     return chosen_role, chosen_name

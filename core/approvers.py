@@ -82,8 +82,14 @@ class Entry:
 
 def entry_message(name: str, role: str, public_key: str, added_at: str, revoked_at: str | None) -> bytes:
     """What the owner signs for one entry: canonical JSON of its public fields."""
-    body = {"kind": "resolver-approver-v1", "name": name, "role": role, "public_key": public_key,
-            "added_at": added_at, "revoked_at": revoked_at}
+    body = {
+        "kind": "resolver-approver-v1",
+        "name": name,
+        "role": role,
+        "public_key": public_key,
+        "added_at": added_at,
+        "revoked_at": revoked_at,
+    }
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
@@ -96,7 +102,7 @@ def fingerprint(public_key_hex: str) -> str:
     """The key's fingerprint to write down: ``SHA256:`` and the first 128 bits of the SHA-256 of
     the raw 32-byte public key, in 8 groups of 4 hex digits."""
     h = hashlib.sha256(bytes.fromhex(public_key_hex)).hexdigest()[:32]
-    return "SHA256:" + " ".join(h[i:i + 4] for i in range(0, 32, 4))
+    return "SHA256:" + " ".join(h[i : i + 4] for i in range(0, 32, 4))
 
 
 def public_hex(key: Ed25519PrivateKey) -> str:
@@ -114,8 +120,11 @@ def verify_hex(public_key_hex: str, signature_hex: str, message: bytes) -> bool:
 
 
 def _encrypt(key: Ed25519PrivateKey, passphrase: str) -> str:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.BestAvailableEncryption(passphrase.encode("utf-8"))).decode("ascii")
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.BestAvailableEncryption(passphrase.encode("utf-8")),
+    ).decode("ascii")
 
 
 def _decrypt(pem: str, passphrase: str) -> Ed25519PrivateKey | None:
@@ -203,7 +212,9 @@ class Registry:
                 f"{self.root} has no approvers registry yet: the owner makes it with `resolver approvers init`."
             ) from None
         except (OSError, ValueError) as exc:
-            raise RegistryError(f"The approvers seal {self.seal_path} cannot be read ({exc}); restore it from a backup.") from None
+            raise RegistryError(
+                f"The approvers seal {self.seal_path} cannot be read ({exc}); restore it from a backup."
+            ) from None
 
     def owner_key(self) -> str:
         """The owner's public key (hex) from the seal. Raises RegistryError."""
@@ -219,11 +230,16 @@ class Registry:
         for e in entries:
             if not verify_hex(owner_key, e.signature, entry_message(e.name, e.role, e.public_key, e.added_at, e.revoked_at)):
                 out.append(f"the entry of {e.name} is not signed by the owner's key (edited with SQL?)")
-        if not verify_hex(owner_key, seal["signature"], seal_message(owner, owner_key, int(seal.get("count", -1)),
-                                                                     str(seal.get("entries_hash", "")))):
+        if not verify_hex(
+            owner_key,
+            seal["signature"],
+            seal_message(owner, owner_key, int(seal.get("count", -1)), str(seal.get("entries_hash", ""))),
+        ):
             out.append(f"the seal {SEAL_FILE} is not signed by the owner's key")
         if len(entries) != seal.get("count") or _entries_hash(entries) != seal.get("entries_hash"):
-            out.append("the approvers table is not the one the owner sealed: an entry was edited, added, deleted or restored with SQL")
+            out.append(
+                "the approvers table is not the one the owner sealed: an entry was edited, added, deleted or restored with SQL"
+            )
         if not any(e.name == owner and e.public_key == owner_key and e.role == OWNER_ROLE for e in entries):
             out.append(f"the owner {owner} has no entry with the sealed key")
         return out
@@ -243,7 +259,9 @@ class Registry:
             raise ApprovalRefused(f"The approvers registry does not verify: {problems[0]}; nothing is decided or executed.")
         entry = next((e for e in self.entries() if e.name.casefold() == name.strip().casefold()), None)
         if entry is None:
-            raise ApprovalRefused(f"{name} is not an approver of this shop home; the owner adds one with `resolver approvers add NAME --role ROLE`.")
+            raise ApprovalRefused(
+                f"{name} is not an approver of this shop home; the owner adds one with `resolver approvers add NAME --role ROLE`."
+            )
         if entry.revoked:
             raise ApprovalRefused(f"{entry.name} was revoked at {entry.revoked_at} and can no longer decide.")
         return entry
@@ -279,8 +297,13 @@ class Registry:
         entries = [Entry(*r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
         owner_key = public_hex(owner.key)
         count, h = len(entries), _entries_hash(entries)
-        body = {"owner": owner.name, "owner_key": owner_key, "count": count, "entries_hash": h,
-                "signature": owner.sign(seal_message(owner.name, owner_key, count, h))}
+        body = {
+            "owner": owner.name,
+            "owner_key": owner_key,
+            "count": count,
+            "entries_hash": h,
+            "signature": owner.sign(seal_message(owner.name, owner_key, count, h)),
+        }
         tmp = self.seal_path.with_name(f".{SEAL_FILE}.{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -305,8 +328,10 @@ class Registry:
         owner = Unlocked(owner_name, OWNER_ROLE, key)
         sig = owner.sign(entry_message(owner_name, OWNER_ROLE, pub, at, None))
         with self._database().immediate() as conn:
-            conn.execute(f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)",
-                         (owner_name, OWNER_ROLE, pub, at, sig, _encrypt(key, passphrase), _encrypt(key, code)))
+            conn.execute(
+                f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)",
+                (owner_name, OWNER_ROLE, pub, at, sig, _encrypt(key, passphrase), _encrypt(key, code)),
+            )
             self._write_seal(conn, owner)
         return InitResult(owner_name, fingerprint(pub), code)
 
@@ -330,8 +355,10 @@ class Registry:
         pub, at = public_hex(key), iso(now)
         sig = owner.sign(entry_message(name, role, pub, at, None))
         with self._database().immediate() as conn:
-            conn.execute(f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
-                         (name, role, pub, at, sig, _encrypt(key, passphrase)))
+            conn.execute(
+                f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
+                (name, role, pub, at, sig, _encrypt(key, passphrase)),
+            )
             self._write_seal(conn, owner)
         return Entry(name, role, pub, at, None, sig, "")
 
@@ -374,8 +401,10 @@ class Registry:
         _check_passphrase(new_passphrase, entry.name)
         new_code = "-".join(secrets.token_hex(2).upper() for _ in range(6))
         with self._database().immediate() as conn:
-            conn.execute("UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
-                         (_encrypt(key, new_passphrase), _encrypt(key, new_code), entry.name))
+            conn.execute(
+                "UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
+                (_encrypt(key, new_passphrase), _encrypt(key, new_code), entry.name),
+            )
         return new_code
 
     def _require_whole(self) -> None:
@@ -396,8 +425,9 @@ def _create_table(conn: sqlite3.Connection) -> None:
 
 def _entries_hash(entries: list[Entry]) -> str:
     """SHA-256 over the signed public part of every entry, in name order."""
-    parts = sorted(entry_message(e.name, e.role, e.public_key, e.added_at, e.revoked_at).decode() + "\n" + e.signature
-                   for e in entries)
+    parts = sorted(
+        entry_message(e.name, e.role, e.public_key, e.added_at, e.revoked_at).decode() + "\n" + e.signature for e in entries
+    )
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
 
 

@@ -98,11 +98,38 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
         raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
     cur = conn.execute(
         "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (run_id, audit["decision"], audit["role"], audit["name"], audit["digest"], audit["at"], audit.get("detail", ""),
-         audit.get("run_uid"), prev, audit.get("sig") or ""),
+        (
+            run_id,
+            audit["decision"],
+            audit["role"],
+            audit["name"],
+            audit["digest"],
+            audit["at"],
+            audit.get("detail", ""),
+            audit.get("run_uid"),
+            prev,
+            audit.get("sig") or "",
+        ),
     )
-    row = dict(zip(COLUMNS, (cur.lastrowid, run_id, audit["decision"], audit["role"], audit["name"], audit["digest"],
-                             audit["at"], audit.get("detail", ""), audit.get("run_uid"), prev, audit.get("sig") or ""), strict=True))
+    row = dict(
+        zip(
+            COLUMNS,
+            (
+                cur.lastrowid,
+                run_id,
+                audit["decision"],
+                audit["role"],
+                audit["name"],
+                audit["digest"],
+                audit["at"],
+                audit.get("detail", ""),
+                audit.get("run_uid"),
+                prev,
+                audit.get("sig") or "",
+            ),
+            strict=True,
+        )
+    )
     row["hash"] = row_hash(row)
     row["length"] = n + 1
     return row
@@ -117,8 +144,9 @@ def rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
 def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
     """The audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
     ensure_columns(conn)
-    row = conn.execute(_SELECT + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1",
-                       (run_id, decision, sig)).fetchone()
+    row = conn.execute(
+        _SELECT + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1", (run_id, decision, sig)
+    ).fetchone()
     return dict(zip(COLUMNS, row, strict=True)) if row else None
 
 
@@ -184,8 +212,14 @@ RowCheck = Callable[[dict[str, Any]], str | None]
 HeadCheck = Callable[[dict[str, Any]], str | None]
 
 
-def verify_audit(conn: sqlite3.Connection, root: Path | None = None, *, check_row: RowCheck | None = None,
-                 check_head: HeadCheck | None = None, head_required: bool = False) -> AuditReport:
+def verify_audit(
+    conn: sqlite3.Connection,
+    root: Path | None = None,
+    *,
+    check_row: RowCheck | None = None,
+    check_head: HeadCheck | None = None,
+    head_required: bool = False,
+) -> AuditReport:
     """Check the audit of the store ``conn`` and, with ``root``, its ``audit.head``.
 
     Finds: a missing append-only trigger; a chained row whose ``prev`` is not the hash of the
@@ -208,7 +242,9 @@ def verify_audit(conn: sqlite3.Connection, root: Path | None = None, *, check_ro
     for i, row in enumerate(all_rows):
         if row["prev"] is None:
             if started:
-                report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}) carries no chain hash after chained rows: inserted")
+                report.problems.append(
+                    f"row {row['id']} ({row['run_id']}, {row['decision']}) carries no chain hash after chained rows: inserted"
+                )
         else:
             if not started:
                 started = True

@@ -297,8 +297,23 @@ _SUMMARY = (
 )
 
 _HEADER_COLS = (
-    "task_id", "variant", "model", "status", "created_at", "updated_at", "created_ts", "updated_ts", "version",
-    "customer", "order_id", "total_amount", "amount_cents", "required_role", "role_rank", "actions", "state",
+    "task_id",
+    "variant",
+    "model",
+    "status",
+    "created_at",
+    "updated_at",
+    "created_ts",
+    "updated_ts",
+    "version",
+    "customer",
+    "order_id",
+    "total_amount",
+    "amount_cents",
+    "required_role",
+    "role_rank",
+    "actions",
+    "state",
 )
 _ALWAYS = frozenset({"updated_at", "updated_ts", "version", "state"})
 """Header columns that change at every save; the others are written only when they changed, so
@@ -482,8 +497,17 @@ class CheckpointStore:
         conn.execute(_CREATE_ENTRIES)  # WITHOUT ROWID (sqlite-utils cannot say so): one B-tree, a step's rows side by side
         if "audit" not in tables:
             db.table("audit").create(
-                {"id": int, "run_id": str, "decision": str, "role": str, "name": str, "digest": str, "at": str,
-                 "detail": str, "run_uid": str},
+                {
+                    "id": int,
+                    "run_id": str,
+                    "decision": str,
+                    "role": str,
+                    "name": str,
+                    "digest": str,
+                    "at": str,
+                    "detail": str,
+                    "run_uid": str,
+                },
                 pk="id",
             )
             db.table("audit").create_index(["run_id"], if_not_exists=True)
@@ -519,14 +543,41 @@ class CheckpointStore:
     def _create(self, conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
         db.table("runs").create(
             {
-                "run_id": str, "task_id": str, "variant": str, "model": str, "status": str,
-                "created_at": str, "updated_at": str, "created_ts": float, "updated_ts": float, "version": int,
-                "customer": str, "order_id": str, "total_amount": str, "amount_cents": int, "required_role": str,
-                "role_rank": int, "actions": str, "lease_owner": str, "lease_expires": str, "state": str, "state_ok": int,
+                "run_id": str,
+                "task_id": str,
+                "variant": str,
+                "model": str,
+                "status": str,
+                "created_at": str,
+                "updated_at": str,
+                "created_ts": float,
+                "updated_ts": float,
+                "version": int,
+                "customer": str,
+                "order_id": str,
+                "total_amount": str,
+                "amount_cents": int,
+                "required_role": str,
+                "role_rank": int,
+                "actions": str,
+                "lease_owner": str,
+                "lease_expires": str,
+                "state": str,
+                "state_ok": int,
             },
             pk="run_id",
-            not_null={"task_id", "status", "updated_at", "version", "state", "state_ok", "created_ts", "updated_ts",
-                      "amount_cents", "role_rank"},
+            not_null={
+                "task_id",
+                "status",
+                "updated_at",
+                "version",
+                "state",
+                "state_ok",
+                "created_ts",
+                "updated_ts",
+                "amount_cents",
+                "role_rank",
+            },
             defaults={"state_ok": 1, "created_ts": 0.0, "updated_ts": 0.0, "amount_cents": 0, "role_rank": -1},
         )
         self._create_side_tables(conn, db, set(db.table_names()))
@@ -543,8 +594,13 @@ class CheckpointStore:
                 f"The checkpoint store {self.path} has a runs table without {', '.join(sorted(needed - runs_cols))}; "
                 "it is not a resolver checkpoint store this release can migrate. Move it away to start afresh."
             )
-        for name, kind, default in (("created_ts", float, 0.0), ("amount_cents", int, 0), ("role_rank", int, -1),
-                                    ("state_ok", int, 1), ("updated_ts", float, 0.0)):
+        for name, kind, default in (
+            ("created_ts", float, 0.0),
+            ("amount_cents", int, 0),
+            ("role_rank", int, -1),
+            ("state_ok", int, 1),
+            ("updated_ts", float, 0.0),
+        ):
             if name not in runs_cols:
                 db.table("runs").add_column(name, kind, not_null_default=default)
         conn.execute("UPDATE runs SET updated_ts = 0 WHERE updated_ts IS NULL")
@@ -568,8 +624,9 @@ class CheckpointStore:
         conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
         conn.execute(_RECOUNT_CORRUPT)
 
-    def _split_whole_state(self, conn: sqlite3.Connection, run_id: str, text: str, created_at: str | None,
-                           total: str | None) -> None:
+    def _split_whole_state(
+        self, conn: sqlite3.Connection, run_id: str, text: str, created_at: str | None, total: str | None
+    ) -> None:
         from pydantic import ValidationError
 
         from core.state import TaskState, migrate
@@ -606,8 +663,14 @@ class CheckpointStore:
                 raise ValueError("no summarize hook")
             state = TaskState.model_validate(migrate(dict(raw)))
             cols = self.summarize(state)
-            columns |= {"amount_cents": cols["amount_cents"], "role_rank": cols["role_rank"], "customer": cols["customer"],
-                      "total_amount": cols["total_amount"], "required_role": cols["required_role"], "actions": cols["actions"]}
+            columns |= {
+                "amount_cents": cols["amount_cents"],
+                "role_rank": cols["role_rank"],
+                "customer": cols["customer"],
+                "total_amount": cols["total_amount"],
+                "required_role": cols["required_role"],
+                "actions": cols["actions"],
+            }
         except (ValidationError, ResolverError, ValueError):
             if total:
                 columns["amount_cents"] = round(float(total) * 100)
@@ -702,9 +765,7 @@ class CheckpointStore:
         old = state.version
         new = old + 1
         saved = self._saved_for(state)
-        appended = saved is not None and all(
-            _appended(getattr(state, k), getattr(saved, k)) for k in LISTS
-        )
+        appended = saved is not None and all(_appended(getattr(state, k), getattr(saved, k)) for k in LISTS)
         start = (len(saved.messages), len(saved.evidence), len(saved.events)) if saved is not None and appended else (0, 0, 0)
         state.version = new
         try:
@@ -714,11 +775,31 @@ class CheckpointStore:
         cols = self.summarize(state)
         rows = self._rows(state, start)
         run_id = state.run_id
-        values = dict(zip(_HEADER_COLS, (
-            state.task_id, state.variant, state.model, state.status, iso(state.created_at), iso(now),
-            state.created_at.timestamp(), now.timestamp(), new, cols["customer"], state.order_id, cols["total_amount"],
-            cols["amount_cents"], cols["required_role"], cols["role_rank"], cols["actions"], header,
-        ), strict=True))
+        values = dict(
+            zip(
+                _HEADER_COLS,
+                (
+                    state.task_id,
+                    state.variant,
+                    state.model,
+                    state.status,
+                    iso(state.created_at),
+                    iso(now),
+                    state.created_at.timestamp(),
+                    now.timestamp(),
+                    new,
+                    cols["customer"],
+                    state.order_id,
+                    cols["total_amount"],
+                    cols["amount_cents"],
+                    cols["required_role"],
+                    cols["role_rank"],
+                    cols["actions"],
+                    header,
+                ),
+                strict=True,
+            )
+        )
         written = tuple(values[c] for c in _SOMETIMES)
         with self.db.immediate() as conn:
             if old == 0:
@@ -729,8 +810,10 @@ class CheckpointStore:
                         f"Run {run_id} already exists (another process saved it first); a new run needs a new ID."
                     ) from None
                 if lease_owner is not None and lease_ttl_s is not None:  # a new run taken by its maker
-                    conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
-                                 (lease_owner, iso(now + timedelta(seconds=lease_ttl_s)), run_id))
+                    conn.execute(
+                        "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
+                        (lease_owner, iso(now + timedelta(seconds=lease_ttl_s)), run_id),
+                    )
             else:
                 # the compare-and-set is in the UPDATE's WHERE; the row's columns are known from
                 # the last save or load of this object, else read once
@@ -1011,7 +1094,7 @@ class CheckpointStore:
         corrupt: dict[str, int] = {}
         for status, n in rows:
             if status.startswith(CORRUPT_PREFIX):
-                corrupt[status[len(CORRUPT_PREFIX):]] = n
+                corrupt[status[len(CORRUPT_PREFIX) :]] = n
             else:
                 counts[status] = n
         for status, n in corrupt.items():
@@ -1071,9 +1154,15 @@ class CheckpointStore:
             except (ValueError, RecursionError):
                 ev = {"kind": "corrupt", "message": f"this event of run {run_id} is damaged and cannot be read"}
             data = ev.get("data", {})
-            out.append({"seq": ev.get("seq") if isinstance(ev.get("seq"), int) else seq, "at": str(at or ""),
-                        "kind": str(ev.get("kind", "")), "message": str(ev.get("message", "")),
-                        "data": data if isinstance(data, dict) else {}})
+            out.append(
+                {
+                    "seq": ev.get("seq") if isinstance(ev.get("seq"), int) else seq,
+                    "at": str(at or ""),
+                    "kind": str(ev.get("kind", "")),
+                    "message": str(ev.get("message", "")),
+                    "data": data if isinstance(data, dict) else {},
+                }
+            )
         return out
 
     def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
@@ -1139,9 +1228,12 @@ class CheckpointStore:
         (the executor's heartbeat). False when ``owner`` no longer holds it."""
         until = iso(self.clock.now() + timedelta(seconds=ttl_s))
         with self.db.immediate() as conn:
-            return conn.execute(
-                "UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?", (until, run_id, owner)
-            ).rowcount == 1
+            return (
+                conn.execute(
+                    "UPDATE runs SET lease_expires = ? WHERE run_id = ? AND lease_owner = ?", (until, run_id, owner)
+                ).rowcount
+                == 1
+            )
 
     def clear_dead_lease(self, run_id: str) -> bool:
         """Remove a lease whose holder is gone (expired by the clock, or a process on this host
@@ -1168,7 +1260,9 @@ class CheckpointStore:
     def expire_lease(self, run_id: str) -> None:
         """Mark the run's lease as expired (a simulated crash ends its process this way)."""
         with self.db.immediate() as conn:
-            conn.execute("UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id))
+            conn.execute(
+                "UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id)
+            )
 
     # -- reset ----------------------------------------------------------------------------------
 
@@ -1199,11 +1293,23 @@ APPLICATION_ID = 0x52534C56
 """SQLite ``application_id`` of a checkpoint store (``RSLV``); a file with another non-zero one is
 not adopted. Stores made before issue 13 have 0 and get it at their next migration."""
 
-TRIGGERS = frozenset({
-    "audit_no_update", "audit_no_delete", "runs_count_insert", "runs_count_delete", "runs_count_status",
-    "runs_state_insert", "runs_state_update", "runs_search_insert", "runs_search_delete", "runs_search_update",
-    "runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update",
-})
+TRIGGERS = frozenset(
+    {
+        "audit_no_update",
+        "audit_no_delete",
+        "runs_count_insert",
+        "runs_count_delete",
+        "runs_count_status",
+        "runs_state_insert",
+        "runs_state_update",
+        "runs_search_insert",
+        "runs_search_delete",
+        "runs_search_update",
+        "runs_corrupt_insert",
+        "runs_corrupt_delete",
+        "runs_corrupt_update",
+    }
+)
 """The store's triggers; any missing one is created again when a connection opens."""
 
 
@@ -1275,8 +1381,7 @@ NEW_TRIGGERS = frozenset({"runs_corrupt_insert", "runs_corrupt_delete", "runs_co
 """Triggers a store made by an earlier release lacks: created when it opens, without a repair note."""
 
 _RECOUNT_CORRUPT = (
-    "INSERT INTO run_counts (status, n) SELECT 'corrupt:' || status, COUNT(*) FROM runs WHERE state_ok = 0 "
-    "GROUP BY status"
+    "INSERT INTO run_counts (status, n) SELECT 'corrupt:' || status, COUNT(*) FROM runs WHERE state_ok = 0 GROUP BY status"
 )
 
 

@@ -64,6 +64,7 @@ EXIT_CODES = {
 class BadArgument(ResolverError):
     """A value on the command line that cannot be taken as typed (exit 2); nothing changed."""
 
+
 PROG = "resolver"
 """The command as invoked, for ``Next:`` and ``Resume with:`` lines (set by :func:`main`)."""
 
@@ -93,9 +94,14 @@ def _ended(state: TaskState) -> int:
 def _state_json(state: TaskState, **extra: object) -> dict[str, object]:
     from core.views import decision_lines, operation_lines
 
-    return {"run_id": state.run_id, "status": state.status, **extra,
-            "decision": decision_lines(state), "operations": operation_lines(state),
-            "state": state.model_dump(mode="json")}
+    return {
+        "run_id": state.run_id,
+        "status": state.status,
+        **extra,
+        "decision": decision_lines(state),
+        "operations": operation_lines(state),
+        "state": state.model_dump(mode="json"),
+    }
 
 
 def _status(state: TaskState) -> None:
@@ -193,8 +199,13 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         from core.safetext import safe_text
 
         if args.status or args.search:
-            _print("No runs match" + (f" status {args.status}" if args.status else "") + (" and" if args.status and args.search else "")
-                   + (f" {safe_text(args.search)!r}" if args.search else "") + f"; {home.queue.total()} run(s) saved in all.")
+            _print(
+                "No runs match"
+                + (f" status {args.status}" if args.status else "")
+                + (" and" if args.status and args.search else "")
+                + (f" {safe_text(args.search)!r}" if args.search else "")
+                + f"; {home.queue.total()} run(s) saved in all."
+            )
         else:
             _print("No saved runs. Start one with `resolver run T-65273`.")
     return 0
@@ -235,8 +246,10 @@ def _decider(home: Home, args: argparse.Namespace) -> Unlocked | None:
             raise ResolverError("Say who decides: --as agent, --as team_lead or --as grace.")
         return None
     if args.role:
-        raise ApprovalRefused("--as is refused in a shop home: decide as a named approver with --name NAME "
-                              "(your role comes from the approvers registry).")
+        raise ApprovalRefused(
+            "--as is refused in a shop home: decide as a named approver with --name NAME "
+            "(your role comes from the approvers registry)."
+        )
     if not args.name:
         raise ApprovalRefused("In a shop home say who decides with --name NAME; your passphrase unlocks your key.")
     home.registry().valid_entry(args.name)  # a clear sentence before asking for a passphrase
@@ -278,8 +291,10 @@ def _after_lock(home: Home, run_id: str, sentence: str) -> str:
     if status != "executing":
         return sentence
     first = sentence.removesuffix("; try again.").removesuffix(".")
-    return (f"{first}. The approval is saved and run {run_id} is executing: `{PROG} resume {run_id}` finishes "
-            "its writes once the lock is gone (approving again would be refused).")
+    return (
+        f"{first}. The approval is saved and run {run_id} is executing: `{PROG} resume {run_id}` finishes "
+        "its writes once the lock is gone (approving again would be refused)."
+    )
 
 
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
@@ -325,8 +340,10 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     """Read the evidence again and re-derive the preconditions: a new proposal version."""
     state = home.refresh(args.run)
     p = state.proposal
-    _print(f"Run {state.run_id}: evidence read again; proposal version {p.version if p else '?'}, digest {p.short_digest if p else '-'}; "
-           "earlier approvals are void.")
+    _print(
+        f"Run {state.run_id}: evidence read again; proposal version {p.version if p else '?'}, digest {p.short_digest if p else '-'}; "
+        "earlier approvals are void."
+    )
     _show_request(state, home.kind == "shop")
     return 0
 
@@ -345,23 +362,29 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         passphrase = read_passphrase(f"Passphrase for the owner {args.name}: ", fd=args.passphrase_fd, confirm=True)
         made = registry.init(args.name, passphrase, now)
         seal_head(home.root, home.store, registry.unlock(made.owner, passphrase))  # the audit's head, signed by the owner
-        _print([f"Made the approvers registry of {home.root}; owner {safe_text(made.owner)} (role grace).",
+        _print(
+            [
+                f"Made the approvers registry of {home.root}; owner {safe_text(made.owner)} (role grace).",
                 f"Owner key fingerprint: {made.fingerprint}",
                 "  Write it down: `resolver doctor` shows it, compare the two.",
                 f"Recovery code (shown once): {made.recovery_code}",
-                "  Keep it on paper, away from this machine: `resolver approvers recover` gives the owner a new passphrase with it."])
+                "  Keep it on paper, away from this machine: `resolver approvers recover` gives the owner a new passphrase with it.",
+            ]
+        )
         return 0
     if args.approvers_cmd == "add":
         registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
         passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
-        owner_passphrase = read_passphrase("The owner's passphrase, to sign the entry: ", fd=args.owner_passphrase_fd,
-                                           env=OWNER_PASSPHRASE_ENV)
+        owner_passphrase = read_passphrase(
+            "The owner's passphrase, to sign the entry: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
+        )
         entry = registry.add(args.name, args.role, passphrase, owner_passphrase, now)
         _print(f"Added {safe_text(entry.name)} as {entry.role}, key {fingerprint(entry.public_key)}; signed by the owner.")
         return 0
     if args.approvers_cmd == "revoke":
-        owner_passphrase = read_passphrase("The owner's passphrase, to sign the revocation: ", fd=args.owner_passphrase_fd,
-                                           env=OWNER_PASSPHRASE_ENV)
+        owner_passphrase = read_passphrase(
+            "The owner's passphrase, to sign the revocation: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
+        )
         entry = registry.revoke(args.name, owner_passphrase, now)
         _print(f"Revoked {safe_text(entry.name)} at {entry.revoked_at}: none of their decisions executes from now on.")
         return 0
@@ -369,8 +392,12 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         code = read_passphrase("Recovery code: ", fd=args.code_fd, env="RESOLVER_RECOVERY_CODE")
         passphrase = read_passphrase("New passphrase for the owner: ", fd=args.passphrase_fd, confirm=True)
         new_code = registry.recover(code, passphrase)
-        _print(["The owner's passphrase is changed; the old recovery code no longer works.",
-                f"New recovery code (shown once): {new_code}"])
+        _print(
+            [
+                "The owner's passphrase is changed; the old recovery code no longer works.",
+                f"New recovery code (shown once): {new_code}",
+            ]
+        )
         return 0
     problems = registry.problems()
     _print(f"Owner key: {registry.fingerprint()}")
@@ -433,8 +460,14 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
         _json(rows)
         return 0
     _print(f"{len(rows)} decision(s) in the audit" + (f" of {args.run}" if args.run else ""))
-    _print([f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
-            + (f" ({r.get('name')})" if r.get("name") else "") + f"  digest {r.get('digest')}" for r in rows])
+    _print(
+        [
+            f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
+            + (f" ({r.get('name')})" if r.get("name") else "")
+            + f"  digest {r.get('digest')}"
+            for r in rows
+        ]
+    )
     return 0
 
 
@@ -458,8 +491,10 @@ def check_amount(text: str) -> str:
     import re
 
     if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,2})?", text, flags=re.ASCII):
-        raise BadArgument(f"{text!r} is not an amount in CAD as typed: use ASCII digits with at most two decimals, e.g. 119.00 "
-                          "(nothing is rounded).")
+        raise BadArgument(
+            f"{text!r} is not an amount in CAD as typed: use ASCII digits with at most two decimals, e.g. 119.00 "
+            "(nothing is rounded)."
+        )
     return text
 
 
@@ -483,7 +518,9 @@ def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
     check_id(args.operation, "operation ID")
     check_amount(args.amount)
     result = home.manual_refund(args.operation, args.order, args.amount, args.reason_code, args.payment)
-    _print(f"Refunded by hand: {result['refund_id']} {result['amount']} CAD of {result['payment_id']} on {result['order_id']} (operation {args.operation})")
+    _print(
+        f"Refunded by hand: {result['refund_id']} {result['amount']} CAD of {result['payment_id']} on {result['order_id']} (operation {args.operation})"
+    )
     return 0
 
 
@@ -588,8 +625,11 @@ class _Parser(argparse.ArgumentParser):
 def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     """The ``resolver`` argument parser (every subcommand also takes ``--home DIR``)."""
     common = _Parser(add_help=False)
-    common.add_argument("--home", default=argparse.SUPPRESS, help="home folder (default: --home, $RESOLVER_HOME, "
-                        "`home` in the config file, or ./work)")
+    common.add_argument(
+        "--home",
+        default=argparse.SUPPRESS,
+        help="home folder (default: --home, $RESOLVER_HOME, `home` in the config file, or ./work)",
+    )
     parser = _Parser(
         prog=prog,
         description="Checkpoint, approve and execute the Larkfield support agent's work exactly once.",
@@ -613,37 +653,56 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_runs)
 
-    for name, func, text in (("resume", cmd_resume, "continue a saved run from its checkpoint"),
-                             ("trace", cmd_trace, "the events of a run")):
+    for name, func, text in (
+        ("resume", cmd_resume, "continue a saved run from its checkpoint"),
+        ("trace", cmd_trace, "the events of a run"),
+    ):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("run", metavar="RUN")
         p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("refresh", parents=[common], help="read a waiting run's evidence again (a new proposal version and digest)")
+    p = sub.add_parser(
+        "refresh", parents=[common], help="read a waiting run's evidence again (a new proposal version and digest)"
+    )
     p.add_argument("run", metavar="RUN")
     p.set_defaults(func=cmd_refresh)
 
-    p = sub.add_parser("show", parents=[common], help="the request, decision and operations of a run; without RUN, the home and its kind")
+    p = sub.add_parser(
+        "show", parents=[common], help="the request, decision and operations of a run; without RUN, the home and its kind"
+    )
     p.add_argument("run", metavar="RUN", nargs="?")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
-    p = sub.add_parser("audit", parents=[common],
-                       help="export the audit of decisions (who decided what, when, on which digest); `audit verify` checks it")
-    p.add_argument("run", metavar="RUN|verify", nargs="?",
-                   help="one run's rows; `verify` checks the hash chain, the triggers and, in a shop home, every signature")
+    p = sub.add_parser(
+        "audit",
+        parents=[common],
+        help="export the audit of decisions (who decided what, when, on which digest); `audit verify` checks it",
+    )
+    p.add_argument(
+        "run",
+        metavar="RUN|verify",
+        nargs="?",
+        help="one run's rows; `verify` checks the hash chain, the triggers and, in a shop home, every signature",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_audit)
 
-    p = sub.add_parser("doctor", parents=[common], help="check the home: where it is and why, file modes, key, databases, versions")
+    p = sub.add_parser(
+        "doctor", parents=[common], help="check the home: where it is and why, file modes, key, databases, versions"
+    )
     p.set_defaults(func=cmd_doctor)
 
-    p = sub.add_parser("prune", parents=[common], help="delete finished runs older than DURATION (the audit keeps who decided what)")
+    p = sub.add_parser(
+        "prune", parents=[common], help="delete finished runs older than DURATION (the audit keeps who decided what)"
+    )
     p.add_argument("--older-than", required=True, metavar="DURATION", help="e.g. 90d, 2d16h")
     p.set_defaults(func=cmd_prune)
 
-    p = sub.add_parser("backup", parents=[common], help="copy the whole home into one archive, consistently, while the app is open")
+    p = sub.add_parser(
+        "backup", parents=[common], help="copy the whole home into one archive, consistently, while the app is open"
+    )
     p.add_argument("file", metavar="FILE", help="the archive to write (.tar.gz); refused if it exists")
     p.set_defaults(func=cmd_backup)
 
@@ -656,16 +715,24 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.set_defaults(func=None)
 
     passphrase_fd = _Parser(add_help=False)
-    passphrase_fd.add_argument("--passphrase-fd", type=int, metavar="N", default=None,
-                               help=f"read the passphrase from file descriptor N (else ${PASSPHRASE_ENV}, else the terminal)")
+    passphrase_fd.add_argument(
+        "--passphrase-fd",
+        type=int,
+        metavar="N",
+        default=None,
+        help=f"read the passphrase from file descriptor N (else ${PASSPHRASE_ENV}, else the terminal)",
+    )
 
     p = sub.add_parser("approve", parents=[common, passphrase_fd], help="approve a waiting proposal and execute it")
     p.add_argument("run", metavar="RUN")
     p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role you decide as (refused in a shop home)")
     p.add_argument("--name", help="shop home: the approver who decides (asks for their passphrase)")
     p.add_argument("--digest", help="the digest you read; refused if the proposal changed")
-    p.add_argument("--interrupt", choices=["before-write", "after-write"],
-                   help="simulate a crash: end the process just before or just after the first write (exit code 3)")
+    p.add_argument(
+        "--interrupt",
+        choices=["before-write", "after-write"],
+        help="simulate a crash: end the process just before or just after the first write (exit code 3)",
+    )
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_approve)
 
@@ -685,8 +752,13 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     a = asub.add_parser("add", parents=[common, passphrase_fd], help="add an approver (their passphrase, then the owner's)")
     a.add_argument("name", metavar="NAME")
     a.add_argument("--role", required=True, choices=ROLES)
-    a.add_argument("--owner-passphrase-fd", type=int, metavar="N", default=None,
-                   help=f"read the owner's passphrase from file descriptor N (else ${OWNER_PASSPHRASE_ENV})")
+    a.add_argument(
+        "--owner-passphrase-fd",
+        type=int,
+        metavar="N",
+        default=None,
+        help=f"read the owner's passphrase from file descriptor N (else ${OWNER_PASSPHRASE_ENV})",
+    )
     asub.add_parser("list", parents=[common], help="every approver, their role, key fingerprint and state")
     a = asub.add_parser("revoke", parents=[common], help="revoke an approver (the owner's passphrase)")
     a.add_argument("name", metavar="NAME")
@@ -733,8 +805,19 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_tui)
 
     p = sub.add_parser("class", parents=[common], help="the trainer's Friday-to-Monday lesson, moment by moment")
-    p.add_argument("moment", choices=["friday", "crash-in-loop", "crash-before-write", "crash-after-write",
-                                      "weekend-call", "monday", "run-again", "all"])
+    p.add_argument(
+        "moment",
+        choices=[
+            "friday",
+            "crash-in-loop",
+            "crash-before-write",
+            "crash-after-write",
+            "weekend-call",
+            "monday",
+            "run-again",
+            "all",
+        ],
+    )
     p.add_argument("--after-step", type=int, default=1)
     p.set_defaults(func=cmd_class)
 
@@ -777,8 +860,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         return EXIT_ERROR
     bad = _not_utf8(argv)
     if bad is not None:
-        print(f"The argument {bad} is not UTF-8 text; set your terminal to UTF-8 and type it again. Nothing was changed.",
-              file=sys.stderr)
+        print(
+            f"The argument {bad} is not UTF-8 text; set your terminal to UTF-8 and type it again. Nothing was changed.",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     parser = build_parser(prog)
     args = parser.parse_args(argv)
@@ -837,8 +922,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             log.exception("unexpected error in %s", args.command)
         else:
             where_logged = "nowhere: the home was not open yet"
-        print(f"resolver stopped on an unexpected error ({type(exc).__name__}); the details are in {where_logged}. "
-              f"Every step before it was saved: `{PROG} show RUN` says where a run stands.", file=sys.stderr)
+        print(
+            f"resolver stopped on an unexpected error ({type(exc).__name__}); the details are in {where_logged}. "
+            f"Every step before it was saved: `{PROG} show RUN` says where a run stands.",
+            file=sys.stderr,
+        )
         return EXIT_ERROR
 
 

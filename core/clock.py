@@ -88,8 +88,10 @@ class FileClock:
             return None
         except (ValueError, KeyError, TypeError, OverflowError, OSError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
-            raise ResolverError(f"The clock file {self.path} is damaged ({why}); run `resolver clock real` "
-                                "(a folder in its place must be removed by hand).") from None
+            raise ResolverError(
+                f"The clock file {self.path} is damaged ({why}); run `resolver clock real` "
+                "(a folder in its place must be removed by hand)."
+            ) from None
 
     @property
     def simulated(self) -> bool:

@@ -149,9 +149,7 @@ class Database:
     def _open(self) -> sqlite3.Connection:
         _private_file(self.path)
         try:
-            conn = sqlite3.connect(
-                self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, cached_statements=STATEMENT_CACHE
-            )
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, cached_statements=STATEMENT_CACHE)
         except sqlite3.Error as exc:
             raise ResolverError(f"Cannot open {self.label} {self.path}: {exc}.") from exc
         if self.row_factory is not None:

@@ -64,7 +64,9 @@ def build_demo(home: Home) -> list[str]:
     require_practice(home.root, "the demo queue")
     existing = sum(home.store.counts().values())
     if existing:
-        raise ResolverError(f"The home already has {existing} saved run(s); the demo queue needs an empty one (`resolver reset --all`).")
+        raise ResolverError(
+            f"The home already has {existing} saved run(s); the demo queue needs an empty one (`resolver reset --all`)."
+        )
     with using(SeededRunUids(f"demo:{len(home.store.audit())}")):
         return _build(home)
 

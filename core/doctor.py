@@ -41,8 +41,13 @@ def _mode_lines(root: Path) -> list[str]:
         if path.is_file() and stat.S_IMODE(path.stat().st_mode) & 0o077:
             loose.append(f"{path.name} {stat.S_IMODE(path.stat().st_mode):04o}")
     if loose:
-        lines.append(_line("FAIL", f"files readable by others: {', '.join(loose)}; run `chmod 600` on them "
-                                   f"(every file of the home should be {FILE_MODE:04o})."))
+        lines.append(
+            _line(
+                "FAIL",
+                f"files readable by others: {', '.join(loose)}; run `chmod 600` on them "
+                f"(every file of the home should be {FILE_MODE:04o}).",
+            )
+        )
     else:
         lines.append(_line("ok", f"every file of the home is {FILE_MODE:04o} or stricter"))
     return lines
@@ -66,8 +71,15 @@ def _key_line(path: Path) -> str:
 
 def _database_lines(path: Path, label: str, triggers: tuple[str, ...] = ()) -> list[str]:
     if not path.is_file():
-        return [_line("FAIL" if path.exists() else "warn", f"{label} {path.name} is missing" + (
-            " (a folder is in its place; move it away)." if path.exists() else "; the first command that writes makes it."))]
+        return [
+            _line(
+                "FAIL" if path.exists() else "warn",
+                f"{label} {path.name} is missing"
+                + (
+                    " (a folder is in its place; move it away)." if path.exists() else "; the first command that writes makes it."
+                ),
+            )
+        ]
     try:
         conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
         try:
@@ -82,12 +94,22 @@ def _database_lines(path: Path, label: str, triggers: tuple[str, ...] = ()) -> l
     if result == ["ok"]:
         lines.append(_line("ok", f"{label} {path.name}: integrity ok, format {fmt}"))
     else:
-        lines.append(_line("FAIL", f"{label} {path.name}: integrity check found {len(result)} problem(s) ({result[0]}); "
-                                   "restore it from a backup (`resolver restore FILE`)."))
+        lines.append(
+            _line(
+                "FAIL",
+                f"{label} {path.name}: integrity check found {len(result)} problem(s) ({result[0]}); "
+                "restore it from a backup (`resolver restore FILE`).",
+            )
+        )
     missing = [t for t in triggers if t not in found]
     if missing:
-        lines.append(_line("FAIL", f"audit triggers missing: {', '.join(missing)}; the audit is not append-only. "
-                                   "Open the home with any resolver command to re-create them."))
+        lines.append(
+            _line(
+                "FAIL",
+                f"audit triggers missing: {', '.join(missing)}; the audit is not append-only. "
+                "Open the home with any resolver command to re-create them.",
+            )
+        )
     elif triggers:
         lines.append(_line("ok", "audit triggers present (append-only)"))
     return lines
@@ -139,8 +161,13 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     root = where.path
     lines = [f"Home: {where.describe()}"]
     if not root.is_dir():
-        lines.append(_line("FAIL", f"no home folder there; choose one with --home DIR or start one with `resolver run TASK` "
-                                   f"(the folder is made {HOME_MODE:04o})."))
+        lines.append(
+            _line(
+                "FAIL",
+                f"no home folder there; choose one with --home DIR or start one with `resolver run TASK` "
+                f"(the folder is made {HOME_MODE:04o}).",
+            )
+        )
         lines += _dependency_lines()
         return lines, 1
     kind = home_kind(root)
@@ -151,8 +178,13 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         from core.signing import registry_lines
 
         for text in registry_lines(root, kind):
-            level = ("ok" if text.startswith(("Owner key:", "Approvers: registry verifies"))
-                     else "warn" if "no registry yet" in text else "FAIL")
+            level = (
+                "ok"
+                if text.startswith(("Owner key:", "Approvers: registry verifies"))
+                else "warn"
+                if "no registry yet" in text
+                else "FAIL"
+            )
             lines.append(_line(level, text))
     lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
     lines += _database_lines(root / "larkfield.sqlite", "practice world")

@@ -46,6 +46,7 @@ LEASE_TTL_ENV = "RESOLVER_LEASE_TTL_S"
 """Test hook: a shorter lease (seconds) for a new process, so a lease shorter than a slow call
 can be tried without waiting a minute."""
 
+
 def _lease_ttl() -> float:
     try:
         ttl = float(os.environ.get(LEASE_TTL_ENV) or 60.0)
@@ -61,6 +62,7 @@ stale when a heartbeat was missed, not when a call is long."""
 
 Interrupt = Literal["before-write", "after-write"]
 OnProgress = Callable[[TaskState, Operation], None]
+
 
 class SimulatedCrash(ResolverError):
     """``--interrupt`` ended the execution at a write (for demos and tests)."""
@@ -119,8 +121,9 @@ REDECIDE = "REDECIDE: "
 """A reason from ``authorize`` that starts so sends the run back to waiting (no write started)."""
 
 
-def _recheck(store: CheckpointStore, state: TaskState, key: bytes, authorize: Authorize | None, owner: str,
-             op: Operation | None) -> TaskState | None:
+def _recheck(
+    store: CheckpointStore, state: TaskState, key: bytes, authorize: Authorize | None, owner: str, op: Operation | None
+) -> TaskState | None:
     """Check the approval again before the first write (``op`` None) or before ``op``: in a
     shop home the approver's signature, registry entry and audit row (``authorize``, issue 14),
     then the digest, operations, signature and role (:func:`core.approval.verify`). Returns the
@@ -131,8 +134,9 @@ def _recheck(store: CheckpointStore, state: TaskState, key: bytes, authorize: Au
         return _refuse_unauthorized(store, state, problem, owner, where)
     problem = verify(state, key, signed=authorize is None)
     if problem:
-        return _hand_over(store, state, f"refused {where if op is not None else ''}".rstrip() + f": {problem}; nothing written",
-                          owner)
+        return _hand_over(
+            store, state, f"refused {where if op is not None else ''}".rstrip() + f": {problem}; nothing written", owner
+        )
     return None
 
 
@@ -144,8 +148,15 @@ def _refuse_unauthorized(store: CheckpointStore, state: TaskState, why: str, own
     why = why.removeprefix(REDECIDE)
     a = state.approval
     now = store.clock.now()
-    audit = {"decision": "refused", "role": a.role if a else "", "name": a.name if a else "", "digest": a.digest if a else "",
-             "at": iso(now), "detail": f"execution refused: {why}", "run_uid": state.run_uid}
+    audit = {
+        "decision": "refused",
+        "role": a.role if a else "",
+        "name": a.name if a else "",
+        "digest": a.digest if a else "",
+        "at": iso(now),
+        "detail": f"execution refused: {why}",
+        "run_uid": state.run_uid,
+    }
     if redecide and all(op.status == "planned" for op in state.operations):
         state.status = "waiting_approval"
         state.approval = None
@@ -218,7 +229,9 @@ def execute(
                 released = True
                 return stopped
             if _reconcile(state, op, world):
-                state.log("reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now())
+                state.log(
+                    "reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now()
+                )
                 store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
                 _progress(on_progress, state, op)
                 continue
@@ -293,19 +306,33 @@ def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str) 
     age = (now - a.at).total_seconds()
     if age <= limit:
         return False
-    why = (f"the approval by {a.name} ({a.role}) at {iso(a.at)} lapsed: its execution had not started after "
-           f"{int(limit)} s (it was {int(age)} s old); nothing written, the run waits for a fresh decision")
+    why = (
+        f"the approval by {a.name} ({a.role}) at {iso(a.at)} lapsed: its execution had not started after "
+        f"{int(limit)} s (it was {int(age)} s old); nothing written, the run waits for a fresh decision"
+    )
     state.approval = None
     state.operations = []
     state.status = "waiting_approval"
     state.log("approval_lapsed", why, at=now)
-    store.save(state, lease_owner=owner, audit={"decision": "refused:expiry", "role": a.role, "name": a.name, "digest": a.digest,
-                                                "at": iso(now), "detail": why, "run_uid": state.run_uid})
+    store.save(
+        state,
+        lease_owner=owner,
+        audit={
+            "decision": "refused:expiry",
+            "role": a.role,
+            "name": a.name,
+            "digest": a.digest,
+            "at": iso(now),
+            "detail": why,
+            "run_uid": state.run_uid,
+        },
+    )
     return True
 
 
-def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World, clock: Clock, owner: str,
-          own: set[str] | None = None) -> bool:
+def _call(
+    store: CheckpointStore, state: TaskState, op: Operation, world: World, clock: Clock, owner: str, own: set[str] | None = None
+) -> bool:
     """Call the service for ``op`` with retries, handing it the step's preconditions as the
     expected state (issue 11); True when done, False when failed (a refusal, or a precondition
     that no longer holds).
@@ -330,10 +357,18 @@ def _call(store: CheckpointStore, state: TaskState, op: Operation, world: World,
             op.status = "failed"
             op.error = str(exc)
             if isinstance(exc, PreconditionFailed):
-                store.append_audit({"run_id": state.run_id, "decision": "refused:precondition", "role": "executor",
-                                    "name": owner, "digest": state.proposal.digest if state.proposal else "",
-                                    "at": iso(clock.now()), "detail": f"{action_short(op.action)}: {exc}",
-                                    "run_uid": state.run_uid})
+                store.append_audit(
+                    {
+                        "run_id": state.run_id,
+                        "decision": "refused:precondition",
+                        "role": "executor",
+                        "name": owner,
+                        "digest": state.proposal.digest if state.proposal else "",
+                        "at": iso(clock.now()),
+                        "detail": f"{action_short(op.action)}: {exc}",
+                        "run_uid": state.run_uid,
+                    }
+                )
             return False
         except TransientServiceError as exc:
             op.error = str(exc)

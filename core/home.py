@@ -162,8 +162,9 @@ class Home:
         """A new run of ``task_id`` (see :func:`core.runner.start_run`)."""
         return start_run(self.store, self.world_path, self.clock, task_id, variant, model, repeat, run_id, on_step, max_steps)
 
-    def resume(self, run_id: str, *, on_step: OnStep | None = None, on_progress: OnProgress | None = None,
-               owner: str | None = None) -> Resumed:
+    def resume(
+        self, run_id: str, *, on_step: OnStep | None = None, on_progress: OnProgress | None = None, owner: str | None = None
+    ) -> Resumed:
         """Resume by status: ``running`` continues its loop from the checkpoint (no model call
         repeated); ``waiting_approval`` shows its request again; ``executing`` is reconciled and
         finished; a final status is left alone.
@@ -173,8 +174,9 @@ class Home:
         state = self.store.load(run_id)
         before = state.status
         if state.status == "running":
-            return Resumed("continued", before,
-                           continue_run(self.store, self.world_path, self.clock, state, on_step, owner=owner))
+            return Resumed(
+                "continued", before, continue_run(self.store, self.world_path, self.clock, state, on_step, owner=owner)
+            )
         if state.status == "waiting_approval":
             return Resumed("request", before, state)
         if state.status == "executing":
@@ -209,9 +211,21 @@ class Home:
         if decider is not None:
             role, name = decider.role, decider.name
         try:
-            self._signed(lambda: approve(self.store, self.approval_key(), run_id, role, name, digest, self.clock,
-                                         expect_version, world=self.world(), practice=self.kind == "practice",
-                                         signer=decider))
+            self._signed(
+                lambda: approve(
+                    self.store,
+                    self.approval_key(),
+                    run_id,
+                    role,
+                    name,
+                    digest,
+                    self.clock,
+                    expect_version,
+                    world=self.world(),
+                    practice=self.kind == "practice",
+                    signer=decider,
+                )
+            )
         except ResolverError as exc:
             self.log.info("approve %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
             raise
@@ -232,8 +246,16 @@ class Home:
 
         return drift(self.store.load(run_id), self.world())
 
-    def reject(self, run_id: str, role: str, reason: str, name: str | None = None, digest: str | None = None,
-               *, signer: Unlocked | None = None) -> TaskState:
+    def reject(
+        self,
+        run_id: str,
+        role: str,
+        reason: str,
+        name: str | None = None,
+        digest: str | None = None,
+        *,
+        signer: Unlocked | None = None,
+    ) -> TaskState:
         """Reject with a reason (see :func:`core.approval.reject`); ``signer`` as for :meth:`approve`."""
         decider = self._decider(signer)
         if decider is not None:
@@ -247,8 +269,9 @@ class Home:
         self._seal_head(signer)
         return state
 
-    def execute(self, run_id: str, *, interrupt: Interrupt | None = None, owner: str | None = None,
-                on_progress: OnProgress | None = None) -> TaskState:
+    def execute(
+        self, run_id: str, *, interrupt: Interrupt | None = None, owner: str | None = None, on_progress: OnProgress | None = None
+    ) -> TaskState:
         """Execute or finish the approved operations (see :func:`core.executor.execute`); in a
         shop home the approver's signature is checked before every write (:mod:`core.signing`)."""
         authorize = None
@@ -259,14 +282,24 @@ class Home:
             authorize = lambda state: check_approval(state, registry, self.store)  # noqa: E731
         self.log.info("execute %s: start", run_id)
         try:
-            state = execute(self.store, self.world_path, self.approval_key(), run_id, clock=self.clock, owner=owner,
-                            interrupt=interrupt, on_progress=on_progress, authorize=authorize)
+            state = execute(
+                self.store,
+                self.world_path,
+                self.approval_key(),
+                run_id,
+                clock=self.clock,
+                owner=owner,
+                interrupt=interrupt,
+                on_progress=on_progress,
+                authorize=authorize,
+            )
         except ResolverError as exc:
             self.log.info("execute %s stopped: %s", run_id, exc)
             raise
         for op in state.operations:
-            self.log.info("execute %s: operation %s %s %s, %s call(s)", run_id, op.operation_id, op.action.type, op.status,
-                          op.calls)
+            self.log.info(
+                "execute %s: operation %s %s %s, %s call(s)", run_id, op.operation_id, op.action.type, op.status, op.calls
+            )
         self.log.info("execute %s: %s", run_id, state.status)
         return state
 
@@ -325,8 +358,9 @@ class Home:
 
     # -- the world outside any run --------------------------------------------------------------
 
-    def manual_refund(self, operation_id: str, order_id: str, amount: Decimal | str, reason_code: str,
-                      payment_id: str) -> dict[str, Any]:
+    def manual_refund(
+        self, operation_id: str, order_id: str, amount: Decimal | str, reason_code: str, payment_id: str
+    ) -> dict[str, Any]:
         """A refund made by hand, outside any run (seed 000's weekend phone call:
         ``manual-1``, LK-507862, 119.00 CAD, RFD-DOUBLE, PAY-507862-2 gives ``RF-4CFEAE8E``).
 

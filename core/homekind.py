@@ -38,22 +38,41 @@ HOME_FILES = ("runs.sqlite", "larkfield.sqlite", "approval.key", "clock.json", "
 DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("made by", "any command, in a new folder", "`resolver init --shop`, in a new or empty folder; it stays a shop home"),
     ("`resolver show`, the app's top bar", "practice", "shop"),
-    ("clock", "the trainer's clock (`clock set`, `clock advance`)", "real time only; `clock set` and `clock advance` are refused"),
+    (
+        "clock",
+        "the trainer's clock (`clock set`, `clock advance`)",
+        "real time only; `clock set` and `clock advance` are refused",
+    ),
     ("`reset`, `reset --all`", "deletes the runs (and rebuilds the world)", "refused"),
     ("`class`, `exercise`", "the lesson's moments and exercises", "refused"),
     ("`manual-refund`", "the lesson's weekend phone call", "refused"),
     ("`resolver-tui --demo`", "loads the demo queue into an empty home", "refused"),
     ("the lesson's Python API (`resolver.systems`, `.checkpoint`, `.runner`)", "works", "refused"),
-    ("approve when a precondition already fails (the world changed since the agent looked)",
-     "shows what changed, then goes on to the write, where the service refuses (seed 000's Monday)",
-     "refused before anything is written, with what changed, and audited"),
-    ("who decides", "`--as ROLE` (and `--name`), a claim, no keys", "`--name NAME` and that approver's passphrase; the role comes "
-     "from the approvers registry; `--as` is refused"),
-    ("`approvers init`, `add`, `list`, `revoke`", "refused: it says how to make a shop home",
-     "the owner's registry of approvers and their keys; every decision is refused until `approvers init`"),
-    ("decisions", "HMAC-signed with `approval.key`", "Ed25519-signed by the approver; the executor checks the signature, "
-     "the registry and the audit row before every write"),
-    ("`audit verify`", "the hash chain and the append-only triggers", "also each decision's signature and the signed `audit.head`"),
+    (
+        "approve when a precondition already fails (the world changed since the agent looked)",
+        "shows what changed, then goes on to the write, where the service refuses (seed 000's Monday)",
+        "refused before anything is written, with what changed, and audited",
+    ),
+    (
+        "who decides",
+        "`--as ROLE` (and `--name`), a claim, no keys",
+        "`--name NAME` and that approver's passphrase; the role comes from the approvers registry; `--as` is refused",
+    ),
+    (
+        "`approvers init`, `add`, `list`, `revoke`",
+        "refused: it says how to make a shop home",
+        "the owner's registry of approvers and their keys; every decision is refused until `approvers init`",
+    ),
+    (
+        "decisions",
+        "HMAC-signed with `approval.key`",
+        "Ed25519-signed by the approver; the executor checks the signature, the registry and the audit row before every write",
+    ),
+    (
+        "`audit verify`",
+        "the hash chain and the append-only triggers",
+        "also each decision's signature and the signed `audit.head`",
+    ),
 )
 """(what, in a practice home, in a shop home): the README's table."""
 
@@ -77,7 +96,9 @@ def home_kind(root: Path | str) -> Kind:
     except FileNotFoundError:
         return "practice"
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ResolverError(f"The home file {path} is damaged ({exc}); restore it from a backup or ask who made this home.") from None
+        raise ResolverError(
+            f"The home file {path} is damaged ({exc}); restore it from a backup or ask who made this home."
+        ) from None
     if kind not in ("practice", "shop"):
         raise ResolverError(f"The home file {path} names the kind {str(kind)[:20]!r}; a home is practice or shop.")
     return kind

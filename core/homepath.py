@@ -15,8 +15,7 @@ from typing import Literal
 
 from core.errors import ResolverError
 
-__all__ = ["CONFIG_ENV", "DEFAULT_HOME", "HOME_ENV", "HomeLocation", "config_home", "config_path", "locate_home",
-           "resolve_home"]
+__all__ = ["CONFIG_ENV", "DEFAULT_HOME", "HOME_ENV", "HomeLocation", "config_home", "config_path", "locate_home", "resolve_home"]
 
 HOME_ENV = "RESOLVER_HOME"
 DEFAULT_HOME = "work"

@@ -91,8 +91,11 @@ def moment_crash_in_loop(home: Home, after_step: int = 1) -> list[str]:
         home.run("T-65273", repeat=1, run_id=run_id, on_step=crash_after_step(after_step))
     except LoopCrash as crash:
         state = home.store.load(run_id)
-        return [f"{crash}.", f"{run_id} is {state.status} at step {state.step} with {state.usage.model_calls} model call(s) saved.",
-                f"Resume with: resolver resume {run_id}"]
+        return [
+            f"{crash}.",
+            f"{run_id} is {state.status} at step {state.step} with {state.usage.model_calls} model call(s) saved.",
+            f"Resume with: resolver resume {run_id}",
+        ]
     state = home.store.load(run_id)
     return [f"{run_id} finished before step {after_step + 1}: {state.status}."]
 
@@ -113,8 +116,7 @@ def _crash_at_write(home: Home, point: str) -> list[str]:
     except SimulatedCrash as crash:
         if waiting:
             return [f"{run_id} was resumed; the process stopped again: {crash}.", f"Resume with: resolver resume {run_id}"]
-        return [f"Amira approved {run_id} as agent; the process stopped: {crash}.",
-                f"Resume with: resolver resume {run_id}"]
+        return [f"Amira approved {run_id} as agent; the process stopped: {crash}.", f"Resume with: resolver resume {run_id}"]
     return [f"{run_id} finished without reaching the write."]
 
 
@@ -159,8 +161,10 @@ def moment_run_again(home: Home) -> list[str]:
     state = home.run("T-90103", repeat=2)
     first = home.store.runs_of_task("T-90103")[0].run_id
     actions = state.proposal.actions if state.proposal else []
-    return [f"Tomás ran T-90103 again: {state.run_id} is {state.status} with {len(actions)} action(s).",
-            f"Compare: resolver diff {first} {state.run_id}"]
+    return [
+        f"Tomás ran T-90103 again: {state.run_id} is {state.status} with {len(actions)} action(s).",
+        f"Compare: resolver diff {first} {state.run_id}",
+    ]
 
 
 MOMENTS: dict[str, Callable[..., list[str]]] = {
@@ -219,8 +223,11 @@ def exercise_corrupt_checkpoint(home: Home) -> list[str]:
     try:
         home.store.load(run_id)
     except ResolverError as exc:
-        return [f"Cut the checkpoint of {run_id} to 200 characters.", f"Loading it says: {exc}",
-                "The other runs still list: resolver runs"]
+        return [
+            f"Cut the checkpoint of {run_id} to 200 characters.",
+            f"Loading it says: {exc}",
+            "The other runs still list: resolver runs",
+        ]
     return ["The corrupt checkpoint loaded; that is a bug."]
 
 
@@ -236,9 +243,11 @@ def exercise_migrate_v1(home: Home) -> list[str]:
     with sqlite3.connect(home.store.path) as conn:
         conn.execute("UPDATE runs SET state = ? WHERE run_id = ?", (json.dumps(raw), state.run_id))
     back = home.store.load(state.run_id)
-    return [f"Saved {state.run_id} as schema version 1 without reply_channel.",
-            f"Loaded as schema version {back.schema_version}: reply_channel = {back.reply_channel!r}, "
-            f"run_uid = {back.run_uid!r} (the run ID, as for every run saved before schema 3)."]
+    return [
+        f"Saved {state.run_id} as schema version 1 without reply_channel.",
+        f"Loaded as schema version {back.schema_version}: reply_channel = {back.reply_channel!r}, "
+        f"run_uid = {back.run_uid!r} (the run ID, as for every run saved before schema 3).",
+    ]
 
 
 @exercise

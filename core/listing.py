@@ -77,5 +77,3 @@ def listing_home(root: Path) -> ListingHome | None:
     if fmt != STORE_FORMAT:
         return None
     return ListingHome(root, ListingQueue(CheckpointStore(path)))
-
-

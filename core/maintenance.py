@@ -60,8 +60,11 @@ def prune(home: Home, older_than: timedelta) -> list[str]:
     for _, status in doomed:
         by_status[status] = by_status.get(status, 0) + 1
     counts = ", ".join(f"{n} {s}" for s, n in sorted(by_status.items()))
-    return [f"Removed {len(doomed)} finished run(s) last saved before {cutoff.isoformat()} ({counts}) with their events; "
-            "the audit keeps who decided what.", *(f"  {run_id}" for run_id, _ in doomed)]
+    return [
+        f"Removed {len(doomed)} finished run(s) last saved before {cutoff.isoformat()} ({counts}) with their events; "
+        "the audit keeps who decided what.",
+        *(f"  {run_id}" for run_id, _ in doomed),
+    ]
 
 
 def _skipped(name: str) -> bool:
@@ -109,8 +112,10 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
                 if path.name in DATABASES or _skipped(path.name):
                     continue
                 if path.name in _PLAIN_FILES and not path.is_file():
-                    raise ResolverError(f"{path} is not a file, so it cannot be backed up as the home's {path.name}; "
-                                        "`resolver doctor` says what to do. Nothing was written.")
+                    raise ResolverError(
+                        f"{path} is not a file, so it cannot be backed up as the home's {path.name}; "
+                        "`resolver doctor` says what to do. Nothing was written."
+                    )
                 if path.is_file():
                     tar.add(path, arcname=path.name)
                     names.append(path.name)
@@ -126,8 +131,7 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
 
 def _load_database(source: Path, target: Path) -> None:
     """Replace the content of the live database ``target`` with ``source`` in one step."""
-    _online_backup(source, target,
-                   f"Cannot restore {target.name}: {{exc}}. The files restored before it are listed in the log.")
+    _online_backup(source, target, f"Cannot restore {target.name}: {{exc}}. The files restored before it are listed in the log.")
 
 
 def _archive_kind(tar: tarfile.TarFile) -> str:
@@ -165,12 +169,16 @@ def restore(home: Home, file: str | os.PathLike) -> list[str]:
     """
     src = Path(file)
     if home.kind == "shop":
-        raise ShopRefused(f"{home.root} is a shop home: restoring it needs the home's owner, which resolver does not "
-                          "know yet (issue 14). Nothing was replaced.")
+        raise ShopRefused(
+            f"{home.root} is a shop home: restoring it needs the home's owner, which resolver does not "
+            "know yet (issue 14). Nothing was replaced."
+        )
     try:
         tar = tarfile.open(src, mode="r:gz")  # noqa: SIM115 - closed by the with below
     except (OSError, tarfile.TarError) as exc:
-        raise ResolverError(f"Cannot read the backup {src}: {getattr(exc, 'strerror', None) or exc}. Nothing was replaced.") from None
+        raise ResolverError(
+            f"Cannot read the backup {src}: {getattr(exc, 'strerror', None) or exc}. Nothing was replaced."
+        ) from None
     with tar, tempfile.TemporaryDirectory(prefix="resolver-restore-", dir=home.root.parent) as tmp:
         members = tar.getmembers()
         for m in members:
@@ -182,16 +190,22 @@ def restore(home: Home, file: str | os.PathLike) -> list[str]:
             if m.name in _PLAIN_FILES and not m.isfile():
                 raise ResolverError(f"The backup {src} holds {m.name!r} as a folder, not the home's file. Nothing was replaced.")
             if target.exists() and m.isfile() != target.is_file() and m.name not in DATABASES:
-                raise ResolverError(f"{target} is {'a folder' if target.is_dir() else 'a file'} and the backup holds it as "
-                                    f"{'a file' if m.isfile() else 'a folder'}; move it away first. Nothing was replaced.")
+                raise ResolverError(
+                    f"{target} is {'a folder' if target.is_dir() else 'a file'} and the backup holds it as "
+                    f"{'a file' if m.isfile() else 'a folder'}; move it away first. Nothing was replaced."
+                )
         names = {m.name for m in members}
         missing = [d for d in DATABASES if d not in names]
         if missing:
-            raise ResolverError(f"The backup {src} has no {', '.join(missing)}; it is not a resolver backup. Nothing was replaced.")
+            raise ResolverError(
+                f"The backup {src} has no {', '.join(missing)}; it is not a resolver backup. Nothing was replaced."
+            )
         kind = _archive_kind(tar)
         if kind != home.kind:
-            raise ResolverError(f"The backup {src} is of a {kind} home and {home.root} is a {home.kind} home; a restore never "
-                                "changes a home's kind. Nothing was replaced.")
+            raise ResolverError(
+                f"The backup {src} is of a {kind} home and {home.root} is a {home.kind} home; a restore never "
+                "changes a home's kind. Nothing was replaced."
+            )
         tar.extractall(tmp, filter="data")
         for name in DATABASES:
             problem = _integrity(Path(tmp) / name)

@@ -43,16 +43,28 @@ def derive(state: TaskState, proposal: Proposal, evidence_at: datetime) -> list[
         if action.type == "request_refund":
             pay = _payment_seen(state, action.order_id, action.payment_id)
             if pay is not None:
-                out.append(Precondition(index=i, kind="payment", order_id=action.order_id, payment_id=action.payment_id,
-                                        status=str(pay.get("status", "")), refunded=cad(pay.get("refunded", "0"))))
+                out.append(
+                    Precondition(
+                        index=i,
+                        kind="payment",
+                        order_id=action.order_id,
+                        payment_id=action.payment_id,
+                        status=str(pay.get("status", "")),
+                        refunded=cad(pay.get("refunded", "0")),
+                    )
+                )
             out.append(Precondition(index=i, kind="none_since", order_id=action.order_id, effect=effect, since=evidence_at))
         else:
             sku = getattr(action, "sku", "")
-            out.append(Precondition(index=i, kind="none_since", order_id=action.order_id, effect=effect, sku=sku,
-                                    since=evidence_at))
+            out.append(
+                Precondition(index=i, kind="none_since", order_id=action.order_id, effect=effect, sku=sku, since=evidence_at)
+            )
     if proposal.reply_draft.strip():
-        out.append(Precondition(index=len(proposal.actions), kind="none_since", order_id=state.order_id, effect="reply",
-                                since=evidence_at))
+        out.append(
+            Precondition(
+                index=len(proposal.actions), kind="none_since", order_id=state.order_id, effect="reply", since=evidence_at
+            )
+        )
     return out
 
 

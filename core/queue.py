@@ -117,8 +117,9 @@ class ApprovalQueue:
 
     # -- the queue ------------------------------------------------------------------------------
 
-    def _rows(self, status: str | None, search: str | None, sort: str | None, after: str | None,
-              limit: int, max_role: str | None = None) -> tuple[list[RunSummary], str | None]:
+    def _rows(
+        self, status: str | None, search: str | None, sort: str | None, after: str | None, limit: int, max_role: str | None = None
+    ) -> tuple[list[RunSummary], str | None]:
         """The one call of the store's listing: a page of rows and the cursor of the next page.
 
         The cursor is opaque to callers: the JSON of the last row's keyset cursor (its sort key
@@ -133,15 +134,24 @@ class ApprovalQueue:
                 key = (value, str(run_id))
             except (ValueError, TypeError):
                 raise ResolverError(f"Cannot read the page cursor {after!r}; start from the first page.") from None
-        rows = self._store.page(status, search=search, sort=sort, after=key, limit=limit,
-                                max_role_rank=None if max_role is None else rank(max_role))
+        rows = self._store.page(
+            status, search=search, sort=sort, after=key, limit=limit, max_role_rank=None if max_role is None else rank(max_role)
+        )
         if len(rows) < limit:
             return rows, None
         effective = sort or ("age" if status == "waiting_approval" else "updated")
         return rows, json.dumps(list(rows[-1].cursor(effective)))
 
-    def page(self, status: str | None = None, *, search: str | None = None, sort: str | None = None,
-             after: str | None = None, limit: int = PAGE_SIZE, max_role: str | None = None) -> Page:
+    def page(
+        self,
+        status: str | None = None,
+        *,
+        search: str | None = None,
+        sort: str | None = None,
+        after: str | None = None,
+        limit: int = PAGE_SIZE,
+        max_role: str | None = None,
+    ) -> Page:
         """One page of run summaries for ``status`` (None: every status) and ``search`` (ticket,
         order, customer or run ID, a substring), from the opaque cursor ``after`` (None: the
         first page; a page's ``next`` gives the following one). Waiting runs come oldest first,
@@ -229,13 +239,17 @@ class ApprovalQueue:
         now = self._clock.now()
         policy = load_policy()
         d = drift(state, world)
-        lines = [*ages_lines(state, now, evidence_time(state), policy.evidence_max_age_s, policy.approval_valid_s),
-                 *drift_lines(d.differences, d.effects, d.failing)]
+        lines = [
+            *ages_lines(state, now, evidence_time(state), policy.evidence_max_age_s, policy.approval_valid_s),
+            *drift_lines(d.differences, d.effects, d.failing),
+        ]
         practice = home_kind(self._world_path.parent) == "practice"
         problem = world_problem(self._store, state, now, world=world, practice=practice, policy=policy)
         if problem is None and d.failing and practice:
-            lines.append("A practice home lets approve go on to the write, where the service refuses (the lesson's "
-                         "moment); a shop home refuses approve here.")
+            lines.append(
+                "A practice home lets approve go on to the write, where the service refuses (the lesson's "
+                "moment); a shop home refuses approve here."
+            )
         return lines, problem[1] if problem else None
 
     def _with_world_now(self, state: TaskState, detail: RunDetail) -> RunDetail:
@@ -252,8 +266,14 @@ class ApprovalQueue:
             notes.insert(0, refused)
         elif any(line.startswith("  Preconditions that fail now") for line in lines):
             notes.insert(0, "World changed since the agent looked: see the section below.")
-        return replace(detail, body=[*lines, "", *detail.body], offers=offered, decision=decision, notes=notes,
-                       tone="warn" if notes != detail.notes else detail.tone)
+        return replace(
+            detail,
+            body=[*lines, "", *detail.body],
+            offers=offered,
+            decision=decision,
+            notes=notes,
+            tone="warn" if notes != detail.notes else detail.tone,
+        )
 
     def describe(self, state: TaskState, approver: Approver, others: list[str] | None = None) -> RunDetail:
         """The detail of a state the caller already holds (the executor's progress)."""

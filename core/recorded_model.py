@@ -49,7 +49,9 @@ class RecordedModel:
         """
         position = sum(1 for m in messages if m.role == "assistant")
         if position >= len(self.recording.turns):
-            raise NoRecording(f"The recording {self.route} has {len(self.recording.turns)} turns; turn {position + 1} was asked for.")
+            raise NoRecording(
+                f"The recording {self.route} has {len(self.recording.turns)} turns; turn {position + 1} was asked for."
+            )
         return self.recording.turns[position]
 
 

@@ -30,13 +30,30 @@ def refresh(store: CheckpointStore, world: World, run_id: str, clock: Clock) -> 
         raise ApprovalRefused(not_decidable(state))
     now = clock.now()
     before = state.proposal
-    state.evidence = [Evidence(step=ev.step, tool=ev.tool, args=ev.args, result=world.call_tool(ev.tool, dict(ev.args)))
-                      for ev in state.evidence]
+    state.evidence = [
+        Evidence(step=ev.step, tool=ev.tool, args=ev.args, result=world.call_tool(ev.tool, dict(ev.args)))
+        for ev in state.evidence
+    ]
     state.approval = None  # void: it named the old digest
     state.proposal = bind(state, before, now, version=before.version + 1)
     state.updated_at = now
-    state.log("refreshed", f"evidence read again; proposal version {state.proposal.version}, digest "
-                           f"{before.short_digest} then {state.proposal.short_digest}", at=now,
-              digest=state.proposal.digest, previous=before.digest)
-    return store.save(state, audit={"decision": "refresh", "role": "", "name": "", "digest": state.proposal.digest,
-                                    "at": iso(now), "detail": f"previous digest {before.digest}", "run_uid": state.run_uid})
+    state.log(
+        "refreshed",
+        f"evidence read again; proposal version {state.proposal.version}, digest "
+        f"{before.short_digest} then {state.proposal.short_digest}",
+        at=now,
+        digest=state.proposal.digest,
+        previous=before.digest,
+    )
+    return store.save(
+        state,
+        audit={
+            "decision": "refresh",
+            "role": "",
+            "name": "",
+            "digest": state.proposal.digest,
+            "at": iso(now),
+            "detail": f"previous digest {before.digest}",
+            "run_uid": state.run_uid,
+        },
+    )

@@ -35,6 +35,7 @@ class Model(Protocol):
     def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
         """The model's next turn. Raises NoRecording (the recorded model) past its last turn."""
 
+
 SYSTEM_PROMPT = (
     "You are Larkfield's support agent. Read the ticket, look up facts with the read-only tools "
     "(get_order, get_payments, get_shipment, get_customer, get_policy), then finish with one "
@@ -68,15 +69,16 @@ def run_id_for(task_id: str, variant: str, model: str, n: int) -> str:
 def next_run_id(store: CheckpointStore, task_id: str, variant: str, model: str) -> str:
     """The first unused ``TASK-VARIANT-MODEL-N``: running a ticket again never overwrites."""
     prefix = run_id_for(task_id, variant, model, 0)[:-1]
-    used = {r[len(prefix):] for r in store.run_ids(prefix)}
+    used = {r[len(prefix) :] for r in store.run_ids(prefix)}
     n = 1
     while str(n) in used:
         n += 1
     return f"{prefix}{n}"
 
 
-def new_state(task: Ticket, variant: str, model: str, run_id: str, clock: Clock, repeat: int = 1,
-              run_uid: str | None = None) -> TaskState:
+def new_state(
+    task: Ticket, variant: str, model: str, run_id: str, clock: Clock, repeat: int = 1, run_uid: str | None = None
+) -> TaskState:
     """A fresh ``running`` state for one ticket, with the system prompt and the ticket as context.
 
     ``run_uid`` is the run's unique identity; by default a new one from :mod:`core.identity`
@@ -96,21 +98,29 @@ def new_state(task: Ticket, variant: str, model: str, run_id: str, clock: Clock,
         updated_at=now,
         messages=[
             Message(role="system", content=SYSTEM_PROMPT),
-            Message(role="user", content=f"Ticket {task.task_id} about order {task.order_id}\nSubject: {task.subject}\n\n{task.message}"),
+            Message(
+                role="user",
+                content=f"Ticket {task.task_id} about order {task.order_id}\nSubject: {task.subject}\n\n{task.message}",
+            ),
         ],
         meta=Meta(policy_version=load_policy().version, model_route=f"recorded:{variant}/{model}#{repeat}"),
     )
-    state.log("created", f"run {run_id} of {task.task_id} by {variant}/{model} (recording {repeat})", at=now,
-              run_uid=state.run_uid)
+    state.log(
+        "created", f"run {run_id} of {task.task_id} by {variant}/{model} (recording {repeat})", at=now, run_uid=state.run_uid
+    )
     return state
 
 
 def _finish(state: TaskState, turn: FinalTurn) -> None:
     try:
         actions = _actions.validate_python(turn.actions)
-        proposal = Proposal(outcome=turn.outcome, rule=turn.rule, reason=turn.reason, actions=actions, reply_draft=turn.reply_draft)
+        proposal = Proposal(
+            outcome=turn.outcome, rule=turn.rule, reason=turn.reason, actions=actions, reply_draft=turn.reply_draft
+        )
     except ValidationError as exc:
-        proposal = Proposal(outcome="hand_to_person", rule=turn.rule, reason=f"The model proposed malformed actions: {exc.errors()[0]['msg']}")
+        proposal = Proposal(
+            outcome="hand_to_person", rule=turn.rule, reason=f"The model proposed malformed actions: {exc.errors()[0]['msg']}"
+        )
     if proposal.outcome == "resolve" and not proposal.actions:
         proposal = proposal.model_copy(update={"outcome": "reply"})
     if proposal.outcome == "resolve":  # bound to the world as read (issue 11)
@@ -124,7 +134,9 @@ def _finish(state: TaskState, turn: FinalTurn) -> None:
         state.status = "done"
     else:
         state.status = "handed_to_person"
-    state.log("outcome", f"step {state.step}: {outcome_line(state)}", step=state.step, digest=proposal.digest, status=state.status)
+    state.log(
+        "outcome", f"step {state.step}: {outcome_line(state)}", step=state.step, digest=proposal.digest, status=state.status
+    )
 
 
 def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step: OnStep | None = None) -> TaskState:
@@ -156,7 +168,11 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
         usage.tokens_out += turn.usage.tokens_out
         usage.cost_usd = cost_usd(state.model, usage.tokens_in, usage.tokens_out)
         if isinstance(turn, FinalTurn):
-            state.messages.append(Message(role="assistant", step=state.step, content=json.dumps(turn.model_dump(exclude={"usage"}), ensure_ascii=False)))
+            state.messages.append(
+                Message(
+                    role="assistant", step=state.step, content=json.dumps(turn.model_dump(exclude={"usage"}), ensure_ascii=False)
+                )
+            )
             state.updated_at = clock.now()
             _finish(state, turn)
         else:
@@ -168,8 +184,16 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
                 result = {"error": str(exc)}
             usage.tool_calls += 1
             state.evidence.append(Evidence(step=state.step, tool=turn.tool, args=turn.args, result=result))
-            state.messages.append(Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str)))
-            state.log("tool_call", f"step {state.step}: {turn.tool} {json.dumps(turn.args)}", at=clock.now(), step=state.step, tool=turn.tool)
+            state.messages.append(
+                Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str))
+            )
+            state.log(
+                "tool_call",
+                f"step {state.step}: {turn.tool} {json.dumps(turn.args)}",
+                at=clock.now(),
+                step=state.step,
+                tool=turn.tool,
+            )
         save(state)
     return state
 
@@ -245,8 +269,9 @@ def start_run(
     raise ResolverError(f"Could not find a free run ID for {task_id}: too many runs are being started at once; try again.")
 
 
-def continue_run(store: CheckpointStore, world_path, clock: Clock, state: TaskState, on_step: OnStep | None = None,
-                 *, owner: str | None = None) -> TaskState:
+def continue_run(
+    store: CheckpointStore, world_path, clock: Clock, state: TaskState, on_step: OnStep | None = None, *, owner: str | None = None
+) -> TaskState:
     """Resume a ``running`` state from its checkpoint: the loop asks only for the steps left.
 
     The run is claimed first (its lease taken and the checkpoint read again in one transaction,
@@ -268,8 +293,9 @@ def continue_run(store: CheckpointStore, world_path, clock: Clock, state: TaskSt
     return _run_leased(store, state, model_double, World(world_path, clock), clock, on_step, owner)
 
 
-def _run_leased(store: CheckpointStore, state: TaskState, model: Model, world: World, clock: Clock,
-                then: OnStep | None, owner: str) -> TaskState:
+def _run_leased(
+    store: CheckpointStore, state: TaskState, model: Model, world: World, clock: Clock, then: OnStep | None, owner: str
+) -> TaskState:
     """Run the loop with every step's save renewing ``owner``'s lease; the save that ends the loop
     gives the lease back, and so does any error (a SIGKILL leaves it to a dead process, which the
     next claim takes over)."""

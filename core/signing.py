@@ -53,8 +53,17 @@ REDECIDE = "REDECIDE: "
 
 def decision_message(decision: str, run_uid: str, digest: str, role: str, name: str, at: str, detail: str, prev: str) -> bytes:
     """The bytes an approver signs for one decision (see the module's docstring)."""
-    body = {"kind": "resolver-decision-v1", "decision": decision, "run_uid": run_uid, "digest": digest, "role": role,
-            "name": name, "at": at, "detail": detail, "prev": prev}
+    body = {
+        "kind": "resolver-decision-v1",
+        "decision": decision,
+        "run_uid": run_uid,
+        "digest": digest,
+        "role": role,
+        "name": name,
+        "at": at,
+        "detail": detail,
+        "prev": prev,
+    }
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
@@ -113,8 +122,10 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
     if a is None:
         return "the run has no approval"
     if not a.signature.startswith(PREFIX):
-        return (REDECIDE + "the approval was not signed by an approver of this shop home (the old shared key, or made "
-                "before the registry existed); decide again with --name")
+        return (
+            REDECIDE + "the approval was not signed by an approver of this shop home (the old shared key, or made "
+            "before the registry existed); decide again with --name"
+        )
     try:
         entry = registry.valid_entry(a.name)
     except ApprovalRefused as exc:
@@ -126,10 +137,19 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
         row = auditchain.find_row(conn, state.run_id, "approve", sig)
     if row is None:
         return "no audit row records this approval (written outside resolver?)"
-    if (row["run_uid"], row["digest"], row["role"], row["name"], row["at"]) != (state.run_uid, a.digest, a.role, a.name, iso(a.at)):
+    if (row["run_uid"], row["digest"], row["role"], row["name"], row["at"]) != (
+        state.run_uid,
+        a.digest,
+        a.role,
+        a.name,
+        iso(a.at),
+    ):
         return "the approval does not match its audit row"
-    if not verify_hex(entry.public_key, sig, decision_message("approve", state.run_uid, a.digest, a.role, a.name, iso(a.at), "",
-                                                              row["prev"] or "")):
+    if not verify_hex(
+        entry.public_key,
+        sig,
+        decision_message("approve", state.run_uid, a.digest, a.role, a.name, iso(a.at), "", row["prev"] or ""),
+    ):
         return f"the approval's signature does not verify with {entry.name}'s key"
     return None
 
@@ -146,8 +166,16 @@ def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
         key = keys.get(row["name"])
         if key is None:
             return f"{row['name']} is not in the registry"
-        message = decision_message(row["decision"], row["run_uid"] or "", row["digest"], row["role"], row["name"], row["at"],
-                                   row["detail"] if row["decision"] == "reject" else "", row["prev"] or "")
+        message = decision_message(
+            row["decision"],
+            row["run_uid"] or "",
+            row["digest"],
+            row["role"],
+            row["name"],
+            row["at"],
+            row["detail"] if row["decision"] == "reject" else "",
+            row["prev"] or "",
+        )
         if not row["sig"] or not verify_hex(key, row["sig"], message):
             return "its signature does not verify (edited, or written outside resolver)"
         return None
@@ -161,7 +189,9 @@ def head_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
 
     def check(head: dict[str, Any]) -> str | None:
         key = keys.get(str(head.get("signer")))
-        if key is None or not verify_hex(key, str(head.get("signature", "")), auditchain.head_message(head["length"], head["hash"])):
+        if key is None or not verify_hex(
+            key, str(head.get("signature", "")), auditchain.head_message(head["length"], head["hash"])
+        ):
             return "its signature does not verify"
         return None
 
@@ -177,12 +207,16 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditcha
         if not shop:
             report = auditchain.verify_audit(conn)
         else:
-            report = auditchain.verify_audit(conn, root, check_row=row_check(registry), check_head=head_check(registry),
-                                             head_required=True)
+            report = auditchain.verify_audit(
+                conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
+            )
     # the store creates a dropped trigger again when it opens: what it had to repair is reported here
-    report.problems[:0] = [f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed "
-                           "(it was created again when this home was opened)"
-                           for t in store.repaired_triggers if t in auditchain.TRIGGERS]
+    report.problems[:0] = [
+        f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed "
+        "(it was created again when this home was opened)"
+        for t in store.repaired_triggers
+        if t in auditchain.TRIGGERS
+    ]
     if not shop:
         return report
     try:
@@ -250,6 +284,19 @@ def read_passphrase(prompt: str, *, fd: int | None = None, env: str = PASSPHRASE
 
 
 __all__ = [
-    "OWNER_PASSPHRASE_ENV", "PASSPHRASE_ENV", "PREFIX", "REDECIDE", "DecisionSigner", "Seal", "check_approval", "decision_message",
-    "doctor_lines", "fingerprint", "head_check", "read_passphrase", "row_check", "seal_head", "verify_home_audit",
+    "OWNER_PASSPHRASE_ENV",
+    "PASSPHRASE_ENV",
+    "PREFIX",
+    "REDECIDE",
+    "DecisionSigner",
+    "Seal",
+    "check_approval",
+    "decision_message",
+    "doctor_lines",
+    "fingerprint",
+    "head_check",
+    "read_passphrase",
+    "row_check",
+    "seal_head",
+    "verify_home_audit",
 ]

@@ -175,7 +175,10 @@ and the drift report look at."""
 Effect = Literal["refund", "reship", "return_label", "reply"]
 
 EFFECT_OF_ACTION: dict[str, Effect] = {
-    "request_refund": "refund", "reship_item": "reship", "create_return_label": "return_label", "send_reply": "reply",
+    "request_refund": "refund",
+    "reship_item": "reship",
+    "create_return_label": "return_label",
+    "send_reply": "reply",
 }
 
 

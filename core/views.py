@@ -71,6 +71,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "usage_line",
 ]
 
+
 def _indent(text: str, prefix: str = "  ") -> list[str]:
     return [prefix + line for line in safe_text(text).splitlines() or [""]]
 
@@ -82,7 +83,13 @@ def approval_request(state: TaskState) -> list[str]:
     p = state.proposal
     if p is None:
         return [f"Run {state.run_id} (ticket {state.task_id}) has no proposal yet; it is {state.status}."]
-    lines = [f"Approval needed for run {state.run_id} (ticket {state.task_id})", f"Proposed by: {state.variant}, {state.model}. Rule: {safe_text(p.rule)}.", *ticket_lines(state), "", "Actions (nothing has happened yet):"]
+    lines = [
+        f"Approval needed for run {state.run_id} (ticket {state.task_id})",
+        f"Proposed by: {state.variant}, {state.model}. Rule: {safe_text(p.rule)}.",
+        *ticket_lines(state),
+        "",
+        "Actions (nothing has happened yet):",
+    ]
     lines += [f"  {i}. {safe_text(action_line(a))}" for i, a in enumerate(p.actions, 1)]
     needed = proposal_role(p.actions)
     lines += ["", f"Who may approve: {who_may_approve(needed)}", "", "Reason:"]
@@ -109,7 +116,9 @@ def approval_request(state: TaskState) -> list[str]:
 def ticket_lines(state: TaskState) -> list[str]:
     """``Ticket: "subject" from Maya Thompson, order LK-507862``."""
     task = load_task(state.task_id)
-    return [f"Ticket: \"{safe_text(task.subject)}\" from {safe_text(customer_names().get(task.customer_id, task.customer_id))}, order {task.order_id}"]
+    return [
+        f'Ticket: "{safe_text(task.subject)}" from {safe_text(customer_names().get(task.customer_id, task.customer_id))}, order {task.order_id}'
+    ]
 
 
 def standing(state: TaskState, role: str) -> str:
@@ -123,8 +132,12 @@ def standing(state: TaskState, role: str) -> str:
     return f"Needs {who_may_approve(needed)} (you are {role_label(role)})"
 
 
-REPLY_WORDS = {"planned": "will go out after the actions", "pending": "being sent (resume reconciles it)",
-               "done": "sent", "failed": "not sent"}
+REPLY_WORDS = {
+    "planned": "will go out after the actions",
+    "pending": "being sent (resume reconciles it)",
+    "done": "sent",
+    "failed": "not sent",
+}
 """The reply to the customer, by its operation's status."""
 
 
@@ -187,15 +200,17 @@ def status_lines(state: TaskState) -> list[str]:
     status = state.status
     if status == "waiting_approval" and p is not None:
         needed = proposal_role(p.actions)
-        return ["Waiting approval. Actions (nothing has happened yet):",
-                *operations_list([safe_text(action_line(a)) for a in p.actions], bool(p.reply_draft.strip())),
-                f"Who may approve: {who_may_approve(needed)}", f"Digest: {p.short_digest}"]
+        return [
+            "Waiting approval. Actions (nothing has happened yet):",
+            *operations_list([safe_text(action_line(a)) for a in p.actions], bool(p.reply_draft.strip())),
+            f"Who may approve: {who_may_approve(needed)}",
+            f"Digest: {p.short_digest}",
+        ]
     ops = operation_lines(state)
     decided = decision_lines(state)
     if status == "executing":
         done = sum(1 for op in state.operations if op.status == "done")
-        return [f"Executing: {done} of {len(state.operations)} operation(s) done.", *decided,
-                *(f"  {x}" for x in ops)]
+        return [f"Executing: {done} of {len(state.operations)} operation(s) done.", *decided, *(f"  {x}" for x in ops)]
     if status == "done":
         lines = ["Done.", *decided, "What happened:"]
         for op in state.operations:
@@ -219,7 +234,8 @@ def status_lines(state: TaskState) -> list[str]:
         elif p is not None:
             reason = safe_text(p.reason).strip().splitlines()
             why = f"the agent ({state.variant}, {state.model}) handed it over under rule {safe_text(p.rule)}" + (
-                f": {reason[0]}" if reason else "")
+                f": {reason[0]}" if reason else ""
+            )
         else:
             why = "no reason was recorded"
         return [f"Handed to a person: {why}.", *decided, *(f"  {x}" for x in ops)]
@@ -269,8 +285,10 @@ def diff_lines(a: TaskState, b: TaskState) -> list[str]:
         return [safe_text(action_short(x)) for x in s.proposal.actions]
 
     left, right = actions(a), actions(b)
-    lines = [f"--- {a.run_id} ({a.status}, digest {a.proposal.short_digest if a.proposal else '-'})",
-             f"+++ {b.run_id} ({b.status}, digest {b.proposal.short_digest if b.proposal else '-'})"]
+    lines = [
+        f"--- {a.run_id} ({a.status}, digest {a.proposal.short_digest if a.proposal else '-'})",
+        f"+++ {b.run_id} ({b.status}, digest {b.proposal.short_digest if b.proposal else '-'})",
+    ]
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=left, b=right).get_opcodes():
         if tag == "equal":
             lines += [f"  {x}" for x in left[i1:i2]]
@@ -335,8 +353,12 @@ def after_reject(state: TaskState) -> list[str]:
     return [f"Run {state.run_id} rejected by {safe_text(r.name)} ({role_label(r.role)}): {safe_text(r.reason)}"]
 
 
-RESUMED = {"continued": "continued its loop", "executed": "reconciled and finished", "request": "is waiting approval",
-           "final": "was already final"}
+RESUMED = {
+    "continued": "continued its loop",
+    "executed": "reconciled and finished",
+    "request": "is waiting approval",
+    "final": "was already final",
+}
 """What :meth:`core.home.Home.resume` did, by its ``kind``, in words."""
 
 
@@ -352,8 +374,10 @@ def after_resume(kind: str, before: str, state: TaskState) -> list[str]:
 def usage_line(state: TaskState) -> str:
     """``Usage: 2 model call(s), 1 tool call(s), 3120 tokens in, 88 tokens out, US$0.00036``."""
     u = state.usage
-    return (f"Usage: {u.model_calls} model call(s), {u.tool_calls} tool call(s), {u.tokens_in} tokens in, "
-            f"{u.tokens_out} tokens out, {show_usd(u.cost_usd)}")
+    return (
+        f"Usage: {u.model_calls} model call(s), {u.tool_calls} tool call(s), {u.tokens_in} tokens in, "
+        f"{u.tokens_out} tokens out, {show_usd(u.cost_usd)}"
+    )
 
 
 # -- the detail of one run -----------------------------------------------------------------------
@@ -405,17 +429,24 @@ class RunDetail:
     error: str | None = None
 
 
-def unreadable_detail(run_id: str, error: str, task_id: str | None = None, status: str | None = None,
-                      version: int | None = None) -> RunDetail:
+def unreadable_detail(
+    run_id: str, error: str, task_id: str | None = None, status: str | None = None, version: int | None = None
+) -> RunDetail:
     """The detail of a run whose checkpoint cannot be read: only its trace is offered."""
     why: dict[Action, str | None] = {a: (None if a == "trace" else UNREADABLE) for a in ACTIONS}
-    return RunDetail(run_id=run_id, title=f"{run_id}  ·  ticket {task_id or '?'}  ·  {status_text(status)}",
-                     status=status, version=version, notes=[error, "No action is allowed on this run."],
-                     tone="error", offers=why, error=error)
+    return RunDetail(
+        run_id=run_id,
+        title=f"{run_id}  ·  ticket {task_id or '?'}  ·  {status_text(status)}",
+        status=status,
+        version=version,
+        notes=[error, "No action is allowed on this run."],
+        tone="error",
+        offers=why,
+        error=error,
+    )
 
 
-def describe(state: TaskState, approver: Approver, others: list[str] | None = None,
-             trace: list[str] | None = None) -> RunDetail:
+def describe(state: TaskState, approver: Approver, others: list[str] | None = None, trace: list[str] | None = None) -> RunDetail:
     """The :class:`RunDetail` of ``state`` for ``approver``: its notes, what the rulebook offers
     and why not, and its body. ``others`` are the other runs of the ticket (oldest first),
     ``trace`` the trace lines of a running run."""
@@ -431,12 +462,17 @@ def describe(state: TaskState, approver: Approver, others: list[str] | None = No
         if others:
             notes.append(f"{state.task_id} has {len(others) + 1} runs; press d to compare.")
             tone = tone or "warn"
-        body = [*status_lines(state), "", f"Outcome: {outcome_line(state)}", "",
-                *_request_details(approval_request(state))]
+        body = [*status_lines(state), "", f"Outcome: {outcome_line(state)}", "", *_request_details(approval_request(state))]
     elif state.status == "running":
-        body = [f"Running: saved after step {state.step} of at most {state.max_steps}. Press u to continue its loop "
-                "from the checkpoint (no model call is repeated).", "", usage_line(state), "", "Trace so far:",
-                *(trace or ["  (no events)"])]
+        body = [
+            f"Running: saved after step {state.step} of at most {state.max_steps}. Press u to continue its loop "
+            "from the checkpoint (no model call is repeated).",
+            "",
+            usage_line(state),
+            "",
+            "Trace so far:",
+            *(trace or ["  (no events)"]),
+        ]
     else:
         if state.status == "executing":
             notes.append("Executing: approved, not finished. Press u to reconcile and finish it.")
@@ -451,12 +487,25 @@ def describe(state: TaskState, approver: Approver, others: list[str] | None = No
     decision = None
     p = state.proposal
     if state.status == "waiting_approval" and p is not None:
-        decision = Decision(state.run_id, state.task_id, p.digest, state.version,
-                            [safe_text(action_line(a)) for a in p.actions], bool(p.reply_draft.strip()))
+        decision = Decision(
+            state.run_id,
+            state.task_id,
+            p.digest,
+            state.version,
+            [safe_text(action_line(a)) for a in p.actions],
+            bool(p.reply_draft.strip()),
+        )
     return RunDetail(
-        run_id=state.run_id, title=f"{state.run_id}  ·  ticket {state.task_id}  ·  {status_text(state.status)}",
-        status=state.status, version=state.version, notes=notes, tone=tone,
-        offers=offers(state, approver, others=len(others)), body=body, others=others, decision=decision,
+        run_id=state.run_id,
+        title=f"{state.run_id}  ·  ticket {state.task_id}  ·  {status_text(state.status)}",
+        status=state.status,
+        version=state.version,
+        notes=notes,
+        tone=tone,
+        offers=offers(state, approver, others=len(others)),
+        body=body,
+        others=others,
+        decision=decision,
     )
 
 
@@ -464,7 +513,7 @@ def _request_details(request: list[str]) -> list[str]:
     """The approval request after the status lines of a waiting run: everything from "Who may
     approve" on (the title, ticket and actions are already above)."""
     start = next((i for i, line in enumerate(request) if line.startswith("Who may approve")), 0)
-    return request[:3] + request[start + 2:] if start else request
+    return request[:3] + request[start + 2 :] if start else request
 
 
 def approve_dialog(decision: Decision, approver: Approver) -> list[str]:
@@ -474,16 +523,27 @@ def approve_dialog(decision: Decision, approver: Approver) -> list[str]:
     body += operations_list(decision.actions, decision.has_reply)
     if decision.world:
         body += ["", *decision.world]
-    return [*body, "", f"Digest: {decision.digest[:12]} (sha256 {decision.digest})", f"Approving as: {approver.label}", "",
-            "Approve and execute these operations now? (default: No)"]
+    return [
+        *body,
+        "",
+        f"Digest: {decision.digest[:12]} (sha256 {decision.digest})",
+        f"Approving as: {approver.label}",
+        "",
+        "Approve and execute these operations now? (default: No)",
+    ]
 
 
 def reject_dialog(decision: Decision, approver: Approver) -> list[str]:
     """What the reject dialog repeats: the proposed actions (none will happen) and who rejects."""
     body = [f"Run {decision.run_id} (ticket {decision.task_id})", "", "Proposed actions (none will happen):"]
     body += operations_list(decision.actions, decision.has_reply)
-    return [*body, "", f"Digest: {decision.digest[:12]}", f"Rejecting as: {approver.label}",
-            "The run goes to a person and can never execute."]
+    return [
+        *body,
+        "",
+        f"Digest: {decision.digest[:12]}",
+        f"Rejecting as: {approver.label}",
+        "The run goes to a person and can never execute.",
+    ]
 
 
 # -- the world now (issue 11) -------------------------------------------------------------------
@@ -495,18 +555,23 @@ def _span(seconds: float) -> str:
     return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m"
 
 
-def ages_lines(state: TaskState, now: datetime, evidence_at: datetime, evidence_max_age_s: int,
-               approval_valid_s: int) -> list[str]:
+def ages_lines(
+    state: TaskState, now: datetime, evidence_at: datetime, evidence_max_age_s: int, approval_valid_s: int
+) -> list[str]:
     """The ages a decision depends on: ``Evidence read 2d 16h ago (at ...); the policy allows 7d
     0h at approval.`` and, for an approval not started, how long it has left."""
     age_s = (now - evidence_at).total_seconds()
-    lines = [f"Evidence read {_span(age_s)} ago (at {iso(evidence_at)}); the policy allows {_span(evidence_max_age_s)} at approval"
-             + (": expired, refresh it first." if age_s > evidence_max_age_s else ".")]
+    lines = [
+        f"Evidence read {_span(age_s)} ago (at {iso(evidence_at)}); the policy allows {_span(evidence_max_age_s)} at approval"
+        + (": expired, refresh it first." if age_s > evidence_max_age_s else ".")
+    ]
     a = state.approval
     if a is not None and state.status == "executing" and not any(op.status != "planned" for op in state.operations):
         left = approval_valid_s - (now - a.at).total_seconds()
-        lines.append(f"Approved {_span((now - a.at).total_seconds())} ago; execution not started; "
-                     + (f"the approval lapses in {_span(left)}." if left > 0 else "the approval has lapsed."))
+        lines.append(
+            f"Approved {_span((now - a.at).total_seconds())} ago; execution not started; "
+            + (f"the approval lapses in {_span(left)}." if left > 0 else "the approval has lapsed.")
+        )
     return lines
 
 
@@ -532,7 +597,9 @@ def approved_vs_current(state: TaskState) -> list[str]:
     if a is None or p is None or a.digest == p.digest:
         return []
     if a.proposal is None:
-        return [f"Approved digest {a.digest[:12]}, current {p.short_digest}: the approved proposal was not kept (saved before issue 11)."]
+        return [
+            f"Approved digest {a.digest[:12]}, current {p.short_digest}: the approved proposal was not kept (saved before issue 11)."
+        ]
 
     def rows(x: Any) -> list[str]:
         out = [f"action {i}: {action_short(act)}" for i, act in enumerate(x.actions, 1)]
@@ -540,9 +607,13 @@ def approved_vs_current(state: TaskState) -> list[str]:
         out += [f"precondition: {c.line()}" for c in x.preconditions]
         return out
 
-    diff = difflib.unified_diff(rows(a.proposal), rows(p), f"approved {a.digest[:12]}", f"current {p.short_digest}", lineterm="", n=0)
-    return ["Approved next to current (the proposal changed after it was approved):",
-            *(f"  {safe_text(line)}" for line in diff if not line.startswith("@@"))]
+    diff = difflib.unified_diff(
+        rows(a.proposal), rows(p), f"approved {a.digest[:12]}", f"current {p.short_digest}", lineterm="", n=0
+    )
+    return [
+        "Approved next to current (the proposal changed after it was approved):",
+        *(f"  {safe_text(line)}" for line in diff if not line.startswith("@@")),
+    ]
 
 
 def precondition_lines(state: TaskState) -> list[str]:
@@ -550,8 +621,7 @@ def precondition_lines(state: TaskState) -> list[str]:
     p = state.proposal
     if p is None or not p.preconditions:
         return []
-    return ["Preconditions (checked again at each write):",
-            *(f"  {c.index + 1}. {safe_text(c.line())}" for c in p.preconditions)]
+    return ["Preconditions (checked again at each write):", *(f"  {c.index + 1}. {safe_text(c.line())}" for c in p.preconditions)]
 
 
 _HISTORY_WORDS = {"approve": "approved", "reject": "rejected", "refresh": "refreshed"}
@@ -580,5 +650,7 @@ def history_lines(rows: list[dict[str, Any]], *, with_run: bool = True) -> list[
 def changes_lines(changes: list[dict[str, Any]]) -> list[str]:
     """The practice world's changes (:meth:`core.queue.ApprovalQueue.changes`) as ``resolver
     changes`` prints them: a count, then one line each, oldest first."""
-    return [f"{len(changes)} change(s) in the practice world since the last reset",
-            *(f"  {c['at']}  {c['line']}" for c in changes)]
+    return [
+        f"{len(changes)} change(s) in the practice world since the last reset",
+        *(f"  {c['at']}  {c['line']}" for c in changes),
+    ]

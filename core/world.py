@@ -48,7 +48,6 @@ TOOL_ARGS = {
 }
 
 
-
 SERVICE_DELAY_ENV = "RESOLVER_SERVICE_DELAY_S"
 """Test hook: every write service of a new process waits this many seconds (real time) before it
 writes, as a slow payment provider would; read once at import."""
@@ -147,27 +146,41 @@ class World:
             db.table("catalog").insert_all([{**i.model_dump(), "price": str(i.price)} for i in data.catalog], pk="sku")
             db.table("orders").insert_all(
                 [
-                    {"order_id": o.order_id, "customer_id": o.customer_id, "placed_at": o.placed_at,
-                     "status": o.status, "ship_to": o.ship_to, "shipping": str(o.shipping), "total": str(o.total)}
+                    {
+                        "order_id": o.order_id,
+                        "customer_id": o.customer_id,
+                        "placed_at": o.placed_at,
+                        "status": o.status,
+                        "ship_to": o.ship_to,
+                        "shipping": str(o.shipping),
+                        "total": str(o.total),
+                    }
                     for o in data.orders
                 ],
                 pk="order_id",
             )
             db.table("order_lines").insert_all(
-                [{"order_id": o.order_id, "sku": l.sku, "quantity": l.quantity, "unit_price": str(l.unit_price)}
-                 for o in data.orders for l in o.lines],
+                [
+                    {"order_id": o.order_id, "sku": l.sku, "quantity": l.quantity, "unit_price": str(l.unit_price)}
+                    for o in data.orders
+                    for l in o.lines
+                ],
                 pk=("order_id", "sku"),
             )
             db.table("payments").insert_all(
-                [{**p.model_dump(), "amount": str(p.amount),
-                  "refunded": str(p.amount) if p.status == "refunded" else "0.00"} for p in data.payments],
+                [
+                    {**p.model_dump(), "amount": str(p.amount), "refunded": str(p.amount) if p.status == "refunded" else "0.00"}
+                    for p in data.payments
+                ],
                 pk="payment_id",
             )
             db.table("payments").create_index(["order_id"])
             db.table("shipments").insert_all([s.model_dump() for s in data.shipments], pk="shipment_id")
             db.table("shipments").create_index(["order_id"])
             common = {"operation_id": str, "order_id": str, "at": str, "actor": str}
-            db.table("refunds").create({"refund_id": str, **common, "payment_id": str, "amount": str, "reason_code": str}, pk="refund_id")
+            db.table("refunds").create(
+                {"refund_id": str, **common, "payment_id": str, "amount": str, "reason_code": str}, pk="refund_id"
+            )
             db.table("reshipments").create({"reship_id": str, **common, "sku": str, "quantity": int}, pk="reship_id")
             db.table("return_labels").create(
                 {"label_id": str, **common, "sku": str, "reason": str, "return_shipping": str}, pk="label_id"
@@ -283,8 +296,15 @@ class World:
         return result
 
     def request_refund(
-        self, operation_id: str, order_id: str, amount: Decimal | str | float, reason_code: str, payment_id: str,
-        *, expect: Sequence[Precondition] = (), own: Collection[str] = (),
+        self,
+        operation_id: str,
+        order_id: str,
+        amount: Decimal | str | float,
+        reason_code: str,
+        payment_id: str,
+        *,
+        expect: Sequence[Precondition] = (),
+        own: Collection[str] = (),
     ) -> dict[str, Any]:
         """Refund ``amount`` CAD of a captured payment of ``order_id``.
 
@@ -314,12 +334,26 @@ class World:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (refund_id, operation_id, order_id, at, self.actor, payment_id, str(value), reason_code),
             )
-            return {"refund_id": refund_id, "order_id": order_id, "payment_id": payment_id, "amount": str(value), "currency": "CAD"}
+            return {
+                "refund_id": refund_id,
+                "order_id": order_id,
+                "payment_id": payment_id,
+                "amount": str(value),
+                "currency": "CAD",
+            }
 
         return self._write("request_refund", operation_id, args, do)
 
-    def reship_item(self, operation_id: str, order_id: str, sku: str, quantity: int, *,
-                    expect: Sequence[Precondition] = (), own: Collection[str] = ()) -> dict[str, Any]:
+    def reship_item(
+        self,
+        operation_id: str,
+        order_id: str,
+        sku: str,
+        quantity: int,
+        *,
+        expect: Sequence[Precondition] = (),
+        own: Collection[str] = (),
+    ) -> dict[str, Any]:
         """Send ``quantity`` of ``sku`` again. Refuses an item not on the order, or more than ordered."""
         args = {"order_id": order_id, "sku": sku, "quantity": quantity}
 
@@ -340,8 +374,15 @@ class World:
         return self._write("reship_item", operation_id, args, do)
 
     def create_return_label(
-        self, operation_id: str, order_id: str, sku: str, reason: str, return_shipping: str = "free",
-        *, expect: Sequence[Precondition] = (), own: Collection[str] = (),
+        self,
+        operation_id: str,
+        order_id: str,
+        sku: str,
+        reason: str,
+        return_shipping: str = "free",
+        *,
+        expect: Sequence[Precondition] = (),
+        own: Collection[str] = (),
     ) -> dict[str, Any]:
         """Create the one return label an item may have. Refuses a second label or a foreign item."""
         args = {"order_id": order_id, "sku": sku, "reason": reason, "return_shipping": return_shipping}
@@ -363,8 +404,16 @@ class World:
 
         return self._write("create_return_label", operation_id, args, do)
 
-    def send_reply(self, operation_id: str, order_id: str, customer_id: str, text: str, *,
-                   expect: Sequence[Precondition] = (), own: Collection[str] = ()) -> dict[str, Any]:
+    def send_reply(
+        self,
+        operation_id: str,
+        order_id: str,
+        customer_id: str,
+        text: str,
+        *,
+        expect: Sequence[Precondition] = (),
+        own: Collection[str] = (),
+    ) -> dict[str, Any]:
         """Send the reply to the customer. Refuses an empty reply or an unknown customer."""
         args = {"order_id": order_id, "customer_id": customer_id, "chars": len(text)}
 
@@ -383,8 +432,9 @@ class World:
 
         return self._write("send_reply", operation_id, args, do)
 
-    def call_service(self, operation_id: str, action: Action, *, expect: Sequence[Precondition] = (),
-                     own: Collection[str] = ()) -> dict[str, Any]:
+    def call_service(
+        self, operation_id: str, action: Action, *, expect: Sequence[Precondition] = (), own: Collection[str] = ()
+    ) -> dict[str, Any]:
         """Call the write service that ``action`` names, with ``operation_id`` as its idempotency
         key (the table :data:`WRITE_SERVICES` maps each action type to its service) and
         ``expect`` as the expected state: the service checks its own invariants first, then each
@@ -406,8 +456,9 @@ class World:
     # -- expected state (issue 11) --------------------------------------------------------------
 
     @staticmethod
-    def _effects(conn: sqlite3.Connection, effect: str, order_id: str, since: datetime | None, sku: str = "",
-                 exclude: Collection[str] = ()) -> list[sqlite3.Row]:
+    def _effects(
+        conn: sqlite3.Connection, effect: str, order_id: str, since: datetime | None, sku: str = "", exclude: Collection[str] = ()
+    ) -> list[sqlite3.Row]:
         table, _ = EFFECT_TABLES[effect]
         sql = f"SELECT * FROM {table} WHERE order_id = ?"
         params: list[Any] = [order_id]
@@ -415,8 +466,9 @@ class World:
             sql += " AND sku = ?"
             params.append(sku)
         rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-        return [r for r in rows if r["operation_id"] not in exclude
-                and (since is None or datetime.fromisoformat(r["at"]) > since)]
+        return [
+            r for r in rows if r["operation_id"] not in exclude and (since is None or datetime.fromisoformat(r["at"]) > since)
+        ]
 
     def _problem(self, conn: sqlite3.Connection, pre: Precondition, own: Collection[str]) -> str | None:
         if pre.kind == "payment":
@@ -424,8 +476,10 @@ class World:
             if pay is None:
                 return f"payment {pre.payment_id} is gone"
             if pay["status"] != pre.status or cad(pay["refunded"]) != pre.refunded:
-                return (f"payment {pre.payment_id} changed since the evidence was read: {pre.status}, {pre.refunded} CAD "
-                        f"refunded then {pay['status']}, {pay['refunded']} CAD refunded")
+                return (
+                    f"payment {pre.payment_id} changed since the evidence was read: {pre.status}, {pre.refunded} CAD "
+                    f"refunded then {pay['status']}, {pay['refunded']} CAD refunded"
+                )
             return None
         _, id_col = EFFECT_TABLES[pre.effect]
         rows = self._effects(conn, pre.effect, pre.order_id, pre.since, pre.sku, own)
@@ -474,17 +528,46 @@ class World:
         with self._connect() as conn:
             out: list[dict[str, Any]] = []
             for r in conn.execute("SELECT * FROM refunds"):
-                out.append({"kind": "refund", "id": r["refund_id"], "at": r["at"], "amount": r["amount"], "operation_id": r["operation_id"],
-                            "line": f"refund {r['refund_id']}: {r['amount']} CAD of {r['payment_id']} on {r['order_id']} ({r['reason_code']})"})
+                out.append(
+                    {
+                        "kind": "refund",
+                        "id": r["refund_id"],
+                        "at": r["at"],
+                        "amount": r["amount"],
+                        "operation_id": r["operation_id"],
+                        "line": f"refund {r['refund_id']}: {r['amount']} CAD of {r['payment_id']} on {r['order_id']} ({r['reason_code']})",
+                    }
+                )
             for r in conn.execute("SELECT * FROM reshipments"):
-                out.append({"kind": "reship", "id": r["reship_id"], "at": r["at"], "operation_id": r["operation_id"],
-                            "line": f"reship {r['reship_id']}: {r['sku']} x {r['quantity']} on {r['order_id']}"})
+                out.append(
+                    {
+                        "kind": "reship",
+                        "id": r["reship_id"],
+                        "at": r["at"],
+                        "operation_id": r["operation_id"],
+                        "line": f"reship {r['reship_id']}: {r['sku']} x {r['quantity']} on {r['order_id']}",
+                    }
+                )
             for r in conn.execute("SELECT * FROM return_labels"):
-                out.append({"kind": "return_label", "id": r["label_id"], "at": r["at"], "operation_id": r["operation_id"],
-                            "line": f"return label {r['label_id']}: {r['sku']} on {r['order_id']} ({r['reason']}, return shipping {r['return_shipping']})"})
+                out.append(
+                    {
+                        "kind": "return_label",
+                        "id": r["label_id"],
+                        "at": r["at"],
+                        "operation_id": r["operation_id"],
+                        "line": f"return label {r['label_id']}: {r['sku']} on {r['order_id']} ({r['reason']}, return shipping {r['return_shipping']})",
+                    }
+                )
             for r in conn.execute("SELECT * FROM replies"):
-                out.append({"kind": "reply", "id": r["reply_id"], "at": r["at"], "operation_id": r["operation_id"],
-                            "line": f"reply {r['reply_id']}: to {r['customer_id']} about {r['order_id']}"})
+                out.append(
+                    {
+                        "kind": "reply",
+                        "id": r["reply_id"],
+                        "at": r["at"],
+                        "operation_id": r["operation_id"],
+                        "line": f"reply {r['reply_id']}: to {r['customer_id']} about {r['order_id']}",
+                    }
+                )
             order = dict(conn.execute("SELECT operation_id, rowid FROM operations").fetchall())
         for c in out:
             c["line"] = f"{c['line']} [operation {c['operation_id']}]"
@@ -504,20 +587,27 @@ class World:
 Service = Callable[[World, str, Any, Sequence[Precondition], Collection[str]], dict[str, Any]]
 
 
-def _refund(world: World, operation_id: str, a: RefundAction, expect: Sequence[Precondition], own: Collection[str]) -> dict[str, Any]:
+def _refund(
+    world: World, operation_id: str, a: RefundAction, expect: Sequence[Precondition], own: Collection[str]
+) -> dict[str, Any]:
     return world.request_refund(operation_id, a.order_id, a.amount, a.reason_code, a.payment_id, expect=expect, own=own)
 
 
-def _reship(world: World, operation_id: str, a: ReshipAction, expect: Sequence[Precondition], own: Collection[str]) -> dict[str, Any]:
+def _reship(
+    world: World, operation_id: str, a: ReshipAction, expect: Sequence[Precondition], own: Collection[str]
+) -> dict[str, Any]:
     return world.reship_item(operation_id, a.order_id, a.sku, a.quantity, expect=expect, own=own)
 
 
-def _label(world: World, operation_id: str, a: ReturnLabelAction, expect: Sequence[Precondition],
-           own: Collection[str]) -> dict[str, Any]:
+def _label(
+    world: World, operation_id: str, a: ReturnLabelAction, expect: Sequence[Precondition], own: Collection[str]
+) -> dict[str, Any]:
     return world.create_return_label(operation_id, a.order_id, a.sku, a.reason, a.return_shipping, expect=expect, own=own)
 
 
-def _reply(world: World, operation_id: str, a: ReplyAction, expect: Sequence[Precondition], own: Collection[str]) -> dict[str, Any]:
+def _reply(
+    world: World, operation_id: str, a: ReplyAction, expect: Sequence[Precondition], own: Collection[str]
+) -> dict[str, Any]:
     return world.send_reply(operation_id, a.order_id, a.customer_id, a.text, expect=expect, own=own)
 
 
@@ -528,6 +618,7 @@ WRITE_SERVICES: dict[str, Service] = {
     "send_reply": _reply,
 }
 """Action type -> the write service that performs it: the executor's only way into the world."""
+
 
 class WorldMissing(ResolverError):
     """``larkfield.sqlite`` is missing, empty or not a file in a home that has runs or an audit
@@ -598,7 +689,7 @@ def _database(path: Path) -> Database:
     with _databases_lock:
         db = _databases.get(key)
         if db is None:
-            db = _databases[key] = Database(path, label="the practice world",
-                                            on_open=lambda conn: World._ensure_built(conn, key),
-                                            row_factory=sqlite3.Row)
+            db = _databases[key] = Database(
+                path, label="the practice world", on_open=lambda conn: World._ensure_built(conn, key), row_factory=sqlite3.Row
+            )
         return db

@@ -28,8 +28,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="resolver-tui", description="The Larkfield approvals queue.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     p.add_argument("--home", help="home folder (default: $RESOLVER_HOME or ./work)")
-    p.add_argument("--as", dest="role", default=None, choices=["agent", "team_lead", "grace"],
-                   help="your role in a practice home (default: the role in your approver config)")
+    p.add_argument(
+        "--as",
+        dest="role",
+        default=None,
+        choices=["agent", "team_lead", "grace"],
+        help="your role in a practice home (default: the role in your approver config)",
+    )
     p.add_argument("--name", default=None, help="your name, recorded with each decision (default: your config's)")
     p.add_argument("--demo", action="store_true", help="load the demo queue at start if the home is empty")
     p.add_argument("--refresh", type=_seconds, default=2.0, metavar="SECONDS", help="auto-refresh interval (0: off)")
@@ -44,8 +49,10 @@ def who(args: argparse.Namespace, kind: str, ask=input) -> tuple[str, str]:
     config = approver_config.load()
     if config is None and not (args.role and args.name):
         if not sys.stdin.isatty() and ask is input:
-            raise ResolverError(f"Nobody said who is at the keyboard: pass --as ROLE --name NAME, or write "
-                                f"{approver_config.config_path()} (name = \"...\", role = \"...\").")
+            raise ResolverError(
+                f"Nobody said who is at the keyboard: pass --as ROLE --name NAME, or write "
+                f'{approver_config.config_path()} (name = "...", role = "...").'
+            )
         try:
             config = approver_config.ask_and_save(ask)
         except (EOFError, KeyboardInterrupt):
@@ -61,8 +68,10 @@ def require_terminal(stdin=None, stdout=None) -> None:
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     if not (_is_tty(stdin) and _is_tty(stdout)):
-        raise ResolverError("resolver-tui needs a terminal (its input or output is not one); "
-                            "in a script, use the command line: resolver runs, resolver show RUN.")
+        raise ResolverError(
+            "resolver-tui needs a terminal (its input or output is not one); "
+            "in a script, use the command line: resolver runs, resolver show RUN."
+        )
 
 
 def _is_tty(stream) -> bool:
@@ -80,8 +89,10 @@ def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     bad = _not_utf8(argv)
     if bad is not None:
-        print(f"The argument {bad} is not UTF-8 text; set your terminal to UTF-8 and type it again. Nothing was changed.",
-              file=sys.stderr)
+        print(
+            f"The argument {bad} is not UTF-8 text; set your terminal to UTF-8 and type it again. Nothing was changed.",
+            file=sys.stderr,
+        )
         sys.exit(EXIT_USAGE)
     args = parse_args(argv)
     try:
@@ -92,8 +103,7 @@ def main(argv: list[str] | None = None) -> None:
         role, name = who(args, home.kind)
         from resolver_tui.app import ResolverApp
 
-        app = ResolverApp(home, role, name, refresh_interval=args.refresh or None, demo=args.demo,
-                          trainer=args.trainer)
+        app = ResolverApp(home, role, name, refresh_interval=args.refresh or None, demo=args.demo, trainer=args.trainer)
         require_terminal()
     except ResolverError as exc:
         print(exc, file=sys.stderr)

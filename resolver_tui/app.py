@@ -45,8 +45,15 @@ class ResolverApp(App):
         Binding("q", "quit", "Quit", id="quit", tooltip="Leave the app (nothing is lost)"),
     ]
 
-    def __init__(self, home: Home, role: str, name: str | None = None,
-                 refresh_interval: float | None = 2.0, demo: bool = False, trainer: bool = False) -> None:
+    def __init__(
+        self,
+        home: Home,
+        role: str,
+        name: str | None = None,
+        refresh_interval: float | None = 2.0,
+        demo: bool = False,
+        trainer: bool = False,
+    ) -> None:
         super().__init__()
         self.home = home
         home.log.addHandler(TextualHandler(stderr=False))  # the home's log (core.log) also to Textual's console, never the screen
@@ -56,8 +63,13 @@ class ResolverApp(App):
         self.trainer = trainer
 
     def get_default_screen(self) -> QueueScreen:
-        self.queue = QueueScreen(self.home, self.approver, refresh_interval=self.refresh_interval,
-                                 lease_owner=self.home.lease_owner("resolver-tui"), load_demo_if_empty=self.demo)
+        self.queue = QueueScreen(
+            self.home,
+            self.approver,
+            refresh_interval=self.refresh_interval,
+            lease_owner=self.home.lease_owner("resolver-tui"),
+            load_demo_if_empty=self.demo,
+        )
         return self.queue
 
     def action_help(self) -> None:
@@ -88,5 +100,9 @@ class ResolverApp(App):
         if event.state == WorkerState.ERROR and event.worker.group == "trainer":
             error = event.worker.error
             self.log.error("trainer moment failed", error)
-            self.notify("The trainer's moment failed; nothing was lost. Press R to read the queue again.",
-                        severity="error", markup=False, timeout=10)
+            self.notify(
+                "The trainer's moment failed; nothing was lost. Press R to read the queue again.",
+                severity="error",
+                markup=False,
+                timeout=10,
+            )

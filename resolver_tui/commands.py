@@ -47,11 +47,14 @@ class ResolverCommands(Provider):
         if queue is None:
             return []
         items: list[tuple[str, Callable[[], object], str]] = [
-            (title, partial(queue.try_action, action), help_text) for title, action, help_text in ACTIONS
+            (title, partial(queue.try_action, action), help_text)
+            for title, action, help_text in ACTIONS
             if not (action == "load_demo" and queue.home.kind == "shop")  # practice homes only
         ]
-        items += [(f"Jump to run {run_id}", partial(queue.jump_to, run_id), "show it in the queue")
-                  for run_id in list(queue.summaries)[:500]]
+        items += [
+            (f"Jump to run {run_id}", partial(queue.jump_to, run_id), "show it in the queue")
+            for run_id in list(queue.summaries)[:500]
+        ]
         return items
 
     async def discover(self) -> Hits:
@@ -69,13 +72,19 @@ class ResolverCommands(Provider):
         words = query.split()
         if queue is not None and words and words[0].upper().startswith("T-") and words[0] not in queue.summaries:
             run_id = words[0]
-            yield Hit(0.5, Content(f"Jump to run {run_id}"), partial(queue.jump_to, run_id), text=run_id,
-                      help="search the store for it")
+            yield Hit(
+                0.5, Content(f"Jump to run {run_id}"), partial(queue.jump_to, run_id), text=run_id, help="search the store for it"
+            )
         elif queue is not None and len(words) > 1 and words[0].casefold() == "decisions" and words[1] == "of":
             name = " ".join(words[2:])
             if name:
-                yield Hit(0.5, Content(f"Decisions of {name}"), partial(queue.action_approver_history, name),
-                          text=f"Decisions of {name}", help="that approver's decisions and refusals, with reasons")
+                yield Hit(
+                    0.5,
+                    Content(f"Decisions of {name}"),
+                    partial(queue.action_approver_history, name),
+                    text=f"Decisions of {name}",
+                    help="that approver's decisions and refusals, with reasons",
+                )
 
 
 class LessonCommands(Provider):

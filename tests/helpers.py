@@ -36,7 +36,9 @@ def copy_frozen_home(dst: Path) -> Path:
     return dst
 
 
-def run_process(home_dir: Path, *argv: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+def run_process(
+    home_dir: Path, *argv: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess:
     """Run ``python -m core ARGS --home HOME`` in a new process (a new terminal, a new day).
 
     ``RESOLVER_KILL_AT`` (the crash tests' kill point) reaches the process only when ``env``

@@ -54,8 +54,15 @@ def test_no_silent_default_role():
     assert parse_args([]).role is None
 
 
-@pytest.mark.parametrize(("text", "said"), [("name = ", "Cannot read"), ('name = ""\n', "no name"), ("name = 3\n", "no name"),
-                                            ('name = "A"\nrole = "boss"\n', "use one of")])
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("name = ", "Cannot read"),
+        ('name = ""\n', "no name"),
+        ("name = 3\n", "no name"),
+        ('name = "A"\nrole = "boss"\n', "use one of"),
+    ],
+)
 def test_a_bad_file_is_one_sentence(text: str, said: str):
     approver_config.config_path().write_text(text, encoding="utf-8")
     with pytest.raises(ResolverError, match=said):
@@ -101,7 +108,9 @@ def test_the_first_start_question_keeps_an_existing_file_with_a_home_and_a_table
     path.write_text(text, encoding="utf-8")
     answers = iter(["Ana", "agent"])
     assert who(parse_args([]), "practice", lambda _p: next(answers)) == ("agent", "Ana")
-    assert path.read_text(encoding="utf-8") == '# where I work\nhome = "shop"\nname = "Ana"\nrole = "agent"\n\n[app]\ncount = 10\n'
+    assert (
+        path.read_text(encoding="utf-8") == '# where I work\nhome = "shop"\nname = "Ana"\nrole = "agent"\n\n[app]\ncount = 10\n'
+    )
 
 
 def test_a_name_with_an_escape_character_is_asked_again_and_the_file_stays_readable():

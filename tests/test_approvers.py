@@ -187,8 +187,10 @@ def _forge(root: Path, signature: str | None = None) -> None:
     state.status = "executing"
     state.operations = plan_operations(state)
     with sqlite3.connect(root / "runs.sqlite") as conn:
-        conn.execute("UPDATE runs SET state = ?, status = 'executing' WHERE run_id = ?",
-                     (state.model_dump_json(exclude=_HEADER_EXCLUDE), T65273_RUN))
+        conn.execute(
+            "UPDATE runs SET state = ?, status = 'executing' WHERE run_id = ?",
+            (state.model_dump_json(exclude=_HEADER_EXCLUDE), T65273_RUN),
+        )
 
 
 def test_an_approval_forged_by_sql_with_a_valid_hmac_executes_nothing_and_the_audit_says_why(staffed):
@@ -242,7 +244,11 @@ def test_a_registry_entry_edited_by_sql_is_detected_and_refused(staffed):
     with sqlite3.connect(staffed.root / "approvers.sqlite") as conn:
         conn.execute("UPDATE approvers SET role = 'grace' WHERE name = 'Bot'")
     code, _, err = staffed("approve", T65273_RUN, "--name", "Bot", passphrase=BOT)
-    assert code == 4 and "The approvers registry does not verify" in err and "the entry of Bot is not signed by the owner's key" in err
+    assert (
+        code == 4
+        and "The approvers registry does not verify" in err
+        and "the entry of Bot is not signed by the owner's key" in err
+    )
     code, _, err = staffed("approvers", "list")
     assert code == 1 and "does not verify" in err
     assert _changes(staffed.root) == 0
@@ -313,8 +319,12 @@ def test_a_deleted_row_in_the_middle_is_found(audited):
 
 
 def test_deleting_the_newest_row_is_found_by_the_head(audited):
-    _sql(audited.root, "DROP TRIGGER audit_no_delete", "DELETE FROM audit WHERE id = 2",
-         "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END")
+    _sql(
+        audited.root,
+        "DROP TRIGGER audit_no_delete",
+        "DELETE FROM audit WHERE id = 2",
+        "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END",
+    )
     code, _, err = audited("audit", "verify")
     assert code == 1 and "audit.head records 2 row(s) but the audit has 1: the newest rows were deleted" in err
 
@@ -322,8 +332,11 @@ def test_deleting_the_newest_row_is_found_by_the_head(audited):
 def test_an_inserted_row_with_a_recomputed_chain_is_found_by_its_signature(audited):
     rows = _audit(audited.root)
     prev = row_hash(rows[-1])
-    _sql(audited.root, "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig) VALUES "
-                       f"('X', 'approve', 'grace', 'Grace', 'd', '2026-11-29T10:00:00-05:00', '', 'u', '{prev}', '{'00' * 64}')")
+    _sql(
+        audited.root,
+        "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig) VALUES "
+        f"('X', 'approve', 'grace', 'Grace', 'd', '2026-11-29T10:00:00-05:00', '', 'u', '{prev}', '{'00' * 64}')",
+    )
     code, _, err = audited("audit", "verify")
     assert code == 1 and "row 3 (X, approve): its signature does not verify" in err
 
@@ -331,7 +344,9 @@ def test_an_inserted_row_with_a_recomputed_chain_is_found_by_its_signature(audit
 def test_doctor_lines_show_the_owner_fingerprint_and_the_audit(audited):
     home = Home(audited.root)
     lines = signing.doctor_lines(home.root, home.store, home.kind)
-    assert lines[0] == f"Owner key: {Registry(audited.root).fingerprint()} (compare with the one written down at `approvers init`)"
+    assert (
+        lines[0] == f"Owner key: {Registry(audited.root).fingerprint()} (compare with the one written down at `approvers init`)"
+    )
     assert lines[1] == "Approvers: registry verifies."
     assert lines[2].startswith("Audit: 2 row(s), chain whole")
 

@@ -25,8 +25,13 @@ needs_anchor = pytest.mark.skipif(
 
 
 def run_quick(script: str, *args: str) -> str:
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--quick", *args], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
 
@@ -59,8 +64,13 @@ def test_bench_core_quick_prints_the_sections_beside_the_anchor() -> None:
 def test_bench_core_names_the_sections_that_need_no_anchor_when_it_is_missing() -> None:
     if importlib.util.find_spec("langgraph") is not None:
         pytest.skip("the bench extra is installed: the anchor is not missing")
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_core.py"), "--quick", "--only", "anchor"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "bench_core.py"), "--quick", "--only", "anchor"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 1
     assert "--only executor" in proc.stderr and "Traceback" not in proc.stderr
 

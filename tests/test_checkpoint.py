@@ -40,7 +40,12 @@ def test_save_stamps_updated_at_from_the_clock_and_lists_by_summary(home, clock)
     rows = home.store.page("waiting_approval")
     assert [r.run_id for r in rows] == ["T-90103-agent-chat-small-1", "T-65273-agent-chat-small-1"]  # oldest first
     top = rows[1]
-    assert (top.customer, top.total_amount, top.required_role, top.order_id) == ("Maya Thompson", "119.00", "team_lead", "LK-507862")
+    assert (top.customer, top.total_amount, top.required_role, top.order_id) == (
+        "Maya Thompson",
+        "119.00",
+        "team_lead",
+        "LK-507862",
+    )
     assert home.store.page(search="LK-507862")[0].run_id == top.run_id
     assert home.store.counts() == {"waiting_approval": 2}
 
@@ -101,7 +106,10 @@ def test_the_frozen_v1_checkpoint_still_loads(home):
     assert state.reply_channel == "email"
     assert len(state.proposal.actions) == 2
     home.store.save(state)  # saved again as the current version
-    assert json.loads(sqlite3.connect(home.store.path).execute("SELECT state FROM runs").fetchone()[0])["schema_version"] == SCHEMA_VERSION
+    assert (
+        json.loads(sqlite3.connect(home.store.path).execute("SELECT state FROM runs").fetchone()[0])["schema_version"]
+        == SCHEMA_VERSION
+    )
 
 
 def test_events_are_appended_in_the_save_transaction(home):

@@ -65,8 +65,11 @@ def _before_or_after(proc, point):
     assert "Who may approve: agent or above" in run.stdout
     stopped = proc("approve", T90104_RUN, "--as", "agent", "--interrupt", point)
     assert stopped.returncode == 3
-    m = re.search(rf"The process stopped: simulated crash {point.replace('-', ' the ')} of ([0-9a-f]{{16}})\. "
-                  rf"Resume with: resolver resume {T90104_RUN}", stopped.stdout)
+    m = re.search(
+        rf"The process stopped: simulated crash {point.replace('-', ' the ')} of ([0-9a-f]{{16}})\. "
+        rf"Resume with: resolver resume {T90104_RUN}",
+        stopped.stdout,
+    )
     assert m, stopped.stdout
     assert re.search(rf"{T90104_RUN}\s+executing", proc("runs").stdout)
     return m.group(1)
@@ -118,7 +121,9 @@ def test_reject_needs_a_reason_and_hands_the_run_to_a_person(cli):
     assert code == 4 and "needs a reason" in err
     code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "Refunded by phone")
     assert code == 4 and "needs team lead or above" in err  # issue 12: a reject needs the proposal's role
-    code, out, _ = cli("reject", T65273_RUN, "--as", "team_lead", "--name", "Amira", "--reason", "Customer already refunded by phone")
+    code, out, _ = cli(
+        "reject", T65273_RUN, "--as", "team_lead", "--name", "Amira", "--reason", "Customer already refunded by phone"
+    )
     assert code == 0 and out.startswith(f"Run {T65273_RUN} rejected by Amira (team lead): Customer already refunded by phone")
     assert out.strip().endswith("Status: handed_to_person")
     code, _, err = cli("approve", T65273_RUN, "--as", "grace")
@@ -193,7 +198,7 @@ def test_bad_input_found_by_a_new_user_gives_one_sentence(cli, tmp_path):
 def test_an_amount_that_is_not_a_number_in_a_checkpoint_is_corrupt(cli):
     cli("run", "T-65273")
     with sqlite3.connect(cli.home / "runs.sqlite") as conn:
-        conn.execute("UPDATE runs SET state = replace(state, '\"amount\":\"119.00\"', '\"amount\":\"abc\"')")
+        conn.execute('UPDATE runs SET state = replace(state, \'"amount":"119.00"\', \'"amount":"abc"\')')
     code, _, err = cli("show", T65273_RUN)
     assert code == 1 and "does not match the TaskState schema" in err and "Traceback" not in err
     code, _out, _ = cli("reset", "--run", T65273_RUN)

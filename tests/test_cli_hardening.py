@@ -53,11 +53,14 @@ def test_every_exit_code_is_documented_in_the_readme():
 # -- bad input: one sentence, nothing saved -----------------------------------------------------
 
 
-@pytest.mark.parametrize("argv", [
-    ("reject", T65273_RUN, "--as", "agent", "--reason", "re\udce7u"),
-    ("approve", T65273_RUN, "--as", "team_lead", "--name", "Andr\udce9"),
-    ("runs", "--search", "Andr\udce9"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("reject", T65273_RUN, "--as", "agent", "--reason", "re\udce7u"),
+        ("approve", T65273_RUN, "--as", "team_lead", "--name", "Andr\udce9"),
+        ("runs", "--search", "Andr\udce9"),
+    ],
+)
 def test_arguments_that_are_not_utf8_get_one_sentence_and_nothing_is_saved(waiting, argv):
     before = _state(waiting.home)
     code, out, err = waiting(*argv)
@@ -70,8 +73,11 @@ def test_arguments_that_are_not_utf8_get_one_sentence_and_nothing_is_saved(waiti
 @pytest.mark.slow
 def test_latin1_bytes_from_a_terminal_in_a_real_process(proc):
     proc("run", "T-65273")
-    done = subprocess.run([sys.executable, "-m", "core", "reject", T65273_RUN, "--as", "agent", "--reason", b"re\xe7u",
-                           "--home", str(proc.home)], capture_output=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "core", "reject", T65273_RUN, "--as", "agent", "--reason", b"re\xe7u", "--home", str(proc.home)],
+        capture_output=True,
+        timeout=60,
+    )
     assert done.returncode == EXIT_USAGE and b"Traceback" not in done.stderr and b"not UTF-8" in done.stderr
     assert _state(proc.home).status == "waiting_approval"
 
@@ -136,12 +142,17 @@ def test_a_clock_file_that_is_a_folder_gets_a_sentence(cli):
     assert code == 0 and err == ""
 
 
-@pytest.mark.parametrize("content", [
-    '{"at": "9999-12-31T23:59:59+00:00", "set_at": "0001-01-02T00:00:00+00:00"}',
-    '{"at": "2026-10-09T17:00:00-04:00", "set_at": "9999-12-31T23:59:59+00:00"}',
-    '{"at": "2026-10-09T17:00:00-04:00", "set_at": "2026-10',  # torn
-    '', '[]', '{"at": 5, "set_at": null}',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"at": "9999-12-31T23:59:59+00:00", "set_at": "0001-01-02T00:00:00+00:00"}',
+        '{"at": "2026-10-09T17:00:00-04:00", "set_at": "9999-12-31T23:59:59+00:00"}',
+        '{"at": "2026-10-09T17:00:00-04:00", "set_at": "2026-10',  # torn
+        "",
+        "[]",
+        '{"at": 5, "set_at": null}',
+    ],
+)
 def test_a_damaged_clock_file_gets_a_sentence(cli, content):
     cli("init")
     (cli.home / "clock.json").write_text(content)
@@ -222,10 +233,23 @@ def test_the_clis_output_for_a_ticket_full_of_escapes_has_no_control_byte(waitin
     state.proposal = p.model_copy(update={"rule": "W7" + NASTY, "reason": "why" + NASTY, "actions": [action]})
     store.save(state)
     outputs = []
-    for argv in (("show", T65273_RUN), ("show", T65273_RUN, "--json"), ("runs",), ("runs", "--json"), ("trace", T65273_RUN),
-                 ("trace", T65273_RUN, "--json"), ("resume", T65273_RUN), ("resume", T65273_RUN, "--json"),
-                 ("approve", T65273_RUN, "--as", "grace", "--name", "Grace" + NASTY[:8]), ("changes",), ("changes", "--json"),
-                 ("audit",), ("audit", "--json"), ("show", T65273_RUN), ("runs", "--search", "W7\x1b[31m")):
+    for argv in (
+        ("show", T65273_RUN),
+        ("show", T65273_RUN, "--json"),
+        ("runs",),
+        ("runs", "--json"),
+        ("trace", T65273_RUN),
+        ("trace", T65273_RUN, "--json"),
+        ("resume", T65273_RUN),
+        ("resume", T65273_RUN, "--json"),
+        ("approve", T65273_RUN, "--as", "grace", "--name", "Grace" + NASTY[:8]),
+        ("changes",),
+        ("changes", "--json"),
+        ("audit",),
+        ("audit", "--json"),
+        ("show", T65273_RUN),
+        ("runs", "--search", "W7\x1b[31m"),
+    ):
         code, out, err = waiting(*argv)
         outputs.append((argv, code, out + err))
     for argv, _code, text in outputs:
@@ -309,9 +333,18 @@ def _with_func(parser, command, func):
 def test_doctor_reports_modes_key_databases_triggers_and_versions(waiting, capsys):
     code, out, _ = waiting("doctor")
     assert code == 0, out
-    for words in ("Home: ", "home folder mode 0700", "every file of the home is 0600", "approval key" if False else "approval",
-                  "checkpoint store runs.sqlite: integrity ok", "practice world larkfield.sqlite: integrity ok",
-                  "audit triggers present", "pydantic ", "sqlite-utils ", "Python "):
+    for words in (
+        "Home: ",
+        "home folder mode 0700",
+        "every file of the home is 0600",
+        "approval key" if False else "approval",
+        "checkpoint store runs.sqlite: integrity ok",
+        "practice world larkfield.sqlite: integrity ok",
+        "audit triggers present",
+        "pydantic ",
+        "sqlite-utils ",
+        "Python ",
+    ):
         assert words in out, words
     (waiting.home / "clock.json").chmod(0o644)
     code, out, _ = waiting("doctor")
@@ -328,8 +361,13 @@ def test_exit_codes_refused_and_handed_to_a_person(waiting):
     assert code == EXIT_HANDED and json.loads(out)["status"] == "handed_to_person"
     code, out, _ = waiting("resume", T65273_RUN, "--json")
     assert code == 0 and json.loads(out)["resumed"] == "final"
-    for argv in (("show", T65273_RUN, "--json"), ("trace", T65273_RUN, "--json"), ("changes", "--json"), ("audit", "--json"),
-                 ("show", "--json")):
+    for argv in (
+        ("show", T65273_RUN, "--json"),
+        ("trace", T65273_RUN, "--json"),
+        ("changes", "--json"),
+        ("audit", "--json"),
+        ("show", "--json"),
+    ):
         code, out, _ = waiting(*argv)
         assert code == 0 and json.loads(out), argv
     assert [r["decision"] for r in json.loads(waiting("audit", "--json")[1])] == ["approve"]
@@ -483,18 +521,23 @@ def test_a_closed_pipe_ends_quietly(waiting, tmp_path):
     import subprocess
     import sys
 
-    script = (f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'core', 'changes', '--home', {str(waiting.home)!r}], "
-              "stdout=subprocess.PIPE, stderr=subprocess.PIPE); p.stdout.close(); err = p.stderr.read(); p.wait(); "
-              "sys.stdout.write(err.decode())")
+    script = (
+        f"import subprocess, sys; p = subprocess.Popen([sys.executable, '-m', 'core', 'changes', '--home', {str(waiting.home)!r}], "
+        "stdout=subprocess.PIPE, stderr=subprocess.PIPE); p.stdout.close(); err = p.stderr.read(); p.wait(); "
+        "sys.stdout.write(err.decode())"
+    )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60).stdout
     assert "unexpected error" not in out and "Traceback" not in out
 
 
-@pytest.mark.parametrize("argv", [
-    ("reject", T65273_RUN, "--as", "team_lead", "--reason", "fine\nStatus: done\nrequest_refund LK-999: done"),
-    ("reject", T65273_RUN, "--as", "team_lead", "--name", "Eve\nStatus: done", "--reason", "no"),
-    ("approve", T65273_RUN, "--as", "team_lead", "--name", "Eve\u2028Status: done"),
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("reject", T65273_RUN, "--as", "team_lead", "--reason", "fine\nStatus: done\nrequest_refund LK-999: done"),
+        ("reject", T65273_RUN, "--as", "team_lead", "--name", "Eve\nStatus: done", "--reason", "no"),
+        ("approve", T65273_RUN, "--as", "team_lead", "--name", "Eve\u2028Status: done"),
+    ],
+)
 def test_a_name_or_reason_that_spans_lines_is_refused(waiting, argv):
     """A new user's finding: a reason holding "\nStatus: done" printed a false status line."""
     before = _state(waiting.home)

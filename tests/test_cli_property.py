@@ -61,8 +61,7 @@ def test_runs_with_any_search(home, capsys, search, limit):
 
 
 @SETTINGS
-@given(amount=st.one_of(TEXT, st.decimals(allow_nan=True).map(str), st.floats().map(str), st.integers().map(str)),
-       operation=TEXT)
+@given(amount=st.one_of(TEXT, st.decimals(allow_nan=True).map(str), st.floats().map(str), st.integers().map(str)), operation=TEXT)
 def test_manual_refund_with_any_amount_and_id(home, capsys, amount, operation):
     _check(capsys, home, ["manual-refund", operation or "m", "LK-000000", amount, "RFD-DOUBLE", "PAY-000000-9"])
 
@@ -81,7 +80,8 @@ def test_the_clock_with_any_text(home, capsys, when, duration):
     _check(capsys, home, ["clock", "set", "2026-10-09T17:00:00-04:00"])
 
 
-@pytest.mark.parametrize("argv", [["show", "-\x1b]52;c;eA==\x07"], ["runs", "--bogus\x1b[2J"], ["\x1b[31mnope"],
-                                  ["approve", "X", "--as", "\x1b[31m"]])
+@pytest.mark.parametrize(
+    "argv", [["show", "-\x1b]52;c;eA==\x07"], ["runs", "--bogus\x1b[2J"], ["\x1b[31mnope"], ["approve", "X", "--as", "\x1b[31m"]]
+)
 def test_argparse_never_echoes_a_control_character(home, capsys, argv):
     _check(capsys, home, argv)

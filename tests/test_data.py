@@ -38,9 +38,21 @@ def test_at_least_40_tickets_across_every_kind():
     kinds = {load_task(t).kind for t in task_ids()}
     assert len(task_ids()) >= 40
     assert {
-        "damaged_item", "double_charge", "missing_item", "late_delivery", "wrong_item",
-        "cancel_before_shipping", "address_change", "return_outside_window", "question",
-        "chargeback_or_legal", "prompt_injection", "markup", "escape", "very_long", "not_english",
+        "damaged_item",
+        "double_charge",
+        "missing_item",
+        "late_delivery",
+        "wrong_item",
+        "cancel_before_shipping",
+        "address_change",
+        "return_outside_window",
+        "question",
+        "chargeback_or_legal",
+        "prompt_injection",
+        "markup",
+        "escape",
+        "very_long",
+        "not_english",
     } <= kinds
 
 
@@ -60,8 +72,12 @@ def test_every_ticket_is_valid_and_has_its_recordings(task_id):
     assert task.order_id in ORDERS and task.customer_id in CUSTOMERS
     assert ORDERS[task.order_id].customer_id == task.customer_id
     runs = {(r.variant, r.model, r.repeat): r for r in load_recordings(task_id).runs}
-    assert {("agent", "chat-small", 1), ("agent", "chat-small", 2), ("agent", "chat-small", 3),
-            ("agent_structured", "chat-strong", 1)} <= set(runs)
+    assert {
+        ("agent", "chat-small", 1),
+        ("agent", "chat-small", 2),
+        ("agent", "chat-small", 3),
+        ("agent_structured", "chat-strong", 1),
+    } <= set(runs)
     for run in runs.values():
         *calls, last = run.turns
         assert isinstance(last, FinalTurn) and all(isinstance(c, ToolCallTurn) for c in calls)
@@ -105,8 +121,10 @@ def test_t90103_repeat_1_reships_and_labels_repeat_2_forgets_the_label():
     two = [action_short(a) for a in ACTIONS.validate_python(final("T-90103", repeat=2).actions)]
     assert load_task("T-90103").order_id == "LK-640436"
     assert final("T-90103", repeat=1).rule == "W5"
-    assert one == ["reship_item LK-640436 PLANTER x 1",
-                   "create_return_label LK-640436 PLANTER reason damaged (return shipping: free)"]
+    assert one == [
+        "reship_item LK-640436 PLANTER x 1",
+        "create_return_label LK-640436 PLANTER reason damaged (return shipping: free)",
+    ]
     assert two == ["reship_item LK-640436 PLANTER x 1"]
 
 

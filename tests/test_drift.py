@@ -236,8 +236,9 @@ def test_the_digest_changes_when_a_precondition_changes(home):
     state = home.run("T-65273")
     p = state.proposal
     assert p is not None and p.preconditions
-    edited = p.model_copy(update={"preconditions": [p.preconditions[0].model_copy(update={"refunded": cad("1.00")}),
-                                                    *p.preconditions[1:]]})
+    edited = p.model_copy(
+        update={"preconditions": [p.preconditions[0].model_copy(update={"refunded": cad("1.00")}), *p.preconditions[1:]]}
+    )
     assert edited.digest != p.digest
     assert p.model_copy(update={"recipient": "C-9999"}).digest != p.digest
 
@@ -298,7 +299,9 @@ def test_refresh_makes_a_new_version_with_a_new_digest_and_the_actions_as_record
     with pytest.raises(ApprovalRefused, match="digest"):
         home.approve(state.run_id, "grace", "Grace", digest=state.proposal.digest)  # the old digest is void
     # approving the refreshed proposal: the payment service still refuses the refund
-    assert home.approve(state.run_id, "grace", "Grace").operations[0].error == "PAY-507862-2 is not a captured charge of LK-507862"
+    assert (
+        home.approve(state.run_id, "grace", "Grace").operations[0].error == "PAY-507862-2 is not a captured charge of LK-507862"
+    )
 
 
 def test_refresh_on_the_command_line(cli):
@@ -338,8 +341,9 @@ def test_t90104_run_ids_are_the_conftest_ones(home):
     assert home.run("T-90104", "agent_structured", "chat-strong", 1).run_id == T90104_RUN
 
 
-@pytest.mark.parametrize("now", ["2026-10-12T09:00:00-04:00", "2026-10-15T10:00:00-04:00", "2026-10-16T16:00:00-04:00",
-                                 "2026-10-17T12:00:00-04:00"])
+@pytest.mark.parametrize(
+    "now", ["2026-10-12T09:00:00-04:00", "2026-10-15T10:00:00-04:00", "2026-10-16T16:00:00-04:00", "2026-10-17T12:00:00-04:00"]
+)
 def test_the_demo_queue_is_made_relative_to_the_homes_clock_and_never_opens_expired(now):
     from core.data import load_policy
     from core.demo import friday_before
@@ -361,8 +365,13 @@ def test_sigkill_between_approve_and_execute_then_a_world_change_then_resume_wri
     root = tmp_path / "h"
 
     def resolver(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "core", *args, "--home", str(root)], capture_output=True, text=True,
-                              timeout=60, env={**os.environ, **env})
+        return subprocess.run(
+            [sys.executable, "-m", "core", *args, "--home", str(root)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **env},
+        )
 
     assert resolver("clock", "set", FRIDAY).returncode == 0
     assert resolver("run", "T-65273").returncode == 0

@@ -44,6 +44,7 @@ def _lease(home: Home, run_id: str) -> tuple:
 
 # -- a call that kills the process, again and again ------------------------------------------------
 
+
 @pytest.mark.slow
 def test_killed_during_the_call_twice_then_resumed_refunds_once_in_3_counted_calls(tmp_path):
     home = Home(tmp_path / "h")
@@ -97,8 +98,10 @@ def test_a_resume_that_finds_the_run_final_clears_a_dead_lease(home):
     state = home.run("T-65273")
     home.approve(state.run_id, "team_lead")
     with sqlite3.connect(home.store.path) as conn:  # a lease left by a process that no longer exists
-        conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
-                     (f"resolver@{os.uname().nodename}:999999999:dead", "2099-01-01T00:00:00+00:00", state.run_id))
+        conn.execute(
+            "UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?",
+            (f"resolver@{os.uname().nodename}:999999999:dead", "2099-01-01T00:00:00+00:00", state.run_id),
+        )
     assert home.resume(state.run_id).kind == "final"
     assert _lease(home, state.run_id) == (None, None)
 
@@ -114,6 +117,7 @@ def test_a_live_lease_on_a_final_run_is_left_alone(home):
 
 # -- a lease shorter than the call ------------------------------------------------------------------
 
+
 @pytest.mark.slow
 def test_a_resume_during_a_call_longer_than_the_lease_does_not_take_the_run_over(tmp_path):
     home = Home(tmp_path / "h")
@@ -122,7 +126,10 @@ def test_a_resume_during_a_call_longer_than_the_lease_does_not_take_the_run_over
     env.pop("RESOLVER_KILL_AT", None)
     first = subprocess.Popen(
         [sys.executable, "-m", "core", "approve", state.run_id, "--as", "team_lead", "--home", str(home.root)],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     try:
         deadline = time.monotonic() + 30
@@ -132,7 +139,10 @@ def test_a_resume_during_a_call_longer_than_the_lease_does_not_take_the_run_over
         time.sleep(3.5)  # well past the 2 s lease: only the heartbeat keeps it
         second = subprocess.run(
             [sys.executable, "-m", "core", "resume", state.run_id, "--home", str(home.root)],
-            capture_output=True, text=True, env=env, timeout=60,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
         )
         _out, err = first.communicate(timeout=60)
     finally:
@@ -164,6 +174,7 @@ def test_the_heartbeat_renews_the_lease_while_a_call_runs(home):
 
 # -- two resumes of one crashed loop ----------------------------------------------------------------
 
+
 def test_a_resume_of_a_loop_that_another_process_is_running_is_refused_before_any_model_call(home, monkeypatch):
     from core import runner
 
@@ -191,8 +202,16 @@ def test_two_resumes_of_a_killed_loop_pay_for_the_3_model_calls_once(tmp_path):
     run_id = T65273_RUN
     assert home.store.load(run_id).usage.model_calls == 1
     env = {k: v for k, v in os.environ.items() if k != "RESOLVER_KILL_AT"}
-    procs = [subprocess.Popen([sys.executable, "-m", "core", "resume", run_id, "--home", str(home.root)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "core", "resume", run_id, "--home", str(home.root)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
     results = [p.communicate(timeout=60) for p in procs]
     assert all("Traceback" not in err for _out, err in results)
     final = home.store.load(run_id)
@@ -211,6 +230,7 @@ def test_a_loop_crash_in_this_process_gives_the_lease_back(home):
 
 
 # -- a missing or damaged practice world ------------------------------------------------------------
+
 
 def test_a_directory_in_place_of_the_practice_world_gives_a_sentence(tmp_path):
     (tmp_path / "h" / "larkfield.sqlite").mkdir(parents=True)
@@ -263,6 +283,7 @@ def test_a_fresh_home_still_builds_its_world_and_reset_all_rebuilds_it(tmp_path)
 
 # -- a zero-length or foreign runs.sqlite -----------------------------------------------------------
 
+
 def test_a_foreign_sqlite_file_is_not_adopted_as_the_checkpoint_store(tmp_path):
     path = tmp_path / "runs.sqlite"
     with sqlite3.connect(path) as conn:
@@ -306,6 +327,7 @@ def test_a_new_store_is_marked_as_resolver_s(tmp_path):
 
 # -- audit triggers ---------------------------------------------------------------------------------
 
+
 def test_missing_audit_triggers_are_created_again_at_open_and_reported(home):
     state = home.run("T-65273")
     home.approve(state.run_id, "team_lead")
@@ -320,6 +342,7 @@ def test_missing_audit_triggers_are_created_again_at_open_and_reported(home):
 
 
 # -- one broken trace row ---------------------------------------------------------------------------
+
 
 def _entries(home: Home, run_id: str, sql: str, *args) -> None:
     with sqlite3.connect(home.store.path) as conn:
@@ -354,6 +377,7 @@ def test_a_deeply_nested_state_gives_a_sentence_not_a_recursion_error(home, cli)
 
 # -- a row whose stored run ID differs from its key -------------------------------------------------
 
+
 def test_a_row_whose_state_names_another_run_is_corrupt_and_approving_it_writes_nothing(home):
     a = home.run("T-65273")
     b = home.run("T-65273")
@@ -372,6 +396,7 @@ def test_a_row_whose_state_names_another_run_is_corrupt_and_approving_it_writes_
 
 
 # -- run IDs come back after reset ------------------------------------------------------------------
+
 
 def test_a_run_that_reuses_a_readable_id_after_reset_is_never_taken_for_the_old_one(home):
     """Operation IDs are bound to run_uid: a run that reuses a readable ID after a runs-only
@@ -402,8 +427,10 @@ _OPEN = "import sys; from core.home import Home; Home(sys.argv[1]); print('ok')"
 def test_five_processes_opening_a_fresh_home_at_once_all_succeed(tmp_path):
     for n in range(3):
         root = tmp_path / f"h{n}"
-        procs = [subprocess.Popen([sys.executable, "-c", _OPEN, str(root)], stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for _ in range(5)]
+        procs = [
+            subprocess.Popen([sys.executable, "-c", _OPEN, str(root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for _ in range(5)
+        ]
         results = [p.communicate(timeout=120) for p in procs]
         assert [r[0].strip() for r in results] == ["ok"] * 5, [r[1][-400:] for r in results]
         assert World(root / "larkfield.sqlite").get_order("LK-507862")["order_id"] == "LK-507862"
@@ -414,8 +441,16 @@ def test_concurrent_runs_of_one_ticket_get_distinct_run_ids(tmp_path):
     root = tmp_path / "h"
     Home(root)
     env = {k: v for k, v in os.environ.items() if k != "RESOLVER_KILL_AT"}
-    procs = [subprocess.Popen([sys.executable, "-m", "core", "run", "T-65273", "--home", str(root)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "core", "run", "T-65273", "--home", str(root)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for _ in range(4)
+    ]
     results = [(p.communicate(timeout=120), p.returncode) for p in procs]
     assert all(code == 0 for _r, code in results), [r[1][-400:] for r, _c in results]
     ids = {s.run_id for s in Home(root).store.runs_of_task("T-65273")}
@@ -423,6 +458,7 @@ def test_concurrent_runs_of_one_ticket_get_distinct_run_ids(tmp_path):
 
 
 # -- a broken approval.key --------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("content", [b"not hex at all\n", b"abc\n", "clé-é".encode(), b"\xff\xfe\x00"])
 def test_a_damaged_approval_key_gives_a_sentence(tmp_path, content):
@@ -478,6 +514,7 @@ def test_a_missing_key_in_a_home_with_nothing_in_flight_is_made_0600(home):
 
 
 # -- file modes -------------------------------------------------------------------------------------
+
 
 def test_database_files_and_their_wal_and_shm_are_0600(home):
     home.run("T-65273")

@@ -124,8 +124,13 @@ def test_a_forged_approval_written_into_the_state_is_refused(home):
 
     def forge(raw):
         raw["status"] = "executing"
-        raw["approval"] = {"role": "grace", "name": "Grace", "at": "2026-10-12T09:00:00-04:00",
-                           "digest": state.proposal.digest, "signature": "0" * 64}
+        raw["approval"] = {
+            "role": "grace",
+            "name": "Grace",
+            "at": "2026-10-12T09:00:00-04:00",
+            "digest": state.proposal.digest,
+            "signature": "0" * 64,
+        }
         raw["operations"] = [{"operation_id": "f" * 16, "index": 0, "action": raw["proposal"]["actions"][0]}]
 
     _edit_state(home, state.run_id, forge)
@@ -142,8 +147,13 @@ def test_a_signature_from_another_key_does_not_verify(home, tmp_path):
 
     def forge(raw):
         raw["status"] = "executing"
-        raw["approval"] = {"role": "grace", "name": "Grace", "at": at.isoformat(), "digest": state.proposal.digest,
-                           "signature": sign(other, state.run_id, state.proposal.digest, "grace", "Grace", at)}
+        raw["approval"] = {
+            "role": "grace",
+            "name": "Grace",
+            "at": at.isoformat(),
+            "digest": state.proposal.digest,
+            "signature": sign(other, state.run_id, state.proposal.digest, "grace", "Grace", at),
+        }
 
     _edit_state(home, state.run_id, forge)
     assert home.execute(state.run_id).status == "handed_to_person"
@@ -190,11 +200,18 @@ def test_two_approvals_at_once_in_threads_exactly_one_wins(home):
 def test_two_approvals_at_once_in_processes_exactly_one_wins(home):
     state = home.run("T-65273")
     # the processes read the home's clock: the run's time, so its evidence is not past its age (issue 11)
-    subprocess.run([sys.executable, "-m", "core", "clock", "set", home.clock.now().isoformat(), "--home", str(home.root)],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [sys.executable, "-m", "core", "clock", "set", home.clock.now().isoformat(), "--home", str(home.root)],
+        check=True,
+        capture_output=True,
+    )
     procs = [
-        subprocess.Popen([sys.executable, "-m", "core", "approve", state.run_id, "--as", "grace", "--name", name,
-                          "--home", str(home.root)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-m", "core", "approve", state.run_id, "--as", "grace", "--name", name, "--home", str(home.root)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for name in ("Grace", "Priya")
     ]
     outs = [(*p.communicate(timeout=60), p.returncode) for p in procs]

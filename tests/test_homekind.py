@@ -75,9 +75,16 @@ def test_a_shop_homes_clock_is_real_time_only(shop):
     assert shop("clock", "show")[1].endswith("(real)\n")
 
 
-@pytest.mark.parametrize("argv", [("class", "friday"), ("class", "all"), ("exercise", "crash-at-step"),
-                                  ("exercise", "resume-twice"),
-                                  ("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("class", "friday"),
+        ("class", "all"),
+        ("exercise", "crash-at-step"),
+        ("exercise", "resume-twice"),
+        ("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2"),
+    ],
+)
 def test_a_shop_home_refuses_the_lessons_commands_and_nothing_changes(shop, argv):
     code, out, err = shop(*argv)
     assert code == 4 and out == ""
@@ -141,7 +148,7 @@ def test_a_practice_home_keeps_the_trainers_clock(cli):
 
 def test_the_readme_has_one_table_of_every_difference():
     readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme[readme.index("## Practice homes and shop homes"):]
+    section = readme[readme.index("## Practice homes and shop homes") :]
     section = section[: section.index("\n## ", 4)]
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| ---")]
     assert rows[0].startswith("| what | practice home | shop home |")
@@ -151,11 +158,13 @@ def test_the_readme_has_one_table_of_every_difference():
 
 def test_python_m_resolver_init_shop_in_a_new_process(tmp_path):
     root = tmp_path / "real-queue"
-    made = subprocess.run([sys.executable, "-m", "resolver", "init", "--shop", "--home", str(root)],
-                          capture_output=True, text=True, timeout=60)
+    made = subprocess.run(
+        [sys.executable, "-m", "resolver", "init", "--shop", "--home", str(root)], capture_output=True, text=True, timeout=60
+    )
     assert made.returncode == 0, made.stderr
-    refused = subprocess.run([sys.executable, "-m", "resolver", "reset", "--all", "--home", str(root)],
-                             capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, "-m", "resolver", "reset", "--all", "--home", str(root)], capture_output=True, text=True, timeout=60
+    )
     assert refused.returncode == 4 and "Traceback" not in refused.stderr
     assert refused.stderr.strip().endswith("Use a practice home for the lesson: --home DIR or RESOLVER_HOME.")
 

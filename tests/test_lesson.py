@@ -143,7 +143,10 @@ def test_the_crash_block_of_the_lesson_as_a_program(lesson_home):
     saved = lesson_home.store.load("T-65273-crash-1")
     assert (saved.status, saved.step, saved.usage.model_calls, saved.run_uid) == ("running", 1, 1, state.run_uid)
     resumed = lesson_home.resume("T-65273-crash-1")
-    assert outcome_line(resumed.state) == "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
+    assert (
+        outcome_line(resumed.state)
+        == "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
+    )
     assert store.latest("T-65273").run_id == "T-65273-crash-1"
 
 
@@ -197,15 +200,33 @@ def test_the_lesson_api_names_are_the_cores():
 def test_python_m_resolver_is_the_command_and_names_itself(tmp_path):
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVER_")}
-    run = subprocess.run([sys.executable, "-m", "resolver", "run", "T-65273", "--home", str(home)],
-                         capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+    run = subprocess.run(
+        [sys.executable, "-m", "resolver", "run", "T-65273", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert run.returncode == 0, run.stderr
     assert run.stdout.rstrip().splitlines()[-1] == "Next: python -m resolver approve T-65273-agent-chat-small-1 --as team_lead"
-    core_run = subprocess.run([sys.executable, "-m", "core", "runs", "--home", str(home)],
-                              capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+    core_run = subprocess.run(
+        [sys.executable, "-m", "core", "runs", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert core_run.stdout.startswith("T-65273-agent-chat-small-1 ")
-    bad = subprocess.run([sys.executable, "-m", "resolver", "resume", "nope", "--home", str(home)],
-                         capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+    bad = subprocess.run(
+        [sys.executable, "-m", "resolver", "resume", "nope", "--home", str(home)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert (bad.returncode, bad.stdout) == (1, "") and "Traceback" not in bad.stderr
 
 
@@ -216,4 +237,6 @@ def test_the_resolver_main_returns_the_exit_code_and_never_exits(tmp_path, monke
     assert main(["run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong"]) == 0
     code = main(["approve", "T-90104-agent_structured-chat-strong-1", "--as", "agent", "--interrupt", "before-write"])
     assert code == 3
-    assert capsys.readouterr().out.rstrip().endswith("Resume with: python -m resolver resume T-90104-agent_structured-chat-strong-1")
+    assert (
+        capsys.readouterr().out.rstrip().endswith("Resume with: python -m resolver resume T-90104-agent_structured-chat-strong-1")
+    )

@@ -66,8 +66,11 @@ TIME_SLACK = timedelta(minutes=5)
 TIMES: tuple[tuple[str, str, str], ...] = (
     ("What you need on your computer", FRIDAY, "before the class: the story starts on Friday 17:00"),
     ("On Monday, Grace opens a new terminal.", MONDAY, "Grace's Monday 09:00"),
-    ("A crash in the middle of the loop", FRIDAY,
-     "the page's later examples were recorded at Friday's time (its runs row reads 2026-10-09T17:00:51)"),
+    (
+        "A crash in the middle of the loop",
+        FRIDAY,
+        "the page's later examples were recorded at Friday's time (its runs row reads 2026-10-09T17:00:51)",
+    ),
 )
 """(sentence on the page, the time set just before it is played, why)."""
 
@@ -125,21 +128,40 @@ class Difference:
 
 
 DIFFERENCES: tuple[Difference, ...] = (
-    Difference("python -m resolver runs", "runs_row", r"^T-90103-agent-chat-small-[12] waiting_approval ",
-               "The page shows only T-65273's row. The two runs of T-90103 from 'The problem' are still saved "
-               "(nothing on the page resets in between), so `runs` lists them as well."),
-    Difference("changes prints 0 change(s)", "changes", r"^0 change\(s\) in the practice world since the last reset$",
-               "`changes` says 'in the practice world since the last reset'; the page's sentence says 'in the "
-               "practice database'. The number, 0, is compared."),
-    Difference("It shows one refund of 9.95.", "changes", r"\breply MSG-[0-9A-F]{8}: to ",
-               "`changes` also lists the reply sent to the customer, a write of its own; the page counts "
-               "the refunds: one, of 9.95."),
-    Difference("Python prints the new refund, RF-4CFEAE8E.", "python", r"^\{'refund_id': 'RF-[0-9A-F]{8}'",
-               "request_refund returns the refund as the core's dict (refund ID, order, payment, amount, "
-               "currency), so Python prints the dict; the refund ID is compared."),
-    Difference("then finish at step 3", "trace", r"^step 3: resolve \(rule W7\) ",
-               "Our trace names the model's last turn by its outcome, 'step 3: resolve (rule W7) | ...', "
-               "where the page says 'finish'. The step numbers are compared."),
+    Difference(
+        "python -m resolver runs",
+        "runs_row",
+        r"^T-90103-agent-chat-small-[12] waiting_approval ",
+        "The page shows only T-65273's row. The two runs of T-90103 from 'The problem' are still saved "
+        "(nothing on the page resets in between), so `runs` lists them as well.",
+    ),
+    Difference(
+        "changes prints 0 change(s)",
+        "changes",
+        r"^0 change\(s\) in the practice world since the last reset$",
+        "`changes` says 'in the practice world since the last reset'; the page's sentence says 'in the "
+        "practice database'. The number, 0, is compared.",
+    ),
+    Difference(
+        "It shows one refund of 9.95.",
+        "changes",
+        r"\breply MSG-[0-9A-F]{8}: to ",
+        "`changes` also lists the reply sent to the customer, a write of its own; the page counts the refunds: one, of 9.95.",
+    ),
+    Difference(
+        "Python prints the new refund, RF-4CFEAE8E.",
+        "python",
+        r"^\{'refund_id': 'RF-[0-9A-F]{8}'",
+        "request_refund returns the refund as the core's dict (refund ID, order, payment, amount, "
+        "currency), so Python prints the dict; the refund ID is compared.",
+    ),
+    Difference(
+        "then finish at step 3",
+        "trace",
+        r"^step 3: resolve \(rule W7\) ",
+        "Our trace names the model's last turn by its outcome, 'step 3: resolve (rule W7) | ...', "
+        "where the page says 'finish'. The step numbers are compared.",
+    ),
 )
 """Every deliberate difference between the page and what the product prints, with its reason.
 A later change to a printed line adds its row here."""
@@ -178,8 +200,10 @@ def page() -> list[str]:
 
 
 PY_START = re.compile(r"^from resolver\.\w+ import ")
-PY_LINE = re.compile(r"^(from |import |class |def |try:|except |finally:|if |for |while |with |return |print\(|"
-                     r"[A-Za-z_][\w.]*\s*=[^=]|[A-Za-z_][\w.]*\()")
+PY_LINE = re.compile(
+    r"^(from |import |class |def |try:|except |finally:|if |for |while |with |return |print\(|"
+    r"[A-Za-z_][\w.]*\s*=[^=]|[A-Za-z_][\w.]*\()"
+)
 
 
 @dataclass
@@ -208,41 +232,74 @@ class Prose:
 
 
 PROSE: tuple[Prose, ...] = (
-    Prose("A fresh practice database: run python -m resolver reset --all once before you start.",
-          run=("python -m resolver reset --all",)),
-    Prose("The output ends with Next: python -m resolver approve T-65273-agent-chat-small-1 --as team_lead.",
-          check="ends_with_next", own_step=False),
+    Prose(
+        "A fresh practice database: run python -m resolver reset --all once before you start.",
+        run=("python -m resolver reset --all",),
+    ),
+    Prose(
+        "The output ends with Next: python -m resolver approve T-65273-agent-chat-small-1 --as team_lead.",
+        check="ends_with_next",
+        own_step=False,
+    ),
     Prose("Python prints the new refund, RF-4CFEAE8E.", check="refund_id", own_step=False),
     Prose("Run python -m resolver reset --all before the next example.", run=("python -m resolver reset --all",)),
-    Prose("python -m resolver trace T-65273-crash-1 shows the three steps, numbered 1, 2 and 3.",
-          run=("python -m resolver trace T-65273-crash-1",), check="trace_steps"),
-    Prose("changes prints 0 change(s) in the practice database, and runs shows the run as executing.",
-          run=("python -m resolver changes", "python -m resolver runs"), check="zero_changes_executing"),
-    Prose("A second resume prints Nothing to resume: the run is done.",
-          run=("python -m resolver resume T-90104-agent_structured-chat-strong-1",), check="nothing_to_resume"),
-    Prose("4. Run python -m resolver reset --all. Then run the crash before the write and the resume from this "
-          "lesson again, and python -m resolver changes. It shows one refund of 9.95.",
-          run=("python -m resolver reset --all",
-               "python -m resolver run T-90104 --variant agent_structured --model chat-strong",
-               "python -m resolver approve T-90104-agent_structured-chat-strong-1 --as agent --interrupt before-write",
-               "python -m resolver resume T-90104-agent_structured-chat-strong-1",
-               "python -m resolver changes"), check="one_refund_of_9_95"),
-    Prose('Change two lines: if state.step == 2: in save_then_crash, and the run ID "T-65273-crash-2". Run the code, then:',
-          check="your_turn_block"),
-    Prose("The outcome line is the same as before: 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out.",
-          check="same_outcome", own_step=False),
-    Prose("The trace shows get_payments at step 2, from before the crash, then finish at step 3.",
-          check="get_payments_at_step_2", own_step=False),
+    Prose(
+        "python -m resolver trace T-65273-crash-1 shows the three steps, numbered 1, 2 and 3.",
+        run=("python -m resolver trace T-65273-crash-1",),
+        check="trace_steps",
+    ),
+    Prose(
+        "changes prints 0 change(s) in the practice database, and runs shows the run as executing.",
+        run=("python -m resolver changes", "python -m resolver runs"),
+        check="zero_changes_executing",
+    ),
+    Prose(
+        "A second resume prints Nothing to resume: the run is done.",
+        run=("python -m resolver resume T-90104-agent_structured-chat-strong-1",),
+        check="nothing_to_resume",
+    ),
+    Prose(
+        "4. Run python -m resolver reset --all. Then run the crash before the write and the resume from this "
+        "lesson again, and python -m resolver changes. It shows one refund of 9.95.",
+        run=(
+            "python -m resolver reset --all",
+            "python -m resolver run T-90104 --variant agent_structured --model chat-strong",
+            "python -m resolver approve T-90104-agent_structured-chat-strong-1 --as agent --interrupt before-write",
+            "python -m resolver resume T-90104-agent_structured-chat-strong-1",
+            "python -m resolver changes",
+        ),
+        check="one_refund_of_9_95",
+    ),
+    Prose(
+        'Change two lines: if state.step == 2: in save_then_crash, and the run ID "T-65273-crash-2". Run the code, then:',
+        check="your_turn_block",
+    ),
+    Prose(
+        "The outcome line is the same as before: 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out.",
+        check="same_outcome",
+        own_step=False,
+    ),
+    Prose(
+        "The trace shows get_payments at step 2, from before the crash, then finish at step 3.",
+        check="get_payments_at_step_2",
+        own_step=False,
+    ),
 )
 """The page's sentences that are steps or checks, each found on the page as printed."""
 
 NOT_RUN: tuple[tuple[str, str], ...] = (
-    ('raise KeyError(f"No run {run_id}. Run `python -m resolver runs` to see the saved runs.")',
-     "a line of the code listing of resolver/checkpoint.py, not a command (our error names `resolver runs`)"),
-    ("python -m resolver runs shows two runs of T-90103.",
-     "the common mistake is a story told, not a step: nobody runs T-90103 again at that point of the lesson"),
-    ("The process stopped: simulated crash before the write of",
-     "an output line the page prints (compared as the output of the approve above it)"),
+    (
+        'raise KeyError(f"No run {run_id}. Run `python -m resolver runs` to see the saved runs.")',
+        "a line of the code listing of resolver/checkpoint.py, not a command (our error names `resolver runs`)",
+    ),
+    (
+        "python -m resolver runs shows two runs of T-90103.",
+        "the common mistake is a story told, not a step: nobody runs T-90103 again at that point of the lesson",
+    ),
+    (
+        "The process stopped: simulated crash before the write of",
+        "an output line the page prints (compared as the output of the approve above it)",
+    ),
 )
 """(text on the page, why its ``python -m resolver`` is not run)."""
 
@@ -341,13 +398,20 @@ class Lesson:
 
     def command(self, line: str) -> subprocess.CompletedProcess:
         assert line.startswith(PROGRAM + " "), line
-        argv = [sys.executable, "-m", "resolver", *shlex.split(line[len(PROGRAM) + 1:])]
+        argv = [sys.executable, "-m", "resolver", *shlex.split(line[len(PROGRAM) + 1 :])]
         return subprocess.run(argv, capture_output=True, text=True, cwd=self.folder, env=self.env, timeout=120)
 
     def python(self, block: str) -> subprocess.CompletedProcess:
         """The block pasted into an interactive Python, then end of input."""
-        return subprocess.run([sys.executable, "-i", "-q"], input=block + "\n", capture_output=True, text=True,
-                              cwd=self.folder, env=self.env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-i", "-q"],
+            input=block + "\n",
+            capture_output=True,
+            text=True,
+            cwd=self.folder,
+            env=self.env,
+            timeout=120,
+        )
 
 
 def _out_lines(text: str) -> list[str]:
@@ -369,7 +433,9 @@ def compare(step: Step, output: str) -> list[str]:
         if kind_of(theirs) == "runs_row":
             t, m = (datetime.fromisoformat(squash(x).rsplit(" ", 1)[1]) for x in (theirs, mine))
             if abs(m - t) > TIME_SLACK:
-                problems.append(f"{step.key}: the runs row's time {m.isoformat()} is not within {TIME_SLACK} of the page's {t.isoformat()}")
+                problems.append(
+                    f"{step.key}: the runs row's time {m.isoformat()} is not within {TIME_SLACK} of the page's {t.isoformat()}"
+                )
     return problems
 
 
@@ -413,7 +479,7 @@ def check(name: str, step: Step, output: str, page_text: str) -> list[str]:
         said = _number(r"A second resume prints (Nothing to resume: the run is \w+\.)", page_text)
         return [] if said in lines else [f"{step.key}: the second resume prints {lines}, not {said!r}"]
     if name == "one_refund_of_9_95":
-        changes = output[output.rindex("change(s) in the practice world"):]
+        changes = output[output.rindex("change(s) in the practice world") :]
         refunds = re.findall(r"refund RF-[0-9A-F]{8}: ([\d.]+) CAD", changes)
         for line in changes.splitlines()[1:]:
             difference("It shows one refund of 9.95.", "changes", line.strip())
@@ -514,8 +580,14 @@ def test_the_pages_own_test_file_passes(page, tmp_path):
     (project / "tests" / "test_page_checkpoint.py").write_text(source, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVER_")}
     env["RESOLVER_HOME"] = str(tmp_path / "learner-home")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_page_checkpoint.py"],
-                          capture_output=True, text=True, cwd=project, env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_page_checkpoint.py"],
+        capture_output=True,
+        text=True,
+        cwd=project,
+        env=env,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "2 passed" in done.stdout
     assert not (project / "work").exists()

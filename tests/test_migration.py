@@ -58,10 +58,16 @@ def test_opening_migrates_every_run_to_header_and_rows_and_keeps_each_state_whol
     assert home.store.counts() == {"waiting_approval": 2, "executing": 2}
     assert [r.run_id for r in home.store.page("waiting_approval", sort="amount")] == [T65273, T90103]
     row = home.store.summary(T65273)
-    assert (row.customer, row.total_amount, row.required_role, row.amount_cents, row.role_rank) == \
-        ("Maya Thompson", "119.00", "team_lead", 11900, 1)
-    assert [(a["run_id"], a["decision"], a["role"], a["name"], a["digest"], a["at"]) for a in home.store.audit()] == \
-        [tuple(r) for r in audit_before]
+    assert (row.customer, row.total_amount, row.required_role, row.amount_cents, row.role_rank) == (
+        "Maya Thompson",
+        "119.00",
+        "team_lead",
+        11900,
+        1,
+    )
+    assert [(a["run_id"], a["decision"], a["role"], a["name"], a["digest"], a["at"]) for a in home.store.audit()] == [
+        tuple(r) for r in audit_before
+    ]
     assert all(a["run_uid"] is None for a in home.store.audit())
     assert [r.run_id for r in home.store.page(search="thompson")] == [T65273]  # the search index was built
     CheckpointStore(old_home / "runs.sqlite")  # a second open finds format 2 and changes nothing
@@ -73,8 +79,11 @@ def test_the_two_waiting_runs_approve_and_execute(old_home):
     refund = home.approve(T65273, "team_lead", "Grace")
     assert refund.status == "done" and [op.status for op in refund.operations] == ["done", "done"]
     planter = home.approve(T90103, "agent", "Amira")
-    assert planter.status == "done" and [op.action.type for op in planter.operations] == \
-        ["reship_item", "create_return_label", "send_reply"]
+    assert planter.status == "done" and [op.action.type for op in planter.operations] == [
+        "reship_item",
+        "create_return_label",
+        "send_reply",
+    ]
     assert {"RF-002D0EF2"} < {r[0] for r in _refunds(old_home)}
 
 
@@ -84,7 +93,9 @@ def test_the_run_that_crashed_before_its_refund_finishes_it_with_its_stored_oper
     assert "request_refund LK-793996: done (operation 550ac48b8b6eeead, 1 call(s))" in resumed.stdout
     state = Home(old_home).store.load(BEFORE_WRITE)
     assert state.status == "done" and state.operations[0].operation_id == "550ac48b8b6eeead"
-    assert [r for r in _refunds(old_home) if r[1] == "550ac48b8b6eeead"] == [(_derived("550ac48b8b6eeead"), "550ac48b8b6eeead", "9.95")]
+    assert [r for r in _refunds(old_home) if r[1] == "550ac48b8b6eeead"] == [
+        (_derived("550ac48b8b6eeead"), "550ac48b8b6eeead", "9.95")
+    ]
 
 
 def test_the_run_that_crashed_after_its_refund_reconciles_without_a_second_call(old_home):
@@ -104,8 +115,15 @@ def test_two_processes_opening_the_old_home_at_once_migrate_it_once(old_home):
     import subprocess
     import sys
 
-    procs = [subprocess.Popen([sys.executable, "-m", "core", "runs", "--home", str(old_home)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "core", "runs", "--home", str(old_home)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outs = [(*p.communicate(timeout=60), p.returncode) for p in procs]
     assert [code for _, _, code in outs] == [0, 0], outs
     assert all(T65273 in out for out, _, _ in outs)

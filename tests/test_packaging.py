@@ -26,7 +26,9 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dist), str(ROOT)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert built.returncode == 0, built.stderr[-2000:]
     return next(dist.glob("resolver-*.whl"))
@@ -36,12 +38,22 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_wheel_carries_the_practice_world_and_core_finds_it(wheel: Path, tmp_path: Path):
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
-        assert {"core/_data/policy.json", "core/_data/world.json", "core/_data/tickets/T-65273.json",
-                "core/_data/recordings/T-65273.json"} <= names
+        assert {
+            "core/_data/policy.json",
+            "core/_data/world.json",
+            "core/_data/tickets/T-65273.json",
+            "core/_data/recordings/T-65273.json",
+        } <= names
         zf.extractall(tmp_path / "site")
     code = "import core.data as d; print(d.data_dir()); print(d.load_task('T-65273').order_id)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"}, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path / "site"), "PATH": "/usr/bin:/bin"},
+        check=True,
+    ).stdout
     assert out.splitlines() == [str(tmp_path / "site" / "core" / "_data"), "LK-507862"]
 
 
@@ -55,8 +67,9 @@ def test_the_wheel_ships_the_lessons_resolver_package(wheel: Path, tmp_path: Pat
     code = "import resolver, resolver.systems, resolver.runner; print(resolver.__file__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env=env, check=True).stdout
     assert out.strip() == str(tmp_path / "site" / "resolver" / "__init__.py")
-    run = subprocess.run([sys.executable, "-m", "resolver", "run", "T-65273"], capture_output=True, text=True,
-                         cwd=tmp_path, env=env, timeout=60)
+    run = subprocess.run(
+        [sys.executable, "-m", "resolver", "run", "T-65273"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=60
+    )
     assert run.returncode == 0, run.stderr
     assert "Outcome: resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081" in run.stdout
 

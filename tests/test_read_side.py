@@ -45,8 +45,13 @@ def test_the_detail_of_a_run_says_what_is_offered_and_why_not(demo_home):
     assert detail.decision.digest == demo_home.queue.load(T90103).proposal.digest
     state = demo_home.reject(T90103, "grace", "Wrong item.", "Grace")
     said = offers(state, grace, others=1)
-    assert said["approve"] == said["reject"] == (
-        f"Run {T90103} was already rejected by Grace (grace) at 2026-10-12T09:00:00-04:00; it is handed_to_person. Nothing changed.")
+    assert (
+        said["approve"]
+        == said["reject"]
+        == (
+            f"Run {T90103} was already rejected by Grace (grace) at 2026-10-12T09:00:00-04:00; it is handed_to_person. Nothing changed."
+        )
+    )
     assert said["resume"] == "Nothing to resume: the run is handed_to_person." and said["trace"] is None
     assert demo_home.queue.run(T90103, grace).decision is None
 

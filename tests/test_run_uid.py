@@ -64,7 +64,8 @@ def test_operation_ids_derive_from_the_run_uid_not_the_readable_id(home):
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     done = home.approve(state.run_id, "agent", "Amira")
     assert [op.operation_id for op in done.operations] == [
-        operation_id(done.run_uid, op.index, op.action) for op in done.operations]
+        operation_id(done.run_uid, op.index, op.action) for op in done.operations
+    ]
     assert done.operations[0].operation_id != operation_id(done.run_id, 0, done.operations[0].action)
 
 
@@ -114,7 +115,9 @@ def test_every_decision_hands_the_store_its_run_uid_for_the_audit(home, monkeypa
     b = home.run("T-10222", repeat=1)
     home.reject(b.run_id, "team_lead", "Not this way.", "Tomás")
     assert [(x["decision"], x["run_uid"]) for x in audits] == [
-        ("approve", home.store.load(a.run_id).run_uid), ("reject", home.store.load(b.run_id).run_uid)]
+        ("approve", home.store.load(a.run_id).run_uid),
+        ("reject", home.store.load(b.run_id).run_uid),
+    ]
 
 
 def test_a_v2_checkpoint_migrates_to_v3_with_its_run_id_as_run_uid():

@@ -61,7 +61,9 @@ def test_run_task_from_python_like_the_seed(home, clock):
     task = load_task("T-65273")
     state = new_state(task, "agent", "chat-small", "T-65273-py", clock)
     saves = []
-    run_task(state, RecordedModel("T-65273", "agent", "chat-small", 1), World(home.world_path, clock), clock, on_step=saves.append)
+    run_task(
+        state, RecordedModel("T-65273", "agent", "chat-small", 1), World(home.world_path, clock), clock, on_step=saves.append
+    )
     assert [s for s in saves] and len(saves) == 3  # saved after every step
     assert state.status == "waiting_approval"
 

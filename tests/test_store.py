@@ -28,7 +28,9 @@ FRIDAY = "2026-10-09T17:00:00-04:00"
 
 def _entries(path: Path, run_id: str) -> list[tuple]:
     with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT n, list, seq, body, extra, ref FROM entries WHERE run_id = ? ORDER BY n", (run_id,)).fetchall()
+        return conn.execute(
+            "SELECT n, list, seq, body, extra, ref FROM entries WHERE run_id = ? ORDER BY n", (run_id,)
+        ).fetchall()
 
 
 def _tool_step(state, result: dict) -> None:
@@ -96,8 +98,10 @@ def test_a_list_edited_in_place_rewrites_the_runs_rows(home):
 def test_rows_left_on_disk_that_this_object_never_saw_are_written_again(home):
     state = home.run("T-65273")
     with sqlite3.connect(home.store.path) as conn:  # a stray row where the next step's row goes
-        conn.execute("INSERT INTO entries (run_id, n, list, seq, body) VALUES (?, ?, 'events', 99, '{}')",
-                     (state.run_id, len(_entries(home.store.path, state.run_id)) + 1))
+        conn.execute(
+            "INSERT INTO entries (run_id, n, list, seq, body) VALUES (?, ?, 'events', 99, '{}')",
+            (state.run_id, len(_entries(home.store.path, state.run_id)) + 1),
+        )
     _tool_step(state, {"order_id": "x"})
     home.store.save(state)
     assert CheckpointStore(home.store.path).load(state.run_id).model_dump() == state.model_dump()
@@ -143,8 +147,9 @@ def test_a_header_cut_short_is_flagged_corrupt_in_the_listing_without_a_load(hom
 def test_the_audit_row_carries_the_run_uid_when_given(home):
     state = home.run("T-65273")
     state.status = "handed_to_person"
-    home.store.save(state, audit={"decision": "reject", "role": "grace", "name": "Grace", "digest": "d", "at": FRIDAY,
-                                  "run_uid": "uid-1"})
+    home.store.save(
+        state, audit={"decision": "reject", "role": "grace", "name": "Grace", "digest": "d", "at": FRIDAY, "run_uid": "uid-1"}
+    )
     assert home.store.audit(state.run_id)[0]["run_uid"] == "uid-1"
 
 
@@ -218,8 +223,12 @@ def busy_home(tmp_path_factory) -> Home:
     from datetime import timedelta
 
     for i in range(10):
-        for task, variant, model in (("T-65273", "agent", "chat-small"), ("T-90103", "agent", "chat-small"),
-                                     ("T-90104", "agent_structured", "chat-strong"), ("T-41629", "agent", "chat-small")):
+        for task, variant, model in (
+            ("T-65273", "agent", "chat-small"),
+            ("T-90103", "agent", "chat-small"),
+            ("T-90104", "agent_structured", "chat-strong"),
+            ("T-41629", "agent", "chat-small"),
+        ):
             home.run(task, variant, model, repeat=1 if task != "T-65273" else None)
             clock.advance(timedelta(seconds=30 * (i % 3)))  # ties on purpose
     for r in home.store.page("waiting_approval", limit=6):
@@ -250,8 +259,10 @@ def test_a_cursor_is_the_sort_key_and_run_id(busy_home):
     store = busy_home.store
     first = store.page("waiting_approval", sort="amount", limit=3)
     assert first[-1].cursor("amount") == (first[-1].amount_cents, first[-1].run_id)
-    assert store.page("waiting_approval", sort="amount", after=first[-1].cursor("amount"), limit=2) == \
-        store.page("waiting_approval", sort="amount", limit=5)[3:]
+    assert (
+        store.page("waiting_approval", sort="amount", after=first[-1].cursor("amount"), limit=2)
+        == store.page("waiting_approval", sort="amount", limit=5)[3:]
+    )
     with pytest.raises(ResolverError, match="Unknown sort 'size'"):
         store.page(sort="size")
 
@@ -275,8 +286,11 @@ def _grouped(store: CheckpointStore) -> dict[str, int]:
 def test_search_finds_the_same_runs_as_a_substring_filter_over_every_row(busy_home, term):
     store = busy_home.store
     everything = store.page(limit=10_000)
-    expected = [r.run_id for r in everything
-                if any(term.lower() in field.lower() for field in (r.task_id, r.order_id, r.customer, r.run_id))]
+    expected = [
+        r.run_id
+        for r in everything
+        if any(term.lower() in field.lower() for field in (r.task_id, r.order_id, r.customer, r.run_id))
+    ]
     assert expected and [r.run_id for r in store.page(search=term, limit=10_000)] == expected
     walked: list[RunSummary] = []
     while page := store.page(search=term, after=walked[-1] if walked else None, limit=3):
@@ -286,9 +300,13 @@ def test_search_finds_the_same_runs_as_a_substring_filter_over_every_row(busy_ho
 
 def test_a_search_of_three_characters_or_more_uses_the_trigram_index(busy_home):
     conn = busy_home.store.db.connection()
-    plan = " ".join(r[-1] for r in conn.execute(
-        "EXPLAIN QUERY PLAN SELECT run_id FROM runs WHERE rowid IN "
-        "(SELECT rowid FROM runs_search WHERE runs_search MATCH '\"maya\"') ORDER BY updated_ts DESC, run_id DESC LIMIT 200"))
+    plan = " ".join(
+        r[-1]
+        for r in conn.execute(
+            "EXPLAIN QUERY PLAN SELECT run_id FROM runs WHERE rowid IN "
+            "(SELECT rowid FROM runs_search WHERE runs_search MATCH '\"maya\"') ORDER BY updated_ts DESC, run_id DESC LIMIT 200"
+        )
+    )
     assert "VIRTUAL TABLE INDEX" in plan, plan
 
 
@@ -314,8 +332,12 @@ def test_every_filter_and_sort_of_the_queue_is_served_by_an_index(busy_home):
     conn = busy_home.store.db.connection()
     for column in ("updated_ts", "created_ts", "amount_cents", "role_rank"):
         for where in ("", "WHERE status = 'waiting_approval'"):
-            plan = " ".join(r[-1] for r in conn.execute(
-                f"EXPLAIN QUERY PLAN SELECT run_id, state_ok, customer FROM runs {where} ORDER BY {column} DESC, run_id DESC LIMIT 200"))
+            plan = " ".join(
+                r[-1]
+                for r in conn.execute(
+                    f"EXPLAIN QUERY PLAN SELECT run_id, state_ok, customer FROM runs {where} ORDER BY {column} DESC, run_id DESC LIMIT 200"
+                )
+            )
             assert "INDEX" in plan and "TEMP B-TREE" not in plan, (column, where, plan)
 
 
@@ -372,13 +394,16 @@ def test_a_runs_table_that_is_not_a_checkpoint_store_is_refused_loudly(tmp_path)
 
 
 def test_every_action_type_has_its_write_service():
-    assert set(WRITE_SERVICES) == {t.model_fields["type"].default for t in (RefundAction, ReshipAction, ReturnLabelAction, ReplyAction)}
+    assert set(WRITE_SERVICES) == {
+        t.model_fields["type"].default for t in (RefundAction, ReshipAction, ReturnLabelAction, ReplyAction)
+    }
 
 
 def test_call_service_dispatches_through_the_table(home):
     world = home.world("test")
-    result = world.call_service("op-1", RefundAction(order_id="LK-793996", amount=Decimal("9.95"), reason_code="RFD-LATE",
-                                                     payment_id="PAY-793996-1"))
+    result = world.call_service(
+        "op-1", RefundAction(order_id="LK-793996", amount=Decimal("9.95"), reason_code="RFD-LATE", payment_id="PAY-793996-1")
+    )
     assert result["amount"] == "9.95" and world.lookup_operation("op-1")["service"] == "request_refund"
 
 

@@ -29,7 +29,10 @@ def test_the_app_tests_and_the_core_tests_collect_together_in_either_order():
     for files in (["tui/test_tui_passphrase.py", "test_approvers.py"], ["test_approvers.py", "tui/test_tui_passphrase.py"]):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *(str(TESTS / f) for f in files)],
-            capture_output=True, text=True, timeout=120, cwd=TESTS.parent,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=TESTS.parent,
         )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
         assert "error" not in done.stdout.lower().splitlines()[-1], done.stdout[-500:]

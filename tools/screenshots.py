@@ -33,8 +33,16 @@ async def settle(pilot) -> None:
     await pilot.pause()
 
 
-async def shoot(home: Home, name: str, keys: list[str], *, role: str = "team_lead", who: str = "Tomás",
-                select: str | None = None, trainer: bool = False) -> Path:
+async def shoot(
+    home: Home,
+    name: str,
+    keys: list[str],
+    *,
+    role: str = "team_lead",
+    who: str = "Tomás",
+    select: str | None = None,
+    trainer: bool = False,
+) -> Path:
     """Open the app, jump to ``select`` if given, press ``keys`` and save the screen as SVG.
     A key ``"@RUN"`` jumps to that run instead."""
     app = ResolverApp(home, role, who, refresh_interval=None, trainer=trainer)

@@ -22,8 +22,12 @@ from resolver_tui.screens.workers import QueueWorkers
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.safe import clean
 
-WORKER_WORDS = {"page": "reading the queue", "detail": "reading the run", "view": "reading the trace",
-                "action": "carrying out the decision"}
+WORKER_WORDS = {
+    "page": "reading the queue",
+    "detail": "reading the run",
+    "view": "reading the trace",
+    "action": "carrying out the decision",
+}
 """What each worker group was doing, for the sentence shown when it fails unexpectedly."""
 
 
@@ -31,8 +35,10 @@ def unexpected_sentence(group: str) -> str:
     """The sentence shown for an unexpected error in a worker of ``group``: what failed and what
     to do, never the exception's own text (it goes to the log)."""
     doing = WORKER_WORDS.get(group, "working")
-    return (f"Something went wrong while {doing}; nothing was lost. Press R to read the queue again, "
-            "or run `resolver show RUN` in a shell.")
+    return (
+        f"Something went wrong while {doing}; nothing was lost. Press R to read the queue again, "
+        "or run `resolver show RUN` in a shell."
+    )
 
 
 class QueueDecisions(QueueWorkers):
@@ -48,6 +54,7 @@ class QueueDecisions(QueueWorkers):
     selected_id: str | None
 
     if TYPE_CHECKING:  # provided by QueueScreen
+
         @property
         def status(self) -> str | None: ...
         def why_not(self, action: str) -> str | None: ...
@@ -71,16 +78,22 @@ class QueueDecisions(QueueWorkers):
                 self.run_approve(decision.run_id, decision.digest, decision.version, d.others)
 
         if self.home.kind == "shop" and self.unlocked is None:  # issue 14: the key is unlocked once per session
+
             def typed(passphrase: str | None) -> None:
                 if passphrase:
                     self._start(decision.run_id)
                     self.run_approve(decision.run_id, decision.digest, decision.version, d.others, passphrase)
 
-            self.app.push_screen(PassphraseApproveScreen(f"Approve run {decision.run_id}?", approve_dialog(decision, self.approver),
-                                                         self.approver.name), typed)
+            self.app.push_screen(
+                PassphraseApproveScreen(
+                    f"Approve run {decision.run_id}?", approve_dialog(decision, self.approver), self.approver.name
+                ),
+                typed,
+            )
             return
-        self.app.push_screen(ConfirmScreen(f"Approve run {decision.run_id}?", approve_dialog(decision, self.approver),
-                                           yes="Approve"), answered)
+        self.app.push_screen(
+            ConfirmScreen(f"Approve run {decision.run_id}?", approve_dialog(decision, self.approver), yes="Approve"), answered
+        )
 
     def action_reject(self) -> None:
         d = self.detail
@@ -137,8 +150,9 @@ class QueueDecisions(QueueWorkers):
         detail = message.detail
         handed = detail is not None and detail.status == "handed_to_person"
         if message.run_id:  # the demo queue shows itself; a toast would only cover the screen
-            self.notify(clean("\n".join(message.lines)), markup=False,
-                        severity="warning" if handed else "information", timeout=10)
+            self.notify(
+                clean("\n".join(message.lines)), markup=False, severity="warning" if handed else "information", timeout=10
+            )
         if detail is not None and self.detail is not None and self.detail.run_id == message.run_id:
             self.detail = detail
             self._show_detail()

@@ -44,7 +44,9 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help", classes="panel") as scroll:
             scroll.border_title = "Keys"
             yield Static(body)
-            yield Static(Content(
-                "\nOnly what your role and the run's status allow is offered; a dimmed key says so, "
-                "and the detail pane gives the reason."
-            ))
+            yield Static(
+                Content(
+                    "\nOnly what your role and the run's status allow is offered; a dimmed key says so, "
+                    "and the detail pane gives the reason."
+                )
+            )

@@ -28,6 +28,7 @@ from resolver_tui.widgets.safe import plain
 
 OFFERED = (*ACTIONS, "load_demo")
 
+
 class QueueScreen(QueueTools):
     """The approvals queue of ``home`` as ``approver``.
 
@@ -66,8 +67,15 @@ class QueueScreen(QueueTools):
     """Which of OFFERED are offered: the footer is refreshed only when this changes, not at
     every cursor move (recomposing the footer cost ~20 ms a key)."""
 
-    def __init__(self, home: Home, approver: Approver, *, refresh_interval: float | None = None,
-                 lease_owner: str | None = None, load_demo_if_empty: bool = False) -> None:
+    def __init__(
+        self,
+        home: Home,
+        approver: Approver,
+        *,
+        refresh_interval: float | None = None,
+        lease_owner: str | None = None,
+        load_demo_if_empty: bool = False,
+    ) -> None:
         super().__init__(id="queue")
         self.home = home
         self.approver = approver
@@ -123,8 +131,14 @@ class QueueScreen(QueueTools):
     def _show_bars(self) -> None:
         """Who is at the keyboard, the simulated clock, and the filters with their counts."""
         self.query_one(TopBar).show(self.approver.name, self.approver.role, self.simulated_now(), self.home.kind)
-        self.query_one(FilterBar).show(self.filter_index, self.counts, self.search, self.refreshed, self.following,
-                                       dict(SORTS).get(self.sort, "") if self.sort else "")
+        self.query_one(FilterBar).show(
+            self.filter_index,
+            self.counts,
+            self.search,
+            self.refreshed,
+            self.following,
+            dict(SORTS).get(self.sort, "") if self.sort else "",
+        )
 
     # -- the queue ------------------------------------------------------------------------------
 
@@ -256,8 +270,7 @@ class QueueScreen(QueueTools):
             failure = f"Last action on {self.last_failure[0]} failed: {self.last_failure[1]}"
         why: dict[str, str | None] | None = {a: self.why_not(a) for a in ACTIONS} if d is not None else None
         outcome = self.outcomes.get(d.run_id) if d is not None else None
-        self.query_one(DetailPane).show(d, empty=self.table.row_count == 0, failure=failure, why_not=why,
-                                        outcome=outcome)
+        self.query_one(DetailPane).show(d, empty=self.table.row_count == 0, failure=failure, why_not=why, outcome=outcome)
 
     # -- keys -----------------------------------------------------------------------------------
 

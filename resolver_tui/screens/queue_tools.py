@@ -22,8 +22,12 @@ from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import RunTable
 from resolver_tui.widgets.safe import clean
 
-SORTS: list[tuple[str | None, str]] = [(None, "default"), ("created", "newest run"), ("amount", "amount"),
-                                      ("role", "role needed")]
+SORTS: list[tuple[str | None, str]] = [
+    (None, "default"),
+    ("created", "newest run"),
+    ("amount", "amount"),
+    ("role", "role needed"),
+]
 """The sorts the ``s`` key cycles through: the store's sort name and what the filter bar calls it
 (``created``, newest run first, goes with the age column, which counts from the run's creation;
 the default sort of the waiting queue is oldest change first)."""
@@ -37,8 +41,13 @@ KEY_ACTIONS = {"a": "approve", "x": "reject", "u": "resume", "t": "trace", "d": 
 
 def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
     """True when ``new`` was read at an older checkpoint version of the run ``shown`` shows."""
-    return (shown is not None and shown.run_id == new.run_id and new.version is not None
-            and shown.version is not None and new.version < shown.version)
+    return (
+        shown is not None
+        and shown.run_id == new.run_id
+        and new.version is not None
+        and shown.version is not None
+        and new.version < shown.version
+    )
 
 
 def empty_text(root: Path, kind: str, loading_demo: bool) -> str:
@@ -48,30 +57,53 @@ def empty_text(root: Path, kind: str, loading_demo: bool) -> str:
         return f"No saved runs in {root} yet: loading the Larkfield demo queue…"
     if kind == "shop":
         return f"No saved runs in {root}.\n\nRun `resolver run TICKET` in a shell to make one (the app notices it)."
-    return (f"No saved runs in {root}.\n\n"
-            "Run `resolver run T-65273` in a shell to make one (the app notices it),\n"
-            "or press L to load the Larkfield demo queue.")
+    return (
+        f"No saved runs in {root}.\n\n"
+        "Run `resolver run T-65273` in a shell to make one (the app notices it),\n"
+        "or press L to load the Larkfield demo queue."
+    )
 
 
 class QueueTools(QueueDecisions):
     """Sorts, focus and scroll, dimmed keys, and the "mine" filter (see the module's docstring)."""
 
     BINDINGS = [
-        Binding("m", "mine", "Mine", id="mine", show=False,
-                tooltip="Only the waiting runs I may approve (m again: every waiting run)"),
-        Binding("h", "history", "History", id="history", show=False,
-                tooltip="The highlighted run's decisions and refusals, with reasons"),
-        Binding("H", "my_history", "My history", id="my_history", show=False,
-                tooltip="Every decision and refusal of mine, with reasons"),
-        Binding("W", "changes", "World's changes", id="changes", show=False,
-                tooltip="What the practice world changed since its reset (resolver changes)"),
+        Binding(
+            "m", "mine", "Mine", id="mine", show=False, tooltip="Only the waiting runs I may approve (m again: every waiting run)"
+        ),
+        Binding(
+            "h",
+            "history",
+            "History",
+            id="history",
+            show=False,
+            tooltip="The highlighted run's decisions and refusals, with reasons",
+        ),
+        Binding(
+            "H",
+            "my_history",
+            "My history",
+            id="my_history",
+            show=False,
+            tooltip="Every decision and refusal of mine, with reasons",
+        ),
+        Binding(
+            "W",
+            "changes",
+            "World's changes",
+            id="changes",
+            show=False,
+            tooltip="What the practice world changed since its reset (resolver changes)",
+        ),
     ]
 
     if TYPE_CHECKING:  # provided by QueueScreen
+
         @property
         def table(self) -> RunTable: ...
         def _refilter(self) -> None: ...
         def action_status(self, index: int) -> None: ...
+
         filter_index: int
         selected_id: str | None
 
@@ -106,8 +138,9 @@ class QueueTools(QueueDecisions):
     def action_cursor(self, where: str) -> None:
         pane = self.query_one(DetailPane)
         if pane.has_focus:  # the pane has the focus (enter): j and k scroll it
-            {"down": pane.scroll_down, "up": pane.scroll_up, "top": pane.scroll_home,
-             "bottom": pane.scroll_end}[where](animate=False)
+            {"down": pane.scroll_down, "up": pane.scroll_up, "top": pane.scroll_home, "bottom": pane.scroll_end}[where](
+                animate=False
+            )
             return
         self.table.move(where)
         self.table.focus()

@@ -64,12 +64,14 @@ class QueueWorkers(Screen):
         return worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
 
     @work(thread=True, group="page", exit_on_error=False)
-    def _load_page(self, status: str | None, search: str | None, after: str | None, select: str | None,
-                   serial: int, sort: str | None = None) -> None:
+    def _load_page(
+        self, status: str | None, search: str | None, after: str | None, select: str | None, serial: int, sort: str | None = None
+    ) -> None:
         queue = self.home.queue
         if status == MINE:  # the waiting runs I may approve: the role needed is within mine
-            page = replace(queue.page("waiting_approval", search=search, after=after, sort=sort,
-                                      max_role=self.approver.role), status=MINE)
+            page = replace(
+                queue.page("waiting_approval", search=search, after=after, sort=sort, max_role=self.approver.role), status=MINE
+            )
         else:
             page = queue.page(status, search=search, after=after, sort=sort)
         self.post_message(PageLoaded(page, queue.counts(), serial, select))
@@ -127,9 +129,16 @@ class QueueWorkers(Screen):
         with self._failing_as(run_id):
             if passphrase is not None:
                 self.unlocked = self.home.unlock(self.approver.name, passphrase)
-            state = self.home.approve(run_id, self.approver.role, self.approver.name, digest=digest,
-                                      expect_version=version, owner=self.lease_owner,
-                                      on_progress=self._progress(run_id, others), signer=self.unlocked)
+            state = self.home.approve(
+                run_id,
+                self.approver.role,
+                self.approver.name,
+                digest=digest,
+                expect_version=version,
+                owner=self.lease_owner,
+                on_progress=self._progress(run_id, others),
+                signer=self.unlocked,
+            )
             self.post_message(Finished(run_id, after_approve(state), self.home.queue.describe(state, self.approver, others)))
 
     @work(thread=True, exclusive=True, group="action", exit_on_error=False)
@@ -142,5 +151,10 @@ class QueueWorkers(Screen):
     def run_resume(self, run_id: str, others: list[str]) -> None:
         with self._failing_as(run_id):
             done = self.home.resume(run_id, on_progress=self._progress(run_id, others), owner=self.lease_owner)
-            self.post_message(Finished(run_id, after_resume(done.kind, done.before, done.state),
-                                       self.home.queue.describe(done.state, self.approver, others)))
+            self.post_message(
+                Finished(
+                    run_id,
+                    after_resume(done.kind, done.before, done.state),
+                    self.home.queue.describe(done.state, self.approver, others),
+                )
+            )

@@ -50,14 +50,14 @@ class TopBar(Static):
 class FilterBar(Static):
     """The status filters with live counts, the active one highlighted, and the refresh time."""
 
-    def show(self, active: int, counts: dict[str, int], search: str | None, refreshed: str,
-             following: bool = False, sort: str = "") -> None:
+    def show(
+        self, active: int, counts: dict[str, int], search: str | None, refreshed: str, following: bool = False, sort: str = ""
+    ) -> None:
         """``sort``: the sort's name when it is not the default (shown after the counts)."""
         parts: list = []
         if search:  # first, so a narrow terminal never hides it
             hint = "a number key or Esc leaves it" if following else "Esc clears it"
-            parts += [("showing only " if following else "filter: ", "bold"), (clean(search), "bold reverse"),
-                      f" ({hint})  "]
+            parts += [("showing only " if following else "filter: ", "bold"), (clean(search), "bold reverse"), f" ({hint})  "]
         if sort:  # before the counts too: a narrow terminal never hides it
             parts += [("sorted by ", "bold"), (sort, "bold reverse"), " "]
         total = sum(counts.values())  # "corrupt" included: "all" lists every run

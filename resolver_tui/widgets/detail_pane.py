@@ -28,8 +28,15 @@ class DetailPane(VerticalScroll):
     def on_mount(self) -> None:
         self.border_title = "run"
 
-    def show(self, detail: RunDetail | None, *, empty: bool = False, failure: str | None = None,
-             why_not: Mapping[str, str | None] | None = None, outcome: list[str] | None = None) -> None:
+    def show(
+        self,
+        detail: RunDetail | None,
+        *,
+        empty: bool = False,
+        failure: str | None = None,
+        why_not: Mapping[str, str | None] | None = None,
+        outcome: list[str] | None = None,
+    ) -> None:
         """Render ``detail``; ``failure`` is an error sentence to put first (the last action's);
         ``outcome`` the lines of what this app's last decision on the run did (they stay here
         after the toast fades);
@@ -48,8 +55,11 @@ class DetailPane(VerticalScroll):
             return
         self.border_title = plain(detail.run_id)
         title.update(plain(detail.title, "bold"))
-        notes = ([failure] if failure else []) + [f"Outcome: {line}" if i == 0 else f"  {line}"
-                                                   for i, line in enumerate(outcome or [])] + detail.notes
+        notes = (
+            ([failure] if failure else [])
+            + [f"Outcome: {line}" if i == 0 else f"  {line}" for i, line in enumerate(outcome or [])]
+            + detail.notes
+        )
         tone = "error" if failure else ("ok" if outcome and not detail.tone else detail.tone)
         notice.update(lines(notes))
         if tone:

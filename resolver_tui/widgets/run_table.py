@@ -39,8 +39,7 @@ WIDTHS = {"run": 30, "customer": 16, "actions": 22, "ticket": 8, "total": 9, "ro
 RUN_MIN = 18
 """The run ID column never gets narrower than this (its middle is elided)."""
 
-ACTION_WORDS = {"request_refund": "refund", "reship_item": "reship", "create_return_label": "return label",
-                "send_reply": "reply"}
+ACTION_WORDS = {"request_refund": "refund", "reship_item": "reship", "create_return_label": "return label", "send_reply": "reply"}
 
 
 def action_words(summary: str) -> str:
@@ -60,7 +59,7 @@ def elide_middle(text: str, width: int) -> str:
         return text
     head = (width - 1) // 2
     tail = width - 1 - head
-    return text[:head] + "…" + text[len(text) - tail:]
+    return text[:head] + "…" + text[len(text) - tail :]
 
 
 def fit_columns(width: int) -> tuple[list[str], int]:
@@ -89,9 +88,14 @@ def row_cells(s: RunSummary, now: datetime, corrupt: bool = False) -> tuple[str,
     ``now``); the run ID is whole (the table elides it to its column)."""
     status = "corrupt" if (corrupt or not s.state_ok) else status_short(s.status)
     return (
-        s.run_id, s.task_id, _short(s.customer or "", WIDTHS["customer"]),
-        _short(action_words(s.actions or ""), WIDTHS["actions"]), s.total_amount or "",
-        role_label(s.required_role), age_text(since(s), now), status,
+        s.run_id,
+        s.task_id,
+        _short(s.customer or "", WIDTHS["customer"]),
+        _short(action_words(s.actions or ""), WIDTHS["actions"]),
+        s.total_amount or "",
+        role_label(s.required_role),
+        age_text(since(s), now),
+        status,
     )
 
 
@@ -197,9 +201,8 @@ class RunTable(DataTable):
                         self.cells[s.run_id] = cells
                         for (key, _), value, old in zip(COLUMNS, cells, before, strict=True):
                             if value != old and key in self.shown:
-                                self.update_cell(s.run_id, key, styled(key, value, self.run_width),
-                                                 update_width=True)
-                for run_id in old_order[len(new_order):]:
+                                self.update_cell(s.run_id, key, styled(key, value, self.run_width), update_width=True)
+                for run_id in old_order[len(new_order) :]:
                     self.remove_row(run_id)
                     self.summaries.pop(run_id, None)
                     self.cells.pop(run_id, None)

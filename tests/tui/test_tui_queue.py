@@ -55,11 +55,17 @@ async def test_the_full_request_is_in_the_pane(demo_home):
         await settle(pilot)
         assert app.screen.selected_id == T65273
         text = pane_text(app)
-        for needle in ("Approval needed for run T-65273-agent-chat-small-1", "nothing has happened yet",
-                       "request_refund       LK-507862  119.00 CAD  RFD-DOUBLE  payment PAY-507862-2",
-                       "Who may approve: team lead or above", "Evidence:", "get_payments", "Reply draft:",
-                       f"Digest: {state.proposal.short_digest} (sha256 {state.proposal.digest})",
-                       "You are team lead: you may approve"):
+        for needle in (
+            "Approval needed for run T-65273-agent-chat-small-1",
+            "nothing has happened yet",
+            "request_refund       LK-507862  119.00 CAD  RFD-DOUBLE  payment PAY-507862-2",
+            "Who may approve: team lead or above",
+            "Evidence:",
+            "get_payments",
+            "Reply draft:",
+            f"Digest: {state.proposal.short_digest} (sha256 {state.proposal.digest})",
+            "You are team lead: you may approve",
+        ):
             assert needle in text, needle
         await select(pilot, "T-90103-agent-chat-small-1")
         assert "T-90103 has 2 runs; press d to compare." in pane_text(app)

@@ -19,8 +19,13 @@ def _start(home: Path, *args: str | bytes, tmp_path: Path) -> subprocess.Complet
     """``python -m resolver_tui --home HOME ARGS`` with no approver config and no terminal."""
     env = {**os.environ, "RESOLVER_CONFIG": str(tmp_path / "no-config.toml"), "RESOLVER_HOME": ""}
     env.pop("RESOLVER_HOME")
-    return subprocess.run([sys.executable, "-m", "resolver_tui", "--home", str(home), *args],
-                          capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "resolver_tui", "--home", str(home), *args],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        timeout=60,
+    )
 
 
 def _practice_home(tmp_path: Path) -> Path:
@@ -65,8 +70,13 @@ def test_demo_in_a_shop_home_is_refused(tmp_path):
     init_home(root, shop=True)
     (tmp_path / "me.toml").write_text('name = "Tomás"\nrole = "team_lead"\n', encoding="utf-8")
     env = {**os.environ, "RESOLVER_CONFIG": str(tmp_path / "me.toml")}
-    done = subprocess.run([sys.executable, "-m", "resolver_tui", "--home", str(root), "--demo"],
-                          capture_output=True, stdin=subprocess.DEVNULL, env=env, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-m", "resolver_tui", "--home", str(root), "--demo"],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        env=env,
+        timeout=60,
+    )
     assert done.returncode == 1
     said = _one_sentence(done.stderr)
     assert "shop home" in said and "--demo" in said
@@ -123,8 +133,8 @@ def test_the_readme_daily_shop_example_of_the_app_starts_in_a_shop_home(tmp_path
     from resolver_tui.__main__ import parse_args, who
 
     text = README.read_text(encoding="utf-8")
-    block = text[text.index("Then, every day:"):]
-    block = block[:block.index("```", block.index("```") + 3)]
+    block = text[text.index("Then, every day:") :]
+    block = block[: block.index("```", block.index("```") + 3)]
     line = next(ln for ln in block.splitlines() if ln.startswith("resolver-tui"))
     words = shlex.split(line, comments=True)[1:]
     root = tmp_path / "shop"
@@ -139,7 +149,7 @@ def test_the_readme_daily_shop_example_of_the_app_starts_in_a_shop_home(tmp_path
 def test_the_readme_says_the_lesson_check_needs_the_test_extra():
     text = README.read_text(encoding="utf-8")
     command = text.index(".venv/bin/python -m pytest tests/test_lesson_page.py")
-    before = text[text.rindex("One command checks the whole page", 0, command):command]
+    before = text[text.rindex("One command checks the whole page", 0, command) : command]
     assert "test extra" in before and "'.[test]'" in before
 
 

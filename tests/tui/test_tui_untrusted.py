@@ -26,7 +26,9 @@ async def test_markup_and_escape_tickets_render_literally(demo_home):
                 assert "[@click=app.quit]x[/]" in pane_text(app)
                 assert '"[bold red]URGENT[/] mug arrived chipped"' in screen_text(app) or "URGENT[/]" in pane_text(app)
             else:
-                assert 'Ticket: "late delivery"' in pane_text(app) and "My tea towels came late. Refund shipping." in pane_text(app)
+                assert 'Ticket: "late delivery"' in pane_text(app) and "My tea towels came late. Refund shipping." in pane_text(
+                    app
+                )
             await pilot.press("t")
             await settle(pilot)
             assert "\x1b" not in app.export_screenshot()

@@ -50,8 +50,14 @@ async def test_at_100_by_30_the_actions_role_digest_and_keys_show_without_scroll
     async with app.run_test(size=(100, 30)) as pilot:
         await settle(pilot)
         screen = screen_text(app)
-        for text in ("1. request_refund", "payment PAY-507862-2", "Reply to the customer", "Who may approve: team lead",
-                     "Digest: ", "Keys: a approve"):
+        for text in (
+            "1. request_refund",
+            "payment PAY-507862-2",
+            "Reply to the customer",
+            "Who may approve: team lead",
+            "Digest: ",
+            "Keys: a approve",
+        ):
             assert text in screen, text
 
 
