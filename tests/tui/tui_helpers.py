@@ -10,7 +10,20 @@ from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.app import ResolverApp
 
-from helpers import MONDAY
+from helpers import FRIDAY, MONDAY
+
+__all__ = [
+    "FRIDAY",
+    "MONDAY",
+    "make_app",
+    "monday_home",
+    "pane_text",
+    "screen_text",
+    "select",
+    "settle",
+    "steady_cursors",
+    "type_text",
+]
 
 
 def monday_home(root: Path) -> Home:
