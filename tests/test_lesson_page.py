@@ -532,6 +532,7 @@ def play(lesson: Lesson, steps: list[Step], page_text: str) -> tuple[list[str], 
     return problems, log
 
 
+@pytest.mark.slow
 def test_the_lesson_runs_as_printed(page, tmp_path):
     steps = plan(page)
     page_text = "\n".join(page)
