@@ -182,3 +182,28 @@ def test_supported_names_the_range_and_returns_the_time_itself():
     assert supported(inside) is inside
     with pytest.raises(TimeOutOfRange, match=RANGE_WORDS):
         supported(parse_time("1026-10-09T17:00:00-04:00"))
+
+
+@pytest.mark.parametrize("expires", ["1026-10-09T17:00:00-04:00", "not a time", "9999-12-31T23:59:59+00:00"])
+def test_a_lease_time_out_of_range_in_the_store_never_hands_a_live_lease_over(tmp_path, expires):
+    """A lease whose expiry cannot be read or is out of range counts as unexpired: held while its
+    holder lives (a sentence, nothing written), taken over once the holder is gone."""
+    from core.checkpoint import lease_owner_name
+    from core.errors import LeaseHeld
+    from core.executor import SimulatedCrash
+
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    home.run("T-65273")
+    with pytest.raises(SimulatedCrash):
+        home.approve(T65273_RUN, "team_lead", "Grace", interrupt="before-write")
+    live = lease_owner_name("other")  # this very process: alive
+    with sqlite3.connect(home.store.path) as conn:
+        conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?", (live, expires, T65273_RUN))
+    with pytest.raises(LeaseHeld, match="is being executed by other"):
+        home.resume(T65273_RUN)
+    assert home.world().refunds_of("LK-507862") == []
+    dead = "resolver@" + live.split("@", 1)[1].split(":")[0] + ":999999999:dead"
+    with sqlite3.connect(home.store.path) as conn:
+        conn.execute("UPDATE runs SET lease_owner = ? WHERE run_id = ?", (dead, T65273_RUN))
+    assert home.resume(T65273_RUN).state.status == "done"
+    assert len(home.world().refunds_of("LK-507862")) == 1
