@@ -47,7 +47,6 @@ def _records(home: Path) -> list[str]:
     return [line.split(" record ", 1)[1].split(" ", 1)[0] for line in lines if " record " in line]
 
 
-@pytest.mark.slow
 def test_eight_processes_rotating_one_log_keep_every_record_and_print_nothing(tmp_path):
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
