@@ -9,13 +9,11 @@ process, nothing reaches the terminal, and every file of the log stays 0600.
 
 from __future__ import annotations
 
-import os
 import stat
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from core.log import BACKUPS, LOG_NAME, MAX_BYTES
 
 WRITER = r"""
@@ -121,7 +119,3 @@ def test_a_home_whose_log_cannot_be_made_prints_nothing_on_the_terminal(tmp_path
     )
     done = subprocess.run([sys.executable, "-c", script, str(blocker / "home")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout == "went on\n" and done.stderr == "", done.stderr
-
-
-if os.name != "posix":  # pragma: no cover - resolver runs on POSIX only
-    pytestmark = pytest.mark.skip("POSIX only")
