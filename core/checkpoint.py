@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
 
 from core import auditchain
-from core.clock import Clock, SystemClock, iso, parse_time
+from core.clock import Clock, SystemClock, iso, parse_time, supported
 from core.database import BUSY_TIMEOUT_S, Counters, Database
 from core.errors import (
     CorruptCheckpoint,
@@ -237,8 +237,18 @@ def _holder_alive(owner: str) -> bool:
     return True
 
 
+def _lease_unexpired(until: str, now: datetime) -> bool:
+    """Whether the lease time ``until`` (ISO 8601, from the runs table) is after ``now``. A time
+    that cannot be read or is outside the supported range (issue 20) counts as unexpired: the
+    lease is then held for as long as its holder lives, never taken from a live executor."""
+    try:
+        return supported(parse_time(until)) > now
+    except ValueError:
+        return True
+
+
 def _lease_held_by_other(run_id: str, holder: str | None, until: str | None, owner: str, now: datetime) -> LeaseHeld | None:
-    if holder and holder != owner and until and parse_time(until) > now and _holder_alive(holder):
+    if holder and holder != owner and until and _lease_unexpired(until, now) and _holder_alive(holder):
         return LeaseHeld(
             f"Run {run_id} is being executed by {holder.split(':')[0]} (lease until {until}); "
             "wait for it to finish or for the lease to expire."

@@ -525,7 +525,10 @@ def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_clock(home: Home, args: argparse.Namespace) -> int:
-    from core.clock import FileClock, iso, parse_time
+    """``clock show|set|advance|real``. A time that cannot be read, or that ``set`` or ``advance``
+    would take outside the supported range (:func:`core.clock.supported`), is a bad value: exit
+    2 with its sentence, ``clock.json`` untouched. A damaged ``clock.json`` is exit 1."""
+    from core.clock import FileClock, TimeOutOfRange, iso, parse_time
     from core.homekind import check_clock_command
 
     check_clock_command(home.root, args.clock_cmd)
@@ -535,11 +538,20 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     clock = FileClock(home.root / "clock.json")
     if args.clock_cmd == "set":
         try:
-            clock.set(parse_time(args.when))
+            when = parse_time(args.when)
         except ValueError:
-            raise ResolverError(f"Cannot read the time {args.when!r}: use ISO 8601, e.g. 2026-10-12T09:00:00-04:00.") from None
+            raise BadArgument(f"Cannot read the time {args.when!r}: use ISO 8601, e.g. 2026-10-12T09:00:00-04:00.") from None
+        try:
+            clock.set(when)
+        except TimeOutOfRange as exc:
+            raise BadArgument(str(exc)) from None
     elif args.clock_cmd == "advance":
-        clock.advance(parse_duration(args.duration))
+        delta = parse_duration(args.duration)
+        clock.now()  # a damaged clock.json or a clock run out of range is the file's error (exit 1), not the value's
+        try:
+            clock.advance(delta)
+        except TimeOutOfRange as exc:
+            raise BadArgument(str(exc)) from None
     elif args.clock_cmd == "real":
         clock.real()
     state = "simulated" if clock.simulated else "real"
@@ -549,17 +561,17 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
 
 def parse_duration(text: str) -> timedelta:
     """``2d``, ``3h``, ``90m``, ``45s`` or combinations like ``2d16h``; ``back 1d`` goes
-    backwards (a leading ``-`` would read as an option). Raises ResolverError."""
+    backwards (a leading ``-`` would read as an option). Raises BadArgument (exit 2)."""
     import re
 
     parts = re.fullmatch(r"\s*(back\s+)?(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*", text or "")
     if not parts or not any(parts.groups()[1:]):
-        raise ResolverError(f"Cannot read the duration {text!r}: use e.g. 2d16h, 90m, 45s or 'back 1d'.")
+        raise BadArgument(f"Cannot read the duration {text!r}: use e.g. 2d16h, 90m, 45s or 'back 1d'.")
     d, h, m, s = (int(x or 0) for x in parts.groups()[1:])
     try:
         delta = timedelta(days=d, hours=h, minutes=m, seconds=s)
     except OverflowError:
-        raise ResolverError(f"The duration {text!r} is too long for the clock; use at most a few thousand days.") from None
+        raise BadArgument(f"The duration {text!r} is too long for the clock; use at most a few thousand days.") from None
     return -delta if parts.group(1) else delta
 
 
@@ -569,11 +581,17 @@ def cmd_doctor(home: Home, args: argparse.Namespace) -> int:  # pragma: no cover
 
 def cmd_prune(home: Home, args: argparse.Namespace) -> int:
     """Delete finished runs whose last checkpoint is older than ``--older-than``."""
-    from core.maintenance import prune
+    from core.clock import TimeOutOfRange
+    from core.maintenance import prune, prune_cutoff
 
     age = parse_duration(args.older_than)
     if age.total_seconds() <= 0:
         raise BadArgument(f"--older-than {args.older_than!r} must be a positive duration, e.g. 90d.")
+    now = home.clock.now()  # a clock out of range is the clock's error (exit 1), not the value's
+    try:
+        prune_cutoff(now, age)
+    except TimeOutOfRange as exc:
+        raise BadArgument(f"--older-than {args.older_than!r}: {exc}") from None
     _print(prune(home, age))
     return 0
 

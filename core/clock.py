@@ -3,6 +3,16 @@
 Times are timezone-aware, in Larkfield's zone (America/Toronto), stored as ISO 8601 with offset
 (``2026-10-09T17:00:50-04:00``). Tests and trainers pass a :class:`FixedClock`; the trainer's
 clock kept in the home folder is a :class:`FileClock` (``resolver clock ...``).
+
+**The supported range** (issue 20): every time resolver takes, from a clock, the command line
+(``clock set``, ``clock advance``, ``prune --older-than``) or a file (``clock.json``, a saved
+state), is checked by :func:`supported`: timezone-aware, an offset of whole minutes, from
+:data:`EARLIEST` (2000-01-01 00:00) up to but not including :data:`END` (2100-01-01 00:00),
+America/Toronto. Outside it a time means nothing for a support queue and cannot be kept
+faithfully: before 1895 Toronto's offset was local mean time (-05:17:32), which ISO 8601 as
+stored (whole minutes) cannot hold, so an approval made then no longer matched its signature
+once saved and was refused as forged. A time out of range is refused with
+:class:`TimeOutOfRange`, a sentence, before anything is written.
 """
 
 from __future__ import annotations
@@ -21,6 +31,44 @@ from core.errors import ResolverError
 SHOP_TZ = ZoneInfo("America/Toronto")
 """Larkfield's time zone: every time shown to a person is in it."""
 
+EARLIEST = datetime(2000, 1, 1, tzinfo=SHOP_TZ)
+"""The first supported time (2000-01-01T00:00:00-05:00)."""
+END = datetime(2100, 1, 1, tzinfo=SHOP_TZ)
+"""The first time past the supported range (2100-01-01T00:00:00-05:00)."""
+SUPPORTED_RANGE = "2000-01-01 00:00 to 2099-12-31 23:59:59, America/Toronto"
+"""The supported range as the sentences say it (README, "The home folder")."""
+
+
+class TimeOutOfRange(ResolverError, ValueError):
+    """A time outside the supported range, without a UTC offset, or with an offset that is not
+    whole minutes (a ValueError too, so a pydantic model reports it as a validation error)."""
+
+
+def supported(value: datetime, what: str = "The time") -> datetime:
+    """``value`` itself when resolver can mean and keep it, else :class:`TimeOutOfRange`.
+
+    Args:
+        value: any ``datetime``.
+        what: how the sentence names it, capitalised (``"The trainer's clock"``).
+
+    Returns ``value`` unchanged: timezone-aware, a UTC offset of whole minutes, and
+    :data:`EARLIEST` <= value < :data:`END`.
+
+    Raises:
+        TimeOutOfRange: naive, an offset with seconds (Toronto before 1895), or out of range.
+    """
+    offset = value.utcoffset()
+    shown = value.isoformat()
+    if offset is None:
+        raise TimeOutOfRange(f"{what} {shown} has no UTC offset; give one, e.g. 2026-10-12T09:00:00-04:00.")
+    if not EARLIEST <= value < END:
+        raise TimeOutOfRange(f"{what} {shown} is outside the times resolver supports; use a time from {SUPPORTED_RANGE}.")
+    if offset.total_seconds() % 60:
+        raise TimeOutOfRange(
+            f"{what} {shown} has a UTC offset with seconds, which resolver cannot keep; use a time from {SUPPORTED_RANGE}."
+        )
+    return value
+
 
 class Clock(Protocol):
     """Something that says what time it is and can wait (the executor's backoff)."""
@@ -32,27 +80,38 @@ class Clock(Protocol):
         """Wait ``seconds`` (a simulated clock just moves forward)."""
 
 
+def _real_now() -> datetime:
+    """This machine's time in America/Toronto, to the second; :class:`TimeOutOfRange` when the
+    machine's clock is outside the supported range (a computer that lost its time says 1970)."""
+    return supported(datetime.now(SHOP_TZ).replace(microsecond=0), "This computer's clock says it is")
+
+
 class SystemClock:
-    """Real time in America/Toronto; ``sleep`` really sleeps."""
+    """Real time in America/Toronto; ``sleep`` really sleeps.
+
+    Raises :class:`TimeOutOfRange` from :meth:`now` when the machine's clock is out of range.
+    """
 
     simulated = False
 
     def now(self) -> datetime:
-        return datetime.now(SHOP_TZ).replace(microsecond=0)
+        return _real_now()
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
 
 class FixedClock:
-    """A clock that only moves when told to: ``advance`` or ``sleep`` (seconds)."""
+    """A clock that only moves when told to: ``advance`` or ``sleep`` (seconds).
+
+    Every time it is given or moved to is checked by :func:`supported` (raises
+    :class:`TimeOutOfRange`, which is a ValueError), so it never says a time resolver cannot keep.
+    """
 
     simulated = True
 
     def __init__(self, at: datetime | str) -> None:
-        self._at = parse_time(at) if isinstance(at, str) else at
-        if self._at.tzinfo is None:
-            raise ValueError("FixedClock needs a timezone-aware time.")
+        self._at = supported(parse_time(at) if isinstance(at, str) else at, "The fixed clock's time")
 
     def now(self) -> datetime:
         return self._at
@@ -61,10 +120,16 @@ class FixedClock:
         self.advance(timedelta(seconds=seconds))
 
     def advance(self, delta: timedelta) -> None:
-        self._at = self._at + delta
+        try:
+            moved = self._at + delta
+        except OverflowError:
+            raise TimeOutOfRange(
+                f"Moving the fixed clock by {delta} leaves the times resolver supports ({SUPPORTED_RANGE})."
+            ) from None
+        self._at = supported(moved, "The fixed clock's time")
 
     def set(self, at: datetime) -> None:
-        self._at = at
+        self._at = supported(at, "The fixed clock's time")
 
 
 class FileClock:
@@ -73,8 +138,10 @@ class FileClock:
     The file holds ``{"at": ISO time, "set_at": real ISO time}`` and the clock runs forward from
     ``at`` at real speed. With no file, the clock is real time. :meth:`set` writes a temporary
     file (0600) and renames it over ``clock.json``, so a reader sees the old file or the new one,
-    never a torn one. A damaged file (a folder in its place, bad JSON, times out of range) raises
-    ResolverError with a sentence, never a traceback.
+    never a torn one. A damaged file (a folder in its place, bad JSON, a time outside the
+    supported range) raises ResolverError with a sentence, never a traceback; :meth:`set` and
+    :meth:`advance` refuse a time out of range with :class:`TimeOutOfRange`, and :meth:`now`
+    raises it once the clock has run past :data:`END`.
     """
 
     def __init__(self, path: Path) -> None:
@@ -83,7 +150,8 @@ class FileClock:
     def _read(self) -> tuple[datetime, datetime] | None:
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))
-            return parse_time(raw["at"]), parse_time(raw["set_at"])
+            at = supported(parse_time(raw["at"]), "its time")
+            return at, supported(parse_time(raw["set_at"]), "the real time it was set at,")
         except FileNotFoundError:
             return None
         except (ValueError, KeyError, TypeError, OverflowError, OSError) as exc:
@@ -99,26 +167,29 @@ class FileClock:
 
     def now(self) -> datetime:
         kept = self._read()
-        real = datetime.now(SHOP_TZ).replace(microsecond=0)
+        real = _real_now()
         if kept is None:
             return real
         at, set_at = kept
         try:
-            return (at + (real - set_at)).astimezone(SHOP_TZ)
+            now = (at + (real - set_at)).astimezone(SHOP_TZ)
         except (OverflowError, ValueError):
-            raise ResolverError(f"The clock file {self.path} holds a time out of range; run `resolver clock real`.") from None
+            now = END
+        if not EARLIEST <= now < END:
+            raise TimeOutOfRange(
+                f"The trainer's clock ({self.path}) has run outside the times resolver supports ({SUPPORTED_RANGE}); "
+                "run `resolver clock set` with a time in that range, or `resolver clock real`."
+            )
+        return now
 
     def sleep(self, seconds: float) -> None:
         time.sleep(seconds)
 
     def set(self, at: datetime) -> None:
-        """Set the simulated time. Raises ResolverError for a time out of range."""
-        real = datetime.now(SHOP_TZ).replace(microsecond=0)
-        try:
-            text = iso(at)
-            at + timedelta(days=3650)  # the clock must be able to run on for years
-        except (OverflowError, ValueError):
-            raise ResolverError(f"{at.isoformat()} is out of range for the clock; use a date between 1900 and 9000.") from None
+        """Set the simulated time. Raises :class:`TimeOutOfRange` (nothing written) for a time
+        outside the supported range, ResolverError for a folder in the file's place."""
+        text = iso(supported(at, "The time"))
+        real = _real_now()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_dir():
             raise ResolverError(f"The clock file {self.path} is a folder; remove it, then set the clock again.")
@@ -134,11 +205,18 @@ class FileClock:
             raise
 
     def advance(self, delta: timedelta) -> None:
-        """Move the simulated time by ``delta``. Raises ResolverError when out of range."""
+        """Move the simulated time by ``delta``. Raises :class:`TimeOutOfRange` (nothing written)
+        when that leaves the supported range."""
+        now = self.now()
         try:
-            target = self.now() + delta
+            target = now + delta
         except (OverflowError, ValueError):
-            raise ResolverError(f"Advancing the clock by {delta} takes it out of range.") from None
+            target = None
+        if target is None or not EARLIEST <= target < END:
+            raise TimeOutOfRange(
+                f"Moving the clock by {delta} from {iso(now)} leaves the times resolver supports; "
+                f"the clock runs from {SUPPORTED_RANGE}."
+            )
         self.set(target)
 
     def real(self) -> None:

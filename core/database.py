@@ -25,6 +25,21 @@ device and inode with the ones it opened, and reopens when they differ. Closing 
 connection is safe: SQLite does not checkpoint or delete the WAL of a database file that has
 been unlinked or replaced (``databaseIsUnmoved`` in its pager).
 
+A long-lived connection also keeps the state it was opened in (issue 20). SQLite opens a file it
+may not write **read-only, silently**, and that connection refuses every write ("attempt to
+write a readonly database") for as long as it lives, even once the file is writable again; in
+the app, whose workers run on a pool of reused threads, a decision failed again on whichever
+thread had opened the world while it was not writable. So:
+
+- a connection opened while the file was not writable for this process (``os.access``) is
+  marked read-only and is reopened at the next use once the file is writable;
+- any failure of a statement (not a busy lock, not a constraint) counts as a failure of the
+  file: every thread's connection opened before it is closed and reopened at its next use
+  (:attr:`Database.failures`, compared with the generation each connection was opened at).
+
+A connection is reopened only between uses, never under a statement or transaction in progress
+on the same thread (nested uses keep the outer connection).
+
 :attr:`Database.counters` counts transactions and commits (the benchmark prints transactions and
 fsyncs per approve: with ``synchronous = FULL`` in WAL mode, one fsync per commit that wrote).
 """
@@ -73,6 +88,12 @@ class Counters:
 class _Local(threading.local):
     conn: sqlite3.Connection | None = None
     ident: tuple[int, int] | None = None
+    generation: int = 0
+    """:attr:`Database.failures` when this connection was opened."""
+    read_only: bool = False
+    """Opened while the file was not writable: SQLite made it a read-only connection."""
+    depth: int = 0
+    """Uses in progress on this thread (``read`` and ``immediate`` nest)."""
 
 
 def _file_id(path: Path) -> tuple[int, int] | None:
@@ -124,7 +145,8 @@ class Database:
         row_factory: sqlite3 row factory for this file's connections (None: tuples).
 
     Errors: :class:`~core.errors.StoreBusy` when a lock outlasts the busy timeout;
-    :class:`~core.errors.ResolverError` with one sentence for any other SQLite failure.
+    :class:`~core.errors.ResolverError` with one sentence for any other SQLite failure (which
+    also makes every thread reopen its connection at its next use, see the module's doc).
     """
 
     def __init__(
@@ -140,6 +162,9 @@ class Database:
         self.on_open = on_open
         self.row_factory = row_factory
         self.counters = Counters()
+        self.failures = 0
+        """Failures of a statement on this file so far (all threads): a connection opened
+        before the latest one is reopened at its next use."""
         self._local = _Local()
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,16 +205,32 @@ class Database:
             self.counters.opens += 1
         return conn
 
+    def _writable(self) -> bool:
+        """Whether this process may write the file now; SQLite opens it read-only when not."""
+        return os.access(self.path, os.W_OK)
+
     def connection(self) -> sqlite3.Connection:
-        """This thread's connection: opened on first use, reopened if the file was replaced."""
+        """This thread's connection: opened on first use, reopened if the file was replaced, and
+        between uses if a statement on the file failed since it was opened or it was opened
+        read-only and the file is writable now."""
         local = self._local
         ident = _file_id(self.path)
-        if local.conn is None or ident is None or ident != local.ident:
+        stale = local.conn is None or ident is None or ident != local.ident
+        if not stale and local.depth == 0:
+            stale = local.generation != self.failures or (local.read_only and self._writable())
+        if stale:
             self._retire()
+            generation = self.failures
             conn = self._open()
-            local.conn, local.ident = conn, _file_id(self.path)
+            local.conn, local.ident, local.generation = conn, _file_id(self.path), generation
+            local.read_only = not self._writable()
         assert local.conn is not None
         return local.conn
+
+    def _failed(self) -> None:
+        """A statement failed: every connection opened before now is reopened at its next use."""
+        with self._lock:
+            self.failures += 1
 
     def _retire(self) -> None:
         local = self._local
@@ -216,17 +257,24 @@ class Database:
                     f"{self.label[:1].upper()}{self.label[1:]} {self.path} stayed locked by another process "
                     f"for {waited:.1f} s; try again."
                 ) from exc
+            self._failed()
             raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} {self.path} failed: {exc}.") from exc
         except sqlite3.IntegrityError:
             raise
         except sqlite3.DatabaseError as exc:
+            self._failed()
             raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} {self.path} is not a usable database: {exc}.") from exc
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
         """This thread's connection for reads (autocommit), with SQLite errors as sentences."""
         with self._errors():
-            yield self.connection()
+            conn = self.connection()
+            self._local.depth += 1
+            try:
+                yield conn
+            finally:
+                self._local.depth -= 1
 
     @contextmanager
     def immediate(self) -> Iterator[sqlite3.Connection]:
@@ -236,17 +284,21 @@ class Database:
         """
         with self._errors():
             conn = self.connection()
-            conn.execute("BEGIN IMMEDIATE")
-            with self._lock:
-                self.counters.transactions += 1
+            self._local.depth += 1
             try:
-                yield conn
-            except BaseException:
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                conn.execute("BEGIN IMMEDIATE")
                 with self._lock:
-                    self.counters.rollbacks += 1
-                raise
-            conn.execute("COMMIT")
-            with self._lock:
-                self.counters.commits += 1
+                    self.counters.transactions += 1
+                try:
+                    yield conn
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    with self._lock:
+                        self.counters.rollbacks += 1
+                    raise
+                conn.execute("COMMIT")
+                with self._lock:
+                    self.counters.commits += 1
+            finally:
+                self._local.depth -= 1

@@ -20,7 +20,7 @@ from core.home import FILE_MODE, HOME_MODE, HomeLocation
 
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
 """The triggers that keep the audit append-only (:mod:`core.checkpoint`)."""
-DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs")
+DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs", "concurrent-log-handler")
 KEY_MIN_BYTES = 32
 """The approval key's length when resolver makes it (:func:`core.approval.load_key`)."""
 
@@ -152,6 +152,22 @@ def _dependency_lines() -> list[str]:
     return lines
 
 
+def _clock_line(root: Path, kind: str) -> str:
+    """The home's clock, checked against the supported times (issue 20): ok with the time, or
+    FAIL with the sentence (a damaged ``clock.json``, a computer's clock out of range)."""
+    from core.clock import iso
+    from core.errors import ResolverError
+    from core.homekind import home_clock
+
+    clock = home_clock(root)
+    try:
+        now = clock.now()
+    except ResolverError as exc:
+        return _line("FAIL", str(exc))
+    simulated = kind != "shop" and (root / "clock.json").exists()
+    return _line("ok", f"clock: {iso(now)} ({'simulated' if simulated else 'real'}), within the supported times")
+
+
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
     otherwise). Never creates or changes a file."""
@@ -174,6 +190,7 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     lines.append(_line("ok", f"kind: {kind}; checkpoints are read at schema version {SCHEMA_VERSION}"))
     lines += _mode_lines(root)
     lines.append(_key_line(root / "approval.key"))
+    lines.append(_clock_line(root, kind))
     if kind == "shop":  # the owner key's fingerprint, to compare with the one on paper (issue 14)
         from core.signing import registry_lines
 

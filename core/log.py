@@ -5,23 +5,34 @@ sentence and never a traceback (issue 13). Every face logs to the logger named `
 the CLI through :func:`command_log`, the app through Textual's handler as well (the hook in
 ``resolver_tui/app.py``). The file is 0600, like every file of the home, and rotates at
 :data:`MAX_BYTES` keeping :data:`BACKUPS` old files.
+
+Several processes write one log (the app, a command line, a second approver's app), so rotation
+is done by ``concurrent-log-handler`` (issue 20): every record is written, and every rotation
+made, under an exclusive lock on the lock file ``.__resolver.lock`` beside the log, so a record
+is never lost and a kept old file never overwritten by another process's rotation. The standard
+library's ``RotatingFileHandler`` is safe within one process only. No file stays open between
+records (many homes in one process hold no file open). Nothing of the log is ever printed on
+the terminal: a record that cannot be written (a full disk, a folder in the log's place) is
+dropped silently instead of logging's ``--- Logging error ---`` traceback on stderr.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import logging
-import logging.handlers
-import os
 import re
 from pathlib import Path
 
+from concurrent_log_handler import ConcurrentRotatingFileHandler
+
 LOG_NAME = "resolver.log"
 MAX_BYTES = 1_000_000
-"""Size at which the log rotates (bytes)."""
+"""Size at which the log rotates (bytes); a record is never split, so a file may pass it by one
+record, and by a few when several processes write at once."""
 BACKUPS = 3
 """How many rotated files are kept (``resolver.log.1`` ...)."""
+FILE_MODE = 0o600
+"""Mode of the log, its old files and its lock file: the log holds run IDs and reasons."""
 
 _FORMAT = "%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s"
 
@@ -37,41 +48,35 @@ class _EscapingFormatter(logging.Formatter):
         return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", super().format(record))
 
 
-class _PrivateRotatingFileHandler(logging.handlers.RotatingFileHandler):
-    """A rotating file handler whose files are made 0600 (the log holds run IDs and reasons),
-    opened for each record and closed after it: many homes in one process hold no file open,
-    and several processes append to one log."""
+class _HomeLogHandler(ConcurrentRotatingFileHandler):
+    """``concurrent-log-handler``'s rotating handler, safe across processes, with the home's
+    rules: files 0600, none kept open between records, and never a word on the terminal."""
 
-    def _open(self) -> io.TextIOWrapper:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        return open(fd, "a", encoding=self.encoding, errors=self.errors)
-
-    def emit(self, record: logging.LogRecord) -> None:
-        super().emit(record)
-        self.acquire()
-        try:
-            if self.stream is not None:
-                self.stream.close()
-                self.stream = None
-        finally:
-            self.release()
+    def handleError(self, record: logging.LogRecord) -> None:
+        """A record that cannot be written is dropped: the log never prints on the terminal
+        (logging's default prints a traceback on stderr), and the command goes on."""
 
 
 def command_log(home_root: Path | str, name: str = "resolver") -> logging.Logger:
     """The logger of the home at ``home_root`` (``name.home.<hash of the path>``), writing to
     ``HOME/resolver.log`` (the handler is added once per home and process).
-    Returns the logger; a log that cannot be opened (a read-only folder) leaves it without a
-    file handler rather than stopping the command."""
+
+    Returns the logger. A log that cannot be opened (a read-only folder, a file in the home's
+    place) leaves it with a handler that drops every record, never stopping the command and
+    never falling back to logging's last-resort handler on stderr.
+    """
     path = (Path(home_root) / LOG_NAME).absolute()
     logger = logging.getLogger(f"{name}.home.{hashlib.sha256(str(path).encode()).hexdigest()[:16]}")
     logger.setLevel(logging.INFO)
     logger.propagate = False
-    if any(isinstance(h, _PrivateRotatingFileHandler) for h in logger.handlers):
+    if any(isinstance(h, (_HomeLogHandler, logging.NullHandler)) for h in logger.handlers):
         return logger
     try:
-        handler = _PrivateRotatingFileHandler(path, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", delay=True)
+        handler: logging.Handler = _HomeLogHandler(
+            str(path), maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", chmod=FILE_MODE, keep_file_open=False
+        )
     except OSError:
-        return logger
+        handler = logging.NullHandler()
     handler.setFormatter(_EscapingFormatter(_FORMAT))
     logger.addHandler(handler)
     return logger

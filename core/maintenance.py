@@ -24,7 +24,7 @@ import shutil
 import sqlite3
 import tarfile
 import tempfile
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -40,14 +40,39 @@ _PLAIN_FILES = frozenset(("approval.key", "clock.json", "home.json", "approvers.
 """Files of a home that are always plain files (a folder in their place is damage, never backed up or restored)."""
 
 
+def prune_cutoff(now: datetime, older_than: timedelta) -> datetime:
+    """``now - older_than``, the time before which :func:`prune` deletes finished runs.
+
+    Raises:
+        TimeOutOfRange: the cutoff falls outside the supported range (:func:`core.clock.supported`),
+            e.g. ``--older-than 10000d`` reaches back before 2000.
+    """
+    from core.clock import EARLIEST, SUPPORTED_RANGE, TimeOutOfRange, supported
+
+    try:
+        cutoff = now - older_than
+    except OverflowError:
+        cutoff = EARLIEST - timedelta(days=1)
+    if cutoff < EARLIEST:
+        raise TimeOutOfRange(
+            f"{older_than} before {now.isoformat()} is before the times resolver supports ({SUPPORTED_RANGE}); "
+            "use a shorter duration."
+        )
+    return supported(cutoff, "The cutoff")
+
+
 def prune(home: Home, older_than: timedelta) -> list[str]:
     """Delete finished runs whose last checkpoint is older than ``older_than`` (by the home's
     clock). Returns lines saying what was removed. Runs waiting, running or executing are never
-    touched."""
+    touched.
+
+    Raises:
+        TimeOutOfRange: the cutoff (:func:`prune_cutoff`) or the clock is outside the supported range.
+    """
     from core.clock import parse_time
     from core.state import FINAL_STATUSES
 
-    cutoff = home.clock.now() - older_than
+    cutoff = prune_cutoff(home.clock.now(), older_than)
     doomed: list[tuple[str, str]] = []
     for status in sorted(FINAL_STATUSES):
         for page in home.queue.pages(status):

@@ -36,8 +36,9 @@ from datetime import datetime
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
+from core.clock import supported
 from core.errors import ResolverError, UnsupportedSchemaVersion
 
 SCHEMA_VERSION = 4
@@ -48,6 +49,12 @@ STATUSES: tuple[str, ...] = ("waiting_approval", "executing", "running", "handed
 FINAL_STATUSES: frozenset[str] = frozenset({"done", "handed_to_person", "stopped"})
 
 CENT = Decimal("0.01")
+
+Moment = Annotated[datetime, AfterValidator(supported)]
+"""Every time a state holds: checked by :func:`core.clock.supported` when made and when loaded
+(issue 20), so a checkpoint never keeps a time that ISO 8601 as saved cannot hold (an approval
+would then no longer match its signature); a saved time out of range makes the checkpoint
+unreadable with a sentence (``CorruptCheckpoint``), never an approval refused as forged."""
 
 
 class InvalidAmount(ResolverError, ValueError):
@@ -205,7 +212,7 @@ class Precondition(_Model):
     refunded: Decimal | None = None
     effect: Literal["refund", "reship", "return_label", "reply", ""] = ""
     sku: str = ""
-    since: datetime | None = None
+    since: Moment | None = None
 
     def line(self) -> str:
         """The precondition as the request prints it."""
@@ -231,7 +238,7 @@ class Proposal(_Model):
     actions: list[ProposedAction] = []
     reply_draft: str = ""
     recipient: str = ""
-    evidence_at: datetime | None = None
+    evidence_at: Moment | None = None
     preconditions: list[Precondition] = []
     version: int = 1
 
@@ -273,7 +280,7 @@ class Approval(_Model):
 
     role: str
     name: str
-    at: datetime
+    at: Moment
     digest: str
     signature: str
     proposal: Proposal | None = None
@@ -285,7 +292,7 @@ class Rejection(_Model):
 
     role: str
     name: str
-    at: datetime
+    at: Moment
     digest: str
     reason: str
 
@@ -337,7 +344,7 @@ class Event(_Model):
     """One line of the run's log; also appended to the store's events table (the trace)."""
 
     seq: int
-    at: datetime
+    at: Moment
     kind: str
     message: str
     data: dict[str, Any] = {}
@@ -386,8 +393,8 @@ class TaskState(_Model):
     faults_seen: list[str] = []
     usage: Usage = Usage()
     events: list[Event] = []
-    created_at: datetime
-    updated_at: datetime
+    created_at: Moment
+    updated_at: Moment
     version: int = 0
     reply_channel: str = "email"
     meta: Meta = Meta()

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 """Seed 000's Friday: Amira runs T-65273 and the proposal waits for Grace."""
@@ -53,3 +57,26 @@ def run_process(
         env=full_env,
         timeout=timeout,
     )
+
+
+_real_connect = sqlite3.connect
+
+
+@contextmanager
+def unwritable(monkeypatch: Any, path: Path) -> Iterator[None]:
+    """While inside, every connection opened on ``path`` is opened ``mode=ro``: what SQLite does
+    by itself for a file the process may not write (root may write any file, so a mode cannot
+    show it in CI). Connections opened before are untouched."""
+    target = Path(path).resolve()
+
+    def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        if not (isinstance(database, str) and database.startswith("file:")) and Path(database).resolve() == target:
+            kwargs["uri"] = True
+            return _real_connect(f"{target.as_uri()}?mode=ro", *args, **kwargs)
+        return _real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    try:
+        yield
+    finally:
+        monkeypatch.setattr(sqlite3, "connect", _real_connect)

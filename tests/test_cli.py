@@ -185,9 +185,9 @@ def test_bad_input_found_by_a_new_user_gives_one_sentence(cli, tmp_path):
         code, _, err = cli("manual-refund", "m1", "LK-507862", amount, "RFD-DOUBLE", "PAY-507862-1")
         assert code == 2 and "is not an amount in CAD" in err and "Traceback" not in err, amount
     code, _, err = cli("clock", "set", "0001-01-01T00:00:00+00:00")
-    assert code == 1 and "out of range" in err
+    assert code == 2 and "outside the times resolver supports" in err  # a bad value (issue 20): exit 2
     code, _, err = cli("clock", "advance", "100000000d")
-    assert code == 1 and "out of range" in err
+    assert code == 2 and "leaves the times resolver supports" in err
     a_file = tmp_path / "afile"
     a_file.write_text("x")
     from core.cli import main
@@ -226,7 +226,7 @@ def test_the_trainer_clock_moves_forward_and_back(cli):
     assert cli("clock", "advance", "2d16h")[1].startswith("Clock: 2026-10-12T09:00:")
     assert cli("clock", "advance", "back 2d16h")[1].startswith("Clock: 2026-10-09T17:00:")
     code, _, err = cli("clock", "advance", "soon")
-    assert code == 1 and "Cannot read the duration" in err
+    assert code == 2 and "Cannot read the duration" in err
     assert cli("clock", "real")[1].strip().endswith("(real)")
 
 
