@@ -60,6 +60,7 @@ def test_a_manual_refund_under_the_pending_operations_id_is_not_that_operation(p
     op_id = found.group(1)
     assert proc("manual-refund", op_id, "LK-793996", "1.00", "RFD-GOODWILL", "PAY-793996-1").returncode == 0
     resumed = proc("resume", T90104_RUN)
+    assert _count(proc.home, "refunds") == 1 and _count(proc.home, "replies") == 0  # nothing more written
     assert resumed.returncode == 5, (resumed.stdout, resumed.stderr)  # handed to a person
     assert "Status: handed_to_person" in resumed.stdout
     said = resumed.stdout
@@ -100,10 +101,10 @@ def test_a_register_entry_that_differs_in_any_field_hands_the_run_to_a_person(ho
         world.send_reply(op_id, order, a, "Hello")
     refunds, replies = _count(home.root, "refunds"), _count(home.root, "replies")
     state = home.resume(T90104_RUN).state
-    assert state.status == "handed_to_person"
-    assert state.operations[0].status == "failed" and "is not this operation" in (state.operations[0].error or "")
     assert (_count(home.root, "refunds"), _count(home.root, "replies")) == (refunds, replies)
     assert _count(home.root, "refunds", "payment_id = 'PAY-793996-1' AND amount = '9.95'") == 0
+    assert state.status == "handed_to_person"
+    assert state.operations[0].status == "failed" and "is not this operation" in (state.operations[0].error or "")
 
 
 def test_a_reply_entry_to_another_recipient_under_the_replys_id_is_not_sent_again(home):
@@ -140,13 +141,14 @@ def test_a_refund_by_hand_in_the_same_second_as_the_evidence_counts_as_since(hom
     home.manual_refund("phone-call-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-1")
     state = home.store.load(T65273_RUN)
     assert state.proposal is not None and state.proposal.evidence_at == parse_time(FRIDAY)
-    assert all(ev.seq == 0 for ev in state.evidence)  # the register's number as it was read
-    assert any("RF-7ABFCB81" in e for e in drift(state, home.world()).effects)  # the request shows it
+    shown = drift(state, home.world()).effects
     decided = home.approve(T65273_RUN, "grace", "Grace")
-    assert decided.status == "handed_to_person"
-    assert "another refund of LK-507862 was made since the evidence was read" in (decided.operations[0].error or "")
     assert _count(home.root, "refunds", "order_id = 'LK-507862'") == 1  # the phone call's, only
     assert _count(home.root, "replies") == 0
+    assert decided.status == "handed_to_person"
+    assert "another refund of LK-507862 was made since the evidence was read" in (decided.operations[0].error or "")
+    assert all(ev.seq == 0 for ev in state.evidence)  # the register's number as it was read
+    assert any("RF-7ABFCB81" in e for e in shown)  # the request showed it before the approval
 
 
 def test_a_refund_by_hand_just_before_the_evidence_in_the_same_second_does_not_count(home):
@@ -166,8 +168,8 @@ def test_a_reship_by_hand_in_the_same_second_counts_as_since(home):
     home.run("T-90103", repeat=1)
     home.world("someone").reship_item("by-hand-1", "LK-640436", "PLANTER", 1)
     state = home.approve("T-90103-agent-chat-small-1", "agent", "Amira")
-    assert state.status == "handed_to_person"
     assert _count(home.root, "reshipments") == 1 and _count(home.root, "return_labels") == 0
+    assert state.status == "handed_to_person"
 
 
 def test_the_register_numbers_entries_in_commit_order(home):
@@ -199,8 +201,8 @@ def test_evidence_saved_before_the_change_counts_the_same_second_as_since(tmp_pa
     assert state.proposal is not None and [p.since_seq for p in state.proposal.preconditions] == [None, None, None]
     assert state.proposal.digest == state.proposal.digest  # unchanged payload: the old digest still approves
     decided = home.approve(T65273_RUN, "grace", "Grace")
-    assert decided.status == "handed_to_person"
     assert _count(home.root, "refunds", "order_id = 'LK-507862'") == 1
+    assert decided.status == "handed_to_person"
 
 
 def test_a_refreshed_old_proposal_gets_register_numbers(tmp_path):
@@ -222,9 +224,9 @@ def test_a_crash_before_the_write_resumed_30_days_later_lapses(proc):
     assert proc("approve", T90104_RUN, "--as", "agent", "--interrupt", "before-write").returncode == 3
     assert proc("clock", "set", "2026-11-08T17:00:00-05:00").returncode == 0
     resumed = proc("resume", T90104_RUN)
+    assert (_count(proc.home, "refunds"), _count(proc.home, "replies"), _count(proc.home, "operations")) == (0, 0, 0)
     assert resumed.returncode == 0, resumed.stderr
     assert "executing -> waiting approval" in resumed.stdout and "lapsed" in resumed.stdout
-    assert (_count(proc.home, "refunds"), _count(proc.home, "replies"), _count(proc.home, "operations")) == (0, 0, 0)
     audit = json.loads(proc("audit", T90104_RUN, "--json").stdout)
     last = audit[-1] if isinstance(audit, list) else audit["rows"][-1]
     assert last["decision"] == "refused:expiry" and "no service called" in last["detail"]
@@ -257,8 +259,8 @@ def test_an_attempted_call_is_a_start_even_when_the_service_failed_transiently(h
 def test_the_frozen_pending_operation_with_no_call_lapses_after_the_upgrade(tmp_path):
     home = _frozen_before_20(tmp_path, "2026-11-08T17:00:00-05:00")
     state = home.resume(T90104_RUN).state
-    assert state.status == "waiting_approval" and state.approval is None
     assert _count(home.root, "refunds", "order_id = 'LK-793996'") == 0
+    assert state.status == "waiting_approval" and state.approval is None
     assert home.store.audit(T90104_RUN)[-1]["decision"] == "refused:expiry"
 
 
