@@ -104,10 +104,16 @@ def _build(home: Home) -> list[str]:
     made.append("T-97580-agent-chat-small-1: running (crashed after step 1)")
     tick()
 
+    # Approved by an agent and stopped just before the refund is written, ten minutes before the
+    # home's now: the service was never called, so the execution has not started and the
+    # approval holds for an hour (issue 20); within it `u` finishes the refund in 1 call.
+    friday = clock.now()
+    clock.set(home.clock.now() - timedelta(minutes=10))
     s = demo.run("T-90104", "agent_structured", "chat-strong", 1)
-    with suppress(SimulatedCrash):  # approved by an agent, stopped just before the refund is written
+    with suppress(SimulatedCrash):
         demo.approve(s.run_id, "agent", "Amira", interrupt="before-write")
     made.append(f"{s.run_id}: executing (stopped before a write)")
+    clock.set(friday)
     tick()
 
     for task in ("T-46819", "T-23776"):  # a reply only (done) and a chargeback (handed to a person)

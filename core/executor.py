@@ -7,7 +7,10 @@ For each operation in order (issue "Core 2", seed 000 and seed 001):
    signature); a failure hands the run to a person with nothing (more) written;
 3. reconcile: a ``pending`` operation is looked up in the practice world's operations register
    by its ID; if the service already did it, it is marked done with the recorded result and
-   the service is not called again;
+   the service is not called again. An entry under that ID whose service or arguments (kind,
+   order, amount, payment, item, recipient) differ from the planned write is not this
+   operation (issue 20): the run is handed to a person with a sentence naming both, and
+   nothing more is written;
 4. mark it ``pending``, count the attempt and save the checkpoint **before** the write (a call
    that ends the process is counted; after :data:`MAX_CALLS` the run goes to a person);
 5. call the service (the lease renewed by a heartbeat while it waits) with the operation ID as idempotency key; a transient fault is retried
@@ -33,8 +36,16 @@ from core.checkpoint import CheckpointStore, crash_point, lease_owner_name
 from core.clock import Clock, iso
 from core.data import load_policy, load_task
 from core.errors import ResolverError
-from core.state import Operation, TaskState, action_short
-from core.world import PreconditionFailed, ServiceRefused, TransientServiceError, World
+from core.state import Operation, TaskState, action_short, execution_started
+from core.world import (
+    PreconditionFailed,
+    ServiceRefused,
+    TransientServiceError,
+    World,
+    describe_call,
+    planned_call,
+    same_call,
+)
 
 MAX_CALLS = 3
 """Calls of one service per operation before the executor gives up (issue "Core 2")."""
@@ -211,11 +222,11 @@ def execute(
         if stopped is not None:
             released = True
             return stopped
-        if _lapsed(store, state, clock, owner):
-            released = True
-            return state
         task = load_task(state.task_id)
         world = World(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
+        if _lapsed(store, state, clock, owner, world):
+            released = True
+            return state
         own = {o.operation_id for o in state.operations}  # a run's own operations never count against it
         for op in state.operations:
             if op.status == "done":
@@ -228,7 +239,12 @@ def execute(
             if stopped is not None:
                 released = True
                 return stopped
-            if _reconcile(state, op, world):
+            found = _reconcile(state, op, world)
+            if found == "other":
+                state = _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
+                released = True
+                return state
+            if found == "done":
                 state.log(
                     "reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now()
                 )
@@ -276,30 +292,53 @@ def _progress(on_progress: OnProgress | None, state: TaskState, op: Operation) -
         on_progress(state, op)
 
 
-def _reconcile(state: TaskState, op: Operation, world: World) -> bool:
-    """Mark a pending operation done from the register if the service already did it."""
+def _reconcile(state: TaskState, op: Operation, world: World) -> Literal["done", "other", "absent"]:
+    """Look a pending operation up in the register: ``done`` (marked done with the recorded
+    result: the service already did it), ``absent`` (not there, or the operation is not
+    pending), or ``other`` (issue 20): an entry under this ID records a different write (another
+    service, order, amount, payment, item or recipient), so it is not this operation; ``op`` is
+    marked failed with a sentence naming both, and the caller hands the run to a person."""
     if op.status != "pending":
-        return False
+        return "absent"
     entry = world.lookup_operation(op.operation_id)
     if entry is None:
-        return False
+        return "absent"
+    recorded = (str(entry["service"]), dict(entry["args"]))
+    planned = planned_call(op.action)
+    if not same_call(recorded, planned):
+        op.status = "failed"
+        op.error = (
+            f"the register's entry for operation {op.operation_id} is not this operation: it records "
+            f"{describe_call(recorded)} by {entry['actor']} at {entry['at']}, the approved write is "
+            f"{describe_call(planned)}; nothing more written, check with the service what was paid"
+        )
+        return "other"
     op.status = "done"
     op.result = entry["result"]
     op.calls = max(op.calls, 1)  # the call was counted before it was made (a 0.1 checkpoint had not)
-    return True
+    return "done"
 
 
-def started(state: TaskState) -> bool:
-    """An execution has started once its first ``pending`` checkpoint is saved (issue 11)."""
-    return any(op.status != "planned" or op.calls for op in state.operations)
+def started(state: TaskState, world: World | None = None) -> bool:
+    """Whether the execution of ``state`` has started (issue 20): a service call was attempted
+    (:func:`core.state.execution_started`), or, with ``world``, a pending operation is already
+    in the register (a checkpoint of release 0.1.0 did not count a call before making it). An
+    operation saved ``pending`` with no call attempted has not started anything."""
+    if execution_started(state.operations):
+        return True
+    if world is None:
+        return False
+    return any(op.status == "pending" and world.lookup_operation(op.operation_id) is not None for op in state.operations)
 
 
-def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str) -> bool:
-    """Return an approval whose execution has not started by the policy's ``approval_valid_s``
-    to waiting (fails closed: the run needs a fresh decision), with the reason in the audit and
-    the lease given back in the same save. True when it lapsed."""
+def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str, world: World) -> bool:
+    """Return an approval whose execution has not started (:func:`started`: no service call
+    attempted, nothing in the register) by the policy's ``approval_valid_s`` to waiting (fails
+    closed: the run needs a fresh decision), with the reason in the audit and the lease given
+    back in the same save. A crash just before the write leaves an operation ``pending`` with
+    no call: that is not a start (issue 20). True when it lapsed."""
     a = state.approval
-    if a is None or started(state):
+    if a is None or started(state, world):
         return False
     now = clock.now()
     limit = load_policy().approval_valid_s
@@ -307,8 +346,8 @@ def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str) 
     if age <= limit:
         return False
     why = (
-        f"the approval by {a.name} ({a.role}) at {iso(a.at)} lapsed: its execution had not started after "
-        f"{int(limit)} s (it was {int(age)} s old); nothing written, the run waits for a fresh decision"
+        f"the approval by {a.name} ({a.role}) at {iso(a.at)} lapsed: its execution had not started (no service "
+        f"called) after {int(limit)} s (it was {int(age)} s old); nothing written, the run waits for a fresh decision"
     )
     state.approval = None
     state.operations = []

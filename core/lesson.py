@@ -7,7 +7,7 @@ tell the class. They are deterministic after ``resolver reset --all``; the app's
 offers the same functions in its command palette.
 
 Moments (``resolver class MOMENT``): friday, crash-in-loop [--after-step N],
-crash-before-write, crash-after-write, weekend-call, monday, run-again, all.
+crash-before-write, crash-after-write, resume-crashed, weekend-call, monday, run-again, all.
 Exercises (``resolver exercise NAME``): crash-at-step, corrupt-checkpoint, migrate-v1,
 resume-twice, lease-owner.
 
@@ -32,6 +32,7 @@ from core.executor import SimulatedCrash
 from core.home import Home
 from core.homekind import require_practice
 from core.runner import LoopCrash, crash_after_step, outcome_line
+from core.views import after_resume
 from core.world import ServiceRefused
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
@@ -133,6 +134,21 @@ def moment_crash_after_write(home: Home) -> list[str]:
 
 
 @moment
+def moment_resume_crashed(home: Home) -> list[str]:
+    """Friday, still within the approval's validity: resume every T-90104 run left executing by
+    a crash (what ``resolver resume RUN`` prints). An approval whose execution had not called
+    the service lapses after ``approval_valid_s`` (issue 20), so the lesson resumes its crash
+    before the clock moves to the weekend and Monday."""
+    lines: list[str] = []
+    for run in home.store.runs_of_task("T-90104"):
+        if run.status != "executing":
+            continue
+        resumed = home.resume(run.run_id)
+        lines += after_resume(resumed.kind, resumed.before, resumed.state)
+    return lines or ["No run of T-90104 is executing: nothing to resume."]
+
+
+@moment
 def moment_weekend_call(home: Home) -> list[str]:
     """The colleague's manual refund of PAY-507862-2 (operation ``manual-1``), on Saturday 11:00
     when the clock is still before it."""
@@ -172,17 +188,21 @@ MOMENTS: dict[str, Callable[..., list[str]]] = {
     "crash-in-loop": moment_crash_in_loop,
     "crash-before-write": moment_crash_before_write,
     "crash-after-write": moment_crash_after_write,
+    "resume-crashed": moment_resume_crashed,
     "weekend-call": moment_weekend_call,
     "monday": moment_monday,
     "run-again": moment_run_again,
 }
-"""Every moment of the lesson, in the order ``all`` plays them."""
+"""Every moment of the lesson, in the order ``all`` plays them and the app's palette lists them:
+the crashed T-90104 is resumed on Friday, before the weekend and Monday, while its approval is
+still valid (an execution that never called the service lapses after ``approval_valid_s``)."""
 
 TITLES = {
     "friday": "Simulate: Friday, Amira runs T-65273 and T-90103",
     "crash-in-loop": "Simulate: crash T-65273 after step 1",
     "crash-before-write": "Simulate: crash T-90104 before the write",
     "crash-after-write": "Simulate: crash T-90104 after the write",
+    "resume-crashed": "Simulate: resume T-90104 after the crash (Friday, before the approval lapses)",
     "weekend-call": "Simulate: weekend phone call (manual refund of PAY-507862-2)",
     "monday": "Simulate: Monday 09:00",
     "run-again": "Simulate: run T-90103 again (the common mistake)",

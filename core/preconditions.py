@@ -29,14 +29,29 @@ def _payment_seen(state: TaskState, order_id: str, payment_id: str) -> dict[str,
     return None
 
 
+def evidence_seq(state: TaskState) -> int | None:
+    """The operations register's number when the run's evidence was first read: the lowest
+    ``seq`` of its evidence (issue 20), so every write numbered above it came after some of the
+    evidence was read. None when any evidence was saved before issue 20 (no number), or there
+    is none: "since" is then decided by time, the same second counting as since."""
+    seqs = [ev.seq for ev in state.evidence]
+    if not seqs or any(s is None for s in seqs):
+        return None
+    return min(s for s in seqs if s is not None)
+
+
 def derive(state: TaskState, proposal: Proposal, evidence_at: datetime) -> list[Precondition]:
     """The preconditions of each planned operation of ``proposal`` (actions, then the reply):
 
     - a refund: the payment as the evidence showed it (status and amount refunded), when the
-      agent looked it up; and no other refund of the order since ``evidence_at``;
+      agent looked it up; and no other refund of the order since the evidence was read;
     - a reship: no other reship of that item since; a return label: no other label of that item;
     - the reply: no other reply on the order since.
+
+    "Since" is the register's number of the evidence (:func:`evidence_seq`, issue 20), with
+    ``evidence_at`` kept beside it for the people reading the request.
     """
+    seq = evidence_seq(state)
     out: list[Precondition] = []
     for i, action in enumerate(proposal.actions):
         effect = EFFECT_OF_ACTION[action.type]
@@ -53,16 +68,33 @@ def derive(state: TaskState, proposal: Proposal, evidence_at: datetime) -> list[
                         refunded=cad(pay.get("refunded", "0")),
                     )
                 )
-            out.append(Precondition(index=i, kind="none_since", order_id=action.order_id, effect=effect, since=evidence_at))
+            out.append(
+                Precondition(
+                    index=i, kind="none_since", order_id=action.order_id, effect=effect, since=evidence_at, since_seq=seq
+                )
+            )
         else:
             sku = getattr(action, "sku", "")
             out.append(
-                Precondition(index=i, kind="none_since", order_id=action.order_id, effect=effect, sku=sku, since=evidence_at)
+                Precondition(
+                    index=i,
+                    kind="none_since",
+                    order_id=action.order_id,
+                    effect=effect,
+                    sku=sku,
+                    since=evidence_at,
+                    since_seq=seq,
+                )
             )
     if proposal.reply_draft.strip():
         out.append(
             Precondition(
-                index=len(proposal.actions), kind="none_since", order_id=state.order_id, effect="reply", since=evidence_at
+                index=len(proposal.actions),
+                kind="none_since",
+                order_id=state.order_id,
+                effect="reply",
+                since=evidence_at,
+                since_seq=seq,
             )
         )
     return out
@@ -162,7 +194,9 @@ def drift(state: TaskState, world: World) -> Drift:
         return out
     own = {op.operation_id for op in state.operations}
     since = p.evidence_at or state.updated_at
-    for e in world.effects_on(state.order_id or (p.actions[0].order_id if p.actions else ""), since, exclude=own):
+    seq = evidence_seq(state) if p.evidence_at is not None else None
+    order_id = state.order_id or (p.actions[0].order_id if p.actions else "")
+    for e in world.effects_on(order_id, since, exclude=own, since_seq=seq):
         out.effects.append(f"{e['line']} by operation {e['operation_id']} ({e['actor']}) on {_when(e['at'])}")
     for pre in p.preconditions:
         problem = world.precondition_problem(pre, own)
@@ -193,4 +227,15 @@ def evidence_time(state: TaskState) -> datetime:
     return first_read(state)
 
 
-__all__ = ["Drift", "age_seconds", "bind", "derive", "drift", "evidence_time", "field_differences", "first_read", "iso"]
+__all__ = [
+    "Drift",
+    "age_seconds",
+    "bind",
+    "derive",
+    "drift",
+    "evidence_seq",
+    "evidence_time",
+    "field_differences",
+    "first_read",
+    "iso",
+]

@@ -31,8 +31,9 @@ def refresh(store: CheckpointStore, world: World, run_id: str, clock: Clock) -> 
     now = clock.now()
     before = state.proposal
     state.evidence = [
-        Evidence(step=ev.step, tool=ev.tool, args=ev.args, result=world.call_tool(ev.tool, dict(ev.args)))
+        Evidence(step=ev.step, tool=ev.tool, args=ev.args, result=result, seq=seq)
         for ev in state.evidence
+        for result, seq in [world.read_tool(ev.tool, dict(ev.args))]
     ]
     state.approval = None  # void: it named the old digest
     state.proposal = bind(state, before, now, version=before.version + 1)

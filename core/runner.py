@@ -179,11 +179,11 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
             call = {"tool": turn.tool, "args": turn.args}
             state.messages.append(Message(role="assistant", step=state.step, content=json.dumps(call, ensure_ascii=False)))
             try:
-                result = world.call_tool(turn.tool, turn.args)
+                result, seq = world.read_tool(turn.tool, turn.args)
             except UnknownTool as exc:
-                result = {"error": str(exc)}
+                result, seq = {"error": str(exc)}, world.register_seq()
             usage.tool_calls += 1
-            state.evidence.append(Evidence(step=state.step, tool=turn.tool, args=turn.args, result=result))
+            state.evidence.append(Evidence(step=state.step, tool=turn.tool, args=turn.args, result=result, seq=seq))
             state.messages.append(
                 Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str))
             )

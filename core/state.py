@@ -24,7 +24,13 @@ Schema versions (``schema_version``):
   still verifies; its evidence age is counted from its first lookup (frozen schema 3:
   ``tests/fixtures/task_state_v3.json``).
 
-:func:`migrate` upgrades a raw v1, v2 or v3 dict to v4; any other version fails loudly with
+- 5: "since" by the world's own order of events (issue 20): ``Evidence.seq`` (the practice
+  world's operations register number read with the result) and ``Precondition.since_seq``. A
+  checkpoint saved before gets None for both: its preconditions keep their digest and decide
+  "since" by time, an event in the same second counting as since (frozen schema 4:
+  ``tests/fixtures/home_before_issue_20``).
+
+:func:`migrate` upgrades a raw v1, v2, v3 or v4 dict to v5; any other version fails loudly with
 :class:`~core.errors.UnsupportedSchemaVersion`.
 """
 
@@ -41,7 +47,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from core.clock import supported
 from core.errors import ResolverError, UnsupportedSchemaVersion
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOOL_SCHEMA_VERSION = "tools-1"
 
 Status = Literal["running", "waiting_approval", "executing", "done", "handed_to_person", "stopped"]
@@ -198,7 +204,12 @@ class Precondition(_Model):
     - ``payment``: payment ``payment_id`` of ``order_id`` is ``status`` with ``refunded`` CAD
       already refunded, as the evidence showed it (a refund needs the charge as it was read);
     - ``none_since``: no ``effect`` (refund, reship, return_label, reply) on ``order_id`` (for
-      ``sku`` when set) made after ``since`` by an operation other than the run's own.
+      ``sku`` when set) made since the evidence was read by an operation other than the run's
+      own. "Since" is decided by the world's own order of events (issue 20): ``since_seq`` is
+      the operations register's number when the evidence was read, and an effect counts when
+      its register entry is numbered above it, whatever the clock said. A precondition saved
+      before issue 20 has no ``since_seq``; then an effect at or after ``since`` counts (the
+      same second counts as since, never as before).
 
     The executor hands a step's preconditions to its write service as the expected state (a
     compare-and-set like HTTP ``If-Match``); the service refuses when one does not hold.
@@ -213,6 +224,15 @@ class Precondition(_Model):
     effect: Literal["refund", "reship", "return_label", "reply", ""] = ""
     sku: str = ""
     since: Moment | None = None
+    since_seq: int | None = None
+
+    def digest_dump(self) -> dict[str, Any]:
+        """The precondition as the proposal's digest covers it: every field, ``since_seq`` only
+        when set (so a proposal saved before issue 20 keeps the digest it was approved on)."""
+        out = self.model_dump(mode="json")
+        if out.get("since_seq") is None:
+            out.pop("since_seq", None)
+        return out
 
     def line(self) -> str:
         """The precondition as the request prints it."""
@@ -255,7 +275,7 @@ class Proposal(_Model):
             payload.update(
                 recipient=self.recipient,
                 evidence_at=self.evidence_at.isoformat(),
-                preconditions=[p.model_dump(mode="json") for p in self.preconditions],
+                preconditions=[p.digest_dump() for p in self.preconditions],
                 version=self.version,
             )
         return payload
@@ -313,6 +333,15 @@ class Operation(_Model):
     error: str | None = None
 
 
+def execution_started(operations: list[Operation]) -> bool:
+    """Whether an execution has started (issue 20): a service call was attempted (an attempt is
+    counted and saved before each call) or an operation is already done or failed. An operation
+    saved ``pending`` with no call (the crash just before the write) has not started anything,
+    so the approval's validity still applies to it. A checkpoint of release 0.1.0 did not count
+    the call before making it: the executor also asks the register (:mod:`core.executor`)."""
+    return any(op.calls > 0 or op.status in ("done", "failed") for op in operations)
+
+
 class Usage(_Model):
     """Model usage of a run: calls, tokens, and cost in US$."""
 
@@ -332,12 +361,18 @@ class Message(_Model):
 
 
 class Evidence(_Model):
-    """A read-only tool call the agent made, with its JSON result."""
+    """A read-only tool call the agent made, with its JSON result.
+
+    ``seq`` (issue 20): the practice world's operations register number read in the same
+    snapshot as the result (:meth:`core.world.World.read_tool`); every write numbered above it
+    came after this evidence. None for evidence saved before issue 20.
+    """
 
     step: int
     tool: str
     args: dict[str, Any]
     result: Any
+    seq: int | None = None
 
 
 class Event(_Model):
@@ -422,6 +457,9 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     approval signature were derived from (release 0.1.0), so both still hold.
     v3 -> v4: the proposal is unbound (no recipient, evidence time or preconditions, version 1)
     and an approval holds no copy of its proposal.
+    v4 -> v5: evidence without a register number (``seq`` None) and preconditions without one
+    (``since_seq`` None): "since" stays decided by time for them, the same second counting as
+    since (issue 20).
 
     Raises:
         UnsupportedSchemaVersion: a version this code does not know (newer or garbage).
@@ -429,22 +467,41 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     version = raw.get("schema_version", 1)
     if version == SCHEMA_VERSION:
         return raw
-    if version in (1, 2, 3):
+    if version in (1, 2, 3, 4):
         upgraded = dict(raw)
         if version == 1:
             upgraded.setdefault("reply_channel", "email")
             upgraded.setdefault("meta", Meta().model_dump(mode="json"))
         upgraded.setdefault("run_uid", upgraded.get("run_id"))
-        if isinstance(upgraded.get("proposal"), dict):
+        if version < 4 and isinstance(upgraded.get("proposal"), dict):
             upgraded["proposal"] = {**_UNBOUND, **upgraded["proposal"]}
-        if isinstance(upgraded.get("approval"), dict):
+        if version < 4 and isinstance(upgraded.get("approval"), dict):
             upgraded["approval"] = {"proposal": None, **upgraded["approval"]}
+        _unnumbered(upgraded)
         upgraded["schema_version"] = SCHEMA_VERSION
         return upgraded
     raise UnsupportedSchemaVersion(
         f"Run {raw.get('run_id', '?')} was saved with schema version {version!r}; this resolver reads "
         f"versions 1 to {SCHEMA_VERSION}. Upgrade resolver or reset the run."
     )
+
+
+def _unnumbered(raw: dict[str, Any]) -> None:
+    """v4 -> v5 on the (copied) top level ``raw``: every evidence gets ``seq`` None and every
+    precondition (of the proposal and of the approved copy) ``since_seq`` None; nested dicts are
+    copied, never changed in place."""
+
+    def numbered(p: Any) -> Any:
+        if not isinstance(p, dict) or not isinstance(p.get("preconditions"), list):
+            return p
+        pres = [{**pre, "since_seq": pre.get("since_seq")} if isinstance(pre, dict) else pre for pre in p["preconditions"]]
+        return {**p, "preconditions": pres}
+
+    if isinstance(raw.get("evidence"), list):
+        raw["evidence"] = [{**ev, "seq": ev.get("seq")} if isinstance(ev, dict) else ev for ev in raw["evidence"]]
+    raw["proposal"] = numbered(raw.get("proposal"))
+    if isinstance(raw.get("approval"), dict):
+        raw["approval"] = {**raw["approval"], "proposal": numbered(raw["approval"].get("proposal"))}
 
 
 def operation_id(run_uid: str, index: int, action: BaseModel) -> str:

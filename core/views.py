@@ -24,7 +24,7 @@ from core.recorded_model import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, role_label
 from core.runner import outcome_line
 from core.safetext import safe_text
-from core.state import FINAL_STATUSES, TaskState, action_line, action_short
+from core.state import FINAL_STATUSES, TaskState, action_line, action_short, execution_started
 
 __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
     "ACTIONS",
@@ -368,6 +368,9 @@ def after_resume(kind: str, before: str, state: TaskState) -> list[str]:
     said = [f"Run {state.run_id} {RESUMED.get(kind, kind)}: {status_text(before)} -> {status_text(state.status)}."]
     if kind == "continued":
         return [*said, f"Outcome: {outcome_line(state)}"]
+    if before == "executing" and state.status == "waiting_approval":  # the approval lapsed or was refused (issue 20)
+        last = next((e for e in reversed(state.events) if e.kind in ("approval_lapsed", "back_to_waiting")), None)
+        return [*said, *([f"Back to waiting: {safe_text(last.message)}"] if last else [])]
     return [*said, *execution_lines(state)]
 
 
@@ -566,7 +569,7 @@ def ages_lines(
         + (": expired, refresh it first." if age_s > evidence_max_age_s else ".")
     ]
     a = state.approval
-    if a is not None and state.status == "executing" and not any(op.status != "planned" for op in state.operations):
+    if a is not None and state.status == "executing" and not execution_started(state.operations):
         left = approval_valid_s - (now - a.at).total_seconds()
         lines.append(
             f"Approved {_span((now - a.at).total_seconds())} ago; execution not started; "

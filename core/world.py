@@ -128,6 +128,7 @@ class World:
         moment is waited for, and the tables are made once. A file whose home has history
         (:func:`check_world_file`) is never rebuilt here: its register would be lost."""
         if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'operations'").fetchone():
+            World._migrate(conn)
             return
         if key is not None and key in _no_rebuild:
             raise WorldMissing(_missing_sentence(key, "lost its tables"))
@@ -188,9 +189,29 @@ class World:
             db.table("return_labels").create_index(["order_id", "sku"], unique=True)
             db.table("replies").create({"reply_id": str, **common, "customer_id": str, "text": str}, pk="reply_id")
             db.table("operations").create(
-                {"operation_id": str, "service": str, "args": str, "result": str, "at": str, "actor": str},
+                {"operation_id": str, "service": str, "args": str, "result": str, "at": str, "actor": str, "seq": int},
                 pk="operation_id",
             )
+            conn.execute("CREATE UNIQUE INDEX operations_seq ON operations (seq)")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @staticmethod
+    def _migrate(conn: sqlite3.Connection) -> None:
+        """Give a register made before issue 20 its ``seq`` column: each entry's number in commit
+        order. Entries were only ever appended, one write transaction at a time, and never
+        deleted, so their rowid order is the order in which they were committed. Another process
+        migrating at the same moment is waited for; the column is added once."""
+        if _has_seq(conn):
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if not _has_seq(conn):
+                conn.execute("ALTER TABLE operations ADD COLUMN seq INTEGER")
+                conn.execute("UPDATE operations SET seq = rowid")
+                conn.execute("CREATE UNIQUE INDEX IF NOT EXISTS operations_seq ON operations (seq)")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -213,6 +234,31 @@ class World:
         if set(args) != set(TOOL_ARGS[tool]):
             raise UnknownTool(f"{tool} takes {', '.join(TOOL_ARGS[tool])}, not {', '.join(sorted(args)) or 'nothing'}.")
         return getattr(self, tool)(**args)
+
+    def read_tool(self, tool: str, args: dict[str, Any]) -> tuple[Any, int]:
+        """Run one read-only tool (:meth:`call_tool`) and return ``(result, seq)``: ``seq`` is the
+        operations register's number (:meth:`register_seq`) read in the same read transaction as
+        the result, so every write numbered above it was committed after the evidence was read,
+        and every write at or below it is in the result (issue 20: "since" decided by the
+        world's own order of events, never by the clock's resolution).
+
+        Raises:
+            UnknownTool: as :meth:`call_tool`.
+        """
+        with self._connect() as conn:
+            conn.execute("BEGIN")  # one snapshot for the result and the number (WAL)
+            try:
+                result = self.call_tool(tool, args)
+                seq = _max_seq(conn)
+            finally:
+                conn.execute("COMMIT")
+        return result, seq
+
+    def register_seq(self) -> int:
+        """The number of the newest entry of the operations register (0 when empty). Numbers are
+        given in commit order, inside each write's transaction: 1, 2, 3 ..."""
+        with self._connect() as conn:
+            return _max_seq(conn)
 
     def get_order(self, order_id: str) -> dict[str, Any]:
         """The order with its lines (CAD as strings), or ``{"error": ...}``."""
@@ -280,7 +326,7 @@ class World:
         with self._immediate() as conn:
             row = conn.execute("SELECT service, args, result FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()
             if row is not None:
-                if (row["service"], json.loads(row["args"])) != (service, json.loads(json.dumps(args, default=str))):
+                if not same_call((row["service"], json.loads(row["args"])), (service, args)):
                     raise ServiceRefused(
                         f"Operation {operation_id} was already used for another call "
                         f"({row['service']} {row['args']}); an idempotency key names one call only"
@@ -290,8 +336,8 @@ class World:
             at = iso(self.clock.now())
             result = do(conn, at)
             conn.execute(
-                "INSERT INTO operations (operation_id, service, args, result, at, actor) VALUES (?, ?, ?, ?, ?, ?)",
-                (operation_id, service, json.dumps(args, default=str), json.dumps(result), at, self.actor),
+                "INSERT INTO operations (operation_id, service, args, result, at, actor, seq) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (operation_id, service, json.dumps(args, default=str), json.dumps(result), at, self.actor, _max_seq(conn) + 1),
             )
         return result
 
@@ -313,7 +359,7 @@ class World:
         the order or the amount exceeds what is left; TransientServiceError for a simulated fault.
         """
         value = cad(amount)
-        args = {"order_id": order_id, "amount": str(value), "reason_code": reason_code, "payment_id": payment_id}
+        args = _refund_args(order_id, value, reason_code, payment_id)
 
         def do(conn: sqlite3.Connection, at: str) -> dict[str, Any]:
             pay = conn.execute("SELECT * FROM payments WHERE payment_id = ?", (payment_id,)).fetchone()
@@ -355,7 +401,7 @@ class World:
         own: Collection[str] = (),
     ) -> dict[str, Any]:
         """Send ``quantity`` of ``sku`` again. Refuses an item not on the order, or more than ordered."""
-        args = {"order_id": order_id, "sku": sku, "quantity": quantity}
+        args = _reship_args(order_id, sku, quantity)
 
         def do(conn: sqlite3.Connection, at: str) -> dict[str, Any]:
             line = conn.execute("SELECT quantity FROM order_lines WHERE order_id = ? AND sku = ?", (order_id, sku)).fetchone()
@@ -385,7 +431,7 @@ class World:
         own: Collection[str] = (),
     ) -> dict[str, Any]:
         """Create the one return label an item may have. Refuses a second label or a foreign item."""
-        args = {"order_id": order_id, "sku": sku, "reason": reason, "return_shipping": return_shipping}
+        args = _label_args(order_id, sku, reason, return_shipping)
 
         def do(conn: sqlite3.Connection, at: str) -> dict[str, Any]:
             if conn.execute("SELECT 1 FROM order_lines WHERE order_id = ? AND sku = ?", (order_id, sku)).fetchone() is None:
@@ -415,7 +461,7 @@ class World:
         own: Collection[str] = (),
     ) -> dict[str, Any]:
         """Send the reply to the customer. Refuses an empty reply or an unknown customer."""
-        args = {"order_id": order_id, "customer_id": customer_id, "chars": len(text)}
+        args = _reply_args(order_id, customer_id, text)
 
         def do(conn: sqlite3.Connection, at: str) -> dict[str, Any]:
             if not text.strip():
@@ -457,18 +503,27 @@ class World:
 
     @staticmethod
     def _effects(
-        conn: sqlite3.Connection, effect: str, order_id: str, since: datetime | None, sku: str = "", exclude: Collection[str] = ()
+        conn: sqlite3.Connection,
+        effect: str,
+        order_id: str,
+        since: datetime | None,
+        sku: str = "",
+        exclude: Collection[str] = (),
+        since_seq: int | None = None,
     ) -> list[sqlite3.Row]:
+        """The rows of ``effect`` on ``order_id`` (and ``sku``) made since the evidence was read,
+        except the operations in ``exclude``, in commit order. "Since" (issue 20): with
+        ``since_seq`` (the register's number when the evidence was read), every write numbered
+        above it; for evidence saved before the register had numbers, every write at or after
+        ``since`` (the same second counts as since, never as before); with neither, every write."""
         table, _ = EFFECT_TABLES[effect]
-        sql = f"SELECT * FROM {table} WHERE order_id = ?"
+        sql = f"SELECT t.*, o.seq AS seq FROM {table} t LEFT JOIN operations o ON o.operation_id = t.operation_id WHERE t.order_id = ?"
         params: list[Any] = [order_id]
         if sku:
-            sql += " AND sku = ?"
+            sql += " AND t.sku = ?"
             params.append(sku)
-        rows = conn.execute(sql + " ORDER BY rowid", params).fetchall()
-        return [
-            r for r in rows if r["operation_id"] not in exclude and (since is None or datetime.fromisoformat(r["at"]) > since)
-        ]
+        rows = conn.execute(sql + " ORDER BY o.seq, t.rowid", params).fetchall()
+        return [r for r in rows if r["operation_id"] not in exclude and _since(r, since, since_seq)]
 
     def _problem(self, conn: sqlite3.Connection, pre: Precondition, own: Collection[str]) -> str | None:
         if pre.kind == "payment":
@@ -482,7 +537,7 @@ class World:
                 )
             return None
         _, id_col = EFFECT_TABLES[pre.effect]
-        rows = self._effects(conn, pre.effect, pre.order_id, pre.since, pre.sku, own)
+        rows = self._effects(conn, pre.effect, pre.order_id, pre.since, pre.sku, own, pre.since_seq)
         if not rows:
             return None
         r = rows[0]
@@ -501,18 +556,22 @@ class World:
         with self._connect() as conn:
             return self._problem(conn, pre, own)
 
-    def effects_on(self, order_id: str, since: datetime | None, exclude: Collection[str] = ()) -> list[dict[str, Any]]:
-        """Every write on ``order_id`` after ``since`` (refunds, reships, labels, replies),
-        whoever made it, except the operations in ``exclude``: ``{"kind", "id", "line", "at",
-        "operation_id", "actor"}``, oldest first."""
+    def effects_on(
+        self, order_id: str, since: datetime | None, exclude: Collection[str] = (), since_seq: int | None = None
+    ) -> list[dict[str, Any]]:
+        """Every write on ``order_id`` since the evidence was read (refunds, reships, labels,
+        replies), whoever made it, except the operations in ``exclude``: ``{"kind", "id",
+        "line", "at", "operation_id", "actor"}``, in commit order. "Since" as in
+        :meth:`_effects`: above register number ``since_seq`` when given, else at or after
+        ``since``, else every write."""
         out = []
         with self._connect() as conn:
             for effect in EFFECT_TABLES:
-                for r in self._effects(conn, effect, order_id, since, exclude=exclude):
-                    out.append({"operation_id": r["operation_id"], "actor": r["actor"], "at": r["at"]})
+                for r in self._effects(conn, effect, order_id, since, exclude=exclude, since_seq=since_seq):
+                    out.append({"operation_id": r["operation_id"], "actor": r["actor"], "at": r["at"], "seq": r["seq"]})
         lines = {c["operation_id"]: c for c in self.changes()}
         result = []
-        for e in sorted(out, key=lambda e: e["at"]):
+        for e in sorted(out, key=lambda e: (e["seq"] is None, e["seq"] or 0, e["at"])):
             c = lines.get(e["operation_id"])
             if c is None:
                 continue
@@ -568,10 +627,10 @@ class World:
                         "line": f"reply {r['reply_id']}: to {r['customer_id']} about {r['order_id']}",
                     }
                 )
-            order = dict(conn.execute("SELECT operation_id, rowid FROM operations").fetchall())
+            order = dict(conn.execute("SELECT operation_id, seq FROM operations").fetchall())
         for c in out:
             c["line"] = f"{c['line']} [operation {c['operation_id']}]"
-        return sorted(out, key=lambda c: order.get(c["operation_id"], 0))
+        return sorted(out, key=lambda c: order.get(c["operation_id"]) or 0)
 
     def refunds_of(self, order_id: str) -> list[dict[str, Any]]:
         """The refunds made on one order."""
@@ -582,6 +641,88 @@ class World:
         """How many register rows ``operation_id`` has (0 or 1: it is the primary key)."""
         with self._connect() as conn:
             return conn.execute("SELECT COUNT(*) FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()[0]
+
+
+def _has_seq(conn: sqlite3.Connection) -> bool:
+    return any(r[1] == "seq" for r in conn.execute("PRAGMA table_info(operations)"))
+
+
+def _max_seq(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM operations").fetchone()[0])
+
+
+def _since(row: sqlite3.Row, since: datetime | None, since_seq: int | None) -> bool:
+    """Whether an effect row counts as made since the evidence was read (see ``World._effects``).
+    A row without a register number (none should exist) counts as since: fail closed."""
+    if since_seq is not None:
+        return row["seq"] is None or int(row["seq"]) > since_seq
+    if since is not None:
+        return datetime.fromisoformat(row["at"]) >= since
+    return True
+
+
+# -- what each write service records in the register (issue 20: one description of a call) --------
+
+
+def _refund_args(order_id: str, amount: Decimal, reason_code: str, payment_id: str) -> dict[str, Any]:
+    return {"order_id": order_id, "amount": str(amount), "reason_code": reason_code, "payment_id": payment_id}
+
+
+def _reship_args(order_id: str, sku: str, quantity: int) -> dict[str, Any]:
+    return {"order_id": order_id, "sku": sku, "quantity": quantity}
+
+
+def _label_args(order_id: str, sku: str, reason: str, return_shipping: str) -> dict[str, Any]:
+    return {"order_id": order_id, "sku": sku, "reason": reason, "return_shipping": return_shipping}
+
+
+def _reply_args(order_id: str, customer_id: str, text: str) -> dict[str, Any]:
+    return {"order_id": order_id, "customer_id": customer_id, "chars": len(text)}
+
+
+Call = tuple[str, dict[str, Any]]
+"""A write as the operations register records it: ``(service, args)``."""
+
+
+def planned_call(action: Action) -> Call:
+    """What the register records when the write service of ``action`` performs it: the service's
+    name and its arguments, exactly as :meth:`World._write` stores them (a refund's amount as CAD
+    with two decimals, a reply's recipient and length).
+
+    Raises: ResolverError for an action type that has no service."""
+    if isinstance(action, RefundAction):
+        return "request_refund", _refund_args(action.order_id, cad(action.amount), action.reason_code, action.payment_id)
+    if isinstance(action, ReshipAction):
+        return "reship_item", _reship_args(action.order_id, action.sku, action.quantity)
+    if isinstance(action, ReturnLabelAction):
+        return "create_return_label", _label_args(action.order_id, action.sku, action.reason, action.return_shipping)
+    if isinstance(action, ReplyAction):
+        return "send_reply", _reply_args(action.order_id, action.customer_id, action.text)
+    raise ResolverError(f"No write service for {action.type!r}; the services are {', '.join(WRITE_SERVICES)}.")
+
+
+def same_call(recorded: Call, planned: Call) -> bool:
+    """Whether a register entry ``recorded`` is the call ``planned``: the same service with the
+    same arguments (kind, order, amount, payment, item, recipient ...), compared as JSON."""
+    return (recorded[0], json.loads(json.dumps(recorded[1], default=str))) == (
+        planned[0],
+        json.loads(json.dumps(planned[1], default=str)),
+    )
+
+
+def describe_call(call: Call) -> str:
+    """One line for a register entry or a planned write: ``request_refund 9.95 CAD of
+    PAY-793996-1 on LK-793996 (RFD-LATE)``; an unknown service shows its arguments as JSON."""
+    service, a = call
+    if service == "request_refund":
+        return f"request_refund {a.get('amount')} CAD of {a.get('payment_id')} on {a.get('order_id')} ({a.get('reason_code')})"
+    if service == "reship_item":
+        return f"reship_item {a.get('sku')} x {a.get('quantity')} on {a.get('order_id')}"
+    if service == "create_return_label":
+        return f"create_return_label {a.get('sku')} on {a.get('order_id')} ({a.get('reason')})"
+    if service == "send_reply":
+        return f"send_reply to {a.get('customer_id')} about {a.get('order_id')} ({a.get('chars')} characters)"
+    return f"{service} {json.dumps(a, sort_keys=True, default=str)}"
 
 
 Service = Callable[[World, str, Any, Sequence[Precondition], Collection[str]], dict[str, Any]]

@@ -197,11 +197,14 @@ def test_an_approval_that_lapsed_before_its_execution_started_writes_nothing_on_
 
 
 def test_an_execution_started_before_the_limit_finishes_after_it(home):
+    """Started means a service call was attempted (issue 20): the crash just after the refund's
+    call finishes hours later; the crash just before it (no call) lapses, in
+    tests/test_boundaries.py."""
     from core.executor import SimulatedCrash
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     with pytest.raises(SimulatedCrash):
-        home.approve(state.run_id, "agent", "Amira", interrupt="before-write")
+        home.approve(state.run_id, "agent", "Amira", interrupt="after-write")
     home.clock.advance(timedelta(hours=5))
     done = home.resume(state.run_id).state
     assert done.status == "done" and _count(home, "refunds") == 1 and _count(home, "replies") == 1
@@ -331,7 +334,7 @@ def test_a_v3_checkpoint_loads_as_v4_unbound():
     raw = json.loads((Path(__file__).parent / "fixtures" / "task_state_v3.json").read_text())
     assert raw["schema_version"] == 3
     state = TaskState.model_validate(migrate(raw))
-    assert state.schema_version == SCHEMA_VERSION == 4
+    assert state.schema_version == SCHEMA_VERSION == 5
     assert state.proposal is not None and state.proposal.preconditions == [] and state.proposal.recipient == ""
     # its digest is the one schema 3 computed: the same payload
     assert set(state.proposal.digest_payload()) == {"actions", "rule", "reply_draft"}

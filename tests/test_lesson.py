@@ -19,7 +19,7 @@ EXPECTED_STATUSES = {
     "T-65273-agent-chat-small-1": "waiting_approval",
     "T-90103-agent-chat-small-1": "waiting_approval",
     "T-65273-crash-1": "running",
-    "T-90104-agent_structured-chat-strong-1": "executing",
+    "T-90104-agent_structured-chat-strong-1": "done",
     "T-90103-agent-chat-small-2": "waiting_approval",
 }
 
@@ -37,15 +37,18 @@ def test_class_all_sets_every_status_count_and_number_of_the_lesson(cli):
     assert home.store.load("T-65273-crash-1").usage.model_calls == 1
     shown = cli("clock", "show")[1].strip()  # the trainer's clock runs on at real speed
     assert shown.startswith("Clock: 2026-10-12T09:0") and shown.endswith("-04:00 (simulated)")
+    # the crashed T-90104 is resumed on Friday, within its approval's validity (issue 20)
+    assert re.search(r"== resume-crashed\n.*\nrequest_refund LK-793996: done \(operation [0-9a-f]{16}, 1 call\(s\)\)", out)
+    assert out.index("== resume-crashed") < out.index("== weekend-call") < out.index("== monday")
     changes = cli("changes")[1]
-    assert changes.startswith("2 change(s)")  # the after-write refund of 9.95 and the phone call
+    assert changes.startswith("3 change(s)")  # the refund of 9.95 and its reply, and the phone call
     assert "9.95 CAD of PAY-793996-1" in changes and "RF-4CFEAE8E: 119.00 CAD" in changes
 
     # The numbers the class reads next.
     code, out, _ = cli("resume", "T-65273-crash-1")
     assert "3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081" in out
     code, out, _ = cli("resume", "T-90104-agent_structured-chat-strong-1")
-    assert re.search(r"request_refund LK-793996: done \(operation [0-9a-f]{16}, 1 call\(s\)\)", out)
+    assert code == 0 and "Nothing to resume: the run is done." in out
     code, out, _ = cli("approve", T65273_RUN, "--as", "grace", "--name", "Grace")
     assert "PAY-507862-2 is not a captured charge of LK-507862" in out and "Status: handed_to_person" in out
     code, out, _ = cli("diff", "T-90103-agent-chat-small-1", "T-90103-agent-chat-small-2")
@@ -73,7 +76,7 @@ def test_exercise_corrupt_checkpoint_gives_the_clear_error(cli):
 
 def test_exercise_migrate_v1(cli):
     out = cli("exercise", "migrate-v1")[1]
-    assert re.search(r"Loaded as schema version 4: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out)
+    assert re.search(r"Loaded as schema version 5: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out)
 
 
 def test_exercise_resume_twice_without_and_with_idempotency_keys(cli):

@@ -123,7 +123,7 @@ def test_every_decision_hands_the_store_its_run_uid_for_the_audit(home, monkeypa
 def test_a_v2_checkpoint_migrates_to_v3_with_its_run_id_as_run_uid():
     raw = {"schema_version": 2, "run_id": "T-1-agent-chat-small-1"}
     up = migrate(raw)
-    assert up["schema_version"] == SCHEMA_VERSION == 4
+    assert up["schema_version"] == SCHEMA_VERSION == 5
     assert up["run_uid"] == "T-1-agent-chat-small-1"
     assert raw == {"schema_version": 2, "run_id": "T-1-agent-chat-small-1"}  # the input is left alone
 
@@ -164,7 +164,19 @@ def test_the_0_1_0_approvals_still_verify_with_their_stored_operation_ids(frozen
         assert verify(state, frozen.approval_key()) is None
 
 
-def test_the_0_1_0_run_that_crashed_before_its_write_pays_once_with_its_own_operation_id(frozen):
+def test_the_0_1_0_run_that_crashed_before_its_write_lapses_on_monday(frozen):
+    """Issue 20: its refund was saved pending with no call and nothing in the register, so on
+    Monday its Friday approval has lapsed: back to waiting, the reason audited, nothing paid."""
+    assert frozen.world().lookup_operation("550ac48b8b6eeead") is None
+    lapsed = frozen.resume(T90104_RUN)
+    assert lapsed.state.status == "waiting_approval" and lapsed.state.approval is None
+    assert frozen.store.audit(T90104_RUN)[-1]["decision"] == "refused:expiry"
+    assert _world_rows(frozen, "refunds", "operation_id = ?", "550ac48b8b6eeead") == 0
+
+
+def test_the_0_1_0_run_that_crashed_before_its_write_pays_once_with_its_own_operation_id(tmp_path):
+    # resumed within its approval's validity (approved Friday 17:00:01)
+    frozen = Home(copy_frozen_home(tmp_path / "home_0_1_0"), clock=FixedClock("2026-10-09T17:30:00-04:00"))
     assert frozen.world().lookup_operation("550ac48b8b6eeead") is None
     done = frozen.resume(T90104_RUN)
     assert (done.kind, done.state.status) == ("executed", "done")

@@ -79,3 +79,29 @@ async def test_moments_are_offered_only_in_trainer_mode(tmp_path):
         await settle(pilot)
         assert not isinstance(app.screen, LinesScreen)
         assert home.store.counts() == {}
+
+
+@pytest.mark.slow
+async def test_the_palettes_moments_in_their_order_resume_the_crash_before_it_lapses(tmp_path):
+    """Issue 20: an execution that never called the service lapses after the approval's
+    validity, so the palette lists the resume of the crashed T-90104 on Friday, before the
+    weekend and Monday; played in the palette's order, it finishes the refund with 1 call."""
+    import re
+
+    from resolver_tui.commands import LessonCommands
+
+    home = Home(tmp_path / "home", clock=FixedClock("2026-10-09T17:00:00-04:00"))
+    app = ResolverApp(home, "grace", "Grace", refresh_interval=None, trainer=True)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        titles = [title for title, _ in LessonCommands(app.screen)._moments()]
+        assert titles.index("Simulate: resume T-90104 after the crash (Friday, before the approval lapses)") < titles.index(
+            "Simulate: Monday 09:00"
+        )
+        said = {title: await simulate(pilot, title) for title in titles}
+    resumed = said["Simulate: resume T-90104 after the crash (Friday, before the approval lapses)"]
+    assert re.search(r"request_refund LK-793996: done \(operation [0-9a-f]{16}, 1 call\(s\)\)", resumed), resumed
+    state = home.store.load("T-90104-agent_structured-chat-strong-1")
+    assert state.status == "done"
+    assert [r["amount"] for r in home.world().refunds_of("LK-793996")] == ["9.95"]
+    assert len(home.world().refunds_of("LK-507862")) == 1  # the phone call's, only

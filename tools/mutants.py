@@ -1,0 +1,412 @@
+"""Hand mutants of the guards on the way to a write (issue 20): each disables one guard, and
+the tests that prove that guard must fail.
+
+    .venv/bin/python tools/mutants.py            # every mutant; exit 0 when all are caught
+    .venv/bin/python tools/mutants.py --list     # the table, nothing run
+    .venv/bin/python tools/mutants.py hmac lease # some of them
+
+How: the project's ``core``, ``resolver``, ``data``, ``tests`` and ``pyproject.toml`` are copied
+once to a temporary folder; for each mutant one file of the copy is edited (an exact text,
+found exactly once, replaced), and ``python -m pytest`` runs that mutant's tests there with
+``PYTHONPATH`` on the copy, so the tests' own ``python -m core`` processes run the mutant too.
+The working tree is never touched. Before any mutant, the union of the tests runs once on the
+unmutated copy and must pass (otherwise "caught" would mean nothing).
+
+Each mutant runs only the tests that prove its guard (a targeted subset, not the whole suite),
+to keep ``.ci/run`` short on a 2-core machine: about 3 minutes for all of them.
+
+A mutant whose text is no longer in its file fails the script: the guard moved, so the table
+must follow it. Exit codes: 0 every mutant caught; 1 a mutant survived, went stale, or the
+unmutated tests failed; 2 a bad argument.
+
+``EQUIVALENT`` lists the guards kept as a second layer that no money-moving forgery can reach
+alone (another guard always stops the same input); they are printed, not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+COPY = ("core", "resolver", "data", "tests", "pyproject.toml")
+
+G = "tests/test_guards.py::"
+B = "tests/test_boundaries.py::"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One guard disabled: in ``path``, each ``(before, after)`` text replaced (each ``before``
+    must occur exactly once); ``tests`` (pytest node IDs) must then fail."""
+
+    name: str
+    guard: str
+    path: str
+    edits: tuple[tuple[str, str], ...]
+    tests: tuple[str, ...] = field(default_factory=tuple)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        "hmac",
+        "practice home: the approval's HMAC signature",
+        "core/approval.py",
+        (("if signed and not hmac.compare_digest(expected, a.signature):", "if False:"),),
+        (G + "test_guard_hmac_an_approval_signed_with_another_key_pays_nothing",),
+    ),
+    Mutant(
+        "digest",
+        "the approval names the proposal's digest",
+        "core/approval.py",
+        (("if state.proposal is None or a.digest != state.proposal.digest:", "if state.proposal is None:"),),
+        (G + "test_guard_digest_a_proposal_raised_after_approval_pays_nothing",),
+    ),
+    Mutant(
+        "operations",
+        "the operations are the ones the approved proposal plans",
+        "core/approval.py",
+        (("if [(op.operation_id, op.action) for op in state.operations] != planned:", "if False:"),),
+        (G + "test_guard_operations_an_operation_edited_after_approval_pays_nothing",),
+    ),
+    Mutant(
+        "role-execution",
+        "the role under the policy at the write",
+        "core/approval.py",
+        (("        if not may_approve(a.role, needed):", "        if False:"),),
+        (G + "test_guard_role_at_execution_a_stricter_policy_pays_nothing",),
+    ),
+    Mutant(
+        "role-approval",
+        "the role at approval",
+        "core/approval.py",
+        (
+            (
+                "    if not may_approve(role, needed):\n        raise ApprovalRefused(role_too_low(",
+                "    if False:\n        raise ApprovalRefused(role_too_low(",
+            ),
+        ),
+        (G + "test_guard_role_at_approval_an_agent_cannot_approve_a_team_leads_refund",),
+    ),
+    Mutant(
+        "preconditions",
+        "the expected state, checked by the service at the write",
+        "core/world.py",
+        (
+            (
+                "            problem = self._problem(conn, pre, own)\n            if problem:",
+                "            problem = None\n            if problem:",
+            ),
+        ),
+        (
+            G + "test_guard_preconditions_a_refund_by_hand_of_the_other_charge_stops_the_write",
+            B + "test_a_refund_by_hand_in_the_same_second_as_the_evidence_counts_as_since",
+        ),
+    ),
+    Mutant(
+        "since-by-time",
+        'row 2: "since" by the register\'s number (back to whole seconds, strictly after)',
+        "core/world.py",
+        (
+            ('    if since_seq is not None:\n        return row["seq"]', '    if False:\n        return row["seq"]'),
+            ('return datetime.fromisoformat(row["at"]) >= since', 'return datetime.fromisoformat(row["at"]) > since'),
+        ),
+        (
+            B + "test_a_refund_by_hand_in_the_same_second_as_the_evidence_counts_as_since",
+            B + "test_a_reship_by_hand_in_the_same_second_counts_as_since",
+        ),
+    ),
+    Mutant(
+        "since-old-evidence",
+        "row 2: for evidence saved before, the same second counts as since",
+        "core/world.py",
+        (('return datetime.fromisoformat(row["at"]) >= since', 'return datetime.fromisoformat(row["at"]) > since'),),
+        (B + "test_evidence_saved_before_the_change_counts_the_same_second_as_since",),
+    ),
+    Mutant(
+        "reconcile",
+        "row 1: a register entry is this operation only if it records the planned write",
+        "core/executor.py",
+        (("    if not same_call(recorded, planned):", "    if False:"),),
+        (
+            B + "test_a_manual_refund_under_the_pending_operations_id_is_not_that_operation",
+            B + "test_a_register_entry_that_differs_in_any_field_hands_the_run_to_a_person",
+        ),
+    ),
+    Mutant(
+        "approval-expiry",
+        "an approval whose execution has not started lapses",
+        "core/executor.py",
+        (
+            (
+                "    a = state.approval\n    if a is None or started(state, world):",
+                "    a = None\n    if a is None or started(state, world):",
+            ),
+        ),
+        (
+            G + "test_guard_approval_expiry_a_crash_before_the_write_resumed_later_pays_nothing",
+            B + "test_a_crash_before_the_write_resumed_30_days_later_lapses",
+        ),
+    ),
+    Mutant(
+        "started-pending",
+        "row 6: a pending operation with no call has not started (back to: pending is a start)",
+        "core/state.py",
+        (
+            (
+                'return any(op.calls > 0 or op.status in ("done", "failed") for op in operations)',
+                'return any(op.status != "planned" or op.calls for op in operations)',
+            ),
+        ),
+        (
+            G + "test_guard_approval_expiry_a_crash_before_the_write_resumed_later_pays_nothing",
+            B + "test_the_frozen_pending_operation_with_no_call_lapses_after_the_upgrade",
+        ),
+    ),
+    Mutant(
+        "evidence-expiry",
+        "evidence older than the policy allows is not approved",
+        "core/approval.py",
+        (("    if age > policy.evidence_max_age_s:", "    if False:"),),
+        (G + "test_guard_evidence_expiry_evidence_older_than_the_policy_is_not_approved",),
+    ),
+    Mutant(
+        "one-effect",
+        "one effect per ticket (the store's and the world's check)",
+        "core/approval.py",
+        (
+            (
+                "dup = overlapping_effects(store, state) or (effects_of_ticket(world, state) if world is not None else None)",
+                "dup = None",
+            ),
+        ),
+        (G + "test_guard_one_effect_per_ticket_a_second_run_of_the_ticket_does_not_refund_again",),
+    ),
+    Mutant(
+        "one-effect-store",
+        "one effect per ticket: another run of the ticket executing (its checkpoint)",
+        "core/approval.py",
+        (("dup = overlapping_effects(store, state) or (", "dup = None or ("),),
+        (G + "test_guard_one_effect_per_ticket_while_the_first_run_is_still_executing",),
+    ),
+    Mutant(
+        "one-effect-world",
+        "one effect per ticket: the world's records of another run of the ticket",
+        "core/approval.py",
+        (("or (effects_of_ticket(world, state) if world is not None else None)", "or None"),),
+        (G + "test_guard_one_effect_per_ticket_from_the_world_after_the_first_run_was_pruned",),
+    ),
+    Mutant(
+        "shop-precondition",
+        "shop home: an approval whose preconditions already fail is refused before the write",
+        "core/approval.py",
+        (("    if world is not None and not practice and state.proposal is not None:", "    if False:"),),
+        (G + "test_guard_shop_precondition_a_shop_home_refuses_the_approval_before_the_write",),
+    ),
+    Mutant(
+        "lease",
+        "the run's lease keeps a second executor out",
+        "core/checkpoint.py",
+        (("        held = _lease_held_by_other(run_id, row[0], row[1], owner, now)\n", "        held = None\n"),),
+        (G + "test_guard_lease_a_second_executor_writes_nothing_while_the_first_holds_the_run",),
+    ),
+    Mutant(
+        "single-use",
+        "a run is decided once (only a waiting run can be approved)",
+        "core/approval.py",
+        (
+            (
+                'if state.status != "waiting_approval" or state.proposal is None:\n        raise _not_waiting(state)',
+                "if state.proposal is None:\n        raise _not_waiting(state)",
+            ),
+        ),
+        (G + "test_guard_single_use_decision_a_decided_run_is_not_approved_again",),
+    ),
+    Mutant(
+        "idempotency",
+        "the register returns the first result of an operation ID",
+        "core/world.py",
+        (
+            (
+                "            if row is not None:\n                if not same_call(",
+                "            if False:\n                if not same_call(",
+            ),
+        ),
+        (G + "test_guard_idempotency_a_done_run_set_back_to_executing_pays_nothing_more",),
+    ),
+    Mutant(
+        "ed25519",
+        "shop home: the approver's Ed25519 signature over the decision",
+        "core/signing.py",
+        (("    if not verify_hex(\n        entry.public_key,", "    if False and not verify_hex(\n        entry.public_key,"),),
+        (
+            G + "test_guard_signature_a_forged_ed25519_approval_with_a_matching_audit_row_pays_nothing",
+            G + "test_an_inserted_audit_row_no_decision_made_is_reported_and_never_accepted",
+        ),
+    ),
+    Mutant(
+        "registry",
+        "shop home: the registry is the owner's (entry signatures and seal)",
+        "core/approvers.py",
+        (
+            (
+                '        if problems:\n            raise ApprovalRefused(f"The approvers registry',
+                '        if False:\n            raise ApprovalRefused(f"The approvers registry',
+            ),
+        ),
+        (G + "test_guard_registry_an_approver_added_with_sql_signs_nothing_that_pays",),
+    ),
+    Mutant(
+        "revoked",
+        "shop home: a revoked approver's decisions stop executing",
+        "core/approvers.py",
+        (
+            (
+                "        if entry.revoked:\n            raise ApprovalRefused(",
+                "        if False:\n            raise ApprovalRefused(",
+            ),
+        ),
+        (G + "test_guard_revoked_an_approver_revoked_before_the_write_pays_nothing",),
+    ),
+    Mutant(
+        "audit-verify-signature",
+        "audit verify: each decision row's signature (finds an inserted row)",
+        "core/signing.py",
+        (('        if not row["sig"] or not verify_hex(key, row["sig"], message):', "        if False:"),),
+        (G + "test_an_inserted_audit_row_no_decision_made_is_reported_and_never_accepted",),
+    ),
+)
+"""Every hand mutant: one guard disabled each."""
+
+EQUIVALENT: tuple[tuple[str, str], ...] = (
+    (
+        "audit row match (core/signing.py check_approval: the row's run, digest, role, name, time)",
+        "the Ed25519 signature is verified over the approval's own fields and the row's prev, so a row "
+        "that differs can only carry a real approver's real approval; audit verify still reports it",
+    ),
+    (
+        "audit row present (check_approval: no row records this approval)",
+        "the signature is verified over the row's prev: without a row there is nothing to verify it over",
+    ),
+    (
+        "role named by the approval = the registry's role (check_approval)",
+        "the role is inside the signed message: a changed role fails the signature, a role raised in "
+        "the registry fails the registry's seal",
+    ),
+)
+"""Second layers no money-moving forgery reaches alone, with the guard that stops it first."""
+
+
+def _copy_tree(dst: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "__snapshots__")
+    for name in COPY:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, dst / name, ignore=ignore)
+        else:
+            shutil.copy2(src, dst / name)
+
+
+def _pytest(tree: Path, tests: tuple[str, ...]) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(tree), "PYTHONDONTWRITEBYTECODE": "1"}
+    env.pop("RESOLVER_HOME", None)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-x", "-q", "--no-header", *tests],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+
+
+def _apply(tree: Path, mutant: Mutant) -> str | None:
+    """Edit the copy; the original text back is returned by the caller. None when applied, else
+    why the mutant is stale."""
+    path = tree / mutant.path
+    text = path.read_text(encoding="utf-8")
+    for before, after in mutant.edits:
+        n = text.count(before)
+        if n != 1:
+            return f"{mutant.path}: the text to mutate occurs {n} time(s), not once: {before.splitlines()[0].strip()!r}"
+        text = text.replace(before, after)
+    path.write_text(text, encoding="utf-8")
+    return None
+
+
+def _first_failure(output: str) -> str:
+    """The first assertion line of a pytest report (``E   assert {...} == {...}``), shortened:
+    what the mutant changed, so a reader sees it was caught by the world's counts."""
+    for line in output.splitlines():
+        if line.startswith("E "):
+            text = " ".join(line[1:].split())
+            return text if len(text) <= 110 else text[:107] + "..."
+    return "(no assertion line)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Disable each guard in turn; its tests must fail.")
+    parser.add_argument("names", nargs="*", help="mutants to run (default: all)")
+    parser.add_argument("--list", action="store_true", help="print the mutants and run nothing")
+    args = parser.parse_args(argv)
+    known = {m.name: m for m in MUTANTS}
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        print(f"No mutant {', '.join(unknown)}; the mutants are {', '.join(known)}.", file=sys.stderr)
+        return 2
+    chosen = [known[n] for n in args.names] if args.names else list(MUTANTS)
+    if args.list:
+        for m in chosen:
+            print(f"{m.name:24} {m.path:20} {m.guard}")
+        for what, why in EQUIVALENT:
+            print(f"{'(equivalent)':24} {what}: {why}")
+        return 0
+    with tempfile.TemporaryDirectory(prefix="resolver-mutants-") as tmp:
+        tree = Path(tmp)
+        _copy_tree(tree)
+        every = tuple(dict.fromkeys(t for m in chosen for t in m.tests))
+        started = time.monotonic()
+        base = _pytest(tree, every)
+        if base.returncode != 0:
+            print(f"The guards' tests fail without any mutant; fix them first:\n{base.stdout[-3000:]}{base.stderr[-2000:]}")
+            return 1
+        print(f"unmutated: {len(every)} test(s) pass ({time.monotonic() - started:.0f} s)")
+        survived: list[str] = []
+        for m in chosen:
+            original = (tree / m.path).read_text(encoding="utf-8")
+            t0 = time.monotonic()
+            stale = _apply(tree, m)
+            try:
+                if stale:
+                    verdict, ok = f"STALE ({stale})", False
+                else:
+                    run = _pytest(tree, m.tests)
+                    caught = run.returncode == 1  # 1: tests failed; other codes are errors, not catches
+                    verdict = "caught" if caught else f"SURVIVED (pytest exit {run.returncode})"
+                    ok = caught
+            finally:
+                (tree / m.path).write_text(original, encoding="utf-8")
+            print(f"{m.name:24} {verdict:10} {time.monotonic() - t0:5.1f} s  {m.guard}")
+            if ok and not stale:
+                print(f"{'':24} {_first_failure(run.stdout)}")
+            if not ok:
+                survived.append(m.name)
+        for what, why in EQUIVALENT:
+            print(f"{'(equivalent, not run)':24} {what}: {why}")
+        total = time.monotonic() - started
+        if survived:
+            print(f"{len(survived)} of {len(chosen)} mutant(s) not caught: {', '.join(survived)} ({total:.0f} s)")
+            return 1
+        print(f"every mutant caught: {len(chosen)} of {len(chosen)} ({total:.0f} s)")
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
