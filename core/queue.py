@@ -33,7 +33,7 @@ from core.data import customer_names, load_policy
 from core.errors import ResolverError
 from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
-from core.state import TaskState, action_short
+from core.state import TaskState, WorldSeen, action_short
 from core.views import (
     RunDetail,
     ages_lines,
@@ -226,10 +226,19 @@ class ApprovalQueue:
 
     # -- the world now (issue 11) ----------------------------------------------------------------
 
-    def world_now(self, state: TaskState) -> tuple[list[str], str | None]:
+    def look(self, state: TaskState) -> WorldSeen:
+        """Run the read-only lookups behind ``state``'s evidence again now (no model call): the
+        data an approval is bound to (:func:`core.preconditions.look`, issue 18)."""
+        from core.preconditions import look
+        from core.world import World
+
+        return look(state, World(self._world_path, self._clock))
+
+    def world_now(self, state: TaskState, seen: WorldSeen | None = None) -> tuple[list[str], str | None]:
         """The "world now" lines of a waiting run (ages, what changed since the agent looked)
         and why approve is refused now (expiry, one effect per ticket, or in a shop home a
-        precondition that already fails), else None. No model call is made."""
+        precondition that already fails), else None. ``seen`` is the lookups' data to show
+        (default: :meth:`look` now). No model call is made."""
         from core.approval import world_problem
         from core.homekind import home_kind
         from core.preconditions import drift, evidence_time
@@ -238,7 +247,7 @@ class ApprovalQueue:
         world = World(self._world_path, self._clock)
         now = self._clock.now()
         policy = load_policy()
-        d = drift(state, world)
+        d = drift(state, world, seen)
         lines = [
             *ages_lines(state, now, evidence_time(state), policy.evidence_max_age_s, policy.approval_valid_s),
             *drift_lines(d.differences, d.effects, d.failing),
@@ -253,14 +262,16 @@ class ApprovalQueue:
         return lines, problem[1] if problem else None
 
     def _with_world_now(self, state: TaskState, detail: RunDetail) -> RunDetail:
+        seen = None
         try:
-            lines, refused = self.world_now(state)
+            seen = self.look(state)
+            lines, refused = self.world_now(state, seen)
         except ResolverError as exc:
             lines, refused = [f"The world cannot be read now: {exc}"], None
         offered = dict(detail.offers)
         if refused and offered.get("approve") is None:
             offered["approve"] = refused
-        decision = replace(detail.decision, world=tuple(lines)) if detail.decision else None
+        decision = replace(detail.decision, world=tuple(lines), seen=seen) if detail.decision else None
         notes = list(detail.notes)
         if refused:
             notes.insert(0, refused)

@@ -23,8 +23,13 @@ Schema versions (``schema_version``):
   digest stays the one it had, so a waiting run stays approvable and an approval of 0.1.0
   still verifies; its evidence age is counted from its first lookup (frozen schema 3:
   ``tests/fixtures/task_state_v3.json``).
+- 5: binds the decision to the world the approver saw (issue 18): ``Approval.world``, what the
+  read-only lookups returned when the approve dialog opened (:class:`WorldSeen`), checked again
+  when the decision is recorded and covered by the approval's signature. An approval saved
+  before has none (``world`` None) and verifies as it did (frozen schema 4:
+  ``tests/fixtures/task_state_v4.json`` and the home ``tests/fixtures/home_schema_4``).
 
-:func:`migrate` upgrades a raw v1, v2 or v3 dict to v4; any other version fails loudly with
+:func:`migrate` upgrades a raw v1, v2, v3 or v4 dict to v5; any other version fails loudly with
 :class:`~core.errors.UnsupportedSchemaVersion`.
 """
 
@@ -41,7 +46,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from core.clock import supported
 from core.errors import ResolverError, UnsupportedSchemaVersion
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 TOOL_SCHEMA_VERSION = "tools-1"
 
 Status = Literal["running", "waiting_approval", "executing", "done", "handed_to_person", "stopped"]
@@ -275,8 +280,43 @@ class Proposal(_Model):
         return self.digest[:12]
 
 
+class Lookup(_Model):
+    """One read-only lookup run again (issue 18): the evidence's ``tool`` and ``args``, and the
+    JSON ``result`` it returns now, or ``error`` when it cannot run again."""
+
+    tool: str
+    args: dict[str, Any]
+    result: Any = None
+    error: str = ""
+
+
+class WorldSeen(_Model):
+    """What the read-only lookups behind a run's evidence returned at ``at`` (issue 18): each
+    ``lookups`` result (no model call) and ``effects``, every write on the order since the
+    evidence was read by an operation other than the run's own (``{"kind", "id", "line", "at",
+    "operation_id", "actor"}``, :meth:`core.world.World.effects_on`).
+
+    This is the data the approve dialog showed, not its lines (they hold ages). Two reads are
+    the same world when :attr:`fingerprint` is equal; ``at`` is not part of it.
+    """
+
+    at: datetime
+    lookups: list[Lookup] = []
+    effects: list[dict[str, Any]] = []
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of the canonical JSON of the lookups and effects (``at`` left out)."""
+        payload = {
+            "lookups": [x.model_dump(mode="json") for x in self.lookups],
+            "effects": json.loads(canonical_json(self.effects)),
+        }
+        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
 class Approval(_Model):
-    """An approval issued by :mod:`core.approval` alone; ``signature`` is its HMAC-SHA256."""
+    """An approval issued by :mod:`core.approval` alone; ``signature`` is its HMAC-SHA256 (over
+    ``world``'s fingerprint too, when it is set)."""
 
     role: str
     name: str
@@ -285,6 +325,9 @@ class Approval(_Model):
     signature: str
     proposal: Proposal | None = None
     """The proposal as approved (issue 11): shown next to the current one on a mismatch."""
+    world: WorldSeen | None = None
+    """What the lookups returned when the approver read the request (issue 18); None for an
+    approval saved before schema 5 or made without the world (a bare :func:`core.approval.approve`)."""
 
 
 class Rejection(_Model):
@@ -422,6 +465,8 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     approval signature were derived from (release 0.1.0), so both still hold.
     v3 -> v4: the proposal is unbound (no recipient, evidence time or preconditions, version 1)
     and an approval holds no copy of its proposal.
+    v4 -> v5: an approval holds no world (``world`` None): it was signed without one and still
+    verifies.
 
     Raises:
         UnsupportedSchemaVersion: a version this code does not know (newer or garbage).
@@ -429,16 +474,16 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     version = raw.get("schema_version", 1)
     if version == SCHEMA_VERSION:
         return raw
-    if version in (1, 2, 3):
+    if version in (1, 2, 3, 4):
         upgraded = dict(raw)
         if version == 1:
             upgraded.setdefault("reply_channel", "email")
             upgraded.setdefault("meta", Meta().model_dump(mode="json"))
         upgraded.setdefault("run_uid", upgraded.get("run_id"))
-        if isinstance(upgraded.get("proposal"), dict):
+        if version < 4 and isinstance(upgraded.get("proposal"), dict):
             upgraded["proposal"] = {**_UNBOUND, **upgraded["proposal"]}
         if isinstance(upgraded.get("approval"), dict):
-            upgraded["approval"] = {"proposal": None, **upgraded["approval"]}
+            upgraded["approval"] = {"proposal": None, "world": None, **upgraded["approval"]}
         upgraded["schema_version"] = SCHEMA_VERSION
         return upgraded
     raise UnsupportedSchemaVersion(

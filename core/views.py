@@ -24,7 +24,7 @@ from core.recorded_model import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, role_label
 from core.runner import outcome_line
 from core.safetext import safe_text
-from core.state import FINAL_STATUSES, TaskState, action_line, action_short
+from core.state import FINAL_STATUSES, TaskState, WorldSeen, action_line, action_short
 
 __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
     "ACTIONS",
@@ -402,6 +402,8 @@ class Decision:
     world: tuple[str, ...] = ()
     """The "world now" lines (issue 11): ages, what changed since the agent looked, and the
     preconditions that fail; the approve dialog repeats them."""
+    seen: WorldSeen | None = None
+    """The lookups' data those lines were made from (issue 18): the approval is bound to it."""
 
 
 @dataclass(frozen=True)
