@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -204,10 +204,12 @@ class ApprovalQueue:
         """The other runs of ``task_id`` than ``run_id``, oldest first."""
         return [r.run_id for r in self._store.runs_of_task(task_id) if r.run_id != run_id]
 
-    def run(self, run_id: str, approver: Approver) -> RunDetail:
+    def run(self, run_id: str, approver: Approver, keys: Mapping[str, str] | None = None) -> RunDetail:
         """The detail of ``run_id`` for ``approver``: what they may do and why not, and what the
-        pane shows. A run whose checkpoint cannot be read (or is gone) comes back as a detail
-        with ``error`` set, never as an exception."""
+        pane shows (the lookups behind a waiting run's evidence run again: no model call).
+        ``keys`` are the face's key for each action, for the sentences that name one
+        (:func:`core.views.describe`). A run whose checkpoint cannot be read (or is gone) comes
+        back as a detail with ``error`` set, never as an exception."""
         summary = None
         try:
             summary = self._store.summary(run_id)
@@ -218,7 +220,7 @@ class ApprovalQueue:
             if summary is None:
                 return unreadable_detail(run_id, str(exc))
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
-        detail = describe(state, approver, others, trace)
+        detail = describe(state, approver, others, trace, keys)
         if state.status == "waiting_approval" and state.proposal is not None:
             return self._with_world_now(state, detail)
         vs = approved_vs_current(state)
@@ -286,9 +288,12 @@ class ApprovalQueue:
             tone="warn" if notes != detail.notes else detail.tone,
         )
 
-    def describe(self, state: TaskState, approver: Approver, others: list[str] | None = None) -> RunDetail:
-        """The detail of a state the caller already holds (the executor's progress)."""
-        return describe(state, approver, others)
+    def describe(
+        self, state: TaskState, approver: Approver, others: list[str] | None = None, keys: Mapping[str, str] | None = None
+    ) -> RunDetail:
+        """The detail of a state the caller already holds (the executor's progress); ``keys`` as
+        for :meth:`run`."""
+        return describe(state, approver, others, keys=keys)
 
     def trace(self, run_id: str) -> list[str]:
         """The run's events, one line each. Raises RunNotFound."""
