@@ -36,6 +36,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "Decision",
     "RunDetail",
     "Tone",
+    "WorldSeen",
     "after_approve",
     "after_reject",
     "after_resume",
