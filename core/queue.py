@@ -279,9 +279,10 @@ class ApprovalQueue:
             notes.insert(0, refused)
         elif any(line.startswith("  Preconditions that fail now") for line in lines):
             notes.insert(0, "World changed since the agent looked: see the section below.")
+        cut = detail.body.index("") if "" in detail.body else len(detail.body)  # after the actions and the digest
         return replace(
             detail,
-            body=[*lines, "", *detail.body],
+            body=[*detail.body[:cut], "", *lines, *detail.body[cut:]],
             offers=offered,
             decision=decision,
             notes=notes,

@@ -166,8 +166,14 @@ class QueueScreen(Screen):
 
     def on_screen_resume(self) -> None:
         """A dialog or a screen of lines closed: the focus returns to the queue (issue 18)."""
+        self.remove_class("-covered")
         if self.table.display:
             self.set_focus(self.table)
+
+    def on_screen_suspend(self) -> None:
+        """A dialog or a screen of lines opened over the queue: under 100 columns its toasts are
+        hidden (``app.tcss``), so none shows through over the dialog."""
+        self.add_class("-covered")
 
     @property
     def table(self) -> RunTable:

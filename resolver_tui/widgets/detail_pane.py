@@ -33,10 +33,10 @@ class DetailPane(VerticalScroll):
         self._title()
 
     def on_focus(self) -> None:
-        self._title()
+        self._title(True)  # Textual sets has_focus after this handler
 
     def on_blur(self) -> None:
-        self._title()
+        self._title(False)
 
     def on_descendant_focus(self) -> None:
         self._title()
@@ -44,10 +44,12 @@ class DetailPane(VerticalScroll):
     def on_descendant_blur(self) -> None:
         self._title()
 
-    def _title(self) -> None:
-        """``▶ T-65273-… · j/k scroll · esc: queue`` while focused; the run ID otherwise."""
+    def _title(self, focused: bool | None = None) -> None:
+        """``▶ T-65273-… · j/k scroll · esc: back to the queue`` while focused; the run ID
+        otherwise."""
         run = clean(self.shown_run or "run")
-        self.border_title = plain(f"▶ {run} · j/k scroll · esc: back to the queue" if self.has_focus_within else run)
+        focused = self.has_focus_within if focused is None else focused
+        self.border_title = plain(f"▶ {run} · j/k scroll · esc: back to the queue" if focused else run)
 
     def show(
         self,

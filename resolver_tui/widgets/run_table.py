@@ -160,14 +160,14 @@ class RunTable(DataTable):
         self._caption = (search, following, sort)
         self._title()
 
-    def _title(self) -> None:
-        self.border_title = queue_title(self.has_focus, *self._caption)
+    def _title(self, focused: bool | None = None) -> None:
+        self.border_title = queue_title(self.has_focus if focused is None else focused, *self._caption)
 
     def on_focus(self) -> None:
-        self._title()
+        self._title(True)  # Textual sets has_focus after this handler
 
     def on_blur(self) -> None:
-        self._title()
+        self._title(False)
 
     def _add_columns(self) -> None:
         labels = dict(COLUMNS)

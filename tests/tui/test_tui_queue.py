@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from core.state import STATUSES
-from resolver_tui.screens.dialogs import ConfirmScreen
 from resolver_tui.keys import help_rows
+from resolver_tui.screens.dialogs import ConfirmScreen
 from resolver_tui.screens.help import HelpScreen
 from resolver_tui.screens.text import CompareScreen, TraceScreen
 from tui_helpers import make_app, pane_text, screen_text, select, settle, type_text
