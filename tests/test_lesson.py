@@ -74,7 +74,9 @@ def test_exercise_corrupt_checkpoint_gives_the_clear_error(cli):
 
 def test_exercise_migrate_v1(cli):
     out = cli("exercise", "migrate-v1")[1]
-    assert re.search(rf"Loaded as schema version {SCHEMA_VERSION}: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out)
+    assert re.search(
+        rf"Loaded as schema version {SCHEMA_VERSION}: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out
+    )
 
 
 def test_exercise_resume_twice_without_and_with_idempotency_keys(cli):

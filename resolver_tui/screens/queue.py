@@ -42,6 +42,7 @@ from resolver_tui.widgets.run_table import HEADER_SORTS, SORTS, RunTable
 from resolver_tui.widgets.safe import clean, plain
 
 OFFERED = (*ACTIONS, "load_demo")
+CURSOR_DOWN, CURSOR_UP = "cursor('down')", "cursor('up')"
 """The actions whose keys are offered or dimmed by a rule (the rulebook's, and the demo's)."""
 
 WORKER_WORDS = {
@@ -149,10 +150,15 @@ class QueueScreen(Screen):
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
         yield FilterBar(id="filters")
-        yield Input(placeholder="filter: ticket, order, customer or run ID (Enter applies, Esc clears)", id="search")
+        back, read = key_for("back"), key_for("read")
+        yield Input(placeholder=f"filter: ticket, order, customer or run ID ({read} applies, {back} clears)", id="search")
         yield Static(id="empty")
-        yield RunTable(id="runs")
-        yield DetailPane(id="detail", classes="panel")
+        table = RunTable(id="runs")
+        table.keys = {"back": back, "read": read}
+        yield table
+        pane = DetailPane(id="detail", classes="panel")
+        pane.hint = f"{key_for(CURSOR_DOWN)}/{key_for(CURSOR_UP)} scroll · {back}: back to the queue"
+        yield pane
         yield Footer()
 
     def on_resize(self) -> None:

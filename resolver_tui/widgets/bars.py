@@ -101,15 +101,18 @@ class FilterBar(Static):
         self.update(Content.assemble(*parts))
 
 
-def queue_title(focused: bool, search: str | None, following: bool, sort: str) -> Content:
+def queue_title(focused: bool, search: str | None, following: bool, sort: str, keys: dict[str, str] | None = None) -> Content:
     """The runs table's title (on its top border): ``queue``, marked ``▶`` while it has the
-    focus, then the filter by text and the sort, each in words (the sort's own place)."""
+    focus, then the filter by text and the sort, each in words (the sort's own place). ``keys``
+    names the keys the title mentions (``back``, ``read``: from the action table)."""
+    keys = keys or {}
+    back, read = keys.get("back", "esc"), keys.get("read", "enter")
     parts: list = [("▶ queue" if focused else "  queue", "bold")]
     if search:
-        hint = "a number key or Esc leaves it" if following else "Esc clears it"
+        hint = f"a number key or {back} leaves it" if following else f"{back} clears it"
         parts += [" · ", ("showing only " if following else "filter: "), (clean(search), "bold"), f" ({hint})"]
     if sort:
         parts += [" · sorted by ", (sort, "bold")]
     if focused:
-        parts += [" · enter: read the run"]
+        parts += [f" · {read}: read the run"]
     return Content.assemble(*parts)

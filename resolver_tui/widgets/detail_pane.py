@@ -28,6 +28,9 @@ class DetailPane(VerticalScroll):
 
     shown_run: str | None = None
     """The run shown now (a different one opens at its top)."""
+    hint = ""
+    """What the keys do while the pane has the focus (``j/k scroll · esc: back to the queue``),
+    told by the screen from the action table."""
 
     def on_mount(self) -> None:
         self._title()
@@ -45,11 +48,11 @@ class DetailPane(VerticalScroll):
         self._title()
 
     def _title(self, focused: bool | None = None) -> None:
-        """``▶ T-65273-… · j/k scroll · esc: back to the queue`` while focused; the run ID
-        otherwise."""
+        """``▶ T-65273-… · j/k scroll · esc: back to the queue`` while focused (with
+        :attr:`hint`); the run ID otherwise."""
         run = clean(self.shown_run or "run")
         focused = self.has_focus_within if focused is None else focused
-        self.border_title = plain(f"▶ {run} · j/k scroll · esc: back to the queue" if focused else run)
+        self.border_title = plain(" · ".join(["▶ " + run, *([self.hint] if self.hint else [])]) if focused else run)
 
     def show(
         self,

@@ -149,6 +149,8 @@ class RunTable(DataTable):
         self.shown: list[str] = [k for k, _ in COLUMNS]
         self.run_width = WIDTHS["run"]
         self._caption: tuple[str | None, bool, str] = (None, False, "")
+        self.keys: dict[str, str] = {}
+        """The keys its title names (``back``, ``read``), told by the screen from the action table."""
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -161,7 +163,7 @@ class RunTable(DataTable):
         self._title()
 
     def _title(self, focused: bool | None = None) -> None:
-        self.border_title = queue_title(self.has_focus if focused is None else focused, *self._caption)
+        self.border_title = queue_title(self.has_focus if focused is None else focused, *self._caption, self.keys)
 
     def on_focus(self) -> None:
         self._title(True)  # Textual sets has_focus after this handler
