@@ -183,10 +183,12 @@ class QueueScreen(Screen):
 
     @property
     def table(self) -> RunTable:
+        """The runs table (its row under the cursor is the highlighted run)."""
         return self.query_one(RunTable)
 
     @property
     def pane(self) -> DetailPane:
+        """The detail pane (it shows the highlighted run)."""
         return self.query_one(DetailPane)
 
     @property
@@ -196,6 +198,7 @@ class QueueScreen(Screen):
 
     @property
     def status(self) -> str | None:
+        """The status filter shown (None: every status; ``mine``: the waiting runs I may approve)."""
         return FILTERS[self.filter_index][0]
 
     @property
