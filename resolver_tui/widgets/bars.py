@@ -69,9 +69,8 @@ def filter_texts(active: int, counts: dict[str, int], level: int) -> list[str]:
     for i, (status, label) in enumerate(FILTERS):
         name = label if level == 0 else SHORT[status][0 if level == 1 else 1]
         n = total if status is None else counts.get(status, 0)
-        text = (
-            f"{i + 1} {name}" if status == MINE or level >= 3 else f"{i + 1} {name} {n}"
-        )  # mine: no count (it would read every waiting run)
+        counted = status != MINE and level < 3  # mine has no count: it would read every waiting run
+        text = f"{i + 1} {name} {n}" if counted else f"{i + 1} {name}"
         out.append(f"[{text}]" if i == active else text)
     return out
 
