@@ -300,7 +300,7 @@ class WorldSeen(_Model):
     the same world when :attr:`fingerprint` is equal; ``at`` is not part of it.
     """
 
-    at: datetime
+    at: Moment
     lookups: list[Lookup] = []
     effects: list[dict[str, Any]] = []
 
