@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import datetime
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import ResolverError
 from core.home import Home
@@ -40,6 +41,10 @@ from resolver_tui.widgets.bars import ALL, FILTERS, MINE, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
 from resolver_tui.widgets.run_table import HEADER_SORTS, SORTS, RunTable
 from resolver_tui.widgets.safe import clean, plain
+
+if TYPE_CHECKING:
+    from core.approvers import Unlocked
+    from core.views import WorldSeen
 
 OFFERED = (*ACTIONS, "load_demo")
 CURSOR_DOWN, CURSOR_UP = "cursor('down')", "cursor('up')"
@@ -202,7 +207,7 @@ class QueueScreen(Screen):
         return FILTERS[self.filter_index][0]
 
     @property
-    def unlocked(self):
+    def unlocked(self) -> Unlocked | None:
         """The shop-home approver's key once unlocked in this session (issue 14), else None."""
         return self.decisions.unlocked
 
@@ -599,7 +604,11 @@ class QueueScreen(Screen):
         else:
             self.app.push_screen(ConfirmScreen(title, body, yes="Approve"), answered)
 
-    def _approve(self, run_id: str, digest: str, version: int, others: list[str], seen, passphrase: str | None = None) -> None:
+    def _approve(
+        self, run_id: str, digest: str, version: int, others: list[str], seen: WorldSeen | None, passphrase: str | None = None
+    ) -> None:
+        """Approve what the dialog showed (``digest`` at ``version``, the world as ``seen``), then
+        execute, in the action worker."""
         self._start(run_id)
         work = partial(self.decisions.approve, run_id, digest, version, others, seen, self.post_message, passphrase)
         self._in_thread("action", work)
