@@ -13,6 +13,11 @@ Rules (issue "Core 2", seed 000 and seed 001):
   server-issued (seed 001, "Forged approval on resume"): :func:`verify` refuses any that does not
   verify, so the executor hands the run to a person with nothing written.
 - Every decision is appended to the audit table, with the run's ``run_uid``.
+- An approval is bound to the world its approver read (issue 18): it carries what the read-only
+  lookups returned when the request was read (:class:`~core.state.WorldSeen`); the lookups run
+  again when the approval is recorded, and any difference refuses it
+  (:class:`~core.errors.WorldChanged`, with the section as it is now). Its signature covers
+  that data's fingerprint.
 - Operation IDs derive from the ``run_uid`` too (:func:`core.state.operation_id`), so an old
   decision never verifies on a new run that reuses a readable ID.
 """
@@ -33,10 +38,10 @@ from core.auditchain import AuditMoved
 from core.checkpoint import CheckpointStore
 from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
-from core.errors import ApprovalKeyError, ApprovalRefused, StaleCheckpoint
+from core.errors import ApprovalKeyError, ApprovalRefused, StaleCheckpoint, WorldChanged
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.rulebook import decided_by, not_decidable, role_too_low, stale_digest
-from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, operation_id
+from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, WorldSeen, operation_id
 from core.world import World
 
 KEY_MIN_BYTES = 32
@@ -120,13 +125,17 @@ def _read_key(path: Path) -> bytes | None:
     return key
 
 
-def sign(key: bytes, run_uid: str, digest: str, role: str, name: str, at: datetime) -> str:
-    """HMAC-SHA256 (hex) over the run's ``run_uid``, digest, role, name and time (ISO 8601).
+def sign(key: bytes, run_uid: str, digest: str, role: str, name: str, at: datetime, world: str | None = None) -> str:
+    """HMAC-SHA256 (hex) over the run's ``run_uid``, digest, role, name and time (ISO 8601), and
+    ``world``, the fingerprint of what the lookups returned (:attr:`WorldSeen.fingerprint`,
+    issue 18), when the approval carries it.
 
     A run migrated from release 0.1.0 has ``run_uid == run_id``, the string 0.1.0 signed, so
-    its approvals still verify.
+    its approvals still verify; an approval saved before schema 5 has no world and is signed
+    over the same message as before.
     """
-    message = "\n".join((run_uid, digest, role, name, iso(at))).encode("utf-8")
+    parts = (run_uid, digest, role, name, iso(at)) + ((f"world {world}",) if world is not None else ())
+    message = "\n".join(parts).encode("utf-8")
     return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
@@ -318,9 +327,15 @@ def approve(
     practice: bool = True,
     policy: PolicyData | None = None,
     signer: DecisionSigner | None = None,
+    seen: WorldSeen | None = None,
 ) -> TaskState:
     """Approve the current proposal of ``run_id`` as ``role`` (and ``name``); returns the state,
     now ``executing`` with its operations planned and a signed approval.
+
+    ``seen`` (issue 18) is what the read-only lookups returned when the approver read the request
+    (:func:`core.preconditions.look`, which the faces call before they show it). With ``world``
+    given the lookups run again here; when ``seen`` is given and they differ, the approval is
+    refused. The approval carries the lookups as they are now (``Approval.world``).
 
     ``digest`` is the digest the approver read (full, or the 12-digit short form);
     ``expect_version`` the checkpoint version they read (the app passes both).
@@ -335,6 +350,8 @@ def approve(
             with an overlapping effect; with ``world`` given, in a shop home (``practice`` False),
             a precondition already fails now. A practice home goes on to the write there (the
             lesson's moment: the service refuses at the write).
+        WorldChanged (issue 18, with an audit row ``refused:world``): the lookups return
+            something else than ``seen``; its ``lines`` are the section as it is now.
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
     check_role(role)
@@ -364,10 +381,12 @@ def approve(
     if not may_approve(role, needed):
         raise ApprovalRefused(role_too_low(run_id, role, needed))
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
+    now_seen = _world_again(store, state, world, seen, role, name, clock) if world is not None else None
     at = clock.now()
     seal = signer.seal(store, "approve", state.run_uid, current, at) if signer else None  # issue 14
-    signature = seal.signature if seal else sign(key, state.run_uid, current, role, name, at)
-    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=signature, proposal=proposal)
+    fingerprint = now_seen.fingerprint if now_seen is not None else None
+    signature = seal.signature if seal else sign(key, state.run_uid, current, role, name, at, fingerprint)
+    state.approval = Approval(role=role, name=name, at=at, digest=current, signature=signature, proposal=proposal, world=now_seen)
     state.status = "executing"
     state.operations = plan_operations(state)
     state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)
@@ -384,6 +403,37 @@ def approve(
             **(seal.audit if seal else {}),
         },
     )
+
+
+def _world_again(
+    store: CheckpointStore, state: TaskState, world: World, seen: WorldSeen | None, role: str, name: str, clock: Clock
+) -> WorldSeen:
+    """Run the lookups again as the approval is recorded (issue 18); refuse with the section as it
+    is now, and an audit row ``refused:world``, when they differ from ``seen``."""
+    from core.preconditions import drift, look
+    from core.views import drift_lines
+
+    now_seen = look(state, world)
+    if seen is None or seen.fingerprint == now_seen.fingerprint:
+        return now_seen
+    d = drift(state, world, now_seen)
+    why = (
+        f"The world changed while you read run {state.run_id}: the lookups behind its evidence give other results "
+        "now. Nothing was decided; read the section again, then decide."
+    )
+    store.append_audit(
+        {
+            "run_id": state.run_id,
+            "decision": "refused:world",
+            "role": role,
+            "name": name,
+            "digest": state.proposal.digest if state.proposal else "",
+            "at": iso(clock.now()),
+            "detail": why,
+            "run_uid": state.run_uid,
+        }
+    )
+    raise WorldChanged(why, drift_lines(d.differences, d.effects, d.failing))
 
 
 def reject(
@@ -451,7 +501,7 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None, *, si
         return "the proposal was rejected"
     if state.proposal is None or a.digest != state.proposal.digest:
         return "the proposal changed after it was approved (digest mismatch)"
-    expected = sign(key, state.run_uid, a.digest, a.role, a.name, a.at)
+    expected = sign(key, state.run_uid, a.digest, a.role, a.name, a.at, a.world.fingerprint if a.world else None)
     if signed and not hmac.compare_digest(expected, a.signature):
         return "the approval's signature does not verify: it was not issued by resolver's approval code"
     planned = [(op.operation_id, op.action) for op in plan_operations(state)]

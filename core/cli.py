@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from core import __version__
-from core.errors import ResolverError, StoreBusy
+from core.errors import ResolverError, StoreBusy, WorldChanged
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -265,14 +265,20 @@ def cmd_approve(home: Home, args: argparse.Namespace) -> int:
     role = signer.role if signer else args.role
     _refuse(home, args.run, "approve", role)
     waiting = home.queue.load(args.run)
-    if not args.json and waiting.status == "waiting_approval" and waiting.proposal is not None:
-        lines, _ = home.queue.world_now(waiting)
-        if any(line.startswith("  Preconditions that fail now") for line in lines):
+    seen = None
+    if waiting.status == "waiting_approval" and waiting.proposal is not None:
+        seen = home.queue.look(waiting)  # issue 18: the approval is bound to what was shown
+        lines, _ = home.queue.world_now(waiting, seen)
+        if not args.json and any(line.startswith("  Preconditions that fail now") for line in lines):
             _print([*lines, ""])  # the drift section first (a practice home goes on to the write)
     try:
-        state = home.approve(args.run, role, args.name, args.digest, interrupt=args.interrupt, signer=signer)
+        state = home.approve(args.run, role, args.name, args.digest, interrupt=args.interrupt, signer=signer, seen=seen)
     except StoreBusy as exc:
         raise StoreBusy(_after_lock(home, args.run, str(exc))) from None
+    except WorldChanged as exc:
+        if not args.json:
+            _print([*exc.lines, ""])  # the section as it is now, then the refusal's sentence
+        raise
     if args.json:
         _json(_state_json(state))
         return _ended(state)
@@ -848,7 +854,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
 READ_ONLY = frozenset({"runs", "show", "trace", "diff", "changes", "audit", "doctor", "backup"})
 """Commands that only read: they never create a home folder (issue 13)."""
 
-REFUSALS = ("ApprovalRefused", "ShopRefused", "LeaseHeld")
+REFUSALS = ("ApprovalRefused", "WorldChanged", "ShopRefused", "LeaseHeld")
 
 
 def _not_utf8(argv: Sequence[str]) -> str | None:

@@ -51,3 +51,13 @@ class ShopRefused(ResolverError):
 class ApprovalKeyError(ResolverError):
     """``approval.key`` is damaged, too short, readable by others, or missing while approvals are
     in flight (issue 13); the sentence says how to fix it."""
+
+
+class WorldChanged(ApprovalRefused):
+    """Issue 18: the read-only lookups returned something else when an approval was recorded
+    than when its approver read the request; nothing was decided. ``lines`` is the request's
+    section "What changed since the agent looked" as it is now, which both faces show."""
+
+    def __init__(self, sentence: str, lines: list[str]) -> None:
+        super().__init__(sentence)
+        self.lines = lines

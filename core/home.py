@@ -41,7 +41,7 @@ from core.log import command_log
 from core.platform import require_posix
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
-from core.state import TaskState
+from core.state import TaskState, WorldSeen
 from core.world import World, WorldMissing, check_world_file, reset_world
 
 if TYPE_CHECKING:
@@ -198,8 +198,13 @@ class Home:
         on_progress: OnProgress | None = None,
         expect_version: int | None = None,
         signer: Unlocked | None = None,
+        seen: WorldSeen | None = None,
     ) -> TaskState:
         """Approve (see :func:`core.approval.approve`) and then execute the run.
+
+        ``seen`` (issue 18) is what the lookups returned when the approver read the request
+        (:meth:`core.queue.ApprovalQueue.look`): the approval is refused with
+        :class:`~core.errors.WorldChanged` when they return something else now.
 
         In a shop home (issue 14) ``signer`` is the approver unlocked by :meth:`unlock`; ``role``
         and ``name`` are then theirs. Raises ApprovalRefused in a shop home without a signer, and
@@ -224,6 +229,7 @@ class Home:
                     world=self.world(),
                     practice=self.kind == "practice",
                     signer=decider,
+                    seen=seen,
                 )
             )
         except ResolverError as exc:

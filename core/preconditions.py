@@ -4,7 +4,9 @@
 proposal (part of the canonical proposal and its digest). :func:`drift` re-runs the read-only
 lookups behind the evidence against the world now (no model call) and reports each difference
 field by field, every effect on the order since the evidence was read (whoever made it) and the
-preconditions that already fail.
+preconditions that already fail. :func:`look` is the read itself, as data
+(:class:`~core.state.WorldSeen`): an approval carries the one its approver saw, and the approval
+is refused when the lookups return something else by the time it is recorded (issue 18).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from core.clock import iso
-from core.state import EFFECT_OF_ACTION, Precondition, Proposal, TaskState, cad
+from core.state import EFFECT_OF_ACTION, Lookup, Precondition, Proposal, TaskState, WorldSeen, cad
 from core.world import World
 
 
@@ -177,27 +179,50 @@ def _when(at: str) -> str:
         return at
 
 
-def drift(state: TaskState, world: World) -> Drift:
-    """Re-run the read-only lookups behind ``state``'s evidence against ``world`` now (no model
-    call) and compare; list the effects on the order since the evidence was read and the
-    preconditions that fail now."""
-    out = Drift()
+def _json(value: Any) -> Any:
+    """``value`` as plain JSON (amounts and times as the strings the services give)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def look(state: TaskState, world: World) -> WorldSeen:
+    """Run the read-only lookups behind ``state``'s evidence against ``world`` now (no model
+    call): each lookup's result (or why it cannot run again) and every effect on the order since
+    the evidence was read by an operation other than the run's own (issue 18: the data an
+    approval is bound to; :func:`drift` compares it with the evidence)."""
+    lookups = []
     for ev in state.evidence:
         try:
-            now = world.call_tool(ev.tool, dict(ev.args))
+            lookups.append(Lookup(tool=ev.tool, args=dict(ev.args), result=_json(world.call_tool(ev.tool, dict(ev.args)))))
         except Exception as exc:  # a tool that cannot run again is itself a difference
-            out.differences.append(f"{ev.tool} {json.dumps(ev.args)}: cannot be read again ({exc})")
+            lookups.append(Lookup(tool=ev.tool, args=dict(ev.args), error=str(exc)))
+    effects: list[dict[str, Any]] = []
+    p = state.proposal
+    if p is not None:
+        own = {op.operation_id for op in state.operations}
+        since = p.evidence_at or state.updated_at
+        seq = evidence_seq(state) if p.evidence_at is not None else None  # issue 20: by the register's order
+        order = state.order_id or (p.actions[0].order_id if p.actions else "")
+        effects = [_json(e) for e in world.effects_on(order, since, exclude=own, since_seq=seq)]
+    return WorldSeen(at=world.clock.now(), lookups=lookups, effects=effects)
+
+
+def drift(state: TaskState, world: World, seen: WorldSeen | None = None) -> Drift:
+    """What changed since the agent looked: the lookups behind ``state``'s evidence as ``seen``
+    (default: :func:`look` now; no model call) compared with the evidence field by field, the
+    effects on the order since the evidence was read, and the preconditions that fail now."""
+    seen = seen if seen is not None else look(state, world)
+    out = Drift()
+    for ev, now in zip(state.evidence, seen.lookups, strict=False):
+        if now.error:
+            out.differences.append(f"{ev.tool} {json.dumps(ev.args)}: cannot be read again ({now.error})")
             continue
-        out.differences += [f"{ev.tool}: {d}" for d in field_differences(ev.result, now)]
+        out.differences += [f"{ev.tool}: {d}" for d in field_differences(ev.result, now.result)]
     p = state.proposal
     if p is None:
         return out
-    own = {op.operation_id for op in state.operations}
-    since = p.evidence_at or state.updated_at
-    seq = evidence_seq(state) if p.evidence_at is not None else None
-    order_id = state.order_id or (p.actions[0].order_id if p.actions else "")
-    for e in world.effects_on(order_id, since, exclude=own, since_seq=seq):
+    for e in seen.effects:
         out.effects.append(f"{e['line']} by operation {e['operation_id']} ({e['actor']}) on {_when(e['at'])}")
+    own = {op.operation_id for op in state.operations}
     for pre in p.preconditions:
         problem = world.precondition_problem(pre, own)
         if problem:
@@ -238,4 +263,5 @@ __all__ = [
     "field_differences",
     "first_read",
     "iso",
+    "look",
 ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
@@ -33,7 +33,7 @@ from core.data import customer_names, load_policy
 from core.errors import ResolverError
 from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
-from core.state import TaskState, action_short
+from core.state import TaskState, WorldSeen, action_short
 from core.views import (
     RunDetail,
     ages_lines,
@@ -204,10 +204,12 @@ class ApprovalQueue:
         """The other runs of ``task_id`` than ``run_id``, oldest first."""
         return [r.run_id for r in self._store.runs_of_task(task_id) if r.run_id != run_id]
 
-    def run(self, run_id: str, approver: Approver) -> RunDetail:
+    def run(self, run_id: str, approver: Approver, keys: Mapping[str, str] | None = None) -> RunDetail:
         """The detail of ``run_id`` for ``approver``: what they may do and why not, and what the
-        pane shows. A run whose checkpoint cannot be read (or is gone) comes back as a detail
-        with ``error`` set, never as an exception."""
+        pane shows (the lookups behind a waiting run's evidence run again: no model call).
+        ``keys`` are the face's key for each action, for the sentences that name one
+        (:func:`core.views.describe`). A run whose checkpoint cannot be read (or is gone) comes
+        back as a detail with ``error`` set, never as an exception."""
         summary = None
         try:
             summary = self._store.summary(run_id)
@@ -218,7 +220,7 @@ class ApprovalQueue:
             if summary is None:
                 return unreadable_detail(run_id, str(exc))
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
-        detail = describe(state, approver, others, trace)
+        detail = describe(state, approver, others, trace, keys)
         if state.status == "waiting_approval" and state.proposal is not None:
             return self._with_world_now(state, detail)
         vs = approved_vs_current(state)
@@ -226,10 +228,19 @@ class ApprovalQueue:
 
     # -- the world now (issue 11) ----------------------------------------------------------------
 
-    def world_now(self, state: TaskState) -> tuple[list[str], str | None]:
+    def look(self, state: TaskState) -> WorldSeen:
+        """Run the read-only lookups behind ``state``'s evidence again now (no model call): the
+        data an approval is bound to (:func:`core.preconditions.look`, issue 18)."""
+        from core.preconditions import look
+        from core.world import World
+
+        return look(state, World(self._world_path, self._clock))
+
+    def world_now(self, state: TaskState, seen: WorldSeen | None = None) -> tuple[list[str], str | None]:
         """The "world now" lines of a waiting run (ages, what changed since the agent looked)
         and why approve is refused now (expiry, one effect per ticket, or in a shop home a
-        precondition that already fails), else None. No model call is made."""
+        precondition that already fails), else None. ``seen`` is the lookups' data to show
+        (default: :meth:`look` now). No model call is made."""
         from core.approval import world_problem
         from core.homekind import home_kind
         from core.preconditions import drift, evidence_time
@@ -238,7 +249,7 @@ class ApprovalQueue:
         world = World(self._world_path, self._clock)
         now = self._clock.now()
         policy = load_policy()
-        d = drift(state, world)
+        d = drift(state, world, seen)
         lines = [
             *ages_lines(state, now, evidence_time(state), policy.evidence_max_age_s, policy.approval_valid_s),
             *drift_lines(d.differences, d.effects, d.failing),
@@ -253,31 +264,37 @@ class ApprovalQueue:
         return lines, problem[1] if problem else None
 
     def _with_world_now(self, state: TaskState, detail: RunDetail) -> RunDetail:
+        seen = None
         try:
-            lines, refused = self.world_now(state)
+            seen = self.look(state)
+            lines, refused = self.world_now(state, seen)
         except ResolverError as exc:
             lines, refused = [f"The world cannot be read now: {exc}"], None
         offered = dict(detail.offers)
         if refused and offered.get("approve") is None:
             offered["approve"] = refused
-        decision = replace(detail.decision, world=tuple(lines)) if detail.decision else None
+        decision = replace(detail.decision, world=tuple(lines), seen=seen) if detail.decision else None
         notes = list(detail.notes)
         if refused:
             notes.insert(0, refused)
         elif any(line.startswith("  Preconditions that fail now") for line in lines):
             notes.insert(0, "World changed since the agent looked: see the section below.")
+        cut = detail.body.index("") if "" in detail.body else len(detail.body)  # after the actions and the digest
         return replace(
             detail,
-            body=[*lines, "", *detail.body],
+            body=[*detail.body[:cut], "", *lines, *detail.body[cut:]],
             offers=offered,
             decision=decision,
             notes=notes,
             tone="warn" if notes != detail.notes else detail.tone,
         )
 
-    def describe(self, state: TaskState, approver: Approver, others: list[str] | None = None) -> RunDetail:
-        """The detail of a state the caller already holds (the executor's progress)."""
-        return describe(state, approver, others)
+    def describe(
+        self, state: TaskState, approver: Approver, others: list[str] | None = None, keys: Mapping[str, str] | None = None
+    ) -> RunDetail:
+        """The detail of a state the caller already holds (the executor's progress); ``keys`` as
+        for :meth:`run`."""
+        return describe(state, approver, others, keys=keys)
 
     def trace(self, run_id: str) -> list[str]:
         """The run's events, one line each. Raises RunNotFound."""

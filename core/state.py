@@ -23,12 +23,18 @@ Schema versions (``schema_version``):
   digest stays the one it had, so a waiting run stays approvable and an approval of 0.1.0
   still verifies; its evidence age is counted from its first lookup (frozen schema 3:
   ``tests/fixtures/task_state_v3.json``).
+- 5: two additions of one release, both with None for a checkpoint saved before.
 
-- 5: "since" by the world's own order of events (issue 20): ``Evidence.seq`` (the practice
-  world's operations register number read with the result) and ``Precondition.since_seq``. A
-  checkpoint saved before gets None for both: its preconditions keep their digest and decide
-  "since" by time, an event in the same second counting as since (frozen schema 4:
-  ``tests/fixtures/home_before_issue_20``).
+  - "Since" by the world's own order of events (issue 20): ``Evidence.seq`` (the practice
+    world's operations register number read with the result) and ``Precondition.since_seq``. A
+    checkpoint saved before gets None for both: its preconditions keep their digest and decide
+    "since" by time, an event in the same second counting as since (frozen schema 4:
+    ``tests/fixtures/home_before_issue_20``).
+  - The decision bound to the world the approver saw (issue 18): ``Approval.world``, what the
+    read-only lookups returned when the approve dialog opened (:class:`WorldSeen`), checked again
+    when the decision is recorded and covered by the approval's signature. An approval saved
+    before has none (``world`` None) and verifies as it did (frozen schema 4:
+    ``tests/fixtures/task_state_v4.json`` and the home ``tests/fixtures/home_schema_4``).
 
 :func:`migrate` upgrades a raw v1, v2, v3 or v4 dict to v5; any other version fails loudly with
 :class:`~core.errors.UnsupportedSchemaVersion`.
@@ -295,8 +301,43 @@ class Proposal(_Model):
         return self.digest[:12]
 
 
+class Lookup(_Model):
+    """One read-only lookup run again (issue 18): the evidence's ``tool`` and ``args``, and the
+    JSON ``result`` it returns now, or ``error`` when it cannot run again."""
+
+    tool: str
+    args: dict[str, Any]
+    result: Any = None
+    error: str = ""
+
+
+class WorldSeen(_Model):
+    """What the read-only lookups behind a run's evidence returned at ``at`` (issue 18): each
+    ``lookups`` result (no model call) and ``effects``, every write on the order since the
+    evidence was read by an operation other than the run's own (``{"kind", "id", "line", "at",
+    "operation_id", "actor"}``, :meth:`core.world.World.effects_on`).
+
+    This is the data the approve dialog showed, not its lines (they hold ages). Two reads are
+    the same world when :attr:`fingerprint` is equal; ``at`` is not part of it.
+    """
+
+    at: Moment
+    lookups: list[Lookup] = []
+    effects: list[dict[str, Any]] = []
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 (hex) of the canonical JSON of the lookups and effects (``at`` left out)."""
+        payload = {
+            "lookups": [x.model_dump(mode="json") for x in self.lookups],
+            "effects": json.loads(canonical_json(self.effects)),
+        }
+        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()
+
+
 class Approval(_Model):
-    """An approval issued by :mod:`core.approval` alone; ``signature`` is its HMAC-SHA256."""
+    """An approval issued by :mod:`core.approval` alone; ``signature`` is its HMAC-SHA256 (over
+    ``world``'s fingerprint too, when it is set)."""
 
     role: str
     name: str
@@ -305,6 +346,9 @@ class Approval(_Model):
     signature: str
     proposal: Proposal | None = None
     """The proposal as approved (issue 11): shown next to the current one on a mismatch."""
+    world: WorldSeen | None = None
+    """What the lookups returned when the approver read the request (issue 18); None for an
+    approval saved before schema 5 or made without the world (a bare :func:`core.approval.approve`)."""
 
 
 class Rejection(_Model):
@@ -459,7 +503,8 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     and an approval holds no copy of its proposal.
     v4 -> v5: evidence without a register number (``seq`` None) and preconditions without one
     (``since_seq`` None): "since" stays decided by time for them, the same second counting as
-    since (issue 20).
+    since (issue 20); an approval holds no world (``world`` None): it was signed without one and
+    still verifies (issue 18).
 
     Raises:
         UnsupportedSchemaVersion: a version this code does not know (newer or garbage).
@@ -475,8 +520,8 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
         upgraded.setdefault("run_uid", upgraded.get("run_id"))
         if version < 4 and isinstance(upgraded.get("proposal"), dict):
             upgraded["proposal"] = {**_UNBOUND, **upgraded["proposal"]}
-        if version < 4 and isinstance(upgraded.get("approval"), dict):
-            upgraded["approval"] = {"proposal": None, **upgraded["approval"]}
+        if isinstance(upgraded.get("approval"), dict):
+            upgraded["approval"] = {"proposal": None, "world": None, **upgraded["approval"]}
         _unnumbered(upgraded)
         upgraded["schema_version"] = SCHEMA_VERSION
         return upgraded

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -24,7 +24,7 @@ from core.recorded_model import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, role_label
 from core.runner import outcome_line
 from core.safetext import safe_text
-from core.state import FINAL_STATUSES, TaskState, action_line, action_short, execution_started
+from core.state import FINAL_STATUSES, TaskState, WorldSeen, action_line, action_short, execution_started
 
 __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
     "ACTIONS",
@@ -36,6 +36,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "Decision",
     "RunDetail",
     "Tone",
+    "WorldSeen",
     "after_approve",
     "after_reject",
     "after_resume",
@@ -405,6 +406,8 @@ class Decision:
     world: tuple[str, ...] = ()
     """The "world now" lines (issue 11): ages, what changed since the agent looked, and the
     preconditions that fail; the approve dialog repeats them."""
+    seen: WorldSeen | None = None
+    """The lookups' data those lines were made from (issue 18): the approval is bound to it."""
 
 
 @dataclass(frozen=True)
@@ -449,11 +452,20 @@ def unreadable_detail(
     )
 
 
-def describe(state: TaskState, approver: Approver, others: list[str] | None = None, trace: list[str] | None = None) -> RunDetail:
+def describe(
+    state: TaskState,
+    approver: Approver,
+    others: list[str] | None = None,
+    trace: list[str] | None = None,
+    keys: Mapping[str, str] | None = None,
+) -> RunDetail:
     """The :class:`RunDetail` of ``state`` for ``approver``: its notes, what the rulebook offers
     and why not, and its body. ``others`` are the other runs of the ticket (oldest first),
-    ``trace`` the trace lines of a running run."""
+    ``trace`` the trace lines of a running run, ``keys`` the caller's key for each action
+    (``{"compare": "d", "resume": "u"}``, issue 18): a sentence names a key only when its caller
+    gave one, and drops it otherwise (the command line has no keys)."""
     others = list(others or [])
+    keys = keys or {}
     notes: list[str] = []
     tone: Tone = ""
     body: list[str]
@@ -463,12 +475,14 @@ def describe(state: TaskState, approver: Approver, others: list[str] | None = No
             notes.append(line)
             tone = "ok" if line.startswith("You are") else "warn"
         if others:
-            notes.append(f"{state.task_id} has {len(others) + 1} runs; press d to compare.")
+            hint = f"; press {keys['compare']} to compare" if keys.get("compare") else ""
+            notes.append(f"{state.task_id} has {len(others) + 1} runs{hint}.")
             tone = tone or "warn"
         body = [*status_lines(state), "", f"Outcome: {outcome_line(state)}", "", *_request_details(approval_request(state))]
     elif state.status == "running":
+        resume = f"Press {keys['resume']} to continue" if keys.get("resume") else "A resume continues"
         body = [
-            f"Running: saved after step {state.step} of at most {state.max_steps}. Press u to continue its loop "
+            f"Running: saved after step {state.step} of at most {state.max_steps}. {resume} its loop "
             "from the checkpoint (no model call is repeated).",
             "",
             usage_line(state),
@@ -478,7 +492,12 @@ def describe(state: TaskState, approver: Approver, others: list[str] | None = No
         ]
     else:
         if state.status == "executing":
-            notes.append("Executing: approved, not finished. Press u to reconcile and finish it.")
+            finish = (
+                f"Press {keys['resume']} to reconcile and finish it"
+                if keys.get("resume")
+                else "A resume reconciles and finishes it"
+            )
+            notes.append(f"Executing: approved, not finished. {finish}.")
             tone = "warn"
         body = [*status_lines(state), ""]
         if state.status in FINAL_STATUSES and state.events:

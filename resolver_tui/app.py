@@ -7,17 +7,22 @@ from collections.abc import Callable
 from core.errors import ResolverError
 from core.home import Home
 from core.views import Approver
-from textual import on, work
+from textual import events, on, work
 from textual.app import App
-from textual.binding import Binding
 from textual.logging import TextualHandler
+from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.commands import LessonCommands, ResolverCommands
+from resolver_tui.keys import bindings, key_for, textual_key
 from resolver_tui.messages import MomentDone
+from resolver_tui.screens.dialogs import Fenced
 from resolver_tui.screens.help import HelpScreen
 from resolver_tui.screens.queue import QueueScreen
 from resolver_tui.screens.text import LinesScreen
+
+NARROW = 100
+"""Under this width (columns) a toast takes one line and never shows over a dialog."""
 
 
 class ResolverApp(App):
@@ -40,10 +45,8 @@ class ResolverApp(App):
     CSS_PATH = "app.tcss"
     TITLE = "Larkfield approvals"
     COMMANDS = App.COMMANDS | {ResolverCommands, LessonCommands}
-    BINDINGS = [
-        Binding("question_mark", "help", "Help", id="help", tooltip="Every key of the app"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="Leave the app (nothing is lost)"),
-    ]
+    COMMAND_PALETTE_BINDING = textual_key("command_palette")
+    BINDINGS = bindings("app")
 
     def __init__(
         self,
@@ -72,9 +75,38 @@ class ResolverApp(App):
         )
         return self.queue
 
+    def on_resize(self, event: events.Resize) -> None:
+        self.set_class(event.size.width < NARROW, "-narrow")
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys act on what is on screen and settled (issue 18). Keys of one terminal read are
+        queued before any of them is handled, so two rules apply before Textual's own routing:
+
+        - a dialog (:class:`~resolver_tui.screens.dialogs.Fenced`) takes only keys that arrived
+          after it was drawn; earlier ones are dropped, so ``a`` then ``y`` typed ahead never
+          approves;
+        - a printable key that comes back to the app while an input box has the focus went to
+          another widget before the box opened (``/amy`` in one read: ``amy`` had been routed
+          to the table before ``/`` focused the box); it is typed into the box, where it was
+          meant to go. A key the box received itself never comes back (the box keeps it).
+        """
+        if isinstance(event, events.Key):
+            screen = self.screen
+            if isinstance(screen, Fenced) and not screen.takes(event):
+                event.stop()
+                event.prevent_default()
+                return
+            box = self.focused
+            if event.is_forwarded and isinstance(box, Input) and event.is_printable and event.character:
+                event.stop()
+                event.prevent_default()
+                box.insert_text_at_cursor(event.character)
+                return
+        await super().on_event(event)
+
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(id="help-screen"))
+            self.push_screen(HelpScreen(self.home.kind == "shop", id="help-screen"))
 
     def run_moment(self, fn: Callable[[Home], list[str]], name: str) -> None:
         """Run a trainer moment in a worker and show what it says."""
@@ -101,7 +133,7 @@ class ResolverApp(App):
             error = event.worker.error
             self.log.error("trainer moment failed", error)
             self.notify(
-                "The trainer's moment failed; nothing was lost. Press R to read the queue again.",
+                f"The trainer's moment failed; nothing was lost. Press {key_for('refresh')} to read the queue again.",
                 severity="error",
                 markup=False,
                 timeout=10,

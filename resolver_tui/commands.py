@@ -1,5 +1,6 @@
-"""Command palette providers: every action of the queue, ``Jump to run <id>``, and the
-trainer's moments when :mod:`core.lesson` exists (issue 5)."""
+"""Command palette providers: every action of the queue (from the one action table,
+:func:`resolver_tui.keys.palette`), ``Jump to run <id>``, and the trainer's moments when
+:mod:`core.lesson` exists (issue 5)."""
 
 from __future__ import annotations
 
@@ -11,26 +12,11 @@ from core.lesson import MOMENTS, TITLES
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
-from resolver_tui.widgets.bars import FILTERS
+from resolver_tui.keys import palette
 
 if TYPE_CHECKING:
     from resolver_tui.app import ResolverApp
     from resolver_tui.screens.queue import QueueScreen
-
-ACTIONS: list[tuple[str, str, str]] = [
-    ("Approve the highlighted run", "approve", "asks first, then executes its operations"),
-    ("Reject the highlighted run", "reject", "with a required reason"),
-    ("Resume the highlighted run", "resume", "continue, reconcile and finish, or show the request"),
-    ("Trace of the highlighted run", "trace", "its events, one line each"),
-    ("Compare with another run of the same ticket", "compare", "the actions line by line"),
-    ("Refresh the queue", "refresh", "read the store again"),
-    ("Filter the queue", "filter", "ticket, order, customer or run ID"),
-    ("Load the Larkfield demo queue", "load_demo", "empty practice home only"),
-    ("History of the highlighted run", "history", "its decisions and refusals, with reasons"),
-    ("My decisions and refusals", "my_history", "every one under my name, with reasons"),
-    ("The world's changes", "changes", "what the practice world changed since its reset"),
-    *[(f"Show {label}", f"status({i})", f"status filter {i + 1}") for i, (_s, label) in enumerate(FILTERS)],
-]
 
 
 class ResolverCommands(Provider):
@@ -48,8 +34,7 @@ class ResolverCommands(Provider):
             return []
         items: list[tuple[str, Callable[[], object], str]] = [
             (title, partial(queue.try_action, action), help_text)
-            for title, action, help_text in ACTIONS
-            if not (action == "load_demo" and queue.home.kind == "shop")  # practice homes only
+            for title, action, help_text in palette(shop=queue.home.kind == "shop")  # the demo: practice homes only
         ]
         items += [
             (f"Jump to run {run_id}", partial(queue.jump_to, run_id), "show it in the queue")

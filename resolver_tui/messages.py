@@ -1,7 +1,8 @@
 """Messages the thread workers post back to the queue screen.
 
 Workers never touch widgets: they read through ``home.queue`` or write through
-:class:`core.home.Home` on their own connection and report with one of these
+:class:`core.home.Home` on their own connection
+(:class:`~resolver_tui.screens.decisions.Decisions`) and report with one of these
 (``post_message`` is thread-safe). Each worker ends with exactly one of them, or with an error
 that the screen's one worker-error handler shows.
 """
@@ -37,6 +38,16 @@ class OperationDone(DetailLoaded):
     """The executor saved one operation; ``detail`` is the run after it."""
 
 
+class DialogReady(Message):
+    """The run was read again for a dialog (``kind``: ``approve``): its lookups ran again, so
+    the dialog shows the world as it is now (issue 18)."""
+
+    def __init__(self, detail: RunDetail, kind: str) -> None:
+        super().__init__()
+        self.detail = detail
+        self.kind = kind
+
+
 class Finished(Message):
     """An approve, reject, resume or demo load finished; ``lines`` say what happened and
     ``detail`` is the run after it (None for the demo)."""
@@ -50,12 +61,14 @@ class Finished(Message):
 
 class Failed(Message):
     """An action or a read ended with an error sentence (refusal, lost race, lease held, busy
-    store)."""
+    store); ``lines`` the section "What changed since the agent looked" as it is now when the
+    world changed under an approval (issue 18)."""
 
-    def __init__(self, run_id: str | None, text: str) -> None:
+    def __init__(self, run_id: str | None, text: str, lines: list[str] | None = None) -> None:
         super().__init__()
         self.run_id = run_id
         self.text = text
+        self.lines = list(lines or [])
 
 
 class LinesReady(Message):

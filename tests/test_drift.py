@@ -326,7 +326,7 @@ def test_a_waiting_run_of_0_1_0_is_approvable_after_the_upgrade(tmp_path):
     assert done.approval is not None and done.approval.proposal == state.proposal
 
 
-def test_a_v3_checkpoint_loads_as_v4_unbound():
+def test_a_v3_checkpoint_loads_unbound():
     import json
 
     from core.state import SCHEMA_VERSION, migrate

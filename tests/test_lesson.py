@@ -12,6 +12,7 @@ import pytest
 from core.clock import parse_time
 from core.errors import ResolverError
 from core.home import Home
+from core.state import SCHEMA_VERSION
 
 from helpers import FRIDAY, T65273_RUN
 
@@ -76,7 +77,9 @@ def test_exercise_corrupt_checkpoint_gives_the_clear_error(cli):
 
 def test_exercise_migrate_v1(cli):
     out = cli("exercise", "migrate-v1")[1]
-    assert re.search(r"Loaded as schema version 5: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out)
+    assert re.search(
+        rf"Loaded as schema version {SCHEMA_VERSION}: reply_channel = 'email', run_uid = 'T-90103-v1-\w+' \(the run ID", out
+    )
 
 
 def test_exercise_resume_twice_without_and_with_idempotency_keys(cli):

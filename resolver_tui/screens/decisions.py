@@ -1,194 +1,194 @@
-"""The decisions of the queue screen: the approve and reject dialogs, resume, trace and compare,
-and the handlers that show what the workers report (one of them for every worker error).
+"""The queue screen's reads and writes on the home, as a plain object (issue 18, item 6).
 
-What a dialog repeats comes from :mod:`core.views` (:func:`~core.views.approve_dialog`,
-:func:`~core.views.reject_dialog`); it captures the run, digest and checkpoint version read, so
-a refresh cannot change what is decided.
+:class:`Decisions` is handed the home, the approver and the lease owner; each method does one
+read or write through ``home.queue`` or :class:`core.home.Home` and returns the one message of
+:mod:`resolver_tui.messages` that reports it. It blocks, so the screen calls it in a thread
+worker; it never touches a widget. An expected error (:class:`~core.errors.ResolverError`)
+becomes :class:`~resolver_tui.messages.Failed`; any other reaches the screen's one worker-error
+handler.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from core.errors import ResolverError
-from core.views import RunDetail, approve_dialog, reject_dialog
-from textual import on
-from textual.worker import Worker, WorkerState
+from core.errors import ResolverError, WorldChanged
+from core.home import Home
+from core.views import Approver, after_approve, after_reject, after_resume, changes_lines, history_lines
+from textual.message import Message
 
-from resolver_tui.messages import Failed, Finished, LinesReady
-from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, PickRunScreen, RejectScreen
-from resolver_tui.screens.text import CompareScreen, HistoryScreen, TraceScreen
-from resolver_tui.screens.workers import QueueWorkers
-from resolver_tui.widgets.detail_pane import DetailPane
-from resolver_tui.widgets.safe import clean
+from resolver_tui.messages import DetailLoaded, DialogReady, Failed, Finished, LinesReady, OperationDone, PageLoaded
+from resolver_tui.widgets.bars import MINE
 
-WORKER_WORDS = {
-    "page": "reading the queue",
-    "detail": "reading the run",
-    "view": "reading the trace",
-    "action": "carrying out the decision",
-}
-"""What each worker group was doing, for the sentence shown when it fails unexpectedly."""
+if TYPE_CHECKING:
+    from core.approvers import Unlocked
+    from core.views import WorldSeen
+
+Post = Callable[[Message], object]
+"""Where a long write reports its progress (the screen's thread-safe ``post_message``)."""
 
 
-def unexpected_sentence(group: str) -> str:
-    """The sentence shown for an unexpected error in a worker of ``group``: what failed and what
-    to do, never the exception's own text (it goes to the log)."""
-    doing = WORKER_WORDS.get(group, "working")
-    return (
-        f"Something went wrong while {doing}; nothing was lost. Press R to read the queue again, "
-        "or run `resolver show RUN` in a shell."
-    )
+def guarded(run_id: str | None, work: Callable[[], Message]) -> Message:
+    """``work()``'s message, or for an expected error a :class:`Failed` message about ``run_id``
+    (with the section as it is now when the world changed under an approval)."""
+    try:
+        return work()
+    except WorldChanged as exc:
+        return Failed(run_id, str(exc), list(exc.lines))
+    except ResolverError as exc:
+        return Failed(run_id, str(exc))
 
 
-class QueueDecisions(QueueWorkers):
-    """The keys that act on the highlighted run, for :class:`~resolver_tui.screens.queue.QueueScreen`
-    (which provides ``detail``, ``why_not``, ``busy``, the filters and the refresh)."""
+@dataclass
+class Decisions:
+    """The reads and writes of one approver on one home.
 
-    detail: RunDetail | None
-    busy: str
-    errors: dict[str, str]
-    outcomes: dict[str, list[str]]
-    last_failure: tuple[str, str] | None
-    loading_more: bool
-    selected_id: str | None
+    Args:
+        home: the home folder (writes) with its read side ``home.queue``.
+        approver: who is at the keyboard (role and name).
+        lease_owner: the lease owner this app executes as.
+        keys: the app's key for each rulebook action, for core's sentences
+            (:func:`resolver_tui.keys.core_keys`).
+    """
 
-    if TYPE_CHECKING:  # provided by QueueScreen
+    home: Home
+    approver: Approver
+    lease_owner: str
+    keys: Mapping[str, str] = field(default_factory=dict)
+    unlocked: Unlocked | None = None
+    """Issue 14: the shop-home approver's key, unlocked in memory at the first approval and kept
+    for this session only (never written anywhere)."""
 
-        @property
-        def status(self) -> str | None: ...
-        def why_not(self, action: str) -> str | None: ...
-        def _show_detail(self) -> None: ...
-        def show_only(self, run_id: str) -> None: ...
-        def action_refresh(self) -> None: ...
+    # -- reads ----------------------------------------------------------------------------------
 
-    def _start(self, run_id: str) -> None:
-        self.busy = run_id
-        self.errors.pop(run_id, None)
-
-    def action_approve(self) -> None:
-        d = self.detail
-        if d is None or d.decision is None or self.why_not("approve"):
-            return
-        decision = d.decision
-
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self._start(decision.run_id)
-                self.run_approve(decision.run_id, decision.digest, decision.version, d.others)
-
-        if self.home.kind == "shop" and self.unlocked is None:  # issue 14: the key is unlocked once per session
-
-            def typed(passphrase: str | None) -> None:
-                if passphrase:
-                    self._start(decision.run_id)
-                    self.run_approve(decision.run_id, decision.digest, decision.version, d.others, passphrase)
-
-            self.app.push_screen(
-                PassphraseApproveScreen(
-                    f"Approve run {decision.run_id}?", approve_dialog(decision, self.approver), self.approver.name
-                ),
-                typed,
+    def page(
+        self, status: str | None, search: str | None, after: str | None, select: str | None, serial: int, sort: str | None
+    ) -> PageLoaded:
+        """A page (``after`` None: the first) in ``sort`` and the counts; ``serial`` numbers the
+        load (an older one is dropped)."""
+        queue = self.home.queue
+        if status == MINE:  # the waiting runs I may approve: the role needed is within mine
+            page = replace(
+                queue.page("waiting_approval", search=search, after=after, sort=sort, max_role=self.approver.role), status=MINE
             )
-            return
-        self.app.push_screen(
-            ConfirmScreen(f"Approve run {decision.run_id}?", approve_dialog(decision, self.approver), yes="Approve"), answered
-        )
+        else:
+            page = queue.page(status, search=search, after=after, sort=sort)
+        return PageLoaded(page, queue.counts(), serial, select)
 
-    def action_reject(self) -> None:
-        d = self.detail
-        if d is None or d.decision is None or self.why_not("reject"):
-            return
-        decision = d.decision
+    def detail(self, run_id: str) -> DetailLoaded:
+        """The run's detail (a waiting run's lookups run again: no model call)."""
+        return DetailLoaded(self.home.queue.run(run_id, self.approver, keys=self.keys))
 
-        def answered(reason: str | None) -> None:
-            if reason:
-                self._start(decision.run_id)
-                self.run_reject(decision.run_id, decision.digest, reason, d.others)
+    def dialog(self, run_id: str, kind: str) -> DialogReady:
+        """The run's detail read again for the ``kind`` dialog (``approve``): the lookups run
+        again, so the dialog shows the world as it is (issue 18)."""
+        return DialogReady(self.home.queue.run(run_id, self.approver, keys=self.keys), kind)
 
-        self.app.push_screen(RejectScreen(f"Reject run {decision.run_id}?", reject_dialog(decision, self.approver)), answered)
+    def trace(self, run_id: str) -> Message:
+        """The run's trace, or why it cannot be read."""
 
-    def action_resume(self) -> None:
-        d = self.detail
-        if d is None or self.why_not("resume"):
-            return
-        if d.status == "waiting_approval":
-            self.query_one(DetailPane).focus()
-            self.notify(f"Run {d.run_id} is waiting approval: its request is in the pane.", markup=False)
-            return
-        self._start(d.run_id)
-        self.run_resume(d.run_id, d.others)
+        def work() -> Message:
+            return LinesReady("trace", f"Trace of {run_id}", self.home.queue.trace(run_id))
 
-    def action_trace(self) -> None:
-        if self.selected_id and not self.why_not("trace"):
-            self.load_trace(self.selected_id)
+        return guarded(run_id, work)
 
-    def action_compare(self) -> None:
-        d = self.detail
-        if d is None or self.why_not("compare"):
-            return
-        if len(d.others) == 1:
-            self.load_compare(d.run_id, d.others[0])
-            return
-        run_id = d.run_id
+    def history(self, kind: str, key: str) -> Message:
+        """History (issue 12): ``run`` (the decisions and refusals of run ``key``), ``name``
+        (those of approver ``key``) or ``changes`` (the practice world's changes)."""
 
-        def picked(other: str | None) -> None:
-            if other:
-                self.load_compare(run_id, other)
+        def work() -> Message:
+            queue = self.home.queue
+            if kind == "changes":
+                title, body = "The world's changes", changes_lines(queue.changes())
+            elif kind == "name":
+                title, body = f"Decisions and refusals of {key}", history_lines(queue.audit(name=key))
+            else:
+                title, body = f"History of {key}", history_lines(queue.audit(key), with_run=False)
+            return LinesReady("history", title, body)
 
-        # More than two runs of the ticket: choose which one (the latest is not always the one).
-        self.app.push_screen(PickRunScreen(f"Compare {run_id} with which other run of its ticket?", d.others), picked)
+        return guarded(key if kind == "run" else None, work)
 
-    # -- what the workers report ----------------------------------------------------------------
+    def compare(self, run_id: str, other: str) -> Message:
+        """Two runs of one ticket, their actions line by line (the older one first)."""
 
-    @on(Finished)
-    def show_finished(self, message: Finished) -> None:
-        self.busy = ""
-        self.last_failure = None
-        if message.run_id:
-            self.outcomes[message.run_id] = list(message.lines)  # stays in the pane, not only a toast
-        detail = message.detail
-        handed = detail is not None and detail.status == "handed_to_person"
-        if message.run_id:  # the demo queue shows itself; a toast would only cover the screen
-            self.notify(
-                clean("\n".join(message.lines)), markup=False, severity="warning" if handed else "information", timeout=10
+        def work() -> Message:
+            title, lines = self.home.queue.compare(run_id, other, oldest_first=True)
+            return LinesReady("compare", title, lines)
+
+        return guarded(run_id, work)
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def _progress(self, others: list[str], post: Post):
+        """The executor's ``on_progress``: post the run after each saved operation."""
+        queue, approver, keys = self.home.queue, self.approver, self.keys
+
+        def progress(state, _op) -> None:
+            post(OperationDone(queue.describe(state.model_copy(deep=True), approver, others, keys=keys)))
+
+        return progress
+
+    def demo(self) -> Message:
+        """Load the demo queue into the empty home."""
+
+        def work() -> Message:
+            made = self.home.load_demo()
+            return Finished(None, [f"Loaded the demo queue: {len(made)} runs."])
+
+        return guarded(None, work)
+
+    def approve(
+        self,
+        run_id: str,
+        digest: str,
+        version: int,
+        others: list[str],
+        seen: WorldSeen | None,
+        post: Post,
+        passphrase: str | None = None,
+    ) -> Message:
+        """Approve what was read (``digest`` at checkpoint ``version``, the world as ``seen``),
+        then execute, posting each operation as it finishes. In a shop home ``passphrase``
+        unlocks the approver's key, kept in :attr:`unlocked` for the session."""
+
+        def work() -> Message:
+            if passphrase is not None:
+                self.unlocked = self.home.unlock(self.approver.name, passphrase)
+            state = self.home.approve(
+                run_id,
+                self.approver.role,
+                self.approver.name,
+                digest=digest,
+                expect_version=version,
+                owner=self.lease_owner,
+                on_progress=self._progress(others, post),
+                signer=self.unlocked,
+                seen=seen,
             )
-        if detail is not None and self.detail is not None and self.detail.run_id == message.run_id:
-            self.detail = detail
-            self._show_detail()
-        if detail is not None and message.run_id and self.status not in (None, detail.status):
-            # The run left this filter: follow it, so its outcome stays in the pane.
-            self.show_only(message.run_id)
-            self.notify(f"Showing {message.run_id} under all statuses; press 1 for the waiting queue.", markup=False)
-            return
-        self.action_refresh()
+            return Finished(run_id, after_approve(state), self.home.queue.describe(state, self.approver, others, keys=self.keys))
 
-    @on(Failed)
-    def show_failed(self, message: Failed) -> None:
-        self.busy = ""
-        self.notify(clean(message.text), severity="error", markup=False, timeout=10)
-        if message.run_id:
-            self.errors[message.run_id] = message.text
-            self.last_failure = (message.run_id, message.text)
-            self._show_detail()
-            # The run may have left this filter (another approver won the race): keep the cursor
-            # on it, so the pane names the winner instead of offering the next run.
-            self.show_only(message.run_id)
-            return
-        self._show_detail()
-        self.action_refresh()
+        return guarded(run_id, work)
 
-    @on(LinesReady)
-    def show_lines(self, message: LinesReady) -> None:
-        screen = {"trace": TraceScreen, "history": HistoryScreen}.get(message.kind, CompareScreen)
-        self.app.push_screen(screen(message.title, message.lines, id=message.kind))
+    def reject(self, run_id: str, digest: str, reason: str, others: list[str]) -> Message:
+        """Reject what was read (``digest``) with ``reason``."""
 
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one handler for worker errors: every one becomes a visible sentence, never a crash."""
-        if event.state == WorkerState.ERROR:
-            error = event.worker.error
-            self.busy = ""
-            self.loading_more = False
-            self.log.error(f"worker {event.worker.name} failed", error)
-            text = str(error) if isinstance(error, ResolverError) else unexpected_sentence(event.worker.group)
-            self.notify(clean(text), severity="error", markup=False, timeout=10)
+        def work() -> Message:
+            state = self.home.reject(run_id, self.approver.role, reason, self.approver.name, digest, signer=self.unlocked)
+            return Finished(run_id, after_reject(state), self.home.queue.describe(state, self.approver, others, keys=self.keys))
+
+        return guarded(run_id, work)
+
+    def resume(self, run_id: str, others: list[str], post: Post) -> Message:
+        """Resume by status, posting each operation an execution finishes."""
+
+        def work() -> Message:
+            done = self.home.resume(run_id, on_progress=self._progress(others, post), owner=self.lease_owner)
+            return Finished(
+                run_id,
+                after_resume(done.kind, done.before, done.state),
+                self.home.queue.describe(done.state, self.approver, others, keys=self.keys),
+            )
+
+        return guarded(run_id, work)

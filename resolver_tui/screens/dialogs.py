@@ -1,32 +1,58 @@
-"""Modal dialogs: confirm (defaults to No) and reject (a reason is required).
+"""Modal dialogs: confirm (defaults to No) and reject (a reason is required), the passphrase
+and the run picker, all :class:`Fenced`: they answer only keys typed after they were drawn.
 
-Both show untrusted text (actions, names) as literal content only.
+They show untrusted text (actions, names) as literal content only.
 """
 
 from __future__ import annotations
 
-from textual import on
+import time
+from typing import TypeVar
+
+from textual import events, on
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from resolver_tui.keys import bindings
 from resolver_tui.widgets.safe import lines, plain
 
+T = TypeVar("T")
 
-class ConfirmScreen(ModalScreen[bool]):
+
+class Fenced(ModalScreen[T]):
+    """A modal screen that answers only keys that arrived after it was drawn (issue 18).
+
+    Keys of one terminal read (``a`` then ``y`` typed ahead, over SSH or on a busy machine) are
+    stamped when they arrive, before the dialog exists; the app drops every key stamped before
+    :attr:`drawn_at` while this screen is on top (:meth:`takes`), so a key typed before the
+    person could read the dialog never answers it. Textual stamps events with
+    :func:`time.monotonic` on POSIX (``textual._time``), the only systems resolver runs on.
+    """
+
+    drawn_at: float | None = None
+    """When the screen was first drawn (``time.monotonic``), None before."""
+
+    def _on_mount(self, event: events.Mount) -> None:
+        self.call_after_refresh(self._drawn)
+
+    def _drawn(self) -> None:
+        self.drawn_at = time.monotonic()
+
+    def takes(self, event: events.Key) -> bool:
+        """True when ``event`` arrived after the screen was drawn."""
+        return self.drawn_at is not None and event.time >= self.drawn_at
+
+
+class ConfirmScreen(Fenced[bool]):
     """Ask yes or no about a destructive step; Enter, Esc and ``n`` all mean No.
 
     ``title`` and ``body`` are shown literally (never parsed as markup).
     """
 
-    BINDINGS = [
-        Binding("y", "answer(True)", "Yes"),
-        Binding("n,escape", "answer(False)", "No"),
-        Binding("left,right,tab", "app.focus_next", "Move", show=False),
-    ]
+    BINDINGS = bindings("confirm")
 
     def __init__(self, title: str, body: list[str], yes: str = "Yes") -> None:
         super().__init__()
@@ -54,10 +80,10 @@ class ConfirmScreen(ModalScreen[bool]):
         self.dismiss(yes)
 
 
-class RejectScreen(ModalScreen[str | None]):
+class RejectScreen(Fenced[str | None]):
     """Reject with a reason: returns the reason, or None when cancelled. Empty is refused."""
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = bindings("dialog")
 
     def __init__(self, title: str, body: list[str]) -> None:
         super().__init__()
@@ -101,13 +127,13 @@ class RejectScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class PickRunScreen(ModalScreen[str | None]):
+class PickRunScreen(Fenced[str | None]):
     """Choose one of ``runs`` (run IDs, shown literally): returns the run ID, or None (Esc).
 
     The compare key opens it when a ticket has more than two runs, so any pair can be compared.
     """
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = bindings("dialog")
 
     def __init__(self, title: str, runs: list[str]) -> None:
         super().__init__()
@@ -130,7 +156,7 @@ class PickRunScreen(ModalScreen[str | None]):
         self.dismiss(None)
 
 
-class PassphraseApproveScreen(ModalScreen[str | None]):
+class PassphraseApproveScreen(Fenced[str | None]):
     """Approve in a shop home (issue 14): the approve dialog with a masked passphrase input.
 
     Returns the passphrase typed (kept by the caller only to unlock the key once), or None when
@@ -138,7 +164,7 @@ class PassphraseApproveScreen(ModalScreen[str | None]):
     literally, as in :class:`ConfirmScreen`.
     """
 
-    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+    BINDINGS = bindings("dialog")
 
     def __init__(self, title: str, body: list[str], who: str) -> None:
         super().__init__()

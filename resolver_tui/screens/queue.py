@@ -1,35 +1,101 @@
 """The queue screen: the top bar, the status filters with counts, the runs table and the detail
 pane, for one home and one approver.
 
-The screen is handed its services (``QueueScreen(home, approver, ...)``) and looks nothing up
-on the app. Reads go through ``home.queue`` and writes through :class:`core.home.Home`, each in
-a thread worker (:mod:`resolver_tui.screens.workers`; the keys that decide are in
-:mod:`resolver_tui.screens.decisions`) that reports with a message; what may be
-done with a run, and why not, comes from the rulebook in the run's
-:class:`~core.views.RunDetail`.
+One class (issue 18, item 6): widgets are told what to show (:class:`TopBar`, :class:`FilterBar`,
+:class:`RunTable`, :class:`DetailPane`), and every read and write on the home is a call of the
+plain :class:`~resolver_tui.screens.decisions.Decisions` object run in a thread worker, which
+reports with a message. What may be done with a run, and why not, comes from the rulebook in the
+run's :class:`~core.views.RunDetail`; every key comes from :mod:`resolver_tui.keys`.
+
+Keys act on what is on screen and settled: approve and reject act on the highlighted row, and
+only once its detail is shown; the approve dialog opens after the run's lookups ran again, so it
+shows the world as it is; the focus returns to the table after a decision, a resume or a dialog,
+and only ``enter`` moves it to the pane.
 """
 
 from __future__ import annotations
 
-from core.home import Home
-from core.views import ACTIONS, Approver, RunDetail
-from textual import on
-from textual.app import ComposeResult
-from textual.binding import Binding
-from textual.reactive import reactive
-from textual.widgets import Footer, Input, Static
+from collections.abc import Callable
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from resolver_tui.messages import DetailLoaded, PageLoaded
-from resolver_tui.screens.queue_tools import SORTS, QueueTools, empty_text, is_stale
-from resolver_tui.widgets.bars import ALL, FILTERS, FilterBar, TopBar
+from core.errors import ResolverError
+from core.home import Home
+from core.views import ACTIONS, Approver, RunDetail, approve_dialog, reject_dialog
+from textual import events, on
+from textual.app import ComposeResult
+from textual.message import Message
+from textual.reactive import reactive
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Static
+from textual.worker import Worker, WorkerState
+
+from resolver_tui.keys import bindings, core_keys, key_for, rule_keys
+from resolver_tui.messages import DetailLoaded, DialogReady, Failed, Finished, LinesReady, PageLoaded
+from resolver_tui.screens.decisions import Decisions
+from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, PickRunScreen, RejectScreen
+from resolver_tui.screens.text import CompareScreen, HistoryScreen, TraceScreen
+from resolver_tui.widgets.bars import ALL, FILTERS, MINE, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
-from resolver_tui.widgets.run_table import RunTable
-from resolver_tui.widgets.safe import plain
+from resolver_tui.widgets.run_table import HEADER_SORTS, SORTS, RunTable
+from resolver_tui.widgets.safe import clean, plain
+
+if TYPE_CHECKING:
+    from core.approvers import Unlocked
+    from core.views import WorldSeen
 
 OFFERED = (*ACTIONS, "load_demo")
+CURSOR_DOWN, CURSOR_UP = "cursor('down')", "cursor('up')"
+"""The actions whose keys are offered or dimmed by a rule (the rulebook's, and the demo's)."""
+
+WORKER_WORDS = {
+    "page": "reading the queue",
+    "detail": "reading the run",
+    "dialog": "reading the run again",
+    "view": "reading the trace",
+    "action": "carrying out the decision",
+}
+"""What each worker group was doing, for the sentence shown when it fails unexpectedly."""
 
 
-class QueueScreen(QueueTools):
+def unexpected_sentence(group: str) -> str:
+    """The sentence shown for an unexpected error in a worker of ``group``: what failed and what
+    to do, never the exception's own text (it goes to the log)."""
+    doing = WORKER_WORDS.get(group, "working")
+    return (
+        f"Something went wrong while {doing}; nothing was lost. Press {key_for('refresh')} to read the queue "
+        "again, or run `resolver show RUN` in a shell."
+    )
+
+
+def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
+    """True when ``new`` was read at an older checkpoint version of the run ``shown`` shows."""
+    return (
+        shown is not None
+        and shown.run_id == new.run_id
+        and new.version is not None
+        and shown.version is not None
+        and new.version < shown.version
+    )
+
+
+def empty_text(root: Path, kind: str, loading_demo: bool) -> str:
+    """What the screen says when the home has no runs: how to make one, and in a practice home
+    the demo queue's key (never offered in a shop home)."""
+    if loading_demo:
+        return f"No saved runs in {root} yet: loading the Larkfield demo queue…"
+    if kind == "shop":
+        return f"No saved runs in {root}.\n\nRun `resolver run TICKET` in a shell to make one (the app notices it)."
+    return (
+        f"No saved runs in {root}.\n\n"
+        "Run `resolver run T-65273` in a shell to make one (the app notices it),\n"
+        f"or press {key_for('load_demo')} to load the Larkfield demo queue."
+    )
+
+
+class QueueScreen(Screen):
     """The approvals queue of ``home`` as ``approver``.
 
     Args:
@@ -40,24 +106,7 @@ class QueueScreen(QueueTools):
         load_demo_if_empty: load the demo queue when the first page finds the home empty.
     """
 
-    BINDINGS = [
-        Binding("a", "approve", "Approve", id="approve", tooltip="Approve the highlighted run's proposal"),
-        Binding("x", "reject", "Reject", id="reject", tooltip="Reject the proposal with a reason"),
-        Binding("u", "resume", "Resume", id="resume", tooltip="Resume a run that stopped or is executing"),
-        Binding("t", "trace", "Trace", id="trace", show=False, tooltip="The run's trace"),
-        Binding("d", "compare", "Compare", id="compare", show=False, tooltip="Compare with another run of the ticket"),
-        Binding("R", "refresh", "Refresh", id="refresh", show=False, tooltip="Read the queue again"),
-        Binding("slash", "filter", "Filter", id="filter", tooltip="Filter by ticket, order, customer or run ID"),
-        Binding("s", "sort", "Sort", id="sort", tooltip="Sort by age, amount or role needed (or click a column header)"),
-        Binding("L", "load_demo", "Load demo"),
-        Binding("escape", "back", "Back", show=False),
-        Binding("j", "cursor('down')", "Down", show=False),
-        Binding("k", "cursor('up')", "Up", show=False),
-        Binding("g", "cursor('top')", "First", show=False),
-        Binding("G", "cursor('bottom')", "Last", show=False),
-        *[Binding(str(i + 1), f"status({i})", label, show=False) for i, (_s, label) in enumerate(FILTERS)],
-    ]
-
+    BINDINGS = bindings("queue")
     AUTO_FOCUS = "#runs"
 
     selected_id: reactive[str | None] = reactive(None)
@@ -80,30 +129,41 @@ class QueueScreen(QueueTools):
         self.home = home
         self.approver = approver
         self.refresh_interval = refresh_interval
-        self.lease_owner = lease_owner or home.lease_owner("resolver-tui")
         self.load_demo_if_empty = load_demo_if_empty
+        self.decisions = Decisions(home, approver, lease_owner or home.lease_owner("resolver-tui"), core_keys())
+        self.key_labels = {action: f"{k.shown} {k.label.lower()}" for action, k in rule_keys().items()}
         self.filter_index = 0
         self.search: str | None = None
+        self.sort: str | None = None
         self.following = False  # the one-run view the screen switched to after an action
         self.counts: dict[str, int] = {}
         self.next_page: str | None = None
         self.loading_more = False
+        self.page_serial = 0
+        self._page_worker: Worker | None = None
         self.detail: RunDetail | None = None
+        self.opening = ""  # the run read again for the approve dialog
         self.errors: dict[str, str] = {}
         self.outcomes: dict[str, list[str]] = {}  # what the last decision in this app did, by run
         self.last_failure: tuple[str, str] | None = None
         self.refreshed = ""
         self.first_page_shown = False
+        self.clock_error = ""
 
     # -- layout ---------------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
         yield FilterBar(id="filters")
-        yield Input(placeholder="filter: ticket, order, customer or run ID (Enter applies, Esc clears)", id="search")
+        back, read = key_for("back"), key_for("read")
+        yield Input(placeholder=f"filter: ticket, order, customer or run ID ({read} applies, {back} clears)", id="search")
         yield Static(id="empty")
-        yield RunTable(id="runs")
-        yield DetailPane(id="detail", classes="panel")
+        table = RunTable(id="runs")
+        table.keys = {"back": back, "read": read}
+        yield table
+        pane = DetailPane(id="detail", classes="panel")
+        pane.hint = f"{key_for(CURSOR_DOWN)}/{key_for(CURSOR_UP)} scroll · {back}: back to the queue"
+        yield pane
         yield Footer()
 
     def on_resize(self) -> None:
@@ -115,9 +175,26 @@ class QueueScreen(QueueTools):
         if self.refresh_interval:
             self.set_interval(self.refresh_interval, self.refresh_on_timer)
 
+    def on_screen_resume(self) -> None:
+        """A dialog or a screen of lines closed: the focus returns to the queue (issue 18)."""
+        self.remove_class("-covered")
+        if self.table.display:
+            self.set_focus(self.table)
+
+    def on_screen_suspend(self) -> None:
+        """A dialog or a screen of lines opened over the queue: under 100 columns its toasts are
+        hidden (``app.tcss``), so none shows through over the dialog."""
+        self.add_class("-covered")
+
     @property
     def table(self) -> RunTable:
+        """The runs table (its row under the cursor is the highlighted run)."""
         return self.query_one(RunTable)
+
+    @property
+    def pane(self) -> DetailPane:
+        """The detail pane (it shows the highlighted run)."""
+        return self.query_one(DetailPane)
 
     @property
     def summaries(self) -> dict:
@@ -126,19 +203,64 @@ class QueueScreen(QueueTools):
 
     @property
     def status(self) -> str | None:
+        """The status filter shown (None: every status; ``mine``: the waiting runs I may approve)."""
         return FILTERS[self.filter_index][0]
 
+    @property
+    def unlocked(self) -> Unlocked | None:
+        """The shop-home approver's key once unlocked in this session (issue 14), else None."""
+        return self.decisions.unlocked
+
+    def simulated_now(self) -> datetime | None:
+        """The home's simulated time for the top bar (None: real time). A ``clock.json`` damaged
+        while the app runs is told once as a message and the bar shows no clock: never a crash."""
+        queue = self.home.queue
+        try:
+            now = queue.now() if queue.simulated else None
+        except ResolverError as exc:
+            if str(exc) != self.clock_error:
+                self.notify(clean(str(exc)), severity="error", markup=False, timeout=10)
+            self.clock_error = str(exc)
+            return None
+        self.clock_error = ""
+        return now
+
     def _show_bars(self) -> None:
-        """Who is at the keyboard, the simulated clock, and the filters with their counts."""
+        """Who is at the keyboard, the simulated clock, the filters with their counts, and the
+        table's title (the filter by text and the sort)."""
         self.query_one(TopBar).show(self.approver.name, self.approver.role, self.simulated_now(), self.home.kind)
-        self.query_one(FilterBar).show(
-            self.filter_index,
-            self.counts,
-            self.search,
-            self.refreshed,
-            self.following,
-            dict(SORTS).get(self.sort, "") if self.sort else "",
-        )
+        self.query_one(FilterBar).show(self.filter_index, self.counts, self.refreshed)
+        self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
+
+    # -- workers --------------------------------------------------------------------------------
+
+    def _in_thread(self, group: str, work: Callable[[], Message], exclusive: bool = True) -> Worker:
+        """Run ``work`` (a :class:`Decisions` call) in a thread worker and post its message."""
+
+        def run() -> None:
+            self.post_message(work())
+
+        return self.run_worker(run, name=group, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
+
+    def load_page(self, status: str | None, search: str | None, after: str | None, select: str | None = None) -> None:
+        """Read a page (``after`` None: the first) in the screen's ``sort`` and the counts; a
+        newer load supersedes it (its serial is higher)."""
+        self.page_serial += 1
+        work = partial(self.decisions.page, status, search, after, select, self.page_serial, self.sort)
+        self._page_worker = self._in_thread("page", work, exclusive=False)
+
+    def page_in_flight(self) -> bool:
+        """True while a page load has not reported yet (the timer waits for it)."""
+        worker = self._page_worker
+        return worker is not None and worker.state in (WorkerState.PENDING, WorkerState.RUNNING)
+
+    def load_detail(self, run_id: str) -> None:
+        """Read the detail of ``run_id`` (a waiting run's lookups run again)."""
+        self._in_thread("detail", partial(self.decisions.detail, run_id))
+
+    def load_history(self, kind: str, key: str) -> None:
+        """History: ``run``, ``name`` or ``changes`` (see :meth:`Decisions.history`)."""
+        self._in_thread("view", partial(self.decisions.history, kind, key))
 
     # -- the queue ------------------------------------------------------------------------------
 
@@ -148,7 +270,7 @@ class QueueScreen(QueueTools):
 
     def refresh_on_timer(self) -> None:
         """The timer: refresh unless a dialog is open, an action runs or a load is in flight."""
-        if self.app.screen is self and not self.busy and not self.page_in_flight():
+        if self.app.screen is self and not self.busy and not self.opening and not self.page_in_flight():
             self.reload()
 
     def _refilter(self) -> None:
@@ -166,14 +288,15 @@ class QueueScreen(QueueTools):
         self.empty = not sum(message.counts.values())
         self._show_bars()
         self._show_empty()
-        if page.after is not None:
+        first = page.after is None
+        if first:
+            self.table.replace(page, message.select)
+        else:
             self.loading_more = False
             self.table.append(page)
-        else:
-            self.table.replace(page, message.select)
         self.next_page = page.next
         self.first_page_shown = True
-        self._sync_selection()
+        self._sync_selection(reread=first)
         if self.empty and self.load_demo_if_empty:
             self.load_demo_if_empty = False
             self.action_load_demo()
@@ -183,11 +306,13 @@ class QueueScreen(QueueTools):
         table_shown = not (self.empty and not self.search)
         empty.display = not table_shown
         self.table.display = table_shown
-        self.query_one(DetailPane).display = table_shown
+        self.pane.display = table_shown
         if not table_shown:
             empty.update(plain(empty_text(self.home.root, self.home.kind, self.load_demo_if_empty or self.busy == "demo")))
 
-    def _sync_selection(self) -> None:
+    def _sync_selection(self, reread: bool = False) -> None:
+        """Show the highlighted run; with ``reread`` (a refresh) read its detail again even when
+        its checkpoint did not change, so what changed in the world since is current."""
         run_id = self.table.current
         self.selected_id = run_id
         if run_id is None:
@@ -196,7 +321,7 @@ class QueueScreen(QueueTools):
             return
         s = self.table.summaries.get(run_id)
         d = self.detail
-        if d is None or d.run_id != run_id or s is None or (s.version, s.status) != (d.version, d.status):
+        if reread or d is None or d.run_id != run_id or s is None or (s.version, s.status) != (d.version, d.status):
             self.load_detail(run_id)
 
     @on(RunTable.RunHighlighted)
@@ -210,38 +335,45 @@ class QueueScreen(QueueTools):
 
     @on(RunTable.RowSelected)
     def row_selected(self) -> None:
-        self.query_one(DetailPane).focus()
+        self.action_read()
 
     # -- the detail and what is offered ---------------------------------------------------------
 
     @on(DetailLoaded)  # and OperationDone, its subclass: the executor's progress
     def detail_loaded(self, message: DetailLoaded) -> None:
-        detail = message.detail
-        if detail.run_id != self.selected_id:
-            return
-        if is_stale(detail, self.detail):
-            return  # read before the detail shown: a slow read never overwrites a newer one
+        self._take(message.detail)
+
+    def _take(self, detail: RunDetail) -> bool:
+        """Show ``detail`` when it is of the highlighted run and not older than the one shown."""
+        if detail.run_id != self.selected_id or is_stale(detail, self.detail):
+            return False  # another run, or read before the detail shown: a slow read never overwrites a newer one
         self.detail = detail
         if detail.error and detail.status is not None:
             self.table.mark_corrupt(detail.run_id)
         self._update_offered()
         self._show_detail()
+        return True
 
     def why_not(self, action: str) -> str | None:
         """Why ``action`` is not offered on the highlighted run now, or None when it is: the
-        screen's own reasons (nothing highlighted, busy, loading), else the rulebook's."""
+        screen's own reasons (nothing highlighted, busy, its detail not shown yet), else the
+        rulebook's. The highlighted run is the table's row under the cursor now, so a key typed
+        right after a move waits for that run's detail instead of acting on the one before."""
         if action == "load_demo":
             if self.home.kind == "shop":
                 return "The Larkfield demo queue loads only in a practice home; this is a shop home."
             return None if self.empty else "The home already has saved runs."
+        run_id = self.table.current if self.is_mounted else self.selected_id
         d = self.detail
-        if self.selected_id is None:
+        if run_id is None:
             return "No run is highlighted."
         if self.busy:
             return f"Wait: an action on run {self.busy} is in progress."
-        if d is None or d.run_id != self.selected_id:
+        if self.opening:
+            return f"Wait: run {self.opening} is being read again for its dialog."
+        if d is None or d.run_id != run_id:
             return "The run is still loading."
-        return next((why for a, why in d.offers.items() if a == action), None)
+        return d.offers.get(action)  # type: ignore[call-overload]
 
     def _update_offered(self) -> None:
         self.offered = tuple(self.why_not(a) is None for a in OFFERED)
@@ -270,9 +402,20 @@ class QueueScreen(QueueTools):
             failure = f"Last action on {self.last_failure[0]} failed: {self.last_failure[1]}"
         why: dict[str, str | None] | None = {a: self.why_not(a) for a in ACTIONS} if d is not None else None
         outcome = self.outcomes.get(d.run_id) if d is not None else None
-        self.query_one(DetailPane).show(d, empty=self.table.row_count == 0, failure=failure, why_not=why, outcome=outcome)
+        self.pane.show(d, empty=self.table.row_count == 0, failure=failure, why_not=why, outcome=outcome, keys=self.key_labels)
 
     # -- keys -----------------------------------------------------------------------------------
+
+    def on_key(self, event: events.Key) -> None:
+        """A dimmed key of the rulebook's actions says why it is not offered (the binding does
+        not run: :meth:`check_action` refused it)."""
+        key = next((k for k in rule_keys().values() if k.key == event.key), None)
+        if key is None or isinstance(self.focused, Input):
+            return
+        why = self.why_not(key.action)
+        if why:
+            event.stop()
+            self.notify(f"{key.shown}: {key.name} is not offered: {why}", severity="warning", markup=False)
 
     def try_action(self, action: str) -> None:
         """Run ``action`` if offered, else say why (the palette calls this)."""
@@ -291,22 +434,30 @@ class QueueScreen(QueueTools):
         self.filter_index = index
         self._refilter()
 
+    def action_mine(self) -> None:
+        """Show only the waiting runs whose role needed is within mine (``m`` again: back to
+        every waiting run)."""
+        mine = [status for status, _ in FILTERS].index(MINE)
+        self.action_status(0 if self.filter_index == mine else mine)
+
     def action_refresh(self) -> None:
         self.reload()
         if self.selected_id:
             self.load_detail(self.selected_id)
 
     def action_filter(self) -> None:
+        """Open the filter box and focus it at once (not at the next idle moment), so the keys
+        typed right after ``/`` in the same burst go into it (issue 18)."""
         box = self.query_one("#search", Input)
         box.display = True
         box.value = self.search or ""
-        box.focus()
+        self.set_focus(box)
 
     @on(Input.Submitted, "#search")
     def search_submitted(self, event: Input.Submitted) -> None:
         self.set_search(event.value.strip() or None)
         event.input.display = False
-        self.table.focus()
+        self.set_focus(self.table)
 
     def set_search(self, search: str | None, status_index: int | None = None) -> None:
         """Filter the queue by ``search`` (and switch to a status filter)."""
@@ -320,7 +471,7 @@ class QueueScreen(QueueTools):
         """Show ``run_id`` in the queue, whatever its status (the palette's Jump to run)."""
         if not self.table.jump(run_id):
             self.show_only(run_id)
-        self.table.focus()
+        self.set_focus(self.table)
 
     def unfollow(self) -> None:
         """Leave the one-run view (if the screen switched to it) and reload the queue."""
@@ -339,19 +490,231 @@ class QueueScreen(QueueTools):
         self.table.forget()
         self.load_page(None, run_id, None, run_id)
 
+    def action_read(self) -> None:
+        """Move the focus to the detail pane (``enter``): ``j`` and ``k`` scroll it."""
+        if self.pane.display:
+            self.set_focus(self.pane)
+
     def action_back(self) -> None:
         box = self.query_one("#search", Input)
         if box.has_focus or box.display:
             box.display = False
-            self.table.focus()
+            self.set_focus(self.table)
             if box.has_focus:
                 return
         if not self.table.has_focus:
-            self.table.focus()
+            self.set_focus(self.table)
         elif self.search:
             self.set_search(None)
+
+    def action_cursor(self, where: str) -> None:
+        pane = self.pane
+        if pane.has_focus:  # the pane has the focus (enter): j and k scroll it
+            {"down": pane.scroll_down, "up": pane.scroll_up, "top": pane.scroll_home, "bottom": pane.scroll_end}[where](
+                animate=False
+            )
+            return
+        self.table.move(where)
+        self.set_focus(self.table)
+
+    def action_sort(self, sort: str | None = "") -> None:
+        """Sort the queue by ``sort`` (a store sort name; "": the next of :data:`SORTS`); the
+        table's title says which."""
+        names = [name for name, _ in SORTS]
+        if sort == "":
+            sort = names[(names.index(self.sort) + 1) % len(names)] if self.sort in names else names[1]
+        self.sort = sort
+        self._refilter()
+
+    @on(RunTable.HeaderSelected)
+    def header_selected(self, event: RunTable.HeaderSelected) -> None:
+        sort = HEADER_SORTS.get(str(event.column_key.value))
+        if sort is not None:
+            self.action_sort(sort)
+
+    def action_history(self) -> None:
+        """The highlighted run's decisions and refusals, with reasons (its audit rows)."""
+        if self.selected_id is None:
+            self.notify("No run is highlighted.", severity="warning", markup=False)
+        else:
+            self.load_history("run", self.selected_id)
+
+    def action_my_history(self) -> None:
+        """Every decision and refusal recorded under my name."""
+        self.load_history("name", self.approver.name)
+
+    def action_approver_history(self, name: str) -> None:
+        """One approver's decisions and refusals (the palette's ``Decisions of NAME``)."""
+        self.load_history("name", name)
+
+    def action_changes(self) -> None:
+        """The practice world's changes since its reset."""
+        self.load_history("changes", "")
 
     def action_load_demo(self) -> None:
         self.busy = "demo"
         self._show_empty()  # says it is loading the demo queue (no toast over the screen)
-        self.run_demo()
+        self._in_thread("action", self.decisions.demo)
+
+    # -- decisions ------------------------------------------------------------------------------
+
+    def _start(self, run_id: str) -> None:
+        self.busy = run_id
+        self.errors.pop(run_id, None)
+
+    def action_approve(self) -> None:
+        """Read the highlighted run again (its lookups run again, no model call), then open the
+        approve dialog on what that read returned (:meth:`dialog_ready`)."""
+        run_id = self.table.current
+        if run_id is None or self.why_not("approve"):
+            return
+        self.opening = run_id
+        self._update_offered()
+        self._in_thread("dialog", partial(self.decisions.dialog, run_id, "approve"))
+
+    @on(DialogReady)
+    def dialog_ready(self, message: DialogReady) -> None:
+        self.opening = ""
+        self._update_offered()
+        if message.detail.run_id != self.table.current or not self._take(message.detail):
+            return  # the cursor moved while the run was read: nothing opens
+        why = self.why_not("approve")
+        decision = message.detail.decision
+        if why or decision is None:
+            self.notify(
+                f"{key_for('approve')}: approve is not offered: {why or 'nothing to decide'}", severity="warning", markup=False
+            )
+            return
+        body = approve_dialog(decision, self.approver)
+        title = f"Approve run {decision.run_id}?"
+        others = message.detail.others
+
+        def answered(yes: bool | None) -> None:
+            self.set_focus(self.table)
+            if yes:
+                self._approve(decision.run_id, decision.digest, decision.version, others, decision.seen)
+
+        def typed(passphrase: str | None) -> None:
+            self.set_focus(self.table)
+            if passphrase:
+                self._approve(decision.run_id, decision.digest, decision.version, others, decision.seen, passphrase)
+
+        if self.home.kind == "shop" and self.unlocked is None:  # issue 14: the key is unlocked once per session
+            self.app.push_screen(PassphraseApproveScreen(title, body, self.approver.name), typed)
+        else:
+            self.app.push_screen(ConfirmScreen(title, body, yes="Approve"), answered)
+
+    def _approve(
+        self, run_id: str, digest: str, version: int, others: list[str], seen: WorldSeen | None, passphrase: str | None = None
+    ) -> None:
+        """Approve what the dialog showed (``digest`` at ``version``, the world as ``seen``), then
+        execute, in the action worker."""
+        self._start(run_id)
+        work = partial(self.decisions.approve, run_id, digest, version, others, seen, self.post_message, passphrase)
+        self._in_thread("action", work)
+
+    def action_reject(self) -> None:
+        d = self.detail
+        if d is None or d.decision is None or self.why_not("reject"):
+            return
+        decision = d.decision
+
+        def answered(reason: str | None) -> None:
+            self.set_focus(self.table)
+            if reason:
+                self._start(decision.run_id)
+                self._in_thread("action", partial(self.decisions.reject, decision.run_id, decision.digest, reason, d.others))
+
+        self.app.push_screen(RejectScreen(f"Reject run {decision.run_id}?", reject_dialog(decision, self.approver)), answered)
+
+    def action_resume(self) -> None:
+        d = self.detail
+        if d is None or self.why_not("resume"):
+            return
+        if d.status == "waiting_approval":  # the focus stays on the queue (issue 18)
+            self.notify(f"Run {d.run_id} is waiting approval: its request is in the pane.", markup=False)
+            return
+        self._start(d.run_id)
+        self._in_thread("action", partial(self.decisions.resume, d.run_id, d.others, self.post_message))
+
+    def action_trace(self) -> None:
+        if self.selected_id and not self.why_not("trace"):
+            self._in_thread("view", partial(self.decisions.trace, self.selected_id))
+
+    def action_compare(self) -> None:
+        d = self.detail
+        if d is None or self.why_not("compare"):
+            return
+        if len(d.others) == 1:
+            self._in_thread("view", partial(self.decisions.compare, d.run_id, d.others[0]))
+            return
+        run_id = d.run_id
+
+        def picked(other: str | None) -> None:
+            self.set_focus(self.table)
+            if other:
+                self._in_thread("view", partial(self.decisions.compare, run_id, other))
+
+        # More than two runs of the ticket: choose which one (the latest is not always the one).
+        self.app.push_screen(PickRunScreen(f"Compare {run_id} with which other run of its ticket?", d.others), picked)
+
+    # -- what the workers report ----------------------------------------------------------------
+
+    @on(Finished)
+    def show_finished(self, message: Finished) -> None:
+        self.busy = ""
+        self.last_failure = None
+        self.set_focus(self.table)
+        if message.run_id:
+            self.outcomes[message.run_id] = list(message.lines)  # stays in the pane, not only a toast
+        detail = message.detail
+        handed = detail is not None and detail.status == "handed_to_person"
+        if message.run_id:  # the demo queue shows itself; a toast would only cover the screen
+            self.notify(
+                clean("\n".join(message.lines)), markup=False, severity="warning" if handed else "information", timeout=10
+            )
+        if detail is not None and self.detail is not None and self.detail.run_id == message.run_id:
+            self.detail = detail
+            self._show_detail()
+        if detail is not None and message.run_id and self.status not in (None, detail.status):
+            # The run left this filter: follow it, so its outcome stays in the pane.
+            self.show_only(message.run_id)
+            self.notify(
+                f"Showing {message.run_id} under all statuses; press {key_for('status(0)')} for the waiting queue.",
+                markup=False,
+            )
+            return
+        self.action_refresh()
+
+    @on(Failed)
+    def show_failed(self, message: Failed) -> None:
+        self.busy = ""
+        self.opening = ""
+        self.set_focus(self.table)
+        self.notify(clean(message.text), severity="error", markup=False, timeout=10)
+        if message.run_id:
+            self.errors[message.run_id] = "\n".join([message.text, *message.lines])  # the world as it is now, first
+            self.last_failure = (message.run_id, message.text)
+            self._show_detail()
+            # The run may have left this filter (another approver won the race): keep the cursor
+            # on it, so the pane names the winner instead of offering the next run.
+            self.show_only(message.run_id)
+            return
+        self._show_detail()
+        self.action_refresh()
+
+    @on(LinesReady)
+    def show_lines(self, message: LinesReady) -> None:
+        screen = {"trace": TraceScreen, "history": HistoryScreen}.get(message.kind, CompareScreen)
+        self.app.push_screen(screen(message.title, message.lines, id=message.kind))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """The one handler for worker errors: every one becomes a visible sentence, never a crash."""
+        if event.state == WorkerState.ERROR:
+            error = event.worker.error
+            self.busy = ""
+            self.opening = ""
+            self.loading_more = False
+            self.log.error(f"worker {event.worker.name} failed", error)
+            text = str(error) if isinstance(error, ResolverError) else unexpected_sentence(event.worker.group)
+            self.notify(clean(text), severity="error", markup=False, timeout=10)

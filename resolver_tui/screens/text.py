@@ -4,22 +4,19 @@ run's or an approver's decisions and refusals, the world's changes)."""
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Footer, Static
 
+from resolver_tui.keys import bindings
+from resolver_tui.screens.dialogs import Fenced
 from resolver_tui.widgets.safe import lines, plain
 
 
-class LinesScreen(ModalScreen[None]):
-    """A titled, scrollable block of literal lines; Esc or ``q`` closes it."""
+class LinesScreen(Fenced[None]):
+    """A titled, scrollable block of literal lines; Esc or ``q`` closes it (keys: the table's
+    ``lines`` rows, :mod:`resolver_tui.keys`)."""
 
-    BINDINGS = [
-        Binding("escape,q", "dismiss", "Close"),
-        Binding("j", "scroll('down')", "Down", show=False),
-        Binding("k", "scroll('up')", "Up", show=False),
-    ]
+    BINDINGS = bindings("lines")
 
     def __init__(self, title: str, body: list[str], *, id: str | None = None) -> None:
         super().__init__(id=id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.views import role_label, status_short
+from core.views import role_label
 from textual.content import Content
 from textual.widgets import Static
 
@@ -47,31 +47,71 @@ class TopBar(Static):
         self.update(Content.assemble(*parts))
 
 
-class FilterBar(Static):
-    """The status filters with live counts, the active one highlighted, and the refresh time."""
+SHORT = {
+    "waiting_approval": ("waiting", "wait"),
+    "executing": ("executing", "exec"),
+    "running": ("running", "run"),
+    "handed_to_person": ("handed", "hand"),
+    "stopped": ("stopped", "stop"),
+    "done": ("done", "done"),
+    None: ("all", "all"),
+    MINE: ("mine", "mine"),
+}
+"""Each filter's shorter names, for narrower terminals: ``(short, shortest)``."""
 
-    def show(
-        self, active: int, counts: dict[str, int], search: str | None, refreshed: str, following: bool = False, sort: str = ""
-    ) -> None:
-        """``sort``: the sort's name when it is not the default (shown after the counts)."""
+
+def filter_texts(active: int, counts: dict[str, int], level: int) -> list[str]:
+    """The filters as the bar shows them at ``level`` (0: full names and counts; 1: short names;
+    2: shortest names; 3: shortest names without counts: counts go before names). The active
+    filter is in brackets, so a text capture shows it (``[1 waiting 8]``)."""
+    total = sum(counts.values())  # "corrupt" included: "all" lists every run
+    out = []
+    for i, (status, label) in enumerate(FILTERS):
+        name = label if level == 0 else SHORT[status][0 if level == 1 else 1]
+        n = total if status is None else counts.get(status, 0)
+        counted = status != MINE and level < 3  # mine has no count: it would read every waiting run
+        text = f"{i + 1} {name} {n}" if counted else f"{i + 1} {name}"
+        out.append(f"[{text}]" if i == active else text)
+    return out
+
+
+class FilterBar(Static):
+    """The status filters with live counts, the active one in brackets (and reverse video), a
+    corrupt count when there is one, and the refresh time when it fits. Every filter always
+    shows: a narrower terminal gets shorter names, then no counts (issue 18)."""
+
+    def show(self, active: int, counts: dict[str, int], refreshed: str = "") -> None:
+        """``active``: the index in :data:`FILTERS`; ``counts``: runs per status;
+        ``refreshed``: the time of the last read (``09:00:02``), shown when it fits."""
+        width = self.size.width or 200
+        corrupt = f"corrupt {counts['corrupt']}" if counts.get("corrupt") else ""  # never under a status (issue 12)
+        for level in range(4):
+            texts = filter_texts(active, counts, level) + ([corrupt] if corrupt else [])
+            used = sum(map(len, texts)) + len(texts) - 1
+            if used <= width or level == 3:
+                break
         parts: list = []
-        if search:  # first, so a narrow terminal never hides it
-            hint = "a number key or Esc leaves it" if following else "Esc clears it"
-            parts += [("showing only " if following else "filter: ", "bold"), (clean(search), "bold reverse"), f" ({hint})  "]
-        if sort:  # before the counts too: a narrow terminal never hides it
-            parts += [("sorted by ", "bold"), (sort, "bold reverse"), " "]
-        total = sum(counts.values())  # "corrupt" included: "all" lists every run
-        narrow = 0 < self.size.width < 110
-        for i, (status, label) in enumerate(FILTERS):
-            n: int | str = total if status is None else counts.get(status, 0)
-            if status == MINE:  # no count: counting it would read every waiting run
-                text = f" {i + 1} {label}{'' if narrow else ' '}"
-            else:
-                text = f" {i + 1} {status_short(status) if status else label} {n}" if narrow else f" {i + 1} {label} {n} "
-            parts.append((text, "reverse bold") if i == active else text)
-            parts.append("" if narrow else " ")
-        if counts.get("corrupt"):  # not under any status: a corrupt run is not waiting (issue 12)
-            parts.append((f" corrupt {counts['corrupt']} ", "bold reverse"))
-        if refreshed and not narrow:
-            parts += [f"  refreshed {refreshed}"]
+        for i, text in enumerate(texts):
+            styled = i == active or (corrupt and i == len(texts) - 1)
+            parts += [" " if i else "", (text, "reverse bold") if styled else text]
+        stamp = f"  refreshed {refreshed}" if refreshed else ""
+        if stamp and used + len(stamp) <= width:
+            parts.append(stamp)
         self.update(Content.assemble(*parts))
+
+
+def queue_title(focused: bool, search: str | None, following: bool, sort: str, keys: dict[str, str] | None = None) -> Content:
+    """The runs table's title (on its top border): ``queue``, marked ``▶`` while it has the
+    focus, then the filter by text and the sort, each in words (the sort's own place). ``keys``
+    names the keys the title mentions (``back``, ``read``: from the action table)."""
+    keys = keys or {}
+    back, read = keys.get("back", "esc"), keys.get("read", "enter")
+    parts: list = [("▶ queue" if focused else "  queue", "bold")]
+    if search:
+        hint = f"a number key or {back} leaves it" if following else f"{back} clears it"
+        parts += [" · ", ("showing only " if following else "filter: "), (clean(search), "bold"), f" ({hint})"]
+    if sort:
+        parts += [" · sorted by ", (sort, "bold")]
+    if focused:
+        parts += [f" · {read}: read the run"]
+    return Content.assemble(*parts)

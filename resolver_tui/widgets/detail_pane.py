@@ -1,5 +1,9 @@
 """The detail pane: one run's title, notices, offered keys and body, handed a
-:class:`core.views.RunDetail` (it knows nothing of the store)."""
+:class:`core.views.RunDetail` and the keys' labels (it knows nothing of the store or the keys).
+
+A newly shown run opens at its top; a refresh of the same run keeps where it was scrolled
+(issue 18). Its border title says whose run it is and, with ``▶``, that it has the focus.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from resolver_tui.widgets.safe import lines, plain
-
-KEY_LABELS = {"approve": "a approve", "reject": "x reject", "resume": "u resume", "trace": "t trace", "compare": "d compare"}
-"""How the pane names each action's key."""
+from resolver_tui.widgets.safe import clean, lines, plain
 
 
 class DetailPane(VerticalScroll):
@@ -25,8 +26,33 @@ class DetailPane(VerticalScroll):
         yield Static(id="detail-keys")
         yield Static(id="detail-body")
 
+    shown_run: str | None = None
+    """The run shown now (a different one opens at its top)."""
+    hint = ""
+    """What the keys do while the pane has the focus (``j/k scroll · esc: back to the queue``),
+    told by the screen from the action table."""
+
     def on_mount(self) -> None:
-        self.border_title = "run"
+        self._title()
+
+    def on_focus(self) -> None:
+        self._title(True)  # Textual sets has_focus after this handler
+
+    def on_blur(self) -> None:
+        self._title(False)
+
+    def on_descendant_focus(self) -> None:
+        self._title()
+
+    def on_descendant_blur(self) -> None:
+        self._title()
+
+    def _title(self, focused: bool | None = None) -> None:
+        """``▶ T-65273-… · j/k scroll · esc: back to the queue`` while focused (with
+        :attr:`hint`); the run ID otherwise."""
+        run = clean(self.shown_run or "run")
+        focused = self.has_focus_within if focused is None else focused
+        self.border_title = plain(" · ".join(["▶ " + run, *([self.hint] if self.hint else [])]) if focused else run)
 
     def show(
         self,
@@ -36,24 +62,31 @@ class DetailPane(VerticalScroll):
         failure: str | None = None,
         why_not: Mapping[str, str | None] | None = None,
         outcome: list[str] | None = None,
+        keys: Mapping[str, str] | None = None,
     ) -> None:
         """Render ``detail``; ``failure`` is an error sentence to put first (the last action's);
         ``outcome`` the lines of what this app's last decision on the run did (they stay here
         after the toast fades);
         ``why_not`` what the screen offers now (the detail's offers, or the screen's own
-        reasons while it is busy)."""
+        reasons while it is busy); ``keys`` how the key line names each action (``a approve``,
+        from :mod:`resolver_tui.keys`)."""
         title = self.query_one("#detail-title", Static)
         notice = self.query_one("#detail-notice", Static)
-        keys = self.query_one("#detail-keys", Static)
         body = self.query_one("#detail-body", Static)
+        labels = keys or {a: a for a in ACTIONS}
+        keys_line = self.query_one("#detail-keys", Static)
         notice.set_classes("")
         if detail is None:
-            self.border_title = plain("run")
-            for widget in (title, notice, keys):
+            self.shown_run = None
+            self._title()
+            for widget in (title, notice, keys_line):
                 widget.update("")
             body.update(plain("No run here." if empty else "Loading…"))
             return
-        self.border_title = plain(detail.run_id)
+        if detail.run_id != self.shown_run:
+            self.scroll_home(animate=False, immediate=True)  # a newly shown run opens at its top
+        self.shown_run = detail.run_id
+        self._title()
         title.update(plain(detail.title, "bold"))
         notes = (
             ([failure] if failure else [])
@@ -65,12 +98,12 @@ class DetailPane(VerticalScroll):
         if tone:
             notice.set_classes(tone)
         why = why_not if why_not is not None else dict(detail.offers)
-        offered = [KEY_LABELS[a] for a in ACTIONS if why.get(a) is None]
+        offered = [labels[a] for a in ACTIONS if why.get(a) is None]
         grouped: dict[str, list[str]] = {}  # keys refused for the same reason share one line
         for a in ACTIONS:
             reason = why.get(a)
             if reason is not None:
-                grouped.setdefault(reason, []).append(KEY_LABELS[a])
+                grouped.setdefault(reason, []).append(labels[a])
         refused = [f"Not offered: {', '.join(labels)}: {reason}" for reason, labels in grouped.items()]
-        keys.update(lines([f"Keys: {', '.join(offered) or 'none'}", *refused]))
+        keys_line.update(lines([f"Keys: {', '.join(offered) or 'none'}", *refused]))
         body.update(lines(detail.body))

@@ -16,6 +16,7 @@ from textual import on
 from textual.message import Message
 from textual.widgets import DataTable
 
+from resolver_tui.widgets.bars import queue_title
 from resolver_tui.widgets.safe import cell
 
 COLUMNS = [
@@ -38,6 +39,19 @@ WIDTHS = {"run": 30, "customer": 16, "actions": 22, "ticket": 8, "total": 9, "ro
 
 RUN_MIN = 18
 """The run ID column never gets narrower than this (its middle is elided)."""
+
+SORTS: list[tuple[str | None, str]] = [
+    (None, "default"),
+    ("created", "newest run"),
+    ("amount", "amount"),
+    ("role", "role needed"),
+]
+"""The sorts the ``s`` key cycles through: the store's sort name and what the table's title calls
+it (``created``, newest run first, goes with the age column, which counts from the run's
+creation; the default sort of the waiting queue is oldest change first)."""
+
+HEADER_SORTS = {"age": "created", "total": "amount", "role": "role"}
+"""Clicking a column header sorts by it."""
 
 ACTION_WORDS = {"request_refund": "refund", "reship_item": "reship", "create_return_label": "return label", "send_reply": "reply"}
 
@@ -112,7 +126,12 @@ def styled(key: str, value: str, run_width: int = WIDTHS["run"]) -> Text:
 
 
 class RunTable(DataTable):
-    """The runs of one filter, keyed by run ID; ``summaries`` and ``cells`` hold what is shown."""
+    """The runs of one filter, keyed by run ID; ``summaries`` and ``cells`` hold what is shown.
+
+    Its title (on its top border) says ``queue`` with the filter by text and the sort it is told
+    (:meth:`caption`), marked ``▶`` while it has the focus (issue 18: the focused region shows in
+    a text capture, not in colour alone).
+    """
 
     class RunHighlighted(Message):
         """The cursor is on ``run_id``; ``at_end`` when it is the last loaded row."""
@@ -129,9 +148,28 @@ class RunTable(DataTable):
         self.broken: set[str] = set()
         self.shown: list[str] = [k for k, _ in COLUMNS]
         self.run_width = WIDTHS["run"]
+        self._caption: tuple[str | None, bool, str] = (None, False, "")
+        self.keys: dict[str, str] = {}
+        """The keys its title names (``back``, ``read``), told by the screen from the action table."""
 
     def on_mount(self) -> None:
         self._add_columns()
+        self._title()
+
+    def caption(self, search: str | None, following: bool, sort: str) -> None:
+        """Say in the title the filter by text (``following``: the one-run view after an
+        action) and the sort's name ('' for the default)."""
+        self._caption = (search, following, sort)
+        self._title()
+
+    def _title(self, focused: bool | None = None) -> None:
+        self.border_title = queue_title(self.has_focus if focused is None else focused, *self._caption, self.keys)
+
+    def on_focus(self) -> None:
+        self._title(True)  # Textual sets has_focus after this handler
+
+    def on_blur(self) -> None:
+        self._title(False)
 
     def _add_columns(self) -> None:
         labels = dict(COLUMNS)

@@ -19,7 +19,7 @@ async def test_a_corrupt_run_is_counted_apart_in_the_filter_bar(demo_home):
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
         bar = str(app.queue.query_one(FilterBar).render())
-        assert f"1 waiting approval {waiting - 1} " in bar
+        assert f"[1 waiting approval {waiting - 1}]" in bar  # the active filter, in brackets
         assert "corrupt 1" in bar
 
 

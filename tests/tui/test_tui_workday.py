@@ -68,8 +68,8 @@ async def test_a_slow_read_that_lands_after_a_newer_refresh_is_dropped(demo_home
     real = queue.run
     armed, read, release = threading.Event(), threading.Event(), threading.Event()
 
-    def slow_run(run_id, approver):
-        detail = real(run_id, approver)
+    def slow_run(run_id, approver, **kw):
+        detail = real(run_id, approver, **kw)
         if armed.is_set() and not read.is_set():
             read.set()
             release.wait(10)
