@@ -76,13 +76,20 @@ def save(config: ApproverConfig, path: Path | None = None) -> Path:
     one rename, so a crash leaves the old file or the new one, never half of either.
 
     Raises:
-        ResolverError: the file exists but is not TOML or not UTF-8 (it is left as it is).
+        ResolverError: the file exists but is not TOML or not UTF-8 (it is left as it is); its
+            folder cannot be made or the file cannot be written; the name or role holds bytes
+            that are not UTF-8. Nothing is saved in each case.
     """
     import tomlkit
     from tomlkit.exceptions import TOMLKitError
 
     path = path or config_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ResolverError(
+            f"Cannot make the folder of {path} ({exc.strerror}); name another file with {CONFIG_ENV}. Nothing was saved."
+        ) from None
     try:
         doc = tomlkit.parse(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -94,32 +101,42 @@ def save(config: ApproverConfig, path: Path | None = None) -> Path:
         doc["role"] = config.role
     elif "role" in doc:
         del doc["role"]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(tomlkit.dumps(doc))
+        text = tomlkit.dumps(doc).encode("utf-8")
+    except UnicodeEncodeError:  # bytes a terminal sent that are not UTF-8 (surrogate escapes)
+        raise ResolverError(f"The name or role is not UTF-8 text; type it again. Nothing was saved in {path}.") from None
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(text)
         os.replace(tmp, path)
+        path.chmod(0o600)
+    except OSError as exc:
+        raise ResolverError(f"Cannot write {path} ({exc.strerror}); nothing was saved.") from None
     finally:
         tmp.unlink(missing_ok=True)
-    path.chmod(0o600)
     return path
 
 
 def _printable(text: str) -> bool:
-    """True when ``text`` is one line with nothing :func:`core.safetext.safe_text` would drop
-    (an escape sequence, a control or bidirectional character)."""
+    """True when ``text`` is one line of UTF-8 text with nothing :func:`core.safetext.safe_text`
+    would drop (an escape sequence, a control or bidirectional character); a byte a terminal sent
+    that is not UTF-8 arrives as a lone surrogate and is refused too."""
+    if any("\ud800" <= c <= "\udfff" for c in text):
+        return False
     return safe_text(text) == text and not any(c in "\t\n\u2028\u2029" for c in text)
 
 
 def ask_and_save(ask: Callable[[str], str], path: Path | None = None) -> ApproverConfig:
     """Ask once for the name and the role (``ask`` is :func:`input` in a terminal), until both
-    are given; save and return them. Raises EOFError when the terminal closes."""
-    name = ""
+    are given (a name that is not one line of plain UTF-8 text is asked again, saying why); save
+    and return them. Raises EOFError when the terminal closes, ResolverError from :func:`save`."""
+    name, prompt = "", "Who is at the keyboard? Your name: "
     while not name:
-        name = ask("Who is at the keyboard? Your name: ").strip()
+        name = ask(prompt).strip()
         if not _printable(name):  # it is printed with every decision: no escape sequence, one line
-            name = ""
+            name, prompt = "", "A name is one line of plain text, with no escape sequence; your name: "
     role = ""
     while role not in ROLES:
         role = ask(f"Your role in practice homes ({', '.join(ROLES)}): ").strip()

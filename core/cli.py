@@ -618,10 +618,33 @@ def cmd_restore(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_tui(home: Home, args: argparse.Namespace) -> int:
-    argv = [sys.executable, "-m", "resolver_tui", "--home", str(home.root), *args.rest]
-    os.execv(sys.executable, argv)
+def cmd_tui(home: Home, args: argparse.Namespace) -> int:  # pragma: no cover - main() execs the app first
+    os.execv(sys.executable, [sys.executable, "-m", "resolver_tui", "--home", str(home.root), *args.rest])
     return 0  # not reached
+
+
+def _tui_argv(argv: list[str]) -> list[str] | None:
+    """The app's arguments when ``argv`` is ``[--home DIR] tui ARGS...``, else None.
+
+    ``resolver tui`` hands everything after ``tui`` to ``resolver-tui`` unparsed (``--as``,
+    ``--name``, ``--trainer``, ``--version`` ...), with a ``--home`` given before it; argparse's
+    remainder dropped options it did not know (a new user's finding: ``resolver tui --as grace``
+    said "unrecognized arguments")."""
+    before: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--home" and i + 1 < len(argv):
+            before += argv[i : i + 2]
+            i += 2
+        elif word.startswith("--home="):
+            before.append(word)
+            i += 1
+        elif word == "tui":
+            return [*before, *argv[i + 1 :]]
+        else:
+            return None
+    return None
 
 
 def cmd_class(home: Home, args: argparse.Namespace) -> int:
@@ -890,6 +913,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         )
         return EXIT_USAGE
     parser = build_parser(prog)
+    app_argv = _tui_argv(argv)
+    if app_argv is not None:  # `resolver tui ...` is `resolver-tui ...`: every option after it is the app's
+        os.execv(sys.executable, [sys.executable, "-m", "resolver_tui", *app_argv])
     args = parser.parse_args(argv)
     if getattr(args, "model", "x") is None:
         args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"

@@ -100,11 +100,11 @@ def main(argv: list[str] | None = None) -> None:
         home.clock.now()  # a damaged clock.json is a sentence here, not a traceback in the app
         if args.demo:
             require_practice(home.root, "--demo (the Larkfield demo queue)")
+        require_terminal()  # before the first-start question: with no terminal there is nobody to ask
         role, name = who(args, home.kind)
         from resolver_tui.app import ResolverApp
 
         app = ResolverApp(home, role, name, refresh_interval=args.refresh or None, demo=args.demo, trainer=args.trainer)
-        require_terminal()
     except ResolverError as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)

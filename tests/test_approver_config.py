@@ -127,3 +127,29 @@ def test_saving_over_a_file_that_is_not_toml_refuses_and_keeps_it():
     with pytest.raises(ResolverError, match="nothing was saved"):
         approver_config.save(ApproverConfig("Ana", "agent"))
     assert path.read_text(encoding="utf-8") == "name = \n# my notes\n"
+
+
+def test_a_name_of_bytes_that_are_not_utf8_is_asked_again_and_saving_them_is_one_sentence():
+    """A new user's finding: bytes a terminal sent that are not UTF-8 (surrogate escapes) ended in
+    a UnicodeEncodeError traceback from save()."""
+    prompts: list[str] = []
+    answers = iter(["Ab\udcff\udcfeC", "Ana", "agent"])
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        return next(answers)
+
+    assert who(parse_args([]), "practice", ask) == ("agent", "Ana")
+    assert "plain text" in prompts[1]
+    with pytest.raises(ResolverError, match="not UTF-8"):
+        approver_config.save(ApproverConfig("Ab\udcffC", "agent"))
+    assert approver_config.load() == ApproverConfig("Ana", "agent")
+
+
+def test_a_config_folder_that_cannot_be_made_is_one_sentence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """A new user's finding: RESOLVER_CONFIG=/proc/nope/cfg.toml ended in a FileNotFoundError traceback."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("", encoding="utf-8")
+    monkeypatch.setenv("RESOLVER_CONFIG", str(blocker / "cfg.toml"))
+    with pytest.raises(ResolverError, match="Cannot make the folder"):
+        approver_config.save(ApproverConfig("Ana", "agent"))

@@ -284,3 +284,32 @@ def test_runs_prints_page_by_page_and_json_stays_one_array(cli, monkeypatch):
     assert code == 0 and sorted(r["run_id"] for r in json.loads(out)) == [f"T-90103-agent-chat-small-{n}" for n in (1, 2, 3)]
     code, out, _ = cli("runs", "--limit", "2", "--json")
     assert len(json.loads(out)) == 2
+
+
+def test_resolver_tui_passes_every_app_option_through(tmp_path, monkeypatch):
+    """A new user's finding: `resolver tui --as grace --name G` said "unrecognized arguments"."""
+    import core.cli
+
+    class Execed(Exception):
+        pass
+
+    def execv(_exe: str, argv: list[str]) -> None:
+        raise Execed(argv)
+
+    monkeypatch.setattr(core.cli.os, "execv", execv)
+    home = str(tmp_path / "home")
+    for argv, app_argv in (
+        (
+            ["tui", "--as", "grace", "--name", "G", "--trainer", "--home", home],
+            ["--as", "grace", "--name", "G", "--trainer", "--home", home],
+        ),
+        (["--home", home, "tui", "--version"], ["--home", home, "--version"]),
+    ):
+        with pytest.raises(Execed) as execed:
+            core.cli.main(argv)
+        called = execed.value.args[0]
+        assert called[called.index("resolver_tui") + 1 :] == app_argv
+    assert not (tmp_path / "home").exists()  # the app decides about its home, not the command line
+    with pytest.raises(SystemExit) as refused:  # any other command still refuses an option it does not take
+        core.cli.main(["runs", "--as", "grace", "--home", home])
+    assert refused.value.code == 2

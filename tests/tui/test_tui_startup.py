@@ -179,3 +179,13 @@ def test_require_terminal_looks_at_both_ends():
     for stdin, stdout in ((Pipe(), Tty()), (Tty(), Pipe()), (Tty(), object())):
         with pytest.raises(ResolverError, match="needs a terminal"):
             require_terminal(stdin, stdout)
+
+
+def test_without_a_terminal_the_first_start_question_is_never_asked(tmp_path):
+    """A new user's finding: with no config and no terminal the app said "Nobody said who is at
+    the keyboard" instead of naming the missing terminal; the terminal comes first now."""
+    root = _practice_home(tmp_path)
+    done = _start(root, tmp_path=tmp_path)
+    assert done.returncode == 1
+    assert "needs a terminal" in _one_sentence(done.stderr)
+    assert not (tmp_path / "no-config.toml").exists()
