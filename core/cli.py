@@ -830,6 +830,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
             "crash-in-loop",
             "crash-before-write",
             "crash-after-write",
+            "resume-crashed",
             "weekend-call",
             "monday",
             "run-again",
