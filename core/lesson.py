@@ -324,16 +324,19 @@ EXERCISES: dict[str, Callable[[Home], list[str]]] = {
 }
 
 
+def play(home: Home, args: argparse.Namespace) -> list[str]:
+    """``resolver class MOMENT`` / ``resolver exercise NAME``: play it; the lines to print."""
+    if getattr(args, "exercise", None):
+        return EXERCISES[args.exercise](home)
+    if args.moment == "all":
+        return moment_all(home)
+    if args.moment == "crash-in-loop":
+        return moment_crash_in_loop(home, args.after_step)
+    return MOMENTS[args.moment](home)
+
+
 def main(home: Home, args: argparse.Namespace) -> int:
     """``resolver class MOMENT`` / ``resolver exercise NAME``: print what happened."""
-    if getattr(args, "exercise", None):
-        lines = EXERCISES[args.exercise](home)
-    elif args.moment == "all":
-        lines = moment_all(home)
-    elif args.moment == "crash-in-loop":
-        lines = moment_crash_in_loop(home, args.after_step)
-    else:
-        lines = MOMENTS[args.moment](home)
-    for line in lines:
+    for line in play(home, args):
         print(line)
     return 0
