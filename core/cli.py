@@ -264,14 +264,14 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
-def _decider(home: Home, args: argparse.Namespace) -> Unlocked | None:
-    """Issue 14: in a shop home, the approver named by ``--name``, unlocked with their passphrase
-    (``--as`` is refused there); in a practice home, None (``--as`` is required)."""
+def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unlocked | None:
+    """In a shop home, the approver named by ``--name``, unlocked with their passphrase (``--as``
+    is refused there); in a practice home, None (``--as`` is required when ``required``)."""
     from core.errors import ApprovalRefused
     from core.signing import read_passphrase
 
     if home.kind != "shop":
-        if not args.role:
+        if required and not args.role:
             raise ResolverError("Say who decides: --as agent, --as team_lead or --as grace.")
         return None
     if args.role:
@@ -367,7 +367,8 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     """Read the evidence again and re-derive the preconditions: a new proposal version."""
-    state = home.refresh(args.run)
+    signer = _decider(home, args, required=False)
+    state = home.refresh(args.run, args.role, args.name, signer=signer)
     p = state.proposal
     if args.json:
         _json(_state_json(state, version=p.version if p else None, digest=p.digest if p else None))
@@ -533,15 +534,20 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
         + (f" of {args.run}" if args.run else "")
         + (f" by {ascii(args.name)[1:-1]}" if args.name else "")
     )
-    _print(
-        [
-            f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
-            + (f" ({r.get('name')})" if r.get("name") else "")
-            + f"  digest {r.get('digest')}"
-            for r in rows
-        ]
-    )
+    _print([_audit_line(r) for r in rows])
     return 0
+
+
+def _audit_line(r: dict[str, object]) -> str:
+    """One audit row as a line: who decided what on which digest; a row nobody decided (a
+    reset) with what it did."""
+    if not r.get("role") and not r.get("name"):
+        return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')}: {r.get('detail')}"
+    return (
+        f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
+        + (f" ({r.get('name')})" if r.get("name") else "")
+        + f"  digest {r.get('digest')}"
+    )
 
 
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
@@ -549,7 +555,7 @@ def cmd_reset(home: Home, args: argparse.Namespace) -> int:
 
     require_practice(home.root, "`reset`")
     if args.run:
-        home.delete(args.run)
+        home.delete(args.run, audited=True)
         if args.json:
             _json({"deleted_runs": 1, "run_id": args.run, "world_rebuilt": False})
             return 0
@@ -779,6 +785,15 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         "--json", action="store_true", help='print the result as JSON (stable keys: README, "JSON output")'
     )  # every subcommand prints its result as JSON with --json (the app's `tui` is not a result)
 
+    passphrase_fd = _Parser(add_help=False)
+    passphrase_fd.add_argument(
+        "--passphrase-fd",
+        type=int,
+        metavar="N",
+        default=None,
+        help=f"read the passphrase from file descriptor N (else ${PASSPHRASE_ENV}, else the terminal)",
+    )
+
     p = sub.add_parser("run", parents=[common], help="run the agent on a ticket (a new run)")
     p.add_argument("task", metavar="TASK", help="ticket ID, e.g. T-65273")
     p.add_argument("--variant", default="agent", choices=["agent", "agent_structured"])
@@ -812,9 +827,15 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         p.set_defaults(func=func)
 
     p = sub.add_parser(
-        "refresh", parents=[common], help="read a waiting run's evidence again (a new proposal version and digest)"
+        "refresh",
+        parents=[common, passphrase_fd],
+        help="read a waiting run's evidence again (a new proposal version and digest; earlier approvals void)",
     )
     p.add_argument("run", metavar="RUN")
+    p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role you refresh as (recorded in the audit)")
+    p.add_argument(
+        "--name", help="who refreshes: recorded in the audit; in a shop home the approver, signed (asks their passphrase)"
+    )
     p.set_defaults(func=cmd_refresh)
 
     p = sub.add_parser(
@@ -871,15 +892,6 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p = sub.add_parser("init", parents=[common], help="make the home folder (--shop: a shop home, for good)")
     p.add_argument("--shop", action="store_true", help="a shop home: real time only, the lesson's commands refused")
     p.set_defaults(func=None)
-
-    passphrase_fd = _Parser(add_help=False)
-    passphrase_fd.add_argument(
-        "--passphrase-fd",
-        type=int,
-        metavar="N",
-        default=None,
-        help=f"read the passphrase from file descriptor N (else ${PASSPHRASE_ENV}, else the terminal)",
-    )
 
     p = sub.add_parser("approve", parents=[common, passphrase_fd], help="approve a waiting proposal and execute it")
     p.add_argument("run", metavar="RUN")

@@ -673,3 +673,22 @@ def test_durations_print_as_typed_never_as_python_timedelta(proc):
     assert "older than 1d;" in done.stdout and "day," not in done.stdout
     far = proc("prune", "--older-than", "10000d")
     assert far.returncode == 2 and "10000d before" in far.stderr and "days," not in far.stderr
+
+
+def test_the_audit_of_a_reset_says_what_was_reset(cli):
+    """A new user's finding: `reset --all` left no trace in the audit. Now each reset is a row
+    naming the runs deleted and whether the world was rebuilt; `reset --run` names its run."""
+    assert cli("class", "friday")[0] == 0
+    assert cli("run", "T-90104")[0] == 0
+    assert cli("reset", "--run", "T-90104-agent-chat-small-1")[0] == 0
+    assert cli("reset", "--all")[0] == 0
+    assert cli("reset")[0] == 0
+    rows = [r for r in json.loads(cli("audit", "--json")[1]) if r["decision"] == "reset"]
+    assert [r["run_id"] for r in rows] == ["T-90104-agent-chat-small-1", "*", "*"]
+    assert "T-90104-agent-chat-small-1" in rows[0]["detail"]
+    assert "deleted 2 run(s) (T-65273-agent-chat-small-1, T-90103-agent-chat-small-1)" in rows[1]["detail"]
+    assert "rebuilt the practice world" in rows[1]["detail"] and "reset --all" in rows[1]["detail"]
+    assert rows[2]["detail"].startswith("deleted 0 run(s)") and "world" not in rows[2]["detail"]
+    code, out, _ = cli("audit")
+    assert "  *  reset: deleted 2 run(s)" in out
+    assert cli("audit", "verify")[0] == 0
