@@ -1069,7 +1069,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
                 return 0
             _print(made)
             return 0
-        home = Home(root)
+        home = Home(root, read_only=args.command in READ_ONLY)
         log = command_log(root)
         log.info("%s %s", args.command, " ".join(ascii(a) for a in argv))
         try:

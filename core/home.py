@@ -96,9 +96,12 @@ class Home:
     file is absent), always real time in a shop home.
     """
 
-    def __init__(self, root: Path | str, clock: Clock | None = None) -> None:
+    def __init__(self, root: Path | str, clock: Clock | None = None, *, read_only: bool = False) -> None:
         require_posix()  # leases test their holder with os.kill(pid, 0), which ends a process on Windows
         self.root = Path(root)
+        if read_only and self.root.is_dir() and not os.access(self.root, os.W_OK):
+            self._open_read_only(clock)
+            return
         made = not self.root.exists()
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=HOME_MODE)
@@ -131,6 +134,23 @@ class Home:
         """The home's log (``resolver.log``, :mod:`core.log`): decisions, refusals, executor calls, errors."""
         self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
+
+    def _open_read_only(self, clock: Clock | None) -> None:
+        """Open a home this process may not write, for the commands that only read (``runs``,
+        ``show``, ``trace``, ``diff``, ``changes``, ``audit``, ``backup``): nothing is made,
+        migrated or chmod-ed; the databases are opened as they are (SQLite opens a file it may
+        not write read-only). A store in an older format cannot be read this way: its sentence
+        says to open the home once as its owner."""
+        self.kind = home_kind(self.root)
+        self.clock = clock or home_clock(self.root)
+        self.world_path = self.root / "larkfield.sqlite"
+        self.key_path = self.root / "approval.key"
+        for path in (self.root / "runs.sqlite", self.world_path):
+            if not path.is_file():
+                raise ResolverError(f"{self.root} has no {path.name} and is read-only to you: nothing to read.")
+        self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
+        self.log = command_log(self.root)
+        self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
 
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random

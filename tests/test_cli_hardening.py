@@ -689,6 +689,58 @@ def test_the_audit_of_a_reset_says_what_was_reset(cli):
     assert "deleted 2 run(s) (T-65273-agent-chat-small-1, T-90103-agent-chat-small-1)" in rows[1]["detail"]
     assert "rebuilt the practice world" in rows[1]["detail"] and "reset --all" in rows[1]["detail"]
     assert rows[2]["detail"].startswith("deleted 0 run(s)") and "world" not in rows[2]["detail"]
-    code, out, _ = cli("audit")
+    out = cli("audit")[1]
     assert "  *  reset: deleted 2 run(s)" in out
     assert cli("audit", "verify")[0] == 0
+
+
+def test_a_home_the_user_cannot_write_can_still_be_listed_shown_audited_and_backed_up(cli, monkeypatch, tmp_path):
+    """A new user's finding: every read of a home the user may not write (a colleague's, a
+    backup mounted read-only) stopped on "The home folder ... is read-only". Root may write any
+    file, so the test makes the folder unwritable to os.access and opens its databases read-only,
+    as SQLite does by itself for a file the process may not write."""
+    import sqlite3 as _sqlite3
+
+    from helpers import _real_connect
+
+    assert cli("class", "friday")[0] == 0
+    assert cli("approve", "T-90103-agent-chat-small-1", "--as", "grace")[0] == 0
+    home = cli.home
+    for db in home.glob("*.sqlite"):
+        with _real_connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    real_access = os.access
+
+    def access(path, mode, *args, **kwargs):
+        if mode & os.W_OK and str(path).startswith(str(home)):
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    def connect(database, *args, **kwargs):
+        text = str(database)
+        if str(home) in text and "mode=ro" not in text:
+            kwargs["uri"] = True
+            uri = text if text.startswith("file:") else Path(text).resolve().as_uri()
+            return _real_connect(uri + ("&" if "?" in uri else "?") + "mode=ro", *args, **kwargs)
+        return _real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    monkeypatch.setattr(_sqlite3, "connect", connect)
+    before = {p.name: p.read_bytes() for p in home.iterdir() if p.is_file() and p.name != "resolver.log"}
+    for argv in (
+        ("runs",),
+        ("runs", "--status", "waiting_approval", "--json"),
+        ("show",),
+        ("show", T65273_RUN),
+        ("trace", T65273_RUN),
+        ("diff", T65273_RUN, "T-90103-agent-chat-small-1"),
+        ("changes",),
+        ("audit",),
+        ("audit", "verify"),
+        ("backup", str(tmp_path / "copy.tar.gz")),
+    ):
+        code, out, err = cli(*argv)
+        assert code == 0 and out and not err, (argv, err)
+    assert {p.name: p.read_bytes() for p in home.iterdir() if p.is_file() and p.name != "resolver.log"} == before
+    code, _, err = cli("run", "T-90104")
+    assert code == EXIT_ERROR and "read-only" in err
