@@ -744,3 +744,40 @@ def test_a_home_the_user_cannot_write_can_still_be_listed_shown_audited_and_back
     assert {p.name: p.read_bytes() for p in home.iterdir() if p.is_file() and p.name != "resolver.log"} == before
     code, _, err = cli("run", "T-90104")
     assert code == EXIT_ERROR and "read-only" in err
+
+
+def _sentences(root: Path) -> list[tuple[str, int, str]]:
+    """Every string literal of the product's modules under ``root`` that is not a docstring
+    (module, class, function or attribute): the texts a person can be shown, f-strings' parts
+    included. Comments are not strings."""
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        }
+        found += [
+            (str(path.relative_to(root.parent)), node.lineno, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+        ]
+    return found
+
+
+def test_no_user_facing_sentence_names_an_issue_number():
+    """A new user's finding: `restore` in a shop home answered "... (issue 14)", a number from
+    the project's tracker that means nothing to a user. No string the product can print names one
+    (docstrings and comments may: they are for the next engineer)."""
+    project = Path(__file__).resolve().parent.parent
+    named = [
+        f"{where}:{line}: {text[:80]!r}"
+        for package in ("core", "resolver", "resolver_tui")
+        for where, line, text in _sentences(project / package)
+        if re.search(r"\bissues? #?\d+", text, re.I)
+    ]
+    assert not named, "\n".join(named)
+    assert _sentences(project / "core"), "the scan found no string at all"
