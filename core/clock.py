@@ -124,7 +124,7 @@ class FixedClock:
             moved = self._at + delta
         except OverflowError:
             raise TimeOutOfRange(
-                f"Moving the fixed clock by {delta} leaves the times resolver supports ({SUPPORTED_RANGE})."
+                f"Moving the fixed clock by {format_duration(delta)} leaves the times resolver supports ({SUPPORTED_RANGE})."
             ) from None
         self._at = supported(moved, "The fixed clock's time")
 
@@ -214,7 +214,7 @@ class FileClock:
             target = None
         if target is None or not EARLIEST <= target < END:
             raise TimeOutOfRange(
-                f"Moving the clock by {delta} from {iso(now)} leaves the times resolver supports; "
+                f"Moving the clock by {format_duration(delta)} from {iso(now)} leaves the times resolver supports; "
                 f"the clock runs from {SUPPORTED_RANGE}."
             )
         self.set(target)

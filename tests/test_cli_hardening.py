@@ -673,6 +673,8 @@ def test_durations_print_as_typed_never_as_python_timedelta(proc):
     assert "older than 1d;" in done.stdout and "day," not in done.stdout
     far = proc("prune", "--older-than", "10000d")
     assert far.returncode == 2 and "10000d before" in far.stderr and "days," not in far.stderr
+    moved = proc("clock", "advance", "40000d")
+    assert moved.returncode == 2 and "by 40000d from" in moved.stderr and "days," not in moved.stderr
 
 
 def test_the_audit_of_a_reset_says_what_was_reset(cli):
