@@ -230,14 +230,16 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
         if args.role or args.name:
             raise BadArgument("--as and --name go with --mine (the runs that approver may approve); add --mine.")
         return None
-    if args.role:
-        return str(args.role)
-    if args.name:
-        from core.home import Home as WholeHome
+    from core.home import Home as WholeHome
 
-        whole = home if isinstance(home, WholeHome) else WholeHome(home.root)
+    whole = home if isinstance(home, WholeHome) else WholeHome(home.root)
+    if whole.kind == "shop":
+        if args.role or not args.name:
+            raise BadArgument("In a shop home --mine takes --name NAME (the role comes from the approvers registry), not --as.")
         return whole.registry().valid_entry(args.name).role
-    raise BadArgument("--mine needs the approver: --as ROLE in a practice home, --name NAME in a shop home.")
+    if not args.role:
+        raise BadArgument("--mine needs the approver's role in a practice home: --mine --as ROLE.")
+    return str(args.role)
 
 
 def cmd_resume(home: Home, args: argparse.Namespace) -> int:
