@@ -718,9 +718,12 @@ def test_a_home_the_user_cannot_write_can_still_be_listed_shown_audited_and_back
             return False
         return real_access(path, mode, *args, **kwargs)
 
+    opened: list[str] = []
+
     def connect(database, *args, **kwargs):
         text = str(database)
         if str(home) in text and "mode=ro" not in text:
+            opened.append(Path(text.split("?")[0]).name)
             kwargs["uri"] = True
             uri = text if text.startswith("file:") else Path(text).resolve().as_uri()
             return _real_connect(uri + ("&" if "?" in uri else "?") + "mode=ro", *args, **kwargs)
@@ -728,7 +731,12 @@ def test_a_home_the_user_cannot_write_can_still_be_listed_shown_audited_and_back
 
     monkeypatch.setattr(os, "access", access)
     monkeypatch.setattr(_sqlite3, "connect", connect)
-    before = {p.name: p.read_bytes() for p in home.iterdir() if p.is_file() and p.name != "resolver.log"}
+
+    def files() -> dict[str, bytes]:  # the log and SQLite's shared-memory index (readers mark it) aside
+        return {p.name: p.read_bytes() for p in home.iterdir() if p.is_file() and not p.name.endswith(("resolver.log", "-shm"))}
+
+    before = files()
+    results: list[tuple[tuple[str, ...], tuple[int, str, str]]] = []
     for argv in (
         ("runs",),
         ("runs", "--status", "waiting_approval", "--json"),
@@ -741,9 +749,15 @@ def test_a_home_the_user_cannot_write_can_still_be_listed_shown_audited_and_back
         ("audit", "verify"),
         ("backup", str(tmp_path / "copy.tar.gz")),
     ):
-        code, out, err = cli(*argv)
+        # a new thread: the database helper keeps one connection per thread and file, and this
+        # thread's were opened writable before the patch
+        worker = threading.Thread(target=lambda argv=argv: results.append((argv, cli(*argv))))
+        worker.start()
+        worker.join()
+    for argv, (code, out, err) in results:
         assert code == 0 and out and not err, (argv, err)
-    assert {p.name: p.read_bytes() for p in home.iterdir() if p.is_file() and p.name != "resolver.log"} == before
+    assert len(results) == 10 and files() == before
+    assert {"runs.sqlite", "larkfield.sqlite"} <= set(opened)  # every database was read through read-only connections
     code, _, err = cli("run", "T-90104")
     assert code == EXIT_ERROR and "read-only" in err
 
