@@ -454,3 +454,21 @@ def test_refresh_in_a_practice_home_records_who_refreshed(cli):
     assert code == 0, err
     rows = [r for r in json.loads(cli("audit", "--json")[1]) if r["decision"] == "refresh"]
     assert [(r["role"], r["name"]) for r in rows] == [("team_lead", "Tomás")]
+
+
+def test_a_refresh_saved_before_refreshes_were_signed_still_verifies(staffed):
+    """A shop home's audit from before: its refresh rows name nobody and carry no signature (the
+    old code path, core.refresh.refresh without a signer). audit verify still passes them; a
+    refresh row naming an approver without a valid signature does not."""
+    from core.home import Home
+    from core.refresh import refresh
+
+    home = Home(staffed.root)
+    refresh(home.store, home.world(), "T-65273-agent-chat-small-1", home.clock)  # as the old command did
+    code, out, err = staffed("audit", "verify")
+    assert code == 0, out + err
+    rows = [r for r in _audit(staffed.root) if r["decision"] == "refresh"]
+    assert [(r["name"], r["sig"]) for r in rows] == [("", "")]
+    refresh(home.store, home.world(), "T-65273-agent-chat-small-1", home.clock, role="grace", name="Grace")
+    code, out, err = staffed("audit", "verify")
+    assert code != 0 and "signature does not verify" in out + err
