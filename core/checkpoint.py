@@ -1276,21 +1276,29 @@ class CheckpointStore:
 
     # -- reset ----------------------------------------------------------------------------------
 
-    def delete(self, run_id: str) -> None:
-        """Delete one run and its rows (the audit table keeps its rows). Raises RunNotFound."""
+    def delete(self, run_id: str, audit: dict[str, Any] | None = None) -> None:
+        """Delete one run and its rows (the audit table keeps its rows), with ``audit`` appended
+        as the audit row that records it, in the same transaction. Raises RunNotFound."""
         with self.db.immediate() as conn:
             if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
                 raise RunNotFound(run_id)
             conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
+            if audit is not None:
+                auditchain.append(conn, run_id, audit)
 
-    def reset(self) -> int:
-        """Delete every saved run and its rows (the audit table is kept). Returns the count."""
+    def reset(self, audit: Callable[[list[str]], dict[str, Any]] | None = None) -> int:
+        """Delete every saved run and its rows (the audit table is kept). Returns the count.
+        ``audit``, given the deleted run IDs, makes the audit row that records the reset
+        (``decision``, ``role``, ``name``, ``digest``, ``at``, ``detail``), appended in the same
+        transaction under run ID ``*``."""
         with self.db.immediate() as conn:
-            n = conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+            ids = [r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY run_id")]
             conn.execute("DELETE FROM runs")
             conn.execute("DELETE FROM entries")
             conn.execute("DELETE FROM run_counts")
-        return n
+            if audit is not None:
+                auditchain.append(conn, "*", audit(ids))
+        return len(ids)
 
 
 def _short(value: object, limit: int = 80) -> str:

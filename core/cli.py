@@ -38,6 +38,8 @@ if TYPE_CHECKING:
 # SQLite; tests/test_cli.py checks they equal core.state.STATUSES and core.data.ROLES.
 STATUSES = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
 ROLES = ("agent", "team_lead", "grace")
+SORTS = ("age", "updated", "created", "amount", "role")
+"""``runs --sort``: the queue's sorts (tests/test_cli.py checks they equal core.checkpoint.SORTS)."""
 
 PASSPHRASE_ENV = "RESOLVER_PASSPHRASE"
 OWNER_PASSPHRASE_ENV = "RESOLVER_OWNER_PASSPHRASE"
@@ -161,6 +163,11 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
     if args.run_id is not None:
         check_id(args.run_id, "run ID")
     state = home.run(args.task, args.variant, args.model, args.repeat, args.run_id, on_step=lambda s: crash_point("step"))
+    if args.json:
+        from core.runner import outcome_line
+
+        _json(_state_json(state, outcome=outcome_line(state) if state.proposal else None))
+        return 0
     _show_run_outcome(state, home.kind == "shop")
     return 0
 
@@ -176,9 +183,13 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     if args.limit < 0:
         raise BadArgument(f"--limit {args.limit} is negative: give the number of runs to list, or 0 for all.")
     limit = args.limit or None
+    status, max_role = args.status, _mine_role(home, args)
+    if max_role is not None and status is None:
+        status = "waiting_approval"  # mine: the waiting runs this approver may approve, as the app's filter
     if args.json:
         print("[", end="")
-    for page in home.queue.pages(args.status, search=args.search, limit=min(1000, limit or 1000)):
+    pages = home.queue.pages(status, search=args.search, limit=min(1000, limit or 1000), sort=args.sort, max_role=max_role)
+    for page in pages:
         rows = page.rows[: limit - shown] if limit else page.rows
         lines: list[str] = []  # one write per page: 100,000 print calls cost more than the reads
         for r in rows:
@@ -211,6 +222,26 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
+def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
+    """``runs --mine``: the role whose runs are listed, from ``--as ROLE`` in a practice home or
+    the approvers registry for ``--name NAME`` in a shop home (no passphrase: a listing decides
+    nothing). None without ``--mine``. Raises BadArgument when ``--mine`` says nobody."""
+    if not args.mine:
+        if args.role or args.name:
+            raise BadArgument("--as and --name go with --mine (the runs that approver may approve); add --mine.")
+        return None
+    from core.home import Home as WholeHome
+
+    whole = home if isinstance(home, WholeHome) else WholeHome(home.root)
+    if whole.kind == "shop":
+        if args.role or not args.name:
+            raise BadArgument("In a shop home --mine takes --name NAME (the role comes from the approvers registry), not --as.")
+        return whole.registry().valid_entry(args.name).role
+    if not args.role:
+        raise BadArgument("--mine needs the approver's role in a practice home: --mine --as ROLE.")
+    return str(args.role)
+
+
 def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     from core.checkpoint import crash_point
     from core.rulebook import nothing_to_resume
@@ -235,14 +266,14 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
-def _decider(home: Home, args: argparse.Namespace) -> Unlocked | None:
-    """Issue 14: in a shop home, the approver named by ``--name``, unlocked with their passphrase
-    (``--as`` is refused there); in a practice home, None (``--as`` is required)."""
+def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unlocked | None:
+    """In a shop home, the approver named by ``--name``, unlocked with their passphrase (``--as``
+    is refused there); in a practice home, None (``--as`` is required when ``required``)."""
     from core.errors import ApprovalRefused
     from core.signing import read_passphrase
 
     if home.kind != "shop":
-        if not args.role:
+        if required and not args.role:
             raise ResolverError("Say who decides: --as agent, --as team_lead or --as grace.")
         return None
     if args.role:
@@ -344,8 +375,12 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     """Read the evidence again and re-derive the preconditions: a new proposal version."""
-    state = home.refresh(args.run)
+    signer = _decider(home, args, required=False)
+    state = home.refresh(args.run, args.role, args.name, signer=signer)
     p = state.proposal
+    if args.json:
+        _json(_state_json(state, version=p.version if p else None, digest=p.digest if p else None))
+        return 0
     _print(
         f"Run {state.run_id}: evidence read again; proposal version {p.version if p else '?'}, digest {p.short_digest if p else '-'}; "
         "earlier approvals are void."
@@ -368,6 +403,9 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         passphrase = read_passphrase(f"Passphrase for the owner {args.name}: ", fd=args.passphrase_fd, confirm=True)
         made = registry.init(args.name, passphrase, now)
         seal_head(home.root, home.store, registry.unlock(made.owner, passphrase))  # the audit's head, signed by the owner
+        if args.json:
+            _json({"owner": made.owner, "fingerprint": made.fingerprint, "recovery_code": made.recovery_code})
+            return 0
         _print(
             [
                 f"Made the approvers registry of {home.root}; owner {safe_text(made.owner)} (role grace).",
@@ -385,6 +423,9 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             "The owner's passphrase, to sign the entry: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
         )
         entry = registry.add(args.name, args.role, passphrase, owner_passphrase, now)
+        if args.json:
+            _json({"name": entry.name, "role": entry.role, "fingerprint": fingerprint(entry.public_key)})
+            return 0
         _print(f"Added {safe_text(entry.name)} as {entry.role}, key {fingerprint(entry.public_key)}; signed by the owner.")
         return 0
     if args.approvers_cmd == "revoke":
@@ -392,12 +433,18 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             "The owner's passphrase, to sign the revocation: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
         )
         entry = registry.revoke(args.name, owner_passphrase, now)
+        if args.json:
+            _json({"name": entry.name, "revoked_at": entry.revoked_at})
+            return 0
         _print(f"Revoked {safe_text(entry.name)} at {entry.revoked_at}: none of their decisions executes from now on.")
         return 0
     if args.approvers_cmd == "recover":
         code = read_passphrase("Recovery code: ", fd=args.code_fd, env="RESOLVER_RECOVERY_CODE")
         passphrase = read_passphrase("New passphrase for the owner: ", fd=args.passphrase_fd, confirm=True)
         new_code = registry.recover(code, passphrase)
+        if args.json:
+            _json({"recovery_code": new_code})
+            return 0
         _print(
             [
                 "The owner's passphrase is changed; the old recovery code no longer works.",
@@ -406,6 +453,24 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         )
         return 0
     problems = registry.problems()
+    if args.json:
+        _json(
+            {
+                "owner_fingerprint": registry.fingerprint(),
+                "approvers": [
+                    {
+                        "name": e.name,
+                        "role": e.role,
+                        "fingerprint": fingerprint(e.public_key),
+                        "added_at": e.added_at,
+                        "revoked_at": e.revoked_at if e.revoked else None,
+                    }
+                    for e in registry.entries()
+                ],
+                "problems": problems,
+            }
+        )
+        return EXIT_ERROR if problems else 0
     _print(f"Owner key: {registry.fingerprint()}")
     for e in registry.entries():
         state = f"revoked {e.revoked_at}" if e.revoked else "active"
@@ -415,13 +480,16 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
-def _audit_verify(home: Home) -> int:
+def _audit_verify(home: Home, as_json: bool = False) -> int:
     """``audit verify`` (issue 14): the hash chain, the triggers, and in a shop home each
     decision's signature and the signed ``audit.head``. Exit 1 when anything is found."""
     from core.safetext import safe_text
     from core.signing import verify_home_audit
 
     report = verify_home_audit(home.root, home.store, home.kind)
+    if as_json:
+        _json({"ok": report.ok, "lines": report.lines()})
+        return 0 if report.ok else EXIT_ERROR
     if report.ok:
         _print(report.lines())
         return 0
@@ -441,7 +509,11 @@ def cmd_trace(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_diff(home: Home, args: argparse.Namespace) -> int:
-    _print(home.queue.compare(args.run_a, args.run_b)[1])
+    title, lines = home.queue.compare(args.run_a, args.run_b)
+    if args.json:
+        _json({"run_a": args.run_a, "run_b": args.run_b, "title": title, "lines": lines})
+        return 0
+    _print(lines)
     return 0
 
 
@@ -460,21 +532,30 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
     """``audit [RUN] [--json]``: the audit of decisions and refusals (oldest first), for one run
     or all, as lines or ``--json`` rows; ``audit verify`` checks it (:func:`_audit_verify`)."""
     if args.run == "verify":
-        return _audit_verify(home)
-    rows = home.queue.audit(args.run)
+        return _audit_verify(home, args.json)
+    rows = home.queue.audit(args.run, name=args.name)
     if args.json:
         _json(rows)
         return 0
-    _print(f"{len(rows)} decision(s) in the audit" + (f" of {args.run}" if args.run else ""))
     _print(
-        [
-            f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
-            + (f" ({r.get('name')})" if r.get("name") else "")
-            + f"  digest {r.get('digest')}"
-            for r in rows
-        ]
+        f"{len(rows)} decision(s) in the audit"
+        + (f" of {args.run}" if args.run else "")
+        + (f" by {ascii(args.name)[1:-1]}" if args.name else "")
     )
+    _print([_audit_line(r) for r in rows])
     return 0
+
+
+def _audit_line(r: dict[str, object]) -> str:
+    """One audit row as a line: who decided what on which digest; a row nobody decided (a
+    reset) with what it did."""
+    if not r.get("role") and not r.get("name"):
+        return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')}: {r.get('detail')}"
+    return (
+        f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
+        + (f" ({r.get('name')})" if r.get("name") else "")
+        + f"  digest {r.get('digest')}"
+    )
 
 
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
@@ -482,10 +563,16 @@ def cmd_reset(home: Home, args: argparse.Namespace) -> int:
 
     require_practice(home.root, "`reset`")
     if args.run:
-        home.delete(args.run)
+        home.delete(args.run, audited=True)
+        if args.json:
+            _json({"deleted_runs": 1, "run_id": args.run, "world_rebuilt": False})
+            return 0
         _print(f"Deleted run {args.run}.")
         return 0
     n = home.reset(args.all)
+    if args.json:
+        _json({"deleted_runs": n, "run_id": None, "world_rebuilt": bool(args.all)})
+        return 0
     _print(f"Deleted {n} saved run(s)." + (" Rebuilt the practice world from data/." if args.all else ""))
     return 0
 
@@ -524,6 +611,9 @@ def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
     check_id(args.operation, "operation ID")
     check_amount(args.amount)
     result = home.manual_refund(args.operation, args.order, args.amount, args.reason_code, args.payment)
+    if args.json:
+        _json({**result, "operation_id": args.operation})
+        return 0
     _print(
         f"Refunded by hand: {result['refund_id']} {result['amount']} CAD of {result['payment_id']} on {result['order_id']} (operation {args.operation})"
     )
@@ -539,6 +629,9 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
 
     check_clock_command(home.root, args.clock_cmd)
     if home.kind == "shop":  # real time only: set and advance were refused above
+        if args.json:
+            _json({"now": iso(home.clock.now()), "simulated": False})
+            return 0
         _print(f"Clock: {iso(home.clock.now())} (real)")
         return 0
     clock = FileClock(home.root / "clock.json")
@@ -560,6 +653,9 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
             raise BadArgument(str(exc)) from None
     elif args.clock_cmd == "real":
         clock.real()
+    if args.json:
+        _json({"now": iso(clock.now()), "simulated": bool(clock.simulated)})
+        return 0
     state = "simulated" if clock.simulated else "real"
     _print(f"Clock: {iso(clock.now())} ({state})")
     return 0
@@ -598,7 +694,14 @@ def cmd_prune(home: Home, args: argparse.Namespace) -> int:
         prune_cutoff(now, age)
     except TimeOutOfRange as exc:
         raise BadArgument(f"--older-than {args.older_than!r}: {exc}") from None
-    _print(prune(home, age))
+    lines = prune(home, age)
+    if args.json:
+        removed = [line.strip() for line in lines[1:]] if lines[0].startswith("Removed") else []
+        from core.clock import format_duration
+
+        _json({"older_than": format_duration(age), "removed": removed, "lines": lines})
+        return 0
+    _print(lines)
     return 0
 
 
@@ -606,7 +709,11 @@ def cmd_backup(home: Home, args: argparse.Namespace) -> int:
     """Copy the whole home into one archive (see :func:`core.maintenance.backup`)."""
     from core.maintenance import backup
 
-    _print(backup(home, args.file))
+    lines = backup(home, args.file)
+    if args.json:
+        _json({"file": str(args.file), "lines": lines})
+        return 0
+    _print(lines)
     return 0
 
 
@@ -614,7 +721,20 @@ def cmd_restore(home: Home, args: argparse.Namespace) -> int:
     """Replace this home with a backup after checking it (see :func:`core.maintenance.restore`)."""
     from core.maintenance import restore
 
-    _print(restore(home, args.file))
+    if home.kind == "shop":
+        from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase
+
+        registry = home.registry()
+        owner = str(registry.seal()["owner"])
+        registry.valid_entry(owner)  # a damaged registry is said before any passphrase is asked
+        registry.unlock(
+            owner, read_passphrase("The owner's passphrase, to restore: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV)
+        )
+    done = restore(home, args.file, replace_newer=args.replace_newer, owner_checked=home.kind == "shop")
+    if args.json:
+        _json({"file": str(args.file), "kept": str(done.kept) if done.kept else None, "lines": done.lines})
+        return 0
+    _print(done.lines)
     return 0
 
 
@@ -650,7 +770,13 @@ def _tui_argv(argv: list[str]) -> list[str] | None:
 def cmd_class(home: Home, args: argparse.Namespace) -> int:
     from core import lesson  # the trainer kit; imported only when asked for
 
-    return lesson.main(home, args)
+    lines = lesson.play(home, args)
+    if args.json:
+        key = "exercise" if getattr(args, "exercise", None) else "moment"
+        _json({key: getattr(args, key), "lines": lines})
+        return 0
+    _print(lines)
+    return 0
 
 
 # -- the parser ----------------------------------------------------------------------------------
@@ -684,6 +810,20 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    home_only = common
+    common = _Parser(add_help=False, parents=[home_only])
+    common.add_argument(
+        "--json", action="store_true", help='print the result as JSON (stable keys: README, "JSON output")'
+    )  # every subcommand prints its result as JSON with --json (the app's `tui` is not a result)
+
+    passphrase_fd = _Parser(add_help=False)
+    passphrase_fd.add_argument(
+        "--passphrase-fd",
+        type=int,
+        metavar="N",
+        default=None,
+        help=f"read the passphrase from file descriptor N (else ${PASSPHRASE_ENV}, else the terminal)",
+    )
 
     p = sub.add_parser("run", parents=[common], help="run the agent on a ticket (a new run)")
     p.add_argument("task", metavar="TASK", help="ticket ID, e.g. T-65273")
@@ -697,7 +837,16 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--status", choices=STATUSES)
     p.add_argument("--search", help="filter by ticket, order, customer or run ID")
     p.add_argument("--limit", type=int, default=0)
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--sort",
+        choices=SORTS,
+        default=None,
+        help="age (oldest change first), updated (newest first), created, amount (largest first), role (highest first); "
+        "default: age for waiting runs, else updated",
+    )
+    p.add_argument("--mine", action="store_true", help="only the waiting runs this approver may approve (with --as or --name)")
+    p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role of --mine")
+    p.add_argument("--name", help="shop home: the approver of --mine (their role from the registry)")
     p.set_defaults(func=cmd_runs)
 
     for name, func, text in (
@@ -706,20 +855,24 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     ):
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("run", metavar="RUN")
-        p.add_argument("--json", action="store_true")
         p.set_defaults(func=func)
 
     p = sub.add_parser(
-        "refresh", parents=[common], help="read a waiting run's evidence again (a new proposal version and digest)"
+        "refresh",
+        parents=[common, passphrase_fd],
+        help="read a waiting run's evidence again (a new proposal version and digest; earlier approvals void)",
     )
     p.add_argument("run", metavar="RUN")
+    p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role you refresh as (recorded in the audit)")
+    p.add_argument(
+        "--name", help="who refreshes: recorded in the audit; in a shop home the approver, signed (asks their passphrase)"
+    )
     p.set_defaults(func=cmd_refresh)
 
     p = sub.add_parser(
         "show", parents=[common], help="the request, decision and operations of a run; without RUN, the home and its kind"
     )
     p.add_argument("run", metavar="RUN", nargs="?")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_show)
 
     p = sub.add_parser(
@@ -733,7 +886,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         nargs="?",
         help="one run's rows; `verify` checks the hash chain, the triggers and, in a shop home, every signature",
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--name", default=None, help="only the rows of this approver's decisions and refusals")
     p.set_defaults(func=cmd_audit)
 
     p = sub.add_parser(
@@ -755,20 +908,21 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
 
     p = sub.add_parser("restore", parents=[common], help="replace this home with a backup, after checking it")
     p.add_argument("file", metavar="FILE")
+    p.add_argument(
+        "--replace-newer", action="store_true", help="restore even over runs saved after the backup (the home is kept first)"
+    )
+    p.add_argument(
+        "--owner-passphrase-fd",
+        type=int,
+        metavar="N",
+        default=None,
+        help=f"shop home: read the owner's passphrase from file descriptor N (else ${OWNER_PASSPHRASE_ENV})",
+    )
     p.set_defaults(func=cmd_restore)
 
     p = sub.add_parser("init", parents=[common], help="make the home folder (--shop: a shop home, for good)")
     p.add_argument("--shop", action="store_true", help="a shop home: real time only, the lesson's commands refused")
     p.set_defaults(func=None)
-
-    passphrase_fd = _Parser(add_help=False)
-    passphrase_fd.add_argument(
-        "--passphrase-fd",
-        type=int,
-        metavar="N",
-        default=None,
-        help=f"read the passphrase from file descriptor N (else ${PASSPHRASE_ENV}, else the terminal)",
-    )
 
     p = sub.add_parser("approve", parents=[common, passphrase_fd], help="approve a waiting proposal and execute it")
     p.add_argument("run", metavar="RUN")
@@ -780,7 +934,6 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         choices=["before-write", "after-write"],
         help="simulate a crash: end the process just before or just after the first write (exit code 3)",
     )
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_approve)
 
     p = sub.add_parser("reject", parents=[common, passphrase_fd], help="reject a waiting proposal (hands it to a person)")
@@ -789,7 +942,6 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--name")
     p.add_argument("--digest")
     p.add_argument("--reason", required=True)
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_reject)
 
     p = sub.add_parser("approvers", parents=[common], help="shop home: the approvers registry (init, add, list, revoke, recover)")
@@ -820,7 +972,6 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_diff)
 
     p = sub.add_parser("changes", parents=[common], help="what changed in the practice world since the last reset")
-    p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_changes)
 
     p = sub.add_parser("reset", parents=[common], help="delete the saved runs (--all: rebuild the world too)")
@@ -847,7 +998,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     csub.add_parser("real", parents=[common])
     p.set_defaults(func=cmd_clock)
 
-    p = sub.add_parser("tui", parents=[common], help="open the approvals app (resolver-tui)")
+    p = sub.add_parser("tui", parents=[home_only], help="open the approvals app (resolver-tui)")
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options for resolver-tui (--as, --name, --demo ...)")
     p.set_defaults(func=cmd_tui)
 
@@ -859,6 +1010,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
             "crash-in-loop",
             "crash-before-write",
             "crash-after-write",
+            "resume-crashed",
             "weekend-call",
             "monday",
             "run-again",
@@ -919,7 +1071,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
     args = parser.parse_args(argv)
     if getattr(args, "model", "x") is None:
         args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"
-    if args.command == "runs":  # a listing reads indexed columns only: no model, policy or world
+    if args.command == "runs" and not args.mine:  # a listing reads indexed columns only: no model, policy or world
         listed = _runs_light(args)
         if listed is not None:
             return listed
@@ -937,15 +1089,21 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             from core.doctor import doctor_lines
 
             lines, code = doctor_lines(where)
+            if args.json:
+                _json({"home": str(where.path), "ok": code == 0, "lines": lines})
+                return code
             _print(lines)
             return code
         root = where.path
         if args.command == "init":
             made = init_home(root, shop=args.shop)
             Home(root)  # builds the databases (the kind is already written)
+            if args.json:
+                _json({"home": str(root), "kind": "shop" if args.shop else "practice", "lines": made})
+                return 0
             _print(made)
             return 0
-        home = Home(root)
+        home = Home(root, read_only=args.command in READ_ONLY)
         log = command_log(root)
         log.info("%s %s", args.command, " ".join(ascii(a) for a in argv))
         try:

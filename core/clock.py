@@ -124,7 +124,7 @@ class FixedClock:
             moved = self._at + delta
         except OverflowError:
             raise TimeOutOfRange(
-                f"Moving the fixed clock by {delta} leaves the times resolver supports ({SUPPORTED_RANGE})."
+                f"Moving the fixed clock by {format_duration(delta)} leaves the times resolver supports ({SUPPORTED_RANGE})."
             ) from None
         self._at = supported(moved, "The fixed clock's time")
 
@@ -214,7 +214,7 @@ class FileClock:
             target = None
         if target is None or not EARLIEST <= target < END:
             raise TimeOutOfRange(
-                f"Moving the clock by {delta} from {iso(now)} leaves the times resolver supports; "
+                f"Moving the clock by {format_duration(delta)} from {iso(now)} leaves the times resolver supports; "
                 f"the clock runs from {SUPPORTED_RANGE}."
             )
         self.set(target)
@@ -257,3 +257,14 @@ def age(since: datetime, now: datetime) -> str:
     if minutes:
         return f"{minutes}m"
     return f"{secs}s"
+
+
+def format_duration(delta: timedelta) -> str:
+    """A duration as :func:`parse_duration` reads it: ``1d``, ``2d16h``, ``90m`` is ``1h30m``,
+    ``0s``; a negative one as ``back 1d``. Never Python's ``1 day, 0:00:00``."""
+    seconds = int(abs(delta).total_seconds())
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = "".join(f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n) or "0s"
+    return f"back {text}" if delta < timedelta(0) else text

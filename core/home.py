@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from core.approval import approve, load_key, reject
 from core.auditchain import AuditMoved
 from core.checkpoint import CheckpointStore, lease_owner_name
-from core.clock import Clock
+from core.clock import Clock, iso
 from core.errors import ApprovalRefused, ResolverError
 from core.executor import Interrupt, OnProgress, execute
 from core.homekind import Kind, home_clock, home_kind, require_practice
@@ -96,9 +96,12 @@ class Home:
     file is absent), always real time in a shop home.
     """
 
-    def __init__(self, root: Path | str, clock: Clock | None = None) -> None:
+    def __init__(self, root: Path | str, clock: Clock | None = None, *, read_only: bool = False) -> None:
         require_posix()  # leases test their holder with os.kill(pid, 0), which ends a process on Windows
         self.root = Path(root)
+        if read_only and self.root.is_dir() and not os.access(self.root, os.W_OK):
+            self._open_read_only(clock)
+            return
         made = not self.root.exists()
         try:
             self.root.mkdir(parents=True, exist_ok=True, mode=HOME_MODE)
@@ -131,6 +134,23 @@ class Home:
         """The home's log (``resolver.log``, :mod:`core.log`): decisions, refusals, executor calls, errors."""
         self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
+
+    def _open_read_only(self, clock: Clock | None) -> None:
+        """Open a home this process may not write, for the commands that only read (``runs``,
+        ``show``, ``trace``, ``diff``, ``changes``, ``audit``, ``backup``): nothing is made,
+        migrated or chmod-ed; the databases are opened as they are (SQLite opens a file it may
+        not write read-only). A store in an older format cannot be read this way: its sentence
+        says to open the home once as its owner."""
+        self.kind = home_kind(self.root)
+        self.clock = clock or home_clock(self.root)
+        self.world_path = self.root / "larkfield.sqlite"
+        self.key_path = self.root / "approval.key"
+        for path in (self.root / "runs.sqlite", self.world_path):
+            if not path.is_file():
+                raise ResolverError(f"{self.root} has no {path.name} and is read-only to you: nothing to read.")
+        self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
+        self.log = command_log(self.root)
+        self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
 
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random
@@ -239,12 +259,26 @@ class Home:
         self._seal_head(signer)
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
-    def refresh(self, run_id: str) -> TaskState:
+    def refresh(
+        self, run_id: str, role: str | None = None, name: str | None = None, *, signer: Unlocked | None = None
+    ) -> TaskState:
         """Refresh the evidence of a waiting run (see :func:`core.refresh.refresh`): a new
-        proposal version and digest, earlier approvals void, the actions as recorded."""
+        proposal version and digest, earlier approvals void, the actions as recorded.
+
+        It voids approvals, so it is made like a decision: in a practice home by ``role`` and
+        ``name`` as typed (recorded in the audit, either may be None); in a shop home by the
+        approver ``signer`` unlocked by :meth:`unlock`, signed, and the audit's head sealed again.
+        Raises ApprovalRefused in a shop home without a signer or registry, or for a practice
+        home given a signer; ApprovalRefused, RunNotFound, CorruptCheckpoint, StaleCheckpoint
+        from the refresh itself."""
         from core.refresh import refresh
 
-        return refresh(self.store, self.world(), run_id, self.clock)
+        decider = self._decider(signer)
+        state = self._signed(
+            lambda: refresh(self.store, self.world(), run_id, self.clock, role=role or "", name=name or "", signer=decider)
+        )
+        self._seal_head(signer)
+        return state
 
     def drift(self, run_id: str) -> Any:
         """What changed since the agent looked (:class:`core.preconditions.Drift`)."""
@@ -382,16 +416,38 @@ class Home:
 
         return build_demo(self)
 
-    def delete(self, run_id: str) -> None:
-        """Delete one run and its events (a corrupt one, say); the audit keeps its rows.
+    def delete(self, run_id: str, *, audited: bool = False) -> None:
+        """Delete one run and its events (a corrupt one, say); the audit keeps its rows, and with
+        ``audited`` (``resolver reset --run``) records the deletion as a ``reset`` row.
         Raises RunNotFound."""
-        self.store.delete(run_id)
+        audit = None
+        if audited:
+            audit = {
+                "decision": "reset",
+                "role": "",
+                "name": "",
+                "digest": "",
+                "at": iso(self.clock.now()),
+                "detail": f"deleted run {run_id} and its events (reset --run)",
+            }
+        self.store.delete(run_id, audit)
 
     def reset(self, everything: bool = False) -> int:
         """Delete the saved runs (and with ``everything`` rebuild the practice world).
-        Returns the number of runs deleted. Raises ShopRefused in a shop home."""
+        Returns the number of runs deleted. The audit records what was reset: one ``reset`` row
+        (run ID ``*``) naming how many runs were deleted, which (the first 20), and whether the
+        world was rebuilt. Raises ShopRefused in a shop home."""
         require_practice(self.root, "`reset`")
-        n = self.store.reset()
+        at = iso(self.clock.now())
+
+        def row(ids: list[str]) -> dict[str, Any]:
+            shown = ", ".join(ids[:20]) + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
+            what = f"deleted {len(ids)} run(s)" + (f" ({shown})" if ids else "")
+            world = "; rebuilt the practice world from data/ (its refunds, replies and register gone)" if everything else ""
+            flag = "reset --all" if everything else "reset"
+            return {"decision": "reset", "role": "", "name": "", "digest": "", "at": at, "detail": f"{what}{world} ({flag})"}
+
+        n = self.store.reset(row)
         if everything:
             reset_world(self.world_path)
         return n

@@ -18,6 +18,7 @@ Every moment and exercise runs in a practice home only: in a shop home each is r
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import sqlite3
@@ -150,14 +151,20 @@ def moment_resume_crashed(home: Home) -> list[str]:
 
 @moment
 def moment_weekend_call(home: Home) -> list[str]:
-    """The colleague's manual refund of PAY-507862-2 (operation ``manual-1``), on Saturday 11:00
-    when the clock is still before it."""
-    if home.clock.now() < parse_time(SATURDAY):
-        _set_clock(home, SATURDAY)
+    """The colleague's manual refund of PAY-507862-2 (operation ``manual-1``), made on Saturday
+    11:00 whatever the clock says: the call happened over the weekend. When the clock is already
+    later (TRAINER.md plays Monday first), it is set to Saturday 11:00 for the refund and then
+    back to where it was, so the request shows the refund "on Saturday 11:00" in either order.
+    The register numbers entries in commit order (``seq``), so "since" is unchanged."""
+    later = home.clock.now()
+    _set_clock(home, SATURDAY)
     try:
         r = home.manual_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
     except ServiceRefused as exc:
         return [f"The phone call's refund was refused: {exc}."]
+    finally:
+        if later > parse_time(SATURDAY):
+            _set_clock(home, iso(later))
     return [f"Over the weekend a colleague refunded {r['payment_id']} by hand: {r['refund_id']} {r['amount']} CAD."]
 
 
@@ -285,18 +292,26 @@ def exercise_resume_twice(home: Home) -> list[str]:
     return [f"Without idempotency keys: {without} replies sent.", f"With the same operation ID: {with_key} reply sent."]
 
 
+LEASE_TICKET = "T-24410"
+"""The ticket of ``exercise lease-owner``: no moment of the lesson touches it (tests/test_lesson.py
+checks), so the exercise runs after the class, and again, without a reset."""
+
+
 @exercise
 def exercise_lease_owner(home: Home) -> list[str]:
-    """Seed 001 exercise 4: a resume from another lease owner is refused while the lease lives."""
-    state = home.run("T-90104", "agent_structured", "chat-strong", 1, run_id=f"T-90104-lease-{uuid.uuid4().hex[:6]}")
-    from core.approval import approve
+    """Seed 001 exercise 4: a resume from another lease owner is refused while the lease lives.
 
-    approve(home.store, home.approval_key(), state.run_id, "agent", "Amira", clock=home.clock)
-    home.store.acquire_lease(state.run_id, lease_owner_name("window-1"), 60)
+    A run of :data:`LEASE_TICKET` stops after step 1 of its loop (saved as running, no approval,
+    so one effect per ticket never comes into it); window 1 takes its lease; a resume from this
+    process is refused with :class:`~core.errors.LeaseHeld` naming window 1."""
+    run_id = f"{LEASE_TICKET}-lease-{uuid.uuid4().hex[:6]}"
+    with contextlib.suppress(LoopCrash):  # the loop stops after step 1, saved as running
+        home.run(LEASE_TICKET, repeat=1, run_id=run_id, on_step=crash_after_step(1))
+    home.store.acquire_lease(run_id, lease_owner_name("window-1"), 60)
     try:
-        home.resume(state.run_id)
+        home.resume(run_id)
     except LeaseHeld as exc:
-        return [f"Window 1 holds the lease of {state.run_id}.", f"Resume from another owner: {exc}"]
+        return [f"Window 1 holds the lease of {run_id}.", f"Resume from another owner: {exc}"]
     return ["The second owner was not refused; that is a bug."]
 
 
@@ -309,16 +324,19 @@ EXERCISES: dict[str, Callable[[Home], list[str]]] = {
 }
 
 
+def play(home: Home, args: argparse.Namespace) -> list[str]:
+    """``resolver class MOMENT`` / ``resolver exercise NAME``: play it; the lines to print."""
+    if getattr(args, "exercise", None):
+        return EXERCISES[args.exercise](home)
+    if args.moment == "all":
+        return moment_all(home)
+    if args.moment == "crash-in-loop":
+        return moment_crash_in_loop(home, args.after_step)
+    return MOMENTS[args.moment](home)
+
+
 def main(home: Home, args: argparse.Namespace) -> int:
     """``resolver class MOMENT`` / ``resolver exercise NAME``: print what happened."""
-    if getattr(args, "exercise", None):
-        lines = EXERCISES[args.exercise](home)
-    elif args.moment == "all":
-        lines = moment_all(home)
-    elif args.moment == "crash-in-loop":
-        lines = moment_crash_in_loop(home, args.after_step)
-    else:
-        lines = MOMENTS[args.moment](home)
-    for line in lines:
+    for line in play(home, args):
         print(line)
     return 0

@@ -36,11 +36,23 @@ class ListingQueue:
     def __init__(self, store: CheckpointStore) -> None:
         self._store = store
 
-    def pages(self, status: str | None = None, *, search: str | None = None, limit: int = 1000) -> Iterator[ListingPage]:
-        """Every page in turn, keyset after the last row of the one before."""
+    def pages(
+        self,
+        status: str | None = None,
+        *,
+        search: str | None = None,
+        limit: int = 1000,
+        sort: str | None = None,
+        max_role: str | None = None,
+    ) -> Iterator[ListingPage]:
+        """Every page in turn, keyset after the last row of the one before, in ``sort`` order
+        (:data:`core.checkpoint.SORTS`). ``max_role`` needs the policy's ranks: the whole home
+        answers ``--mine`` (ValueError here)."""
+        if max_role is not None:
+            raise ValueError("the light listing does not filter by role; open the whole home")
         after: RunSummary | None = None
         while True:
-            rows = self._store.page(status, search=search, after=after, limit=limit)
+            rows = self._store.page(status, search=search, sort=sort, after=after, limit=limit)
             more = len(rows) >= limit
             yield ListingPage(rows, more)
             if not more:

@@ -11,12 +11,14 @@
   issues add), except the log and SQLite's own ``-wal``/``-shm``/``-journal`` files.
 - :func:`restore` checks an archive before it replaces anything: both databases present and
   passing ``PRAGMA integrity_check``, no path outside the home, and the same kind of home
-  (practice or shop) as the one it replaces. A shop home is refused for now: restoring it needs
-  its owner (issue 14 adds owners).
+  (practice or shop) as the one it replaces; the home as it was is kept in a backup file beside
+  it first, and a home with runs newer than the backup is refused unless told. A shop home is
+  restored by its owner (their passphrase) from a backup of the same owner.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -24,6 +26,8 @@ import shutil
 import sqlite3
 import tarfile
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -31,6 +35,7 @@ from typing import TYPE_CHECKING
 from core.errors import ResolverError, ShopRefused
 
 if TYPE_CHECKING:
+    from core.database import Database
     from core.home import Home
 
 DATABASES = ("runs.sqlite", "larkfield.sqlite")
@@ -47,7 +52,7 @@ def prune_cutoff(now: datetime, older_than: timedelta) -> datetime:
         TimeOutOfRange: the cutoff falls outside the supported range (:func:`core.clock.supported`),
             e.g. ``--older-than 10000d`` reaches back before 2000.
     """
-    from core.clock import EARLIEST, SUPPORTED_RANGE, TimeOutOfRange, supported
+    from core.clock import EARLIEST, SUPPORTED_RANGE, TimeOutOfRange, format_duration, supported
 
     try:
         cutoff = now - older_than
@@ -55,7 +60,7 @@ def prune_cutoff(now: datetime, older_than: timedelta) -> datetime:
         cutoff = EARLIEST - timedelta(days=1)
     if cutoff < EARLIEST:
         raise TimeOutOfRange(
-            f"{older_than} before {now.isoformat()} is before the times resolver supports ({SUPPORTED_RANGE}); "
+            f"{format_duration(older_than)} before {now.isoformat()} is before the times resolver supports ({SUPPORTED_RANGE}); "
             "use a shorter duration."
         )
     return supported(cutoff, "The cutoff")
@@ -69,7 +74,7 @@ def prune(home: Home, older_than: timedelta) -> list[str]:
     Raises:
         TimeOutOfRange: the cutoff (:func:`prune_cutoff`) or the clock is outside the supported range.
     """
-    from core.clock import parse_time
+    from core.clock import format_duration, parse_time
     from core.state import FINAL_STATUSES
 
     cutoff = prune_cutoff(home.clock.now(), older_than)
@@ -77,10 +82,20 @@ def prune(home: Home, older_than: timedelta) -> list[str]:
     for status in sorted(FINAL_STATUSES):
         for page in home.queue.pages(status):
             doomed += [(r.run_id, status) for r in page.rows if parse_time(r.updated_at) < cutoff]
+    operations: list[str] = []
     for run_id, _ in doomed:
-        home.delete(run_id)
+        with contextlib.suppress(ResolverError):  # a corrupt checkpoint names no operation: its rows still go
+            operations += [op.operation_id for op in home.store.load(run_id).operations]
+
+    def delete_runs(conn: sqlite3.Connection) -> None:
+        for run_id, _ in doomed:
+            home.delete(run_id)
+
+    scrub(home.store.db, delete_runs)
+    world = home.world()
+    scrub(world.db, lambda conn: forget_replies(conn, operations))
     if not doomed:
-        return [f"No finished run is older than {older_than}; nothing was removed."]
+        return [f"No finished run is older than {format_duration(older_than)}; nothing was removed."]
     by_status: dict[str, int] = {}
     for _, status in doomed:
         by_status[status] = by_status.get(status, 0) + 1
@@ -90,6 +105,34 @@ def prune(home: Home, older_than: timedelta) -> list[str]:
         "the audit keeps who decided what.",
         *(f"  {run_id}" for run_id, _ in doomed),
     ]
+
+
+def scrub(db: Database, work: Callable[[sqlite3.Connection], object]) -> None:
+    """Run ``work`` with SQLite's ``secure_delete`` on, then fold the write-ahead log into the
+    database and truncate it: what ``work`` deletes is overwritten with zeros in the database
+    file and gone from its ``-wal``, whatever the SQLite build's defaults are
+    (https://sqlite.org/pragma.html#pragma_secure_delete). Raises StoreBusy when another
+    connection holds the write lock past the busy timeout."""
+    conn = db.connection()
+    conn.execute("PRAGMA secure_delete = ON")
+    try:
+        work(conn)
+    finally:
+        conn.execute("PRAGMA secure_delete = OFF")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def forget_replies(conn: sqlite3.Connection, operations: list[str]) -> int:
+    """Empty the text of the practice world's replies made by ``operations`` (a pruned run's):
+    the customer's words go, while the reply row and the operations register's entry, which one
+    effect per ticket and reconciliation read, stay. Returns how many replies were emptied."""
+    emptied = 0
+    with conn:
+        for start in range(0, len(operations), 500):
+            chunk = operations[start : start + 500]
+            marks = ", ".join("?" * len(chunk))
+            emptied += conn.execute(f"UPDATE replies SET text = '' WHERE operation_id IN ({marks})", chunk).rowcount
+    return emptied
 
 
 def _skipped(name: str) -> bool:
@@ -183,21 +226,79 @@ def _integrity(path: Path) -> str | None:
     return None if result == ["ok"] else result[0]
 
 
-def restore(home: Home, file: str | os.PathLike) -> list[str]:
-    """Replace the home's files with those of the backup ``file`` after checking it.
+@dataclass(frozen=True)
+class Restored:
+    """What :func:`restore` did: ``lines`` to print and ``kept``, the backup file of the home as
+    it was just before (None when the home held no database yet)."""
+
+    lines: list[str]
+    kept: Path | None
+
+
+def _newest(path: Path) -> float:
+    """The newest ``updated_ts`` of the runs in the store at ``path`` (0 without runs), read-only."""
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        return float(conn.execute("SELECT MAX(updated_ts) FROM runs").fetchone()[0] or 0)
+    except sqlite3.Error:
+        return 0.0
+    finally:
+        conn.close()
+
+
+def _saved_after(path: Path, since: float) -> list[str]:
+    """The runs of the store at ``path`` saved after ``since`` (``updated_ts``), newest first: a
+    new run or a decision, a step or a write made after the backup."""
+    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
+    try:
+        rows = conn.execute("SELECT run_id FROM runs WHERE updated_ts > ? ORDER BY updated_ts DESC", (since,)).fetchall()
+    except sqlite3.Error:
+        return []
+    finally:
+        conn.close()
+    return [str(r[0]) for r in rows]
+
+
+def _owner_key(folder: Path) -> str | None:
+    """The owner key named by ``approvers.json`` in ``folder`` (None when absent or unreadable)."""
+    try:
+        return str(json.loads((folder / "approvers.json").read_text(encoding="utf-8"))["owner_key"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep_path(root: Path) -> Path:
+    """A new file beside the home for the copy of it kept before a restore."""
+    import time
+
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    for n in range(1000):
+        path = root.parent / f"{root.name}-before-restore-{stamp}{f'-{n}' if n else ''}.tar.gz"
+        if not path.exists():
+            return path
+    raise ResolverError(f"Cannot name a file beside {root} for the copy kept before the restore; nothing was replaced.")
+
+
+def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False, owner_checked: bool = False) -> Restored:
+    """Replace the home's files with those of the backup ``file`` after checking it, keeping the
+    home as it was in a backup file beside it first (``HOME-before-restore-<UTC time>.tar.gz``,
+    made by :func:`backup`), so a restore never loses a run for good.
+
+    A home holding runs saved after the backup's newest run (a new run, or a step, decision or
+    write made since) is refused unless ``replace_newer``: the refusal names them. A shop home is restored only when the caller
+    unlocked its owner's key (``owner_checked``: ``resolver restore`` asks the owner's passphrase)
+    and only from a backup of the same owner (its ``approvers.json`` names the same owner key).
 
     Raises:
-        ShopRefused: the home is a shop home (restoring one needs its owner, issue 14).
+        ShopRefused: the home is a shop home (the command line unlocks the owner's key first).
         ResolverError: the archive is missing or unreadable, lacks a database, holds a damaged
-            database or a path outside the home, or is of the other kind of home. In every case
-            nothing is replaced.
+            database or a path outside the home, or is of the other kind of home; the home has
+            newer runs and ``replace_newer`` is False; the copy of the home cannot be written. In
+            every case nothing is replaced.
     """
     src = Path(file)
-    if home.kind == "shop":
-        raise ShopRefused(
-            f"{home.root} is a shop home: restoring it needs the home's owner, which resolver does not "
-            "know yet (issue 14). Nothing was replaced."
-        )
+    if home.kind == "shop" and not owner_checked:
+        raise ShopRefused(f"{home.root} is a shop home: its owner restores it, with their passphrase. Nothing was replaced.")
     try:
         tar = tarfile.open(src, mode="r:gz")  # noqa: SIM115 - closed by the with below
     except (OSError, tarfile.TarError) as exc:
@@ -236,6 +337,24 @@ def restore(home: Home, file: str | os.PathLike) -> list[str]:
             problem = _integrity(Path(tmp) / name)
             if problem:
                 raise ResolverError(f"The backup's {name} is damaged ({problem}); nothing was replaced.")
+        if home.kind == "shop" and _owner_key(Path(tmp)) != _owner_key(home.root):
+            raise ShopRefused(
+                f"The backup {src} is of a shop home with another owner key than {home.root}'s; a restore never "
+                "changes a shop's owner. Nothing was replaced."
+            )
+        kept: Path | None = None
+        if (home.root / "runs.sqlite").is_file():
+            theirs = _newest(Path(tmp) / "runs.sqlite")
+            newer = _saved_after(home.root / "runs.sqlite", theirs)
+            if newer and not replace_newer:
+                shown = ", ".join(newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
+                raise ResolverError(
+                    f"{home.root} holds {len(newer)} run(s) saved after the backup {src} was made ({shown}); "
+                    "restoring would lose them. Add --replace-newer to restore anyway (the home is kept in a "
+                    "backup file first). Nothing was replaced."
+                )
+            kept = _keep_path(home.root)
+            backup(home, kept)
         restored = []
         for name in DATABASES:  # into the live databases by the backup API: atomic, WAL and other readers kept right
             _load_database(Path(tmp) / name, home.root / name)
@@ -250,4 +369,7 @@ def restore(home: Home, file: str | os.PathLike) -> list[str]:
             os.replace(Path(tmp) / m.name, target)
             target.chmod(0o600)
             restored.append(m.name)
-    return [f"Restored {home.root} ({home.kind}) from {src}: {', '.join(sorted(restored))}."]
+    lines = [f"Restored {home.root} ({home.kind}) from {src}: {', '.join(sorted(restored))}."]
+    if kept is not None:
+        lines.append(f"The home as it was is kept in {kept} (`resolver restore {kept}` brings it back).")
+    return Restored(lines, kept)

@@ -166,11 +166,20 @@ class ApprovalQueue:
         rows, nxt = self._rows(status, search, sort, after, limit, max_role)
         return Page(rows, nxt, self._clock.now(), status, search, after)
 
-    def pages(self, status: str | None = None, *, search: str | None = None, limit: int = 1000) -> Iterator[Page]:
-        """Every page in turn (``resolver runs`` prints each as it comes)."""
+    def pages(
+        self,
+        status: str | None = None,
+        *,
+        search: str | None = None,
+        limit: int = 1000,
+        sort: str | None = None,
+        max_role: str | None = None,
+    ) -> Iterator[Page]:
+        """Every page in turn (``resolver runs`` prints each as it comes), in ``sort`` order and
+        with ``max_role``'s runs only, as :meth:`page`."""
         after: str | None = None
         while True:
-            page = self.page(status, search=search, after=after, limit=limit)
+            page = self.page(status, search=search, after=after, limit=limit, sort=sort, max_role=max_role)
             yield page
             if page.next is None:
                 return

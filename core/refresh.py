@@ -8,6 +8,8 @@ one, so its digest is new and any earlier approval (which names the old digest) 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from core.checkpoint import CheckpointStore
 from core.clock import Clock, iso
 from core.errors import ApprovalRefused
@@ -16,9 +18,26 @@ from core.rulebook import not_decidable
 from core.state import Evidence, TaskState
 from core.world import World
 
+if TYPE_CHECKING:
+    from core.signing import DecisionSigner
 
-def refresh(store: CheckpointStore, world: World, run_id: str, clock: Clock) -> TaskState:
+
+def refresh(
+    store: CheckpointStore,
+    world: World,
+    run_id: str,
+    clock: Clock,
+    *,
+    role: str = "",
+    name: str = "",
+    signer: DecisionSigner | None = None,
+) -> TaskState:
     """Re-read the evidence of ``run_id`` and save a new proposal version; returns the state.
+
+    A refresh voids earlier approvals, so it is recorded like a decision: the audit row names
+    who refreshed (``role``, ``name``), and in a shop home it is signed by the approver
+    ``signer`` over the audit's newest hash (:meth:`core.signing.DecisionSigner.seal`, decision
+    ``refresh``, the previous digest as its detail), which ``resolver audit verify`` checks.
 
     Raises:
         ApprovalRefused: the run is not ``waiting_approval`` (an executing or final run keeps the
@@ -46,15 +65,18 @@ def refresh(store: CheckpointStore, world: World, run_id: str, clock: Clock) -> 
         digest=state.proposal.digest,
         previous=before.digest,
     )
+    detail = f"previous digest {before.digest}"
+    seal = signer.seal(store, "refresh", state.run_uid, state.proposal.digest, now, detail) if signer else None
     return store.save(
         state,
         audit={
             "decision": "refresh",
-            "role": "",
-            "name": "",
+            "role": signer.role if signer else role,
+            "name": signer.name if signer else name,
             "digest": state.proposal.digest,
             "at": iso(now),
-            "detail": f"previous digest {before.digest}",
+            "detail": detail,
             "run_uid": state.run_uid,
+            **(seal.audit if seal else {}),
         },
     )

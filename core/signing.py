@@ -154,6 +154,11 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
     return None
 
 
+SIGNED_DECISIONS = ("approve", "reject", "refresh")
+"""The audit rows an approver signs in a shop home: the two decisions, and a refresh (it voids
+approvals). Rows the system writes (``refused:...``) carry no signature."""
+
+
 def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
     """For :func:`core.auditchain.verify_audit` in a shop home: a decision row must carry a
     signature that verifies with its approver's key (revoked or not: it was valid when made);
@@ -161,7 +166,9 @@ def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
     keys = {e.name: e.public_key for e in registry.entries()}
 
     def check(row: dict[str, Any]) -> str | None:
-        if row["decision"] not in ("approve", "reject"):
+        if row["decision"] == "refresh" and not row["name"] and not row["sig"]:
+            return None  # a refresh saved before refreshes were signed: it named nobody and moved no money
+        if row["decision"] not in SIGNED_DECISIONS:
             return "a signature on a system row" if row["sig"] else None
         key = keys.get(row["name"])
         if key is None:
@@ -173,7 +180,7 @@ def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
             row["role"],
             row["name"],
             row["at"],
-            row["detail"] if row["decision"] == "reject" else "",
+            row["detail"] if row["decision"] in ("reject", "refresh") else "",
             row["prev"] or "",
         )
         if not row["sig"] or not verify_hex(key, row["sig"], message):

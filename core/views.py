@@ -620,7 +620,7 @@ def approved_vs_current(state: TaskState) -> list[str]:
         return []
     if a.proposal is None:
         return [
-            f"Approved digest {a.digest[:12]}, current {p.short_digest}: the approved proposal was not kept (saved before issue 11)."
+            f"Approved digest {a.digest[:12]}, current {p.short_digest}: the approved proposal was not kept (it was approved by a release that did not keep it)."
         ]
 
     def rows(x: Any) -> list[str]:

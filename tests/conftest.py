@@ -25,6 +25,17 @@ def approver_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     return folder
 
 
+@pytest.fixture(autouse=True)
+def resolver_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's default home is a temporary folder: ``$RESOLVER_HOME`` points into it, so a
+    test that calls the command line without ``--home`` (the lesson page's own
+    ``tests/test_checkpoint.py`` does) never writes into ``./work``. Product code never checks
+    whether pytest is running; this is the only place the tests choose the home."""
+    folder = tmp_path_factory.mktemp("resolver-home") / "work"
+    monkeypatch.setenv("RESOLVER_HOME", str(folder))
+    return folder
+
+
 @pytest.fixture
 def clock() -> FixedClock:
     return FixedClock(FRIDAY)

@@ -418,3 +418,57 @@ def test_resolver_doctor_shows_the_owner_key_fingerprint_in_a_shop_home(staffed)
     _code, out, _ = staffed("doctor")
     fingerprint = Registry(staffed.root).fingerprint()
     assert f"Owner key: {fingerprint}" in out and "Approvers: registry verifies." in out
+
+
+def test_refresh_in_a_shop_home_is_made_by_a_named_approver_and_signed(staffed):
+    """A new user's finding: `refresh` voids approvals, yet it was anonymous (audited with an
+    empty name) and anyone could run it in a shop home. Now it needs --name and the approver's
+    passphrase, its audit row names them, its signature verifies, and a forged name does not."""
+    run = "T-65273-agent-chat-small-1"
+    code, _, err = staffed("refresh", run)
+    assert code == 4 and "--name" in err
+    code, _, err = staffed("refresh", run, "--as", "grace")
+    assert code == 4 and "--as is refused" in err
+    code, _, err = staffed("refresh", run, "--name", "Ana", passphrase=BOT)
+    assert code == 4
+    code, out, err = staffed("refresh", run, "--name", "Ana", passphrase=ANA)
+    assert code == 0, err
+    rows = [r for r in _audit(staffed.root) if r["decision"] == "refresh"]
+    assert len(rows) == 1 and rows[0]["name"] == "Ana" and rows[0]["role"] == "team_lead" and rows[0]["sig"]
+    code, out, err = staffed("audit", "verify")
+    assert code == 0, out + err
+    conn = sqlite3.connect(staffed.root / "runs.sqlite")
+    triggers = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")]
+    for name in triggers:
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("UPDATE audit SET name = 'Bot', role = 'agent' WHERE decision = 'refresh'")
+    conn.commit()
+    conn.close()
+    code, out, err = staffed("audit", "verify")
+    assert code != 0 and "signature does not verify" in out + err
+
+
+def test_refresh_in_a_practice_home_records_who_refreshed(cli):
+    assert cli("run", "T-65273")[0] == 0
+    code, _, err = cli("refresh", "T-65273-agent-chat-small-1", "--as", "team_lead", "--name", "Tomás")
+    assert code == 0, err
+    rows = [r for r in json.loads(cli("audit", "--json")[1]) if r["decision"] == "refresh"]
+    assert [(r["role"], r["name"]) for r in rows] == [("team_lead", "Tomás")]
+
+
+def test_a_refresh_saved_before_refreshes_were_signed_still_verifies(staffed):
+    """A shop home's audit from before: its refresh rows name nobody and carry no signature (the
+    old code path, core.refresh.refresh without a signer). audit verify still passes them; a
+    refresh row naming an approver without a valid signature does not."""
+    from core.home import Home
+    from core.refresh import refresh
+
+    home = Home(staffed.root)
+    refresh(home.store, home.world(), "T-65273-agent-chat-small-1", home.clock)  # as the old command did
+    code, out, err = staffed("audit", "verify")
+    assert code == 0, out + err
+    rows = [r for r in _audit(staffed.root) if r["decision"] == "refresh"]
+    assert [(r["name"], r["sig"]) for r in rows] == [("", "")]
+    refresh(home.store, home.world(), "T-65273-agent-chat-small-1", home.clock, role="grace", name="Grace")
+    code, out, err = staffed("audit", "verify")
+    assert code != 0 and "signature does not verify" in out + err

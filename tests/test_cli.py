@@ -311,5 +311,43 @@ def test_resolver_tui_passes_every_app_option_through(tmp_path, monkeypatch):
         assert called[called.index("resolver_tui") + 1 :] == app_argv
     assert not (tmp_path / "home").exists()  # the app decides about its home, not the command line
     with pytest.raises(SystemExit) as refused:  # any other command still refuses an option it does not take
-        core.cli.main(["runs", "--as", "grace", "--home", home])
+        core.cli.main(["runs", "--trainer", "--home", home])
     assert refused.value.code == 2
+
+
+def test_runs_sort_and_mine_as_the_app_does(cli):
+    """`resolver runs` had neither the app's sorts nor its "mine" filter: --sort takes the
+    queue's sorts, --mine lists the waiting runs the approver (--as, or --name in a shop home)
+    may approve, and --as without --mine is a bad value (exit 2)."""
+    import json
+
+    assert cli("class", "friday")[0] == 0
+    assert cli("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    amounts = [r["amount_cents"] for r in json.loads(cli("runs", "--sort", "amount", "--json")[1])]
+    assert amounts == sorted(amounts, reverse=True) and len(amounts) == 3
+    code, out, _ = cli("runs", "--mine", "--as", "agent")
+    mine = sorted(line.split()[0] for line in out.splitlines())
+    assert code == 0 and mine == ["T-90103-agent-chat-small-1", "T-90104-agent_structured-chat-strong-1"]  # not T-65273
+    code, out, _ = cli("runs", "--mine", "--as", "team_lead", "--sort", "role")
+    assert code == 0 and len(out.splitlines()) == 3 and out.splitlines()[0].startswith("T-65273")  # team lead first
+    assert cli("runs", "--as", "agent")[0] == 2
+    assert cli("runs", "--mine")[0] == 2
+    with pytest.raises(SystemExit) as bad:  # argparse's own refusal of a choice
+        cli("runs", "--sort", "price")
+    assert bad.value.code == 2
+    from core.checkpoint import SORTS
+    from core.cli import SORTS as CLI_SORTS
+
+    assert set(CLI_SORTS) == set(SORTS)
+
+
+def test_audit_name_lists_one_approvers_rows(cli):
+    import json
+
+    assert cli("class", "friday")[0] == 0
+    assert cli("reject", "T-90103-agent-chat-small-1", "--as", "grace", "--name", "Grace", "--reason", "no")[0] == 0
+    assert cli("reject", "T-65273-agent-chat-small-1", "--as", "team_lead", "--name", "Tomás", "--reason", "no")[0] == 0
+    rows = json.loads(cli("audit", "--name", "Tomás", "--json")[1])
+    assert [(r["run_id"], r["name"]) for r in rows] == [("T-65273-agent-chat-small-1", "Tomás")]
+    code, out, _ = cli("audit", "--name", "Grace")
+    assert code == 0 and out.startswith("1 decision(s) in the audit by Grace")

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+from pathlib import Path
 
 import pytest
 from core.cli import EXIT_CODES, EXIT_ERROR, EXIT_HANDED, EXIT_REFUSED, EXIT_USAGE, main
@@ -401,9 +402,61 @@ def test_backup_and_restore_round_trip_while_the_store_is_open(waiting, tmp_path
     assert {"runs.sqlite", "larkfield.sqlite", "clock.json"} <= names and not any(n.endswith(("-wal", "-shm")) for n in names)
     assert waiting("backup", str(archive))[0] == EXIT_ERROR  # never overwritten
     waiting("reject", T65273_RUN, "--as", "agent", "--reason", "no")
-    code, out, _ = waiting("restore", str(archive))
+    code, out, _ = waiting("restore", str(archive), "--replace-newer")
     assert code == 0 and out.startswith("Restored")
     assert _state(waiting.home).status == "waiting_approval"
+
+
+def test_restore_refuses_newer_runs_unless_told_and_keeps_the_replaced_home(waiting, tmp_path):
+    """A new user's finding: restore asked nothing and kept no copy, so a run made after the
+    backup was gone for good. Now a home with runs saved after the backup is refused (naming
+    them, nothing replaced) unless --replace-newer, and the home as it was is kept first."""
+    archive = tmp_path / "b.tar.gz"
+    assert waiting("backup", str(archive))[0] == 0
+    waiting("clock", "advance", "1m")
+    assert waiting("run", "T-90104")[0] == 0
+    code, _, err = waiting("restore", str(archive))
+    assert code == EXIT_ERROR and "T-90104-agent-chat-small-1" in err and "--replace-newer" in err
+    assert "Nothing was replaced" in err and "T-90104-agent-chat-small-1" in waiting("runs")[1]
+    code, out, err = waiting("restore", str(archive), "--replace-newer", "--json")
+    assert code == 0, err
+    kept = Path(json.loads(out)["kept"])
+    assert kept.parent == waiting.home.parent and kept.name.startswith("home-before-restore-")
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert "T-90104" not in waiting("runs")[1]
+    code, out, err = waiting("restore", str(kept))  # the kept copy brings the run back
+    assert code == 0, err
+    assert "T-90104-agent-chat-small-1" in waiting("runs")[1]
+
+
+def test_a_shop_home_is_restored_by_its_owner_with_their_passphrase(tmp_path, monkeypatch, capsys):
+    """Restoring a shop home was refused with a sentence naming an issue number; now the owner's
+    passphrase unlocks it, a wrong one is refused, and only a backup of the same owner goes in."""
+    from core.signing import OWNER_PASSPHRASE_ENV, PASSPHRASE_ENV
+
+    shop = tmp_path / "shop"
+    monkeypatch.setenv(PASSPHRASE_ENV, "owner passphrase one")
+    assert main(["init", "--shop", "--home", str(shop)]) == 0
+    assert main(["approvers", "init", "--home", str(shop)]) == 0
+    archive = tmp_path / "shop.tar.gz"
+    assert main(["backup", str(archive), "--home", str(shop)]) == 0
+    capsys.readouterr()
+    monkeypatch.delenv(PASSPHRASE_ENV)
+    monkeypatch.setenv(OWNER_PASSPHRASE_ENV, "not the owner's")
+    code = main(["restore", str(archive), "--home", str(shop)])
+    err = capsys.readouterr().err
+    assert code != 0 and "issue" not in err.lower() and "Restored" not in err
+    monkeypatch.setenv(OWNER_PASSPHRASE_ENV, "owner passphrase one")
+    assert main(["restore", str(archive), "--home", str(shop)]) == 0
+    assert "Restored" in capsys.readouterr().out
+    other = tmp_path / "other"
+    monkeypatch.setenv(PASSPHRASE_ENV, "owner passphrase two")
+    assert main(["init", "--shop", "--home", str(other)]) == 0
+    assert main(["approvers", "init", "--home", str(other)]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv(OWNER_PASSPHRASE_ENV, "owner passphrase two")
+    assert main(["restore", str(archive), "--home", str(other)]) == EXIT_REFUSED
+    assert "another owner key" in capsys.readouterr().err
 
 
 def test_restore_checks_before_replacing(waiting, tmp_path):
@@ -421,7 +474,7 @@ def test_restore_checks_before_replacing(waiting, tmp_path):
     assert main(["backup", str(archive), "--home", str(shop_root)]) == 0
     code, _, err = waiting("restore", str(archive))
     assert code == EXIT_ERROR and "never changes a home's kind" in err
-    assert main(["restore", str(archive), "--home", str(shop_root)]) == EXIT_REFUSED
+    assert main(["restore", str(archive), "--home", str(shop_root)]) == EXIT_ERROR  # no owner yet to unlock it
     assert _state(waiting.home).status == "waiting_approval"
 
 
@@ -551,3 +604,196 @@ def test_bidirectional_controls_never_reach_the_terminal():
 
     assert safe_text("Eve\u202eenod :sutatS") == "Eveenod :sutatS"
     assert safe_text("a\u2066b\u2069c\u200fd") == "abcd"
+
+
+def _holding(root, needle: bytes) -> list[str]:
+    """The files under ``root`` whose bytes hold ``needle``."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and needle in p.read_bytes())
+
+
+@pytest.mark.parametrize("build_default", [0, 1])
+def test_prune_removes_the_pruned_tickets_text_from_every_file_of_the_home(cli, monkeypatch, build_default):
+    """After prune, no byte of the pruned ticket's customer message (nor the reply sent on it)
+    is in any file of the home, whatever SQLite's build default for secure_delete (each new
+    connection starts with ``build_default``, as a build without or with SQLITE_SECURE_DELETE
+    does): the database files, their -wal, the log. The operations register keeps its entries
+    (one effect per ticket still reads them) and the audit keeps who decided what."""
+    import json as _json
+    import sqlite3 as _sqlite3
+
+    from core.data import load_task
+
+    real_connect = _sqlite3.connect
+
+    def connect(*args, **kwargs):
+        conn = real_connect(*args, **kwargs)
+        conn.execute(f"PRAGMA secure_delete = {build_default}")
+        return conn
+
+    monkeypatch.setattr(_sqlite3, "connect", connect)
+    message = load_task("T-90104").message
+    for argv in (
+        ("clock", "set", "2026-10-09T17:00:00-04:00"),
+        ("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong"),
+        ("approve", "T-90104-agent_structured-chat-strong-1", "--as", "agent"),
+        ("run", "T-65273"),
+        ("clock", "advance", "3d"),
+    ):
+        assert cli(*argv)[0] == 0, argv
+    home = cli.home
+    with real_connect(home / "larkfield.sqlite") as conn:
+        reply = conn.execute("SELECT text FROM replies").fetchone()[0]
+    for needle in (message, reply, message[40:80]):
+        assert _holding(home, needle.encode()), "the text was never saved: the test proves nothing"
+    code, out, err = cli("prune", "--older-than", "1d", "--json")
+    assert code == 0, err
+    assert _json.loads(out)["removed"] == ["T-90104-agent_structured-chat-strong-1"]
+    for needle in (message, reply, message[40:80], message[-30:]):
+        assert _holding(home, needle.encode()) == [], needle
+    with real_connect(home / "larkfield.sqlite") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM operations").fetchone()[0] == 2
+        assert conn.execute("SELECT COUNT(*) FROM replies").fetchone()[0] == 1
+    audit = _json.loads(cli("audit", "T-90104-agent_structured-chat-strong-1", "--json")[1])
+    assert [r["decision"] for r in audit][:1] == ["approve"]
+    runs_files = b"".join(p.read_bytes() for p in home.glob("runs.sqlite*"))
+    assert load_task("T-65273").message.encode() in runs_files  # the waiting run keeps its text
+
+
+def test_prune_older_than_without_a_unit_is_a_bad_value(proc):
+    assert proc("reset", "--all").returncode == 0
+    for value in ("90", "90 days", "1.5d", "back 1d", "0d"):
+        done = proc("prune", "--older-than", value)
+        assert done.returncode == 2, (value, done.stderr)
+        assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_durations_print_as_typed_never_as_python_timedelta(proc):
+    assert proc("clock", "set", "2026-10-09T17:00:00-04:00").returncode == 0
+    done = proc("prune", "--older-than", "1d")
+    assert "older than 1d;" in done.stdout and "day," not in done.stdout
+    far = proc("prune", "--older-than", "10000d")
+    assert far.returncode == 2 and "10000d before" in far.stderr and "days," not in far.stderr
+    moved = proc("clock", "advance", "40000d")
+    assert moved.returncode == 2 and "by 40000d from" in moved.stderr and "days," not in moved.stderr
+
+
+def test_the_audit_of_a_reset_says_what_was_reset(cli):
+    """A new user's finding: `reset --all` left no trace in the audit. Now each reset is a row
+    naming the runs deleted and whether the world was rebuilt; `reset --run` names its run."""
+    assert cli("class", "friday")[0] == 0
+    assert cli("run", "T-90104")[0] == 0
+    assert cli("reset", "--run", "T-90104-agent-chat-small-1")[0] == 0
+    assert cli("reset", "--all")[0] == 0
+    assert cli("reset")[0] == 0
+    rows = [r for r in json.loads(cli("audit", "--json")[1]) if r["decision"] == "reset"]
+    assert [r["run_id"] for r in rows] == ["T-90104-agent-chat-small-1", "*", "*"]
+    assert "T-90104-agent-chat-small-1" in rows[0]["detail"]
+    assert "deleted 2 run(s) (T-65273-agent-chat-small-1, T-90103-agent-chat-small-1)" in rows[1]["detail"]
+    assert "rebuilt the practice world" in rows[1]["detail"] and "reset --all" in rows[1]["detail"]
+    assert rows[2]["detail"].startswith("deleted 0 run(s)") and "world" not in rows[2]["detail"]
+    out = cli("audit")[1]
+    assert "  *  reset: deleted 2 run(s)" in out
+    assert cli("audit", "verify")[0] == 0
+
+
+def test_a_home_the_user_cannot_write_can_still_be_listed_shown_audited_and_backed_up(cli, monkeypatch, tmp_path):
+    """A new user's finding: every read of a home the user may not write (a colleague's, a
+    backup mounted read-only) stopped on "The home folder ... is read-only". Root may write any
+    file, so the test makes the folder unwritable to os.access and opens its databases read-only,
+    as SQLite does by itself for a file the process may not write."""
+    import sqlite3 as _sqlite3
+
+    from helpers import _real_connect
+
+    assert cli("class", "friday")[0] == 0
+    assert cli("approve", "T-90103-agent-chat-small-1", "--as", "grace")[0] == 0
+    home = cli.home
+    for db in home.glob("*.sqlite"):
+        with _real_connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    real_access = os.access
+
+    def access(path, mode, *args, **kwargs):
+        if mode & os.W_OK and str(path).startswith(str(home)):
+            return False
+        return real_access(path, mode, *args, **kwargs)
+
+    opened: list[str] = []
+
+    def connect(database, *args, **kwargs):
+        text = str(database)
+        if str(home) in text and "mode=ro" not in text:
+            opened.append(Path(text.split("?")[0]).name)
+            kwargs["uri"] = True
+            uri = text if text.startswith("file:") else Path(text).resolve().as_uri()
+            return _real_connect(uri + ("&" if "?" in uri else "?") + "mode=ro", *args, **kwargs)
+        return _real_connect(database, *args, **kwargs)
+
+    monkeypatch.setattr(os, "access", access)
+    monkeypatch.setattr(_sqlite3, "connect", connect)
+
+    def files() -> dict[str, bytes]:  # the log and SQLite's shared-memory index (readers mark it) aside
+        return {p.name: p.read_bytes() for p in home.iterdir() if p.is_file() and not p.name.endswith(("resolver.log", "-shm"))}
+
+    before = files()
+    results: list[tuple[tuple[str, ...], tuple[int, str, str]]] = []
+    for argv in (
+        ("runs",),
+        ("runs", "--status", "waiting_approval", "--json"),
+        ("show",),
+        ("show", T65273_RUN),
+        ("trace", T65273_RUN),
+        ("diff", T65273_RUN, "T-90103-agent-chat-small-1"),
+        ("changes",),
+        ("audit",),
+        ("audit", "verify"),
+        ("backup", str(tmp_path / "copy.tar.gz")),
+    ):
+        # a new thread: the database helper keeps one connection per thread and file, and this
+        # thread's were opened writable before the patch
+        worker = threading.Thread(target=lambda argv=argv: results.append((argv, cli(*argv))))
+        worker.start()
+        worker.join()
+    for argv, (code, out, err) in results:
+        assert code == 0 and out and not err, (argv, err)
+    assert len(results) == 10 and files() == before
+    assert {"runs.sqlite", "larkfield.sqlite"} <= set(opened)  # every database was read through read-only connections
+    code, _, err = cli("run", "T-90104")
+    assert code == EXIT_ERROR and "read-only" in err
+
+
+def _sentences(root: Path) -> list[tuple[str, int, str]]:
+    """Every string literal of the product's modules under ``root`` that is not a docstring
+    (module, class, function or attribute): the texts a person can be shown, f-strings' parts
+    included. Comments are not strings."""
+    import ast
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {
+            id(node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        }
+        found += [
+            (str(path.relative_to(root.parent)), node.lineno, node.value)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+        ]
+    return found
+
+
+def test_no_user_facing_sentence_names_an_issue_number():
+    """A new user's finding: `restore` in a shop home answered "... (issue 14)", a number from
+    the project's tracker that means nothing to a user. No string the product can print names one
+    (docstrings and comments may: they are for the next engineer)."""
+    project = Path(__file__).resolve().parent.parent
+    named = [
+        f"{where}:{line}: {text[:80]!r}"
+        for package in ("core", "resolver", "resolver_tui")
+        for where, line, text in _sentences(project / package)
+        if re.search(r"\bissues? #?\d+", text, re.I)
+    ]
+    assert not named, "\n".join(named)
+    assert _sentences(project / "core"), "the scan found no string at all"

@@ -89,7 +89,7 @@ def test_exercise_resume_twice_without_and_with_idempotency_keys(cli):
 
 def test_exercise_lease_owner_is_refused(cli):
     out = cli("exercise", "lease-owner")[1]
-    assert "Resume from another owner: Run T-90104-lease-" in out and "is being executed by window-1" in out
+    assert "Resume from another owner: Run T-24410-lease-" in out and "is being executed by window-1" in out
 
 
 def test_run_again_after_a_reset_still_leaves_two_runs_to_compare(cli):

@@ -567,7 +567,40 @@ def test_the_lesson_plays_the_your_turn_exercise(page):
     assert {"same_outcome", "get_payments_at_step_2"} <= set(after.checks)
 
 
-def test_the_pages_own_test_file_passes(page, tmp_path):
+PYTEST_COUNTS: tuple[tuple[str, str], ...] = (
+    (
+        "It prints 45 passed.",
+        "the page counts the tests of its own small project; this project has hundreds, and the whole suite "
+        "takes minutes: the learner runs the page's file alone, `python -m pytest tests/test_checkpoint.py`",
+    ),
+    (
+        "It prints 47 passed.",
+        "the same: `python -m pytest tests/test_checkpoint.py` prints 2 passed, the page's two tests",
+    ),
+    (
+        "tests/test_checkpoint.py: 47 passed.",
+        "the recap's count is the page's project's; here the page's file alone: 2 passed",
+    ),
+)
+"""The Guided practice's test counts, which are the page's project's, not this one's: (line on the
+page, what the learner sees here and why). The learner's command and its 2 passed are played by
+:func:`test_the_guided_practice_in_a_fresh_clone`."""
+
+
+def _fresh_clone(dest: Path) -> Path:
+    """The project's tracked files copied into ``dest``, as a fresh clone has them (no ``.venv``,
+    no ``./work``, no caches)."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True, check=True)
+    for name in listed.stdout.decode().split("\0"):
+        source = ROOT / name
+        if name and source.is_file():
+            target = dest / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(source.read_bytes())
+    return dest
+
+
+def _page_test_file(page: list[str]) -> str:
     text = "\n".join(page)
     start = text.index('"""Checkpoint and resume: the whole state survives the process."""')
     end_marker = 'assert "T-90104-agent-chat-small-1" in capsys.readouterr().out'
@@ -576,6 +609,11 @@ def test_the_pages_own_test_file_passes(page, tmp_path):
     body = text[start:end].splitlines()
     source = body[0] + "\n" + textwrap.dedent("\n".join(body[1:])) + "\n"
     ast.parse(source)
+    return source
+
+
+def test_the_pages_own_test_file_passes(page, tmp_path):
+    source = _page_test_file(page)
     project = tmp_path / "learner"
     (project / "tests").mkdir(parents=True)
     (project / "tests" / "test_page_checkpoint.py").write_text(source, encoding="utf-8")
@@ -592,6 +630,38 @@ def test_the_pages_own_test_file_passes(page, tmp_path):
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "2 passed" in done.stdout
     assert not (project / "work").exists()
+
+
+@pytest.mark.slow
+def test_the_guided_practice_in_a_fresh_clone(page, tmp_path):
+    """The Guided practice as a learner plays it in a fresh clone, with no ``RESOLVER_HOME`` set:
+    ``tests/test_checkpoint.py`` is not a project file (making it loses nothing), the project's
+    conftest gives the page's tests a temporary home (its second test calls the command line
+    without ``--home``), ``python -m pytest tests/test_checkpoint.py`` prints 2 passed, and
+    ``./work`` is never made."""
+    page_text = "\n".join(page)
+    assert "2. Make the file tests/test_checkpoint.py." in page_text
+    missing = [line for line, _why in PYTEST_COUNTS if line not in page_text]
+    assert not missing, f"PYTEST_COUNTS rows not on the page (the page changed?): {missing}"
+    clone = _fresh_clone(tmp_path / "clone")
+    made = clone / "tests" / "test_checkpoint.py"
+    assert not made.exists(), "the page's file would overwrite a project file"
+    tests_before = sorted(p.name for p in (clone / "tests").rglob("test_*.py"))
+    made.write_text(_page_test_file(page), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RESOLVER_")}
+    env["HOME"] = str(tmp_path / "user")  # no config file of the real user names a home
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/test_checkpoint.py"],
+        capture_output=True,
+        text=True,
+        cwd=clone,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "2 passed" in done.stdout.splitlines()[-1]
+    assert not (clone / "work").exists(), "the page's second test wrote into the clone's ./work"
+    assert sorted(p.name for p in (clone / "tests").rglob("test_*.py")) == sorted([*tests_before, "test_checkpoint.py"])
 
 
 def test_without_the_seed_the_lesson_test_skips_with_the_reason(tmp_path, monkeypatch):

@@ -51,3 +51,63 @@ def test_the_friday_to_monday_story_runs_as_written(tmp_path):
     assert "RF-4CFEAE8E" in text["resolver manual-refund manual-1 LK-507862 119.00 RFD-DOUBLE PAY-507862-2"]
     resumes = [out for line, out in outputs if line == "resolver resume T-90104-agent_structured-chat-strong-1"]
     assert resumes[-1].strip() == "Nothing to resume: the run is done."
+
+
+def _command_tables() -> str:
+    """The README's command tables: "Every command" down to "Exit codes"."""
+    return README.split("### Every command", 1)[1].split("### Exit codes", 1)[0]
+
+
+def _options(parser) -> dict[str, set[str]]:
+    """Each command of ``parser`` (``approvers add`` for nested ones) and its options, without
+    the ones every command takes (``--home``, ``--json``, ``-h``) and hidden ones."""
+    import argparse
+
+    found: dict[str, set[str]] = {}
+
+    def walk(prefix: str, p: argparse.ArgumentParser) -> None:
+        for action in p._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, child in action.choices.items():
+                    walk(f"{prefix} {name}".strip(), child)
+        if prefix:
+            found[prefix] = {
+                o
+                for a in p._actions
+                if a.help != argparse.SUPPRESS
+                for o in a.option_strings
+                if o not in ("-h", "--help", "--home", "--json")
+            }
+
+    walk("", parser)
+    return found
+
+
+def test_the_command_tables_name_every_command_and_option():
+    """A new user's finding: `reset --run` worked but no table named it. Every command of the
+    parser, and each of its options, is in the README's command tables (the shop home's
+    passphrase options in "Approvers in a shop home")."""
+    from core.cli import build_parser
+
+    tables = _command_tables()
+    shop = README.split("## Approvers in a shop home", 1)[1].split("\n## ", 1)[0]
+    missing = []
+    for command, options in _options(build_parser()).items():
+        top = command.split()[0]
+        if f"`resolver {top}" not in tables and f"/ `{top}" not in tables:
+            missing.append(command)
+        missing += [f"{command} {o}" for o in sorted(options) if o not in tables and o not in shop]
+    assert not missing, f"commands and options the README's tables do not name: {missing}"
+    assert "newest change first" in tables and "`--status waiting_approval` oldest first" in tables
+
+
+def test_what_the_readme_says_about_reject_is_what_the_command_does(cli):
+    """The README said "Any approver may reject a waiting proposal"; a reject needs the role the
+    proposal needs, as an approval does (core.rulebook). The sentence and the command agree."""
+    flat = " ".join(README.split())
+    assert "Any approver may reject" not in flat
+    assert "A reject needs the same role as an approval of that proposal" in flat
+    assert cli("run", "T-65273")[0] == 0
+    code, _, err = cli("reject", "T-65273-agent-chat-small-1", "--as", "agent", "--reason", "no")
+    assert code == 4 and "needs team lead or above" in err
+    assert cli("reject", "T-65273-agent-chat-small-1", "--as", "team_lead", "--reason", "no")[0] == 0

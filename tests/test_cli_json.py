@@ -1,0 +1,138 @@
+"""``--json`` on every command that prints a result: the output parses, and its keys are the
+ones the README's "JSON output" table documents. The test loops over the parser's commands, so a
+new command without an example here fails."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from core import signing
+from core.cli import build_parser, main
+
+from helpers import T65273_RUN
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+NOT_A_RESULT = {"tui"}
+"""Commands that print no result: ``tui`` replaces the process with the app."""
+
+NOT_SEEN: dict[str, set[str]] = {}
+"""Documented keys the examples here do not reach (none yet)."""
+
+PRACTICE: tuple[tuple[str, ...], ...] = (
+    ("init",),
+    ("doctor",),
+    ("clock", "set", "2026-10-09T17:00:00-04:00"),
+    ("clock", "show"),
+    ("class", "friday"),
+    ("run", "T-90103", "--repeat", "2"),
+    ("runs",),
+    ("runs", "--mine", "--as", "team_lead", "--sort", "amount"),
+    ("show",),
+    ("show", T65273_RUN),
+    ("trace", T65273_RUN),
+    ("resume", T65273_RUN),
+    ("refresh", "T-90103-agent-chat-small-2"),
+    ("diff", "T-90103-agent-chat-small-1", "T-90103-agent-chat-small-2"),
+    ("reject", "T-90103-agent-chat-small-2", "--as", "grace", "--name", "Grace", "--reason", "the second run dropped the label"),
+    ("clock", "advance", "1d"),
+    ("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2"),
+    ("approve", T65273_RUN, "--as", "grace", "--name", "Grace"),
+    ("changes",),
+    ("audit",),
+    ("audit", "--name", "Grace"),
+    ("audit", "verify"),
+    ("exercise", "resume-twice"),
+    ("prune", "--older-than", "90d"),
+    ("backup", "{tmp}/home.tar.gz"),
+    ("restore", "{tmp}/home.tar.gz"),
+    ("reset", "--run", "T-90103-agent-chat-small-1"),
+    ("reset", "--all"),
+    ("clock", "real"),
+)
+"""Every command of a practice home with ``--json``, in an order that gives each a run to act on."""
+
+SHOP: tuple[tuple[str, ...], ...] = (
+    ("init", "--shop"),
+    ("approvers", "init"),
+    ("approvers", "add", "Tomás", "--role", "team_lead"),
+    ("approvers", "list"),
+    ("approvers", "revoke", "Tomás"),
+    ("approvers", "recover"),
+    ("runs", "--mine", "--name", "Grace"),
+)
+
+
+def _commands() -> dict[str, set[str]]:
+    """Every command of the parser, with its subcommands (``clock show`` ...)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    found: dict[str, set[str]] = {}
+    for name, p in sub.choices.items():  # type: ignore[union-attr]
+        nested = [a for a in p._actions if getattr(a, "choices", None) and a.dest.endswith("_cmd")]
+        found[name] = set(nested[0].choices) if nested else set()
+    return found
+
+
+def documented_keys() -> dict[str, set[str]]:
+    """The README's "JSON output" table: command -> its documented keys."""
+    body = README.split("### JSON output", 1)[1].split("\n#", 1)[0]
+    keys: dict[str, set[str]] = {}
+    for line in body.splitlines():
+        cells = line.strip("|").split(" | ")
+        if len(cells) == 2 and cells[0].startswith(" `"):
+            for name in re.findall(r"`([^`]+)`", cells[0]):
+                keys[name] = keys.get(name, set()) | set(re.findall(r"`([a-z_]+)`", cells[1]))
+    return keys
+
+
+def _keys(value: object) -> set[str]:
+    if isinstance(value, list):
+        return set().union(*(set(v) for v in value if isinstance(v, dict))) if value else set()
+    assert isinstance(value, dict)
+    return set(value)
+
+
+def _play(argvs, home: Path, tmp: Path, capsys, monkeypatch) -> dict[str, list[object]]:
+    seen: dict[str, list[object]] = {}
+    for argv in argvs:
+        argv = tuple(a.format(tmp=tmp) for a in argv)
+        code = main([*argv, "--json", "--home", str(home)])
+        out, err = capsys.readouterr()
+        assert code in (0, 5), f"{argv}: exit {code}\n{err}"
+        key = " ".join(argv[:2]) if argv[0] in ("clock", "approvers") else argv[0]
+        seen.setdefault(key, []).append(json.loads(out))
+        if key == "approvers init":  # the one-time code `approvers recover` asks for
+            monkeypatch.setenv("RESOLVER_RECOVERY_CODE", seen[key][0]["recovery_code"])  # type: ignore[index]
+    return seen
+
+
+def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_documented(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(signing.PASSPHRASE_ENV, "correct horse battery staple")
+    monkeypatch.setenv(signing.OWNER_PASSPHRASE_ENV, "correct horse battery staple")
+    seen = _play(PRACTICE, tmp_path / "practice", tmp_path, capsys, monkeypatch)
+    for key, outputs in _play(SHOP, tmp_path / "shop", tmp_path, capsys, monkeypatch).items():
+        seen.setdefault(key, []).extend(outputs)
+    expected = set()
+    for name, subs in _commands().items():
+        if name in NOT_A_RESULT:
+            continue
+        expected |= {f"{name} {s}" for s in subs} if subs else {name}
+    assert expected == set(seen), f"commands without a --json example: {expected - set(seen)}"
+    documented = documented_keys()
+    for key, outputs in seen.items():
+        doc = documented.get(key)
+        assert doc is not None, f"`{key}` is not in the README's JSON output table"
+        for value in outputs:
+            assert _keys(value) <= doc, f"{key}: keys {_keys(value) - doc} are not documented"
+        shown = set().union(*(_keys(v) for v in outputs))
+        unseen = doc - shown - NOT_SEEN.get(key, set())
+        assert not unseen, f"{key}: the README documents keys {unseen} the command never printed here"
+
+
+@pytest.mark.parametrize("command", sorted(set(_commands()) - NOT_A_RESULT))
+def test_the_parser_takes_json_on(command):
+    assert any("--json" in a.option_strings for a in build_parser()._subparsers._group_actions[0].choices[command]._actions)  # type: ignore[union-attr]
