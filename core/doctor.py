@@ -16,6 +16,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from core.errors import ResolverError
 from core.home import FILE_MODE, HOME_MODE, HomeLocation
 
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
@@ -155,11 +156,10 @@ def _dependency_lines() -> list[str]:
 def _clock_line(root: Path, kind: str) -> str:
     """The home's clock, checked against the supported times (issue 20): ok with the time, or
     FAIL with the sentence (a damaged ``clock.json``, a computer's clock out of range)."""
-    from core.clock import iso
+    from core.clock import FileClock, SystemClock, iso
     from core.errors import ResolverError
-    from core.homekind import home_clock
 
-    clock = home_clock(root)
+    clock = SystemClock() if kind == "shop" else FileClock(root / "clock.json")  # the kind as doctor found it
     try:
         now = clock.now()
     except ResolverError as exc:
@@ -171,7 +171,7 @@ def _clock_line(root: Path, kind: str) -> str:
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
     otherwise). Never creates or changes a file."""
-    from core.homekind import home_kind
+    from core.homekind import home_kind, shop_evidence
     from core.state import SCHEMA_VERSION
 
     root = where.path
@@ -186,8 +186,12 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         )
         lines += _dependency_lines()
         return lines, 1
-    kind = home_kind(root)
-    lines.append(_line("ok", f"kind: {kind}; checkpoints are read at schema version {SCHEMA_VERSION}"))
+    try:
+        kind = home_kind(root)
+        lines.append(_line("ok", f"kind: {kind}; checkpoints are read at schema version {SCHEMA_VERSION}"))
+    except ResolverError as exc:  # a lost or unreadable home.json is a line, and the rest is still checked (issue 28)
+        kind = "shop" if shop_evidence(root) else "practice"
+        lines.append(_line("FAIL", str(exc)))
     lines += _mode_lines(root)
     lines.append(_key_line(root / "approval.key"))
     lines.append(_clock_line(root, kind))

@@ -40,6 +40,7 @@ COPY = ("core", "resolver", "data", "tests", "pyproject.toml")
 
 G = "tests/test_guards.py::"
 B = "tests/test_boundaries.py::"
+S = "tests/test_shop_integrity.py::"
 
 
 @dataclass(frozen=True)
@@ -281,6 +282,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/signing.py",
         (('        if not row["sig"] or not verify_hex(key, row["sig"], message):', "        if False:"),),
         (G + "test_an_inserted_audit_row_no_decision_made_is_reported_and_never_accepted",),
+    ),
+    Mutant(
+        "shop-kind-missing",
+        "a shop home whose home.json was removed stays a shop (issue 28)",
+        "core/homekind.py",
+        (('            raise _lost(root, evidence, "is missing") from None', '            return "practice"'),),
+        (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
+    ),
+    Mutant(
+        "shop-kind-changed",
+        "a shop home whose home.json says practice stays a shop (issue 28)",
+        "core/homekind.py",
+        (('            raise _lost(root, evidence, f"says {kind}")', "            pass"),),
+        (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
     ),
 )
 """Every hand mutant: one guard disabled each."""
