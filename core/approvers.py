@@ -204,8 +204,12 @@ class Registry:
         """``approvers.json`` as a dict. Raises RegistryError when absent or unreadable."""
         try:
             raw = json.loads(self.seal_path.read_text(encoding="utf-8"))
-            if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("owner", "owner_key", "signature")):
+            if not isinstance(raw, dict) or not all(
+                isinstance(raw.get(k), str) for k in ("owner", "owner_key", "signature", "entries_hash")
+            ):
                 raise ValueError("fields missing")
+            if not isinstance(raw.get("count"), int) or isinstance(raw.get("count"), bool):
+                raise ValueError("its count is not a whole number")
             return raw
         except FileNotFoundError:
             raise RegistryError(
@@ -233,7 +237,7 @@ class Registry:
         if not verify_hex(
             owner_key,
             seal["signature"],
-            seal_message(owner, owner_key, int(seal.get("count", -1)), str(seal.get("entries_hash", ""))),
+            seal_message(owner, owner_key, seal["count"], seal["entries_hash"]),
         ):
             out.append(f"the seal {SEAL_FILE} is not signed by the owner's key")
         if len(entries) != seal.get("count") or _entries_hash(entries) != seal.get("entries_hash"):

@@ -160,14 +160,22 @@ def head_message(length: int, latest: str) -> bytes:
 
 def write_head(root: Path, length: int, latest: str, signer: str, signature: str) -> None:
     """Write ``audit.head`` (mode 0600, atomically): the chain's ``length``, ``latest`` hash, the
-    ``signer``'s name and their Ed25519 ``signature`` (hex) of :func:`head_message`."""
+    ``signer``'s name and their Ed25519 ``signature`` (hex) of :func:`head_message`.
+
+    Raises:
+        OSError: the head cannot be written (a folder in its place, a full disk); no temporary
+            file is left behind."""
     path = Path(root) / HEAD_FILE
     tmp = path.with_name(f".{HEAD_FILE}.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"length": length, "hash": latest, "signer": signer, "signature": signature}, fh)
-        fh.write("\n")
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"length": length, "hash": latest, "signer": signer, "signature": signature}, fh)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_head(root: Path) -> dict[str, Any] | None:

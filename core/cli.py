@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from core import __version__
-from core.errors import ResolverError, StoreBusy
+from core.errors import BadArgument, ResolverError, StoreBusy
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -59,10 +59,6 @@ EXIT_CODES = {
     EXIT_HANDED: "handed to a person: an approve or resume ended with the run handed_to_person",
 }
 """The ``resolver`` command's exit codes (README, "Exit codes")."""
-
-
-class BadArgument(ResolverError):
-    """A value on the command line that cannot be taken as typed (exit 2); nothing changed."""
 
 
 PROG = "resolver"
@@ -908,6 +904,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             _print(lines)
             return code
         root = where.path
+        _read_fds_early(args)
         if args.command == "init":
             made = init_home(root, shop=args.shop)
             Home(root)  # builds the databases (the kind is already written)
@@ -946,6 +943,26 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def _read_fds_early(args: argparse.Namespace) -> None:
+    """Read ``--passphrase-fd``, ``--owner-passphrase-fd`` and ``--code-fd`` before the home
+    opens any file (:func:`core.signing.read_fd_early`, issue 28).
+
+    Raises:
+        BadArgument: a descriptor that is not open, cannot be read or holds no UTF-8 text (exit 2).
+    """
+    fds = [getattr(args, name, None) for name in ("passphrase_fd", "owner_passphrase_fd", "code_fd")]
+    if not any(fd is not None for fd in fds):
+        return
+    from core.signing import read_fd_early
+
+    for fd in fds:
+        if fd is not None:
+            try:
+                read_fd_early(fd)
+            except ResolverError as exc:
+                raise BadArgument(str(exc)) from None
 
 
 def _runs_light(args: argparse.Namespace) -> int | None:

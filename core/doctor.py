@@ -168,6 +168,41 @@ def _clock_line(root: Path, kind: str) -> str:
     return _line("ok", f"clock: {iso(now)} ({'simulated' if simulated else 'real'}), within the supported times")
 
 
+def _audit_lines(root: Path, kind: str) -> list[str]:
+    """What ``resolver audit verify`` says, read only (issue 28): the hash chain and, in a shop
+    home with a registry, each decision's signature and the signed ``audit.head``. A store made
+    before the chain (no ``prev`` column yet) is a warn line: it is chained at its next open."""
+    from core import auditchain
+    from core.approvers import Registry
+    from core.signing import head_check, row_check
+
+    path = root / "runs.sqlite"
+    if not path.is_file():
+        return []
+    registry = Registry(root)
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+            if not columns:
+                return []
+            if not {"prev", "sig"} <= columns:
+                return [_line("warn", "audit: not chained yet (a store from before issue 14); it is chained at its next open")]
+            if kind == "shop" and registry.exists():
+                report = auditchain.verify_audit(
+                    conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
+                )
+            else:
+                report = auditchain.verify_audit(conn)
+        finally:
+            conn.close()
+    except (sqlite3.Error, ResolverError) as exc:
+        return [_line("FAIL", f"audit: cannot be checked ({exc})")]
+    if report.ok:
+        return [_line("ok", report.lines()[0].removeprefix("Audit: ").rstrip(".").join(("audit: ", "")))]
+    return [_line("FAIL", f"audit: {p}") for p in report.problems]
+
+
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
     otherwise). Never creates or changes a file."""
@@ -208,6 +243,7 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
             )
             lines.append(_line(level, text))
     lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
+    lines += _audit_lines(root, kind)
     lines += _database_lines(root / "larkfield.sqlite", "practice world")
     lines += _dependency_lines()
     return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

@@ -51,3 +51,8 @@ class ShopRefused(ResolverError):
 class ApprovalKeyError(ResolverError):
     """``approval.key`` is damaged, too short, readable by others, or missing while approvals are
     in flight (issue 13); the sentence says how to fix it."""
+
+
+class BadArgument(ResolverError):
+    """A value on the command line (or naming the home) that cannot be taken as typed (exit 2;
+    README, "Exit codes"); nothing changed."""

@@ -237,7 +237,7 @@ class Home:
             self.log.info("approve %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
             raise
         self.log.info("approve %s by %s (%s): approved, executing", run_id, role, name or "-")
-        self._seal_head(signer)
+        self._seal_head(signer, "approval", run_id)
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
     def refresh(self, run_id: str) -> TaskState:
@@ -273,7 +273,7 @@ class Home:
             self.log.info("reject %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
             raise
         self.log.info("reject %s by %s (%s): %s", run_id, role, name or "-", state.status)
-        self._seal_head(signer)
+        self._seal_head(signer, "rejection", run_id)
         return state
 
     def execute(
@@ -357,11 +357,29 @@ class Home:
                 continue
         return decide()
 
-    def _seal_head(self, signer: Unlocked | None) -> None:
+    def _seal_head(self, signer: Unlocked | None, decided: str = "", run_id: str = "") -> None:
+        """Sign ``audit.head`` for the audit as it is now (a shop home's decision by ``signer``).
+
+        Raises:
+            ResolverError: the head cannot be written (a folder in its place, a full disk); the
+                sentence says the decision (``decided``: ``approval`` or ``rejection``) of
+                ``run_id`` is saved, and what finishes it (issue 28)."""
         if self.kind == "shop" and signer is not None:
             from core.signing import seal_head
 
-            seal_head(self.root, self.store, signer)
+            try:
+                seal_head(self.root, self.store, signer)
+            except OSError as exc:
+                then = (
+                    f"then `resolver resume {run_id}` executes it"
+                    if decided == "approval"
+                    else "then `resolver audit verify` checks the audit"
+                )
+                raise ResolverError(
+                    f"{signer.name}'s {decided or 'decision'} of {run_id or 'the run'} is saved, but the audit head "
+                    f"{self.root / 'audit.head'} cannot be written ({exc.strerror or exc}): put a readable file back in its "
+                    f"place or move it aside, {then}."
+                ) from None
 
     # -- the world outside any run --------------------------------------------------------------
 

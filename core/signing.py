@@ -259,6 +259,50 @@ def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
 # -- passphrases -----------------------------------------------------------------------------------
 
 
+_read_early: dict[int, list[str]] = {}
+"""Lines read by :func:`read_fd_early`, by file descriptor and in order, until :func:`read_passphrase` takes them."""
+
+
+def _read_fd(fd: int) -> str:
+    """The first line of the file descriptor ``fd`` (UTF-8, without its line break).
+
+    Raises:
+        ResolverError: ``fd`` is negative, too large, not open, cannot be read, or its line is
+            not UTF-8 text (issue 28: one sentence each, never the catch-all).
+    """
+    if not 0 <= fd < 2**31:
+        raise ResolverError(f"File descriptor {fd} cannot exist: give the number of one this command inherits (3 in 3<file).")
+    try:
+        os.fstat(fd)
+    except OSError:
+        raise ResolverError(
+            f"File descriptor {fd} is not open: hand the passphrase over with --passphrase-fd {fd} {fd}<FILE, "
+            "or type it at a terminal. Nothing was changed."
+        ) from None
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.readline()
+    except OSError as exc:
+        raise ResolverError(f"Cannot read the passphrase from file descriptor {fd}: {exc.strerror or exc}.") from None
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise ResolverError(
+            f"The line read from file descriptor {fd} is not UTF-8 text: write the passphrase in UTF-8. Nothing was changed."
+        ) from None
+
+
+def read_fd_early(fd: int) -> None:
+    """Read the first line of ``fd`` now, before the command opens any file of its own, and
+    keep it for :func:`read_passphrase` (issue 28: ``--passphrase-fd 9`` with 9 not open in the
+    shell must not read the descriptor of ``approvers.sqlite`` that resolver opened itself).
+
+    Raises:
+        ResolverError: as :func:`_read_fd`.
+    """
+    _read_early.setdefault(fd, []).append(_read_fd(fd))
+
+
 def read_passphrase(prompt: str, *, fd: int | None = None, env: str = PASSPHRASE_ENV, confirm: bool = False) -> str:
     """A passphrase from the file descriptor ``fd`` (its first line), else the environment
     variable ``env``, else the terminal without echo (``getpass``; ``confirm`` asks twice).
@@ -268,11 +312,9 @@ def read_passphrase(prompt: str, *, fd: int | None = None, env: str = PASSPHRASE
             or the two typed passphrases differ.
     """
     if fd is not None:
-        try:
-            with os.fdopen(fd, "r", encoding="utf-8", closefd=False) as fh:
-                return fh.readline().rstrip("\r\n")
-        except OSError as exc:
-            raise ResolverError(f"Cannot read the passphrase from file descriptor {fd}: {exc.strerror or exc}.") from None
+        if _read_early.get(fd):
+            return _read_early[fd].pop(0)
+        return _read_fd(fd)
     if os.environ.get(env):
         return os.environ[env]
     if not sys.stdin.isatty():
@@ -295,6 +337,7 @@ __all__ = [
     "doctor_lines",
     "fingerprint",
     "head_check",
+    "read_fd_early",
     "read_passphrase",
     "row_check",
     "seal_head",

@@ -4,7 +4,13 @@ waiting (119.00 CAD, team lead or above); each test counts the refunds the world
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -121,3 +127,135 @@ def test_a_shop_home_resumes_a_signed_run_without_approval_key(shop):
     code, _, err = shop("resume", T65273_RUN)
     assert code == 0, err
     assert refunds(shop.root) == 1
+
+
+# -- row 8: a test hook in the product -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["step:1", "save:1", "row:1"])
+def test_the_installed_product_ignores_resolver_kill_at(tmp_path, target):
+    """``RESOLVER_KILL_AT=step:1 resolver run T-24410`` runs to its end: only the test suite's
+    entry point (tests/crash_entry.py) arms a kill point."""
+    installed = Path(sys.executable).parent / "resolver"
+    env = {**os.environ, "RESOLVER_KILL_AT": target}
+    for command in ([str(installed)], [sys.executable, "-m", "core"]):
+        root = tmp_path / f"{target}-{len(command)}"
+        done = subprocess.run(
+            [*command, "run", "T-24410", "--home", str(root)], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, (command, done.returncode, done.stderr)
+        assert "T-24410-agent-chat-small-1" in done.stdout
+        listed = subprocess.run([*command, "runs", "--home", str(root)], capture_output=True, text=True, env=env, timeout=60)
+        assert "waiting_approval" in listed.stdout
+
+
+def test_the_crash_entry_point_of_the_tests_still_kills_where_it_is_told(tmp_path):
+    killed = run_process(tmp_path / "h", "run", "T-24410", env={"RESOLVER_KILL_AT": "step:1"})
+    assert killed.returncode == -signal.SIGKILL
+
+
+# -- every bad input is one sentence with a documented exit code ----------------------------------
+
+
+def _head_a_folder(root: Path) -> None:
+    (root / "audit.head").unlink()
+    (root / "audit.head").mkdir()
+
+
+def _seal_count_x(root: Path) -> None:
+    seal = json.loads((root / "approvers.json").read_text(encoding="utf-8"))
+    seal["count"] = "x"
+    (root / "approvers.json").write_text(json.dumps(seal), encoding="utf-8")
+
+
+APPROVE = ("approve", T65273_RUN, "--name", "Tomás")
+BAD_INPUTS = [
+    # (case, prepare the home, argv, what is handed on fd 3 (None: nothing), exit codes, words of the sentence)
+    ("fd not open", None, (*APPROVE, "--passphrase-fd", "9"), None, {2}, "File descriptor 9 is not open"),
+    ("fd negative", None, (*APPROVE, "--passphrase-fd", "-1"), None, {2}, "File descriptor -1 cannot exist"),
+    ("fd huge", None, (*APPROVE, "--passphrase-fd", "99999999999"), None, {2}, "cannot exist"),
+    ("passphrase not UTF-8", None, (*APPROVE, "--passphrase-fd", "3"), b"tomas-\xff\xfe-phrase\n", {2}, "is not UTF-8 text"),
+    ("the product's own file", None, (*APPROVE, "--passphrase-fd", "3"), "approvers.sqlite", {2, 4}, ""),
+    ("head a folder", _head_a_folder, APPROVE, None, {1}, f"resolver resume {T65273_RUN}` executes it"),
+    ("seal count x", _seal_count_x, ("doctor",), None, {1}, "its count is not a whole number"),
+    ("home too long", None, ("runs", "--home", "/tmp/" + "x" * 300 + "/h"), None, {2}, "name is too long for this system"),
+    ("home path too long", None, ("show", "--home", "/tmp/" + "/".join(["y" * 200] * 30)), None, {2}, "too long"),
+]
+
+
+@pytest.mark.parametrize(("case", "prepare", "argv", "fd3", "codes", "words"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_every_bad_input_is_one_sentence_with_a_documented_exit_code(shop, case, prepare, argv, fd3, codes, words):
+    if prepare is not None:
+        prepare(shop.root)
+    env = {**os.environ, signing.PASSPHRASE_ENV: TOMAS, signing.OWNER_PASSPHRASE_ENV: ""}
+    env.pop("RESOLVER_KILL_AT", None)
+    if "--passphrase-fd" in argv:
+        env.pop(signing.PASSPHRASE_ENV)
+    command = [sys.executable, "-m", "core", *argv]
+    if "--home" not in argv:
+        command += ["--home", str(shop.root)]
+    fds: tuple[int, ...] = ()
+    if fd3 is not None:
+        if isinstance(fd3, bytes):
+            r, w = os.pipe()
+            os.write(w, fd3)
+            os.close(w)
+        else:
+            r = os.open(shop.root / fd3, os.O_RDONLY)
+        os.dup2(r, 3)
+        os.close(r)
+        fds = (3,)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, pass_fds=fds)
+    finally:
+        if fds:
+            os.close(3)
+    said = done.stderr + (done.stdout if argv[0] == "doctor" else "")
+    assert done.returncode in codes, (case, done.returncode, done.stdout, done.stderr)
+    assert words in said, (case, said)
+    assert "unexpected error" not in said and "Traceback" not in said, (case, said)
+    if argv[0] != "doctor":
+        assert done.stderr.count("\n") == 1, (case, done.stderr)
+    assert refunds(shop.root) == 0
+
+
+def test_an_approval_whose_head_could_not_be_written_is_finished_by_resume(shop):
+    _head_a_folder(shop.root)
+    code, _, err = shop(*APPROVE, passphrase=TOMAS)
+    assert code == 1 and "Tomás's approval of" in err and "is saved" in err
+    (shop.root / "audit.head").rmdir()
+    code, _, err = shop("resume", T65273_RUN)
+    assert code == 0, err
+    assert refunds(shop.root) == 1
+
+
+SETPRIV = shutil.which("setpriv")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="runs the commands as the user nobody: needs root and setpriv")
+@pytest.mark.parametrize("argv", [("runs",), ("show", T65273_RUN), ("doctor",), APPROVE])
+def test_another_users_home_cannot_be_read_is_one_sentence(shop, argv):
+    """Another OS user (nobody) runs each command on this home: one sentence, exit 1."""
+    done = subprocess.run(
+        [
+            str(SETPRIV),
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "core",
+            *argv,
+            "--home",
+            str(shop.root),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, signing.PASSPHRASE_ENV: TOMAS, "RESOLVER_CONFIG": "/nonexistent/config.toml"},
+        timeout=60,
+        cwd="/",
+    )
+    assert done.returncode == 1, (argv, done.stdout, done.stderr)
+    assert done.stderr.startswith(f"The home {shop.root} cannot be read by this user"), (argv, done.stderr)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert refunds(shop.root) == 0
