@@ -13,7 +13,8 @@ shared HMAC key of a practice home (plain hex) is told apart.
 Before every write in a shop home (:func:`check_approval`), the executor asks: is the registry
 whole (the owner's seal and signatures); is the approver in it, not revoked now, with the role
 the approval names; is there an audit row recording exactly this approval; does the signature
-verify over it with the approver's public key. A decision signed with the old shared key, or made
+verify over it with the approver's public key; has no ``refresh`` row of the run followed it (a
+refresh voids earlier approvals, issue 28). A decision signed with the old shared key, or made
 before the home had a registry, goes back to waiting with the reason (:data:`REDECIDE`).
 """
 
@@ -151,6 +152,13 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
         decision_message("approve", state.run_uid, a.digest, a.role, a.name, iso(a.at), "", row["prev"] or ""),
     ):
         return f"the approval's signature does not verify with {entry.name}'s key"
+    with store.db.read() as conn:
+        voided = auditchain.later_refresh(conn, state.run_uid, row["id"])
+    if voided is not None:
+        return (
+            f"the approval was voided by the refresh of {voided['at']} (audit row {voided['id']}): "
+            "the run was set back to an older state"
+        )
     return None
 
 

@@ -259,3 +259,79 @@ def test_another_users_home_cannot_be_read_is_one_sentence(shop, argv):
     assert done.stderr.startswith(f"The home {shop.root} cannot be read by this user"), (argv, done.stderr)
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert refunds(shop.root) == 0
+
+
+# -- row 4: a voided approval written back -----------------------------------------------------------
+
+
+def _write_header(root: Path, state) -> None:
+    """Write ``state`` over its run's checkpoint with SQL, as someone editing runs.sqlite would."""
+    from core.checkpoint import _HEADER_EXCLUDE
+
+    with sqlite3.connect(root / "runs.sqlite") as conn:
+        conn.execute(
+            "UPDATE runs SET state = ?, status = ? WHERE run_id = ?",
+            (state.model_dump_json(exclude=_HEADER_EXCLUDE), state.status, state.run_id),
+        )
+
+
+def test_an_approval_voided_by_a_refresh_and_written_back_never_executes(shop):
+    from core.home import Home
+
+    assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    code, _, err = shop("approve", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)
+    assert code == 3, err
+    version_1 = Home(shop.root).store.load(T90104_RUN)
+    assert version_1.status == "executing" and version_1.approval is not None
+    waiting = version_1.model_copy(deep=True)
+    waiting.status, waiting.approval, waiting.operations = "waiting_approval", None, []
+    _write_header(shop.root, waiting)  # the run set back to waiting by SQL
+    code, out, err = shop("refresh", T90104_RUN)
+    assert code == 0 and "proposal version 2" in out, err
+    _write_header(shop.root, version_1)  # the version-1 proposal and its signed approval written back
+    code, out, err = shop("resume", T90104_RUN)
+    assert refunds(shop.root) == 0
+    assert "voided by the refresh" in out + err, (code, out, err)
+    assert Home(shop.root).store.load(T90104_RUN).status == "handed_to_person"
+    code, out, err = shop("audit", "verify")
+    assert code != 0 and "(refresh) with no refusal between" in out + err, (out, err)
+
+
+# -- a shop home saved by the previous release ------------------------------------------------------
+
+FROZEN_SHOP = Path(__file__).parent / "fixtures" / "shop_before_issue_28"
+
+
+def copy_frozen_shop(dst: Path) -> Path:
+    """A copy of the frozen shop home at ``dst``, with the modes the release left (0700, 0600)."""
+    shutil.copytree(FROZEN_SHOP, dst, ignore=shutil.ignore_patterns("README.md"))
+    dst.chmod(0o700)
+    for each in dst.iterdir():
+        each.chmod(0o600)
+    return dst
+
+
+def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves(tmp_path, capsys, monkeypatch):
+    root = copy_frozen_shop(tmp_path / "shop")
+
+    def run(*argv: str, passphrase: str | None = None) -> tuple[int, str, str]:
+        if passphrase is None:
+            monkeypatch.delenv(signing.PASSPHRASE_ENV, raising=False)
+        else:
+            monkeypatch.setenv(signing.PASSPHRASE_ENV, passphrase)
+        code = main([*argv, "--home", str(root)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert home_kind(root) == "shop"
+    code, out, err = run("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)
+    assert refunds(root) == 1  # Bot's 9.95 of T-90104
+    assert run("resume", T65273_RUN)[0] == 0  # shows the waiting request again
+    assert run("refresh", T65273_RUN)[0] == 0  # its evidence is older than 7 days by now
+    code, out, err = run("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    assert code == 0, err
+    assert refunds(root) == 2
+    code, out, err = run("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)
+    assert run("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 4  # decided once

@@ -284,6 +284,20 @@ MUTANTS: tuple[Mutant, ...] = (
         (G + "test_an_inserted_audit_row_no_decision_made_is_reported_and_never_accepted",),
     ),
     Mutant(
+        "refresh-voids",
+        "shop home: an approval followed by a refresh of its run never executes (issue 28)",
+        "core/signing.py",
+        (("    if voided is not None:", "    if False:"),),
+        (S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",),
+    ),
+    Mutant(
+        "audit-verify-voided",
+        "audit verify: an approval followed by a refresh with no refusal between (issue 28)",
+        "core/auditchain.py",
+        (("    report.problems += _voided_approvals(all_rows)", "    pass"),),
+        (S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",),
+    ),
+    Mutant(
         "shop-kind-missing",
         "a shop home whose home.json was removed stays a shop (issue 28)",
         "core/homekind.py",
