@@ -30,9 +30,11 @@ import json
 import os
 import secrets
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -93,9 +95,25 @@ def entry_message(name: str, role: str, public_key: str, added_at: str, revoked_
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def seal_message(owner: str, owner_key: str, count: int, entries_hash: str) -> bytes:
-    """What the owner signs for the whole registry (``approvers.json``)."""
-    return f"resolver-approvers-seal-v1\n{owner}\n{owner_key}\n{count}\n{entries_hash}".encode()
+def seal_message(
+    owner: str, owner_key: str, count: int, entries_hash: str, version: int | None = None, changed_at: str = ""
+) -> bytes:
+    """What the owner signs for the whole registry (``approvers.json``).
+
+    A seal written since issue 28 carries the registry's ``version`` (1 at ``approvers init``, one
+    more at each ``add``, ``revoke`` and ``recover``) and the time of that change (ISO 8601), so a
+    registry put back from an older copy is told from the current one (``-v2``). A seal of an
+    earlier release (``version`` None) is checked as it was signed (``-v1``) and counts as version 0.
+    """
+    if version is None:
+        return f"resolver-approvers-seal-v1\n{owner}\n{owner_key}\n{count}\n{entries_hash}".encode()
+    return f"resolver-approvers-seal-v2\n{owner}\n{owner_key}\n{count}\n{entries_hash}\n{version}\n{changed_at}".encode()
+
+
+RegistryChange = Callable[["Unlocked", dict[str, Any]], None]
+"""Told of each registry change once its seal is written: the owner (unlocked) and the new seal
+(``version``, ``changed_at``, ``entries_hash`` ...); :func:`core.signing.record_registry_change`
+appends the owner-signed audit row (issue 28)."""
 
 
 def fingerprint(public_key_hex: str) -> str:
@@ -210,6 +228,12 @@ class Registry:
                 raise ValueError("fields missing")
             if not isinstance(raw.get("count"), int) or isinstance(raw.get("count"), bool):
                 raise ValueError("its count is not a whole number")
+            if "version" in raw and (
+                not isinstance(raw["version"], int)
+                or isinstance(raw["version"], bool)
+                or not isinstance(raw.get("changed_at"), str)
+            ):
+                raise ValueError("its version is not a whole number with a time")
             return raw
         except FileNotFoundError:
             raise RegistryError(
@@ -219,6 +243,11 @@ class Registry:
             raise RegistryError(
                 f"The approvers seal {self.seal_path} cannot be read ({exc}); restore it from a backup."
             ) from None
+
+    def version(self) -> int:
+        """The registry's version from the seal: 0 for a seal of a release before issue 28.
+        Raises RegistryError."""
+        return int(self.seal().get("version", 0))
 
     def owner_key(self) -> str:
         """The owner's public key (hex) from the seal. Raises RegistryError."""
@@ -237,7 +266,7 @@ class Registry:
         if not verify_hex(
             owner_key,
             seal["signature"],
-            seal_message(owner, owner_key, seal["count"], seal["entries_hash"]),
+            seal_message(owner, owner_key, seal["count"], seal["entries_hash"], seal.get("version"), seal.get("changed_at", "")),
         ):
             out.append(f"the seal {SEAL_FILE} is not signed by the owner's key")
         if len(entries) != seal.get("count") or _entries_hash(entries) != seal.get("entries_hash"):
@@ -297,16 +326,22 @@ class Registry:
             raise RegistryError(f"Wrong passphrase for the owner {seal['owner']}: nothing changed.")
         return Unlocked(seal["owner"], OWNER_ROLE, key)
 
-    def _write_seal(self, conn: sqlite3.Connection, owner: Unlocked) -> None:
+    def _write_seal(self, conn: sqlite3.Connection, owner: Unlocked, now: datetime, first: bool = False) -> dict[str, Any]:
+        """Write ``approvers.json`` for the table as ``conn`` sees it, one version on from the
+        current seal (1 when ``first``), changed at ``now``; returns the seal written."""
         entries = [Entry(*r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
         owner_key = public_hex(owner.key)
         count, h = len(entries), _entries_hash(entries)
-        body = {
+        version = 1 if first else self.version() + 1
+        at = iso(now)
+        body: dict[str, Any] = {
             "owner": owner.name,
             "owner_key": owner_key,
             "count": count,
             "entries_hash": h,
-            "signature": owner.sign(seal_message(owner.name, owner_key, count, h)),
+            "version": version,
+            "changed_at": at,
+            "signature": owner.sign(seal_message(owner.name, owner_key, count, h, version, at)),
         }
         tmp = self.seal_path.with_name(f".{SEAL_FILE}.{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -314,8 +349,9 @@ class Registry:
             json.dump(body, fh, indent=1)
             fh.write("\n")
         os.replace(tmp, self.seal_path)
+        return body
 
-    def init(self, owner_name: str, passphrase: str, now: datetime) -> InitResult:
+    def init(self, owner_name: str, passphrase: str, now: datetime, record: RegistryChange | None = None) -> InitResult:
         """Make the registry with the owner (role ``grace``): a key pair encrypted with
         ``passphrase``, a second copy encrypted with a one-time recovery code.
 
@@ -336,10 +372,14 @@ class Registry:
                 f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)",
                 (owner_name, OWNER_ROLE, pub, at, sig, _encrypt(key, passphrase), _encrypt(key, code)),
             )
-            self._write_seal(conn, owner)
+            seal = self._write_seal(conn, owner, now, first=True)
+        if record is not None:
+            record(owner, seal)
         return InitResult(owner_name, fingerprint(pub), code)
 
-    def add(self, name: str, role: str, passphrase: str, owner_passphrase: str, now: datetime) -> Entry:
+    def add(
+        self, name: str, role: str, passphrase: str, owner_passphrase: str, now: datetime, record: RegistryChange | None = None
+    ) -> Entry:
         """Add ``name`` with ``role``: a new key pair encrypted with their ``passphrase``, the
         entry signed with the owner's key (unlocked by ``owner_passphrase``).
 
@@ -363,10 +403,12 @@ class Registry:
                 f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
                 (name, role, pub, at, sig, _encrypt(key, passphrase)),
             )
-            self._write_seal(conn, owner)
+            seal = self._write_seal(conn, owner, now)
+        if record is not None:
+            record(owner, seal)
         return Entry(name, role, pub, at, None, sig, "")
 
-    def revoke(self, name: str, owner_passphrase: str, now: datetime) -> Entry:
+    def revoke(self, name: str, owner_passphrase: str, now: datetime, record: RegistryChange | None = None) -> Entry:
         """Revoke ``name`` (from now on none of their decisions executes); signed by the owner.
 
         Raises:
@@ -386,10 +428,12 @@ class Registry:
         sig = owner.sign(entry_message(entry.name, entry.role, entry.public_key, entry.added_at, at))
         with self._database().immediate() as conn:
             conn.execute("UPDATE approvers SET revoked_at = ?, signature = ? WHERE name = ?", (at, sig, entry.name))
-            self._write_seal(conn, owner)
+            seal = self._write_seal(conn, owner, now)
+        if record is not None:
+            record(owner, seal)
         return Entry(entry.name, entry.role, entry.public_key, entry.added_at, at, sig, "")
 
-    def recover(self, code: str, new_passphrase: str) -> str:
+    def recover(self, code: str, new_passphrase: str, now: datetime | None = None, record: RegistryChange | None = None) -> str:
         """Give the owner a new passphrase with the one-time recovery code; returns the next
         recovery code (the used one no longer works).
 
@@ -409,6 +453,12 @@ class Registry:
                 "UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
                 (_encrypt(key, new_passphrase), _encrypt(key, new_code), entry.name),
             )
+            owner = Unlocked(entry.name, OWNER_ROLE, key)
+            seal = self._write_seal(
+                conn, owner, now or datetime.now().astimezone()
+            )  # a new version: the old passphrase's copy is older
+        if record is not None:
+            record(owner, seal)
         return new_code
 
     def _require_whole(self) -> None:

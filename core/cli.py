@@ -19,9 +19,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core import __version__
 from core.errors import BadArgument, ResolverError, StoreBusy
@@ -349,15 +349,18 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     from core.approvers import fingerprint
     from core.homekind import require_shop
     from core.safetext import safe_text
-    from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase, seal_head
+    from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase, record_registry_change
+
+    def record(change: str, name: str, role: str) -> Callable[[Unlocked, dict[str, Any]], None]:
+        """The registry's change as an owner-signed audit row, with the head (issue 28)."""
+        return lambda owner, seal: record_registry_change(home.root, home.store, owner, change, name, role, seal)
 
     require_shop(home.root, "`approvers`")
     registry = home.registry()
     now = home.clock.now()
     if args.approvers_cmd == "init":
         passphrase = read_passphrase(f"Passphrase for the owner {args.name}: ", fd=args.passphrase_fd, confirm=True)
-        made = registry.init(args.name, passphrase, now)
-        seal_head(home.root, home.store, registry.unlock(made.owner, passphrase))  # the audit's head, signed by the owner
+        made = registry.init(args.name, passphrase, now, record=record("init", args.name.strip(), "grace"))
         _print(
             [
                 f"Made the approvers registry of {home.root}; owner {safe_text(made.owner)} (role grace).",
@@ -374,20 +377,25 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         owner_passphrase = read_passphrase(
             "The owner's passphrase, to sign the entry: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
         )
-        entry = registry.add(args.name, args.role, passphrase, owner_passphrase, now)
+        entry = registry.add(
+            args.name, args.role, passphrase, owner_passphrase, now, record=record("add", args.name.strip(), args.role)
+        )
         _print(f"Added {safe_text(entry.name)} as {entry.role}, key {fingerprint(entry.public_key)}; signed by the owner.")
         return 0
     if args.approvers_cmd == "revoke":
         owner_passphrase = read_passphrase(
             "The owner's passphrase, to sign the revocation: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
         )
-        entry = registry.revoke(args.name, owner_passphrase, now)
+        revoked = next((e for e in registry.entries() if e.name.casefold() == args.name.strip().casefold()), None)
+        who, role = (revoked.name, revoked.role) if revoked else (args.name.strip(), "")
+        entry = registry.revoke(args.name, owner_passphrase, now, record=record("revoke", who, role))
         _print(f"Revoked {safe_text(entry.name)} at {entry.revoked_at}: none of their decisions executes from now on.")
         return 0
     if args.approvers_cmd == "recover":
         code = read_passphrase("Recovery code: ", fd=args.code_fd, env="RESOLVER_RECOVERY_CODE")
         passphrase = read_passphrase("New passphrase for the owner: ", fd=args.passphrase_fd, confirm=True)
-        new_code = registry.recover(code, passphrase)
+        owner_name = str(registry.seal()["owner"])
+        new_code = registry.recover(code, passphrase, now, record=record("recover", owner_name, "grace"))
         _print(
             [
                 "The owner's passphrase is changed; the old recovery code no longer works.",

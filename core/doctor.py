@@ -172,14 +172,11 @@ def _audit_lines(root: Path, kind: str) -> list[str]:
     """What ``resolver audit verify`` says, read only (issue 28): the hash chain and, in a shop
     home with a registry, each decision's signature and the signed ``audit.head``. A store made
     before the chain (no ``prev`` column yet) is a warn line: it is chained at its next open."""
-    from core import auditchain
-    from core.approvers import Registry
-    from core.signing import head_check, row_check
+    from core.signing import verify_audit_read_only
 
     path = root / "runs.sqlite"
     if not path.is_file():
         return []
-    registry = Registry(root)
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
         try:
@@ -188,12 +185,7 @@ def _audit_lines(root: Path, kind: str) -> list[str]:
                 return []
             if not {"prev", "sig"} <= columns:
                 return [_line("warn", "audit: not chained yet (a store from before issue 14); it is chained at its next open")]
-            if kind == "shop" and registry.exists():
-                report = auditchain.verify_audit(
-                    conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
-                )
-            else:
-                report = auditchain.verify_audit(conn)
+            report = verify_audit_read_only(root, conn, kind)
         finally:
             conn.close()
     except (sqlite3.Error, ResolverError) as exc:

@@ -335,3 +335,71 @@ def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves
     code, out, err = run("audit", "verify")
     assert code == 0 and "chain whole" in out, (out, err)
     assert run("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 4  # decided once
+    # its seal has no version (counts as 0); the next change writes version 1 and its audit row
+    monkeypatch.setenv(signing.OWNER_PASSPHRASE_ENV, GRACE)
+    assert run("approvers", "revoke", "Bot")[0] == 0
+    assert json.loads((root / "approvers.json").read_text())["version"] == 1
+    code, out, err = run("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)
+
+
+# -- rows 2 and 3: nothing older than what was seen ------------------------------------------------
+
+
+def _fold_wal(path: Path) -> None:
+    """Fold a database's write-ahead log into it, so copying the one file copies it whole."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def test_a_revocation_undone_by_putting_the_registry_back_pays_nothing(shop, tmp_path):
+    assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    _fold_wal(shop.root / "approvers.sqlite")
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    for name in ("approvers.sqlite", "approvers.json"):
+        shutil.copy2(shop.root / name, saved / name)  # copy approvers.sqlite and approvers.json
+    revoked = run_process(shop.root, "approvers", "revoke", "Bot", env={signing.OWNER_PASSPHRASE_ENV: GRACE})
+    assert revoked.returncode == 0, revoked.stderr
+    for name in ("approvers.sqlite", "approvers.json"):
+        shutil.copy2(saved / name, shop.root / name)  # put the two files back
+    done = run_process(shop.root, "approve", T90104_RUN, "--name", "Bot", env={signing.PASSPHRASE_ENV: BOT})
+    assert done.returncode in (4, 5), (done.stdout, done.stderr)
+    assert "the audit records version 4" in done.stdout + done.stderr
+    assert refunds(shop.root) == 0
+    verify = run_process(shop.root, "audit", "verify")
+    assert verify.returncode == 1 and "registry: the approvers registry is version 3 but the audit records version 4" in (
+        verify.stdout + verify.stderr
+    )
+    doctor = run_process(shop.root, "doctor")
+    assert doctor.returncode == 1 and "the audit records version 4" in doctor.stdout
+
+
+@pytest.mark.parametrize("change", ["delete the newest row", "edit the newest row's detail"])
+def test_history_rolled_back_with_the_head_is_found_by_audit_verify(shop, tmp_path, change):
+    old_head = (shop.root / "audit.head").read_bytes()  # copy audit.head
+    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert refunds(shop.root) == 1  # Tomás's 119.00, approved as it should be
+    with sqlite3.connect(shop.root / "runs.sqlite") as conn:
+        newest = conn.execute("SELECT MAX(id) FROM audit").fetchone()[0]
+        if change == "delete the newest row":
+            conn.execute("DROP TRIGGER audit_no_delete")
+            conn.execute("DELETE FROM audit WHERE id = ?", (newest,))
+            conn.execute(
+                "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+            )
+        else:
+            conn.execute("DROP TRIGGER audit_no_update")
+            conn.execute("UPDATE audit SET detail = 'nothing to see' WHERE id = ?", (newest,))
+            conn.execute(
+                "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+            )
+    (shop.root / "audit.head").write_bytes(old_head)  # put the old audit.head back
+    verify = run_process(shop.root, "audit", "verify")
+    said = verify.stdout + verify.stderr
+    assert verify.returncode == 1, said
+    if change == "delete the newest row":
+        assert f"run {T65273_RUN} holds an approval by Tomás that no audit row records" in said
+    else:
+        assert "the head was put back from an older copy" in said
+    assert refunds(shop.root) == 1

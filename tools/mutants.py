@@ -298,6 +298,27 @@ MUTANTS: tuple[Mutant, ...] = (
         (S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",),
     ),
     Mutant(
+        "registry-behind",
+        "shop home: a registry older than the audit records executes nothing (issue 28)",
+        "core/signing.py",
+        (("    if behind:\n        return behind", "    if False:\n        return behind"),),
+        (S + "test_a_revocation_undone_by_putting_the_registry_back_pays_nothing",),
+    ),
+    Mutant(
+        "audit-verify-approval-row",
+        "audit verify: every approver-signed approval a run holds has its audit row (issue 28)",
+        "core/signing.py",
+        (("    report.problems += approvals_without_rows(conn)", "    pass"),),
+        (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
+    ),
+    Mutant(
+        "audit-verify-head-behind",
+        "audit verify: the head is never shorter than the newest signed row (issue 28)",
+        "core/signing.py",
+        (('    if head["length"] < last_signed:', "    if False:"),),
+        (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
+    ),
+    Mutant(
         "shop-kind-missing",
         "a shop home whose home.json was removed stays a shop (issue 28)",
         "core/homekind.py",
