@@ -929,11 +929,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             sys.stdout.flush()
             return EXIT_CRASH
         log.info("%s ended with exit code %d", args.command, code)
+        _say_log_problem(log)
         return code
     except ResolverError as exc:
         if log is not None:
             log.info("%s: %s", "refused" if type(exc).__name__ in REFUSALS else "error", exc)
-        return _said(exc)
+        code = _said(exc)
+        _say_log_problem(log)
+        return code
     except KeyboardInterrupt:
         print(f"Interrupted; the last checkpoint is saved. Resume with `{PROG} resume RUN`.", file=sys.stderr)
         return 130
@@ -951,6 +954,17 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def _say_log_problem(log: Any) -> None:
+    """Say once, on stderr, that the home's log could not be written (:func:`core.log.log_problem`)."""
+    if log is None:
+        return
+    from core.log import log_problem
+
+    problem = log_problem(log)
+    if problem:
+        print(problem, file=sys.stderr)
 
 
 def _read_fds_early(args: argparse.Namespace) -> None:

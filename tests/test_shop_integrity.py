@@ -403,3 +403,56 @@ def test_history_rolled_back_with_the_head_is_found_by_audit_verify(shop, tmp_pa
     else:
         assert "the head was put back from an older copy" in said
     assert refunds(shop.root) == 1
+
+
+# -- row 7: read-only files ----------------------------------------------------------------------------
+
+
+def test_databases_the_owner_made_read_only_stay_so_and_pay_nothing(shop):
+    """The owner makes both databases 0444; approve twice: each is one sentence, the modes stay
+    0444 (resolver never changes a file's mode it did not make), nothing is written."""
+    for name in ("runs.sqlite", "larkfield.sqlite"):
+        _fold_wal(shop.root / name)
+        (shop.root / name).chmod(0o444)
+    for _ in range(2):
+        done = run_process(shop.root, *APPROVE, env={signing.PASSPHRASE_ENV: TOMAS})
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert done.stderr.count("\n") == 1 and "is read-only (mode 0444)" in done.stderr and "Traceback" not in done.stderr
+        assert {n: (shop.root / n).stat().st_mode & 0o777 for n in ("runs.sqlite", "larkfield.sqlite")} == {
+            "runs.sqlite": 0o444,
+            "larkfield.sqlite": 0o444,
+        }
+    assert refunds(shop.root) == 0
+    listed = run_process(shop.root, "runs")
+    assert listed.returncode == 0 and T65273_RUN in listed.stdout  # reading still works
+    for name in ("runs.sqlite", "larkfield.sqlite"):
+        (shop.root / name).chmod(0o600)
+    done = run_process(shop.root, *APPROVE, env={signing.PASSPHRASE_ENV: TOMAS})
+    assert done.returncode == 0, done.stderr
+    assert refunds(shop.root) == 1
+
+
+def test_a_log_that_cannot_be_written_is_one_sentence_once(tmp_path):
+    root = tmp_path / "h"
+    assert run_process(root, "run", "T-24410").returncode == 0
+    (root / "resolver.log").unlink()
+    (root / "resolver.log").mkdir()
+    done = run_process(root, "show", "T-24410-agent-chat-small-1")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert (
+        done.stderr
+        == f"The home's log {root / 'resolver.log'} cannot be written (Is a directory); the command went on without it.\n"
+    )
+
+
+def test_files_keep_the_modes_their_owner_set(tmp_path):
+    """The owner gives the group read access to the log and the world database: no command
+    changes a mode back (resolver never chmods a file it did not make in this run)."""
+    root = tmp_path / "h"
+    assert run_process(root, "run", "T-65273").returncode == 0
+    modes = {"resolver.log": 0o640, "larkfield.sqlite": 0o640, "runs.sqlite": 0o600, ".__resolver.lock": 0o640}
+    for name, mode in modes.items():
+        (root / name).chmod(mode)
+    assert run_process(root, "approve", T65273_RUN, "--as", "grace").returncode == 0
+    assert refunds(root) == 1
+    assert {name: (root / name).stat().st_mode & 0o777 for name in modes} == modes

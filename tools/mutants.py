@@ -319,6 +319,13 @@ MUTANTS: tuple[Mutant, ...] = (
         (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
     ),
     Mutant(
+        "read-only-database",
+        "a database its owner made read-only refuses every write (issue 28)",
+        "core/database.py",
+        (("        self.refuse_read_only()\n", "\n"),),
+        (S + "test_databases_the_owner_made_read_only_stay_so_and_pay_nothing",),
+    ),
+    Mutant(
         "shop-kind-missing",
         "a shop home whose home.json was removed stays a shop (issue 28)",
         "core/homekind.py",
