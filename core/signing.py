@@ -409,6 +409,40 @@ def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
     return out
 
 
+# -- an unlocked key kept for a while (the app) ---------------------------------------------------
+
+
+class KeyHolder:
+    """An approver's key kept unlocked in memory for at most ``idle_s`` seconds without use
+    (issue 28: an unattended app forgets it; the config's ``key_idle_minutes``, default 5).
+
+    ``clock`` gives seconds (``time.monotonic`` by default; tests pass their own). Never written
+    anywhere; :meth:`get` returns None once the key was idle too long, and forgets it.
+    """
+
+    def __init__(self, idle_s: float, clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self.idle_s = idle_s
+        self._clock = clock or time.monotonic
+        self._key: Unlocked | None = None
+        self._used = 0.0
+
+    def put(self, key: Unlocked | None) -> None:
+        """Keep ``key`` (None forgets), as used now."""
+        self._key, self._used = key, self._clock()
+
+    def get(self) -> Unlocked | None:
+        """The key, as used now; None (and forgotten) when none is kept or it was idle longer
+        than ``idle_s``."""
+        now = self._clock()
+        if self._key is not None and now - self._used > self.idle_s:
+            self._key = None
+        if self._key is not None:
+            self._used = now
+        return self._key
+
+
 # -- passphrases -----------------------------------------------------------------------------------
 
 
@@ -484,6 +518,7 @@ __all__ = [
     "PREFIX",
     "REDECIDE",
     "DecisionSigner",
+    "KeyHolder",
     "Seal",
     "check_approval",
     "decision_message",

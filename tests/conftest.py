@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,18 @@ def approver_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
     folder = tmp_path_factory.mktemp("config")
     monkeypatch.setenv("RESOLVER_CONFIG", str(folder / "config.toml"))
     return folder
+
+
+@pytest.fixture(autouse=True)
+def cheap_key_cost() -> Iterator[None]:
+    """Keys made by a test are encrypted at scrypt n = 2**10 (about 1 ms) instead of the
+    product's 2**16 (about 0.28 s), through the one seam for it (core.approvers.use_key_cost);
+    an unlock uses the cost stored with the key. Processes a test starts use the product's cost."""
+    from core.approvers import KeyCost, use_key_cost
+
+    before = use_key_cost(KeyCost(n=2**10))
+    yield
+    use_key_cost(before)
 
 
 @pytest.fixture

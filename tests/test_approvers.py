@@ -102,7 +102,7 @@ def test_init_prints_the_fingerprint_and_a_recovery_code_and_keeps_keys_encrypte
     assert code == 0 and listing.splitlines()[0] == f"Owner key: {fingerprint}"
     assert [line.split()[:2] for line in listing.splitlines()[1:]] == [["Grace", "grace"], ["Ana", "team_lead"], ["Bot", "agent"]]
     for entry in Registry(staffed.root).entries():
-        assert entry.private_key.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+        assert entry.private_key.startswith("resolver-scrypt-v1$")  # issue 28: scrypt, not PBKDF2
     for name in ("approvers.sqlite", "approvers.json", "audit.head"):
         assert (staffed.root / name).stat().st_mode & 0o077 == 0, name
     assert staffed("approvers", "init", passphrase=GRACE)[0] == 1  # once only

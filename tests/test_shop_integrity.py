@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from core import signing
+from core.approvers import KEY_COST, Registry
 from core.cli import main
 from core.errors import ResolverError
 from core.homekind import home_kind
@@ -329,9 +330,13 @@ def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves
     assert refunds(root) == 1  # Bot's 9.95 of T-90104
     assert run("resume", T65273_RUN)[0] == 0  # shows the waiting request again
     assert run("refresh", T65273_RUN)[0] == 0  # its evidence is older than 7 days by now
+    assert Registry(root).entries()[1].private_key.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")  # PBKDF2
     code, out, err = run("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
     assert code == 0, err
     assert refunds(root) == 2
+    tomas = Registry(root).entries()[1]
+    assert tomas.name == "Tomás" and tomas.private_key.startswith("resolver-scrypt-v1$")  # encrypted again at its unlock
+    assert Registry(root).unlock("Tomás", TOMAS).name == "Tomás"
     code, out, err = run("audit", "verify")
     assert code == 0 and "chain whole" in out, (out, err)
     assert run("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 4  # decided once
@@ -456,3 +461,41 @@ def test_files_keep_the_modes_their_owner_set(tmp_path):
     assert run_process(root, "approve", T65273_RUN, "--as", "grace").returncode == 0
     assert refunds(root) == 1
     assert {name: (root / name).stat().st_mode & 0o777 for name in modes} == modes
+
+
+# -- row 6: offline guessing -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("passphrase", "why"),
+    [
+        ("12345678", "too short: use at least 12 characters"),
+        ("eleven-char", "too short"),
+        ("123qweasdzxc", "one of the commonest passwords"),
+        ("Password1234!", "one of the commonest passwords"),
+        ("dragondragon", "one of the commonest passwords"),
+    ],
+)
+def test_a_weak_passphrase_is_refused_for_a_new_key(shop, passphrase, why):
+    code, out, err = shop("approvers", "add", "Eve", "--role", "agent", passphrase=passphrase, owner=GRACE)
+    assert code == 1 and why in err and err.count("\n") == 1, (out, err)
+    assert [e.name for e in Registry(shop.root).entries()] == ["Grace", "Tomás", "Bot"]
+
+
+def test_a_key_made_by_the_product_costs_a_guess_about_a_quarter_second(shop):
+    """The product (a process of its own, without the tests' cheaper cost) encrypts with scrypt
+    at n = 2**16, r = 8, p = 1 (benchmarks/bench_keys.py prints the time a guess takes here)."""
+    done = run_process(
+        shop.root,
+        "approvers",
+        "add",
+        "Priya",
+        "--role",
+        "team_lead",
+        env={signing.PASSPHRASE_ENV: "priya's long passphrase", signing.OWNER_PASSPHRASE_ENV: GRACE},
+    )
+    assert done.returncode == 0, done.stderr
+    priya = Registry(shop.root).entries()[-1]
+    assert priya.name == "Priya" and priya.private_key.startswith(f"resolver-scrypt-v1${KEY_COST.n}$8$1$")
+    assert KEY_COST.n == 2**16
+    assert Registry(shop.root).unlock("Priya", "priya's long passphrase").role == "team_lead"

@@ -326,6 +326,20 @@ MUTANTS: tuple[Mutant, ...] = (
         (S + "test_databases_the_owner_made_read_only_stay_so_and_pay_nothing",),
     ),
     Mutant(
+        "passphrase-length",
+        "a new key's passphrase has at least 12 characters (issue 28)",
+        "core/approvers.py",
+        (("    if len(passphrase) < MIN_PASSPHRASE:", "    if False:"),),
+        (S + "test_a_weak_passphrase_is_refused_for_a_new_key",),
+    ),
+    Mutant(
+        "passphrase-common",
+        "a new key's passphrase is not a common password (issue 28)",
+        "core/approvers.py",
+        (("    if _common(passphrase):", "    if False:"),),
+        (S + "test_a_weak_passphrase_is_refused_for_a_new_key",),
+    ),
+    Mutant(
         "shop-kind-missing",
         "a shop home whose home.json was removed stays a shop (issue 28)",
         "core/homekind.py",

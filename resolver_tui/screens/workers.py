@@ -25,6 +25,7 @@ from resolver_tui.widgets.bars import MINE
 
 if TYPE_CHECKING:
     from core.approvers import Unlocked
+    from core.signing import KeyHolder
 
 
 class QueueWorkers(Screen):
@@ -34,9 +35,33 @@ class QueueWorkers(Screen):
     home: Home
     approver: Approver
     lease_owner: str
-    unlocked: Unlocked | None = None
-    """Issue 14: the shop-home approver's key, unlocked in memory at the first approval and
-    kept for this session only (never written anywhere)."""
+    _keys: KeyHolder | None = None
+
+    def _key_holder(self) -> KeyHolder:
+        """Issue 28: the key is forgotten after the config's ``key_idle_minutes`` without a
+        decision (default 5); a config that cannot be read says so and keeps the default."""
+        if self._keys is None:
+            from core.approver_config import KEY_IDLE_MINUTES, key_idle_seconds
+            from core.signing import KeyHolder  # cryptography is imported at the first decision, not at start
+
+            try:
+                idle = key_idle_seconds()
+            except ResolverError as exc:
+                idle = KEY_IDLE_MINUTES * 60.0
+                self.post_message(Failed(None, str(exc)))
+            self._keys = KeyHolder(idle)
+        return self._keys
+
+    @property
+    def unlocked(self) -> Unlocked | None:
+        """Issue 14: the shop-home approver's key, unlocked in memory at the first approval and
+        kept for this session only (never written anywhere), until it was idle too long."""
+        return self._key_holder().get()
+
+    @unlocked.setter
+    def unlocked(self, key: Unlocked | None) -> None:
+        self._key_holder().put(key)
+
     page_serial: int = 0
     _page_worker: Worker | None = None
 
