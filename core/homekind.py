@@ -124,7 +124,7 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     (
         "`audit verify`",
         "the hash chain and the append-only triggers",
-        "also each decision's signature and the signed `audit.head`",
+        "also each decision's and registry change's signature, the registry's version, the signed `audit.head` and each approval a run holds against its row",
     ),
 )
 """(what, in a practice home, in a shop home): the README's table."""
