@@ -27,7 +27,21 @@ from core.errors import ResolverError
 from core.homepath import CONFIG_ENV, config_path
 from core.safetext import safe_text
 
-__all__ = ["CONFIG_ENV", "ApproverConfig", "ask_and_save", "config_path", "load", "resolve", "save"]
+__all__ = [
+    "CONFIG_ENV",
+    "KEY_IDLE_MINUTES",
+    "ApproverConfig",
+    "ask_and_save",
+    "config_path",
+    "key_idle_seconds",
+    "load",
+    "resolve",
+    "save",
+]
+
+KEY_IDLE_MINUTES = 5
+"""How long the app keeps a shop-home approver's key unlocked without a decision (issue 28),
+unless the config file says ``key_idle_minutes = N``."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,28 @@ def load(path: Path | None = None) -> ApproverConfig | None:
     if role is not None and role not in ROLES:
         raise ResolverError(f"{path} says role = {role!r}; use one of {', '.join(ROLES)}.")
     return ApproverConfig(name, role)
+
+
+def key_idle_seconds(path: Path | None = None) -> float:
+    """``key_idle_minutes`` of the config file at ``path`` (default :func:`config_path`) in
+    seconds: after that long without a decision the app forgets an unlocked key and asks the
+    passphrase again (issue 28). :data:`KEY_IDLE_MINUTES` when the file or the key is absent.
+
+    Raises:
+        ResolverError: the file cannot be read, or the value is not a number of minutes from
+            0.1 to 1440 (one day).
+    """
+    path = path or config_path()
+    if not path.exists():
+        return KEY_IDLE_MINUTES * 60.0
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ResolverError(f"Cannot read {path}: {exc}. Fix the file or delete it to be asked again.") from None
+    value = data.get("key_idle_minutes", KEY_IDLE_MINUTES)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.1 <= value <= 1440:
+        raise ResolverError(f"{path} says key_idle_minutes = {str(value)[:20]!r}; use a number of minutes from 0.1 to 1440.")
+    return float(value) * 60.0
 
 
 def save(config: ApproverConfig, path: Path | None = None) -> Path:

@@ -30,9 +30,11 @@ import json
 import os
 import secrets
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
@@ -93,9 +95,25 @@ def entry_message(name: str, role: str, public_key: str, added_at: str, revoked_
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def seal_message(owner: str, owner_key: str, count: int, entries_hash: str) -> bytes:
-    """What the owner signs for the whole registry (``approvers.json``)."""
-    return f"resolver-approvers-seal-v1\n{owner}\n{owner_key}\n{count}\n{entries_hash}".encode()
+def seal_message(
+    owner: str, owner_key: str, count: int, entries_hash: str, version: int | None = None, changed_at: str = ""
+) -> bytes:
+    """What the owner signs for the whole registry (``approvers.json``).
+
+    A seal written since issue 28 carries the registry's ``version`` (1 at ``approvers init``, one
+    more at each ``add``, ``revoke`` and ``recover``) and the time of that change (ISO 8601), so a
+    registry put back from an older copy is told from the current one (``-v2``). A seal of an
+    earlier release (``version`` None) is checked as it was signed (``-v1``) and counts as version 0.
+    """
+    if version is None:
+        return f"resolver-approvers-seal-v1\n{owner}\n{owner_key}\n{count}\n{entries_hash}".encode()
+    return f"resolver-approvers-seal-v2\n{owner}\n{owner_key}\n{count}\n{entries_hash}\n{version}\n{changed_at}".encode()
+
+
+RegistryChange = Callable[["Unlocked", dict[str, Any]], None]
+"""Told of each registry change once its seal is written: the owner (unlocked) and the new seal
+(``version``, ``changed_at``, ``entries_hash`` ...); :func:`core.signing.record_registry_change`
+appends the owner-signed audit row (issue 28)."""
 
 
 def fingerprint(public_key_hex: str) -> str:
@@ -119,25 +137,126 @@ def verify_hex(public_key_hex: str, signature_hex: str, message: bytes) -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class KeyCost:
+    """The scrypt cost of encrypting a private key (issue 28): ``n`` (CPU and memory, a power of
+    two), ``r`` (block size) and ``p`` (parallelism). Memory is about 128 * n * r bytes."""
+
+    n: int
+    r: int = 8
+    p: int = 1
+
+
+KEY_COST = KeyCost(n=2**16)
+"""The cost every key is encrypted at: 64 MiB and about 0.28 s per guess on the reference 2-core
+machine (``benchmarks/bench_keys.py`` measures it here), against 2,048 PBKDF2-HMAC-SHA256
+iterations (about 1 ms) before issue 28. A guess costs the attacker the same."""
+
+_key_cost = KEY_COST
+
+MAX_N = 2**20
+"""The largest ``n`` a stored key may name (1 GiB at r = 8): a key written with SQL cannot make
+an unlock take all the machine's memory."""
+
+KEY_FORMAT = "resolver-scrypt-v1"
+"""How a key encrypted since issue 28 starts: ``resolver-scrypt-v1$n$r$p$salt$nonce$ciphertext``
+(hex): the raw 32-byte Ed25519 private key sealed with AES-256-GCM under the scrypt-derived key,
+the entry's public key as associated data."""
+
+MIN_PASSPHRASE = 12
+"""The shortest passphrase accepted for a new key (issue 28)."""
+
+
+def use_key_cost(cost: KeyCost) -> KeyCost:
+    """Encrypt new keys at ``cost`` from now on in this process; returns the cost before.
+
+    The one seam for a cheaper cost: the test suite calls it (``tests/conftest.py``) so that a
+    test that makes keys stays fast. The product never calls it; an unlock always uses the cost
+    stored with the key."""
+    global _key_cost
+    before, _key_cost = _key_cost, cost
+    return before
+
+
+def _scrypt(secret: str, salt: bytes, cost: KeyCost) -> bytes:
+    from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
+
+    return Scrypt(salt=salt, length=32, n=cost.n, r=cost.r, p=cost.p).derive(secret.encode("utf-8"))
+
+
 def _encrypt(key: Ed25519PrivateKey, passphrase: str) -> str:
-    return key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.BestAvailableEncryption(passphrase.encode("utf-8")),
-    ).decode("ascii")
+    """``key`` encrypted under ``passphrase`` in :data:`KEY_FORMAT`, at the current cost."""
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    cost = _key_cost
+    salt, nonce = secrets.token_bytes(16), secrets.token_bytes(12)
+    raw = key.private_bytes(serialization.Encoding.Raw, serialization.PrivateFormat.Raw, serialization.NoEncryption())
+    sealed = AESGCM(_scrypt(passphrase, salt, cost)).encrypt(nonce, raw, public_hex(key).encode("ascii"))
+    return "$".join((KEY_FORMAT, str(cost.n), str(cost.r), str(cost.p), salt.hex(), nonce.hex(), sealed.hex()))
 
 
-def _decrypt(pem: str, passphrase: str) -> Ed25519PrivateKey | None:
+def _decrypt(stored: str, passphrase: str, public: str) -> Ed25519PrivateKey | None:
+    """The private key ``stored`` holds for the public key ``public`` (hex), or None for a wrong
+    passphrase or a damaged key. Reads :data:`KEY_FORMAT` and the PKCS#8 PEM keys of earlier
+    releases (PBKDF2, :func:`is_legacy`)."""
+    if not stored.startswith(KEY_FORMAT + "$"):
+        try:
+            key = serialization.load_pem_private_key(stored.encode("ascii"), passphrase.encode("utf-8"))
+        except (ValueError, TypeError):
+            return None
+        return key if isinstance(key, Ed25519PrivateKey) else None
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     try:
-        key = serialization.load_pem_private_key(pem.encode("ascii"), passphrase.encode("utf-8"))
-    except (ValueError, TypeError):
+        _, n, r, p, salt, nonce, sealed = stored.split("$")
+        cost = KeyCost(int(n), int(r), int(p))
+        if not (2 <= cost.n <= MAX_N and 1 <= cost.r <= 32 and 1 <= cost.p <= 16):
+            return None
+        secret = _scrypt(passphrase, bytes.fromhex(salt), cost)
+        raw = AESGCM(secret).decrypt(bytes.fromhex(nonce), bytes.fromhex(sealed), public.encode("ascii"))
+        return Ed25519PrivateKey.from_private_bytes(raw)
+    except (InvalidTag, ValueError, TypeError, UnicodeEncodeError, MemoryError):
         return None
-    return key if isinstance(key, Ed25519PrivateKey) else None
+
+
+def is_legacy(stored: str) -> bool:
+    """True for a key encrypted before issue 28 (PKCS#8 PEM, PBKDF2 at 2,048 iterations): it is
+    encrypted again in :data:`KEY_FORMAT` at its next unlock."""
+    return not stored.startswith(KEY_FORMAT + "$")
 
 
 def _check_passphrase(passphrase: str, who: str) -> None:
-    if len(passphrase) < 8:
-        raise RegistryError(f"{who}'s passphrase is too short: use at least 8 characters.")
+    """Refuse a passphrase for a new key: shorter than :data:`MIN_PASSPHRASE` characters, or a
+    common password (``data/common_passwords.txt``), also with digits or signs added at its end,
+    or one repeated. Raises RegistryError; nothing changes."""
+    if len(passphrase) < MIN_PASSPHRASE:
+        raise RegistryError(f"{who}'s passphrase is too short: use at least {MIN_PASSPHRASE} characters (a few words).")
+    if _common(passphrase):
+        raise RegistryError(
+            f"{who}'s passphrase is one of the commonest passwords, which are guessed first: choose a few unrelated words."
+        )
+
+
+def _common(passphrase: str) -> bool:
+    words = _common_passwords()
+    low = passphrase.strip().lower()
+    stem = low.rstrip("0123456789!@#$%^&*()-_=+.,;:?~ ")
+    halves = {low[: len(low) // k] for k in (2, 3, 4) if len(low) % k == 0 and low == low[: len(low) // k] * k}
+    return low in words or (len(stem) >= 4 and stem in words) or bool(halves & words)
+
+
+_common_cache: frozenset[str] | None = None
+
+
+def _common_passwords() -> frozenset[str]:
+    global _common_cache
+    if _common_cache is None:
+        from core.data import data_dir
+
+        lines = (data_dir() / "common_passwords.txt").read_text(encoding="utf-8").splitlines()
+        _common_cache = frozenset(line for line in lines if line and not line.startswith("#"))
+    return _common_cache
 
 
 @dataclass
@@ -204,8 +323,18 @@ class Registry:
         """``approvers.json`` as a dict. Raises RegistryError when absent or unreadable."""
         try:
             raw = json.loads(self.seal_path.read_text(encoding="utf-8"))
-            if not isinstance(raw, dict) or not all(isinstance(raw.get(k), str) for k in ("owner", "owner_key", "signature")):
+            if not isinstance(raw, dict) or not all(
+                isinstance(raw.get(k), str) for k in ("owner", "owner_key", "signature", "entries_hash")
+            ):
                 raise ValueError("fields missing")
+            if not isinstance(raw.get("count"), int) or isinstance(raw.get("count"), bool):
+                raise ValueError("its count is not a whole number")
+            if "version" in raw and (
+                not isinstance(raw["version"], int)
+                or isinstance(raw["version"], bool)
+                or not isinstance(raw.get("changed_at"), str)
+            ):
+                raise ValueError("its version is not a whole number with a time")
             return raw
         except FileNotFoundError:
             raise RegistryError(
@@ -215,6 +344,11 @@ class Registry:
             raise RegistryError(
                 f"The approvers seal {self.seal_path} cannot be read ({exc}); restore it from a backup."
             ) from None
+
+    def version(self) -> int:
+        """The registry's version from the seal: 0 for a seal of a release before issue 28.
+        Raises RegistryError."""
+        return int(self.seal().get("version", 0))
 
     def owner_key(self) -> str:
         """The owner's public key (hex) from the seal. Raises RegistryError."""
@@ -233,7 +367,7 @@ class Registry:
         if not verify_hex(
             owner_key,
             seal["signature"],
-            seal_message(owner, owner_key, int(seal.get("count", -1)), str(seal.get("entries_hash", ""))),
+            seal_message(owner, owner_key, seal["count"], seal["entries_hash"], seal.get("version"), seal.get("changed_at", "")),
         ):
             out.append(f"the seal {SEAL_FILE} is not signed by the owner's key")
         if len(entries) != seal.get("count") or _entries_hash(entries) != seal.get("entries_hash"):
@@ -274,10 +408,27 @@ class Registry:
                 passphrase is wrong (the same sentence for every wrong passphrase).
         """
         entry = self.valid_entry(name)
-        key = _decrypt(entry.private_key, passphrase or "")
+        key = _decrypt(entry.private_key, passphrase or "", entry.public_key)
         if key is None or public_hex(key) != entry.public_key:
             raise ApprovalRefused(f"Wrong passphrase for {entry.name}: nothing was decided.")
+        self._upgrade(entry, key, passphrase)
         return Unlocked(entry.name, entry.role, key)
+
+    def _upgrade(self, entry: Entry, key: Ed25519PrivateKey, passphrase: str) -> None:
+        """Encrypt a key of an earlier release (:func:`is_legacy`) again in :data:`KEY_FORMAT`,
+        once its passphrase unlocked it (issue 28). Best effort: a registry that cannot be
+        written now (read-only) keeps the old key, and the unlock goes on."""
+        if not is_legacy(entry.private_key):
+            return
+        stronger = _encrypt(key, passphrase)
+        try:
+            with self._database().immediate() as conn:
+                conn.execute(
+                    "UPDATE approvers SET private_key = ? WHERE name = ? AND private_key = ?",
+                    (stronger, entry.name, entry.private_key),
+                )
+        except ResolverError:
+            pass
 
     def fingerprint(self) -> str:
         """The owner key's fingerprint from the seal. Raises RegistryError."""
@@ -288,21 +439,28 @@ class Registry:
     def _owner(self, passphrase: str) -> Unlocked:
         seal = self.seal()
         entry = next((e for e in self.entries() if e.name == seal["owner"]), None)
-        key = _decrypt(entry.private_key, passphrase or "") if entry else None
-        if key is None or public_hex(key) != seal["owner_key"]:
+        key = _decrypt(entry.private_key, passphrase or "", seal["owner_key"]) if entry else None
+        if entry is None or key is None or public_hex(key) != seal["owner_key"]:
             raise RegistryError(f"Wrong passphrase for the owner {seal['owner']}: nothing changed.")
+        self._upgrade(entry, key, passphrase)
         return Unlocked(seal["owner"], OWNER_ROLE, key)
 
-    def _write_seal(self, conn: sqlite3.Connection, owner: Unlocked) -> None:
+    def _write_seal(self, conn: sqlite3.Connection, owner: Unlocked, now: datetime, first: bool = False) -> dict[str, Any]:
+        """Write ``approvers.json`` for the table as ``conn`` sees it, one version on from the
+        current seal (1 when ``first``), changed at ``now``; returns the seal written."""
         entries = [Entry(*r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
         owner_key = public_hex(owner.key)
         count, h = len(entries), _entries_hash(entries)
-        body = {
+        version = 1 if first else self.version() + 1
+        at = iso(now)
+        body: dict[str, Any] = {
             "owner": owner.name,
             "owner_key": owner_key,
             "count": count,
             "entries_hash": h,
-            "signature": owner.sign(seal_message(owner.name, owner_key, count, h)),
+            "version": version,
+            "changed_at": at,
+            "signature": owner.sign(seal_message(owner.name, owner_key, count, h, version, at)),
         }
         tmp = self.seal_path.with_name(f".{SEAL_FILE}.{os.getpid()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -310,13 +468,14 @@ class Registry:
             json.dump(body, fh, indent=1)
             fh.write("\n")
         os.replace(tmp, self.seal_path)
+        return body
 
-    def init(self, owner_name: str, passphrase: str, now: datetime) -> InitResult:
+    def init(self, owner_name: str, passphrase: str, now: datetime, record: RegistryChange | None = None) -> InitResult:
         """Make the registry with the owner (role ``grace``): a key pair encrypted with
         ``passphrase``, a second copy encrypted with a one-time recovery code.
 
         Raises:
-            RegistryError: the registry exists already, or the passphrase is shorter than 8.
+            RegistryError: the registry exists already, or the passphrase is refused (:func:`_check_passphrase`).
         """
         if self.exists() or any(True for _ in self.entries()):
             raise RegistryError(f"{self.root} already has an approvers registry (owner key {self._fp_or_damaged()}).")
@@ -327,15 +486,20 @@ class Registry:
         pub, at = public_hex(key), iso(now)
         owner = Unlocked(owner_name, OWNER_ROLE, key)
         sig = owner.sign(entry_message(owner_name, OWNER_ROLE, pub, at, None))
+        private, recovery = _encrypt(key, passphrase), _encrypt(key, code)  # before the write lock: each costs a guess
         with self._database().immediate() as conn:
             conn.execute(
                 f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)",
-                (owner_name, OWNER_ROLE, pub, at, sig, _encrypt(key, passphrase), _encrypt(key, code)),
+                (owner_name, OWNER_ROLE, pub, at, sig, private, recovery),
             )
-            self._write_seal(conn, owner)
+            seal = self._write_seal(conn, owner, now, first=True)
+        if record is not None:
+            record(owner, seal)
         return InitResult(owner_name, fingerprint(pub), code)
 
-    def add(self, name: str, role: str, passphrase: str, owner_passphrase: str, now: datetime) -> Entry:
+    def add(
+        self, name: str, role: str, passphrase: str, owner_passphrase: str, now: datetime, record: RegistryChange | None = None
+    ) -> Entry:
         """Add ``name`` with ``role``: a new key pair encrypted with their ``passphrase``, the
         entry signed with the owner's key (unlocked by ``owner_passphrase``).
 
@@ -354,15 +518,18 @@ class Registry:
         key = Ed25519PrivateKey.generate()
         pub, at = public_hex(key), iso(now)
         sig = owner.sign(entry_message(name, role, pub, at, None))
+        private = _encrypt(key, passphrase)  # before the write lock: it costs a guess
         with self._database().immediate() as conn:
             conn.execute(
                 f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
-                (name, role, pub, at, sig, _encrypt(key, passphrase)),
+                (name, role, pub, at, sig, private),
             )
-            self._write_seal(conn, owner)
+            seal = self._write_seal(conn, owner, now)
+        if record is not None:
+            record(owner, seal)
         return Entry(name, role, pub, at, None, sig, "")
 
-    def revoke(self, name: str, owner_passphrase: str, now: datetime) -> Entry:
+    def revoke(self, name: str, owner_passphrase: str, now: datetime, record: RegistryChange | None = None) -> Entry:
         """Revoke ``name`` (from now on none of their decisions executes); signed by the owner.
 
         Raises:
@@ -382,10 +549,12 @@ class Registry:
         sig = owner.sign(entry_message(entry.name, entry.role, entry.public_key, entry.added_at, at))
         with self._database().immediate() as conn:
             conn.execute("UPDATE approvers SET revoked_at = ?, signature = ? WHERE name = ?", (at, sig, entry.name))
-            self._write_seal(conn, owner)
+            seal = self._write_seal(conn, owner, now)
+        if record is not None:
+            record(owner, seal)
         return Entry(entry.name, entry.role, entry.public_key, entry.added_at, at, sig, "")
 
-    def recover(self, code: str, new_passphrase: str) -> str:
+    def recover(self, code: str, new_passphrase: str, now: datetime | None = None, record: RegistryChange | None = None) -> str:
         """Give the owner a new passphrase with the one-time recovery code; returns the next
         recovery code (the used one no longer works).
 
@@ -395,16 +564,23 @@ class Registry:
         self._require_whole()
         seal = self.seal()
         entry = next(e for e in self.entries() if e.name == seal["owner"])
-        key = _decrypt(entry.recovery_key or "", code.strip().upper())
+        key = _decrypt(entry.recovery_key or "", code.strip().upper(), seal["owner_key"])
         if key is None or public_hex(key) != seal["owner_key"]:
             raise RegistryError("Wrong recovery code: nothing changed.")
         _check_passphrase(new_passphrase, entry.name)
         new_code = "-".join(secrets.token_hex(2).upper() for _ in range(6))
+        private, recovery = _encrypt(key, new_passphrase), _encrypt(key, new_code)  # before the write lock: each costs a guess
         with self._database().immediate() as conn:
             conn.execute(
                 "UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
-                (_encrypt(key, new_passphrase), _encrypt(key, new_code), entry.name),
+                (private, recovery, entry.name),
             )
+            owner = Unlocked(entry.name, OWNER_ROLE, key)
+            seal = self._write_seal(
+                conn, owner, now or datetime.now().astimezone()
+            )  # a new version: the old passphrase's copy is older
+        if record is not None:
+            record(owner, seal)
         return new_code
 
     def _require_whole(self) -> None:

@@ -150,6 +150,40 @@ def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> 
     return dict(zip(COLUMNS, row, strict=True)) if row else None
 
 
+def later_refresh(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[str, Any] | None:
+    """The first ``refresh`` row of the run ``run_uid`` after the audit row ``after_id``, or None.
+
+    A refresh voids every earlier approval of its run (issue 28): an approval whose row has a
+    later refresh row was made on a proposal the run no longer holds, whatever its state says."""
+    ensure_columns(conn)
+    row = conn.execute(
+        _SELECT + " WHERE run_uid = ? AND decision = 'refresh' AND id > ? ORDER BY id LIMIT 1", (run_uid, after_id)
+    ).fetchone()
+    return dict(zip(COLUMNS, row, strict=True)) if row else None
+
+
+def _voided_approvals(all_rows: list[dict[str, Any]]) -> list[str]:
+    """Each approve row followed by a refresh row of the same run with no refusal between them
+    (issue 28). resolver refreshes only a waiting run, and an approved run waits again only after
+    a ``refused...`` row (a lapse, a decision that was never an approver's), so such a pair means
+    the run was set back to waiting outside resolver; that approval never executes."""
+    open_approval: dict[str, dict[str, Any]] = {}
+    out: list[str] = []
+    for row in all_rows:
+        run = row["run_uid"] or row["run_id"]
+        if row["decision"] == "approve":
+            open_approval[run] = row
+        elif str(row["decision"]).startswith("refused"):
+            open_approval.pop(run, None)
+        elif row["decision"] == "refresh" and run in open_approval:
+            a = open_approval.pop(run)
+            out.append(
+                f"row {a['id']} ({a['run_id']}, approve) is followed by row {row['id']} (refresh) with no refusal between: "
+                "the run was set back to waiting outside resolver, and that approval is void"
+            )
+    return out
+
+
 # -- the head outside the database -----------------------------------------------------------------
 
 
@@ -160,14 +194,22 @@ def head_message(length: int, latest: str) -> bytes:
 
 def write_head(root: Path, length: int, latest: str, signer: str, signature: str) -> None:
     """Write ``audit.head`` (mode 0600, atomically): the chain's ``length``, ``latest`` hash, the
-    ``signer``'s name and their Ed25519 ``signature`` (hex) of :func:`head_message`."""
+    ``signer``'s name and their Ed25519 ``signature`` (hex) of :func:`head_message`.
+
+    Raises:
+        OSError: the head cannot be written (a folder in its place, a full disk); no temporary
+            file is left behind."""
     path = Path(root) / HEAD_FILE
     tmp = path.with_name(f".{HEAD_FILE}.{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"length": length, "hash": latest, "signer": signer, "signature": signature}, fh)
-        fh.write("\n")
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump({"length": length, "hash": latest, "signer": signer, "signature": signature}, fh)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def read_head(root: Path) -> dict[str, Any] | None:
@@ -224,7 +266,8 @@ def verify_audit(
 
     Finds: a missing append-only trigger; a chained row whose ``prev`` is not the hash of the
     row before it (a row edited, deleted or inserted before it); an unchained row after a
-    chained one; a row ``check_row`` refuses (a shop home checks each decision's signature
+    chained one; an approval followed by a refresh of its run with no refusal between (issue
+    28); a row ``check_row`` refuses (a shop home checks each decision's signature
     against the registry); a head longer than the chain (the newest rows deleted), or whose hash
     is not the chain's row at its length, or that ``check_head`` refuses (its signature);
     ``head_required`` and no head.
@@ -264,6 +307,7 @@ def verify_audit(
         prev_hash = row_hash(row)
         hashes.append(prev_hash)
     report.latest = prev_hash
+    report.problems += _voided_approvals(all_rows)
     if root is None:
         return report
     try:

@@ -19,12 +19,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core import __version__
-from core.errors import ResolverError, StoreBusy, WorldChanged
+from core.errors import BadArgument, ResolverError, StoreBusy, WorldChanged
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -61,10 +61,6 @@ EXIT_CODES = {
     EXIT_HANDED: "handed to a person: an approve or resume ended with the run handed_to_person",
 }
 """The ``resolver`` command's exit codes (README, "Exit codes")."""
-
-
-class BadArgument(ResolverError):
-    """A value on the command line that cannot be taken as typed (exit 2); nothing changed."""
 
 
 PROG = "resolver"
@@ -394,15 +390,18 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     from core.approvers import fingerprint
     from core.homekind import require_shop
     from core.safetext import safe_text
-    from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase, seal_head
+    from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase, record_registry_change
+
+    def record(change: str, name: str, role: str) -> Callable[[Unlocked, dict[str, Any]], None]:
+        """The registry's change as an owner-signed audit row, with the head (issue 28)."""
+        return lambda owner, seal: record_registry_change(home.root, home.store, owner, change, name, role, seal)
 
     require_shop(home.root, "`approvers`")
     registry = home.registry()
     now = home.clock.now()
     if args.approvers_cmd == "init":
         passphrase = read_passphrase(f"Passphrase for the owner {args.name}: ", fd=args.passphrase_fd, confirm=True)
-        made = registry.init(args.name, passphrase, now)
-        seal_head(home.root, home.store, registry.unlock(made.owner, passphrase))  # the audit's head, signed by the owner
+        made = registry.init(args.name, passphrase, now, record=record("init", args.name.strip(), "grace"))
         if args.json:
             _json({"owner": made.owner, "fingerprint": made.fingerprint, "recovery_code": made.recovery_code})
             return 0
@@ -422,7 +421,9 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         owner_passphrase = read_passphrase(
             "The owner's passphrase, to sign the entry: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
         )
-        entry = registry.add(args.name, args.role, passphrase, owner_passphrase, now)
+        entry = registry.add(
+            args.name, args.role, passphrase, owner_passphrase, now, record=record("add", args.name.strip(), args.role)
+        )
         if args.json:
             _json({"name": entry.name, "role": entry.role, "fingerprint": fingerprint(entry.public_key)})
             return 0
@@ -432,7 +433,9 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         owner_passphrase = read_passphrase(
             "The owner's passphrase, to sign the revocation: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
         )
-        entry = registry.revoke(args.name, owner_passphrase, now)
+        revoked = next((e for e in registry.entries() if e.name.casefold() == args.name.strip().casefold()), None)
+        who, role = (revoked.name, revoked.role) if revoked else (args.name.strip(), "")
+        entry = registry.revoke(args.name, owner_passphrase, now, record=record("revoke", who, role))
         if args.json:
             _json({"name": entry.name, "revoked_at": entry.revoked_at})
             return 0
@@ -441,7 +444,8 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     if args.approvers_cmd == "recover":
         code = read_passphrase("Recovery code: ", fd=args.code_fd, env="RESOLVER_RECOVERY_CODE")
         passphrase = read_passphrase("New passphrase for the owner: ", fd=args.passphrase_fd, confirm=True)
-        new_code = registry.recover(code, passphrase)
+        owner_name = str(registry.seal()["owner"])
+        new_code = registry.recover(code, passphrase, now, record=record("recover", owner_name, "grace"))
         if args.json:
             _json({"recovery_code": new_code})
             return 0
@@ -1095,6 +1099,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             _print(lines)
             return code
         root = where.path
+        _read_fds_early(args)
         if args.command == "init":
             made = init_home(root, shop=args.shop)
             Home(root)  # builds the databases (the kind is already written)
@@ -1114,11 +1119,14 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             sys.stdout.flush()
             return EXIT_CRASH
         log.info("%s ended with exit code %d", args.command, code)
+        _say_log_problem(log)
         return code
     except ResolverError as exc:
         if log is not None:
             log.info("%s: %s", "refused" if type(exc).__name__ in REFUSALS else "error", exc)
-        return _said(exc)
+        code = _said(exc)
+        _say_log_problem(log)
+        return code
     except KeyboardInterrupt:
         print(f"Interrupted; the last checkpoint is saved. Resume with `{PROG} resume RUN`.", file=sys.stderr)
         return 130
@@ -1136,6 +1144,37 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+def _say_log_problem(log: Any) -> None:
+    """Say once, on stderr, that the home's log could not be written (:func:`core.log.log_problem`)."""
+    if log is None:
+        return
+    from core.log import log_problem
+
+    problem = log_problem(log)
+    if problem:
+        print(problem, file=sys.stderr)
+
+
+def _read_fds_early(args: argparse.Namespace) -> None:
+    """Read ``--passphrase-fd``, ``--owner-passphrase-fd`` and ``--code-fd`` before the home
+    opens any file (:func:`core.signing.read_fd_early`, issue 28).
+
+    Raises:
+        BadArgument: a descriptor that is not open, cannot be read or holds no UTF-8 text (exit 2).
+    """
+    fds = [getattr(args, name, None) for name in ("passphrase_fd", "owner_passphrase_fd", "code_fd")]
+    if not any(fd is not None for fd in fds):
+        return
+    from core.signing import read_fd_early
+
+    for fd in fds:
+        if fd is not None:
+            try:
+                read_fd_early(fd)
+            except ResolverError as exc:
+                raise BadArgument(str(exc)) from None
 
 
 def _runs_light(args: argparse.Namespace) -> int | None:

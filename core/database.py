@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -123,15 +124,10 @@ def _private_file(path: Path) -> None:
     os.close(fd)
 
 
-def _make_private(path: Path) -> None:
-    """Take group and other permissions off an existing database file of ours (best effort: a file
-    of another user is left alone)."""
-    try:
-        st = os.stat(path)
-        if st.st_mode & 0o077 and st.st_uid == os.getuid():
-            os.chmod(path, FILE_MODE)
-    except (FileNotFoundError, PermissionError, AttributeError):
-        pass
+class ReadOnlyFile(ResolverError):
+    """A database file its owner left read-only (no write bit for its owner, or not writable by
+    this user): resolver never changes the mode of a file it did not make (issue 28), so the
+    write is refused with one sentence and nothing is written."""
 
 
 class Database:
@@ -173,8 +169,17 @@ class Database:
 
     def _open(self) -> sqlite3.Connection:
         _private_file(self.path)
+        target: str | Path = self.path
+        if not self._writable():  # its owner made it read-only: SQLite must not write it either, even as root
+            target = f"{self.path.resolve().as_uri()}?mode=ro"
         try:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, cached_statements=STATEMENT_CACHE)
+            conn = sqlite3.connect(
+                target,
+                timeout=BUSY_TIMEOUT_S,
+                isolation_level=None,
+                cached_statements=STATEMENT_CACHE,
+                uri=isinstance(target, str),
+            )
         except sqlite3.Error as exc:
             raise ResolverError(f"Cannot open {self.label} {self.path}: {exc}.") from exc
         if self.row_factory is not None:
@@ -199,15 +204,37 @@ class Database:
         except BaseException:
             conn.close()
             raise
-        for suffix in ("", "-wal", "-shm"):
-            _make_private(Path(f"{self.path}{suffix}"))
         with self._lock:
             self.counters.opens += 1
         return conn
 
+    def refuse_read_only(self) -> None:
+        """Refuse a write to a file its owner made read-only (issue 28): no write bit for the
+        owner (``chmod 444``, which root could still write) or none for this user. The mode is
+        never changed: a file's mode is its owner's to set.
+
+        Raises:
+            ReadOnlyFile: one sentence naming the file, its mode and what its owner does.
+        """
+        try:
+            mode = stat.S_IMODE(self.path.stat().st_mode)
+        except OSError:
+            return  # a file that is not there yet is made 0600 at its first open
+        if mode & stat.S_IWUSR and os.access(self.path, os.W_OK):
+            return
+        raise ReadOnlyFile(
+            f"{self.label[:1].upper()}{self.label[1:]} {self.path} is read-only (mode {mode:04o}): resolver never changes the "
+            f"mode of a file it did not make, so nothing was written. Its owner makes it writable (chmod 600 {self.path}), "
+            "then run the command again."
+        )
+
     def _writable(self) -> bool:
-        """Whether this process may write the file now; SQLite opens it read-only when not."""
-        return os.access(self.path, os.W_OK)
+        """Whether this process may write the file now and its owner left it writable (issue 28:
+        a ``chmod 444`` file is read-only for root too); it is opened read-only when not."""
+        try:
+            return bool(self.path.stat().st_mode & stat.S_IWUSR) and os.access(self.path, os.W_OK)
+        except OSError:
+            return True  # made at the first open
 
     def connection(self) -> sqlite3.Connection:
         """This thread's connection: opened on first use, reopened if the file was replaced, and
@@ -281,7 +308,11 @@ class Database:
         """A ``BEGIN IMMEDIATE`` transaction: committed at the end, rolled back on any exception.
 
         Counts one transaction and, if committed, one commit (one fsync of the WAL).
+
+        Raises:
+            ReadOnlyFile: the file is read-only (see :meth:`refuse_read_only`); nothing written.
         """
+        self.refuse_read_only()
         with self._errors():
             conn = self.connection()
             self._local.depth += 1

@@ -16,6 +16,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from core.errors import ResolverError
 from core.home import FILE_MODE, HOME_MODE, HomeLocation
 
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
@@ -155,11 +156,10 @@ def _dependency_lines() -> list[str]:
 def _clock_line(root: Path, kind: str) -> str:
     """The home's clock, checked against the supported times (issue 20): ok with the time, or
     FAIL with the sentence (a damaged ``clock.json``, a computer's clock out of range)."""
-    from core.clock import iso
+    from core.clock import FileClock, SystemClock, iso
     from core.errors import ResolverError
-    from core.homekind import home_clock
 
-    clock = home_clock(root)
+    clock = SystemClock() if kind == "shop" else FileClock(root / "clock.json")  # the kind as doctor found it
     try:
         now = clock.now()
     except ResolverError as exc:
@@ -168,10 +168,37 @@ def _clock_line(root: Path, kind: str) -> str:
     return _line("ok", f"clock: {iso(now)} ({'simulated' if simulated else 'real'}), within the supported times")
 
 
+def _audit_lines(root: Path, kind: str) -> list[str]:
+    """What ``resolver audit verify`` says, read only (issue 28): the hash chain and, in a shop
+    home with a registry, each decision's signature and the signed ``audit.head``. A store made
+    before the chain (no ``prev`` column yet) is a warn line: it is chained at its next open."""
+    from core.signing import verify_audit_read_only
+
+    path = root / "runs.sqlite"
+    if not path.is_file():
+        return []
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            columns = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+            if not columns:
+                return []
+            if not {"prev", "sig"} <= columns:
+                return [_line("warn", "audit: not chained yet (a store from an earlier release); it is chained at its next open")]
+            report = verify_audit_read_only(root, conn, kind)
+        finally:
+            conn.close()
+    except (sqlite3.Error, ResolverError) as exc:
+        return [_line("FAIL", f"audit: cannot be checked ({exc})")]
+    if report.ok:
+        return [_line("ok", report.lines()[0].removeprefix("Audit: ").rstrip(".").join(("audit: ", "")))]
+    return [_line("FAIL", f"audit: {p}") for p in report.problems]
+
+
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
     otherwise). Never creates or changes a file."""
-    from core.homekind import home_kind
+    from core.homekind import home_kind, shop_evidence
     from core.state import SCHEMA_VERSION
 
     root = where.path
@@ -186,8 +213,12 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         )
         lines += _dependency_lines()
         return lines, 1
-    kind = home_kind(root)
-    lines.append(_line("ok", f"kind: {kind}; checkpoints are read at schema version {SCHEMA_VERSION}"))
+    try:
+        kind = home_kind(root)
+        lines.append(_line("ok", f"kind: {kind}; checkpoints are read at schema version {SCHEMA_VERSION}"))
+    except ResolverError as exc:  # a lost or unreadable home.json is a line, and the rest is still checked (issue 28)
+        kind = "shop" if shop_evidence(root) else "practice"
+        lines.append(_line("FAIL", str(exc)))
     lines += _mode_lines(root)
     lines.append(_key_line(root / "approval.key"))
     lines.append(_clock_line(root, kind))
@@ -204,6 +235,7 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
             )
             lines.append(_line(level, text))
     lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
+    lines += _audit_lines(root, kind)
     lines += _database_lines(root / "larkfield.sqlite", "practice world")
     lines += _dependency_lines()
     return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

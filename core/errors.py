@@ -61,3 +61,8 @@ class WorldChanged(ApprovalRefused):
     def __init__(self, sentence: str, lines: list[str]) -> None:
         super().__init__(sentence)
         self.lines = lines
+
+
+class BadArgument(ResolverError):
+    """A value on the command line (or naming the home) that cannot be taken as typed (exit 2;
+    README, "Exit codes"); nothing changed."""

@@ -157,6 +157,13 @@ class Home:
         bytes, mode 0600)."""
         return load_key(self.key_path, in_flight=self.store.approvals_in_flight())
 
+    def _hmac_key(self) -> bytes:
+        """The key decisions are checked with: ``approval.key`` in a practice home; nothing in a
+        shop home, where every decision is Ed25519-signed and an HMAC one is never accepted
+        (:func:`core.signing.check_approval`), so a shop home never needs ``approval.key`` to
+        approve or resume (issue 28)."""
+        return b"" if self.kind == "shop" else self.approval_key()
+
     @staticmethod
     def lease_owner(label: str = "resolver") -> str:
         """A lease owner that names this process (``resolver-tui@host:pid:token``), for the
@@ -239,7 +246,7 @@ class Home:
             self._signed(
                 lambda: approve(
                     self.store,
-                    self.approval_key(),
+                    self._hmac_key(),
                     run_id,
                     role,
                     name,
@@ -256,7 +263,7 @@ class Home:
             self.log.info("approve %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
             raise
         self.log.info("approve %s by %s (%s): approved, executing", run_id, role, name or "-")
-        self._seal_head(signer)
+        self._seal_head(signer, "approval", run_id)
         return self.execute(run_id, interrupt=interrupt, owner=owner, on_progress=on_progress)
 
     def refresh(
@@ -306,7 +313,7 @@ class Home:
             self.log.info("reject %s by %s (%s) refused: %s", run_id, role, name or "-", exc)
             raise
         self.log.info("reject %s by %s (%s): %s", run_id, role, name or "-", state.status)
-        self._seal_head(signer)
+        self._seal_head(signer, "rejection", run_id)
         return state
 
     def execute(
@@ -325,7 +332,7 @@ class Home:
             state = execute(
                 self.store,
                 self.world_path,
-                self.approval_key(),
+                self._hmac_key(),
                 run_id,
                 clock=self.clock,
                 owner=owner,
@@ -390,11 +397,29 @@ class Home:
                 continue
         return decide()
 
-    def _seal_head(self, signer: Unlocked | None) -> None:
+    def _seal_head(self, signer: Unlocked | None, decided: str = "", run_id: str = "") -> None:
+        """Sign ``audit.head`` for the audit as it is now (a shop home's decision by ``signer``).
+
+        Raises:
+            ResolverError: the head cannot be written (a folder in its place, a full disk); the
+                sentence says the decision (``decided``: ``approval`` or ``rejection``) of
+                ``run_id`` is saved, and what finishes it (issue 28)."""
         if self.kind == "shop" and signer is not None:
             from core.signing import seal_head
 
-            seal_head(self.root, self.store, signer)
+            try:
+                seal_head(self.root, self.store, signer)
+            except OSError as exc:
+                then = (
+                    f"then `resolver resume {run_id}` executes it"
+                    if decided == "approval"
+                    else "then `resolver audit verify` checks the audit"
+                )
+                raise ResolverError(
+                    f"{signer.name}'s {decided or 'decision'} of {run_id or 'the run'} is saved, but the audit head "
+                    f"{self.root / 'audit.head'} cannot be written ({exc.strerror or exc}): put a readable file back in its "
+                    f"place or move it aside, {then}."
+                ) from None
 
     # -- the world outside any run --------------------------------------------------------------
 

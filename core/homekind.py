@@ -11,15 +11,23 @@ in the wrong folder must not wipe, rewind or pay from it. In a shop home:
   API (the ``resolver`` package's ``systems``, ``checkpoint`` and ``runner`` names) are refused
   with :class:`~core.errors.ShopRefused`, one sentence, nothing changed.
 
-The kind is kept in ``home.json`` in the home folder (``{"kind": "shop", "made_at": ...}``);
-a folder without it is a practice home. :data:`DIFFERENCES` is the README's table of what
-differs, one row per difference.
+The kind is kept in ``home.json`` in the home folder (``{"kind": "shop", "made_at": ...}``),
+but it is decided by everything the home holds, not by that one file (issue 28): a folder that
+holds an approvers registry (``approvers.sqlite``), its seal (``approvers.json``), an audit head
+(``audit.head``) or Ed25519-signed audit rows in ``runs.sqlite`` is a shop home whatever
+``home.json`` says (:func:`shop_evidence`). There a missing ``home.json``, or one that names
+another kind, is refused with :class:`HomeKindLost` (exit 1) until it is put back, so deleting
+or rewriting one file never turns a shop home into a practice home that pays on an HMAC
+approval, resets or books a manual refund. A folder with none of these and no ``home.json`` is a
+practice home. :data:`DIFFERENCES` is the README's table of what differs, one row per
+difference.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -35,8 +43,53 @@ KIND_FILE = "home.json"
 HOME_FILES = ("runs.sqlite", "larkfield.sqlite", "approval.key", "clock.json", "approvers.sqlite", "approvers.json")
 """Files that show a folder is already in use as a (practice) home."""
 
+SHOP_FILES = ("approvers.sqlite", "approvers.json", "audit.head")
+"""Files only a shop home ever holds (issue 14): their presence makes a folder a shop home."""
+
+
+class HomeKindLost(ResolverError):
+    """A folder holding a shop home's registry, seal, audit head or signed audit rows whose
+    ``home.json`` is missing, damaged or names another kind (issue 28). Nothing runs there until
+    ``home.json`` is put back (``resolver init --shop`` writes it again)."""
+
+
+SIGNED_ROWS_LOOKED_AT = 2000
+"""How many of the newest audit rows :func:`shop_evidence` reads for a signature (by the primary
+key, so the check costs well under a millisecond on any store; a whole scan of 200,000 rows
+takes about 80 ms, too much for every command and ``resolver runs``)."""
+
+_SIGNED_ROWS = "SELECT 1 FROM (SELECT sig FROM audit ORDER BY id DESC LIMIT ?) WHERE sig IS NOT NULL AND sig != '' LIMIT 1"
+
+
+def shop_evidence(root: Path | str) -> list[str]:
+    """What in the folder ``root`` only a shop home holds: the names of :data:`SHOP_FILES`
+    present; when none is, ``"Ed25519-signed audit rows"`` if one of the newest
+    :data:`SIGNED_ROWS_LOOKED_AT` rows of ``runs.sqlite``'s audit carries a signature (``sig``;
+    a practice home never writes one). Empty for a practice home. Reads ``runs.sqlite``
+    read-only and never raises: a store that cannot be read counts as no rows."""
+    root = Path(root)
+    found = [name for name in SHOP_FILES if (root / name).exists()]
+    store = root / "runs.sqlite"
+    if not found and store.is_file():
+        try:
+            conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+            try:
+                row = conn.execute(_SIGNED_ROWS, (SIGNED_ROWS_LOOKED_AT,)).fetchone()
+            finally:
+                conn.close()
+        except sqlite3.Error:  # no audit table or no sig column yet (older stores): no signed rows
+            row = None
+        if row is not None:
+            found.append("Ed25519-signed audit rows")
+    return found
+
+
 DIFFERENCES: tuple[tuple[str, str, str], ...] = (
-    ("made by", "any command, in a new folder", "`resolver init --shop`, in a new or empty folder; it stays a shop home"),
+    (
+        "made by",
+        "any command, in a new folder",
+        "`resolver init --shop`, in a new or empty folder; it stays a shop home: a folder holding a registry, a seal, an audit head or signed audit rows is one whatever `home.json` says, and is refused until a lost `home.json` is put back",
+    ),
     ("`resolver show`, the app's top bar", "practice", "shop"),
     (
         "clock",
@@ -71,7 +124,7 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     (
         "`audit verify`",
         "the hash chain and the append-only triggers",
-        "also each decision's signature and the signed `audit.head`",
+        "also each decision's and registry change's signature, the registry's version, the signed `audit.head` and each approval a run holds against its row",
     ),
 )
 """(what, in a practice home, in a shop home): the README's table."""
@@ -82,25 +135,53 @@ def kind_path(root: Path | str) -> Path:
     return Path(root) / KIND_FILE
 
 
+def _lost(root: Path, evidence: list[str], what: str) -> HomeKindLost:
+    return HomeKindLost(
+        f"{root} is a shop home (it holds {', '.join(evidence)}) but its home.json {what}: a shop home stays one, "
+        f"so nothing runs here until home.json is put back from a backup or written again with "
+        f"`resolver init --shop --home {root}`."
+    )
+
+
 def home_kind(root: Path | str) -> Kind:
     """``"shop"`` if ``root`` was made with ``resolver init --shop``, else ``"practice"``.
 
+    A folder with :func:`shop_evidence` must say ``"shop"`` in ``home.json`` (issue 28).
+
     Raises:
-        ResolverError: ``home.json`` exists but cannot be read (fails closed: nothing runs
-            until a person looks at it).
+        HomeKindLost: the folder holds a shop home's files or signed rows, and ``home.json`` is
+            missing, damaged or names another kind.
+        ResolverError: ``home.json`` exists but cannot be read, or names an unknown kind
+            (fails closed: nothing runs until a person looks at it).
     """
+    root = Path(root)
     path = kind_path(root)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         kind = raw["kind"]
     except FileNotFoundError:
+        evidence = shop_evidence(root)
+        if evidence:
+            raise _lost(root, evidence, "is missing") from None
         return "practice"
+    except PermissionError:
+        raise ResolverError(
+            f"The home file {path} cannot be read by this user: the home belongs to another account, "
+            "or its owner made it unreadable; run resolver as the home's owner."
+        ) from None
     except (OSError, ValueError, KeyError, TypeError) as exc:
+        evidence = shop_evidence(root)
+        if evidence:
+            raise _lost(root, evidence, f"is damaged ({exc})") from None
         raise ResolverError(
             f"The home file {path} is damaged ({exc}); restore it from a backup or ask who made this home."
         ) from None
     if kind not in ("practice", "shop"):
         raise ResolverError(f"The home file {path} names the kind {str(kind)[:20]!r}; a home is practice or shop.")
+    if kind != "shop":
+        evidence = shop_evidence(root)
+        if evidence:
+            raise _lost(root, evidence, f"says {kind}")
     return kind
 
 
@@ -149,17 +230,24 @@ def init_home(root: Path | str, shop: bool = False) -> str:
     Raises:
         ResolverError: ``shop`` for a folder that is already a practice home in use (it holds
             runs, a world, a key or a clock), or a practice home asked of a shop home: a home
-            never changes kind.
+            never changes kind. ``init --shop`` in a shop home whose ``home.json`` was lost
+            (:class:`HomeKindLost`) writes it again; ``init`` there raises HomeKindLost.
     """
     root = Path(root)
-    kind = home_kind(root)
+    lost = False
+    try:
+        kind = home_kind(root)
+    except HomeKindLost:
+        if not shop:
+            raise
+        kind, lost = "shop", True  # a shop home whose home.json went missing or changed: write it again (the safe direction)
     if not shop:
         if kind == "shop":
             raise ResolverError(f"{root} is a shop home, and a shop home stays one; make a practice home in another folder.")
         return f"{root} is a practice home."
-    if kind == "shop":
+    if kind == "shop" and not lost:
         return f"{root} is already a shop home."
-    used = [name for name in HOME_FILES if (root / name).exists()]
+    used = [] if lost else [name for name in HOME_FILES if (root / name).exists()]
     if used:
         raise ResolverError(
             f"{root} is already a practice home (it has {', '.join(used)}); a shop home must start in a new "
@@ -167,7 +255,8 @@ def init_home(root: Path | str, shop: bool = False) -> str:
         )
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
-        root.chmod(0o700)  # a shop home is private like every home (issue 13): the folder 0700, its files 0600
+        if not lost:
+            root.chmod(0o700)  # a shop home is private like every home (issue 13): the folder 0700, its files 0600
         made = iso(datetime.now(SHOP_TZ))
         fd = os.open(kind_path(root), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
@@ -175,4 +264,6 @@ def init_home(root: Path | str, shop: bool = False) -> str:
         kind_path(root).chmod(0o600)
     except OSError as exc:
         raise ResolverError(f"Cannot make a shop home in {root}: {exc.strerror or exc}.") from None
+    if lost:
+        return f"{root} is a shop home again: home.json says so."
     return f"Made a shop home in {root}: its clock is real time only, and the lesson's commands are refused here."

@@ -8,12 +8,13 @@ lesson's ``work/`` folder, and ``resolver doctor`` says which one is in use and 
 
 from __future__ import annotations
 
+import errno
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from core.errors import ResolverError
+from core.errors import BadArgument, ResolverError
 
 __all__ = ["CONFIG_ENV", "DEFAULT_HOME", "HOME_ENV", "HomeLocation", "config_home", "config_path", "locate_home", "resolve_home"]
 
@@ -80,18 +81,58 @@ class HomeLocation:
 
 def locate_home(arg: str | os.PathLike | None = None) -> HomeLocation:
     """The home folder and why: ``--home DIR``, else ``$RESOLVER_HOME``, else the config file's
-    ``home``, else ``./work``. Raises ResolverError for ``--home ''`` (never quietly ./work)."""
+    ``home``, else ``./work``.
+
+    Raises:
+        ResolverError: ``--home ''`` (never quietly ./work); a home this user may not reach
+            (another account's, issue 28).
+        BadArgument: a folder name longer than the system allows (issue 28).
+    """
     if arg is not None:
         if not str(arg).strip():
             raise ResolverError("--home is empty: name a folder, or leave --home out to use the default.")
-        return HomeLocation(Path(arg).expanduser(), "flag", "from --home")
+        return _reachable(HomeLocation(Path(arg).expanduser(), "flag", "from --home"))
     env = os.environ.get(HOME_ENV)
     if env:
-        return HomeLocation(Path(env).expanduser(), "environment", f"from ${HOME_ENV}")
+        return _reachable(HomeLocation(Path(env).expanduser(), "environment", f"from ${HOME_ENV}"))
     named = config_home()
     if named is not None:
-        return HomeLocation(named, "config", f"from `home` in {config_path()}")
-    return HomeLocation(Path(DEFAULT_HOME), "default", "the default ./work in the current folder")
+        return _reachable(HomeLocation(named, "config", f"from `home` in {config_path()}"))
+    return _reachable(HomeLocation(Path(DEFAULT_HOME), "default", "the default ./work in the current folder"))
+
+
+def _reachable(where: HomeLocation) -> HomeLocation:
+    """``where`` when its folder can be looked at by this user (it need not exist yet).
+
+    Raises:
+        BadArgument: the name is longer than the system allows (ENAMETOOLONG).
+        ResolverError: the folder, or one above it, may not be searched or read by this user:
+            it belongs to another account (EACCES, EPERM).
+    """
+    try:
+        where.path.stat()
+    except FileNotFoundError:
+        return where
+    except OSError as exc:
+        if exc.errno == errno.ENAMETOOLONG:
+            raise BadArgument(
+                f"The home folder's name is too long for this system ({len(str(where.path))} characters, {where.detail}); "
+                "choose a shorter path. Nothing was changed."
+            ) from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise ResolverError(_unreadable(where.path)) from None
+        if exc.errno != errno.ENOTDIR:
+            raise ResolverError(f"Cannot look at the home folder {where.path}: {exc.strerror or exc}.") from None
+    if where.path.is_dir() and not os.access(where.path, os.R_OK | os.X_OK):
+        raise ResolverError(_unreadable(where.path))
+    return where
+
+
+def _unreadable(path: Path) -> str:
+    return (
+        f"The home {path} cannot be read by this user: it belongs to another account, or its owner closed it "
+        "(a home is 0700). Run resolver as the home's owner, or choose your own home with --home DIR."
+    )
 
 
 def resolve_home(arg: str | os.PathLike | None = None) -> Path:

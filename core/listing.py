@@ -74,10 +74,16 @@ class ListingHome:
 
 def listing_home(root: Path) -> ListingHome | None:
     """The home at ``root`` opened for a listing, or None when the whole home must open it (no
-    ``runs.sqlite`` yet, an older store format to migrate, or a file SQLite cannot read)."""
+    ``runs.sqlite`` yet, an older store format to migrate, or a file SQLite cannot read).
+
+    Raises:
+        HomeKindLost: the folder is a shop home whose ``home.json`` is missing or changed."""
+    from core.homekind import home_kind
+
     path = root / "runs.sqlite"
     if not path.is_file():
         return None
+    home_kind(root)  # a shop home whose home.json was lost lists nothing either (issue 28)
     try:
         probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         try:

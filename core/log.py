@@ -20,12 +20,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import re
+import sys
+from contextlib import suppress
 from pathlib import Path
 
 from concurrent_log_handler import ConcurrentRotatingFileHandler
 
 LOG_NAME = "resolver.log"
+LOCK_NAME = ".__resolver.lock"
+"""The lock file ``concurrent-log-handler`` keeps beside the log (its name for ``resolver.log``)."""
 MAX_BYTES = 1_000_000
 """Size at which the log rotates (bytes); a record is never split, so a file may pass it by one
 record, and by a few when several processes write at once."""
@@ -48,13 +53,44 @@ class _EscapingFormatter(logging.Formatter):
         return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", super().format(record))
 
 
+def _create_private(path: Path | str) -> None:
+    """Make ``path`` empty with mode 0600 if it does not exist; an existing file keeps its mode
+    (issue 28: resolver never changes the mode of a file it did not make). Never raises."""
+    with suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
+
+
 class _HomeLogHandler(ConcurrentRotatingFileHandler):
     """``concurrent-log-handler``'s rotating handler, safe across processes, with the home's
-    rules: files 0600, none kept open between records, and never a word on the terminal."""
+    rules: files made 0600 (by :func:`_create_private`, never by a chmod of an existing file:
+    the handler is given no ``chmod``), none kept open between records, and never a word on
+    the terminal."""
+
+    def doRollover(self) -> None:
+        """Rotate, then make the new log 0600 before anyone writes it."""
+        super().doRollover()
+        _create_private(self.baseFilename)
+
+    problem: str | None = None
+    """Why the first record that could not be written failed (None while every record was)."""
 
     def handleError(self, record: logging.LogRecord) -> None:
         """A record that cannot be written is dropped: the log never prints on the terminal
-        (logging's default prints a traceback on stderr), and the command goes on."""
+        (logging's default prints a traceback on stderr), and the command goes on. The first
+        failure is kept in :attr:`problem` for :func:`log_problem`."""
+        if self.problem is None:
+            exc = sys.exc_info()[1]
+            self.problem = (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__) if exc else "unknown"
+
+
+def log_problem(logger: logging.Logger) -> str | None:
+    """One sentence when the home's log of ``logger`` could not be written (issue 28: said once
+    by the command line, never a traceback), else None. The first failure is kept, so the
+    sentence is the same however many records were dropped."""
+    for handler in logger.handlers:
+        if isinstance(handler, _HomeLogHandler) and handler.problem:
+            return f"The home's log {handler.baseFilename} cannot be written ({handler.problem}); the command went on without it."
+    return None
 
 
 def command_log(home_root: Path | str, name: str = "resolver") -> logging.Logger:
@@ -71,9 +107,11 @@ def command_log(home_root: Path | str, name: str = "resolver") -> logging.Logger
     logger.propagate = False
     if any(isinstance(h, (_HomeLogHandler, logging.NullHandler)) for h in logger.handlers):
         return logger
+    _create_private(path)
+    _create_private(path.with_name(LOCK_NAME))
     try:
         handler: logging.Handler = _HomeLogHandler(
-            str(path), maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", chmod=FILE_MODE, keep_file_open=False
+            str(path), maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", keep_file_open=False
         )
     except OSError:
         handler = logging.NullHandler()

@@ -13,7 +13,8 @@ shared HMAC key of a practice home (plain hex) is told apart.
 Before every write in a shop home (:func:`check_approval`), the executor asks: is the registry
 whole (the owner's seal and signatures); is the approver in it, not revoked now, with the role
 the approval names; is there an audit row recording exactly this approval; does the signature
-verify over it with the approver's public key. A decision signed with the old shared key, or made
+verify over it with the approver's public key; has no ``refresh`` row of the run followed it (a
+refresh voids earlier approvals, issue 28). A decision signed with the old shared key, or made
 before the home had a registry, goes back to waiting with the reason (:data:`REDECIDE`).
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,6 +111,88 @@ def seal_head(root: Path, store: CheckpointStore, signer: Unlocked) -> None:
     auditchain.write_head(root, length, latest, signer.name, signer.sign(auditchain.head_message(length, latest)))
 
 
+# -- registry changes in the audit (issue 28) -------------------------------------------------------
+
+REGISTRY_RUN = "(approvers)"
+"""The ``run_id`` of an audit row that records a registry change."""
+
+REGISTRY_PREFIX = "registry:"
+"""How such a row's ``decision`` starts: ``registry:init``, ``registry:add``, ``registry:revoke``, ``registry:recover``."""
+
+
+def registry_row_message(row: dict[str, Any]) -> bytes:
+    """The bytes the owner signs for a registry row: :func:`decision_message` of its decision,
+    the seal's ``entries_hash`` (``digest``), the approver's role and name, the change's time and
+    ``detail`` (``registry version N``), over the row before it (``prev``)."""
+    return decision_message(
+        row["decision"], "", row["digest"], row["role"], row["name"], row["at"], row["detail"], row["prev"] or ""
+    )
+
+
+def record_registry_change(
+    root: Path, store: CheckpointStore, owner: Unlocked, change: str, name: str, role: str, seal: dict[str, Any]
+) -> None:
+    """Append the owner-signed audit row of one registry change (``change``: ``init``, ``add``,
+    ``revoke`` or ``recover``, of the approver ``name`` with ``role``) and sign ``audit.head``.
+
+    The row records the seal's version, so a registry put back from an older copy (a revocation
+    undone, an old passphrase's key restored) is found older than the audit says it was, by the
+    executor before every write and by ``audit verify`` (:func:`registry_behind`).
+    """
+    for _ in range(5):
+        with store.db.read() as conn:
+            prev, _n = auditchain.last_hash(conn)
+        row: dict[str, Any] = {
+            "run_id": REGISTRY_RUN,
+            "decision": REGISTRY_PREFIX + change,
+            "role": role,
+            "name": name,
+            "digest": str(seal["entries_hash"]),
+            "at": str(seal["changed_at"]),
+            "detail": f"registry version {int(seal['version'])}",
+            "run_uid": None,
+            "prev": prev,
+        }
+        row["sig"] = owner.sign(registry_row_message(row))
+        try:
+            store.append_audit(row)
+        except auditchain.AuditMoved:
+            continue
+        seal_head(root, store, owner)
+        return
+    raise ResolverError("The audit kept moving while the registry change was recorded; run `resolver audit verify`.")
+
+
+def recorded_registry_version(conn: Any, owner_key: str) -> int:
+    """The highest registry version the audit records in a row the owner's key signed (0 when none)."""
+    best = 0
+    for row in auditchain.rows(conn):
+        if str(row["decision"]).startswith(REGISTRY_PREFIX) and verify_hex(
+            owner_key, row["sig"] or "", registry_row_message(row)
+        ):
+            try:
+                best = max(best, int(str(row["detail"]).rsplit(" ", 1)[-1]))
+            except ValueError:
+                continue
+    return best
+
+
+def registry_behind(registry: Registry, conn: sqlite3.Connection) -> str | None:
+    """Why the registry is older than the audit of ``conn`` says it was (issue 28), or None.
+
+    Raises:
+        RegistryError: the seal cannot be read.
+    """
+    version = registry.version()
+    recorded = recorded_registry_version(conn, registry.owner_key())
+    if version < recorded:
+        return (
+            f"the approvers registry is version {version} but the audit records version {recorded}: "
+            "it was put back from an older copy (a revocation undone?)"
+        )
+    return None
+
+
 # -- checks before every write ----------------------------------------------------------------------
 
 
@@ -128,8 +212,12 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
         )
     try:
         entry = registry.valid_entry(a.name)
-    except ApprovalRefused as exc:
+        with store.db.read() as conn:
+            behind = registry_behind(registry, conn)
+    except (ApprovalRefused, RegistryError) as exc:
         return f"the approver does not hold: {exc}"
+    if behind:
+        return behind
     if entry.role != a.role:
         return f"the approval names role {a.role} but the registry gives {entry.name} the role {entry.role}"
     sig = a.signature.removeprefix(PREFIX)
@@ -151,6 +239,13 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
         decision_message("approve", state.run_uid, a.digest, a.role, a.name, iso(a.at), "", row["prev"] or ""),
     ):
         return f"the approval's signature does not verify with {entry.name}'s key"
+    with store.db.read() as conn:
+        voided = auditchain.later_refresh(conn, state.run_uid, row["id"])
+    if voided is not None:
+        return (
+            f"the approval was voided by the refresh of {voided['at']} (audit row {voided['id']}): "
+            "the run was set back to an older state"
+        )
     return None
 
 
@@ -164,8 +259,16 @@ def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
     signature that verifies with its approver's key (revoked or not: it was valid when made);
     a row the system wrote (``refused``) carries none."""
     keys = {e.name: e.public_key for e in registry.entries()}
+    try:
+        owner_key: str | None = registry.owner_key()
+    except RegistryError:
+        owner_key = None
 
     def check(row: dict[str, Any]) -> str | None:
+        if str(row["decision"]).startswith(REGISTRY_PREFIX):
+            if owner_key is None or not verify_hex(owner_key, row["sig"] or "", registry_row_message(row)):
+                return "a registry change not signed by the owner's key"
+            return None
         if row["decision"] == "refresh" and not row["name"] and not row["sig"]:
             return None  # a refresh saved before refreshes were signed: it named nobody and moved no money
         if row["decision"] not in SIGNED_DECISIONS:
@@ -206,17 +309,10 @@ def head_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
 
 
 def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditchain.AuditReport:
-    """``resolver audit verify``: the chain and triggers in any home; in a shop home with a
-    registry also the registry, each decision's signature and the signed ``audit.head``."""
-    registry = Registry(root)
-    shop = kind == "shop" and registry.exists()
+    """``resolver audit verify``: :func:`verify_audit_read_only` over the store's connection,
+    and the append-only triggers the store had to create again when it opened."""
     with store.db.read() as conn:
-        if not shop:
-            report = auditchain.verify_audit(conn)
-        else:
-            report = auditchain.verify_audit(
-                conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
-            )
+        report = verify_audit_read_only(root, conn, kind)
     # the store creates a dropped trigger again when it opens: what it had to repair is reported here
     report.problems[:0] = [
         f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed "
@@ -224,13 +320,70 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditcha
         for t in store.repaired_triggers
         if t in auditchain.TRIGGERS
     ]
+    return report
+
+
+def verify_audit_read_only(root: Path, conn: sqlite3.Connection, kind: str) -> auditchain.AuditReport:
+    """The audit check of ``audit verify`` and ``resolver doctor`` over ``conn`` (read only): the
+    chain and triggers in any home; in a shop home with a registry also the registry (its
+    signatures, and its version against the audit's registry rows, issue 28), each row's
+    signature, the signed ``audit.head`` (never shorter than the newest signed row), and every
+    approver-signed approval a run holds against its audit row."""
+    registry = Registry(root)
+    shop = kind == "shop" and registry.exists()
     if not shop:
-        return report
+        return auditchain.verify_audit(conn)
+    report = auditchain.verify_audit(
+        conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
+    )
     try:
-        report.problems[:0] = [f"registry: {p}" for p in registry.problems()]
+        behind = registry_behind(registry, conn)
+        report.problems[:0] = [f"registry: {p}" for p in [*registry.problems(), *([behind] if behind else [])]]
     except RegistryError as exc:
         report.problems.insert(0, str(exc))
+    report.problems += signed_rows_beyond_head(root, conn)
+    report.problems += approvals_without_rows(conn)
     return report
+
+
+def approvals_without_rows(conn: sqlite3.Connection) -> list[str]:
+    """Issue 28: each run whose saved approval is an approver's (``ed25519:``) must have the
+    audit row that records it; a run that still holds an approval whose row is gone had its
+    history rolled back (the newest rows deleted with the head put back). One sentence per run."""
+    out: list[str] = []
+    saved = conn.execute("SELECT run_id, state FROM runs WHERE state LIKE ?", (f'%"signature":"{PREFIX}%',)).fetchall()
+    for run_id, text in saved:
+        try:
+            approval = json.loads(text).get("approval") or {}
+        except (ValueError, AttributeError):
+            continue  # a damaged checkpoint is said by every read of it
+        sig = str(approval.get("signature", ""))
+        if sig.startswith(PREFIX) and auditchain.find_row(conn, run_id, "approve", sig.removeprefix(PREFIX)) is None:
+            out.append(
+                f"run {run_id} holds an approval by {approval.get('name')} that no audit row records: "
+                "the newest rows were deleted and the head put back, or the approval was written with SQL"
+            )
+    return out
+
+
+def signed_rows_beyond_head(root: Path, conn: sqlite3.Connection) -> list[str]:
+    """Issue 28: ``audit.head`` is signed after every signed row (a decision, a registry change),
+    so a head shorter than the newest signed row was put back from an older copy (with the newest
+    rows edited or deleted). One sentence, or none."""
+    try:
+        head = auditchain.read_head(root)
+    except (OSError, ValueError):
+        return []  # said by verify_audit
+    if head is None:
+        return []
+    all_rows = auditchain.rows(conn)
+    last_signed = max((i + 1 for i, row in enumerate(all_rows) if row["sig"]), default=0)
+    if head["length"] < last_signed:
+        return [
+            f"{auditchain.HEAD_FILE} records {head['length']} row(s) but row {last_signed} is signed, and every signed row "
+            "moves the head: the head was put back from an older copy"
+        ]
+    return []
 
 
 def registry_lines(root: Path, kind: str) -> list[str]:
@@ -263,7 +416,85 @@ def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
     return out
 
 
+# -- an unlocked key kept for a while (the app) ---------------------------------------------------
+
+
+class KeyHolder:
+    """An approver's key kept unlocked in memory for at most ``idle_s`` seconds without use
+    (issue 28: an unattended app forgets it; the config's ``key_idle_minutes``, default 5).
+
+    ``clock`` gives seconds (``time.monotonic`` by default; tests pass their own). Never written
+    anywhere; :meth:`get` returns None once the key was idle too long, and forgets it.
+    """
+
+    def __init__(self, idle_s: float, clock: Callable[[], float] | None = None) -> None:
+        import time
+
+        self.idle_s = idle_s
+        self._clock = clock or time.monotonic
+        self._key: Unlocked | None = None
+        self._used = 0.0
+
+    def put(self, key: Unlocked | None) -> None:
+        """Keep ``key`` (None forgets), as used now."""
+        self._key, self._used = key, self._clock()
+
+    def get(self) -> Unlocked | None:
+        """The key, as used now; None (and forgotten) when none is kept or it was idle longer
+        than ``idle_s``."""
+        now = self._clock()
+        if self._key is not None and now - self._used > self.idle_s:
+            self._key = None
+        if self._key is not None:
+            self._used = now
+        return self._key
+
+
 # -- passphrases -----------------------------------------------------------------------------------
+
+
+_read_early: dict[int, list[str]] = {}
+"""Lines read by :func:`read_fd_early`, by file descriptor and in order, until :func:`read_passphrase` takes them."""
+
+
+def _read_fd(fd: int) -> str:
+    """The first line of the file descriptor ``fd`` (UTF-8, without its line break).
+
+    Raises:
+        ResolverError: ``fd`` is negative, too large, not open, cannot be read, or its line is
+            not UTF-8 text (issue 28: one sentence each, never the catch-all).
+    """
+    if not 0 <= fd < 2**31:
+        raise ResolverError(f"File descriptor {fd} cannot exist: give the number of one this command inherits (3 in 3<file).")
+    try:
+        os.fstat(fd)
+    except OSError:
+        raise ResolverError(
+            f"File descriptor {fd} is not open: hand the passphrase over with --passphrase-fd {fd} {fd}<FILE, "
+            "or type it at a terminal. Nothing was changed."
+        ) from None
+    try:
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.readline()
+    except OSError as exc:
+        raise ResolverError(f"Cannot read the passphrase from file descriptor {fd}: {exc.strerror or exc}.") from None
+    try:
+        return raw.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        raise ResolverError(
+            f"The line read from file descriptor {fd} is not UTF-8 text: write the passphrase in UTF-8. Nothing was changed."
+        ) from None
+
+
+def read_fd_early(fd: int) -> None:
+    """Read the first line of ``fd`` now, before the command opens any file of its own, and
+    keep it for :func:`read_passphrase` (issue 28: ``--passphrase-fd 9`` with 9 not open in the
+    shell must not read the descriptor of ``approvers.sqlite`` that resolver opened itself).
+
+    Raises:
+        ResolverError: as :func:`_read_fd`.
+    """
+    _read_early.setdefault(fd, []).append(_read_fd(fd))
 
 
 def read_passphrase(prompt: str, *, fd: int | None = None, env: str = PASSPHRASE_ENV, confirm: bool = False) -> str:
@@ -275,11 +506,9 @@ def read_passphrase(prompt: str, *, fd: int | None = None, env: str = PASSPHRASE
             or the two typed passphrases differ.
     """
     if fd is not None:
-        try:
-            with os.fdopen(fd, "r", encoding="utf-8", closefd=False) as fh:
-                return fh.readline().rstrip("\r\n")
-        except OSError as exc:
-            raise ResolverError(f"Cannot read the passphrase from file descriptor {fd}: {exc.strerror or exc}.") from None
+        if _read_early.get(fd):
+            return _read_early[fd].pop(0)
+        return _read_fd(fd)
     if os.environ.get(env):
         return os.environ[env]
     if not sys.stdin.isatty():
@@ -296,14 +525,19 @@ __all__ = [
     "PREFIX",
     "REDECIDE",
     "DecisionSigner",
+    "KeyHolder",
     "Seal",
     "check_approval",
     "decision_message",
     "doctor_lines",
     "fingerprint",
     "head_check",
+    "read_fd_early",
     "read_passphrase",
+    "record_registry_change",
+    "registry_behind",
     "row_check",
     "seal_head",
+    "verify_audit_read_only",
     "verify_home_audit",
 ]

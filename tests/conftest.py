@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,17 @@ def resolver_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     folder = tmp_path_factory.mktemp("resolver-home") / "work"
     monkeypatch.setenv("RESOLVER_HOME", str(folder))
     return folder
+
+
+def cheap_key_cost() -> Iterator[None]:
+    """Keys made by a test are encrypted at scrypt n = 2**10 (about 1 ms) instead of the
+    product's 2**16 (about 0.28 s), through the one seam for it (core.approvers.use_key_cost);
+    an unlock uses the cost stored with the key. Processes a test starts use the product's cost."""
+    from core.approvers import KeyCost, use_key_cost
+
+    before = use_key_cost(KeyCost(n=2**10))
+    yield
+    use_key_cost(before)
 
 
 @pytest.fixture

@@ -40,18 +40,31 @@ def copy_frozen_home(dst: Path) -> Path:
     return dst
 
 
+CRASH_ENTRY = Path(__file__).parent / "crash_entry.py"
+"""The crash tests' entry point: ``python -m core`` with the ``RESOLVER_KILL_AT`` kill armed."""
+
+
+def core_command(env: dict[str, str] | None = None) -> list[str]:
+    """The command that starts resolver in a new process: ``python -m core``, or the crash
+    tests' entry point (:data:`CRASH_ENTRY`) when ``env`` names ``RESOLVER_KILL_AT``."""
+    if env and env.get("RESOLVER_KILL_AT"):
+        return [sys.executable, str(CRASH_ENTRY)]
+    return [sys.executable, "-m", "core"]
+
+
 def run_process(
     home_dir: Path, *argv: str, env: dict[str, str] | None = None, timeout: float = 60
 ) -> subprocess.CompletedProcess:
     """Run ``python -m core ARGS --home HOME`` in a new process (a new terminal, a new day).
 
-    ``RESOLVER_KILL_AT`` (the crash tests' kill point) reaches the process only when ``env``
-    names it, never from the test process's own environment."""
+    When ``env`` names ``RESOLVER_KILL_AT`` (the crash tests' kill point), the process is the
+    test suite's own entry point ``tests/crash_entry.py`` with that kill armed (:func:`core_command`);
+    the product never reads the variable (issue 28)."""
     full_env = {**os.environ, **(env or {})}
     if not env or "RESOLVER_KILL_AT" not in env:
         full_env.pop("RESOLVER_KILL_AT", None)
     return subprocess.run(
-        [sys.executable, "-m", "core", *argv, "--home", str(home_dir)],
+        [*core_command(full_env), *argv, "--home", str(home_dir)],
         capture_output=True,
         text=True,
         env=full_env,

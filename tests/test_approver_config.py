@@ -153,3 +153,33 @@ def test_a_config_folder_that_cannot_be_made_is_one_sentence(tmp_path: Path, mon
     monkeypatch.setenv("RESOLVER_CONFIG", str(blocker / "cfg.toml"))
     with pytest.raises(ResolverError, match="Cannot make the folder"):
         approver_config.save(ApproverConfig("Ana", "agent"))
+
+
+def test_key_idle_minutes_defaults_to_5_and_refuses_a_value_out_of_range(tmp_path):
+    """Issue 28: how long the app keeps a key unlocked without a decision."""
+    import pytest
+    from core.approver_config import key_idle_seconds
+    from core.errors import ResolverError
+
+    path = tmp_path / "config.toml"
+    assert key_idle_seconds(path) == 300.0
+    path.write_text('name = "Ana"\nkey_idle_minutes = 2\n', encoding="utf-8")
+    assert key_idle_seconds(path) == 120.0
+    for bad in ('"soon"', "0", "true", "100000"):
+        path.write_text(f'name = "Ana"\nkey_idle_minutes = {bad}\n', encoding="utf-8")
+        with pytest.raises(ResolverError, match="key_idle_minutes"):
+            key_idle_seconds(path)
+
+
+def test_a_key_holder_forgets_the_key_after_its_idle_time():
+    from core.signing import KeyHolder
+
+    now = [0.0]
+    holder = KeyHolder(300.0, clock=lambda: now[0])
+    holder.put("key")  # type: ignore[arg-type]
+    now[0] = 299.0
+    assert holder.get() == "key"  # a use: the idle time starts again
+    now[0] = 598.0
+    assert holder.get() == "key"
+    now[0] = 899.0
+    assert holder.get() is None and holder.get() is None

@@ -67,10 +67,20 @@ def _changes(root: Path) -> int:
         return conn.execute("SELECT COUNT(*) FROM refunds").fetchone()[0]
 
 
-def _audit(root: Path) -> list[dict]:
+def _registry_rows(root: Path) -> list[dict]:
+    """The registry's own audit rows (issue 28: each change of the registry, signed by the owner)."""
     conn = sqlite3.connect(root / "runs.sqlite")
     conn.row_factory = sqlite3.Row
-    rows = [dict(r) for r in conn.execute("SELECT * FROM audit ORDER BY id")]
+    rows = [dict(r) for r in conn.execute("SELECT * FROM audit WHERE run_id = '(approvers)' ORDER BY id")]
+    conn.close()
+    return rows
+
+
+def _audit(root: Path) -> list[dict]:
+    """The audit's rows of runs (decisions and refusals), without the registry's own rows (issue 28)."""
+    conn = sqlite3.connect(root / "runs.sqlite")
+    conn.row_factory = sqlite3.Row
+    rows = [dict(r) for r in conn.execute("SELECT * FROM audit WHERE run_id != '(approvers)' ORDER BY id")]
     conn.close()
     return rows
 
@@ -92,7 +102,7 @@ def test_init_prints_the_fingerprint_and_a_recovery_code_and_keeps_keys_encrypte
     assert code == 0 and listing.splitlines()[0] == f"Owner key: {fingerprint}"
     assert [line.split()[:2] for line in listing.splitlines()[1:]] == [["Grace", "grace"], ["Ana", "team_lead"], ["Bot", "agent"]]
     for entry in Registry(staffed.root).entries():
-        assert entry.private_key.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")
+        assert entry.private_key.startswith("resolver-scrypt-v1$")  # issue 28: scrypt, not PBKDF2
     for name in ("approvers.sqlite", "approvers.json", "audit.head"):
         assert (staffed.root / name).stat().st_mode & 0o077 == 0, name
     assert staffed("approvers", "init", passphrase=GRACE)[0] == 1  # once only
@@ -143,12 +153,20 @@ def test_a_team_lead_approves_with_a_signed_decision_and_the_audit_verifies(staf
     assert "approved by Ana (team lead)" in out and "Status: done" in out
     assert _changes(staffed.root) == 1
     [row] = _audit(staffed.root)
-    assert (row["decision"], row["role"], row["name"], row["prev"]) == ("approve", "team_lead", "Ana", GENESIS)
+    registry_rows = _registry_rows(staffed.root)  # init, add Ana, add Bot (issue 28), before it
+    assert [r["decision"] for r in registry_rows] == ["registry:init", "registry:add", "registry:add"]
+    assert registry_rows[0]["prev"] == GENESIS
+    assert (row["decision"], row["role"], row["name"], row["prev"]) == (
+        "approve",
+        "team_lead",
+        "Ana",
+        row_hash(registry_rows[-1]),
+    )
     state = Home(staffed.root).queue.load(T65273_RUN)
     assert state.approval is not None and state.approval.signature == signing.PREFIX + row["sig"]
     head = json.loads((staffed.root / "audit.head").read_text())
-    assert head["length"] == 1 and head["signer"] == "Ana"
-    assert staffed("audit", "verify") == (0, f"Audit: 1 row(s), chain whole, latest {head['hash'][:16]}.\n", "")
+    assert head["length"] == 4 and head["signer"] == "Ana"
+    assert staffed("audit", "verify") == (0, f"Audit: 4 row(s), chain whole, latest {head['hash'][:16]}.\n", "")
 
 
 def test_the_passphrase_comes_from_a_file_descriptor(staffed):
@@ -306,14 +324,14 @@ def test_a_dropped_trigger_is_found(audited):
 
 
 def test_an_edited_row_is_found(audited):
-    _sql(audited.root, "DROP TRIGGER audit_no_update", "UPDATE audit SET name = 'Grace', role = 'grace' WHERE id = 1")
+    _sql(audited.root, "DROP TRIGGER audit_no_update", "UPDATE audit SET name = 'Grace', role = 'grace' WHERE id = 4")
     code, _, err = audited("audit", "verify")
-    assert code == 1 and "row 2 (T-90104-agent-chat-small-1, reject) does not follow the row before it" in err
-    assert "row 1 (T-65273-agent-chat-small-1, approve): Grace" in err or "its signature does not verify" in err
+    assert code == 1 and "row 5 (T-90104-agent-chat-small-1, reject) does not follow the row before it" in err
+    assert "row 4 (T-65273-agent-chat-small-1, approve): Grace" in err or "its signature does not verify" in err
 
 
 def test_a_deleted_row_in_the_middle_is_found(audited):
-    _sql(audited.root, "DROP TRIGGER audit_no_delete", "DELETE FROM audit WHERE id = 1")
+    _sql(audited.root, "DROP TRIGGER audit_no_delete", "DELETE FROM audit WHERE id = 4")
     code, _, err = audited("audit", "verify")
     assert code == 1 and "does not follow the row before it" in err
 
@@ -322,11 +340,11 @@ def test_deleting_the_newest_row_is_found_by_the_head(audited):
     _sql(
         audited.root,
         "DROP TRIGGER audit_no_delete",
-        "DELETE FROM audit WHERE id = 2",
+        "DELETE FROM audit WHERE id = 5",
         "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END",
     )
     code, _, err = audited("audit", "verify")
-    assert code == 1 and "audit.head records 2 row(s) but the audit has 1: the newest rows were deleted" in err
+    assert code == 1 and "audit.head records 5 row(s) but the audit has 4: the newest rows were deleted" in err
 
 
 def test_an_inserted_row_with_a_recomputed_chain_is_found_by_its_signature(audited):
@@ -338,7 +356,7 @@ def test_an_inserted_row_with_a_recomputed_chain_is_found_by_its_signature(audit
         f"('X', 'approve', 'grace', 'Grace', 'd', '2026-11-29T10:00:00-05:00', '', 'u', '{prev}', '{'00' * 64}')",
     )
     code, _, err = audited("audit", "verify")
-    assert code == 1 and "row 3 (X, approve): its signature does not verify" in err
+    assert code == 1 and "row 6 (X, approve): its signature does not verify" in err
 
 
 def test_doctor_lines_show_the_owner_fingerprint_and_the_audit(audited):
@@ -348,7 +366,7 @@ def test_doctor_lines_show_the_owner_fingerprint_and_the_audit(audited):
         lines[0] == f"Owner key: {Registry(audited.root).fingerprint()} (compare with the one written down at `approvers init`)"
     )
     assert lines[1] == "Approvers: registry verifies."
-    assert lines[2].startswith("Audit: 2 row(s), chain whole")
+    assert lines[2].startswith("Audit: 5 row(s), chain whole")
 
 
 # -- practice homes --------------------------------------------------------------------------------

@@ -82,3 +82,8 @@ def test_bench_tui_quick_prints_every_home() -> None:
     assert "key to detail over" in out
     assert "filter 'all', key to first page" in out
     assert "bench_tui done" in out
+
+
+def test_bench_keys_quick_prints_the_cost_of_a_guess() -> None:
+    out = run_quick("bench_keys.py")
+    assert "## one passphrase guess against a stored key" in out and "guesses/s" in out

@@ -17,7 +17,7 @@ from core.preconditions import drift
 from core.rulebook import Approver
 from core.state import TaskState, cad
 
-from helpers import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home
+from helpers import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home, core_command
 
 T90103_RUN = "T-90103-agent-chat-small-1"
 
@@ -363,13 +363,12 @@ def test_sigkill_between_approve_and_execute_then_a_world_change_then_resume_wri
     import os
     import signal
     import subprocess
-    import sys
 
     root = tmp_path / "h"
 
     def resolver(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "core", *args, "--home", str(root)],
+            [*core_command(env), *args, "--home", str(root)],
             capture_output=True,
             text=True,
             timeout=60,

@@ -523,8 +523,11 @@ def test_database_files_and_their_wal_and_shm_are_0600(home):
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in files} == dict.fromkeys((p.name for p in files), 0o600)
 
 
-def test_an_old_0644_database_is_made_0600_when_opened(home):
+def test_an_old_0644_database_keeps_the_mode_its_owner_set(home):
+    """Issue 28 (files as the owner left them) replaces issue 13's narrowing at open: resolver
+    never changes the mode of a file it did not make; `resolver doctor` says the file is
+    readable by others, with the chmod to run."""
     home.store.db.close()
     home.store.path.chmod(0o644)
     CheckpointStore(home.store.path)
-    assert stat.S_IMODE(home.store.path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(home.store.path.stat().st_mode) == 0o644

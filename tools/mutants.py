@@ -40,6 +40,7 @@ COPY = ("core", "resolver", "data", "tests", "pyproject.toml")
 
 G = "tests/test_guards.py::"
 B = "tests/test_boundaries.py::"
+S = "tests/test_shop_integrity.py::"
 
 
 @dataclass(frozen=True)
@@ -281,6 +282,76 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/signing.py",
         (('        if not row["sig"] or not verify_hex(key, row["sig"], message):', "        if False:"),),
         (G + "test_an_inserted_audit_row_no_decision_made_is_reported_and_never_accepted",),
+    ),
+    Mutant(
+        "refresh-voids",
+        "shop home: an approval followed by a refresh of its run never executes (issue 28)",
+        "core/signing.py",
+        (("    if voided is not None:", "    if False:"),),
+        (S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",),
+    ),
+    Mutant(
+        "audit-verify-voided",
+        "audit verify: an approval followed by a refresh with no refusal between (issue 28)",
+        "core/auditchain.py",
+        (("    report.problems += _voided_approvals(all_rows)", "    pass"),),
+        (S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",),
+    ),
+    Mutant(
+        "registry-behind",
+        "shop home: a registry older than the audit records executes nothing (issue 28)",
+        "core/signing.py",
+        (("    if behind:\n        return behind", "    if False:\n        return behind"),),
+        (S + "test_a_revocation_undone_by_putting_the_registry_back_pays_nothing",),
+    ),
+    Mutant(
+        "audit-verify-approval-row",
+        "audit verify: every approver-signed approval a run holds has its audit row (issue 28)",
+        "core/signing.py",
+        (("    report.problems += approvals_without_rows(conn)", "    pass"),),
+        (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
+    ),
+    Mutant(
+        "audit-verify-head-behind",
+        "audit verify: the head is never shorter than the newest signed row (issue 28)",
+        "core/signing.py",
+        (('    if head["length"] < last_signed:', "    if False:"),),
+        (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
+    ),
+    Mutant(
+        "read-only-database",
+        "a database its owner made read-only refuses every write (issue 28)",
+        "core/database.py",
+        (("        self.refuse_read_only()\n", "\n"),),
+        (S + "test_databases_the_owner_made_read_only_stay_so_and_pay_nothing",),
+    ),
+    Mutant(
+        "passphrase-length",
+        "a new key's passphrase has at least 12 characters (issue 28)",
+        "core/approvers.py",
+        (("    if len(passphrase) < MIN_PASSPHRASE:", "    if False:"),),
+        (S + "test_a_weak_passphrase_is_refused_for_a_new_key",),
+    ),
+    Mutant(
+        "passphrase-common",
+        "a new key's passphrase is not a common password (issue 28)",
+        "core/approvers.py",
+        (("    if _common(passphrase):", "    if False:"),),
+        (S + "test_a_weak_passphrase_is_refused_for_a_new_key",),
+    ),
+    Mutant(
+        "shop-kind-missing",
+        "a shop home whose home.json was removed stays a shop (issue 28)",
+        "core/homekind.py",
+        (('            raise _lost(root, evidence, "is missing") from None', '            return "practice"'),),
+        (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
+    ),
+    Mutant(
+        "shop-kind-changed",
+        "a shop home whose home.json says practice stays a shop (issue 28)",
+        "core/homekind.py",
+        (('            raise _lost(root, evidence, f"says {kind}")', "            pass"),),
+        (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
     ),
 )
 """Every hand mutant: one guard disabled each."""

@@ -24,6 +24,7 @@ from resolver_tui.widgets.bars import MINE
 
 if TYPE_CHECKING:
     from core.approvers import Unlocked
+    from core.signing import KeyHolder
     from core.views import WorldSeen
 
 Post = Callable[[Message], object]
@@ -57,9 +58,32 @@ class Decisions:
     approver: Approver
     lease_owner: str
     keys: Mapping[str, str] = field(default_factory=dict)
-    unlocked: Unlocked | None = None
-    """Issue 14: the shop-home approver's key, unlocked in memory at the first approval and kept
-    for this session only (never written anywhere)."""
+    key_holder: KeyHolder | None = None
+    """Issue 28: holds the unlocked key until ``key_idle_minutes`` of the approver's config pass
+    without a decision (default 5); made at first use (a config that cannot be read keeps the
+    default)."""
+
+    def _holder(self) -> KeyHolder:
+        if self.key_holder is None:
+            from core.approver_config import KEY_IDLE_MINUTES, key_idle_seconds
+            from core.signing import KeyHolder  # cryptography is imported at the first decision, not at start
+
+            try:
+                idle = key_idle_seconds()
+            except ResolverError:
+                idle = KEY_IDLE_MINUTES * 60.0
+            self.key_holder = KeyHolder(idle)
+        return self.key_holder
+
+    @property
+    def unlocked(self) -> Unlocked | None:
+        """Issue 14: the shop-home approver's key, unlocked in memory at the first approval and
+        kept for this session only (never written anywhere), until it was idle too long."""
+        return self._holder().get()
+
+    @unlocked.setter
+    def unlocked(self, key: Unlocked | None) -> None:
+        self._holder().put(key)
 
     # -- reads ----------------------------------------------------------------------------------
 

@@ -177,7 +177,7 @@ class PassphraseApproveScreen(Fenced[str | None]):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield Static(lines(self.body), id="dialog-body")
             with Vertical(classes="dialog-foot"):  # docked: on screen while the body scrolls
-                yield Label(plain(f"Passphrase for {self.who} (kept unlocked until the app closes):"))
+                yield Label(plain(f"Passphrase for {self.who} (kept until key_idle_minutes pass without a decision):"))
                 yield Input(placeholder="passphrase", password=True, id="passphrase")
                 yield Static("", id="passphrase-error", markup=False)
                 with Horizontal(classes="buttons"):

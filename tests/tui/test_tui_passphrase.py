@@ -66,3 +66,37 @@ async def test_the_app_approves_with_a_passphrase_in_the_dialog(tmp_path):
         await pilot.press("y")
         await settle(pilot)
         assert home.store.load(other).approval.name == "Ana"
+
+
+async def test_the_app_forgets_an_unlocked_key_after_the_idle_time(tmp_path):
+    """Issue 28 (an unattended app): after key_idle_minutes without a decision (default 5) the
+    next approval asks for the passphrase again; nothing is decided in the approver's name."""
+    from core.signing import KeyHolder
+
+    home = _shop(tmp_path)
+    app = make_app(home, "team_lead", "Ana")
+    now = [1000.0]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        app.screen.decisions.key_holder = KeyHolder(
+            300.0, clock=lambda: now[0]
+        )  # the default 5 minutes, on a clock the test moves
+        run_id = app.screen.selected_id
+        await pilot.press("a")
+        await settle(pilot)
+        await type_text(pilot, "ana-passphrase")
+        await pilot.press("enter")
+        await settle(pilot)
+        assert home.store.load(run_id).status == "done"
+        now[0] += 301  # the approver walked away
+        other = T97580 if run_id == T65273 else T65273
+        await pilot.press("1")
+        await settle(pilot)
+        assert app.screen.selected_id == other
+        await pilot.press("a")
+        await settle(pilot)
+        assert isinstance(app.screen, PassphraseApproveScreen)  # asked again, not a yes/no
+        await pilot.press("escape")
+        await settle(pilot)
+        assert home.store.load(other).status == "waiting_approval"
+        assert app.screen.unlocked is None

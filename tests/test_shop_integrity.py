@@ -1,0 +1,501 @@
+"""A shop home that cannot be downgraded (issue 28): each row of the issue's table replayed as
+written, in a shop home with the owner Grace, the team lead Tomás and the agent Bot, T-65273
+waiting (119.00 CAD, team lead or above); each test counts the refunds the world holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from core import signing
+from core.approvers import KEY_COST, Registry
+from core.cli import main
+from core.errors import ResolverError
+from core.homekind import home_kind
+
+from helpers import T65273_RUN, T90104_RUN, run_process
+
+GRACE, TOMAS, BOT = "grace-passphrase", "tomas-passphrase", "bot-passphrase"
+
+
+@pytest.fixture
+def shop(tmp_path, capsys, monkeypatch):
+    """A shop home (Grace owner, Tomás team lead, Bot agent) with T-65273 waiting.
+
+    ``shop(*argv, passphrase=..., owner=...)`` runs the CLI in this process with those
+    passphrases in the environment and returns ``(code, out, err)``; ``shop.root`` is the home."""
+    root = tmp_path / "shop"
+    monkeypatch.delenv(signing.PASSPHRASE_ENV, raising=False)
+    monkeypatch.delenv(signing.OWNER_PASSPHRASE_ENV, raising=False)
+
+    def run(*argv: str, passphrase: str | None = None, owner: str | None = None) -> tuple[int, str, str]:
+        for env, value in ((signing.PASSPHRASE_ENV, passphrase), (signing.OWNER_PASSPHRASE_ENV, owner)):
+            if value is None:
+                monkeypatch.delenv(env, raising=False)
+            else:
+                monkeypatch.setenv(env, value)
+        code = main([*argv, "--home", str(root)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert run("init", "--shop")[0] == 0
+    assert run("approvers", "init", passphrase=GRACE)[0] == 0
+    assert run("approvers", "add", "Tomás", "--role", "team_lead", passphrase=TOMAS, owner=GRACE)[0] == 0
+    assert run("approvers", "add", "Bot", "--role", "agent", passphrase=BOT, owner=GRACE)[0] == 0
+    assert run("run", "T-65273")[0] == 0
+    run.root = root
+    return run
+
+
+def refunds(root: Path) -> int:
+    """How many refunds the practice world holds (the money moved)."""
+    with sqlite3.connect(root / "larkfield.sqlite") as conn:
+        return conn.execute("SELECT COUNT(*) FROM refunds").fetchone()[0]
+
+
+def _clean_env() -> dict[str, str]:
+    return {signing.PASSPHRASE_ENV: "", signing.OWNER_PASSPHRASE_ENV: ""}
+
+
+# -- row 1: a downgrade to a practice home ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("change", ["removed", "practice"])
+def test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing(shop, change):
+    kind_file = shop.root / "home.json"
+    if change == "removed":
+        kind_file.unlink()  # rm HOME/home.json
+    else:
+        kind_file.write_text('{"kind": "practice"}', encoding="utf-8")
+    for argv in (
+        ("approve", T65273_RUN, "--as", "grace", "--name", "Grace"),
+        ("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2"),
+        ("reset", "--all"),
+        ("runs",),
+        ("show", T65273_RUN),
+        ("audit", "verify"),
+    ):
+        done = run_process(shop.root, *argv, env=_clean_env())
+        assert done.returncode == 1, (argv, done.stdout, done.stderr)
+        said = "is missing" if change == "removed" else "says practice"
+        assert done.stderr.startswith(f"{shop.root} is a shop home (it holds approvers.sqlite, approvers.json, audit.head)"), argv
+        assert f"its home.json {said}: a shop home stays one" in done.stderr and done.stderr.count("\n") == 1, argv
+    assert refunds(shop.root) == 0
+    doctor = run_process(shop.root, "doctor")
+    assert doctor.returncode == 1 and f"FAIL  {shop.root} is a shop home" in doctor.stdout, doctor.stdout
+    # the owner puts it back; the queue is whole and Tomás approves with his key
+    assert shop("init", "--shop")[:2] == (0, f"{shop.root} is a shop home again: home.json says so.\n")
+    assert home_kind(shop.root) == "shop"
+    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    assert code == 0, err
+    assert refunds(shop.root) == 1
+
+
+def test_signed_audit_rows_alone_make_a_folder_a_shop(shop):
+    """Every shop file removed but runs.sqlite: its Ed25519-signed rows still say shop."""
+    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    for name in ("home.json", "approvers.sqlite", "approvers.json", "audit.head"):
+        (shop.root / name).unlink()
+    with pytest.raises(ResolverError, match=r"it holds Ed25519-signed audit rows"):
+        home_kind(shop.root)
+    done = run_process(shop.root, "approve", T90104_RUN, "--as", "grace")
+    assert done.returncode == 1 and "a shop home stays one" in done.stderr
+    assert refunds(shop.root) == 1  # Tomás's 119.00, nothing more
+
+
+def test_a_practice_home_stays_a_practice_home(home):
+    """A practice home holds none of a shop's files and no signed row: no home.json is needed."""
+    home.run("T-65273")
+    assert home_kind(home.root) == "practice" and not (home.root / "home.json").exists()
+
+
+def test_a_shop_home_resumes_a_signed_run_without_approval_key(shop):
+    """Issue 28: a shop home never needs approval.key: Tomás's approval, interrupted before the
+    write, is resumed after approval.key is gone."""
+    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
+    assert code == 3, err
+    key = shop.root / "approval.key"
+    if key.exists():
+        key.unlink()
+    code, _, err = shop("resume", T65273_RUN)
+    assert code == 0, err
+    assert refunds(shop.root) == 1
+
+
+# -- row 8: a test hook in the product -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["step:1", "save:1", "row:1"])
+def test_the_installed_product_ignores_resolver_kill_at(tmp_path, target):
+    """``RESOLVER_KILL_AT=step:1 resolver run T-24410`` runs to its end: only the test suite's
+    entry point (tests/crash_entry.py) arms a kill point."""
+    installed = Path(sys.executable).parent / "resolver"
+    env = {**os.environ, "RESOLVER_KILL_AT": target}
+    for command in ([str(installed)], [sys.executable, "-m", "core"]):
+        root = tmp_path / f"{target}-{len(command)}"
+        done = subprocess.run(
+            [*command, "run", "T-24410", "--home", str(root)], capture_output=True, text=True, env=env, timeout=60
+        )
+        assert done.returncode == 0, (command, done.returncode, done.stderr)
+        assert "T-24410-agent-chat-small-1" in done.stdout
+        listed = subprocess.run([*command, "runs", "--home", str(root)], capture_output=True, text=True, env=env, timeout=60)
+        assert "waiting_approval" in listed.stdout
+
+
+def test_the_crash_entry_point_of_the_tests_still_kills_where_it_is_told(tmp_path):
+    killed = run_process(tmp_path / "h", "run", "T-24410", env={"RESOLVER_KILL_AT": "step:1"})
+    assert killed.returncode == -signal.SIGKILL
+
+
+# -- every bad input is one sentence with a documented exit code ----------------------------------
+
+
+def _head_a_folder(root: Path) -> None:
+    (root / "audit.head").unlink()
+    (root / "audit.head").mkdir()
+
+
+def _seal_count_x(root: Path) -> None:
+    seal = json.loads((root / "approvers.json").read_text(encoding="utf-8"))
+    seal["count"] = "x"
+    (root / "approvers.json").write_text(json.dumps(seal), encoding="utf-8")
+
+
+APPROVE = ("approve", T65273_RUN, "--name", "Tomás")
+BAD_INPUTS = [
+    # (case, prepare the home, argv, what is handed on fd 3 (None: nothing), exit codes, words of the sentence)
+    ("fd not open", None, (*APPROVE, "--passphrase-fd", "9"), None, {2}, "File descriptor 9 is not open"),
+    ("fd negative", None, (*APPROVE, "--passphrase-fd", "-1"), None, {2}, "File descriptor -1 cannot exist"),
+    ("fd huge", None, (*APPROVE, "--passphrase-fd", "99999999999"), None, {2}, "cannot exist"),
+    ("passphrase not UTF-8", None, (*APPROVE, "--passphrase-fd", "3"), b"tomas-\xff\xfe-phrase\n", {2}, "is not UTF-8 text"),
+    ("the product's own file", None, (*APPROVE, "--passphrase-fd", "3"), "approvers.sqlite", {2, 4}, ""),
+    ("head a folder", _head_a_folder, APPROVE, None, {1}, f"resolver resume {T65273_RUN}` executes it"),
+    ("seal count x", _seal_count_x, ("doctor",), None, {1}, "its count is not a whole number"),
+    ("home too long", None, ("runs", "--home", "/tmp/" + "x" * 300 + "/h"), None, {2}, "name is too long for this system"),
+    ("home path too long", None, ("show", "--home", "/tmp/" + "/".join(["y" * 200] * 30)), None, {2}, "too long"),
+]
+
+
+@pytest.mark.parametrize(("case", "prepare", "argv", "fd3", "codes", "words"), BAD_INPUTS, ids=[c[0] for c in BAD_INPUTS])
+def test_every_bad_input_is_one_sentence_with_a_documented_exit_code(shop, case, prepare, argv, fd3, codes, words):
+    if prepare is not None:
+        prepare(shop.root)
+    env = {**os.environ, signing.PASSPHRASE_ENV: TOMAS, signing.OWNER_PASSPHRASE_ENV: ""}
+    env.pop("RESOLVER_KILL_AT", None)
+    if "--passphrase-fd" in argv:
+        env.pop(signing.PASSPHRASE_ENV)
+    command = [sys.executable, "-m", "core", *argv]
+    if "--home" not in argv:
+        command += ["--home", str(shop.root)]
+    fds: tuple[int, ...] = ()
+    if fd3 is not None:
+        if isinstance(fd3, bytes):
+            r, w = os.pipe()
+            os.write(w, fd3)
+            os.close(w)
+        else:
+            r = os.open(shop.root / fd3, os.O_RDONLY)
+        os.dup2(r, 3)
+        os.close(r)
+        fds = (3,)
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, pass_fds=fds)
+    finally:
+        if fds:
+            os.close(3)
+    said = done.stderr + (done.stdout if argv[0] == "doctor" else "")
+    assert done.returncode in codes, (case, done.returncode, done.stdout, done.stderr)
+    assert words in said, (case, said)
+    assert "unexpected error" not in said and "Traceback" not in said, (case, said)
+    if argv[0] != "doctor":
+        assert done.stderr.count("\n") == 1, (case, done.stderr)
+    assert refunds(shop.root) == 0
+
+
+def test_an_approval_whose_head_could_not_be_written_is_finished_by_resume(shop):
+    _head_a_folder(shop.root)
+    code, _, err = shop(*APPROVE, passphrase=TOMAS)
+    assert code == 1 and "Tomás's approval of" in err and "is saved" in err
+    (shop.root / "audit.head").rmdir()
+    code, _, err = shop("resume", T65273_RUN)
+    assert code == 0, err
+    assert refunds(shop.root) == 1
+
+
+SETPRIV = shutil.which("setpriv")
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or SETPRIV is None, reason="runs the commands as the user nobody: needs root and setpriv")
+@pytest.mark.parametrize("argv", [("runs",), ("show", T65273_RUN), ("doctor",), APPROVE])
+def test_another_users_home_cannot_be_read_is_one_sentence(shop, argv):
+    """Another OS user (nobody) runs each command on this home: one sentence, exit 1."""
+    done = subprocess.run(
+        [
+            str(SETPRIV),
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "core",
+            *argv,
+            "--home",
+            str(shop.root),
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, signing.PASSPHRASE_ENV: TOMAS, "RESOLVER_CONFIG": "/nonexistent/config.toml"},
+        timeout=60,
+        cwd="/",
+    )
+    assert done.returncode == 1, (argv, done.stdout, done.stderr)
+    assert done.stderr.startswith(f"The home {shop.root} cannot be read by this user"), (argv, done.stderr)
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert refunds(shop.root) == 0
+
+
+# -- row 4: a voided approval written back -----------------------------------------------------------
+
+
+def _write_header(root: Path, state) -> None:
+    """Write ``state`` over its run's checkpoint with SQL, as someone editing runs.sqlite would."""
+    from core.checkpoint import _HEADER_EXCLUDE
+
+    with sqlite3.connect(root / "runs.sqlite") as conn:
+        conn.execute(
+            "UPDATE runs SET state = ?, status = ? WHERE run_id = ?",
+            (state.model_dump_json(exclude=_HEADER_EXCLUDE), state.status, state.run_id),
+        )
+
+
+def test_an_approval_voided_by_a_refresh_and_written_back_never_executes(shop):
+    from core.home import Home
+
+    assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    code, _, err = shop("approve", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)
+    assert code == 3, err
+    version_1 = Home(shop.root).store.load(T90104_RUN)
+    assert version_1.status == "executing" and version_1.approval is not None
+    waiting = version_1.model_copy(deep=True)
+    waiting.status, waiting.approval, waiting.operations = "waiting_approval", None, []
+    _write_header(shop.root, waiting)  # the run set back to waiting by SQL
+    code, out, err = shop("refresh", T90104_RUN, "--name", "Bot", passphrase=BOT)  # a refresh is signed like a decision
+    assert code == 0 and "proposal version 2" in out, err
+    _write_header(shop.root, version_1)  # the version-1 proposal and its signed approval written back
+    code, out, err = shop("resume", T90104_RUN)
+    assert refunds(shop.root) == 0
+    assert "voided by the refresh" in out + err, (code, out, err)
+    assert Home(shop.root).store.load(T90104_RUN).status == "handed_to_person"
+    code, out, err = shop("audit", "verify")
+    assert code != 0 and "(refresh) with no refusal between" in out + err, (out, err)
+
+
+# -- a shop home saved by the previous release ------------------------------------------------------
+
+FROZEN_SHOP = Path(__file__).parent / "fixtures" / "shop_before_issue_28"
+
+
+def copy_frozen_shop(dst: Path) -> Path:
+    """A copy of the frozen shop home at ``dst``, with the modes the release left (0700, 0600)."""
+    shutil.copytree(FROZEN_SHOP, dst, ignore=shutil.ignore_patterns("README.md"))
+    dst.chmod(0o700)
+    for each in dst.iterdir():
+        each.chmod(0o600)
+    return dst
+
+
+def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves(tmp_path, capsys, monkeypatch):
+    root = copy_frozen_shop(tmp_path / "shop")
+
+    def run(*argv: str, passphrase: str | None = None) -> tuple[int, str, str]:
+        if passphrase is None:
+            monkeypatch.delenv(signing.PASSPHRASE_ENV, raising=False)
+        else:
+            monkeypatch.setenv(signing.PASSPHRASE_ENV, passphrase)
+        code = main([*argv, "--home", str(root)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert home_kind(root) == "shop"
+    code, out, err = run("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)
+    assert refunds(root) == 1  # Bot's 9.95 of T-90104
+    assert run("resume", T65273_RUN)[0] == 0  # shows the waiting request again
+    assert run("refresh", T65273_RUN, "--name", "Bot", passphrase=BOT)[0] == 0  # its evidence is older than 7 days by now
+    assert Registry(root).entries()[1].private_key.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")  # PBKDF2
+    code, out, err = run("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    assert code == 0, err
+    assert refunds(root) == 2
+    tomas = Registry(root).entries()[1]
+    assert tomas.name == "Tomás" and tomas.private_key.startswith("resolver-scrypt-v1$")  # encrypted again at its unlock
+    assert Registry(root).unlock("Tomás", TOMAS).name == "Tomás"
+    code, out, err = run("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)
+    assert run("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 4  # decided once
+    # its seal has no version (counts as 0); the next change writes version 1 and its audit row
+    monkeypatch.setenv(signing.OWNER_PASSPHRASE_ENV, GRACE)
+    assert run("approvers", "revoke", "Bot")[0] == 0
+    assert json.loads((root / "approvers.json").read_text())["version"] == 1
+    code, out, err = run("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)
+
+
+# -- rows 2 and 3: nothing older than what was seen ------------------------------------------------
+
+
+def _fold_wal(path: Path) -> None:
+    """Fold a database's write-ahead log into it, so copying the one file copies it whole."""
+    with sqlite3.connect(path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def test_a_revocation_undone_by_putting_the_registry_back_pays_nothing(shop, tmp_path):
+    assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    _fold_wal(shop.root / "approvers.sqlite")
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    for name in ("approvers.sqlite", "approvers.json"):
+        shutil.copy2(shop.root / name, saved / name)  # copy approvers.sqlite and approvers.json
+    revoked = run_process(shop.root, "approvers", "revoke", "Bot", env={signing.OWNER_PASSPHRASE_ENV: GRACE})
+    assert revoked.returncode == 0, revoked.stderr
+    for name in ("approvers.sqlite", "approvers.json"):
+        shutil.copy2(saved / name, shop.root / name)  # put the two files back
+    done = run_process(shop.root, "approve", T90104_RUN, "--name", "Bot", env={signing.PASSPHRASE_ENV: BOT})
+    assert done.returncode in (4, 5), (done.stdout, done.stderr)
+    assert "the audit records version 4" in done.stdout + done.stderr
+    assert refunds(shop.root) == 0
+    verify = run_process(shop.root, "audit", "verify")
+    assert verify.returncode == 1 and "registry: the approvers registry is version 3 but the audit records version 4" in (
+        verify.stdout + verify.stderr
+    )
+    doctor = run_process(shop.root, "doctor")
+    assert doctor.returncode == 1 and "the audit records version 4" in doctor.stdout
+
+
+@pytest.mark.parametrize("change", ["delete the newest row", "edit the newest row's detail"])
+def test_history_rolled_back_with_the_head_is_found_by_audit_verify(shop, tmp_path, change):
+    old_head = (shop.root / "audit.head").read_bytes()  # copy audit.head
+    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert refunds(shop.root) == 1  # Tomás's 119.00, approved as it should be
+    with sqlite3.connect(shop.root / "runs.sqlite") as conn:
+        newest = conn.execute("SELECT MAX(id) FROM audit").fetchone()[0]
+        if change == "delete the newest row":
+            conn.execute("DROP TRIGGER audit_no_delete")
+            conn.execute("DELETE FROM audit WHERE id = ?", (newest,))
+            conn.execute(
+                "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+            )
+        else:
+            conn.execute("DROP TRIGGER audit_no_update")
+            conn.execute("UPDATE audit SET detail = 'nothing to see' WHERE id = ?", (newest,))
+            conn.execute(
+                "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+            )
+    (shop.root / "audit.head").write_bytes(old_head)  # put the old audit.head back
+    verify = run_process(shop.root, "audit", "verify")
+    said = verify.stdout + verify.stderr
+    assert verify.returncode == 1, said
+    if change == "delete the newest row":
+        assert f"run {T65273_RUN} holds an approval by Tomás that no audit row records" in said
+    else:
+        assert "the head was put back from an older copy" in said
+    assert refunds(shop.root) == 1
+
+
+# -- row 7: read-only files ----------------------------------------------------------------------------
+
+
+def test_databases_the_owner_made_read_only_stay_so_and_pay_nothing(shop):
+    """The owner makes both databases 0444; approve twice: each is one sentence, the modes stay
+    0444 (resolver never changes a file's mode it did not make), nothing is written."""
+    for name in ("runs.sqlite", "larkfield.sqlite"):
+        _fold_wal(shop.root / name)
+        (shop.root / name).chmod(0o444)
+    for _ in range(2):
+        done = run_process(shop.root, *APPROVE, env={signing.PASSPHRASE_ENV: TOMAS})
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert done.stderr.count("\n") == 1 and "is read-only (mode 0444)" in done.stderr and "Traceback" not in done.stderr
+        assert {n: (shop.root / n).stat().st_mode & 0o777 for n in ("runs.sqlite", "larkfield.sqlite")} == {
+            "runs.sqlite": 0o444,
+            "larkfield.sqlite": 0o444,
+        }
+    assert refunds(shop.root) == 0
+    listed = run_process(shop.root, "runs")
+    assert listed.returncode == 0 and T65273_RUN in listed.stdout  # reading still works
+    for name in ("runs.sqlite", "larkfield.sqlite"):
+        (shop.root / name).chmod(0o600)
+    done = run_process(shop.root, *APPROVE, env={signing.PASSPHRASE_ENV: TOMAS})
+    assert done.returncode == 0, done.stderr
+    assert refunds(shop.root) == 1
+
+
+def test_a_log_that_cannot_be_written_is_one_sentence_once(tmp_path):
+    root = tmp_path / "h"
+    assert run_process(root, "run", "T-24410").returncode == 0
+    (root / "resolver.log").unlink()
+    (root / "resolver.log").mkdir()
+    done = run_process(root, "show", "T-24410-agent-chat-small-1")
+    assert done.returncode == 0 and "Traceback" not in done.stderr
+    assert (
+        done.stderr
+        == f"The home's log {root / 'resolver.log'} cannot be written (Is a directory); the command went on without it.\n"
+    )
+
+
+def test_files_keep_the_modes_their_owner_set(tmp_path):
+    """The owner gives the group read access to the log and the world database: no command
+    changes a mode back (resolver never chmods a file it did not make in this run)."""
+    root = tmp_path / "h"
+    assert run_process(root, "run", "T-65273").returncode == 0
+    modes = {"resolver.log": 0o640, "larkfield.sqlite": 0o640, "runs.sqlite": 0o600, ".__resolver.lock": 0o640}
+    for name, mode in modes.items():
+        (root / name).chmod(mode)
+    assert run_process(root, "approve", T65273_RUN, "--as", "grace").returncode == 0
+    assert refunds(root) == 1
+    assert {name: (root / name).stat().st_mode & 0o777 for name in modes} == modes
+
+
+# -- row 6: offline guessing -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("passphrase", "why"),
+    [
+        ("12345678", "too short: use at least 12 characters"),
+        ("eleven-char", "too short"),
+        ("123qweasdzxc", "one of the commonest passwords"),
+        ("Password1234!", "one of the commonest passwords"),
+        ("dragondragon", "one of the commonest passwords"),
+    ],
+)
+def test_a_weak_passphrase_is_refused_for_a_new_key(shop, passphrase, why):
+    code, out, err = shop("approvers", "add", "Eve", "--role", "agent", passphrase=passphrase, owner=GRACE)
+    assert code == 1 and why in err and err.count("\n") == 1, (out, err)
+    assert [e.name for e in Registry(shop.root).entries()] == ["Grace", "Tomás", "Bot"]
+
+
+def test_a_key_made_by_the_product_costs_a_guess_about_a_quarter_second(shop):
+    """The product (a process of its own, without the tests' cheaper cost) encrypts with scrypt
+    at n = 2**16, r = 8, p = 1 (benchmarks/bench_keys.py prints the time a guess takes here)."""
+    done = run_process(
+        shop.root,
+        "approvers",
+        "add",
+        "Priya",
+        "--role",
+        "team_lead",
+        env={signing.PASSPHRASE_ENV: "priya's long passphrase", signing.OWNER_PASSPHRASE_ENV: GRACE},
+    )
+    assert done.returncode == 0, done.stderr
+    priya = Registry(shop.root).entries()[-1]
+    assert priya.name == "Priya" and priya.private_key.startswith(f"resolver-scrypt-v1${KEY_COST.n}$8$1$")
+    assert KEY_COST.n == 2**16
+    assert Registry(shop.root).unlock("Priya", "priya's long passphrase").role == "team_lead"
