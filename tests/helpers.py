@@ -93,3 +93,28 @@ def unwritable(monkeypatch: Any, path: Path) -> Iterator[None]:
         yield
     finally:
         monkeypatch.setattr(sqlite3, "connect", _real_connect)
+
+
+def shop_cli(root: Path, capsys, monkeypatch):
+    """A runner of the CLI in this process on the home ``root``: ``run(*argv, passphrase=...,
+    owner=...) -> (code, out, err)`` with the approver's and the owner's passphrases in the
+    environment (as a script passes them; None: unset); ``run.root`` is the home. The shop-home
+    tests build their homes with it."""
+    from core import signing
+    from core.cli import main
+
+    monkeypatch.delenv(signing.PASSPHRASE_ENV, raising=False)
+    monkeypatch.delenv(signing.OWNER_PASSPHRASE_ENV, raising=False)
+
+    def run(*argv: str, passphrase: str | None = None, owner: str | None = None) -> tuple[int, str, str]:
+        for env, value in ((signing.PASSPHRASE_ENV, passphrase), (signing.OWNER_PASSPHRASE_ENV, owner)):
+            if value is None:
+                monkeypatch.delenv(env, raising=False)
+            else:
+                monkeypatch.setenv(env, value)
+        code = main([*argv, "--home", str(root)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    run.root = root  # type: ignore[attr-defined]
+    return run

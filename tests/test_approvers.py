@@ -21,7 +21,7 @@ from core.executor import REDECIDE
 from core.home import Home
 from core.state import Approval
 
-from helpers import T65273_RUN, copy_frozen_home
+from helpers import T65273_RUN, copy_frozen_home, shop_cli
 
 GRACE, ANA, BOT = "grace-passphrase", "ana-passphrase", "bot-passphrase"
 
@@ -33,21 +33,9 @@ def shop(tmp_path, capsys, monkeypatch):
     ``shop(*argv, passphrase=..., owner=...)`` runs the CLI with those passphrases in the
     environment (as a script would) and returns ``(code, out, err)``."""
     root = tmp_path / "shop"
-    monkeypatch.delenv(signing.PASSPHRASE_ENV, raising=False)
-    monkeypatch.delenv(signing.OWNER_PASSPHRASE_ENV, raising=False)
-
-    def run(*argv: str, passphrase: str | None = None, owner: str | None = None) -> tuple[int, str, str]:
-        for env, value in ((signing.PASSPHRASE_ENV, passphrase), (signing.OWNER_PASSPHRASE_ENV, owner)):
-            if value is None:
-                monkeypatch.delenv(env, raising=False)
-            else:
-                monkeypatch.setenv(env, value)
-        code = main([*argv, "--home", str(root)])
-        out, err = capsys.readouterr()
-        return code, out, err
+    run = shop_cli(root, capsys, monkeypatch)
 
     assert run("init", "--shop")[0] == 0
-    run.root = root
     return run
 
 

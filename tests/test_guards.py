@@ -23,7 +23,6 @@ from core import auditchain, signing
 from core.approval import load_key, plan_operations, sign
 from core.approvers import entry_message
 from core.checkpoint import _HEADER_EXCLUDE
-from core.cli import main
 from core.clock import FixedClock, iso, parse_time
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalRefused, LeaseHeld
@@ -31,7 +30,7 @@ from core.executor import SimulatedCrash
 from core.home import Home
 from core.state import Approval, TaskState, cad
 
-from helpers import FRIDAY, MONDAY, T65273_RUN, T90104_RUN
+from helpers import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, shop_cli
 
 TABLES = ("refunds", "reshipments", "return_labels", "replies")
 
@@ -280,22 +279,12 @@ OWNER, ANA = "owner-passphrase", "ana-passphrase"
 def shop(tmp_path, capsys, monkeypatch):
     """A shop home on Friday 17:00 with the owner Grace and a team lead Ana; T-65273 waits."""
     root = tmp_path / "shop"
-
-    def run(*argv: str, passphrase: str | None = None, owner: str | None = None) -> tuple[int, str, str]:
-        for env, value in ((signing.PASSPHRASE_ENV, passphrase), (signing.OWNER_PASSPHRASE_ENV, owner)):
-            if value is None:
-                monkeypatch.delenv(env, raising=False)
-            else:
-                monkeypatch.setenv(env, value)
-        code = main([*argv, "--home", str(root)])
-        out, err = capsys.readouterr()
-        return code, out, err
+    run = shop_cli(root, capsys, monkeypatch)
 
     assert run("init", "--shop")[0] == 0
     assert run("approvers", "init", passphrase=OWNER)[0] == 0
     assert run("approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=OWNER)[0] == 0
     assert run("run", "T-65273")[0] == 0
-    run.root = root
     return run
 
 

@@ -20,7 +20,7 @@ from core.cli import main
 from core.errors import ResolverError
 from core.homekind import home_kind
 
-from helpers import T65273_RUN, T90104_RUN, run_process
+from helpers import T65273_RUN, T90104_RUN, run_process, shop_cli
 
 GRACE, TOMAS, BOT = "grace-passphrase", "tomas-passphrase", "bot-passphrase"
 
@@ -32,25 +32,13 @@ def shop(tmp_path, capsys, monkeypatch):
     ``shop(*argv, passphrase=..., owner=...)`` runs the CLI in this process with those
     passphrases in the environment and returns ``(code, out, err)``; ``shop.root`` is the home."""
     root = tmp_path / "shop"
-    monkeypatch.delenv(signing.PASSPHRASE_ENV, raising=False)
-    monkeypatch.delenv(signing.OWNER_PASSPHRASE_ENV, raising=False)
-
-    def run(*argv: str, passphrase: str | None = None, owner: str | None = None) -> tuple[int, str, str]:
-        for env, value in ((signing.PASSPHRASE_ENV, passphrase), (signing.OWNER_PASSPHRASE_ENV, owner)):
-            if value is None:
-                monkeypatch.delenv(env, raising=False)
-            else:
-                monkeypatch.setenv(env, value)
-        code = main([*argv, "--home", str(root)])
-        out, err = capsys.readouterr()
-        return code, out, err
+    run = shop_cli(root, capsys, monkeypatch)
 
     assert run("init", "--shop")[0] == 0
     assert run("approvers", "init", passphrase=GRACE)[0] == 0
     assert run("approvers", "add", "Tomás", "--role", "team_lead", passphrase=TOMAS, owner=GRACE)[0] == 0
     assert run("approvers", "add", "Bot", "--role", "agent", passphrase=BOT, owner=GRACE)[0] == 0
     assert run("run", "T-65273")[0] == 0
-    run.root = root
     return run
 
 
