@@ -140,6 +140,7 @@ class QueueScreen(Screen):
         self.next_page: str | None = None
         self.loading_more = False
         self.page_serial = 0
+        self._keep_selection = False  # the latest page load keeps the selection as it is when it lands
         self._page_worker: Worker | None = None
         self.detail: RunDetail | None = None
         self.opening = ""  # the run read again for the approve dialog
@@ -246,6 +247,7 @@ class QueueScreen(Screen):
         """Read a page (``after`` None: the first) in the screen's ``sort`` and the counts; a
         newer load supersedes it (its serial is higher)."""
         self.page_serial += 1
+        self._keep_selection = False
         work = partial(self.decisions.page, status, search, after, select, self.page_serial, self.sort)
         self._page_worker = self._in_thread("page", work, exclusive=False)
 
@@ -265,8 +267,11 @@ class QueueScreen(Screen):
     # -- the queue ------------------------------------------------------------------------------
 
     def reload(self, select: str | None = None) -> None:
-        """Load the first page again (keeping the selection, or moving it to ``select``)."""
+        """Load the first page again (keeping the selection, or moving it to ``select``). Kept
+        means the selection as it is when the page lands: a timer refresh asked for before the
+        approver moved the cursor never moves it back (a refresh every 0.1 s did, under load)."""
         self.load_page(self.status, self.search, None, select or self.selected_id)
+        self._keep_selection = select is None
 
     def refresh_on_timer(self) -> None:
         """The timer: refresh unless a dialog is open, an action runs or a load is in flight."""
@@ -290,7 +295,8 @@ class QueueScreen(Screen):
         self._show_empty()
         first = page.after is None
         if first:
-            self.table.replace(page, message.select)
+            keep = self.table.current if self._keep_selection else None  # the cursor as it is now
+            self.table.replace(page, keep or message.select)
         else:
             self.loading_more = False
             self.table.append(page)

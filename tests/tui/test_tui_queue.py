@@ -212,3 +212,20 @@ async def test_a_timer_refresh_never_overlaps_the_previous_one(demo_home, monkey
         app.queue.refresh_on_timer()
         await settle(pilot)
         assert len(calls) == 2 and app.queue.counts["waiting_approval"] == 8
+
+
+async def test_a_refresh_asked_for_before_the_cursor_moved_never_moves_it_back(demo_home):
+    """The timer's refresh keeps the selection as it is when its page lands: a refresh asked for
+    on T-24410, landing after the cursor moved to T-65273, moved it back (a flaky CI run of the
+    timer test at 0.1 s found it)."""
+    from resolver_tui.app import ResolverApp
+
+    app = ResolverApp(demo_home, "team_lead", "Tomás", refresh_interval=None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await select(pilot, "T-24410-agent-chat-small-1")
+        app.queue.reload()  # asked for with T-24410 selected
+        app.queue.jump_to("T-65273-agent-chat-small-1")  # the approver moves before the page lands
+        await settle(pilot)
+        assert app.queue.table.current == "T-65273-agent-chat-small-1"
+        assert app.queue.selected_id == "T-65273-agent-chat-small-1"
