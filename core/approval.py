@@ -383,12 +383,17 @@ def approve(
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     now_seen = _world_again(store, state, world, seen, role, name, clock) if world is not None else None
     at = clock.now()
-    seal = signer.seal(store, "approve", state.run_uid, current, at) if signer else None  # issue 14
     fingerprint = now_seen.fingerprint if now_seen is not None else None
+    operations = plan_operations(state)
+    seal = (
+        signer.seal(store, "approve", state.run_uid, current, at, world=fingerprint, ops=[op.operation_id for op in operations])
+        if signer
+        else None
+    )  # issue 14; issue 28: the signature binds the world seen and the operations too
     signature = seal.signature if seal else sign(key, state.run_uid, current, role, name, at, fingerprint)
     state.approval = Approval(role=role, name=name, at=at, digest=current, signature=signature, proposal=proposal, world=now_seen)
     state.status = "executing"
-    state.operations = plan_operations(state)
+    state.operations = operations
     state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)
     return _decide(
         store,

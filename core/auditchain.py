@@ -6,6 +6,10 @@ store of release 0.1.0 or of main before issue 14 keeps its rows as an unchained
 - ``prev``: the SHA-256 (hex) of the row before it (:data:`GENESIS` for the first chained row);
 - ``sig``: in a shop home, the deciding approver's Ed25519 signature of the decision
   (:mod:`core.signing`); empty for a row the system wrote (an execution the executor refused).
+- ``binds`` (issue 28): on a signed row, the canonical JSON of what the signature binds beside
+  the decision: ``head``, the chain as the signer saw it (``"<length>:<hash of the newest
+  row>"``), and on an approval the world fingerprint it was approved against (``world``) and the
+  IDs of the operations it commits to (``ops``). NULL on older rows and system rows.
 
 A row's hash (:func:`row_hash`) is the SHA-256 of the canonical JSON of every column, its ``id``
 and ``prev`` included, so editing, deleting or inserting a row breaks the chain after it.
@@ -41,40 +45,85 @@ GENESIS = "0" * 64
 HEAD_FILE = "audit.head"
 """The chain's length and latest hash, signed, in the home folder."""
 
-COLUMNS = ("id", "run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid", "prev", "sig")
-"""The audit columns a row's hash covers, in order."""
+HASHED = ("id", "run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid", "prev", "sig")
+"""The audit columns every row's hash covers, in order."""
+
+COLUMNS = (*HASHED, "binds")
+"""Every chain column: :data:`HASHED`, then ``binds``, which a row's hash covers only when set
+(so rows written before the column existed keep their hashes)."""
 
 TRIGGERS = ("audit_no_update", "audit_no_delete")
 """The append-only triggers of the audit table (made by :mod:`core.checkpoint`)."""
 
 
 def ensure_columns(conn: sqlite3.Connection) -> None:
-    """Add ``prev`` and ``sig`` to the audit table if it lacks them (a store made before issue 14).
+    """Add ``prev`` and ``sig`` (a store made before issue 14) and ``binds`` (before the head was
+    signed into each row, issue 28) to the audit table if it lacks them.
 
-    Runs inside the caller's transaction; existing rows keep NULL (the unchained prefix)."""
+    Runs inside the caller's transaction; existing rows keep NULL (the unchained prefix, rows
+    signed over the chain's hash alone)."""
     have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
     if not have:
         return
-    for name in ("prev", "sig"):
+    for name in ("prev", "sig", "binds"):
         if name not in have:
-            conn.execute(f"ALTER TABLE audit ADD COLUMN {name} TEXT")
+            try:
+                conn.execute(f"ALTER TABLE audit ADD COLUMN {name} TEXT")
+            except sqlite3.OperationalError as exc:
+                if "readonly" not in str(exc):
+                    raise
+                return  # a file the owner left read-only (issue 28): read it as it is, see _select
+
+
+def _select(conn: sqlite3.Connection) -> str:
+    """``SELECT`` of :data:`COLUMNS` from the audit, with NULL for a column an older store lacks
+    (only when that store could not be given it: a read-only file)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+    return f"SELECT {', '.join(c if c in have else f'NULL AS {c}' for c in COLUMNS)} FROM audit"
 
 
 def row_hash(row: dict[str, Any] | tuple) -> str:
-    """SHA-256 (hex) of an audit row's canonical JSON: a list of the :data:`COLUMNS` values
-    (NULL as ``null``), sorted nowhere, separators without spaces, UTF-8."""
-    values = [row.get(c) for c in COLUMNS] if isinstance(row, dict) else list(row)
+    """SHA-256 (hex) of an audit row's canonical JSON: a list of the :data:`HASHED` values
+    (NULL as ``null``) followed by ``binds`` when it is set, separators without spaces, UTF-8.
+    ``row`` is a dict of :data:`COLUMNS` or a tuple in their order."""
+    if not isinstance(row, dict):
+        row = dict(zip(COLUMNS, row, strict=False))
+    values = [row.get(c) for c in HASHED]
+    if row.get("binds") is not None:
+        values.append(row["binds"])
     text = json.dumps(values, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM audit"
+def make_binds(length: int, prev: str, *, world: str | None = None, ops: list[str] | None = None) -> str:
+    """The ``binds`` value of a signed row (issue 28): canonical JSON of ``head``, the chain as the
+    signer saw it (``length`` rows, the newest one's hash ``prev``), and for an approval the world
+    ``world`` fingerprint (hex) it was approved against and the operation IDs ``ops`` it commits to."""
+    body: dict[str, Any] = {"head": f"{length}:{prev}"}
+    if world is not None:
+        body["world"] = world
+    if ops is not None:
+        body["ops"] = list(ops)
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def read_binds(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A row's ``binds`` as a dict (``head``, optional ``world`` and ``ops``), or None when the row
+    has none (an older row, a system row). Raises ValueError when it is not what
+    :func:`make_binds` writes."""
+    text = row.get("binds")
+    if text is None:
+        return None
+    body = json.loads(text)
+    if not isinstance(body, dict) or not isinstance(body.get("head"), str):
+        raise ValueError("not a binds value")
+    return body
 
 
 def last_hash(conn: sqlite3.Connection) -> tuple[str, int]:
     """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit."""
     ensure_columns(conn)
-    row = conn.execute(_SELECT + " ORDER BY id DESC LIMIT 1").fetchone()
+    row = conn.execute(_select(conn) + " ORDER BY id DESC LIMIT 1").fetchone()
     if row is None:
         return GENESIS, 0
     n = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
@@ -85,8 +134,8 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
     """Append one audit row, chained to the row before it, inside the caller's transaction.
 
     ``audit`` holds ``decision``, ``role``, ``name``, ``digest``, ``at`` and optionally
-    ``detail``, ``run_uid``, ``sig`` and ``prev``: a signed decision names the ``prev`` it
-    signed, and if another row was appended since, the save is refused. Returns the row as
+    ``detail``, ``run_uid``, ``sig``, ``binds`` and ``prev``: a signed decision names the
+    ``prev`` it signed, and if another row was appended since, the save is refused. Returns the row as
     written (``id`` and ``prev`` included) with its ``hash`` and the chain's new ``length``.
 
     Raises:
@@ -97,7 +146,8 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
     if audit.get("prev") is not None and audit["prev"] != prev:
         raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
     cur = conn.execute(
-        "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig, binds) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             run_id,
             audit["decision"],
@@ -109,6 +159,7 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
             audit.get("run_uid"),
             prev,
             audit.get("sig") or "",
+            audit.get("binds"),
         ),
     )
     row = dict(
@@ -126,6 +177,7 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
                 audit.get("run_uid"),
                 prev,
                 audit.get("sig") or "",
+                audit.get("binds"),
             ),
             strict=True,
         )
@@ -138,14 +190,14 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
 def rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Every audit row, oldest first, as dicts of :data:`COLUMNS`."""
     ensure_columns(conn)
-    return [dict(zip(COLUMNS, r, strict=True)) for r in conn.execute(_SELECT + " ORDER BY id")]
+    return [dict(zip(COLUMNS, r, strict=True)) for r in conn.execute(_select(conn) + " ORDER BY id")]
 
 
 def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
     """The audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
     ensure_columns(conn)
     row = conn.execute(
-        _SELECT + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1", (run_id, decision, sig)
+        _select(conn) + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1", (run_id, decision, sig)
     ).fetchone()
     return dict(zip(COLUMNS, row, strict=True)) if row else None
 
@@ -157,9 +209,25 @@ def later_refresh(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict
     later refresh row was made on a proposal the run no longer holds, whatever its state says."""
     ensure_columns(conn)
     row = conn.execute(
-        _SELECT + " WHERE run_uid = ? AND decision = 'refresh' AND id > ? ORDER BY id LIMIT 1", (run_uid, after_id)
+        _select(conn) + " WHERE run_uid = ? AND decision = 'refresh' AND id > ? ORDER BY id LIMIT 1", (run_uid, after_id)
     ).fetchone()
     return dict(zip(COLUMNS, row, strict=True)) if row else None
+
+
+def _binds_problem(row: dict[str, Any], index: int) -> str | None:
+    """Why a row's signed ``binds`` disagrees with where the row stands (issue 28), or None: the
+    head it records must be the chain just before it, ``index`` rows ending with its ``prev``."""
+    try:
+        binds = read_binds(row)
+    except ValueError:
+        return "its signed binds cannot be read (edited, or written outside resolver)"
+    if binds is None or binds["head"] == f"{index}:{row['prev']}":
+        return None
+    length = binds["head"].split(":", 1)[0]
+    return (
+        f"it was signed when the chain had {length} row(s) ending as its prev says, but {index} row(s) stand "
+        "before it: rows before it were deleted, inserted or rewritten"
+    )
 
 
 def _voided_approvals(all_rows: list[dict[str, Any]]) -> list[str]:
@@ -295,6 +363,9 @@ def verify_audit(
             else:
                 expected = prev_hash
             report.chained += 1
+            why_binds = _binds_problem(row, i)
+            if why_binds:
+                report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}): {why_binds}")
             if row["prev"] != expected:
                 report.problems.append(
                     f"row {row['id']} ({row['run_id']}, {row['decision']}) does not follow the row before it: "

@@ -2,10 +2,13 @@
 deciding approver's Ed25519 key, and the executor checks it before every write.
 
 The signed message (:func:`decision_message`) is canonical JSON (sorted keys, no spaces, UTF-8)
-of ``{"kind": "resolver-decision-v1", "decision", "run_uid", "digest", "role", "name", "at",
-"detail", "prev"}``: the run's unique identity, the proposal's digest, the role (from the
-registry), the name, the time (ISO 8601), the rejection's reason (empty for an approval) and the
-hash of the audit row before this decision's row (:mod:`core.auditchain`). The signature is kept
+of ``{"kind": "resolver-decision-v2", "decision", "run_uid", "digest", "role", "name", "at",
+"detail", "prev", "binds"}``: the run's unique identity, the proposal's digest, the role (from the
+registry), the name, the time (ISO 8601), the rejection's reason (empty for an approval), the
+hash of the audit row before this decision's row (:mod:`core.auditchain`) and ``binds`` (issue
+28: the chain's length and hash before the row, and an approval's world fingerprint and
+operation IDs, :func:`core.auditchain.make_binds`). A row signed before binds existed was signed
+as ``resolver-decision-v1`` without it, and still verifies. The signature is kept
 twice: in the audit row's ``sig`` column (hex) and, for an approval, in
 ``TaskState.approval.signature`` as ``ed25519:`` + hex, so that a decision signed with the
 shared HMAC key of a practice home (plain hex) is told apart.
@@ -13,7 +16,8 @@ shared HMAC key of a practice home (plain hex) is told apart.
 Before every write in a shop home (:func:`check_approval`), the executor asks: is the registry
 whole (the owner's seal and signatures); is the approver in it, not revoked now, with the role
 the approval names; is there an audit row recording exactly this approval; does the signature
-verify over it with the approver's public key; has no ``refresh`` row of the run followed it (a
+verify over it with the approver's public key; are the approval's world and the run's
+operations the ones it binds; has no ``refresh`` row of the run followed it (a
 refresh voids earlier approvals, issue 28). A decision signed with the old shared key, or made
 before the home had a registry, goes back to waiting with the reason (:data:`REDECIDE`).
 """
@@ -35,6 +39,7 @@ from core import auditchain
 from core.approvers import Registry, RegistryError, Unlocked, fingerprint, verify_hex
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
+from core.world import WORLD_FILE, register_entries
 
 if TYPE_CHECKING:
     from core.checkpoint import CheckpointStore
@@ -53,10 +58,23 @@ REDECIDE = "REDECIDE: "
 """Marks a reason after which the run goes back to waiting for a decision instead of to a person."""
 
 
-def decision_message(decision: str, run_uid: str, digest: str, role: str, name: str, at: str, detail: str, prev: str) -> bytes:
-    """The bytes an approver signs for one decision (see the module's docstring)."""
+def decision_message(
+    decision: str,
+    run_uid: str,
+    digest: str,
+    role: str,
+    name: str,
+    at: str,
+    detail: str,
+    prev: str,
+    binds: str | None = None,
+) -> bytes:
+    """The bytes an approver signs for one decision (see the module's docstring): version 1
+    without ``binds`` (a row signed before issue 28 finished), version 2 with it (the chain's
+    length, and for an approval its world fingerprint and operation IDs,
+    :func:`core.auditchain.make_binds`)."""
     body = {
-        "kind": "resolver-decision-v1",
+        "kind": "resolver-decision-v1" if binds is None else "resolver-decision-v2",
         "decision": decision,
         "run_uid": run_uid,
         "digest": digest,
@@ -66,7 +84,26 @@ def decision_message(decision: str, run_uid: str, digest: str, role: str, name: 
         "detail": detail,
         "prev": prev,
     }
+    if binds is not None:
+        body["binds"] = binds
     return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def row_message(row: dict[str, Any]) -> bytes:
+    """:func:`decision_message` of an audit row as stored: what its ``sig`` signed. A reason
+    (``detail``) is signed by a rejection, a refresh and a registry change, never by an approval."""
+    signs_detail = row["decision"] in ("reject", "refresh") or str(row["decision"]).startswith(REGISTRY_PREFIX)
+    return decision_message(
+        row["decision"],
+        row["run_uid"] or "",
+        row["digest"],
+        row["role"],
+        row["name"],
+        row["at"],
+        row["detail"] if signs_detail else "",
+        row["prev"] or "",
+        row.get("binds"),
+    )
 
 
 @dataclass
@@ -95,13 +132,28 @@ class DecisionSigner:
         """The approver's name, as in the registry."""
         return self.approver.name
 
-    def seal(self, store: CheckpointStore, decision: str, run_uid: str, digest: str, at: datetime, detail: str = "") -> Seal:
-        """Sign ``decision`` over the audit's current newest hash. The save that records it
-        refuses (StaleCheckpoint) if another row was appended meanwhile."""
+    def seal(
+        self,
+        store: CheckpointStore,
+        decision: str,
+        run_uid: str,
+        digest: str,
+        at: datetime,
+        detail: str = "",
+        *,
+        world: str | None = None,
+        ops: list[str] | None = None,
+    ) -> Seal:
+        """Sign ``decision`` over the audit's current newest hash and length (issue 28: the
+        chain's head is in the signed content), with an approval's ``world`` fingerprint and
+        ``ops`` (its operation IDs). The save that records it refuses (StaleCheckpoint) if
+        another row was appended meanwhile."""
         with store.db.read() as conn:
-            prev, _ = auditchain.last_hash(conn)
-        sig = self.approver.sign(decision_message(decision, run_uid, digest, self.role, self.name, iso(at), detail, prev))
-        return Seal(PREFIX + sig, {"prev": prev, "sig": sig})
+            prev, length = auditchain.last_hash(conn)
+        binds = auditchain.make_binds(length, prev, world=world, ops=ops)
+        message = decision_message(decision, run_uid, digest, self.role, self.name, iso(at), detail, prev, binds)
+        sig = self.approver.sign(message)
+        return Seal(PREFIX + sig, {"prev": prev, "sig": sig, "binds": binds})
 
 
 def seal_head(root: Path, store: CheckpointStore, signer: Unlocked) -> None:
@@ -123,10 +175,9 @@ REGISTRY_PREFIX = "registry:"
 def registry_row_message(row: dict[str, Any]) -> bytes:
     """The bytes the owner signs for a registry row: :func:`decision_message` of its decision,
     the seal's ``entries_hash`` (``digest``), the approver's role and name, the change's time and
-    ``detail`` (``registry version N``), over the row before it (``prev``)."""
-    return decision_message(
-        row["decision"], "", row["digest"], row["role"], row["name"], row["at"], row["detail"], row["prev"] or ""
-    )
+    ``detail`` (``registry version N``), over the row before it (``prev``) and, since issue 28,
+    the chain's length (``binds``)."""
+    return row_message({**row, "run_uid": ""})
 
 
 def record_registry_change(
@@ -141,7 +192,7 @@ def record_registry_change(
     """
     for _ in range(5):
         with store.db.read() as conn:
-            prev, _n = auditchain.last_hash(conn)
+            prev, length = auditchain.last_hash(conn)
         row: dict[str, Any] = {
             "run_id": REGISTRY_RUN,
             "decision": REGISTRY_PREFIX + change,
@@ -152,6 +203,7 @@ def record_registry_change(
             "detail": f"registry version {int(seal['version'])}",
             "run_uid": None,
             "prev": prev,
+            "binds": auditchain.make_binds(length, prev),
         }
         row["sig"] = owner.sign(registry_row_message(row))
         try:
@@ -233,12 +285,11 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
         iso(a.at),
     ):
         return "the approval does not match its audit row"
-    if not verify_hex(
-        entry.public_key,
-        sig,
-        decision_message("approve", state.run_uid, a.digest, a.role, a.name, iso(a.at), "", row["prev"] or ""),
-    ):
+    if not verify_hex(entry.public_key, sig, row_message(row)):
         return f"the approval's signature does not verify with {entry.name}'s key"
+    unbound = _unbound(state, row)
+    if unbound:
+        return unbound
     with store.db.read() as conn:
         voided = auditchain.later_refresh(conn, state.run_uid, row["id"])
     if voided is not None:
@@ -246,6 +297,24 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
             f"the approval was voided by the refresh of {voided['at']} (audit row {voided['id']}): "
             "the run was set back to an older state"
         )
+    return None
+
+
+def _unbound(state: TaskState, row: dict[str, Any]) -> str | None:
+    """Why the run's approval is not the one its signed audit row binds (issue 28), or None: the
+    world fingerprint it was approved against and the operations it commits to. A row signed
+    before the binds existed binds neither."""
+    try:
+        binds = auditchain.read_binds(row)
+    except ValueError:
+        return "the approval's audit row binds nothing readable (edited, or written outside resolver)"
+    if binds is None:
+        return None
+    seen = state.approval.world.fingerprint if state.approval and state.approval.world else None
+    if binds.get("world") != seen:
+        return "the world the approval was made against is not the one its signature binds (the state was rewritten)"
+    if binds.get("ops") != [op.operation_id for op in state.operations]:
+        return "the run's operations are not the ones the approval's signature binds (the state was rewritten)"
     return None
 
 
@@ -276,17 +345,7 @@ def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
         key = keys.get(row["name"])
         if key is None:
             return f"{row['name']} is not in the registry"
-        message = decision_message(
-            row["decision"],
-            row["run_uid"] or "",
-            row["digest"],
-            row["role"],
-            row["name"],
-            row["at"],
-            row["detail"] if row["decision"] in ("reject", "refresh") else "",
-            row["prev"] or "",
-        )
-        if not row["sig"] or not verify_hex(key, row["sig"], message):
+        if not row["sig"] or not verify_hex(key, row["sig"], row_message(row)):
             return "its signature does not verify (edited, or written outside resolver)"
         return None
 
@@ -343,6 +402,7 @@ def verify_audit_read_only(root: Path, conn: sqlite3.Connection, kind: str) -> a
         report.problems.insert(0, str(exc))
     report.problems += signed_rows_beyond_head(root, conn)
     report.problems += approvals_without_rows(conn)
+    report.problems += writes_without_approvals(root, conn)
     return report
 
 
@@ -364,6 +424,39 @@ def approvals_without_rows(conn: sqlite3.Connection) -> list[str]:
                 "the newest rows were deleted and the head put back, or the approval was written with SQL"
             )
     return out
+
+
+def writes_without_approvals(root: Path, conn: sqlite3.Connection) -> list[str]:
+    """Issue 28: each write a run made in the world's operations register must be bound by a
+    signed approval in the audit (its operation ID in the row's ``binds``; for an approval signed
+    before binds existed, any approval row of that run). The register stands for the payment and
+    shipping services, which keep their own record: rolling back the audit, its head and the run
+    together still leaves the write there, and this finds it. One sentence per write; writes a
+    person made by hand (``manual``) are not the executor's and are not held against the audit."""
+    try:
+        entries = register_entries(Path(root) / WORLD_FILE)
+    except sqlite3.DatabaseError:
+        return []  # an unreadable world is said by doctor's own check of the file
+    bound: set[str] = set()
+    legacy: set[str] = set()
+    for row in auditchain.rows(conn):
+        if row["decision"] != "approve" or not row["sig"]:
+            continue
+        try:
+            binds = auditchain.read_binds(row)
+        except ValueError:
+            continue  # said by the row's own check
+        if binds is None or "ops" not in binds:
+            legacy.add(str(row["run_id"]))
+        else:
+            bound.update(str(op) for op in binds["ops"])
+    return [
+        f"the register holds the {e['service']} of operation {e['operation_id']}, written by run {e['actor']} at "
+        f"{e['at']}, that no signed approval in the audit binds: the newest rows were deleted with the head and the "
+        "run put back, or the write was made outside resolver"
+        for e in entries
+        if e["actor"] != "manual" and e["operation_id"] not in bound and e["actor"] not in legacy
+    ]
 
 
 def signed_rows_beyond_head(root: Path, conn: sqlite3.Connection) -> list[str]:

@@ -823,6 +823,33 @@ _databases: dict[Path, Database] = {}
 _databases_lock = threading.Lock()
 
 
+WORLD_FILE = "larkfield.sqlite"
+"""The practice world's file in a home folder."""
+
+
+def register_entries(path: Path | str) -> list[dict[str, Any]]:
+    """Every entry of the operations register of the world file ``path``, read only, in commit
+    order: ``{"operation_id", "service", "actor", "at"}`` (``actor``: the run ID that wrote it,
+    or ``manual``). Empty when the file or its register does not exist yet. For ``resolver audit
+    verify`` (issue 28), which holds each write a run made against the approvals the audit records.
+
+    Raises:
+        sqlite3.DatabaseError: the file is not a database, or cannot be read.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return []
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'operations'").fetchone() is None:
+            return []
+        order = "seq" if _has_seq(conn) else "rowid"
+        rows = conn.execute(f"SELECT operation_id, service, actor, at FROM operations ORDER BY {order}").fetchall()
+    finally:
+        conn.close()
+    return [{"operation_id": r[0], "service": r[1], "actor": r[2], "at": r[3]} for r in rows]
+
+
 def _database(path: Path) -> Database:
     """The one :class:`~core.database.Database` of a world file in this process: every World on
     the same file shares its per-thread connections."""

@@ -487,3 +487,152 @@ def test_a_key_made_by_the_product_costs_a_guess_about_a_quarter_second(shop):
     assert priya.name == "Priya" and priya.private_key.startswith(f"resolver-scrypt-v1${KEY_COST.n}$8$1$")
     assert KEY_COST.n == 2**16
     assert Registry(shop.root).unlock("Priya", "priya's long passphrase").role == "team_lead"
+
+
+# -- the head in the next signed row, the world and the operations in the approval's (issue 28) ----
+
+
+def _delete_rows_after(root: Path, length: int) -> None:
+    """Delete every audit row after the first ``length``, with the delete trigger dropped and made again."""
+    with sqlite3.connect(root / "runs.sqlite") as conn:
+        conn.execute("DROP TRIGGER audit_no_delete")
+        conn.execute("DELETE FROM audit WHERE id > (SELECT id FROM audit ORDER BY id LIMIT 1 OFFSET ?)", (length - 1,))
+        conn.execute(
+            "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
+        )
+
+
+def test_a_signed_decision_binds_the_chain_before_it_its_world_and_its_operations(shop):
+    from core import auditchain
+    from core.home import Home
+
+    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    home = Home(shop.root)
+    with home.store.db.read() as conn:
+        all_rows = auditchain.rows(conn)
+    approve = next(r for r in all_rows if r["decision"] == "approve")
+    position = all_rows.index(approve)
+    binds = auditchain.read_binds(approve)
+    state = home.store.load(T65273_RUN)
+    assert binds == {
+        "head": f"{position}:{approve['prev']}",
+        "ops": [op.operation_id for op in state.operations],
+        **({"world": state.approval.world.fingerprint} if state.approval.world else {}),
+    }
+    assert all(auditchain.read_binds(r) for r in all_rows if r["sig"])  # registry rows bind the head too
+    code, out, err = shop("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)
+
+
+def test_history_run_and_head_rolled_back_together_are_found_by_the_register(shop, tmp_path):
+    """The issue's row 3 carried one step further: the attacker also puts the run back as it was
+    before Tomás approved, so no run holds an orphan approval. The register (the payment
+    service's own record) still holds the 119.00 refund, and no signed approval binds it."""
+    from core.home import Home
+
+    old_head = (shop.root / "audit.head").read_bytes()
+    length = json.loads(old_head)["length"]
+    before = Home(shop.root).store.load(T65273_RUN)
+    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert refunds(shop.root) == 1
+    _delete_rows_after(shop.root, length)
+    (shop.root / "audit.head").write_bytes(old_head)
+    _write_header(shop.root, before)  # the run put back to waiting, its approval gone
+    verify = run_process(shop.root, "audit", "verify")
+    said = verify.stdout + verify.stderr
+    assert verify.returncode == 1, said
+    assert f"written by run {T65273_RUN}" in said and "that no signed approval in the audit binds" in said
+    assert "request_refund" in said and "send_reply" in said  # the refund and the reply, each said once
+    assert refunds(shop.root) == 1
+
+
+def test_a_manual_refund_is_not_held_against_the_audit(shop):
+    """Writes a person made by hand are recorded as ``manual`` in the register; they are not the
+    executor's, so ``audit verify`` holds nothing against them (a shop home refuses
+    ``manual-refund``: the write is made here as the payment service would record it)."""
+    from core.home import Home
+
+    Home(shop.root).world().request_refund("phone-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    code, out, err = shop("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)
+
+
+@pytest.mark.parametrize("rewrite", ["world", "operations"])
+def test_an_approval_whose_state_was_rewritten_after_signing_never_executes(shop, rewrite):
+    from core.home import Home
+
+    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
+    assert code == 3, err
+    store = Home(shop.root).store
+    state = store.load(T65273_RUN)
+    assert state.status == "executing" and state.approval is not None
+    if rewrite == "world":
+        assert state.approval.world is not None and len(state.approval.world.lookups) > 1
+        before = state.approval.world.fingerprint
+        state.approval.world.lookups = state.approval.world.lookups[:-1]  # a lookup it saw, gone
+        assert state.approval.world.fingerprint != before
+        _write_header(shop.root, state)
+        expected = "the world the approval was made against is not the one its signature binds"
+    else:
+        state.operations = state.operations[1:]  # the refund dropped: only the reply would go out
+        _write_header(shop.root, state)
+        assert len(store.load(T65273_RUN).operations) == 1
+        expected = "the run's operations are not the ones the approval's signature binds"
+    code, out, err = shop("resume", T65273_RUN)
+    assert expected in out + err, (code, out, err)
+    assert refunds(shop.root) == 0
+
+
+def test_a_row_signed_at_another_place_in_the_chain_is_reported():
+    """A signed row whose ``binds`` records a chain length other than the rows before it: found
+    by ``verify_audit`` whatever its signature (the signature itself is checked by the shop's
+    row check)."""
+    from core import auditchain
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute(
+        "CREATE TABLE audit (id INTEGER PRIMARY KEY, run_id TEXT, decision TEXT, role TEXT, name TEXT, digest TEXT, "
+        "at TEXT, detail TEXT, run_uid TEXT)"
+    )
+    for name, event in (("audit_no_update", "UPDATE"), ("audit_no_delete", "DELETE")):
+        conn.execute(f"CREATE TRIGGER {name} BEFORE {event} ON audit BEGIN SELECT RAISE(ABORT, 'append-only'); END")
+    base = {"decision": "refused:expired", "role": "agent", "name": "Bot", "digest": "d", "at": "2026-12-01T09:00:00-05:00"}
+    first = auditchain.append(conn, "r1", base)
+    auditchain.append(conn, "r2", {**base, "decision": "approve", "binds": auditchain.make_binds(1, first["hash"])})
+    assert auditchain.verify_audit(conn).ok
+    second = auditchain.last_hash(conn)[0]
+    auditchain.append(conn, "r3", {**base, "decision": "approve", "binds": auditchain.make_binds(7, second)})
+    report = auditchain.verify_audit(conn)
+    assert report.problems == [
+        "row 3 (r3, approve): it was signed when the chain had 7 row(s) ending as its prev says, but 2 row(s) stand "
+        "before it: rows before it were deleted, inserted or rewritten"
+    ]
+
+
+# -- a shop home saved before the head was signed into each row --------------------------------------
+
+FROZEN_SIGNED_HEAD = Path(__file__).parent / "fixtures" / "shop_before_signed_head"
+
+
+def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_path, capsys, monkeypatch):
+    from core import auditchain
+    from core.home import Home
+
+    root = tmp_path / "shop"
+    shutil.copytree(FROZEN_SIGNED_HEAD, root, ignore=shutil.ignore_patterns("README.md"))
+    root.chmod(0o700)
+    for each in root.iterdir():
+        each.chmod(0o600)
+    run = shop_cli(root, capsys, monkeypatch)
+    code, out, err = run("audit", "verify")
+    assert code == 0 and "Audit: 4 row(s), chain whole" in out, (out, err)  # registry init, two adds, Bot's approval
+    assert refunds(root) == 1  # Bot's 9.95 of T-90104, bound by a row signed without binds
+    assert run("refresh", T65273_RUN, "--name", "Bot", passphrase=BOT)[0] == 0  # its evidence is older than 7 days by now
+    code, out, err = run("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    assert code == 0, err
+    assert refunds(root) == 2
+    with Home(root).store.db.read() as conn:
+        rows = auditchain.rows(conn)
+    assert [r["binds"] is not None for r in rows] == [False, False, False, False, True, True]  # refresh, approve
+    code, out, err = run("audit", "verify")
+    assert code == 0 and "chain whole" in out, (out, err)

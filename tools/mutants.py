@@ -246,7 +246,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "ed25519",
         "shop home: the approver's Ed25519 signature over the decision",
         "core/signing.py",
-        (("    if not verify_hex(\n        entry.public_key,", "    if False and not verify_hex(\n        entry.public_key,"),),
+        (("    if not verify_hex(entry.public_key, sig, row_message(row)):", "    if False:"),),
         (
             G + "test_guard_signature_a_forged_ed25519_approval_with_a_matching_audit_row_pays_nothing",
             G + "test_an_inserted_audit_row_no_decision_made_is_reported_and_never_accepted",
@@ -280,7 +280,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "audit-verify-signature",
         "audit verify: each decision row's signature (finds an inserted row)",
         "core/signing.py",
-        (('        if not row["sig"] or not verify_hex(key, row["sig"], message):', "        if False:"),),
+        (('        if not row["sig"] or not verify_hex(key, row["sig"], row_message(row)):', "        if False:"),),
         (G + "test_an_inserted_audit_row_no_decision_made_is_reported_and_never_accepted",),
     ),
     Mutant(
@@ -317,6 +317,27 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/signing.py",
         (('    if head["length"] < last_signed:', "    if False:"),),
         (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
+    ),
+    Mutant(
+        "approval-binds",
+        "shop home: the approval's world and operations are the ones its signature binds (issue 28)",
+        "core/signing.py",
+        (("    if unbound:\n        return unbound", "    if False:\n        return unbound"),),
+        (S + "test_an_approval_whose_state_was_rewritten_after_signing_never_executes",),
+    ),
+    Mutant(
+        "audit-verify-register",
+        "audit verify: every write a run made is bound by a signed approval (issue 28)",
+        "core/signing.py",
+        (("    report.problems += writes_without_approvals(root, conn)", "    pass"),),
+        (S + "test_history_run_and_head_rolled_back_together_are_found_by_the_register",),
+    ),
+    Mutant(
+        "audit-verify-binds-head",
+        "audit verify: a signed row stands where the chain was when it was signed (issue 28)",
+        "core/auditchain.py",
+        (("            why_binds = _binds_problem(row, i)", "            why_binds = None"),),
+        (S + "test_a_row_signed_at_another_place_in_the_chain_is_reported",),
     ),
     Mutant(
         "read-only-database",
