@@ -82,12 +82,19 @@ def _select(conn: sqlite3.Connection) -> str:
     return f"SELECT {', '.join(c if c in have else f'NULL AS {c}' for c in COLUMNS)} FROM audit"
 
 
+def _as_row(values: Any) -> dict[str, Any]:
+    """An audit row as read: a dict of :data:`COLUMNS`. A value stored as a BLOB (only SQL
+    outside resolver writes one) is read as the text ``blob:<hex>``, so the row's hash and
+    signature no longer match and ``audit verify`` reports it, never a crash."""
+    return {c: f"blob:{v.hex()}" if isinstance(v, bytes) else v for c, v in zip(COLUMNS, values, strict=True)}
+
+
 def row_hash(row: dict[str, Any] | tuple) -> str:
     """SHA-256 (hex) of an audit row's canonical JSON: a list of the :data:`HASHED` values
     (NULL as ``null``) followed by ``binds`` when it is set, separators without spaces, UTF-8.
     ``row`` is a dict of :data:`COLUMNS` or a tuple in their order."""
     if not isinstance(row, dict):
-        row = dict(zip(COLUMNS, row, strict=False))
+        row = _as_row(row)
     values = [row.get(c) for c in HASHED]
     if row.get("binds") is not None:
         values.append(row["binds"])
@@ -108,14 +115,26 @@ def make_binds(length: int, prev: str, *, world: str | None = None, ops: list[st
 
 
 def read_binds(row: dict[str, Any]) -> dict[str, Any] | None:
-    """A row's ``binds`` as a dict (``head``, optional ``world`` and ``ops``), or None when the row
-    has none (an older row, a system row). Raises ValueError when it is not what
-    :func:`make_binds` writes."""
+    """A row's ``binds`` as a dict (``head``: str, optional ``world``: str and ``ops``: list of
+    str), or None when the row has none (an older row, a system row).
+
+    Raises:
+        ValueError: it is not what :func:`make_binds` writes (not JSON, nested too deep, another
+            shape): the row was edited outside resolver.
+    """
     text = row.get("binds")
     if text is None:
         return None
-    body = json.loads(text)
-    if not isinstance(body, dict) or not isinstance(body.get("head"), str):
+    try:
+        body = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        body = None
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("head"), str)
+        or not isinstance(body.get("world", ""), str)
+        or not (isinstance(body.get("ops", []), list) and all(isinstance(op, str) for op in body.get("ops", [])))
+    ):
         raise ValueError("not a binds value")
     return body
 
@@ -190,7 +209,7 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
 def rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
     """Every audit row, oldest first, as dicts of :data:`COLUMNS`."""
     ensure_columns(conn)
-    return [dict(zip(COLUMNS, r, strict=True)) for r in conn.execute(_select(conn) + " ORDER BY id")]
+    return [_as_row(r) for r in conn.execute(_select(conn) + " ORDER BY id")]
 
 
 def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
@@ -199,19 +218,29 @@ def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> 
     row = conn.execute(
         _select(conn) + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1", (run_id, decision, sig)
     ).fetchone()
-    return dict(zip(COLUMNS, row, strict=True)) if row else None
+    return _as_row(row) if row else None
 
 
-def later_refresh(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[str, Any] | None:
-    """The first ``refresh`` row of the run ``run_uid`` after the audit row ``after_id``, or None.
+ENDS_APPROVAL = ("approve", "reject", "refresh")
+"""Decisions that, in a later row of the same run, end an earlier approval (issue 28): a new
+decision is recorded only on a waiting run, so the earlier approval no longer stood. Every
+``refused...`` row ends it too: a lapse, an execution the executor refused, a precondition."""
 
-    A refresh voids every earlier approval of its run (issue 28): an approval whose row has a
-    later refresh row was made on a proposal the run no longer holds, whatever its state says."""
+
+def later_ending(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[str, Any] | None:
+    """The first row of the run ``run_uid`` after the audit row ``after_id`` that ends the
+    approval recorded there (:data:`ENDS_APPROVAL`, or any ``refused...``), or None.
+
+    An approval with such a row after it was lapsed, refused, rejected, refreshed or decided
+    again: its run was set back to an older state if it still holds it, and it never executes.
+    (A refresh's voiding of earlier approvals is the case of the issue's row 4.)"""
     ensure_columns(conn)
     row = conn.execute(
-        _select(conn) + " WHERE run_uid = ? AND decision = 'refresh' AND id > ? ORDER BY id LIMIT 1", (run_uid, after_id)
+        _select(conn) + " WHERE run_uid = ? AND id > ? AND (decision IN (?, ?, ?) OR decision LIKE 'refused%') "
+        "ORDER BY id LIMIT 1",
+        (run_uid, after_id, *ENDS_APPROVAL),
     ).fetchone()
-    return dict(zip(COLUMNS, row, strict=True)) if row else None
+    return _as_row(row) if row else None
 
 
 def _binds_problem(row: dict[str, Any], index: int) -> str | None:
@@ -220,7 +249,7 @@ def _binds_problem(row: dict[str, Any], index: int) -> str | None:
     try:
         binds = read_binds(row)
     except ValueError:
-        return "its signed binds cannot be read (edited, or written outside resolver)"
+        return "its binds cannot be read (edited, or written outside resolver)"
     if binds is None or binds["head"] == f"{index}:{row['prev']}":
         return None
     length = binds["head"].split(":", 1)[0]

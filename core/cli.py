@@ -1133,13 +1133,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
     except BrokenPipeError:  # `resolver changes | head`: a closed pipe ends quietly (entry)
         raise
     except Exception as exc:  # never a traceback on screen: it goes to the log
-        where_logged = "the home's resolver.log"
+        details = "the details are in the home's resolver.log"
         if log is not None:
             log.exception("unexpected error in %s", args.command)
         else:
-            where_logged = "nowhere: the home was not open yet"
+            details = "it came before the home's log was open, so no details were kept"
         print(
-            f"resolver stopped on an unexpected error ({type(exc).__name__}); the details are in {where_logged}. "
+            f"resolver stopped on an unexpected error ({type(exc).__name__}); {details}. "
             f"Every step before it was saved: `{PROG} show RUN` says where a run stands.",
             file=sys.stderr,
         )

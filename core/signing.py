@@ -291,10 +291,11 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
     if unbound:
         return unbound
     with store.db.read() as conn:
-        voided = auditchain.later_refresh(conn, state.run_uid, row["id"])
-    if voided is not None:
+        ended = auditchain.later_ending(conn, state.run_uid, row["id"])
+    if ended is not None:
+        what = "the refresh" if ended["decision"] == "refresh" else f"the {ended['decision']} row"
         return (
-            f"the approval was voided by the refresh of {voided['at']} (audit row {voided['id']}): "
+            f"the approval was voided by {what} of {ended['at']} (audit row {ended['id']}): "
             "the run was set back to an older state"
         )
     return None
@@ -426,36 +427,83 @@ def approvals_without_rows(conn: sqlite3.Connection) -> list[str]:
     return out
 
 
+MID_EXECUTION_REFUSALS = ("refused", "refused:precondition")
+"""The rows that may end an approval after some of its writes were made: the executor's refusal
+before a later write (the shop's check, a precondition). Writes before them stay bound."""
+
+
 def writes_without_approvals(root: Path, conn: sqlite3.Connection) -> list[str]:
     """Issue 28: each write a run made in the world's operations register must be bound by a
-    signed approval in the audit (its operation ID in the row's ``binds``; for an approval signed
-    before binds existed, any approval row of that run). The register stands for the payment and
-    shipping services, which keep their own record: rolling back the audit, its head and the run
-    together still leaves the write there, and this finds it. One sentence per write; writes a
-    person made by hand (``manual``) are not the executor's and are not held against the audit."""
+    signed approval in the audit that stood when it was made: the operation's ID is in the
+    approval row's ``binds``, the write is no older than the approval, and the first row that
+    ended the approval (:func:`core.auditchain.later_ending`) is an executor's refusal made after
+    it (:data:`MID_EXECUTION_REFUSALS`), or there is none. An approval ended by a lapse (which
+    comes only before any call) or directly by another decision bound no write at all. For an
+    approval signed before binds existed, any approval row of that run counts.
+
+    The register stands for the payment and shipping services, which keep their own record:
+    rolling back the audit, its head and the run together still leaves the write there, and this
+    finds it. Writes a person made by hand (``manual``) are not the executor's and are not held
+    against the audit. One sentence per write, or one saying the register cannot be read."""
     try:
         entries = register_entries(Path(root) / WORLD_FILE)
-    except sqlite3.DatabaseError:
-        return []  # an unreadable world is said by doctor's own check of the file
-    bound: set[str] = set()
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        return [f"the world's operations register cannot be read ({exc}): its writes were not checked against the approvals"]
+    if not entries:
+        return []
+    all_rows = auditchain.rows(conn)
+    by_run: dict[str, list[dict[str, Any]]] = {}
+    for row in all_rows:
+        by_run.setdefault(str(row["run_uid"] or row["run_id"]), []).append(row)
+    windows: dict[str, list[tuple[datetime, datetime | None]]] = {}
     legacy: set[str] = set()
-    for row in auditchain.rows(conn):
+    for row in all_rows:
         if row["decision"] != "approve" or not row["sig"]:
             continue
         try:
             binds = auditchain.read_binds(row)
+            start = datetime.fromisoformat(str(row["at"]))
         except ValueError:
             continue  # said by the row's own check
         if binds is None or "ops" not in binds:
             legacy.add(str(row["run_id"]))
-        else:
-            bound.update(str(op) for op in binds["ops"])
+            continue
+        end = next(
+            (
+                later
+                for later in by_run.get(str(row["run_uid"] or row["run_id"]), [])
+                if later["id"] > row["id"]
+                and (later["decision"] in auditchain.ENDS_APPROVAL or str(later["decision"]).startswith("refused"))
+            ),
+            None,
+        )
+        if end is not None and end["decision"] not in MID_EXECUTION_REFUSALS:
+            continue  # a lapse comes only before any call; a later decision only after a refusal: it bound no write
+        try:
+            until = datetime.fromisoformat(str(end["at"])) if end is not None else None
+        except ValueError:
+            continue  # an ending row whose time cannot be read: said by the chain's check
+        for op in binds["ops"]:
+            windows.setdefault(op, []).append((start, until))
+
+    def bound(entry: dict[str, Any]) -> bool:
+        if entry["actor"] == "manual" or entry["actor"] in legacy:
+            return True
+        try:
+            at = datetime.fromisoformat(str(entry["at"]))
+        except ValueError:
+            return False
+        try:
+            return any(start <= at and (until is None or at <= until) for start, until in windows.get(entry["operation_id"], []))
+        except TypeError:  # a time without its offset: edited outside resolver
+            return False
+
     return [
         f"the register holds the {e['service']} of operation {e['operation_id']}, written by run {e['actor']} at "
         f"{e['at']}, that no signed approval in the audit binds: the newest rows were deleted with the head and the "
         "run put back, or the write was made outside resolver"
         for e in entries
-        if e["actor"] != "manual" and e["operation_id"] not in bound and e["actor"] not in legacy
+        if not bound(e)
     ]
 
 

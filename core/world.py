@@ -834,14 +834,20 @@ def register_entries(path: Path | str) -> list[dict[str, Any]]:
     verify`` (issue 28), which holds each write a run made against the approvals the audit records.
 
     Raises:
-        sqlite3.DatabaseError: the file is not a database, or cannot be read.
+        sqlite3.DatabaseError: the file is not a database, or its register cannot be read (a
+            column renamed).
+        ValueError: the file holds a world whose register is gone (the ``operations`` table
+            dropped or renamed while the writes' own tables remain).
     """
     path = Path(path)
     if not path.is_file():
         return []
     conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
     try:
-        if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'operations'").fetchone() is None:
+        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "operations" not in tables:
+            if tables & {"refunds", "reshipments", "return_labels", "replies"}:
+                raise ValueError("the world holds writes but no operations register")
             return []
         order = "seq" if _has_seq(conn) else "rowid"
         rows = conn.execute(f"SELECT operation_id, service, actor, at FROM operations ORDER BY {order}").fetchall()

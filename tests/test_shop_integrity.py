@@ -636,3 +636,117 @@ def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_
     assert [r["binds"] is not None for r in rows] == [False, False, False, False, True, True]  # refresh, approve
     code, out, err = run("audit", "verify")
     assert code == 0 and "chain whole" in out, (out, err)
+
+
+# -- found by trying to break the binds (issue 28) ---------------------------------------------------
+
+
+@pytest.fixture
+def later(monkeypatch):
+    """``later(hours)`` moves a shop home's real-time clock forward by ``hours`` in this process."""
+    from datetime import timedelta
+
+    from core.clock import SystemClock
+
+    real = SystemClock.now
+
+    def move(hours: float) -> None:
+        monkeypatch.setattr(SystemClock, "now", lambda self: real(self) + timedelta(hours=hours))
+
+    return move
+
+
+def _lapsed_before_write(shop, later) -> None:
+    """T-90104 approved by Bot, crashed before its write, resumed 2 hours later: the approval lapsed."""
+    assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    assert shop("approve", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)[0] == 3
+    later(2)
+    code, out, err = shop("resume", T90104_RUN)
+    assert "lapsed" in out + err, (code, out, err)
+
+
+def test_a_lapsed_approval_written_back_after_a_rejection_never_executes(shop, later):
+    """A new user's finding: an approval that lapsed, of a run a team lead then rejected, was
+    written back by SQL with one operation marked as called (so it could not lapse again), and
+    ``resume`` paid 9.95. Any row that ends an approval now voids it, not only a refresh."""
+    from core.home import Home
+
+    assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    assert shop("approve", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)[0] == 3
+    approved = Home(shop.root).store.load(T90104_RUN)
+    later(2)
+    assert "lapsed" in "".join(shop("resume", T90104_RUN)[1:])
+    code, _, err = shop("reject", T90104_RUN, "--name", "Tomás", "--reason", "customer withdrew", passphrase=TOMAS)
+    assert code == 0, err
+    approved.version = Home(shop.root).store.load(T90104_RUN).version
+    approved.operations[0].calls = 1  # "started": it cannot lapse again
+    _write_header(shop.root, approved)
+    code, out, err = shop("resume", T90104_RUN)
+    assert "voided by the refused:expiry row" in out + err, (code, out, err)  # the lapse ended it
+    assert refunds(shop.root) == 0
+
+
+def test_a_lapsed_approval_does_not_bind_a_later_write_rolled_back_out_of_the_audit(shop, later, tmp_path):
+    """A new user's finding: operation IDs are the same across a lapse, so the lapsed approval's
+    binds seemed to cover the write of the next approval once that was rolled back. An approval
+    binds only writes made while it stood."""
+    _lapsed_before_write(shop, later)
+    _fold_wal(shop.root / "runs.sqlite")
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    for name in ("runs.sqlite", "audit.head"):
+        shutil.copy2(shop.root / name, saved / name)
+    assert shop("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 0
+    assert refunds(shop.root) == 1
+    for name in ("runs.sqlite", "audit.head"):
+        shutil.copy2(saved / name, shop.root / name)
+    for name in ("runs.sqlite-wal", "runs.sqlite-shm"):
+        (shop.root / name).unlink(missing_ok=True)
+    verify = run_process(shop.root, "audit", "verify")  # a new process: this one holds the old file open
+    said = verify.stdout + verify.stderr
+    assert verify.returncode == 1 and f"written by run {T90104_RUN}" in said and "no signed approval in the audit binds" in said
+
+
+@pytest.mark.parametrize(
+    "sql",
+    ["ALTER TABLE operations RENAME TO ops_archive", "ALTER TABLE operations RENAME COLUMN actor TO who"],
+    ids=["table renamed", "column renamed"],
+)
+def test_a_register_made_unreadable_is_said_not_taken_as_empty(shop, sql):
+    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    with sqlite3.connect(shop.root / "larkfield.sqlite") as conn:
+        conn.execute(sql)
+    code, out, err = shop("audit", "verify")
+    assert code == 1 and "the world's operations register cannot be read" in out + err, (out, err)
+
+
+@pytest.mark.parametrize(
+    "junk",
+    ["not json", '{"head": "3:x", "ops": 5}', '{"head": "3:x", "ops": null}', '{"head": 3}', "[1]", "deep", "blob"],
+)
+def test_junk_in_a_rows_binds_is_reported_never_a_crash(shop, junk):
+    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    with sqlite3.connect(shop.root / "runs.sqlite") as conn:
+        newest = conn.execute("SELECT MAX(id) FROM audit WHERE decision = 'approve'").fetchone()[0]
+        conn.execute("DROP TRIGGER audit_no_update")
+        if junk == "blob":
+            conn.execute("UPDATE audit SET binds = x'7b7d' WHERE id = ?", (newest,))
+        else:
+            value = '{"head":"3:x","ops":' + "[" * 100_000 if junk == "deep" else junk
+            conn.execute("UPDATE audit SET binds = ? WHERE id = ?", (value, newest))
+    for argv in (("audit", "verify"), ("doctor",)):
+        code, out, err = shop(*argv)
+        assert code == 1 and "unexpected error" not in out + err, (argv, out, err)
+    code, out, err = shop("audit", "verify")
+    assert "(T-65273-agent-chat-small-1, approve)" in out + err, (out, err)
+    assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
+    code, out, err = shop("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)  # the chain moves on
+    assert "unexpected error" not in out + err, (out, err)
+
+
+def test_a_blob_in_an_older_column_is_reported_never_a_crash(shop):
+    with sqlite3.connect(shop.root / "runs.sqlite") as conn:
+        conn.execute("DROP TRIGGER audit_no_update")
+        conn.execute("UPDATE audit SET detail = x'00ff' WHERE id = 2")
+    code, out, err = shop("audit", "verify")
+    assert code == 1 and "unexpected error" not in out + err and "row 2 " in out + err, (out, err)

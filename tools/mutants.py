@@ -285,10 +285,13 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "refresh-voids",
-        "shop home: an approval followed by a refresh of its run never executes (issue 28)",
+        "shop home: an approval followed by a row that ends it (a refresh, a lapse, a decision) never executes (issue 28)",
         "core/signing.py",
-        (("    if voided is not None:", "    if False:"),),
-        (S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",),
+        (("    if ended is not None:", "    if False:"),),
+        (
+            S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",
+            S + "test_a_lapsed_approval_written_back_after_a_rejection_never_executes",
+        ),
     ),
     Mutant(
         "audit-verify-voided",
@@ -331,6 +334,18 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/signing.py",
         (("    report.problems += writes_without_approvals(root, conn)", "    pass"),),
         (S + "test_history_run_and_head_rolled_back_together_are_found_by_the_register",),
+    ),
+    Mutant(
+        "audit-verify-register-window",
+        "audit verify: an approval binds only the writes made while it stood (issue 28)",
+        "core/signing.py",
+        (
+            (
+                '        if end is not None and end["decision"] not in MID_EXECUTION_REFUSALS:\n            continue',
+                "        if False:\n            continue",
+            ),
+        ),
+        (S + "test_a_lapsed_approval_does_not_bind_a_later_write_rolled_back_out_of_the_audit",),
     ),
     Mutant(
         "audit-verify-binds-head",
