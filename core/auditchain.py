@@ -14,6 +14,9 @@ latest hash are also kept outside the database, in ``audit.head`` in the home fo
 (:func:`write_head`), signed by the owner at ``resolver approvers init`` and by the deciding
 approver at each decision. ``resolver audit verify`` (:func:`verify_audit`) checks the chain, the
 head, each row's signature and the append-only triggers.
+
+The chain's rules are here; its SQL (append, read, the chain's tip) is the SQLite store's
+(:mod:`core.stores.sqlite.audit`, issue 22), reached through :class:`core.store.AuditReader`.
 """
 
 from __future__ import annotations
@@ -21,13 +24,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import StaleCheckpoint
+
+if TYPE_CHECKING:
+    from core.store import AuditReader
 
 
 class AuditMoved(StaleCheckpoint):
@@ -45,19 +50,7 @@ COLUMNS = ("id", "run_id", "decision", "role", "name", "digest", "at", "detail",
 """The audit columns a row's hash covers, in order."""
 
 TRIGGERS = ("audit_no_update", "audit_no_delete")
-"""The append-only triggers of the audit table (made by :mod:`core.checkpoint`)."""
-
-
-def ensure_columns(conn: sqlite3.Connection) -> None:
-    """Add ``prev`` and ``sig`` to the audit table if it lacks them (a store made before issue 14).
-
-    Runs inside the caller's transaction; existing rows keep NULL (the unchained prefix)."""
-    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
-    if not have:
-        return
-    for name in ("prev", "sig"):
-        if name not in have:
-            conn.execute(f"ALTER TABLE audit ADD COLUMN {name} TEXT")
+"""The append-only triggers of the audit table (made by the SQLite store, :mod:`core.stores.sqlite.checkpoint`)."""
 
 
 def row_hash(row: dict[str, Any] | tuple) -> str:
@@ -66,100 +59,6 @@ def row_hash(row: dict[str, Any] | tuple) -> str:
     values = [row.get(c) for c in COLUMNS] if isinstance(row, dict) else list(row)
     text = json.dumps(values, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-_SELECT = f"SELECT {', '.join(COLUMNS)} FROM audit"
-
-
-def last_hash(conn: sqlite3.Connection) -> tuple[str, int]:
-    """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit."""
-    ensure_columns(conn)
-    row = conn.execute(_SELECT + " ORDER BY id DESC LIMIT 1").fetchone()
-    if row is None:
-        return GENESIS, 0
-    n = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
-    return row_hash(row), n
-
-
-def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict[str, Any]:
-    """Append one audit row, chained to the row before it, inside the caller's transaction.
-
-    ``audit`` holds ``decision``, ``role``, ``name``, ``digest``, ``at`` and optionally
-    ``detail``, ``run_uid``, ``sig`` and ``prev``: a signed decision names the ``prev`` it
-    signed, and if another row was appended since, the save is refused. Returns the row as
-    written (``id`` and ``prev`` included) with its ``hash`` and the chain's new ``length``.
-
-    Raises:
-        AuditMoved: ``audit["prev"]`` is no longer the newest row's hash (another decision
-            was recorded meanwhile); nothing is written.
-    """
-    prev, n = last_hash(conn)
-    if audit.get("prev") is not None and audit["prev"] != prev:
-        raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
-    cur = conn.execute(
-        "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            run_id,
-            audit["decision"],
-            audit["role"],
-            audit["name"],
-            audit["digest"],
-            audit["at"],
-            audit.get("detail", ""),
-            audit.get("run_uid"),
-            prev,
-            audit.get("sig") or "",
-        ),
-    )
-    row = dict(
-        zip(
-            COLUMNS,
-            (
-                cur.lastrowid,
-                run_id,
-                audit["decision"],
-                audit["role"],
-                audit["name"],
-                audit["digest"],
-                audit["at"],
-                audit.get("detail", ""),
-                audit.get("run_uid"),
-                prev,
-                audit.get("sig") or "",
-            ),
-            strict=True,
-        )
-    )
-    row["hash"] = row_hash(row)
-    row["length"] = n + 1
-    return row
-
-
-def rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every audit row, oldest first, as dicts of :data:`COLUMNS`."""
-    ensure_columns(conn)
-    return [dict(zip(COLUMNS, r, strict=True)) for r in conn.execute(_SELECT + " ORDER BY id")]
-
-
-def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
-    """The audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
-    ensure_columns(conn)
-    row = conn.execute(
-        _SELECT + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1", (run_id, decision, sig)
-    ).fetchone()
-    return dict(zip(COLUMNS, row, strict=True)) if row else None
-
-
-def later_refresh(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[str, Any] | None:
-    """The first ``refresh`` row of the run ``run_uid`` after the audit row ``after_id``, or None.
-
-    A refresh voids every earlier approval of its run (issue 28): an approval whose row has a
-    later refresh row was made on a proposal the run no longer holds, whatever its state says."""
-    ensure_columns(conn)
-    row = conn.execute(
-        _SELECT + " WHERE run_uid = ? AND decision = 'refresh' AND id > ? ORDER BY id LIMIT 1", (run_uid, after_id)
-    ).fetchone()
-    return dict(zip(COLUMNS, row, strict=True)) if row else None
 
 
 def _voided_approvals(all_rows: list[dict[str, Any]]) -> list[str]:
@@ -255,14 +154,14 @@ HeadCheck = Callable[[dict[str, Any]], str | None]
 
 
 def verify_audit(
-    conn: sqlite3.Connection,
+    audit: AuditReader,
     root: Path | None = None,
     *,
     check_row: RowCheck | None = None,
     check_head: HeadCheck | None = None,
     head_required: bool = False,
 ) -> AuditReport:
-    """Check the audit of the store ``conn`` and, with ``root``, its ``audit.head``.
+    """Check the audit of a store (``audit``, its :class:`core.store.AuditReader`) and, with ``root``, its ``audit.head``.
 
     Finds: a missing append-only trigger; a chained row whose ``prev`` is not the hash of the
     row before it (a row edited, deleted or inserted before it); an unchained row after a
@@ -273,11 +172,11 @@ def verify_audit(
     ``head_required`` and no head.
     """
     report = AuditReport()
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")}
+    names = audit.audit_triggers()
     for t in TRIGGERS:
         if t not in names:
             report.problems.append(f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed")
-    all_rows = rows(conn)
+    all_rows = audit.audit_rows()
     report.length = len(all_rows)
     hashes: list[str] = []
     prev_hash = GENESIS

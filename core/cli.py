@@ -154,7 +154,7 @@ def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
 
 
 def cmd_run(home: Home, args: argparse.Namespace) -> int:
-    from core.checkpoint import crash_point
+    from core.store import crash_point
 
     if args.run_id is not None:
         check_id(args.run_id, "run ID")
@@ -239,8 +239,8 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
 
 
 def cmd_resume(home: Home, args: argparse.Namespace) -> int:
-    from core.checkpoint import crash_point
     from core.rulebook import nothing_to_resume
+    from core.store import crash_point
     from core.views import after_resume
 
     done = home.resume(args.run, on_step=lambda s: crash_point("step"))

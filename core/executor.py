@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import Literal
 
 from core.approval import verify
-from core.checkpoint import CheckpointStore, crash_point, lease_owner_name
 from core.clock import Clock, iso
 from core.data import load_policy, load_task
 from core.errors import ResolverError
 from core.state import Operation, TaskState, action_short, execution_started
+from core.store import Store as CheckpointStore
+from core.store import crash_point, lease_owner_name
+from core.stores import open_world
 from core.world import (
     PreconditionFailed,
     ServiceRefused,
@@ -105,7 +107,7 @@ def heartbeat(store: CheckpointStore, run_id: str, owner: str, ttl_s: float | No
             except ResolverError:
                 continue
             finally:
-                store.db.close()  # this thread's connection ends with it
+                store.end_thread()  # what this thread holds (its connection) ends with it
 
     thread = threading.Thread(target=beat, name=f"lease-heartbeat-{run_id}", daemon=True)
     thread.start()
@@ -223,7 +225,7 @@ def execute(
             released = True
             return stopped
         task = load_task(state.task_id)
-        world = World(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
+        world = open_world(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
         if _lapsed(store, state, clock, owner, world):
             released = True
             return state

@@ -11,12 +11,17 @@ queue's columns and says what is wrong in its own sentence. Issue 10's start-up 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core.checkpoint import STORE_FORMAT, CheckpointStore, RunSummary
+from core.store import QueueColumns, RunSummary
+from core.stores.sqlite.checkpoint import STORE_FORMAT, CheckpointStore
+from core.stores.sqlite.files import store_format
+
+if TYPE_CHECKING:
+    from core.state import TaskState
 
 __all__ = ["ListingHome", "ListingPage", "ListingQueue", "listing_home"]
 
@@ -72,6 +77,15 @@ class ListingHome:
     queue: ListingQueue
 
 
+def _queue_columns(state: TaskState) -> QueueColumns:
+    """:func:`core.queue.queue_columns`, imported at the first save only: a listing never saves,
+    so it never pays for the policy's import (issue 10, start-up), yet its store, like every
+    store, writes the queue's columns with every save (issue 22)."""
+    from core.queue import queue_columns
+
+    return queue_columns(state)
+
+
 def listing_home(root: Path) -> ListingHome | None:
     """The home at ``root`` opened for a listing, or None when the whole home must open it (no
     ``runs.sqlite`` yet, an older store format to migrate, or a file SQLite cannot read).
@@ -84,14 +98,6 @@ def listing_home(root: Path) -> ListingHome | None:
     if not path.is_file():
         return None
     home_kind(root)  # a shop home whose home.json was lost lists nothing either (issue 28)
-    try:
-        probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            fmt = probe.execute("PRAGMA user_version").fetchone()[0]
-        finally:
-            probe.close()
-    except sqlite3.Error:
+    if store_format(path) != STORE_FORMAT:
         return None
-    if fmt != STORE_FORMAT:
-        return None
-    return ListingHome(root, ListingQueue(CheckpointStore(path)))
+    return ListingHome(root, ListingQueue(CheckpointStore(path, summarize=_queue_columns)))

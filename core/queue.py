@@ -27,13 +27,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from core.checkpoint import PAGE_SIZE, CheckpointStore, QueueColumns, RunSummary, blank_columns
 from core.clock import Clock
 from core.data import customer_names, load_policy
 from core.errors import ResolverError
 from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
 from core.state import TaskState, WorldSeen, action_short
+from core.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
+from core.store import Store as CheckpointStore
 from core.views import (
     RunDetail,
     ages_lines,
@@ -241,9 +242,9 @@ class ApprovalQueue:
         """Run the read-only lookups behind ``state``'s evidence again now (no model call): the
         data an approval is bound to (:func:`core.preconditions.look`, issue 18)."""
         from core.preconditions import look
-        from core.world import World
+        from core.stores import open_world
 
-        return look(state, World(self._world_path, self._clock))
+        return look(state, open_world(self._world_path, self._clock))
 
     def world_now(self, state: TaskState, seen: WorldSeen | None = None) -> tuple[list[str], str | None]:
         """The "world now" lines of a waiting run (ages, what changed since the agent looked)
@@ -253,9 +254,9 @@ class ApprovalQueue:
         from core.approval import world_problem
         from core.homekind import home_kind
         from core.preconditions import drift, evidence_time
-        from core.world import World
+        from core.stores import open_world
 
-        world = World(self._world_path, self._clock)
+        world = open_world(self._world_path, self._clock)
         now = self._clock.now()
         policy = load_policy()
         d = drift(state, world, seen)
@@ -331,6 +332,6 @@ class ApprovalQueue:
 
     def changes(self) -> list[dict[str, Any]]:
         """What the practice world changed since its last reset, oldest first."""
-        from core.world import World
+        from core.stores import open_world
 
-        return World(self._world_path, self._clock).changes()
+        return open_world(self._world_path, self._clock).changes()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,8 +36,9 @@ from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
 
 if TYPE_CHECKING:
-    from core.checkpoint import CheckpointStore
     from core.state import TaskState
+    from core.store import AuditReader
+    from core.store import Store as CheckpointStore
 
 PREFIX = "ed25519:"
 """How an approver-signed approval's ``signature`` starts (an HMAC one is plain hex)."""
@@ -98,16 +98,14 @@ class DecisionSigner:
     def seal(self, store: CheckpointStore, decision: str, run_uid: str, digest: str, at: datetime, detail: str = "") -> Seal:
         """Sign ``decision`` over the audit's current newest hash. The save that records it
         refuses (StaleCheckpoint) if another row was appended meanwhile."""
-        with store.db.read() as conn:
-            prev, _ = auditchain.last_hash(conn)
+        prev, _ = store.chain_tip()
         sig = self.approver.sign(decision_message(decision, run_uid, digest, self.role, self.name, iso(at), detail, prev))
         return Seal(PREFIX + sig, {"prev": prev, "sig": sig})
 
 
 def seal_head(root: Path, store: CheckpointStore, signer: Unlocked) -> None:
     """Write ``audit.head`` for the audit as it is now, signed by ``signer``."""
-    with store.db.read() as conn:
-        latest, length = auditchain.last_hash(conn)
+    latest, length = store.chain_tip()
     auditchain.write_head(root, length, latest, signer.name, signer.sign(auditchain.head_message(length, latest)))
 
 
@@ -140,8 +138,7 @@ def record_registry_change(
     executor before every write and by ``audit verify`` (:func:`registry_behind`).
     """
     for _ in range(5):
-        with store.db.read() as conn:
-            prev, _n = auditchain.last_hash(conn)
+        prev, _n = store.chain_tip()
         row: dict[str, Any] = {
             "run_id": REGISTRY_RUN,
             "decision": REGISTRY_PREFIX + change,
@@ -163,10 +160,10 @@ def record_registry_change(
     raise ResolverError("The audit kept moving while the registry change was recorded; run `resolver audit verify`.")
 
 
-def recorded_registry_version(conn: Any, owner_key: str) -> int:
+def recorded_registry_version(audit: AuditReader, owner_key: str) -> int:
     """The highest registry version the audit records in a row the owner's key signed (0 when none)."""
     best = 0
-    for row in auditchain.rows(conn):
+    for row in audit.audit_rows():
         if str(row["decision"]).startswith(REGISTRY_PREFIX) and verify_hex(
             owner_key, row["sig"] or "", registry_row_message(row)
         ):
@@ -177,14 +174,14 @@ def recorded_registry_version(conn: Any, owner_key: str) -> int:
     return best
 
 
-def registry_behind(registry: Registry, conn: sqlite3.Connection) -> str | None:
-    """Why the registry is older than the audit of ``conn`` says it was (issue 28), or None.
+def registry_behind(registry: Registry, audit: AuditReader) -> str | None:
+    """Why the registry is older than the store's ``audit`` says it was (issue 28), or None.
 
     Raises:
         RegistryError: the seal cannot be read.
     """
     version = registry.version()
-    recorded = recorded_registry_version(conn, registry.owner_key())
+    recorded = recorded_registry_version(audit, registry.owner_key())
     if version < recorded:
         return (
             f"the approvers registry is version {version} but the audit records version {recorded}: "
@@ -212,8 +209,7 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
         )
     try:
         entry = registry.valid_entry(a.name)
-        with store.db.read() as conn:
-            behind = registry_behind(registry, conn)
+        behind = registry_behind(registry, store)
     except (ApprovalRefused, RegistryError) as exc:
         return f"the approver does not hold: {exc}"
     if behind:
@@ -221,8 +217,7 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
     if entry.role != a.role:
         return f"the approval names role {a.role} but the registry gives {entry.name} the role {entry.role}"
     sig = a.signature.removeprefix(PREFIX)
-    with store.db.read() as conn:
-        row = auditchain.find_row(conn, state.run_id, "approve", sig)
+    row = store.find_audit_row(state.run_id, "approve", sig)
     if row is None:
         return "no audit row records this approval (written outside resolver?)"
     if (row["run_uid"], row["digest"], row["role"], row["name"], row["at"]) != (
@@ -239,8 +234,7 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
         decision_message("approve", state.run_uid, a.digest, a.role, a.name, iso(a.at), "", row["prev"] or ""),
     ):
         return f"the approval's signature does not verify with {entry.name}'s key"
-    with store.db.read() as conn:
-        voided = auditchain.later_refresh(conn, state.run_uid, row["id"])
+    voided = store.later_refresh(state.run_uid, row["id"])
     if voided is not None:
         return (
             f"the approval was voided by the refresh of {voided['at']} (audit row {voided['id']}): "
@@ -309,10 +303,9 @@ def head_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
 
 
 def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditchain.AuditReport:
-    """``resolver audit verify``: :func:`verify_audit_read_only` over the store's connection,
+    """``resolver audit verify``: :func:`verify_audit_read_only` over the store's audit,
     and the append-only triggers the store had to create again when it opened."""
-    with store.db.read() as conn:
-        report = verify_audit_read_only(root, conn, kind)
+    report = verify_audit_read_only(root, store, kind)
     # the store creates a dropped trigger again when it opens: what it had to repair is reported here
     report.problems[:0] = [
         f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed "
@@ -323,8 +316,8 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditcha
     return report
 
 
-def verify_audit_read_only(root: Path, conn: sqlite3.Connection, kind: str) -> auditchain.AuditReport:
-    """The audit check of ``audit verify`` and ``resolver doctor`` over ``conn`` (read only): the
+def verify_audit_read_only(root: Path, audit: AuditReader, kind: str) -> auditchain.AuditReport:
+    """The audit check of ``audit verify`` and ``resolver doctor`` over a store's ``audit`` (read only): the
     chain and triggers in any home; in a shop home with a registry also the registry (its
     signatures, and its version against the audit's registry rows, issue 28), each row's
     signature, the signed ``audit.head`` (never shorter than the newest signed row), and every
@@ -332,33 +325,33 @@ def verify_audit_read_only(root: Path, conn: sqlite3.Connection, kind: str) -> a
     registry = Registry(root)
     shop = kind == "shop" and registry.exists()
     if not shop:
-        return auditchain.verify_audit(conn)
+        return auditchain.verify_audit(audit)
     report = auditchain.verify_audit(
-        conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
+        audit, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
     )
     try:
-        behind = registry_behind(registry, conn)
+        behind = registry_behind(registry, audit)
         report.problems[:0] = [f"registry: {p}" for p in [*registry.problems(), *([behind] if behind else [])]]
     except RegistryError as exc:
         report.problems.insert(0, str(exc))
-    report.problems += signed_rows_beyond_head(root, conn)
-    report.problems += approvals_without_rows(conn)
+    report.problems += signed_rows_beyond_head(root, audit)
+    report.problems += approvals_without_rows(audit)
     return report
 
 
-def approvals_without_rows(conn: sqlite3.Connection) -> list[str]:
+def approvals_without_rows(audit: AuditReader) -> list[str]:
     """Issue 28: each run whose saved approval is an approver's (``ed25519:``) must have the
     audit row that records it; a run that still holds an approval whose row is gone had its
     history rolled back (the newest rows deleted with the head put back). One sentence per run."""
     out: list[str] = []
-    saved = conn.execute("SELECT run_id, state FROM runs WHERE state LIKE ?", (f'%"signature":"{PREFIX}%',)).fetchall()
+    saved = audit.signed_approvals(PREFIX)
     for run_id, text in saved:
         try:
             approval = json.loads(text).get("approval") or {}
         except (ValueError, AttributeError):
             continue  # a damaged checkpoint is said by every read of it
         sig = str(approval.get("signature", ""))
-        if sig.startswith(PREFIX) and auditchain.find_row(conn, run_id, "approve", sig.removeprefix(PREFIX)) is None:
+        if sig.startswith(PREFIX) and audit.find_audit_row(run_id, "approve", sig.removeprefix(PREFIX)) is None:
             out.append(
                 f"run {run_id} holds an approval by {approval.get('name')} that no audit row records: "
                 "the newest rows were deleted and the head put back, or the approval was written with SQL"
@@ -366,7 +359,7 @@ def approvals_without_rows(conn: sqlite3.Connection) -> list[str]:
     return out
 
 
-def signed_rows_beyond_head(root: Path, conn: sqlite3.Connection) -> list[str]:
+def signed_rows_beyond_head(root: Path, audit: AuditReader) -> list[str]:
     """Issue 28: ``audit.head`` is signed after every signed row (a decision, a registry change),
     so a head shorter than the newest signed row was put back from an older copy (with the newest
     rows edited or deleted). One sentence, or none."""
@@ -376,7 +369,7 @@ def signed_rows_beyond_head(root: Path, conn: sqlite3.Connection) -> list[str]:
         return []  # said by verify_audit
     if head is None:
         return []
-    all_rows = auditchain.rows(conn)
+    all_rows = audit.audit_rows()
     last_signed = max((i + 1 for i, row in enumerate(all_rows) if row["sig"]), default=0)
     if head["length"] < last_signed:
         return [

@@ -118,3 +118,13 @@ def shop_cli(root: Path, capsys, monkeypatch):
 
     run.root = root  # type: ignore[attr-defined]
     return run
+
+
+def store_at(path: Path, clock: Any = None) -> Any:
+    """The checkpoint store at ``path`` through the back-end every home uses
+    (:func:`core.stores.open_store`), saving the queue's columns (:func:`core.queue.queue_columns`)
+    as the home's store does."""
+    from core.queue import queue_columns
+    from core.stores import open_store
+
+    return open_store(path, clock, summarize=queue_columns)

@@ -7,12 +7,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from core.checkpoint import CheckpointStore
 from core.clock import FixedClock
 from core.data import load_task
 from core.errors import CorruptCheckpoint, RunNotFound, StaleCheckpoint, UnsupportedSchemaVersion
 from core.runner import new_state
 from core.state import SCHEMA_VERSION, TaskState
+
+from helpers import store_at
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -27,7 +28,7 @@ def test_the_whole_state_round_trips_through_a_new_store_object(home, tmp_path):
     state.plan = ["look up the order", "propose"]
     state.faults_seen = ["request_refund:timeout:1"]
     home.store.save(state)
-    back = CheckpointStore(home.store.path).load(state.run_id)
+    back = store_at(home.store.path).load(state.run_id)
     assert back.model_dump() == state.model_dump()
     assert back.usage.tokens_in == 7155
     assert home.store.latest("T-65273").run_id == state.run_id
@@ -132,10 +133,10 @@ def test_the_audit_table_refuses_updates_and_deletes(home):
 
 def test_new_state_round_trips_with_a_log(tmp_path):
     clock = FixedClock("2026-10-09T17:00:00-04:00")
-    store = CheckpointStore(tmp_path / "runs.sqlite", clock)
+    store = store_at(tmp_path / "runs.sqlite", clock)
     s = new_state(load_task("T-90103"), "agent", "chat-small", "r-1", clock)
     s.log("note", "hello", x=1)
     store.save(s)
-    back = CheckpointStore(tmp_path / "runs.sqlite").load("r-1")
+    back = store_at(tmp_path / "runs.sqlite").load("r-1")
     assert back.model_dump() == s.model_dump()
     assert isinstance(back, TaskState) and back.created_at.utcoffset() is not None

@@ -11,17 +11,17 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from core.checkpoint import STORE_FORMAT, CheckpointStore, RunSummary, UnsupportedStoreFormat
 from core.clock import FixedClock
 from core.data import load_task
 from core.errors import CorruptCheckpoint, LeaseHeld, ResolverError, StaleCheckpoint
 from core.home import Home
-from core.queue import queue_columns
 from core.runner import new_state
 from core.state import Evidence, Message, RefundAction, ReplyAction, ReshipAction, ReturnLabelAction
+from core.store import RunSummary, Store, UnsupportedStoreFormat
+from core.stores.sqlite.checkpoint import STORE_FORMAT
 from core.world import WRITE_SERVICES
 
-from helpers import run_process
+from helpers import run_process, store_at
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 
@@ -61,7 +61,7 @@ def test_a_step_appends_its_rows_and_rewrites_only_the_header(home):
     rows = _entries(home.store.path, state.run_id)
     assert len(rows) == before + 4
     assert rows[:before] == old_rows  # nothing saved before was written again
-    back = CheckpointStore(home.store.path).load(state.run_id)
+    back = store_at(home.store.path).load(state.run_id)
     assert back.model_dump() == state.model_dump()
 
 
@@ -76,7 +76,7 @@ def test_a_tool_output_is_stored_once(home):
     assert (evidence[1], tool_message[1]) == ("evidence", "messages")
     assert tool_message[5] == evidence[0] and "content" not in json.loads(tool_message[3])
     assert sum(len(r[3]) + len(r[4] or "") for r in rows) < 60_000  # one copy of the 50 KB, not two
-    back = CheckpointStore(home.store.path).load(state.run_id)
+    back = store_at(home.store.path).load(state.run_id)
     assert back.messages[-2].content == state.messages[-2].content
     assert back.evidence[-1].result == big
     assert back.model_dump() == state.model_dump()
@@ -86,11 +86,11 @@ def test_a_list_edited_in_place_rewrites_the_runs_rows(home):
     state = home.run("T-65273")
     state.messages = state.messages[:2]  # shortened
     home.store.save(state)
-    assert CheckpointStore(home.store.path).load(state.run_id).messages == state.messages
+    assert store_at(home.store.path).load(state.run_id).messages == state.messages
     state.messages[1] = Message(role="user", content="rewritten")  # an element replaced
     state.events.pop()
     home.store.save(state)
-    back = CheckpointStore(home.store.path).load(state.run_id)
+    back = store_at(home.store.path).load(state.run_id)
     assert back.model_dump() == state.model_dump()
     assert len(_entries(home.store.path, state.run_id)) == len(state.messages) + len(state.evidence) + len(state.events)
 
@@ -104,12 +104,12 @@ def test_rows_left_on_disk_that_this_object_never_saw_are_written_again(home):
         )
     _tool_step(state, {"order_id": "x"})
     home.store.save(state)
-    assert CheckpointStore(home.store.path).load(state.run_id).model_dump() == state.model_dump()
+    assert store_at(home.store.path).load(state.run_id).model_dump() == state.model_dump()
 
 
 def test_a_state_from_another_store_object_saves_whole_and_loses_nothing(home):
     state = home.run("T-65273")
-    other = CheckpointStore(home.store.path, home.clock, summarize=queue_columns).load(state.run_id)
+    other = store_at(home.store.path, home.clock).load(state.run_id)
     _tool_step(other, {"order_id": "x"})
     home.store.save(other)  # this store never saw that object: a full rewrite of the rows
     assert home.store.load(state.run_id).model_dump() == other.model_dump()
@@ -121,7 +121,7 @@ def test_new_fields_of_the_header_round_trip_without_the_store_knowing_them(home
     state.faults_seen = ["request_refund:timeout:1"]
     state.meta.model_route = "elsewhere"
     home.store.save(state)
-    back = CheckpointStore(home.store.path).load(state.run_id)
+    back = store_at(home.store.path).load(state.run_id)
     assert back.model_dump() == state.model_dump()
     with sqlite3.connect(home.store.path) as conn:
         header = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = ?", (state.run_id,)).fetchone()[0])
@@ -153,13 +153,24 @@ def test_the_audit_row_carries_the_run_uid_when_given(home):
     assert home.store.audit(state.run_id)[0]["run_uid"] == "uid-1"
 
 
-def test_the_store_without_a_summarize_hook_knows_no_policy(tmp_path):
+def test_the_store_knows_no_policy_it_writes_the_columns_it_is_handed(tmp_path):
+    from core.store import blank_columns
+    from core.stores import open_store
+
     clock = FixedClock(FRIDAY)
-    store = CheckpointStore(tmp_path / "runs.sqlite", clock)
+    store = open_store(tmp_path / "runs.sqlite", clock, summarize=blank_columns)
     state = new_state(load_task("T-65273"), "agent", "chat-small", "r-1", clock)
     store.save(state)
     row = store.summary("r-1")
     assert (row.customer, row.total_amount, row.required_role) == (state.customer_id, "", "")
+
+
+def test_a_store_cannot_be_made_without_the_queue_columns(tmp_path):
+    """Issue 22: the queue's columns are part of every save, never an optional hook."""
+    from core.stores.sqlite.checkpoint import CheckpointStore
+
+    with pytest.raises(TypeError, match="summarize"):
+        CheckpointStore(tmp_path / "runs.sqlite")  # type: ignore[call-arg]
 
 
 def test_every_connection_keeps_the_wal_and_syncs_it_at_each_commit(home):
@@ -277,7 +288,7 @@ def test_search_matches_ticket_order_customer_and_run_id(busy_home):
     assert store.page(search="100%_") == []
 
 
-def _grouped(store: CheckpointStore) -> dict[str, int]:
+def _grouped(store: Store) -> dict[str, int]:
     with sqlite3.connect(store.path) as conn:
         return dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
 
@@ -353,7 +364,7 @@ def test_a_store_rebuilt_under_an_open_store_is_reopened(home, tmp_path):
     state = home.run("T-65273")
     assert home.store.exists(state.run_id)
     _delete_db(home.store.path)  # `resolver reset --all` in another process, while the app is open
-    other = CheckpointStore(home.store.path, home.clock, summarize=queue_columns)
+    other = store_at(home.store.path, home.clock)
     fresh = other.save(new_state(load_task("T-90103"), "agent", "chat-small", "fresh-1", home.clock))
     assert not home.store.exists(state.run_id)
     assert [r.run_id for r in home.store.page()] == ["fresh-1"]
@@ -375,11 +386,11 @@ def test_a_world_rebuilt_under_an_open_world_is_reopened(home):
 
 def test_a_store_of_a_newer_format_is_refused_loudly(tmp_path):
     path = tmp_path / "runs.sqlite"
-    CheckpointStore(path)
+    store_at(path)
     with sqlite3.connect(path) as conn:
         conn.execute(f"PRAGMA user_version = {STORE_FORMAT + 1}")
     with pytest.raises(UnsupportedStoreFormat, match=f"has format {STORE_FORMAT + 1}, written by a newer resolver"):
-        CheckpointStore(path)
+        store_at(path)
 
 
 def test_a_runs_table_that_is_not_a_checkpoint_store_is_refused_loudly(tmp_path):
@@ -387,7 +398,7 @@ def test_a_runs_table_that_is_not_a_checkpoint_store_is_refused_loudly(tmp_path)
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, note TEXT)")
     with pytest.raises(UnsupportedStoreFormat, match="without state, status, task_id, updated_at, version"):
-        CheckpointStore(path)
+        store_at(path)
 
 
 # -- world services by table --------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from core.world import ServiceRefused, UnknownTool, World, derived_id
+from core.stores.sqlite.world import SqliteWorld as World
+from core.world import ServiceRefused, UnknownTool, derived_id
 
 
 @pytest.fixture
