@@ -27,7 +27,8 @@ BACKENDS = ("sqlite",)
 """Every back-end of the contract (the conformance suite's parameter)."""
 
 BACKEND = "sqlite"
-"""The back-end of every home."""
+"""The back-end of every home: each ``open_*`` reads it when it is called without a ``backend``
+(the conformance suite sets it to each name of :data:`BACKENDS` in turn)."""
 
 STORE_FILE = "runs.sqlite"
 """The checkpoint store's file in the home folder (SQLite back-end)."""
@@ -36,9 +37,13 @@ WORLD_FILE = "larkfield.sqlite"
 """The practice world's file in the home folder (SQLite back-end)."""
 
 
-def _require(backend: str) -> None:
-    if backend not in BACKENDS:
-        raise ValueError(f"Unknown store back-end {backend!r}: one of {', '.join(BACKENDS)}.")
+def _require(backend: str | None) -> str:
+    """``backend``, or :data:`BACKEND` (read at each call) when None. Raises ValueError for a name
+    not in :data:`BACKENDS`."""
+    name = BACKEND if backend is None else backend
+    if name not in BACKENDS:
+        raise ValueError(f"Unknown store back-end {name!r}: one of {', '.join(BACKENDS)}.")
+    return name
 
 
 def store_path(root: Path) -> Path:
@@ -51,7 +56,7 @@ def world_path(root: Path) -> Path:
     return Path(root) / WORLD_FILE
 
 
-def open_store(path: Path, clock: Clock | None = None, *, summarize: Summarize, backend: str = BACKEND) -> Store:
+def open_store(path: Path, clock: Clock | None = None, *, summarize: Summarize, backend: str | None = None) -> Store:
     """The checkpoint store at ``path`` (made on first use, migrated on open), saving the queue's
     columns given by ``summarize`` with every run (:func:`core.queue.queue_columns`).
 
@@ -73,7 +78,7 @@ def open_world(
     faults: Iterable[Fault] = (),
     faults_seen: list[str] | None = None,
     actor: str = "manual",
-    backend: str = BACKEND,
+    backend: str | None = None,
 ) -> World:
     """The practice world at ``path`` (built from ``data/`` on first use), writing as ``actor``
     with the ticket's simulated ``faults`` (``faults_seen``: the run's list of those met).
@@ -87,7 +92,7 @@ def open_world(
     return SqliteWorld(path, clock, faults=faults, faults_seen=faults_seen, actor=actor)
 
 
-def check_world(path: Path, has_history: bool, *, backend: str = BACKEND) -> None:
+def check_world(path: Path, has_history: bool, *, backend: str | None = None) -> None:
     """Refuse a practice world that cannot be used as it is (missing or empty in a home with
     history: its register would be lost). Raises WorldMissing."""
     _require(backend)
@@ -96,7 +101,7 @@ def check_world(path: Path, has_history: bool, *, backend: str = BACKEND) -> Non
     check_world_file(path, has_history)
 
 
-def reset_world(path: Path, *, backend: str = BACKEND) -> None:
+def reset_world(path: Path, *, backend: str | None = None) -> None:
     """Build the practice world at ``path`` again from ``data/`` (every write forgotten).
     Raises WorldMissing when a folder is in its place."""
     _require(backend)
@@ -105,7 +110,7 @@ def reset_world(path: Path, *, backend: str = BACKEND) -> None:
     reset(path)
 
 
-def open_registry_rows(root: Path, *, backend: str = BACKEND) -> ApproverRows:
+def open_registry_rows(root: Path, *, backend: str | None = None) -> ApproverRows:
     """The approvers' rows of the shop home ``root`` (``approvers.sqlite``); opening creates nothing."""
     _require(backend)
     from core.stores.sqlite.registry import SqliteApproverRows
