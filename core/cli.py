@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 STATUSES = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
 ROLES = ("agent", "team_lead", "grace")
 SORTS = ("age", "updated", "created", "amount", "role")
-"""``runs --sort``: the queue's sorts (tests/test_cli.py checks they equal core.checkpoint.SORTS)."""
+"""``runs --sort``: the queue's sorts (tests/test_cli.py checks they equal core.store.SORTS)."""
 
 PASSPHRASE_ENV = "RESOLVER_PASSPHRASE"
 OWNER_PASSPHRASE_ENV = "RESOLVER_OWNER_PASSPHRASE"

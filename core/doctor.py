@@ -19,7 +19,7 @@ from core.errors import ResolverError
 from core.home import FILE_MODE, HOME_MODE, HomeLocation
 
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
-"""The triggers that keep the audit append-only (:mod:`core.checkpoint`)."""
+"""The triggers that keep the audit append-only (:mod:`core.stores.sqlite.checkpoint`)."""
 DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs", "concurrent-log-handler")
 KEY_MIN_BYTES = 32
 """The approval key's length when resolver makes it (:func:`core.approval.load_key`)."""

@@ -202,7 +202,7 @@ def execute(
     audit row and nothing else (:func:`_refuse_unauthorized`).
 
     Transactions (issue 10: the fewest that keep the guarantees): one to take the lease and read
-    the checkpoint (:meth:`~core.checkpoint.CheckpointStore.claim`); per operation one save
+    the checkpoint (:meth:`~core.store.Store.claim`); per operation one save
     before the write (``pending``, renewing the lease) and one after it (``done``); a final save
     that also gives the lease back. A retried call adds one save per failed call. Approve and
     execute of 3 operations is 1 (approval) + 1 + 6 + 1 = 9 transactions, one fsync each.

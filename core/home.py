@@ -9,6 +9,10 @@ and, when a trainer set one, ``clock.json``. It is ``./work`` by default, ``RESO
 reject, execute, the weekend phone call, the demo queue, delete and reset. Reads go through
 ``home.queue``, the :class:`~core.queue.ApprovalQueue` beside it. Neither face opens the store
 or the world itself, and neither holds logic the other lacks.
+
+The home's parts are opened through :mod:`core.stores` (issue 22): the checkpoint store
+(:class:`core.store.Store`), the practice world (:class:`core.world.World`) and, in a shop home,
+the approvers' rows, each of the one back-end :data:`core.stores.BACKEND` names (SQLite).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``resolver runs`` without the model, the policy or the world: the light read of a listing.
 
-A listing reads only the queue's indexed columns (:meth:`core.checkpoint.CheckpointStore.page`),
+A listing reads only the queue's indexed columns (:meth:`core.store.Store.page`),
 so it needs neither pydantic nor the policy and customer data that :class:`core.home.Home`
 imports to write. :func:`listing_home` opens the store alone when ``runs.sqlite`` is already in
 the current store format; anything else (no file yet, release 0.1.0's format to migrate, a file
@@ -51,7 +51,7 @@ class ListingQueue:
         max_role: str | None = None,
     ) -> Iterator[ListingPage]:
         """Every page in turn, keyset after the last row of the one before, in ``sort`` order
-        (:data:`core.checkpoint.SORTS`). ``max_role`` needs the policy's ranks: the whole home
+        (:data:`core.store.SORTS`). ``max_role`` needs the policy's ranks: the whole home
         answers ``--mine`` (ValueError here)."""
         if max_role is not None:
             raise ValueError("the light listing does not filter by role; open the whole home")

@@ -1,9 +1,10 @@
 """The approvals queue of one home: its columns and the read side both faces use.
 
 :func:`queue_columns` gives the queue's columns for one run. The store knows no policy and no
-customer data (issue 8, item 4): :class:`~core.home.Home` hands :func:`queue_columns` to
-:class:`~core.checkpoint.CheckpointStore` as its ``summarize`` hook, and the store writes the
-result beside each checkpoint, so a page of the queue is read from indexed columns only.
+customer data (issue 8, item 4): every store is made with :func:`queue_columns` as its
+``summarize`` function (:func:`core.stores.open_store`; issue 22: never optional, the lesson's
+Python API hands it too), and the store writes the result beside each checkpoint, so a page of
+the queue is read from indexed columns only.
 
 :class:`ApprovalQueue` is the only module of ``core`` that the faces read through: a page of
 the queue (status, search, sort, cursor), the counts per status, the detail of one run as a
@@ -124,7 +125,7 @@ class ApprovalQueue:
         """The one call of the store's listing: a page of rows and the cursor of the next page.
 
         The cursor is opaque to callers: the JSON of the last row's keyset cursor (its sort key
-        and run ID, :meth:`~core.checkpoint.RunSummary.cursor`), so a page never costs more
+        and run ID, :meth:`~core.store.RunSummary.cursor`), so a page never costs more
         with history (no OFFSET). Raises ResolverError for a cursor that cannot be read or an
         unknown sort.
         """

@@ -277,7 +277,7 @@ def continue_run(
     """Resume a ``running`` state from its checkpoint: the loop asks only for the steps left.
 
     The run is claimed first (its lease taken and the checkpoint read again in one transaction,
-    :meth:`~core.checkpoint.CheckpointStore.claim`), **before** any model call: a second resume
+    :meth:`~core.store.Store.claim`), **before** any model call: a second resume
     of the same loop is refused with LeaseHeld naming the holder, and pays for nothing. A run
     that another process finished meanwhile is returned as it is now.
 

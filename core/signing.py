@@ -72,7 +72,7 @@ def decision_message(decision: str, run_uid: str, digest: str, role: str, name: 
 @dataclass
 class Seal:
     """A signed decision: ``signature`` for ``TaskState.approval`` and the audit row's extra
-    fields (``prev``, ``sig``) for :meth:`core.checkpoint.CheckpointStore.save`."""
+    fields (``prev``, ``sig``) for :meth:`core.store.Store.save`."""
 
     signature: str
     audit: dict[str, Any] = field(default_factory=dict)

@@ -22,7 +22,7 @@
   the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
   the runs flagged corrupt apart (:meth:`CheckpointStore.counts`: a corrupt run is not waiting).
 
-A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.database`) with a
+A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.stores.sqlite.database`) with a
 compare-and-set on ``version``: a writer holding a stale copy gets
 :class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
 two row writes of a save leaves the previous whole checkpoint (the transaction never commits).
@@ -228,7 +228,7 @@ class CheckpointStore:
             columns left a run out of the queue's totals and every approver's "mine").
 
     Attributes:
-        counters: transactions and commits of this store (:class:`core.database.Counters`); one
+        counters: transactions and commits of this store (:class:`core.stores.sqlite.database.Counters`); one
             commit is one fsync of the WAL.
 
     Raises:
@@ -265,7 +265,7 @@ class CheckpointStore:
 
     @property
     def counters(self) -> Counters:
-        """Transactions and commits so far (see :class:`core.database.Counters`)."""
+        """Transactions and commits so far (see :class:`core.stores.sqlite.database.Counters`)."""
         return self.db.counters
 
     # -- schema and migration -------------------------------------------------------------------

@@ -713,7 +713,7 @@ _databases_lock = threading.Lock()
 
 
 def _database(path: Path) -> Database:
-    """The one :class:`~core.database.Database` of a world file in this process: every World on
+    """The one :class:`~core.stores.sqlite.database.Database` of a world file in this process: every World on
     the same file shares its per-thread connections."""
     key = path.resolve()
     with _databases_lock:
