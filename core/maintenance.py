@@ -127,7 +127,10 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
             for name in DATABASES:
                 if (home.root / name).is_file():
                     copy = Path(tmp) / name
-                    _copy_database(home.root / name, copy)
+                    if home.root / name == home.store.path:
+                        home.store.backup(copy)  # the store's own consistent copy (issue 22)
+                    else:
+                        _copy_database(home.root / name, copy)
                     tar.add(copy, arcname=name)
                     names.append(name)
             for path in sorted(home.root.iterdir()):

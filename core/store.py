@@ -20,8 +20,10 @@
   stores the columns of :data:`core.auditchain.COLUMNS` and keeps the table append-only;
 - **housekeeping**: :meth:`~Store.has_history`, :meth:`~Store.approvals_in_flight`,
   :attr:`~Store.repairs` (what opening it repaired, for ``resolver doctor``),
-  :meth:`~Store.backup` (a consistent copy), :meth:`~Store.end_thread` (a worker thread that is
-  about to end gives back what it holds).
+  :meth:`~Store.backup` (a consistent copy), :meth:`~Store.scrubbed` (deletes that leave nothing
+  readable behind, ``resolver prune``), :meth:`~Store.end_thread` (a worker thread that is
+  about to end gives back what it holds), and for the lesson's exercises only
+  :meth:`~Store.overwrite_checkpoint` (a checkpoint as a damaged disk would leave it).
 
 **The queue's columns are part of every save** (issue 22): a store is made with the function
 that gives them (:data:`Summarize`, :func:`core.queue.queue_columns`) and calls it inside
