@@ -33,10 +33,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.checkpoint import CheckpointStore
 from core.clock import FixedClock
 from core.home import Home
 from core.state import TaskState
+from core.stores.sqlite.checkpoint import CheckpointStore
 
 from harness import (
     TEMPLATES,

@@ -26,10 +26,10 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from core.checkpoint import CheckpointStore
 from core.clock import FixedClock
 from core.home import Home
 from core.state import TaskState
+from core.stores.sqlite.checkpoint import CheckpointStore
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 
@@ -76,7 +76,7 @@ def cli_argv() -> list[str]:
 
 def service_call_owner() -> tuple[type, str]:
     """The class and method the executor calls for each write (timed as "the service call")."""
-    from core.world import World
+    from core.stores.sqlite.world import SqliteWorld as World
 
     return World, "call_service"
 

@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.auditchain import AuditMoved
-from core.checkpoint import CheckpointStore
 from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalKeyError, ApprovalRefused, StaleCheckpoint, WorldChanged
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.rulebook import decided_by, not_decidable, role_too_low, stale_digest
 from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, WorldSeen, operation_id
+from core.store import Store as CheckpointStore
 from core.world import World
 
 KEY_MIN_BYTES = 32

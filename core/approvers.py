@@ -29,19 +29,18 @@ import hashlib
 import json
 import os
 import secrets
-import sqlite3
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from core.clock import iso
-from core.database import Database
 from core.errors import ApprovalRefused, ResolverError
 
 ROLES = ("agent", "team_lead", "grace")
@@ -51,12 +50,52 @@ REGISTRY_DB = "approvers.sqlite"
 SEAL_FILE = "approvers.json"
 OWNER_ROLE = "grace"
 
-_CREATE = (
-    "CREATE TABLE IF NOT EXISTS approvers (name TEXT PRIMARY KEY COLLATE NOCASE, role TEXT NOT NULL, "
-    "public_key TEXT NOT NULL, added_at TEXT NOT NULL, revoked_at TEXT, signature TEXT NOT NULL, "
-    "private_key TEXT NOT NULL, recovery_key TEXT)"
-)
-_COLS = "name, role, public_key, added_at, revoked_at, signature, private_key, recovery_key"
+
+class ApproverChange(Protocol):
+    """The writes of one registry change, inside one transaction of the back-end (issue 22).
+    A row is the eight values of :class:`Entry`, in its order."""
+
+    def rows(self) -> list[tuple]:
+        """Every row as this change sees it, oldest first."""
+        ...
+
+    def insert(self, row: tuple) -> None:
+        """Add a row (``revoked_at`` None)."""
+        ...
+
+    def set_revoked(self, name: str, at: str, signature: str) -> None:
+        """Mark ``name`` revoked at ``at`` (ISO 8601) with the owner's new ``signature`` (hex)."""
+        ...
+
+    def set_keys(self, name: str, private_key: str, recovery_key: str | None) -> None:
+        """Replace ``name``'s encrypted private key and recovery key (PKCS#8 PEM)."""
+        ...
+
+    def replace_key(self, name: str, old: str, new: str) -> None:
+        """Replace ``name``'s encrypted private key ``old`` by ``new``; nothing if it is no longer ``old``."""
+        ...
+
+
+class ApproverRows(Protocol):
+    """Where a shop home's registry keeps its rows (issue 22): names, roles, public keys, the
+    owner's signatures and the encrypted private keys. The signatures, the seal
+    (``approvers.json``) and the keys are :class:`Registry`'s; a back-end only stores rows
+    (SQLite: :class:`core.stores.sqlite.registry.SqliteApproverRows`, ``approvers.sqlite``)."""
+
+    path: Path
+
+    def exists(self) -> bool:
+        """True once a change made the rows' store."""
+        ...
+
+    def rows(self) -> list[tuple]:
+        """Every row, oldest first (empty when none was ever written)."""
+        ...
+
+    def change(self) -> AbstractContextManager[ApproverChange]:
+        """One change, all or nothing: committed when the block ends, rolled back on any
+        exception. Raises StoreBusy, ReadOnlyFile or ResolverError (one sentence)."""
+        ...
 
 
 class RegistryError(ResolverError):
@@ -295,29 +334,19 @@ class Registry:
         self.root = Path(root)
         self.path = self.root / REGISTRY_DB
         self.seal_path = self.root / SEAL_FILE
-        self._db: Database | None = None
+        from core.stores import open_registry_rows
+
+        self._rows = open_registry_rows(self.root)
 
     def exists(self) -> bool:
         """True once ``approvers init`` made the registry (its seal exists)."""
         return self.seal_path.exists()
 
-    def _database(self) -> Database:
-        if self._db is None:
-            new = not self.path.exists()
-            if new:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
-                os.close(fd)
-            self._db = Database(self.path, label="the approvers registry", on_open=_create_table)
-        return self._db
-
     # -- reads ----------------------------------------------------------------------------------
 
     def entries(self) -> list[Entry]:
         """Every entry as stored (unchecked), oldest first."""
-        if not self.path.exists():
-            return []
-        with self._database().read() as conn:
-            return [Entry(*r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
+        return [Entry(*r) for r in self._rows.rows()]
 
     def seal(self) -> dict:
         """``approvers.json`` as a dict. Raises RegistryError when absent or unreadable."""
@@ -422,11 +451,8 @@ class Registry:
             return
         stronger = _encrypt(key, passphrase)
         try:
-            with self._database().immediate() as conn:
-                conn.execute(
-                    "UPDATE approvers SET private_key = ? WHERE name = ? AND private_key = ?",
-                    (stronger, entry.name, entry.private_key),
-                )
+            with self._rows.change() as tx:
+                tx.replace_key(entry.name, entry.private_key, stronger)
         except ResolverError:
             pass
 
@@ -445,10 +471,10 @@ class Registry:
         self._upgrade(entry, key, passphrase)
         return Unlocked(seal["owner"], OWNER_ROLE, key)
 
-    def _write_seal(self, conn: sqlite3.Connection, owner: Unlocked, now: datetime, first: bool = False) -> dict[str, Any]:
-        """Write ``approvers.json`` for the table as ``conn`` sees it, one version on from the
-        current seal (1 when ``first``), changed at ``now``; returns the seal written."""
-        entries = [Entry(*r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
+    def _write_seal(self, tx: ApproverChange, owner: Unlocked, now: datetime, first: bool = False) -> dict[str, Any]:
+        """Write ``approvers.json`` for the rows as the change ``tx`` sees them, one version on
+        from the current seal (1 when ``first``), changed at ``now``; returns the seal written."""
+        entries = [Entry(*r) for r in tx.rows()]
         owner_key = public_hex(owner.key)
         count, h = len(entries), _entries_hash(entries)
         version = 1 if first else self.version() + 1
@@ -487,12 +513,9 @@ class Registry:
         owner = Unlocked(owner_name, OWNER_ROLE, key)
         sig = owner.sign(entry_message(owner_name, OWNER_ROLE, pub, at, None))
         private, recovery = _encrypt(key, passphrase), _encrypt(key, code)  # before the write lock: each costs a guess
-        with self._database().immediate() as conn:
-            conn.execute(
-                f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, ?)",
-                (owner_name, OWNER_ROLE, pub, at, sig, private, recovery),
-            )
-            seal = self._write_seal(conn, owner, now, first=True)
+        with self._rows.change() as tx:
+            tx.insert((owner_name, OWNER_ROLE, pub, at, None, sig, private, recovery))
+            seal = self._write_seal(tx, owner, now, first=True)
         if record is not None:
             record(owner, seal)
         return InitResult(owner_name, fingerprint(pub), code)
@@ -519,12 +542,9 @@ class Registry:
         pub, at = public_hex(key), iso(now)
         sig = owner.sign(entry_message(name, role, pub, at, None))
         private = _encrypt(key, passphrase)  # before the write lock: it costs a guess
-        with self._database().immediate() as conn:
-            conn.execute(
-                f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, NULL, ?, ?, NULL)",
-                (name, role, pub, at, sig, private),
-            )
-            seal = self._write_seal(conn, owner, now)
+        with self._rows.change() as tx:
+            tx.insert((name, role, pub, at, None, sig, private, None))
+            seal = self._write_seal(tx, owner, now)
         if record is not None:
             record(owner, seal)
         return Entry(name, role, pub, at, None, sig, "")
@@ -547,9 +567,9 @@ class Registry:
         owner = self._owner(owner_passphrase)
         at = iso(now)
         sig = owner.sign(entry_message(entry.name, entry.role, entry.public_key, entry.added_at, at))
-        with self._database().immediate() as conn:
-            conn.execute("UPDATE approvers SET revoked_at = ?, signature = ? WHERE name = ?", (at, sig, entry.name))
-            seal = self._write_seal(conn, owner, now)
+        with self._rows.change() as tx:
+            tx.set_revoked(entry.name, at, sig)
+            seal = self._write_seal(tx, owner, now)
         if record is not None:
             record(owner, seal)
         return Entry(entry.name, entry.role, entry.public_key, entry.added_at, at, sig, "")
@@ -570,14 +590,11 @@ class Registry:
         _check_passphrase(new_passphrase, entry.name)
         new_code = "-".join(secrets.token_hex(2).upper() for _ in range(6))
         private, recovery = _encrypt(key, new_passphrase), _encrypt(key, new_code)  # before the write lock: each costs a guess
-        with self._database().immediate() as conn:
-            conn.execute(
-                "UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
-                (private, recovery, entry.name),
-            )
+        with self._rows.change() as tx:
+            tx.set_keys(entry.name, private, recovery)
             owner = Unlocked(entry.name, OWNER_ROLE, key)
             seal = self._write_seal(
-                conn, owner, now or datetime.now().astimezone()
+                tx, owner, now or datetime.now().astimezone()
             )  # a new version: the old passphrase's copy is older
         if record is not None:
             record(owner, seal)
@@ -593,10 +610,6 @@ class Registry:
             return self.fingerprint()
         except RegistryError:
             return "unreadable"
-
-
-def _create_table(conn: sqlite3.Connection) -> None:
-    conn.execute(_CREATE)
 
 
 def _entries_hash(entries: list[Entry]) -> str:

@@ -18,6 +18,9 @@ latest hash are also kept outside the database, in ``audit.head`` in the home fo
 (:func:`write_head`), signed by the owner at ``resolver approvers init`` and by the deciding
 approver at each decision. ``resolver audit verify`` (:func:`verify_audit`) checks the chain, the
 head, each row's signature and the append-only triggers.
+
+The chain's rules are here; its SQL (append, read, the chain's tip) is the SQLite store's
+(:mod:`core.stores.sqlite.audit`, issue 22), reached through :class:`core.store.AuditReader`.
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.errors import StaleCheckpoint
+
+if TYPE_CHECKING:
+    from core.store import AuditReader
 
 
 class AuditMoved(StaleCheckpoint):
@@ -53,39 +58,13 @@ COLUMNS = (*HASHED, "binds")
 (so rows written before the column existed keep their hashes)."""
 
 TRIGGERS = ("audit_no_update", "audit_no_delete")
-"""The append-only triggers of the audit table (made by :mod:`core.checkpoint`)."""
+"""The append-only triggers of the audit table (made by the SQLite store, :mod:`core.stores.sqlite.checkpoint`)."""
 
 
-def ensure_columns(conn: sqlite3.Connection) -> None:
-    """Add ``prev`` and ``sig`` (a store made before issue 14) and ``binds`` (before the head was
-    signed into each row, issue 28) to the audit table if it lacks them.
-
-    Runs inside the caller's transaction; existing rows keep NULL (the unchained prefix, rows
-    signed over the chain's hash alone)."""
-    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
-    if not have:
-        return
-    for name in ("prev", "sig", "binds"):
-        if name not in have:
-            try:
-                conn.execute(f"ALTER TABLE audit ADD COLUMN {name} TEXT")
-            except sqlite3.OperationalError as exc:
-                if "readonly" not in str(exc):
-                    raise
-                return  # a file the owner left read-only (issue 28): read it as it is, see _select
-
-
-def _select(conn: sqlite3.Connection) -> str:
-    """``SELECT`` of :data:`COLUMNS` from the audit, with NULL for a column an older store lacks
-    (only when that store could not be given it: a read-only file)."""
-    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
-    return f"SELECT {', '.join(c if c in have else f'NULL AS {c}' for c in COLUMNS)} FROM audit"
-
-
-def _as_row(values: Any) -> dict[str, Any]:
-    """An audit row as read: a dict of :data:`COLUMNS`. A value stored as a BLOB (only SQL
-    outside resolver writes one) is read as the text ``blob:<hex>``, so the row's hash and
-    signature no longer match and ``audit verify`` reports it, never a crash."""
+def as_row(values: Any) -> dict[str, Any]:
+    """An audit row as read: a dict of :data:`COLUMNS` from a sequence of their values. A value
+    stored as a BLOB (only SQL outside resolver writes one) is read as the text ``blob:<hex>``,
+    so the row's hash and signature no longer match and ``audit verify`` reports it, never a crash."""
     return {c: f"blob:{v.hex()}" if isinstance(v, bytes) else v for c, v in zip(COLUMNS, values, strict=True)}
 
 
@@ -94,7 +73,7 @@ def row_hash(row: dict[str, Any] | tuple) -> str:
     (NULL as ``null``) followed by ``binds`` when it is set, separators without spaces, UTF-8.
     ``row`` is a dict of :data:`COLUMNS` or a tuple in their order."""
     if not isinstance(row, dict):
-        row = _as_row(row)
+        row = as_row(row)
     values = [row.get(c) for c in HASHED]
     if row.get("binds") is not None:
         values.append(row["binds"])
@@ -139,108 +118,16 @@ def read_binds(row: dict[str, Any]) -> dict[str, Any] | None:
     return body
 
 
-def last_hash(conn: sqlite3.Connection) -> tuple[str, int]:
-    """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit."""
-    ensure_columns(conn)
-    row = conn.execute(_select(conn) + " ORDER BY id DESC LIMIT 1").fetchone()
-    if row is None:
-        return GENESIS, 0
-    n = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
-    return row_hash(row), n
-
-
-def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict[str, Any]:
-    """Append one audit row, chained to the row before it, inside the caller's transaction.
-
-    ``audit`` holds ``decision``, ``role``, ``name``, ``digest``, ``at`` and optionally
-    ``detail``, ``run_uid``, ``sig``, ``binds`` and ``prev``: a signed decision names the
-    ``prev`` it signed, and if another row was appended since, the save is refused. Returns the row as
-    written (``id`` and ``prev`` included) with its ``hash`` and the chain's new ``length``.
-
-    Raises:
-        AuditMoved: ``audit["prev"]`` is no longer the newest row's hash (another decision
-            was recorded meanwhile); nothing is written.
-    """
-    prev, n = last_hash(conn)
-    if audit.get("prev") is not None and audit["prev"] != prev:
-        raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
-    cur = conn.execute(
-        "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig, binds) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            run_id,
-            audit["decision"],
-            audit["role"],
-            audit["name"],
-            audit["digest"],
-            audit["at"],
-            audit.get("detail", ""),
-            audit.get("run_uid"),
-            prev,
-            audit.get("sig") or "",
-            audit.get("binds"),
-        ),
-    )
-    row = dict(
-        zip(
-            COLUMNS,
-            (
-                cur.lastrowid,
-                run_id,
-                audit["decision"],
-                audit["role"],
-                audit["name"],
-                audit["digest"],
-                audit["at"],
-                audit.get("detail", ""),
-                audit.get("run_uid"),
-                prev,
-                audit.get("sig") or "",
-                audit.get("binds"),
-            ),
-            strict=True,
-        )
-    )
-    row["hash"] = row_hash(row)
-    row["length"] = n + 1
-    return row
-
-
-def rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
-    """Every audit row, oldest first, as dicts of :data:`COLUMNS`."""
-    ensure_columns(conn)
-    return [_as_row(r) for r in conn.execute(_select(conn) + " ORDER BY id")]
-
-
-def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
-    """The audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
-    ensure_columns(conn)
-    row = conn.execute(
-        _select(conn) + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1", (run_id, decision, sig)
-    ).fetchone()
-    return _as_row(row) if row else None
-
-
 ENDS_APPROVAL = ("approve", "reject", "refresh")
 """Decisions that, in a later row of the same run, end an earlier approval (issue 28): a new
 decision is recorded only on a waiting run, so the earlier approval no longer stood. Every
 ``refused...`` row ends it too: a lapse, an execution the executor refused, a precondition."""
 
 
-def later_ending(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[str, Any] | None:
-    """The first row of the run ``run_uid`` after the audit row ``after_id`` that ends the
-    approval recorded there (:data:`ENDS_APPROVAL`, or any ``refused...``), or None.
-
-    An approval with such a row after it was lapsed, refused, rejected, refreshed or decided
-    again: its run was set back to an older state if it still holds it, and it never executes.
-    (A refresh's voiding of earlier approvals is the case of the issue's row 4.)"""
-    ensure_columns(conn)
-    row = conn.execute(
-        _select(conn) + " WHERE run_uid = ? AND id > ? AND (decision IN (?, ?, ?) OR decision LIKE 'refused%') "
-        "ORDER BY id LIMIT 1",
-        (run_uid, after_id, *ENDS_APPROVAL),
-    ).fetchone()
-    return _as_row(row) if row else None
+def ends_approval(decision: str) -> bool:
+    """True when a later row of a run with this ``decision`` ends the run's earlier approval
+    (:data:`ENDS_APPROVAL`, or any ``refused...``)."""
+    return decision in ENDS_APPROVAL or str(decision).startswith("refused")
 
 
 def _binds_problem(row: dict[str, Any], index: int) -> str | None:
@@ -352,29 +239,30 @@ HeadCheck = Callable[[dict[str, Any]], str | None]
 
 
 def verify_audit(
-    conn: sqlite3.Connection,
+    audit: AuditReader,
     root: Path | None = None,
     *,
     check_row: RowCheck | None = None,
     check_head: HeadCheck | None = None,
     head_required: bool = False,
 ) -> AuditReport:
-    """Check the audit of the store ``conn`` and, with ``root``, its ``audit.head``.
+    """Check the audit of a store (``audit``, its :class:`core.store.AuditReader`) and, with ``root``, its ``audit.head``.
 
     Finds: a missing append-only trigger; a chained row whose ``prev`` is not the hash of the
     row before it (a row edited, deleted or inserted before it); an unchained row after a
-    chained one; an approval followed by a refresh of its run with no refusal between (issue
-    28); a row ``check_row`` refuses (a shop home checks each decision's signature
+    chained one; a signed row whose ``binds`` records another place in the chain (issue 28); an
+    approval followed by a refresh of its run with no refusal between (issue 28); a row
+    ``check_row`` refuses (a shop home checks each decision's signature
     against the registry); a head longer than the chain (the newest rows deleted), or whose hash
     is not the chain's row at its length, or that ``check_head`` refuses (its signature);
     ``head_required`` and no head.
     """
     report = AuditReport()
-    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")}
+    names = audit.audit_triggers()
     for t in TRIGGERS:
         if t not in names:
             report.problems.append(f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed")
-    all_rows = rows(conn)
+    all_rows = audit.audit_rows()
     report.length = len(all_rows)
     hashes: list[str] = []
     prev_hash = GENESIS

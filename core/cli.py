@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 STATUSES = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
 ROLES = ("agent", "team_lead", "grace")
 SORTS = ("age", "updated", "created", "amount", "role")
-"""``runs --sort``: the queue's sorts (tests/test_cli.py checks they equal core.checkpoint.SORTS)."""
+"""``runs --sort``: the queue's sorts (tests/test_cli.py checks they equal core.store.SORTS)."""
 
 PASSPHRASE_ENV = "RESOLVER_PASSPHRASE"
 OWNER_PASSPHRASE_ENV = "RESOLVER_OWNER_PASSPHRASE"
@@ -154,7 +154,7 @@ def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
 
 
 def cmd_run(home: Home, args: argparse.Namespace) -> int:
-    from core.checkpoint import crash_point
+    from core.store import crash_point
 
     if args.run_id is not None:
         check_id(args.run_id, "run ID")
@@ -239,8 +239,8 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
 
 
 def cmd_resume(home: Home, args: argparse.Namespace) -> int:
-    from core.checkpoint import crash_point
     from core.rulebook import nothing_to_resume
+    from core.store import crash_point
     from core.views import after_resume
 
     done = home.resume(args.run, on_step=lambda s: crash_point("step"))

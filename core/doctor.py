@@ -10,7 +10,6 @@ opens the databases read-only and never creates or repairs anything (issue 13).
 
 from __future__ import annotations
 
-import sqlite3
 import stat
 import sys
 from importlib import metadata
@@ -20,7 +19,7 @@ from core.errors import ResolverError
 from core.home import FILE_MODE, HOME_MODE, HomeLocation
 
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
-"""The triggers that keep the audit append-only (:mod:`core.checkpoint`)."""
+"""The triggers that keep the audit append-only (:mod:`core.stores.sqlite.checkpoint`)."""
 DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs", "concurrent-log-handler")
 KEY_MIN_BYTES = 32
 """The approval key's length when resolver makes it (:func:`core.approval.load_key`)."""
@@ -81,15 +80,11 @@ def _database_lines(path: Path, label: str, triggers: tuple[str, ...] = ()) -> l
                 ),
             )
         ]
+    from core.stores.sqlite import files
+
     try:
-        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5)
-        try:
-            result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-            fmt = conn.execute("PRAGMA user_version").fetchone()[0]
-            found = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
+        result, fmt, found = files.database_check(path)
+    except files.DatabaseError as exc:
         return [_line("FAIL", f"{label} {path.name} cannot be read ({exc}); restore it from a backup (`resolver restore FILE`).")]
     lines = []
     if result == ["ok"]:
@@ -138,7 +133,9 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 
 def _dependency_lines() -> list[str]:
-    lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {sqlite3.sqlite_version}")]
+    from core.stores.sqlite.files import SQLITE_VERSION
+
+    lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {SQLITE_VERSION}")]
     for package in DEPENDENCIES:
         try:
             have = metadata.version(package)
@@ -173,22 +170,19 @@ def _audit_lines(root: Path, kind: str) -> list[str]:
     home with a registry, each decision's signature and the signed ``audit.head``. A store made
     before the chain (no ``prev`` column yet) is a warn line: it is chained at its next open."""
     from core.signing import verify_audit_read_only
+    from core.stores.sqlite.files import read_only_audit
 
     path = root / "runs.sqlite"
     if not path.is_file():
         return []
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-        try:
-            columns = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+        with read_only_audit(path) as (columns, audit):
             if not columns:
                 return []
             if not {"prev", "sig"} <= columns:
                 return [_line("warn", "audit: not chained yet (a store from an earlier release); it is chained at its next open")]
-            report = verify_audit_read_only(root, conn, kind)
-        finally:
-            conn.close()
-    except (sqlite3.Error, ResolverError) as exc:
+            report = verify_audit_read_only(root, audit, kind)
+    except ResolverError as exc:
         return [_line("FAIL", f"audit: cannot be checked ({exc})")]
     if report.ok:
         return [_line("ok", report.lines()[0].removeprefix("Audit: ").rstrip(".").join(("audit: ", "")))]

@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import Literal
 
 from core.approval import verify
-from core.checkpoint import CheckpointStore, crash_point, lease_owner_name
 from core.clock import Clock, iso
 from core.data import load_policy, load_task
 from core.errors import ResolverError
 from core.state import Operation, TaskState, action_short, execution_started
+from core.store import Store as CheckpointStore
+from core.store import crash_point, lease_owner_name
+from core.stores import open_world
 from core.world import (
     PreconditionFailed,
     ServiceRefused,
@@ -105,7 +107,7 @@ def heartbeat(store: CheckpointStore, run_id: str, owner: str, ttl_s: float | No
             except ResolverError:
                 continue
             finally:
-                store.db.close()  # this thread's connection ends with it
+                store.end_thread()  # what this thread holds (its connection) ends with it
 
     thread = threading.Thread(target=beat, name=f"lease-heartbeat-{run_id}", daemon=True)
     thread.start()
@@ -200,7 +202,7 @@ def execute(
     audit row and nothing else (:func:`_refuse_unauthorized`).
 
     Transactions (issue 10: the fewest that keep the guarantees): one to take the lease and read
-    the checkpoint (:meth:`~core.checkpoint.CheckpointStore.claim`); per operation one save
+    the checkpoint (:meth:`~core.store.Store.claim`); per operation one save
     before the write (``pending``, renewing the lease) and one after it (``done``); a final save
     that also gives the lease back. A retried call adds one save per failed call. Approve and
     execute of 3 operations is 1 (approval) + 1 + 6 + 1 = 9 transactions, one fsync each.
@@ -223,7 +225,7 @@ def execute(
             released = True
             return stopped
         task = load_task(state.task_id)
-        world = World(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
+        world = open_world(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
         if _lapsed(store, state, clock, owner, world):
             released = True
             return state

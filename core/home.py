@@ -9,6 +9,10 @@ and, when a trainer set one, ``clock.json``. It is ``./work`` by default, ``RESO
 reject, execute, the weekend phone call, the demo queue, delete and reset. Reads go through
 ``home.queue``, the :class:`~core.queue.ApprovalQueue` beside it. Neither face opens the store
 or the world itself, and neither holds logic the other lacks.
+
+The home's parts are opened through :mod:`core.stores` (issue 22): the checkpoint store
+(:class:`core.store.Store`), the practice world (:class:`core.world.World`) and, in a shop home,
+the approvers' rows, each of the one back-end :data:`core.stores.BACKEND` names (SQLite).
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from core.approval import approve, load_key, reject
 from core.auditchain import AuditMoved
-from core.checkpoint import CheckpointStore, lease_owner_name
 from core.clock import Clock, iso
 from core.errors import ApprovalRefused, ResolverError
 from core.executor import Interrupt, OnProgress, execute
@@ -42,7 +45,9 @@ from core.platform import require_posix
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState, WorldSeen
-from core.world import World, WorldMissing, check_world_file, reset_world
+from core.store import Store, lease_owner_name
+from core.stores import check_world, open_store, open_world, reset_world, store_path, world_path
+from core.world import World, WorldMissing
 
 if TYPE_CHECKING:
     from core.approvers import Registry, Unlocked
@@ -113,15 +118,15 @@ class Home:
             raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
         self.kind: Kind = home_kind(self.root)
         self.clock: Clock = clock or home_clock(self.root)
-        self.world_path = self.root / "larkfield.sqlite"
+        self.world_path = world_path(self.root)
         self.key_path = self.root / "approval.key"
-        fresh = [p for p in (self.root / "runs.sqlite", self.world_path) if not p.exists()]
+        fresh = [p for p in (store_path(self.root), self.world_path) if not p.exists()]
         old_umask = os.umask(0o077)  # files made now are 0600 (SQLite gives WAL and SHM the database's mode)
         try:
-            self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
+            self.store: Store = open_store(store_path(self.root), self.clock, summarize=queue_columns)
             try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
-                check_world_file(self.world_path, self.store.has_history())
-                World(self.world_path, self.clock)  # built on first use
+                check_world(self.world_path, self.store.has_history())
+                open_world(self.world_path, self.clock)  # built on first use
             except WorldMissing:
                 if self.world_path.is_dir():
                     raise
@@ -143,12 +148,12 @@ class Home:
         says to open the home once as its owner."""
         self.kind = home_kind(self.root)
         self.clock = clock or home_clock(self.root)
-        self.world_path = self.root / "larkfield.sqlite"
+        self.world_path = world_path(self.root)
         self.key_path = self.root / "approval.key"
-        for path in (self.root / "runs.sqlite", self.world_path):
+        for path in (store_path(self.root), self.world_path):
             if not path.is_file():
                 raise ResolverError(f"{self.root} has no {path.name} and is read-only to you: nothing to read.")
-        self.store = CheckpointStore(self.root / "runs.sqlite", self.clock, summarize=queue_columns)
+        self.store = open_store(store_path(self.root), self.clock, summarize=queue_columns)
         self.log = command_log(self.root)
         self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
 
@@ -172,7 +177,7 @@ class Home:
 
     def world(self, actor: str = "manual") -> World:
         """The practice world, writing as ``actor``."""
-        return World(self.world_path, self.clock, actor=actor)
+        return open_world(self.world_path, self.clock, actor=actor)
 
     # -- the agent's loop -----------------------------------------------------------------------
 

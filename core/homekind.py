@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -58,8 +57,6 @@ SIGNED_ROWS_LOOKED_AT = 2000
 key, so the check costs well under a millisecond on any store; a whole scan of 200,000 rows
 takes about 80 ms, too much for every command and ``resolver runs``)."""
 
-_SIGNED_ROWS = "SELECT 1 FROM (SELECT sig FROM audit ORDER BY id DESC LIMIT ?) WHERE sig IS NOT NULL AND sig != '' LIMIT 1"
-
 
 def shop_evidence(root: Path | str) -> list[str]:
     """What in the folder ``root`` only a shop home holds: the names of :data:`SHOP_FILES`
@@ -71,15 +68,9 @@ def shop_evidence(root: Path | str) -> list[str]:
     found = [name for name in SHOP_FILES if (root / name).exists()]
     store = root / "runs.sqlite"
     if not found and store.is_file():
-        try:
-            conn = sqlite3.connect(f"{store.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
-            try:
-                row = conn.execute(_SIGNED_ROWS, (SIGNED_ROWS_LOOKED_AT,)).fetchone()
-            finally:
-                conn.close()
-        except sqlite3.Error:  # no audit table or no sig column yet (older stores): no signed rows
-            row = None
-        if row is not None:
+        from core.stores.sqlite.files import has_signed_rows
+
+        if has_signed_rows(store, SIGNED_ROWS_LOOKED_AT):
             found.append("Ed25519-signed audit rows")
     return found
 

@@ -21,18 +21,17 @@ import argparse
 import contextlib
 import functools
 import json
-import sqlite3
 import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from core.checkpoint import lease_owner_name
 from core.clock import FileClock, FixedClock, iso, parse_time
 from core.errors import LeaseHeld, ResolverError
 from core.executor import SimulatedCrash
 from core.home import Home
 from core.homekind import require_practice
 from core.runner import LoopCrash, crash_after_step, outcome_line
+from core.store import lease_owner_name
 from core.views import after_resume
 from core.world import ServiceRefused
 
@@ -245,8 +244,7 @@ def exercise_corrupt_checkpoint(home: Home) -> list[str]:
     """Seed 001 exercise 1: corrupt a checkpoint's JSON and see the clear error."""
     run_id = f"T-65273-corrupt-{uuid.uuid4().hex[:6]}"
     home.run("T-65273", repeat=1, run_id=run_id)
-    with sqlite3.connect(home.store.path) as conn:
-        conn.execute("UPDATE runs SET state = substr(state, 1, 200) WHERE run_id = ?", (run_id,))
+    home.store.overwrite_checkpoint(run_id, lambda text: text[:200])
     try:
         home.store.load(run_id)
     except ResolverError as exc:
@@ -267,8 +265,7 @@ def exercise_migrate_v1(home: Home) -> list[str]:
     raw.pop("reply_channel")
     raw.pop("meta")
     raw.pop("run_uid")
-    with sqlite3.connect(home.store.path) as conn:
-        conn.execute("UPDATE runs SET state = ? WHERE run_id = ?", (json.dumps(raw), state.run_id))
+    home.store.overwrite_checkpoint(state.run_id, lambda _text: json.dumps(raw))
     back = home.store.load(state.run_id)
     return [
         f"Saved {state.run_id} as schema version 1 without reply_channel.",

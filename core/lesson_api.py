@@ -3,7 +3,8 @@
 Seed 000 has the learner paste Python that imports ``resolver.systems``, ``resolver.checkpoint``,
 ``resolver.data``, ``resolver.providers`` and ``resolver.runner``. Those modules of the
 ``resolver`` package only name what is defined here; everything here is a thin call shape over
-the core (:mod:`core.checkpoint`, :mod:`core.world`, :mod:`core.runner`, :mod:`core.recorded_model`).
+the core (the SQLite store and world of :mod:`core.stores.sqlite`, :mod:`core.runner`,
+:mod:`core.recorded_model`).
 
 Defaults follow the lesson: the home is ``--home``-less, so ``$RESOLVER_HOME`` or ``./work``
 (:func:`core.home.resolve_home`); a store or world without a path is the home's; a clock not
@@ -25,7 +26,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Protocol
 
-from core import checkpoint as _checkpoint
 from core import runner as _runner
 from core import world as _world
 from core.clock import Clock
@@ -33,8 +33,11 @@ from core.data import Fault, FinalTurn, Ticket, ToolCallTurn
 from core.errors import ResolverError
 from core.home import resolve_home
 from core.homekind import home_clock, require_practice
+from core.queue import queue_columns
 from core.recorded_model import RecordedModel
 from core.state import Message, TaskState
+from core.stores.sqlite.checkpoint import CheckpointStore as _SqliteStore
+from core.stores.sqlite.world import SqliteWorld
 
 LESSON_API = "the lesson's Python API (resolver.systems, resolver.checkpoint, resolver.runner)"
 """How a refusal in a shop home names this API."""
@@ -52,7 +55,7 @@ def practice_db() -> Path:
     return home_root() / "larkfield.sqlite"
 
 
-class CheckpointStore(_checkpoint.CheckpointStore):
+class CheckpointStore(_SqliteStore):
     """The checkpoint store of seed 000 (``resolver.checkpoint.CheckpointStore``).
 
     Args:
@@ -60,7 +63,10 @@ class CheckpointStore(_checkpoint.CheckpointStore):
             ``work/runs.sqlite``). The folder it is in is taken as its home.
         clock: stamps ``updated_at`` at every save; default the home's clock.
 
-    ``save(state)``, ``load(run_id)`` and ``latest(task_id)`` are the core store's.
+    ``save(state)``, ``load(run_id)`` and ``latest(task_id)`` are the core store's. Every save
+    writes the run's queue columns (:func:`core.queue.queue_columns`: total, role needed,
+    actions), so a run saved here shows in the queue and in an approver's "mine" as one saved by
+    ``resolver run`` does (issue 22).
 
     Raises:
         ShopRefused: the folder is a shop home.
@@ -69,7 +75,7 @@ class CheckpointStore(_checkpoint.CheckpointStore):
     def __init__(self, path: Path | str | None = None, clock: Clock | None = None) -> None:
         where = Path(path) if path is not None else home_root() / "runs.sqlite"
         require_practice(where.parent, LESSON_API)
-        super().__init__(where, clock or home_clock(where.parent))
+        super().__init__(where, clock or home_clock(where.parent), summarize=queue_columns)
 
 
 class Faults(tuple[Fault, ...]):
@@ -80,7 +86,7 @@ class Faults(tuple[Fault, ...]):
         return super().__new__(cls, tuple(faults))
 
 
-class World(_world.World):
+class World(SqliteWorld):
     """The practice world of seed 000 (``resolver.systems.World``).
 
     Args:

@@ -1,6 +1,6 @@
 """``resolver runs`` without the model, the policy or the world: the light read of a listing.
 
-A listing reads only the queue's indexed columns (:meth:`core.checkpoint.CheckpointStore.page`),
+A listing reads only the queue's indexed columns (:meth:`core.store.Store.page`),
 so it needs neither pydantic nor the policy and customer data that :class:`core.home.Home`
 imports to write. :func:`listing_home` opens the store alone when ``runs.sqlite`` is already in
 the current store format; anything else (no file yet, release 0.1.0's format to migrate, a file
@@ -11,12 +11,17 @@ queue's columns and says what is wrong in its own sentence. Issue 10's start-up 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core.checkpoint import STORE_FORMAT, CheckpointStore, RunSummary
+from core.store import QueueColumns, RunSummary
+from core.stores.sqlite.checkpoint import STORE_FORMAT, CheckpointStore
+from core.stores.sqlite.files import store_format
+
+if TYPE_CHECKING:
+    from core.state import TaskState
 
 __all__ = ["ListingHome", "ListingPage", "ListingQueue", "listing_home"]
 
@@ -46,7 +51,7 @@ class ListingQueue:
         max_role: str | None = None,
     ) -> Iterator[ListingPage]:
         """Every page in turn, keyset after the last row of the one before, in ``sort`` order
-        (:data:`core.checkpoint.SORTS`). ``max_role`` needs the policy's ranks: the whole home
+        (:data:`core.store.SORTS`). ``max_role`` needs the policy's ranks: the whole home
         answers ``--mine`` (ValueError here)."""
         if max_role is not None:
             raise ValueError("the light listing does not filter by role; open the whole home")
@@ -72,6 +77,15 @@ class ListingHome:
     queue: ListingQueue
 
 
+def _queue_columns(state: TaskState) -> QueueColumns:
+    """:func:`core.queue.queue_columns`, imported at the first save only: a listing never saves,
+    so it never pays for the policy's import (issue 10, start-up), yet its store, like every
+    store, writes the queue's columns with every save (issue 22)."""
+    from core.queue import queue_columns
+
+    return queue_columns(state)
+
+
 def listing_home(root: Path) -> ListingHome | None:
     """The home at ``root`` opened for a listing, or None when the whole home must open it (no
     ``runs.sqlite`` yet, an older store format to migrate, or a file SQLite cannot read).
@@ -84,14 +98,6 @@ def listing_home(root: Path) -> ListingHome | None:
     if not path.is_file():
         return None
     home_kind(root)  # a shop home whose home.json was lost lists nothing either (issue 28)
-    try:
-        probe = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            fmt = probe.execute("PRAGMA user_version").fetchone()[0]
-        finally:
-            probe.close()
-    except sqlite3.Error:
+    if store_format(path) != STORE_FORMAT:
         return None
-    if fmt != STORE_FORMAT:
-        return None
-    return ListingHome(root, ListingQueue(CheckpointStore(path)))
+    return ListingHome(root, ListingQueue(CheckpointStore(path, summarize=_queue_columns)))

@@ -23,19 +23,17 @@ import io
 import json
 import os
 import shutil
-import sqlite3
 import tarfile
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from core.errors import ResolverError, ShopRefused
+from core.stores.sqlite import files
 
 if TYPE_CHECKING:
-    from core.database import Database
     from core.home import Home
 
 DATABASES = ("runs.sqlite", "larkfield.sqlite")
@@ -87,13 +85,12 @@ def prune(home: Home, older_than: timedelta) -> list[str]:
         with contextlib.suppress(ResolverError):  # a corrupt checkpoint names no operation: its rows still go
             operations += [op.operation_id for op in home.store.load(run_id).operations]
 
-    def delete_runs(conn: sqlite3.Connection) -> None:
+    def delete_runs() -> None:
         for run_id, _ in doomed:
             home.delete(run_id)
 
-    scrub(home.store.db, delete_runs)
-    world = home.world()
-    scrub(world.db, lambda conn: forget_replies(conn, operations))
+    home.store.scrubbed(delete_runs)
+    home.world().forget_replies(operations)
     if not doomed:
         return [f"No finished run is older than {format_duration(older_than)}; nothing was removed."]
     by_status: dict[str, int] = {}
@@ -107,56 +104,13 @@ def prune(home: Home, older_than: timedelta) -> list[str]:
     ]
 
 
-def scrub(db: Database, work: Callable[[sqlite3.Connection], object]) -> None:
-    """Run ``work`` with SQLite's ``secure_delete`` on, then fold the write-ahead log into the
-    database and truncate it: what ``work`` deletes is overwritten with zeros in the database
-    file and gone from its ``-wal``, whatever the SQLite build's defaults are
-    (https://sqlite.org/pragma.html#pragma_secure_delete). Raises StoreBusy when another
-    connection holds the write lock past the busy timeout."""
-    conn = db.connection()
-    conn.execute("PRAGMA secure_delete = ON")
-    try:
-        work(conn)
-    finally:
-        conn.execute("PRAGMA secure_delete = OFF")
-    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-
-def forget_replies(conn: sqlite3.Connection, operations: list[str]) -> int:
-    """Empty the text of the practice world's replies made by ``operations`` (a pruned run's):
-    the customer's words go, while the reply row and the operations register's entry, which one
-    effect per ticket and reconciliation read, stay. Returns how many replies were emptied."""
-    emptied = 0
-    with conn:
-        for start in range(0, len(operations), 500):
-            chunk = operations[start : start + 500]
-            marks = ", ".join("?" * len(chunk))
-            emptied += conn.execute(f"UPDATE replies SET text = '' WHERE operation_id IN ({marks})", chunk).rowcount
-    return emptied
-
-
 def _skipped(name: str) -> bool:
     return name in SKIPPED_NAMES or name.endswith(SKIPPED_SUFFIXES) or name.startswith(".") or name.startswith(SKIPPED_NAMES)
 
 
-def _online_backup(source: Path, target: Path, failure: str) -> None:
-    """Copy the SQLite database ``source`` into ``target`` in one step by the online backup API:
-    consistent while other connections write, and a live ``target`` keeps its WAL right. Raises
-    ResolverError with the sentence ``failure``, the error in place of its ``{exc}``."""
-    src = sqlite3.connect(f"{source.absolute().as_uri()}?mode=ro", uri=True, timeout=30)
-    dst = sqlite3.connect(target, timeout=30)
-    try:
-        src.backup(dst)
-    except sqlite3.Error as exc:
-        raise ResolverError(failure.format(exc=exc)) from None
-    finally:
-        dst.close()
-        src.close()
-
-
 def _copy_database(source: Path, target: Path) -> None:
     """A consistent copy of a live SQLite database for a backup (mode 0600)."""
-    _online_backup(source, target, f"Cannot copy {source.name} for the backup: {{exc}}. Nothing was written.")
+    files.online_backup(source, target, f"Cannot copy {source.name} for the backup: {{exc}}. Nothing was written.")
     target.chmod(0o600)
 
 
@@ -173,7 +127,10 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
             for name in DATABASES:
                 if (home.root / name).is_file():
                     copy = Path(tmp) / name
-                    _copy_database(home.root / name, copy)
+                    if home.root / name == home.store.path:
+                        home.store.backup(copy)  # the store's own consistent copy (issue 22)
+                    else:
+                        _copy_database(home.root / name, copy)
                     tar.add(copy, arcname=name)
                     names.append(name)
             for path in sorted(home.root.iterdir()):
@@ -199,7 +156,9 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
 
 def _load_database(source: Path, target: Path) -> None:
     """Replace the content of the live database ``target`` with ``source`` in one step."""
-    _online_backup(source, target, f"Cannot restore {target.name}: {{exc}}. The files restored before it are listed in the log.")
+    files.online_backup(
+        source, target, f"Cannot restore {target.name}: {{exc}}. The files restored before it are listed in the log."
+    )
 
 
 def _archive_kind(tar: tarfile.TarFile) -> str:
@@ -214,18 +173,6 @@ def _archive_kind(tar: tarfile.TarFile) -> str:
         raise ResolverError("The backup's home.json is damaged; nothing was replaced.") from None
 
 
-def _integrity(path: Path) -> str | None:
-    try:
-        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
-        try:
-            result = [r[0] for r in conn.execute("PRAGMA integrity_check")]
-        finally:
-            conn.close()
-    except sqlite3.DatabaseError as exc:
-        return str(exc)
-    return None if result == ["ok"] else result[0]
-
-
 @dataclass(frozen=True)
 class Restored:
     """What :func:`restore` did: ``lines`` to print and ``kept``, the backup file of the home as
@@ -233,30 +180,6 @@ class Restored:
 
     lines: list[str]
     kept: Path | None
-
-
-def _newest(path: Path) -> float:
-    """The newest ``updated_ts`` of the runs in the store at ``path`` (0 without runs), read-only."""
-    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
-    try:
-        return float(conn.execute("SELECT MAX(updated_ts) FROM runs").fetchone()[0] or 0)
-    except sqlite3.Error:
-        return 0.0
-    finally:
-        conn.close()
-
-
-def _saved_after(path: Path, since: float) -> list[str]:
-    """The runs of the store at ``path`` saved after ``since`` (``updated_ts``), newest first: a
-    new run or a decision, a step or a write made after the backup."""
-    conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True)
-    try:
-        rows = conn.execute("SELECT run_id FROM runs WHERE updated_ts > ? ORDER BY updated_ts DESC", (since,)).fetchall()
-    except sqlite3.Error:
-        return []
-    finally:
-        conn.close()
-    return [str(r[0]) for r in rows]
 
 
 def _owner_key(folder: Path) -> str | None:
@@ -334,7 +257,7 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
             )
         tar.extractall(tmp, filter="data")
         for name in DATABASES:
-            problem = _integrity(Path(tmp) / name)
+            problem = files.integrity(Path(tmp) / name)
             if problem:
                 raise ResolverError(f"The backup's {name} is damaged ({problem}); nothing was replaced.")
         if home.kind == "shop" and _owner_key(Path(tmp)) != _owner_key(home.root):
@@ -344,8 +267,8 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
             )
         kept: Path | None = None
         if (home.root / "runs.sqlite").is_file():
-            theirs = _newest(Path(tmp) / "runs.sqlite")
-            newer = _saved_after(home.root / "runs.sqlite", theirs)
+            theirs = files.newest(Path(tmp) / "runs.sqlite")
+            newer = files.saved_after(home.root / "runs.sqlite", theirs)
             if newer and not replace_newer:
                 shown = ", ".join(newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
                 raise ResolverError(

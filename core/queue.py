@@ -1,9 +1,10 @@
 """The approvals queue of one home: its columns and the read side both faces use.
 
 :func:`queue_columns` gives the queue's columns for one run. The store knows no policy and no
-customer data (issue 8, item 4): :class:`~core.home.Home` hands :func:`queue_columns` to
-:class:`~core.checkpoint.CheckpointStore` as its ``summarize`` hook, and the store writes the
-result beside each checkpoint, so a page of the queue is read from indexed columns only.
+customer data (issue 8, item 4): every store is made with :func:`queue_columns` as its
+``summarize`` function (:func:`core.stores.open_store`; issue 22: never optional, the lesson's
+Python API hands it too), and the store writes the result beside each checkpoint, so a page of
+the queue is read from indexed columns only.
 
 :class:`ApprovalQueue` is the only module of ``core`` that the faces read through: a page of
 the queue (status, search, sort, cursor), the counts per status, the detail of one run as a
@@ -27,13 +28,14 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from core.checkpoint import PAGE_SIZE, CheckpointStore, QueueColumns, RunSummary, blank_columns
 from core.clock import Clock
 from core.data import customer_names, load_policy
 from core.errors import ResolverError
 from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
 from core.state import TaskState, WorldSeen, action_short
+from core.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
+from core.store import Store as CheckpointStore
 from core.views import (
     RunDetail,
     ages_lines,
@@ -123,7 +125,7 @@ class ApprovalQueue:
         """The one call of the store's listing: a page of rows and the cursor of the next page.
 
         The cursor is opaque to callers: the JSON of the last row's keyset cursor (its sort key
-        and run ID, :meth:`~core.checkpoint.RunSummary.cursor`), so a page never costs more
+        and run ID, :meth:`~core.store.RunSummary.cursor`), so a page never costs more
         with history (no OFFSET). Raises ResolverError for a cursor that cannot be read or an
         unknown sort.
         """
@@ -241,9 +243,9 @@ class ApprovalQueue:
         """Run the read-only lookups behind ``state``'s evidence again now (no model call): the
         data an approval is bound to (:func:`core.preconditions.look`, issue 18)."""
         from core.preconditions import look
-        from core.world import World
+        from core.stores import open_world
 
-        return look(state, World(self._world_path, self._clock))
+        return look(state, open_world(self._world_path, self._clock))
 
     def world_now(self, state: TaskState, seen: WorldSeen | None = None) -> tuple[list[str], str | None]:
         """The "world now" lines of a waiting run (ages, what changed since the agent looked)
@@ -253,9 +255,9 @@ class ApprovalQueue:
         from core.approval import world_problem
         from core.homekind import home_kind
         from core.preconditions import drift, evidence_time
-        from core.world import World
+        from core.stores import open_world
 
-        world = World(self._world_path, self._clock)
+        world = open_world(self._world_path, self._clock)
         now = self._clock.now()
         policy = load_policy()
         d = drift(state, world, seen)
@@ -331,6 +333,6 @@ class ApprovalQueue:
 
     def changes(self) -> list[dict[str, Any]]:
         """What the practice world changed since its last reset, oldest first."""
-        from core.world import World
+        from core.stores import open_world
 
-        return World(self._world_path, self._clock).changes()
+        return open_world(self._world_path, self._clock).changes()

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.checkpoint import CheckpointStore
 from core.clock import Clock, iso
 from core.errors import ApprovalRefused
 from core.preconditions import bind
 from core.rulebook import not_decidable
 from core.state import Evidence, TaskState
+from core.store import Store as CheckpointStore
 from core.world import World
 
 if TYPE_CHECKING:

@@ -16,7 +16,6 @@ from typing import Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
-from core.checkpoint import CheckpointStore, RunExists, lease_owner_name
 from core.clock import Clock
 from core.data import FinalTurn, Ticket, ToolCallTurn, load_policy, load_task
 from core.errors import ResolverError
@@ -24,6 +23,9 @@ from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
 from core.recorded_model import RecordedModel, cost_usd, repeats_of, show_usd
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
+from core.store import RunExists, lease_owner_name
+from core.store import Store as CheckpointStore
+from core.stores import open_world
 from core.world import UnknownTool, World
 
 OnStep = Callable[[TaskState], None]
@@ -265,7 +267,7 @@ def start_run(
             if chosen:
                 raise
             continue  # another process took this number first: take the next
-        return _run_leased(store, state, model_double, World(world_path, clock), clock, on_step, owner)
+        return _run_leased(store, state, model_double, open_world(world_path, clock), clock, on_step, owner)
     raise ResolverError(f"Could not find a free run ID for {task_id}: too many runs are being started at once; try again.")
 
 
@@ -275,7 +277,7 @@ def continue_run(
     """Resume a ``running`` state from its checkpoint: the loop asks only for the steps left.
 
     The run is claimed first (its lease taken and the checkpoint read again in one transaction,
-    :meth:`~core.checkpoint.CheckpointStore.claim`), **before** any model call: a second resume
+    :meth:`~core.store.Store.claim`), **before** any model call: a second resume
     of the same loop is refused with LeaseHeld naming the holder, and pays for nothing. A run
     that another process finished meanwhile is returned as it is now.
 
@@ -290,7 +292,7 @@ def continue_run(
         return state
     model_double = RecordedModel(state.task_id, state.variant, state.model, state.repeat)
     state.log("resumed", f"resumed at step {state.step + 1}", at=clock.now())
-    return _run_leased(store, state, model_double, World(world_path, clock), clock, on_step, owner)
+    return _run_leased(store, state, model_double, open_world(world_path, clock), clock, on_step, owner)
 
 
 def _run_leased(

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,11 +38,12 @@ from core import auditchain
 from core.approvers import Registry, RegistryError, Unlocked, fingerprint, verify_hex
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
-from core.world import WORLD_FILE, register_entries
+from core.stores import register_entries, world_path
 
 if TYPE_CHECKING:
-    from core.checkpoint import CheckpointStore
     from core.state import TaskState
+    from core.store import AuditReader
+    from core.store import Store as CheckpointStore
 
 PREFIX = "ed25519:"
 """How an approver-signed approval's ``signature`` starts (an HMAC one is plain hex)."""
@@ -109,7 +109,7 @@ def row_message(row: dict[str, Any]) -> bytes:
 @dataclass
 class Seal:
     """A signed decision: ``signature`` for ``TaskState.approval`` and the audit row's extra
-    fields (``prev``, ``sig``) for :meth:`core.checkpoint.CheckpointStore.save`."""
+    fields (``prev``, ``sig``) for :meth:`core.store.Store.save`."""
 
     signature: str
     audit: dict[str, Any] = field(default_factory=dict)
@@ -148,8 +148,7 @@ class DecisionSigner:
         chain's head is in the signed content), with an approval's ``world`` fingerprint and
         ``ops`` (its operation IDs). The save that records it refuses (StaleCheckpoint) if
         another row was appended meanwhile."""
-        with store.db.read() as conn:
-            prev, length = auditchain.last_hash(conn)
+        prev, length = store.chain_tip()
         binds = auditchain.make_binds(length, prev, world=world, ops=ops)
         message = decision_message(decision, run_uid, digest, self.role, self.name, iso(at), detail, prev, binds)
         sig = self.approver.sign(message)
@@ -158,8 +157,7 @@ class DecisionSigner:
 
 def seal_head(root: Path, store: CheckpointStore, signer: Unlocked) -> None:
     """Write ``audit.head`` for the audit as it is now, signed by ``signer``."""
-    with store.db.read() as conn:
-        latest, length = auditchain.last_hash(conn)
+    latest, length = store.chain_tip()
     auditchain.write_head(root, length, latest, signer.name, signer.sign(auditchain.head_message(length, latest)))
 
 
@@ -191,8 +189,7 @@ def record_registry_change(
     executor before every write and by ``audit verify`` (:func:`registry_behind`).
     """
     for _ in range(5):
-        with store.db.read() as conn:
-            prev, length = auditchain.last_hash(conn)
+        prev, length = store.chain_tip()
         row: dict[str, Any] = {
             "run_id": REGISTRY_RUN,
             "decision": REGISTRY_PREFIX + change,
@@ -215,10 +212,10 @@ def record_registry_change(
     raise ResolverError("The audit kept moving while the registry change was recorded; run `resolver audit verify`.")
 
 
-def recorded_registry_version(conn: Any, owner_key: str) -> int:
+def recorded_registry_version(audit: AuditReader, owner_key: str) -> int:
     """The highest registry version the audit records in a row the owner's key signed (0 when none)."""
     best = 0
-    for row in auditchain.rows(conn):
+    for row in audit.audit_rows():
         if str(row["decision"]).startswith(REGISTRY_PREFIX) and verify_hex(
             owner_key, row["sig"] or "", registry_row_message(row)
         ):
@@ -229,14 +226,14 @@ def recorded_registry_version(conn: Any, owner_key: str) -> int:
     return best
 
 
-def registry_behind(registry: Registry, conn: sqlite3.Connection) -> str | None:
-    """Why the registry is older than the audit of ``conn`` says it was (issue 28), or None.
+def registry_behind(registry: Registry, audit: AuditReader) -> str | None:
+    """Why the registry is older than the store's ``audit`` says it was (issue 28), or None.
 
     Raises:
         RegistryError: the seal cannot be read.
     """
     version = registry.version()
-    recorded = recorded_registry_version(conn, registry.owner_key())
+    recorded = recorded_registry_version(audit, registry.owner_key())
     if version < recorded:
         return (
             f"the approvers registry is version {version} but the audit records version {recorded}: "
@@ -264,8 +261,7 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
         )
     try:
         entry = registry.valid_entry(a.name)
-        with store.db.read() as conn:
-            behind = registry_behind(registry, conn)
+        behind = registry_behind(registry, store)
     except (ApprovalRefused, RegistryError) as exc:
         return f"the approver does not hold: {exc}"
     if behind:
@@ -273,8 +269,7 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
     if entry.role != a.role:
         return f"the approval names role {a.role} but the registry gives {entry.name} the role {entry.role}"
     sig = a.signature.removeprefix(PREFIX)
-    with store.db.read() as conn:
-        row = auditchain.find_row(conn, state.run_id, "approve", sig)
+    row = store.find_audit_row(state.run_id, "approve", sig)
     if row is None:
         return "no audit row records this approval (written outside resolver?)"
     if (row["run_uid"], row["digest"], row["role"], row["name"], row["at"]) != (
@@ -290,8 +285,7 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
     unbound = _unbound(state, row)
     if unbound:
         return unbound
-    with store.db.read() as conn:
-        ended = auditchain.later_ending(conn, state.run_uid, row["id"])
+    ended = store.later_ending(state.run_uid, row["id"])
     if ended is not None:
         what = "the refresh" if ended["decision"] == "refresh" else f"the {ended['decision']} row"
         return (
@@ -369,10 +363,9 @@ def head_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
 
 
 def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditchain.AuditReport:
-    """``resolver audit verify``: :func:`verify_audit_read_only` over the store's connection,
+    """``resolver audit verify``: :func:`verify_audit_read_only` over the store's audit,
     and the append-only triggers the store had to create again when it opened."""
-    with store.db.read() as conn:
-        report = verify_audit_read_only(root, conn, kind)
+    report = verify_audit_read_only(root, store, kind)
     # the store creates a dropped trigger again when it opens: what it had to repair is reported here
     report.problems[:0] = [
         f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed "
@@ -383,8 +376,8 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditcha
     return report
 
 
-def verify_audit_read_only(root: Path, conn: sqlite3.Connection, kind: str) -> auditchain.AuditReport:
-    """The audit check of ``audit verify`` and ``resolver doctor`` over ``conn`` (read only): the
+def verify_audit_read_only(root: Path, audit: AuditReader, kind: str) -> auditchain.AuditReport:
+    """The audit check of ``audit verify`` and ``resolver doctor`` over a store's ``audit`` (read only): the
     chain and triggers in any home; in a shop home with a registry also the registry (its
     signatures, and its version against the audit's registry rows, issue 28), each row's
     signature, the signed ``audit.head`` (never shorter than the newest signed row), and every
@@ -392,34 +385,34 @@ def verify_audit_read_only(root: Path, conn: sqlite3.Connection, kind: str) -> a
     registry = Registry(root)
     shop = kind == "shop" and registry.exists()
     if not shop:
-        return auditchain.verify_audit(conn)
+        return auditchain.verify_audit(audit)
     report = auditchain.verify_audit(
-        conn, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
+        audit, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
     )
     try:
-        behind = registry_behind(registry, conn)
+        behind = registry_behind(registry, audit)
         report.problems[:0] = [f"registry: {p}" for p in [*registry.problems(), *([behind] if behind else [])]]
     except RegistryError as exc:
         report.problems.insert(0, str(exc))
-    report.problems += signed_rows_beyond_head(root, conn)
-    report.problems += approvals_without_rows(conn)
-    report.problems += writes_without_approvals(root, conn)
+    report.problems += signed_rows_beyond_head(root, audit)
+    report.problems += approvals_without_rows(audit)
+    report.problems += writes_without_approvals(root, audit)
     return report
 
 
-def approvals_without_rows(conn: sqlite3.Connection) -> list[str]:
+def approvals_without_rows(audit: AuditReader) -> list[str]:
     """Issue 28: each run whose saved approval is an approver's (``ed25519:``) must have the
     audit row that records it; a run that still holds an approval whose row is gone had its
     history rolled back (the newest rows deleted with the head put back). One sentence per run."""
     out: list[str] = []
-    saved = conn.execute("SELECT run_id, state FROM runs WHERE state LIKE ?", (f'%"signature":"{PREFIX}%',)).fetchall()
+    saved = audit.signed_approvals(PREFIX)
     for run_id, text in saved:
         try:
             approval = json.loads(text).get("approval") or {}
         except (ValueError, AttributeError):
             continue  # a damaged checkpoint is said by every read of it
         sig = str(approval.get("signature", ""))
-        if sig.startswith(PREFIX) and auditchain.find_row(conn, run_id, "approve", sig.removeprefix(PREFIX)) is None:
+        if sig.startswith(PREFIX) and audit.find_audit_row(run_id, "approve", sig.removeprefix(PREFIX)) is None:
             out.append(
                 f"run {run_id} holds an approval by {approval.get('name')} that no audit row records: "
                 "the newest rows were deleted and the head put back, or the approval was written with SQL"
@@ -432,11 +425,11 @@ MID_EXECUTION_REFUSALS = ("refused", "refused:precondition")
 before a later write (the shop's check, a precondition). Writes before them stay bound."""
 
 
-def writes_without_approvals(root: Path, conn: sqlite3.Connection) -> list[str]:
+def writes_without_approvals(root: Path, audit: AuditReader) -> list[str]:
     """Issue 28: each write a run made in the world's operations register must be bound by a
     signed approval in the audit that stood when it was made: the operation's ID is in the
     approval row's ``binds``, the write is no older than the approval, and the first row that
-    ended the approval (:func:`core.auditchain.later_ending`) is an executor's refusal made after
+    ended the approval (:func:`core.auditchain.ends_approval`) is an executor's refusal made after
     it (:data:`MID_EXECUTION_REFUSALS`), or there is none. An approval ended by a lapse (which
     comes only before any call) or directly by another decision bound no write at all. For an
     approval signed before binds existed, any approval row of that run counts.
@@ -446,12 +439,12 @@ def writes_without_approvals(root: Path, conn: sqlite3.Connection) -> list[str]:
     finds it. Writes a person made by hand (``manual``) are not the executor's and are not held
     against the audit. One sentence per write, or one saying the register cannot be read."""
     try:
-        entries = register_entries(Path(root) / WORLD_FILE)
-    except (sqlite3.DatabaseError, ValueError) as exc:
+        entries = register_entries(world_path(Path(root)))
+    except ValueError as exc:
         return [f"the world's operations register cannot be read ({exc}): its writes were not checked against the approvals"]
     if not entries:
         return []
-    all_rows = auditchain.rows(conn)
+    all_rows = audit.audit_rows()
     by_run: dict[str, list[dict[str, Any]]] = {}
     for row in all_rows:
         by_run.setdefault(str(row["run_uid"] or row["run_id"]), []).append(row)
@@ -472,8 +465,7 @@ def writes_without_approvals(root: Path, conn: sqlite3.Connection) -> list[str]:
             (
                 later
                 for later in by_run.get(str(row["run_uid"] or row["run_id"]), [])
-                if later["id"] > row["id"]
-                and (later["decision"] in auditchain.ENDS_APPROVAL or str(later["decision"]).startswith("refused"))
+                if later["id"] > row["id"] and auditchain.ends_approval(later["decision"])
             ),
             None,
         )
@@ -507,7 +499,7 @@ def writes_without_approvals(root: Path, conn: sqlite3.Connection) -> list[str]:
     ]
 
 
-def signed_rows_beyond_head(root: Path, conn: sqlite3.Connection) -> list[str]:
+def signed_rows_beyond_head(root: Path, audit: AuditReader) -> list[str]:
     """Issue 28: ``audit.head`` is signed after every signed row (a decision, a registry change),
     so a head shorter than the newest signed row was put back from an older copy (with the newest
     rows edited or deleted). One sentence, or none."""
@@ -517,7 +509,7 @@ def signed_rows_beyond_head(root: Path, conn: sqlite3.Connection) -> list[str]:
         return []  # said by verify_audit
     if head is None:
         return []
-    all_rows = auditchain.rows(conn)
+    all_rows = audit.audit_rows()
     last_signed = max((i + 1 for i, row in enumerate(all_rows) if row["sig"]), default=0)
     if head["length"] < last_signed:
         return [

@@ -118,3 +118,37 @@ def shop_cli(root: Path, capsys, monkeypatch):
 
     run.root = root  # type: ignore[attr-defined]
     return run
+
+
+def store_at(path: Path, clock: Any = None) -> Any:
+    """The checkpoint store at ``path`` through the back-end every home uses
+    (:func:`core.stores.open_store`), saving the queue's columns (:func:`core.queue.queue_columns`)
+    as the home's store does."""
+    from core.queue import queue_columns
+    from core.stores import open_store
+
+    return open_store(path, clock, summarize=queue_columns)
+
+
+def busy_home_at(root: Path) -> Any:
+    """A home at ``root`` of 40 runs of 4 tickets, some at the same second, 6 rejected: the
+    queue's tests read it (build it once per module and never write it)."""
+    from datetime import timedelta
+
+    from core.clock import FixedClock
+    from core.home import Home
+
+    clock = FixedClock(FRIDAY)
+    home = Home(root, clock=clock)
+    for i in range(10):
+        for task, variant, model in (
+            ("T-65273", "agent", "chat-small"),
+            ("T-90103", "agent", "chat-small"),
+            ("T-90104", "agent_structured", "chat-strong"),
+            ("T-41629", "agent", "chat-small"),
+        ):
+            home.run(task, variant, model, repeat=1 if task != "T-65273" else None)
+            clock.advance(timedelta(seconds=30 * (i % 3)))  # ties on purpose
+    for r in home.store.page("waiting_approval", limit=6):
+        home.reject(r.run_id, "grace", "not now", "Grace")
+    return home

@@ -8,8 +8,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from core.checkpoint import CheckpointStore
 from core.errors import CorruptCheckpoint
+
+from helpers import store_at
 
 FIXTURE = Path(__file__).parent / "fixtures" / "home_0_1_0"
 T65273 = "T-65273-agent-chat-small-1"
@@ -24,7 +25,7 @@ def test_a_corrupt_run_counts_as_corrupt_not_waiting(demo_home):
     before = demo_home.store.counts()
     assert "corrupt" not in before
     _corrupt(demo_home.store.path, T65273)
-    after = CheckpointStore(demo_home.store.path).counts()
+    after = store_at(demo_home.store.path).counts()
     assert after["waiting_approval"] == before["waiting_approval"] - 1
     assert after["corrupt"] == 1
     assert sum(after.values()) == sum(before.values())
@@ -47,7 +48,7 @@ def test_a_failed_load_flags_it_and_a_good_save_counts_it_again(demo_home):
 
 def test_deleting_a_corrupt_run_forgets_it(demo_home):
     _corrupt(demo_home.store.path, T65273)
-    store = CheckpointStore(demo_home.store.path)
+    store = store_at(demo_home.store.path)
     total = sum(store.counts().values())
     store.delete(T65273)
     counts = store.counts()
@@ -60,7 +61,7 @@ def test_a_store_made_before_the_corrupt_counts_gets_them_without_a_repair_note(
         for name in ("runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update"):
             conn.execute(f"DROP TRIGGER {name}")
         conn.execute("DELETE FROM run_counts WHERE status LIKE 'corrupt:%'")
-    store = CheckpointStore(demo_home.store.path)
+    store = store_at(demo_home.store.path)
     assert store.repairs == []
     assert store.counts()["corrupt"] == 1
 
@@ -68,7 +69,7 @@ def test_a_store_made_before_the_corrupt_counts_gets_them_without_a_repair_note(
 def test_the_0_1_0_home_migrates_with_its_corrupt_rows_apart(tmp_path):
     home = tmp_path / "home"
     shutil.copytree(FIXTURE, home)
-    store = CheckpointStore(home / "runs.sqlite")
+    store = store_at(home / "runs.sqlite")
     with sqlite3.connect(home / "runs.sqlite") as conn:
         by_status = dict(conn.execute("SELECT status, COUNT(*) FROM runs WHERE state_ok = 1 GROUP BY status"))
         corrupt = conn.execute("SELECT COUNT(*) FROM runs WHERE state_ok = 0").fetchone()[0]

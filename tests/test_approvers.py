@@ -15,11 +15,11 @@ from core import signing
 from core.approval import plan_operations, sign
 from core.approvers import Registry
 from core.auditchain import GENESIS, row_hash
-from core.checkpoint import _HEADER_EXCLUDE
 from core.cli import main
 from core.executor import REDECIDE
 from core.home import Home
 from core.state import Approval
+from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE
 
 from helpers import T65273_RUN, copy_frozen_home, shop_cli
 

@@ -13,9 +13,9 @@ from helpers import T65273_RUN, T90104_RUN
 
 
 def _usage(home_dir, run_id):
-    from core.checkpoint import CheckpointStore
+    from helpers import store_at
 
-    return CheckpointStore(home_dir / "runs.sqlite").load(run_id).usage
+    return store_at(home_dir / "runs.sqlite").load(run_id).usage
 
 
 @pytest.mark.slow
@@ -151,7 +151,7 @@ def test_reset_all_rebuilds_the_world(cli):
 
 
 def test_a_locked_database_gives_a_clear_sentence_and_loses_nothing(cli, monkeypatch):
-    from core import checkpoint
+    from core.stores.sqlite import checkpoint
 
     cli("run", "T-65273")
     monkeypatch.setattr(checkpoint, "BUSY_TIMEOUT_S", 0.2)
@@ -335,8 +335,8 @@ def test_runs_sort_and_mine_as_the_app_does(cli):
     with pytest.raises(SystemExit) as bad:  # argparse's own refusal of a choice
         cli("runs", "--sort", "price")
     assert bad.value.code == 2
-    from core.checkpoint import SORTS
     from core.cli import SORTS as CLI_SORTS
+    from core.store import SORTS
 
     assert set(CLI_SORTS) == set(SORTS)
 

@@ -30,9 +30,9 @@ def _no_control(text: str) -> None:
 
 
 def _state(home, run_id=T65273_RUN):
-    from core.checkpoint import CheckpointStore
+    from helpers import store_at
 
-    return CheckpointStore(home / "runs.sqlite").load(run_id)
+    return store_at(home / "runs.sqlite").load(run_id)
 
 
 @pytest.fixture
@@ -102,7 +102,7 @@ def test_amounts_are_taken_as_typed_or_refused(waiting, amount):
 
 
 def test_the_lessons_float_amount_through_the_python_api_still_works(tmp_path):
-    from core.world import World
+    from core.stores.sqlite.world import SqliteWorld as World
 
     result = World(tmp_path / "w.sqlite").request_refund("manual-1", "LK-507862", 119.00, "RFD-DOUBLE", "PAY-507862-2")  # type: ignore[arg-type]
     assert result["refund_id"] == "RF-4CFEAE8E"
@@ -224,9 +224,9 @@ NASTY = "\x1b]52;c;cm0gLXJmIH4=\x07\x1b[2J\x1b[31m\x9b1m\r\x08\x00"
 
 
 def test_the_clis_output_for_a_ticket_full_of_escapes_has_no_control_byte(waiting):
-    from core.checkpoint import CheckpointStore
+    from helpers import store_at
 
-    store = CheckpointStore(waiting.home / "runs.sqlite")
+    store = store_at(waiting.home / "runs.sqlite")
     state = store.load(T65273_RUN)
     p = state.proposal
     assert p is not None

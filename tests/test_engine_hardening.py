@@ -17,12 +17,13 @@ from pathlib import Path
 
 import pytest
 from core.approval import load_key
-from core.checkpoint import CheckpointStore, UnsupportedStoreFormat, lease_owner_name
 from core.errors import ApprovalKeyError, ApprovalRefused, CorruptCheckpoint, LeaseHeld, ResolverError
 from core.home import Home
-from core.world import World, WorldMissing
+from core.store import UnsupportedStoreFormat, lease_owner_name
+from core.stores.sqlite.world import SqliteWorld as World
+from core.world import WorldMissing
 
-from helpers import T65273_RUN, run_process
+from helpers import T65273_RUN, run_process, store_at
 
 SERVICE_TABLES = ("refunds", "reshipments", "return_labels", "replies")
 
@@ -289,7 +290,7 @@ def test_a_foreign_sqlite_file_is_not_adopted_as_the_checkpoint_store(tmp_path):
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE photos (id INTEGER PRIMARY KEY, jpeg BLOB)")
     with pytest.raises(UnsupportedStoreFormat, match="not a resolver checkpoint store"):
-        CheckpointStore(path)
+        store_at(path)
     with sqlite3.connect(path) as conn:
         assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} == {"photos"}
 
@@ -299,7 +300,7 @@ def test_a_file_marked_by_another_application_is_refused(tmp_path):
     with sqlite3.connect(path) as conn:
         conn.execute("PRAGMA application_id = 1234")
     with pytest.raises(UnsupportedStoreFormat, match="another application's database"):
-        CheckpointStore(path)
+        store_at(path)
 
 
 def test_a_zero_length_store_in_a_used_home_is_refused_and_in_a_new_home_is_fine(home, tmp_path):
@@ -311,16 +312,16 @@ def test_a_zero_length_store_in_a_used_home_is_refused_and_in_a_new_home_is_fine
     for _ in range(2):  # refused every time: the refusal writes nothing (it used to write SQLite's header,
         # and the second open then took the lost store for a new one; a new user paid a second refund)
         with pytest.raises(UnsupportedStoreFormat, match="is empty, but this home has been used"):
-            CheckpointStore(home.store.path)
+            store_at(home.store.path)
         assert home.store.path.stat().st_size == 0
     fresh = tmp_path / "new" / "runs.sqlite"
     fresh.parent.mkdir()
     fresh.touch()
-    assert CheckpointStore(fresh).counts() == {}
+    assert store_at(fresh).counts() == {}
 
 
 def test_a_new_store_is_marked_as_resolver_s(tmp_path):
-    CheckpointStore(tmp_path / "runs.sqlite")
+    store_at(tmp_path / "runs.sqlite")
     with sqlite3.connect(tmp_path / "runs.sqlite") as conn:
         assert conn.execute("PRAGMA application_id").fetchone()[0] == 0x52534C56
 
@@ -334,11 +335,11 @@ def test_missing_audit_triggers_are_created_again_at_open_and_reported(home):
     with sqlite3.connect(home.store.path) as conn:
         conn.execute("DROP TRIGGER audit_no_update")
         conn.execute("DROP TRIGGER audit_no_delete")
-    store = CheckpointStore(home.store.path)
+    store = store_at(home.store.path)
     assert any("audit_no_delete, audit_no_update" in r for r in store.repairs)
     with sqlite3.connect(home.store.path) as conn, pytest.raises(sqlite3.IntegrityError, match="append-only"):
         conn.execute("DELETE FROM audit")
-    assert CheckpointStore(home.store.path).repairs == []
+    assert store_at(home.store.path).repairs == []
 
 
 # -- one broken trace row ---------------------------------------------------------------------------
@@ -529,5 +530,5 @@ def test_an_old_0644_database_keeps_the_mode_its_owner_set(home):
     readable by others, with the chmod to run."""
     home.store.db.close()
     home.store.path.chmod(0o644)
-    CheckpointStore(home.store.path)
+    store_at(home.store.path)
     assert stat.S_IMODE(home.store.path.stat().st_mode) == 0o644

@@ -19,16 +19,17 @@ from pathlib import Path
 
 import pytest
 from core import approval as approval_module
-from core import auditchain, signing
+from core import signing
 from core.approval import load_key, plan_operations, sign
 from core.approvers import entry_message
-from core.checkpoint import _HEADER_EXCLUDE
 from core.clock import FixedClock, iso, parse_time
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalRefused, LeaseHeld
 from core.executor import SimulatedCrash
 from core.home import Home
 from core.state import Approval, TaskState, cad
+from core.stores.sqlite import audit as sqlite_audit
+from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE
 
 from helpers import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, shop_cli
 
@@ -302,7 +303,7 @@ def _forge_signed(root: Path, name: str, role: str, signer_hex: str | None) -> i
     at = home.clock.now()
     digest = state.proposal.digest
     with sqlite3.connect(root / "runs.sqlite") as conn:
-        prev, _ = auditchain.last_hash(conn)
+        prev, _ = sqlite_audit.last_hash(conn)
         message = signing.decision_message("approve", state.run_uid, digest, role, name, iso(at), "", prev)
         sig = Ed25519PrivateKey.from_private_bytes(bytes.fromhex(signer_hex)).sign(message).hex() if signer_hex else "00" * 64
         cur = conn.execute(

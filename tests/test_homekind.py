@@ -103,7 +103,7 @@ def test_the_demo_queue_is_refused_in_a_shop_home(shop):
 def test_the_lessons_python_api_is_refused_in_a_shop_home(shop, monkeypatch):
     from core.data import load_task
     from core.lesson_api import CheckpointStore, MockProvider, World, run_task
-    from core.world import World as CoreWorld
+    from core.stores.sqlite.world import SqliteWorld as CoreWorld
 
     monkeypatch.setenv("RESOLVER_HOME", str(shop.root))
     with pytest.raises(ShopRefused, match="the lesson's Python API"):

@@ -12,7 +12,7 @@ from pathlib import Path
 import core
 import pytest
 
-CORE_MODULES = sorted(f"core.{m.name}" for m in pkgutil.iter_modules(core.__path__) if m.name != "__main__")
+CORE_MODULES = sorted(m.name for m in pkgutil.walk_packages(core.__path__, "core.") if m.name != "core.__main__")
 
 
 @pytest.mark.parametrize("module", CORE_MODULES)
@@ -32,6 +32,16 @@ def test_import_linter_contract_holds():
         pytest.skip("import-linter is not installed (pip install -e '.[test]')")
     result = subprocess.run([lint], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_only_the_store_back_ends_name_sqlite3():
+    """Issue 22: ``grep -rln sqlite3 core --include=*.py`` lists only files under core/stores/
+    (the import-linter contract forbids the import itself)."""
+    root = Path(core.__file__).parent
+    found = sorted(
+        p.relative_to(root.parent).as_posix() for p in root.rglob("*.py") if "sqlite3" in p.read_text(encoding="utf-8")
+    )
+    assert found and all(f.startswith("core/stores/") for f in found), found
 
 
 APP_MODULES = sorted((Path(__file__).parent.parent / "resolver_tui").rglob("*.py"))

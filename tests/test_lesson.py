@@ -156,6 +156,41 @@ def test_the_crash_block_of_the_lesson_as_a_program(lesson_home):
     assert store.latest("T-65273").run_id == "T-65273-crash-1"
 
 
+def test_a_run_saved_through_the_lesson_api_shows_its_total_role_and_actions_in_the_queue_and_in_mine(lesson_home, capsys):
+    """Issue 22: the queue's columns are part of every save. A run the lesson's Python API saves
+    with ``store.save(state)`` (one argument) once showed a blank total, role and actions, and
+    no approver's "mine" listed it."""
+    from resolver.checkpoint import CheckpointStore
+    from resolver.data import load_task
+    from resolver.providers import MockProvider
+    from resolver.runner import new_state, run_task
+    from resolver.systems import World
+
+    store = CheckpointStore()
+    task = load_task("T-65273")
+    state = new_state(task, "agent", "chat-small", "T-65273-lesson-1")
+    run_task(task, "agent", "chat-small", MockProvider().complete, World(), state=state, on_step=store.save)
+    assert store.load("T-65273-lesson-1").status == "waiting_approval"
+    row = lesson_home.queue.page("waiting_approval").rows[0]
+    assert (row.run_id, row.total_amount, row.required_role, row.actions) == (
+        "T-65273-lesson-1",
+        "119.00",
+        "team_lead",
+        "request_refund LK-507862 119.00 CAD RFD-DOUBLE payment PAY-507862-2",
+    )
+    assert row.customer != state.customer_id  # the customer's name, not the bare ID
+    mine = {r.run_id for r in lesson_home.queue.page("waiting_approval", max_role="team_lead").rows}
+    assert mine == {"T-65273-lesson-1"}
+    assert lesson_home.queue.page("waiting_approval", max_role="agent").rows == []  # it needs a team lead
+    from core.cli import main
+
+    capsys.readouterr()
+    assert main(["runs", "--mine", "--as", "team_lead", "--home", str(lesson_home.root)]) == 0
+    assert "T-65273-lesson-1" in capsys.readouterr().out
+    assert main(["runs", "--mine", "--as", "agent", "--home", str(lesson_home.root)]) == 0
+    assert "T-65273-lesson-1" not in capsys.readouterr().out
+
+
 def test_run_task_without_a_state_makes_one_and_refuses_a_state_of_another_ticket(lesson_home):
     from resolver.data import load_task
     from resolver.providers import MockProvider
@@ -182,17 +217,17 @@ def test_the_mock_provider_is_the_recorded_model(lesson_home):
 
 
 def test_the_lesson_api_names_are_the_cores():
-    import core.checkpoint
     import core.data
     import core.runner
     import core.state
+    import core.stores.sqlite.checkpoint
     import resolver.checkpoint
     import resolver.data
     import resolver.runner
     import resolver.systems
     from core import lesson_api
 
-    assert issubclass(resolver.checkpoint.CheckpointStore, core.checkpoint.CheckpointStore)
+    assert issubclass(resolver.checkpoint.CheckpointStore, core.stores.sqlite.checkpoint.CheckpointStore)
     assert resolver.checkpoint.TaskState is core.state.TaskState
     assert resolver.data.load_task is core.data.load_task
     assert resolver.runner.outcome_line is core.runner.outcome_line

@@ -7,7 +7,7 @@ from core.data import load_task
 from core.identity import SeededRunUids, using
 from core.recorded_model import RecordedModel
 from core.runner import LoopCrash, crash_after_step, new_state, outcome_line, run_task
-from core.world import World
+from core.stores.sqlite.world import SqliteWorld as World
 
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 

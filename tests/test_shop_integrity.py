@@ -255,7 +255,7 @@ def test_another_users_home_cannot_be_read_is_one_sentence(shop, argv):
 
 def _write_header(root: Path, state) -> None:
     """Write ``state`` over its run's checkpoint with SQL, as someone editing runs.sqlite would."""
-    from core.checkpoint import _HEADER_EXCLUDE
+    from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE
 
     with sqlite3.connect(root / "runs.sqlite") as conn:
         conn.execute(
@@ -508,8 +508,7 @@ def test_a_signed_decision_binds_the_chain_before_it_its_world_and_its_operation
 
     assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     home = Home(shop.root)
-    with home.store.db.read() as conn:
-        all_rows = auditchain.rows(conn)
+    all_rows = home.store.audit_rows()
     approve = next(r for r in all_rows if r["decision"] == "approve")
     position = all_rows.index(approve)
     binds = auditchain.read_binds(approve)
@@ -586,8 +585,9 @@ def test_an_approval_whose_state_was_rewritten_after_signing_never_executes(shop
 def test_a_row_signed_at_another_place_in_the_chain_is_reported():
     """A signed row whose ``binds`` records a chain length other than the rows before it: found
     by ``verify_audit`` whatever its signature (the signature itself is checked by the shop's
-    row check)."""
+    row check). SQLite-only: it builds an audit table by hand."""
     from core import auditchain
+    from core.stores.sqlite import audit as sqlite_audit
 
     conn = sqlite3.connect(":memory:")
     conn.execute(
@@ -597,12 +597,12 @@ def test_a_row_signed_at_another_place_in_the_chain_is_reported():
     for name, event in (("audit_no_update", "UPDATE"), ("audit_no_delete", "DELETE")):
         conn.execute(f"CREATE TRIGGER {name} BEFORE {event} ON audit BEGIN SELECT RAISE(ABORT, 'append-only'); END")
     base = {"decision": "refused:expired", "role": "agent", "name": "Bot", "digest": "d", "at": "2026-12-01T09:00:00-05:00"}
-    first = auditchain.append(conn, "r1", base)
-    auditchain.append(conn, "r2", {**base, "decision": "approve", "binds": auditchain.make_binds(1, first["hash"])})
-    assert auditchain.verify_audit(conn).ok
-    second = auditchain.last_hash(conn)[0]
-    auditchain.append(conn, "r3", {**base, "decision": "approve", "binds": auditchain.make_binds(7, second)})
-    report = auditchain.verify_audit(conn)
+    first = sqlite_audit.append(conn, "r1", base)
+    sqlite_audit.append(conn, "r2", {**base, "decision": "approve", "binds": auditchain.make_binds(1, first["hash"])})
+    assert auditchain.verify_audit(sqlite_audit.SqliteAudit(conn)).ok
+    second = sqlite_audit.last_hash(conn)[0]
+    sqlite_audit.append(conn, "r3", {**base, "decision": "approve", "binds": auditchain.make_binds(7, second)})
+    report = auditchain.verify_audit(sqlite_audit.SqliteAudit(conn))
     assert report.problems == [
         "row 3 (r3, approve): it was signed when the chain had 7 row(s) ending as its prev says, but 2 row(s) stand "
         "before it: rows before it were deleted, inserted or rewritten"
@@ -615,7 +615,6 @@ FROZEN_SIGNED_HEAD = Path(__file__).parent / "fixtures" / "shop_before_signed_he
 
 
 def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_path, capsys, monkeypatch):
-    from core import auditchain
     from core.home import Home
 
     root = tmp_path / "shop"
@@ -631,8 +630,7 @@ def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_
     code, out, err = run("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
     assert code == 0, err
     assert refunds(root) == 2
-    with Home(root).store.db.read() as conn:
-        rows = auditchain.rows(conn)
+    rows = Home(root).store.audit_rows()
     assert [r["binds"] is not None for r in rows] == [False, False, False, False, True, True]  # refresh, approve
     code, out, err = run("audit", "verify")
     assert code == 0 and "chain whole" in out, (out, err)

@@ -188,9 +188,9 @@ def test_supported_names_the_range_and_returns_the_time_itself():
 def test_a_lease_time_out_of_range_in_the_store_never_hands_a_live_lease_over(tmp_path, expires):
     """A lease whose expiry cannot be read or is out of range counts as unexpired: held while its
     holder lives (a sentence, nothing written), taken over once the holder is gone."""
-    from core.checkpoint import lease_owner_name
     from core.errors import LeaseHeld
     from core.executor import SimulatedCrash
+    from core.store import lease_owner_name
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     home.run("T-65273")

@@ -99,7 +99,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "preconditions",
         "the expected state, checked by the service at the write",
-        "core/world.py",
+        "core/stores/sqlite/world.py",
         (
             (
                 "            problem = self._problem(conn, pre, own)\n            if problem:",
@@ -114,7 +114,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "since-by-time",
         'row 2: "since" by the register\'s number (back to whole seconds, strictly after)',
-        "core/world.py",
+        "core/stores/sqlite/world.py",
         (
             ('    if since_seq is not None:\n        return row["seq"]', '    if False:\n        return row["seq"]'),
             ('return datetime.fromisoformat(row["at"]) >= since', 'return datetime.fromisoformat(row["at"]) > since'),
@@ -127,7 +127,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "since-old-evidence",
         "row 2: for evidence saved before, the same second counts as since",
-        "core/world.py",
+        "core/stores/sqlite/world.py",
         (('return datetime.fromisoformat(row["at"]) >= since', 'return datetime.fromisoformat(row["at"]) > since'),),
         (B + "test_evidence_saved_before_the_change_counts_the_same_second_as_since",),
     ),
@@ -214,8 +214,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "lease",
         "the run's lease keeps a second executor out",
-        "core/checkpoint.py",
-        (("        held = _lease_held_by_other(run_id, row[0], row[1], owner, now)\n", "        held = None\n"),),
+        "core/stores/sqlite/checkpoint.py",
+        (("        held = lease_held_by_other(run_id, row[0], row[1], owner, now)\n", "        held = None\n"),),
         (G + "test_guard_lease_a_second_executor_writes_nothing_while_the_first_holds_the_run",),
     ),
     Mutant(
@@ -233,7 +233,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "idempotency",
         "the register returns the first result of an operation ID",
-        "core/world.py",
+        "core/stores/sqlite/world.py",
         (
             (
                 "            if row is not None:\n                if not same_call(",
@@ -311,7 +311,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "audit-verify-approval-row",
         "audit verify: every approver-signed approval a run holds has its audit row (issue 28)",
         "core/signing.py",
-        (("    report.problems += approvals_without_rows(conn)", "    pass"),),
+        (("    report.problems += approvals_without_rows(audit)", "    pass"),),
         (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
     ),
     Mutant(
@@ -332,7 +332,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "audit-verify-register",
         "audit verify: every write a run made is bound by a signed approval (issue 28)",
         "core/signing.py",
-        (("    report.problems += writes_without_approvals(root, conn)", "    pass"),),
+        (("    report.problems += writes_without_approvals(root, audit)", "    pass"),),
         (S + "test_history_run_and_head_rolled_back_together_are_found_by_the_register",),
     ),
     Mutant(
@@ -357,7 +357,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "read-only-database",
         "a database its owner made read-only refuses every write (issue 28)",
-        "core/database.py",
+        "core/stores/sqlite/database.py",
         (("        self.refuse_read_only()\n", "\n"),),
         (S + "test_databases_the_owner_made_read_only_stay_so_and_pay_nothing",),
     ),

@@ -15,7 +15,7 @@ def _told(app) -> str:
 
 
 async def test_a_locked_database_is_a_message_and_nothing_is_lost(demo_home, monkeypatch):
-    from core import checkpoint
+    from core.stores.sqlite import checkpoint
 
     monkeypatch.setattr(checkpoint, "BUSY_TIMEOUT_S", 0.2)
     app = make_app(demo_home, role="grace", name="Grace")

@@ -2,7 +2,7 @@
 
 SQLite opens a file this process may not write **read-only, without a word**, and that
 connection refuses every write for as long as it lives, even once the file is writable again.
-Each :class:`core.database.Database` keeps one connection per thread, and the app's workers run
+Each :class:`core.stores.sqlite.database.Database` keeps one connection per thread, and the app's workers run
 on reused pool threads: after the world was unwritable during an approval and writable again,
 pressing ``u`` failed with "attempt to write a readonly database" on whichever thread had opened
 the world meanwhile (4 times in 5), while a new process finished the run.
@@ -27,9 +27,9 @@ from typing import Any
 
 import pytest
 from core.clock import FixedClock
-from core.database import Database
 from core.errors import ResolverError
 from core.home import Home
+from core.stores.sqlite.database import Database
 
 from helpers import FRIDAY, T65273_RUN, unwritable
 

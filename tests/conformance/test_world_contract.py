@@ -1,14 +1,14 @@
-"""The practice world: idempotent write services that check their own invariants."""
+"""The practice world's contract (core/world.py), run against every back-end
+(tests/conformance/conftest.py): idempotent write services that check their own invariants, the
+operations register, the read-only tools, and the write services' table."""
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import pytest
-from core.world import ServiceRefused, UnknownTool, World, derived_id
-
-
-@pytest.fixture
-def world(home) -> World:
-    return home.world("test")
+from core.state import RefundAction, ReplyAction, ReshipAction, ReturnLabelAction
+from core.world import WRITE_SERVICES, ServiceRefused, UnknownTool, derived_id
 
 
 def test_the_weekend_refund_has_the_seed_id_and_a_second_call_changes_nothing(world):
@@ -61,3 +61,17 @@ def test_tools_return_json_evidence_and_refuse_unknown_tools(world):
         world.call_tool("delete_everything", {})
     with pytest.raises(UnknownTool):
         world.call_tool("get_order", {"id": "x"})
+
+
+def test_every_action_type_has_its_write_service():
+    assert set(WRITE_SERVICES) == {
+        t.model_fields["type"].default for t in (RefundAction, ReshipAction, ReturnLabelAction, ReplyAction)
+    }
+
+
+def test_call_service_dispatches_through_the_table(home):
+    world = home.world("test")
+    result = world.call_service(
+        "op-1", RefundAction(order_id="LK-793996", amount=Decimal("9.95"), reason_code="RFD-LATE", payment_id="PAY-793996-1")
+    )
+    assert result["amount"] == "9.95" and world.lookup_operation("op-1")["service"] == "request_refund"

@@ -22,7 +22,7 @@
   the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
   the runs flagged corrupt apart (:meth:`CheckpointStore.counts`: a corrupt run is not waiting).
 
-A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.database`) with a
+A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.stores.sqlite.database`) with a
 compare-and-set on ``version``: a writer holding a stale copy gets
 :class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
 two row writes of a save leaves the previous whole checkpoint (the transaction never commits).
@@ -32,18 +32,19 @@ corrupt row, a header in release 0.1.0's whole-state form) takes the careful pat
 clear error.
 
 The store knows no policy: the queue's columns come from the ``summarize`` function it is
-handed (:func:`core.queue.queue_columns`, handed over by :class:`~core.home.Home`).
+handed when it is made (:func:`core.queue.queue_columns`), called inside every save (issue 22:
+never optional, so a run saved through the lesson's Python API shows in the queue like any).
+
+This is the SQLite implementation of :class:`core.store.Store` (issue 22); the contract's value
+types, sorts and lease rules are in :mod:`core.store`.
 """
 
 from __future__ import annotations
 
 import json
 import operator
-import os
-import socket
 import sqlite3
 import threading
-import uuid
 import weakref
 from collections.abc import Callable, Sequence
 from contextlib import suppress
@@ -51,11 +52,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TypedDict
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from core import auditchain
-from core.clock import Clock, SystemClock, iso, parse_time, supported
-from core.database import BUSY_TIMEOUT_S, Counters, Database
+from core.clock import Clock, SystemClock, iso, parse_time
 from core.errors import (
     CorruptCheckpoint,
     LeaseHeld,
@@ -63,6 +62,20 @@ from core.errors import (
     RunNotFound,
     StaleCheckpoint,
 )
+from core.store import (
+    PAGE_SIZE,
+    SORTS,
+    Lease,
+    RunExists,
+    RunSummary,
+    Summarize,
+    UnsupportedStoreFormat,
+    blank_columns,
+    crash_point,
+    lease_held_by_other,
+)
+from core.stores.sqlite import audit as auditchain
+from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
@@ -73,23 +86,10 @@ if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where the
 
 __all__ = [
     "BUSY_TIMEOUT_S",
-    "PAGE_SIZE",
-    "SORTS",
     "STORE_FORMAT",
     "CheckpointStore",
     "Counters",
-    "CrashHook",
-    "Lease",
-    "RunExists",
-    "RunSummary",
-    "UnsupportedStoreFormat",
-    "crash_point",
-    "lease_owner_name",
-    "set_crash_hook",
 ]
-
-PAGE_SIZE = 200
-"""Rows per page for :meth:`CheckpointStore.page`."""
 
 STORE_FORMAT = 2
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
@@ -99,168 +99,6 @@ LISTS = ("messages", "evidence", "events")
 """TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
 
 _HEADER_EXCLUDE: set[str] = set(LISTS)
-
-SORTS: dict[str, tuple[str, bool]] = {
-    "age": ("updated_ts", True),
-    "updated": ("updated_ts", False),
-    "created": ("created_ts", False),
-    "amount": ("amount_cents", False),
-    "role": ("role_rank", False),
-}
-"""Queue sorts: name -> (column, ascending). ``age`` is oldest change first (the waiting queue's
-default), ``updated`` newest first (every other status), ``created`` newest run first,
-``amount`` largest total CAD first, ``role`` highest role needed first. Ties go by run ID in the
-same direction, so a cursor ``(key, run_id)`` names one place in the order."""
-
-CrashHook = Callable[[str], None]
-"""A crash test's hook: called with the point's kind (``save``, ``row``, ``call``, ``write`` or
-``step``) at each crash point; it may end the process there."""
-
-_crash_hook: CrashHook | None = None
-
-
-def set_crash_hook(hook: CrashHook | None) -> None:
-    """Install ``hook`` as this process's crash hook (None removes it).
-
-    Only the test suite calls this (issue 28: no test hook in the product): its entry point
-    ``tests/crash_entry.py``, which the package does not install, arms a kill at the point named
-    by ``RESOLVER_KILL_AT`` (``save:N``, ``row:N``, ``call:N``, ``write:N`` or ``step:N``: right
-    after the N-th checkpoint save, row write inside a save (before its commit), executor attempt
-    (counted and saved, the service not yet called), executor write or loop step). The product
-    reads no environment variable for it; ``--interrupt`` is the lesson's documented crash."""
-    global _crash_hook
-    _crash_hook = hook
-
-
-def crash_point(kind: str) -> None:
-    """A point where a crash test may end this process (see :func:`set_crash_hook`); nothing
-    happens unless the test suite installed a hook."""
-    hook = _crash_hook
-    if hook is not None:
-        hook(kind)
-
-
-class RunExists(StaleCheckpoint):
-    """A new run's ID was saved by another process first (two ``run``s of one ticket at once)."""
-
-
-class UnsupportedStoreFormat(ResolverError):
-    """``runs.sqlite`` has a layout this resolver cannot read or migrate."""
-
-
-class QueueColumns(TypedDict):
-    """The columns of one run in the queue.
-
-    ``customer``: the customer's name (the ID when unknown); ``total_amount``: CAD as a decimal
-    string (``"119.00"``, ``""`` without actions); ``amount_cents``: the same total in cents (0
-    without actions), for sorting; ``required_role``: the role the proposal needs under the
-    current policy (``""`` without actions); ``role_rank``: 0 agent, 1 team lead, 2 grace (-1
-    without actions), for sorting; ``actions``: the actions, short (``request_refund LK-507862``).
-    """
-
-    customer: str
-    total_amount: str
-    amount_cents: int
-    required_role: str
-    role_rank: int
-    actions: str
-
-
-def blank_columns(state: TaskState) -> QueueColumns:
-    """Columns without policy or customer data (a store that was handed no ``summarize``)."""
-    return QueueColumns(customer=state.customer_id, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
-
-
-Summarize = Callable[["TaskState"], QueueColumns]
-"""The hook that gives the queue's columns of a state (:func:`core.queue.queue_columns`)."""
-
-
-@dataclass(frozen=True)
-class RunSummary:
-    """One row of the queue, read from indexed columns only (no state is parsed).
-
-    ``total_amount`` is CAD as a decimal string; ``updated_at`` ISO 8601 with offset;
-    ``state_ok`` is False once the row is known to be corrupt (its header is not JSON, or a load
-    failed). ``updated_ts`` / ``created_ts`` (seconds since the epoch), ``amount_cents`` and
-    ``role_rank`` are the sort keys (see :data:`SORTS` and :meth:`cursor`).
-    """
-
-    run_id: str
-    task_id: str
-    variant: str
-    model: str
-    status: str
-    created_at: str
-    updated_at: str
-    version: int
-    customer: str
-    order_id: str
-    total_amount: str
-    required_role: str
-    actions: str
-    lease_owner: str | None
-    lease_expires: str | None
-    state_ok: bool = True
-    updated_ts: float = 0.0
-    created_ts: float = 0.0
-    amount_cents: int = 0
-    role_rank: int = -1
-
-    def cursor(self, sort: str) -> tuple[Any, str]:
-        """The keyset cursor after this row for ``sort``: ``(sort key, run_id)``.
-
-        Raises KeyError for a sort not in :data:`SORTS`."""
-        return (getattr(self, SORTS[sort][0]), self.run_id)
-
-
-@dataclass(frozen=True)
-class Lease:
-    """Who holds a run's lease and until when."""
-
-    owner: str
-    expires: datetime
-
-
-def lease_owner_name(label: str = "resolver") -> str:
-    """A lease owner that names the process: ``label@host:pid:token``."""
-    return f"{label}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def _holder_alive(owner: str) -> bool:
-    """False when ``owner`` is a process on this host that no longer exists (a crash)."""
-    try:
-        where = owner.rsplit("@", 1)[1]
-        host, pid, _token = where.split(":")
-    except (IndexError, ValueError):
-        return True
-    if host != socket.gethostname():
-        return True
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, ValueError):
-        return True
-    return True
-
-
-def _lease_unexpired(until: str, now: datetime) -> bool:
-    """Whether the lease time ``until`` (ISO 8601, from the runs table) is after ``now``. A time
-    that cannot be read or is outside the supported range (issue 20) counts as unexpired: the
-    lease is then held for as long as its holder lives, never taken from a live executor."""
-    try:
-        return supported(parse_time(until)) > now
-    except ValueError:
-        return True
-
-
-def _lease_held_by_other(run_id: str, holder: str | None, until: str | None, owner: str, now: datetime) -> LeaseHeld | None:
-    if holder and holder != owner and until and _lease_unexpired(until, now) and _holder_alive(holder):
-        return LeaseHeld(
-            f"Run {run_id} is being executed by {holder.split(':')[0]} (lease until {until}); "
-            "wait for it to finish or for the lease to expire."
-        )
-    return None
 
 
 class _Saved:
@@ -385,11 +223,12 @@ class CheckpointStore:
         path: the database file; created with its tables on first use, migrated from release
             0.1.0's format on open.
         clock: stamps ``updated_at`` at every save (default: real time).
-        summarize: gives the queue's columns of a state (default: blank policy columns; the
-            home hands :func:`core.queue.queue_columns`).
+        summarize: gives the queue's columns of a state, called inside every save (the product
+            hands :func:`core.queue.queue_columns`; required, issue 22: a store that wrote blank
+            columns left a run out of the queue's totals and every approver's "mine").
 
     Attributes:
-        counters: transactions and commits of this store (:class:`core.database.Counters`); one
+        counters: transactions and commits of this store (:class:`core.stores.sqlite.database.Counters`); one
             commit is one fsync of the WAL.
 
     Raises:
@@ -397,10 +236,10 @@ class CheckpointStore:
             checkpoint store's.
     """
 
-    def __init__(self, path: Path | str, clock: Clock | None = None, *, summarize: Summarize | None = None) -> None:
+    def __init__(self, path: Path | str, clock: Clock | None = None, *, summarize: Summarize) -> None:
         self.path = Path(path)
         self.clock = clock or SystemClock()
-        self.summarize: Summarize = summarize or blank_columns
+        self.summarize: Summarize = summarize
         self.repairs: list[str] = []
         self.repaired_triggers: list[str] = []
         """The triggers found missing and created again when this store opened (``audit verify``
@@ -426,7 +265,7 @@ class CheckpointStore:
 
     @property
     def counters(self) -> Counters:
-        """Transactions and commits so far (see :class:`core.database.Counters`)."""
+        """Transactions and commits so far (see :class:`core.stores.sqlite.database.Counters`)."""
         return self.db.counters
 
     # -- schema and migration -------------------------------------------------------------------
@@ -676,8 +515,8 @@ class CheckpointStore:
         with suppress(ValueError, TypeError, ResolverError):
             columns["created_ts"] = parse_time(created_at or raw.get("created_at", "")).timestamp()
         try:
-            if self.summarize is blank_columns:  # a bare store keeps the 0.1.0 columns it cannot compute
-                raise ValueError("no summarize hook")
+            if self.summarize is blank_columns:  # a store handed no policy keeps the 0.1.0 columns it cannot compute
+                raise ValueError("no summarize function")
             state = TaskState.model_validate(migrate(dict(raw)))
             cols = self.summarize(state)
             columns |= {
@@ -1198,6 +1037,69 @@ class CheckpointStore:
         keys = ("run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
+    def audit_rows(self) -> list[dict[str, Any]]:
+        """Every audit row, oldest first, with every column of :data:`core.auditchain.COLUMNS`."""
+        with self.db.read() as conn:
+            return auditchain.rows(conn)
+
+    def chain_tip(self) -> tuple[str, int]:
+        """``(hash of the newest audit row, number of rows)``; ``(GENESIS, 0)`` when empty."""
+        with self.db.read() as conn:
+            return auditchain.last_hash(conn)
+
+    def find_audit_row(self, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
+        """The newest audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
+        with self.db.read() as conn:
+            return auditchain.find_row(conn, run_id, decision, sig)
+
+    def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
+        """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
+        recorded there (:func:`core.auditchain.ends_approval`), or None."""
+        with self.db.read() as conn:
+            return auditchain.later_ending(conn, run_uid, after_id)
+
+    def audit_triggers(self) -> set[str]:
+        """The audit's append-only triggers present now."""
+        with self.db.read() as conn:
+            return auditchain.triggers(conn)
+
+    def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
+        """``(run_id, header JSON)`` of each run holding an approval signed with ``prefix``."""
+        with self.db.read() as conn:
+            return auditchain.signed_approvals(conn, prefix)
+
+    # -- housekeeping ---------------------------------------------------------------------------
+
+    def backup(self, target: Path) -> None:
+        """A consistent copy of ``runs.sqlite`` into the new file ``target`` (mode 0600) by
+        SQLite's online backup API, while others write. Raises ResolverError with one sentence."""
+        from core.stores.sqlite.files import online_backup
+
+        online_backup(self.path, target, f"Cannot copy {self.path.name} for the backup: {{exc}}. Nothing was written.")
+        target.chmod(0o600)
+
+    def scrubbed(self, work: Callable[[], object]) -> None:
+        """Run ``work`` (deletes through this store) so that what it deletes is overwritten in the
+        file and gone from the write-ahead log (:func:`core.stores.sqlite.files.scrub`)."""
+        from core.stores.sqlite.files import scrub
+
+        scrub(self.db, lambda _conn: work())
+
+    def end_thread(self) -> None:
+        """Close this thread's connection (a heartbeat thread about to end)."""
+        self.db.close()
+
+    def overwrite_checkpoint(self, run_id: str, change: Callable[[str], str]) -> None:
+        """Replace the stored checkpoint text of ``run_id`` (its header, JSON) by ``change(text)``
+        as a damaged disk or an older release would have left it (the lesson's exercises: a cut
+        JSON, a schema-1 state); the next load reads it as it reads any stored checkpoint.
+        Raises RunNotFound."""
+        with self.db.immediate() as conn:
+            row = conn.execute("SELECT state FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise RunNotFound(run_id)
+            conn.execute("UPDATE runs SET state = ? WHERE run_id = ?", (change(row[0]), run_id))
+
     # -- leases ---------------------------------------------------------------------------------
 
     def acquire_lease(self, run_id: str, owner: str, ttl_s: float = 60.0) -> Lease:
@@ -1235,7 +1137,7 @@ class CheckpointStore:
         row = conn.execute("SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(run_id)
-        held = _lease_held_by_other(run_id, row[0], row[1], owner, now)
+        held = lease_held_by_other(run_id, row[0], row[1], owner, now)
         if held is not None:
             raise held
         conn.execute("UPDATE runs SET lease_owner = ?, lease_expires = ? WHERE run_id = ?", (owner, iso(expires), run_id))
@@ -1261,7 +1163,7 @@ class CheckpointStore:
             row = conn.execute("SELECT lease_owner, lease_expires FROM runs WHERE run_id = ?", (run_id,)).fetchone()
             if row is None or (row[0] is None and row[1] is None):
                 return False
-            if _lease_held_by_other(run_id, row[0], row[1], "", now) is not None:
+            if lease_held_by_other(run_id, row[0], row[1], "", now) is not None:
                 return False
             conn.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE run_id = ?", (run_id,))
             return True

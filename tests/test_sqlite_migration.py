@@ -8,11 +8,11 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from core.checkpoint import STORE_FORMAT, CheckpointStore
 from core.home import Home
 from core.state import migrate
+from core.stores.sqlite.checkpoint import STORE_FORMAT
 
-from helpers import FROZEN_0_1_0, copy_frozen_home, run_process
+from helpers import FROZEN_0_1_0, copy_frozen_home, run_process, store_at
 
 T65273 = "T-65273-agent-chat-small-1"
 T90103 = "T-90103-agent-chat-small-1"
@@ -70,7 +70,7 @@ def test_opening_migrates_every_run_to_header_and_rows_and_keeps_each_state_whol
     ]
     assert all(a["run_uid"] is None for a in home.store.audit())
     assert [r.run_id for r in home.store.page(search="thompson")] == [T65273]  # the search index was built
-    CheckpointStore(old_home / "runs.sqlite")  # a second open finds format 2 and changes nothing
+    store_at(old_home / "runs.sqlite")  # a second open finds format 2 and changes nothing
     assert home.store.load(T65273).version == before[T65273]["version"]
 
 

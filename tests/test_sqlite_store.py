@@ -1,29 +1,30 @@
-"""The checkpoint store at scale: saves proportional to a step, keyset pages, counts, a file
-rebuilt under a long-lived connection, and the step save under SIGKILL."""
+"""The SQLite back-end's own details (issue 22: the contract's tests are in tests/conformance/):
+saves proportional to a step in rows, WAL and one fsync per commit, the queue's indexes and
+trigram search, the counts' triggers, the append-only triggers, a file rebuilt under a
+long-lived connection, formats it refuses, a v1 checkpoint inserted with SQL, and the step save
+under SIGKILL."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from core.checkpoint import STORE_FORMAT, CheckpointStore, RunSummary, UnsupportedStoreFormat
 from core.clock import FixedClock
 from core.data import load_task
-from core.errors import CorruptCheckpoint, LeaseHeld, ResolverError, StaleCheckpoint
+from core.errors import CorruptCheckpoint
 from core.home import Home
-from core.queue import queue_columns
 from core.runner import new_state
-from core.state import Evidence, Message, RefundAction, ReplyAction, ReshipAction, ReturnLabelAction
-from core.world import WRITE_SERVICES
+from core.state import SCHEMA_VERSION, Evidence, Message
+from core.store import UnsupportedStoreFormat
+from core.stores.sqlite.checkpoint import STORE_FORMAT
 
-from helpers import run_process
+from helpers import busy_home_at, run_process, store_at
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def _entries(path: Path, run_id: str) -> list[tuple]:
@@ -61,7 +62,7 @@ def test_a_step_appends_its_rows_and_rewrites_only_the_header(home):
     rows = _entries(home.store.path, state.run_id)
     assert len(rows) == before + 4
     assert rows[:before] == old_rows  # nothing saved before was written again
-    back = CheckpointStore(home.store.path).load(state.run_id)
+    back = store_at(home.store.path).load(state.run_id)
     assert back.model_dump() == state.model_dump()
 
 
@@ -76,7 +77,7 @@ def test_a_tool_output_is_stored_once(home):
     assert (evidence[1], tool_message[1]) == ("evidence", "messages")
     assert tool_message[5] == evidence[0] and "content" not in json.loads(tool_message[3])
     assert sum(len(r[3]) + len(r[4] or "") for r in rows) < 60_000  # one copy of the 50 KB, not two
-    back = CheckpointStore(home.store.path).load(state.run_id)
+    back = store_at(home.store.path).load(state.run_id)
     assert back.messages[-2].content == state.messages[-2].content
     assert back.evidence[-1].result == big
     assert back.model_dump() == state.model_dump()
@@ -86,11 +87,11 @@ def test_a_list_edited_in_place_rewrites_the_runs_rows(home):
     state = home.run("T-65273")
     state.messages = state.messages[:2]  # shortened
     home.store.save(state)
-    assert CheckpointStore(home.store.path).load(state.run_id).messages == state.messages
+    assert store_at(home.store.path).load(state.run_id).messages == state.messages
     state.messages[1] = Message(role="user", content="rewritten")  # an element replaced
     state.events.pop()
     home.store.save(state)
-    back = CheckpointStore(home.store.path).load(state.run_id)
+    back = store_at(home.store.path).load(state.run_id)
     assert back.model_dump() == state.model_dump()
     assert len(_entries(home.store.path, state.run_id)) == len(state.messages) + len(state.evidence) + len(state.events)
 
@@ -104,28 +105,7 @@ def test_rows_left_on_disk_that_this_object_never_saw_are_written_again(home):
         )
     _tool_step(state, {"order_id": "x"})
     home.store.save(state)
-    assert CheckpointStore(home.store.path).load(state.run_id).model_dump() == state.model_dump()
-
-
-def test_a_state_from_another_store_object_saves_whole_and_loses_nothing(home):
-    state = home.run("T-65273")
-    other = CheckpointStore(home.store.path, home.clock, summarize=queue_columns).load(state.run_id)
-    _tool_step(other, {"order_id": "x"})
-    home.store.save(other)  # this store never saw that object: a full rewrite of the rows
-    assert home.store.load(state.run_id).model_dump() == other.model_dump()
-
-
-def test_new_fields_of_the_header_round_trip_without_the_store_knowing_them(home):
-    state = home.run("T-90103", repeat=1)
-    state.plan = ["look up the order", "propose"]
-    state.faults_seen = ["request_refund:timeout:1"]
-    state.meta.model_route = "elsewhere"
-    home.store.save(state)
-    back = CheckpointStore(home.store.path).load(state.run_id)
-    assert back.model_dump() == state.model_dump()
-    with sqlite3.connect(home.store.path) as conn:
-        header = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = ?", (state.run_id,)).fetchone()[0])
-    assert header["plan"] == state.plan and not {"messages", "evidence", "events"} & set(header)
+    assert store_at(home.store.path).load(state.run_id).model_dump() == state.model_dump()
 
 
 def test_a_corrupt_entry_row_gives_the_corrupt_sentence_and_flags_the_row(home):
@@ -144,24 +124,6 @@ def test_a_header_cut_short_is_flagged_corrupt_in_the_listing_without_a_load(hom
     assert home.store.page()[0].state_ok is False
 
 
-def test_the_audit_row_carries_the_run_uid_when_given(home):
-    state = home.run("T-65273")
-    state.status = "handed_to_person"
-    home.store.save(
-        state, audit={"decision": "reject", "role": "grace", "name": "Grace", "digest": "d", "at": FRIDAY, "run_uid": "uid-1"}
-    )
-    assert home.store.audit(state.run_id)[0]["run_uid"] == "uid-1"
-
-
-def test_the_store_without_a_summarize_hook_knows_no_policy(tmp_path):
-    clock = FixedClock(FRIDAY)
-    store = CheckpointStore(tmp_path / "runs.sqlite", clock)
-    state = new_state(load_task("T-65273"), "agent", "chat-small", "r-1", clock)
-    store.save(state)
-    row = store.summary("r-1")
-    assert (row.customer, row.total_amount, row.required_role) == (state.customer_id, "", "")
-
-
 def test_every_connection_keeps_the_wal_and_syncs_it_at_each_commit(home):
     state = home.run("T-65273")
     conn = home.store.db.connection()
@@ -174,31 +136,6 @@ def test_every_connection_keeps_the_wal_and_syncs_it_at_each_commit(home):
 
 
 # -- leases folded into saves -------------------------------------------------------------------
-
-
-def test_a_save_that_names_a_lease_owner_needs_the_lease(home):
-    state = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    home.store.acquire_lease(state.run_id, "window-1@elsewhere:1:abc", 60)
-    with pytest.raises(LeaseHeld, match="taken over by window-1"):
-        home.store.save(state, lease_owner="me@here:1:x", lease_ttl_s=60)
-    home.store.save(state, lease_owner="window-1@elsewhere:1:abc")  # the holder saves and releases
-    assert home.store.summary(state.run_id).lease_owner is None
-    stale = home.store.load(state.run_id)
-    home.store.save(home.store.load(state.run_id))
-    with pytest.raises(StaleCheckpoint):
-        home.store.save(stale)
-
-
-def test_an_executor_that_finds_a_corrupt_checkpoint_gives_its_lease_back(home):
-    from core import approval
-
-    state = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
-    with sqlite3.connect(home.store.path) as conn:
-        conn.execute("UPDATE runs SET state = '{\"broken' WHERE run_id = ?", (state.run_id,))
-    with pytest.raises(CorruptCheckpoint):
-        home.execute(state.run_id)
-    assert home.store.summary(state.run_id).lease_owner is None
 
 
 def test_approve_and_execute_of_three_operations_is_nine_transactions(home):
@@ -217,85 +154,8 @@ def test_approve_and_execute_of_three_operations_is_nine_transactions(home):
 
 @pytest.fixture(scope="module")
 def busy_home(tmp_path_factory) -> Home:
-    """40 runs of 4 tickets, some at the same second, 6 rejected (read-only for the tests)."""
-    clock = FixedClock(FRIDAY)
-    home = Home(tmp_path_factory.mktemp("busy") / "home", clock=clock)
-    from datetime import timedelta
-
-    for i in range(10):
-        for task, variant, model in (
-            ("T-65273", "agent", "chat-small"),
-            ("T-90103", "agent", "chat-small"),
-            ("T-90104", "agent_structured", "chat-strong"),
-            ("T-41629", "agent", "chat-small"),
-        ):
-            home.run(task, variant, model, repeat=1 if task != "T-65273" else None)
-            clock.advance(timedelta(seconds=30 * (i % 3)))  # ties on purpose
-    for r in home.store.page("waiting_approval", limit=6):
-        home.reject(r.run_id, "grace", "not now", "Grace")
-    return home
-
-
-@pytest.mark.parametrize("status", [None, "waiting_approval", "handed_to_person"])
-@pytest.mark.parametrize("sort", [None, "age", "updated", "created", "amount", "role"])
-def test_keyset_pages_walk_the_whole_queue_in_order(busy_home, status, sort):
-    store = busy_home.store
-    everything = store.page(status, sort=sort, limit=10_000)
-    walked: list[RunSummary] = []
-    while True:
-        page = store.page(status, sort=sort, after=walked[-1] if walked else None, limit=7)
-        walked.extend(page)
-        if len(page) < 7:
-            break
-    assert [r.run_id for r in walked] == [r.run_id for r in everything]
-    assert len(everything) == (sum(store.counts().values()) if status is None else store.counts().get(status, 0))
-    if sort == "amount":
-        assert [r.amount_cents for r in everything] == sorted((r.amount_cents for r in everything), reverse=True)
-    if sort == "age" or (sort is None and status == "waiting_approval"):
-        assert [r.updated_ts for r in everything] == sorted(r.updated_ts for r in everything)
-
-
-def test_a_cursor_is_the_sort_key_and_run_id(busy_home):
-    store = busy_home.store
-    first = store.page("waiting_approval", sort="amount", limit=3)
-    assert first[-1].cursor("amount") == (first[-1].amount_cents, first[-1].run_id)
-    assert (
-        store.page("waiting_approval", sort="amount", after=first[-1].cursor("amount"), limit=2)
-        == store.page("waiting_approval", sort="amount", limit=5)[3:]
-    )
-    with pytest.raises(ResolverError, match="Unknown sort 'size'"):
-        store.page(sort="size")
-
-
-def test_search_matches_ticket_order_customer_and_run_id(busy_home):
-    store = busy_home.store
-    assert {r.task_id for r in store.page(search="T-65273")} == {"T-65273"}
-    assert {r.order_id for r in store.page(search="lk-507862")} == {"LK-507862"}
-    maya = store.page(search="Maya Thom")
-    assert maya and {r.customer for r in maya} == {"Maya Thompson"}
-    assert [r.run_id for r in store.page(search="T-90103-agent-chat-small-3")] == ["T-90103-agent-chat-small-3"]
-    assert store.page(search="100%_") == []
-
-
-def _grouped(store: CheckpointStore) -> dict[str, int]:
-    with sqlite3.connect(store.path) as conn:
-        return dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
-
-
-@pytest.mark.parametrize("term", ["65", "k-", "LK-5078", "maya", "THOMPSON", "chat-small-1", "T-41629-agent"])
-def test_search_finds_the_same_runs_as_a_substring_filter_over_every_row(busy_home, term):
-    store = busy_home.store
-    everything = store.page(limit=10_000)
-    expected = [
-        r.run_id
-        for r in everything
-        if any(term.lower() in field.lower() for field in (r.task_id, r.order_id, r.customer, r.run_id))
-    ]
-    assert expected and [r.run_id for r in store.page(search=term, limit=10_000)] == expected
-    walked: list[RunSummary] = []
-    while page := store.page(search=term, after=walked[-1] if walked else None, limit=3):
-        walked.extend(page)
-    assert [r.run_id for r in walked] == expected
+    """The queue of :func:`helpers.busy_home_at` (read-only for the tests)."""
+    return busy_home_at(tmp_path_factory.mktemp("busy") / "home")
 
 
 def test_a_search_of_three_characters_or_more_uses_the_trigram_index(busy_home):
@@ -308,24 +168,6 @@ def test_a_search_of_three_characters_or_more_uses_the_trigram_index(busy_home):
         )
     )
     assert "VIRTUAL TABLE INDEX" in plan, plan
-
-
-def test_counts_follow_saves_deletes_and_resets(busy_home, tmp_path):
-    shutil.copytree(busy_home.root, tmp_path / "copy")
-    store = Home(tmp_path / "copy", clock=FixedClock(FRIDAY)).store
-    counts = store.counts()
-    assert counts == _grouped(store) and counts["handed_to_person"] == 6 and sum(counts.values()) == 40
-    store.delete(store.page("waiting_approval", limit=1)[0].run_id)
-    assert store.counts()["waiting_approval"] == counts["waiting_approval"] - 1
-    with sqlite3.connect(store.path) as conn:  # a status changed by hand is counted too
-        conn.execute("UPDATE runs SET status = 'stopped' WHERE run_id = ?", (store.page("waiting_approval", limit=1)[0].run_id,))
-    assert store.counts() == _grouped(store) and store.counts()["stopped"] == 1
-    state = store.load(store.page("stopped")[0].run_id)
-    state.status = "done"
-    store.save(state)
-    assert store.counts() == _grouped(store) and "stopped" not in store.counts()
-    store.reset()
-    assert store.counts() == {}
 
 
 def test_every_filter_and_sort_of_the_queue_is_served_by_an_index(busy_home):
@@ -353,7 +195,7 @@ def test_a_store_rebuilt_under_an_open_store_is_reopened(home, tmp_path):
     state = home.run("T-65273")
     assert home.store.exists(state.run_id)
     _delete_db(home.store.path)  # `resolver reset --all` in another process, while the app is open
-    other = CheckpointStore(home.store.path, home.clock, summarize=queue_columns)
+    other = store_at(home.store.path, home.clock)
     fresh = other.save(new_state(load_task("T-90103"), "agent", "chat-small", "fresh-1", home.clock))
     assert not home.store.exists(state.run_id)
     assert [r.run_id for r in home.store.page()] == ["fresh-1"]
@@ -375,11 +217,11 @@ def test_a_world_rebuilt_under_an_open_world_is_reopened(home):
 
 def test_a_store_of_a_newer_format_is_refused_loudly(tmp_path):
     path = tmp_path / "runs.sqlite"
-    CheckpointStore(path)
+    store_at(path)
     with sqlite3.connect(path) as conn:
         conn.execute(f"PRAGMA user_version = {STORE_FORMAT + 1}")
     with pytest.raises(UnsupportedStoreFormat, match=f"has format {STORE_FORMAT + 1}, written by a newer resolver"):
-        CheckpointStore(path)
+        store_at(path)
 
 
 def test_a_runs_table_that_is_not_a_checkpoint_store_is_refused_loudly(tmp_path):
@@ -387,24 +229,10 @@ def test_a_runs_table_that_is_not_a_checkpoint_store_is_refused_loudly(tmp_path)
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE runs (run_id TEXT PRIMARY KEY, note TEXT)")
     with pytest.raises(UnsupportedStoreFormat, match="without state, status, task_id, updated_at, version"):
-        CheckpointStore(path)
+        store_at(path)
 
 
 # -- world services by table --------------------------------------------------------------------------
-
-
-def test_every_action_type_has_its_write_service():
-    assert set(WRITE_SERVICES) == {
-        t.model_fields["type"].default for t in (RefundAction, ReshipAction, ReturnLabelAction, ReplyAction)
-    }
-
-
-def test_call_service_dispatches_through_the_table(home):
-    world = home.world("test")
-    result = world.call_service(
-        "op-1", RefundAction(order_id="LK-793996", amount=Decimal("9.95"), reason_code="RFD-LATE", payment_id="PAY-793996-1")
-    )
-    assert result["amount"] == "9.95" and world.lookup_operation("op-1")["service"] == "request_refund"
 
 
 # -- SIGKILL inside a step save ---------------------------------------------------------------------------
@@ -496,3 +324,55 @@ def test_the_file_left_by_a_kill_is_a_consistent_database(tmp_path):
     with sqlite3.connect(root / "runs.sqlite") as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert os.path.exists(root / "runs.sqlite")
+
+
+# -- from the checkpoint store's tests: SQLite details -------------------------------------------
+
+
+def test_the_frozen_v1_checkpoint_still_loads(home):
+    raw = (FIXTURES / "task_state_v1.json").read_text(encoding="utf-8")
+    assert json.loads(raw)["schema_version"] == 1
+    with sqlite3.connect(home.store.path) as conn:
+        conn.execute(
+            "INSERT INTO runs (run_id, task_id, status, updated_at, version, state) VALUES (?, ?, ?, ?, ?, ?)",
+            ("T-90103-agent-chat-small-1", "T-90103", "waiting_approval", "2026-10-09T17:00:00-04:00", 1, raw),
+        )
+    state = home.store.load("T-90103-agent-chat-small-1")
+    assert state.schema_version == SCHEMA_VERSION
+    assert state.reply_channel == "email"
+    assert len(state.proposal.actions) == 2
+    home.store.save(state)  # saved again as the current version
+    assert (
+        json.loads(sqlite3.connect(home.store.path).execute("SELECT state FROM runs").fetchone()[0])["schema_version"]
+        == SCHEMA_VERSION
+    )
+
+
+def test_the_audit_table_refuses_updates_and_deletes(home):
+    state = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    home.approve(state.run_id, "agent", "Amira")
+    assert [a["decision"] for a in home.store.audit(state.run_id)] == ["approve"]
+    with sqlite3.connect(home.store.path) as conn:
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute("UPDATE audit SET role = 'grace'")
+        with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+            conn.execute("DELETE FROM audit")
+
+
+def test_the_header_holds_the_state_without_its_lists(home):
+    state = home.run("T-90103", repeat=1)
+    state.plan = ["look up the order", "propose"]
+    home.store.save(state)
+    with sqlite3.connect(home.store.path) as conn:
+        header = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = ?", (state.run_id,)).fetchone()[0])
+    assert header["plan"] == state.plan and not {"messages", "evidence", "events"} & set(header)
+
+
+def test_a_status_changed_by_hand_is_counted_by_the_triggers(home):
+    for repeat in (1, 2):
+        home.run("T-90103", repeat=repeat)
+    store = home.store
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE runs SET status = 'stopped' WHERE run_id = ?", (store.page("waiting_approval", limit=1)[0].run_id,))
+        grouped = dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status").fetchall())
+    assert store.counts() == grouped == {"waiting_approval": 1, "stopped": 1}

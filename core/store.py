@@ -1,0 +1,494 @@
+"""The store contract: what the core calls on a checkpoint store, whatever holds it (issue 22).
+
+:class:`Store` is a ``typing.Protocol``, grouped as the core uses it:
+
+- **runs**: :meth:`~Store.save` (a compare-and-set on ``version``, an audit row in the same
+  transaction, the executor's lease folded in), :meth:`~Store.load`, :meth:`~Store.latest`,
+  :meth:`~Store.runs_of_task`, :meth:`~Store.run_ids`, :meth:`~Store.exists`,
+  :meth:`~Store.events`, :meth:`~Store.delete`, :meth:`~Store.reset`;
+- **queue**: :meth:`~Store.page` (keyset pages over the queue's columns), :meth:`~Store.counts`,
+  :meth:`~Store.summary`;
+- **leases**: :meth:`~Store.claim`, :meth:`~Store.acquire_lease`, :meth:`~Store.renew_lease`,
+  :meth:`~Store.release_lease`, :meth:`~Store.expire_lease`, :meth:`~Store.clear_dead_lease`,
+  under the rules of :func:`lease_held_by_other` (one holder; taken over only when expired by
+  the clock or when its holder is a process of this host that no longer exists);
+- **audit** (:class:`AuditLog`, its read side :class:`AuditReader`): :meth:`~AuditLog.append_audit`, :meth:`~AuditLog.audit`,
+  :meth:`~AuditLog.audit_rows`, :meth:`~AuditLog.chain_tip`, :meth:`~AuditLog.find_audit_row`,
+  :meth:`~AuditLog.later_ending`, :meth:`~AuditLog.audit_triggers` and
+  :meth:`~AuditLog.signed_approvals`, which :func:`core.auditchain.verify_audit` reads to verify
+  the chain. The hashing of a row (:func:`core.auditchain.row_hash`) is the core's; a back-end
+  stores the columns of :data:`core.auditchain.COLUMNS` (``binds`` included) and keeps the table append-only;
+- **housekeeping**: :meth:`~Store.has_history`, :meth:`~Store.approvals_in_flight`,
+  :attr:`~Store.repairs` (what opening it repaired, for ``resolver doctor``),
+  :meth:`~Store.backup` (a consistent copy), :meth:`~Store.scrubbed` (deletes that leave nothing
+  readable behind, ``resolver prune``), :meth:`~Store.end_thread` (a worker thread that is
+  about to end gives back what it holds), and for the lesson's exercises only
+  :meth:`~Store.overwrite_checkpoint` (a checkpoint as a damaged disk would leave it).
+
+**The queue's columns are part of every save** (issue 22): a store is made with the function
+that gives them (:data:`Summarize`, :func:`core.queue.queue_columns`) and calls it inside
+:meth:`~Store.save`, so a run saved by any caller (the lesson's Python API included, whose
+``store.save(state)`` keeps its one argument) shows its total, role and actions in the queue and
+in an approver's "mine". The store itself knows no policy: it is handed the function.
+
+The value types (:class:`RunSummary`, :class:`Lease`, :class:`QueueColumns`), the sorts
+(:data:`SORTS`), the page size and the crash points of the crash tests live here with the
+contract. The first back-end is SQLite (:mod:`core.stores.sqlite`); :mod:`core.stores` picks it
+in one place. The conformance suite (``tests/conformance/``) runs every contract test against
+every back-end.
+
+Errors a back-end raises are the core's (:mod:`core.errors`): :class:`~core.errors.RunNotFound`,
+:class:`~core.errors.StaleCheckpoint` (and :class:`RunExists`), :class:`~core.errors.LeaseHeld`,
+:class:`~core.errors.CorruptCheckpoint`, :class:`~core.errors.UnsupportedSchemaVersion`,
+:class:`~core.errors.StoreBusy`, :class:`UnsupportedStoreFormat`, and a
+:class:`~core.errors.ResolverError` with one sentence for anything else the back-end meets.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict
+
+from core.clock import Clock, parse_time, supported
+from core.errors import LeaseHeld, ResolverError, StaleCheckpoint
+
+if TYPE_CHECKING:
+    from core.state import TaskState
+
+__all__ = [
+    "PAGE_SIZE",
+    "SORTS",
+    "AuditLog",
+    "AuditReader",
+    "AuditRow",
+    "CrashHook",
+    "Lease",
+    "QueueColumns",
+    "RunExists",
+    "RunSummary",
+    "Store",
+    "Summarize",
+    "UnsupportedStoreFormat",
+    "blank_columns",
+    "crash_point",
+    "holder_alive",
+    "lease_held_by_other",
+    "lease_owner_name",
+    "lease_unexpired",
+    "set_crash_hook",
+]
+
+
+class RunExists(StaleCheckpoint):
+    """A new run's ID was saved by another process first (two ``run``s of one ticket at once)."""
+
+
+class UnsupportedStoreFormat(ResolverError):
+    """The store holds a layout this resolver cannot read or migrate (a newer release's, another
+    application's, or one lost in a used home)."""
+
+
+PAGE_SIZE = 200
+"""Rows per page for :meth:`Store.page`."""
+
+SORTS: dict[str, tuple[str, bool]] = {
+    "age": ("updated_ts", True),
+    "updated": ("updated_ts", False),
+    "created": ("created_ts", False),
+    "amount": ("amount_cents", False),
+    "role": ("role_rank", False),
+}
+"""Queue sorts: name -> (column, ascending). ``age`` is oldest change first (the waiting queue's
+default), ``updated`` newest first (every other status), ``created`` newest run first,
+``amount`` largest total CAD first, ``role`` highest role needed first. Ties go by run ID in the
+same direction, so a cursor ``(key, run_id)`` names one place in the order."""
+
+CrashHook = Callable[[str], None]
+"""A crash test's hook: called with the point's kind (``save``, ``row``, ``call``, ``write`` or
+``step``) at each crash point; it may end the process there."""
+
+_crash_hook: CrashHook | None = None
+
+
+def set_crash_hook(hook: CrashHook | None) -> None:
+    """Install ``hook`` as this process's crash hook (None removes it).
+
+    Only the test suite calls this (issue 28: no test hook in the product): its entry point
+    ``tests/crash_entry.py``, which the package does not install, arms a kill at the point named
+    by ``RESOLVER_KILL_AT`` (``save:N``, ``row:N``, ``call:N``, ``write:N`` or ``step:N``: right
+    after the N-th checkpoint save, row write inside a save (before its commit), executor attempt
+    (counted and saved, the service not yet called), executor write or loop step). The product
+    reads no environment variable for it; ``--interrupt`` is the lesson's documented crash."""
+    global _crash_hook
+    _crash_hook = hook
+
+
+def crash_point(kind: str) -> None:
+    """A point where a crash test may end this process (see :func:`set_crash_hook`); nothing
+    happens unless the test suite installed a hook."""
+    hook = _crash_hook
+    if hook is not None:
+        hook(kind)
+
+
+class QueueColumns(TypedDict):
+    """The columns of one run in the queue.
+
+    ``customer``: the customer's name (the ID when unknown); ``total_amount``: CAD as a decimal
+    string (``"119.00"``, ``""`` without actions); ``amount_cents``: the same total in cents (0
+    without actions), for sorting; ``required_role``: the role the proposal needs under the
+    current policy (``""`` without actions); ``role_rank``: 0 agent, 1 team lead, 2 grace (-1
+    without actions), for sorting; ``actions``: the actions, short (``request_refund LK-507862``).
+    """
+
+    customer: str
+    total_amount: str
+    amount_cents: int
+    required_role: str
+    role_rank: int
+    actions: str
+
+
+def blank_columns(state: TaskState) -> QueueColumns:
+    """Columns without policy or customer data: what a run without a readable proposal shows (a
+    test's store may be handed it; the product's stores are handed :func:`core.queue.queue_columns`)."""
+    return QueueColumns(customer=state.customer_id, total_amount="", amount_cents=0, required_role="", role_rank=-1, actions="")
+
+
+Summarize = Callable[["TaskState"], QueueColumns]
+"""The function that gives the queue's columns of a state (:func:`core.queue.queue_columns`),
+handed to every store when it is made and called inside every save."""
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the queue, read from indexed columns only (no state is parsed).
+
+    ``total_amount`` is CAD as a decimal string; ``updated_at`` ISO 8601 with offset;
+    ``state_ok`` is False once the row is known to be corrupt (its header is not JSON, or a load
+    failed). ``updated_ts`` / ``created_ts`` (seconds since the epoch), ``amount_cents`` and
+    ``role_rank`` are the sort keys (see :data:`SORTS` and :meth:`cursor`).
+    """
+
+    run_id: str
+    task_id: str
+    variant: str
+    model: str
+    status: str
+    created_at: str
+    updated_at: str
+    version: int
+    customer: str
+    order_id: str
+    total_amount: str
+    required_role: str
+    actions: str
+    lease_owner: str | None
+    lease_expires: str | None
+    state_ok: bool = True
+    updated_ts: float = 0.0
+    created_ts: float = 0.0
+    amount_cents: int = 0
+    role_rank: int = -1
+
+    def cursor(self, sort: str) -> tuple[Any, str]:
+        """The keyset cursor after this row for ``sort``: ``(sort key, run_id)``.
+
+        Raises KeyError for a sort not in :data:`SORTS`."""
+        return (getattr(self, SORTS[sort][0]), self.run_id)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who holds a run's lease and until when."""
+
+    owner: str
+    expires: datetime
+
+
+def lease_owner_name(label: str = "resolver") -> str:
+    """A lease owner that names the process: ``label@host:pid:token``."""
+    return f"{label}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def holder_alive(owner: str) -> bool:
+    """False when ``owner`` is a process on this host that no longer exists (a crash)."""
+    try:
+        where = owner.rsplit("@", 1)[1]
+        host, pid, _token = where.split(":")
+    except (IndexError, ValueError):
+        return True
+    if host != socket.gethostname():
+        return True
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, ValueError):
+        return True
+    return True
+
+
+def lease_unexpired(until: str, now: datetime) -> bool:
+    """Whether the lease time ``until`` (ISO 8601, from the runs table) is after ``now``. A time
+    that cannot be read or is outside the supported range (issue 20) counts as unexpired: the
+    lease is then held for as long as its holder lives, never taken from a live executor."""
+    try:
+        return supported(parse_time(until)) > now
+    except ValueError:
+        return True
+
+
+def lease_held_by_other(run_id: str, holder: str | None, until: str | None, owner: str, now: datetime) -> LeaseHeld | None:
+    """The lease rule every back-end applies (issue 7): the error to raise when the run's lease,
+    held by ``holder`` until ``until`` (ISO 8601), stops ``owner`` from taking it at ``now``; None
+    when ``owner`` may take it (no holder, ``owner`` itself, expired by the clock, or a holder
+    that is a process of this host that no longer exists)."""
+    if holder and holder != owner and until and lease_unexpired(until, now) and holder_alive(holder):
+        return LeaseHeld(
+            f"Run {run_id} is being executed by {holder.split(':')[0]} (lease until {until}); "
+            "wait for it to finish or for the lease to expire."
+        )
+    return None
+
+
+AuditRow = dict[str, Any]
+"""One audit row: the values of :data:`core.auditchain.COLUMNS` by name (``id``, ``run_id``,
+``decision``, ``role``, ``name``, ``digest``, ``at`` (ISO 8601), ``detail``, ``run_uid``,
+``prev`` (the previous row's hash, None for a row from before the chain), ``sig``)."""
+
+
+class AuditReader(Protocol):
+    """The read side of a store's audit: what :func:`core.auditchain.verify_audit` and the shop
+    home's checks (:mod:`core.signing`) read. A store is one; so is a store's file opened
+    read-only by ``resolver doctor`` (:class:`core.stores.sqlite.audit.SqliteAudit`)."""
+
+    def audit_rows(self) -> list[AuditRow]:
+        """Every audit row, oldest first, with every column of :data:`core.auditchain.COLUMNS`."""
+        ...
+
+    def chain_tip(self) -> tuple[str, int]:
+        """``(hash of the newest row, number of rows)``; ``(core.auditchain.GENESIS, 0)`` when empty."""
+        ...
+
+    def find_audit_row(self, run_id: str, decision: str, sig: str) -> AuditRow | None:
+        """The newest row of ``run_id`` recording ``decision`` with signature ``sig`` (hex), or None."""
+        ...
+
+    def later_ending(self, run_uid: str, after_id: int) -> AuditRow | None:
+        """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
+        recorded there (:func:`core.auditchain.ends_approval`: a later decision, a refresh, any
+        ``refused...`` row), or None (issue 28)."""
+        ...
+
+    def audit_triggers(self) -> set[str]:
+        """The names of the guards that keep the audit append-only and are in place now (of
+        :data:`core.auditchain.TRIGGERS`); :func:`core.auditchain.verify_audit` reports any
+        missing one."""
+        ...
+
+    def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
+        """``(run_id, header JSON)`` of every run whose saved approval's signature starts with
+        ``prefix`` (``ed25519:``), for the check that each has its audit row (issue 28)."""
+        ...
+
+
+class AuditLog(AuditReader, Protocol):
+    """The append-only, hash-chained audit of a store (issue 14), as the core reads and appends it.
+
+    A back-end keeps the rows in the order appended (``id`` rising from 1), refuses any edit or
+    delete of a row (SQLite: triggers), and chains each appended row to the one before it
+    (:func:`core.auditchain.row_hash`). Reads never raise for an empty audit."""
+
+    def append_audit(self, audit: dict[str, Any]) -> None:
+        """Append one audit row outside any save (a refusal, a registry change), chained to the
+        row before it. ``audit`` holds ``run_id``, ``decision``, ``role``, ``name``, ``digest``,
+        ``at``, and optionally ``detail``, ``run_uid`` and a signed row's ``prev`` and ``sig``.
+
+        Raises:
+            core.auditchain.AuditMoved: a signed ``prev`` is no longer the newest row's hash.
+            StoreBusy, ReadOnlyFile: the store could not be written; nothing was.
+        """
+        ...
+
+    def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
+        """Rows of the audit (oldest first), of one run or all, and with ``name`` one approver's:
+        ``{"run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid"}``."""
+        ...
+
+
+class Store(AuditLog, Protocol):
+    """A checkpoint store: the runs, the queue's columns, the leases and the audit of one home.
+
+    Attributes:
+        path: where the store lives (SQLite: ``runs.sqlite``), for sentences and the backup.
+        clock: stamps ``updated_at`` at every save and decides leases' expiry.
+        summarize: gives the queue's columns of a state, called inside every save.
+        repairs: sentences about what opening the store repaired, for ``resolver doctor``.
+        repaired_triggers: the audit's guards found missing and made again when it opened
+            (``resolver audit verify`` reports them).
+    """
+
+    path: Path
+    clock: Clock
+    summarize: Summarize
+    repairs: list[str]
+    repaired_triggers: list[str]
+
+    # -- runs -----------------------------------------------------------------------------------
+
+    def save(
+        self,
+        state: TaskState,
+        *,
+        audit: dict[str, Any] | None = None,
+        lease_owner: str | None = None,
+        lease_ttl_s: float | None = None,
+    ) -> TaskState:
+        """Write ``state`` as its run's checkpoint with its queue columns (:attr:`summarize`),
+        stamping ``updated_at`` from the clock; a compare-and-set on ``state.version`` (0 for a
+        new run), which becomes ``version + 1`` in ``state``. ``audit`` is appended in the same
+        transaction (as :meth:`append_audit`). With ``lease_owner`` the save also requires that
+        owner's lease and renews it for ``lease_ttl_s`` seconds (releases it when None).
+
+        Raises:
+            RunExists: a new run whose ID another process saved first.
+            StaleCheckpoint: someone saved the run since this copy was read.
+            LeaseHeld: ``lease_owner`` no longer holds the lease.
+            core.auditchain.AuditMoved: a signed decision's ``prev`` moved.
+            StoreBusy, ReadOnlyFile: nothing was written.
+        """
+        ...
+
+    def load(self, run_id: str) -> TaskState:
+        """The run's checkpoint, migrated to the current schema.
+
+        Raises:
+            RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion.
+        """
+        ...
+
+    def latest(self, task_id: str) -> TaskState | None:
+        """The most recently created run of ``task_id``, loaded; None if the ticket has none."""
+        ...
+
+    def runs_of_task(self, task_id: str) -> list[RunSummary]:
+        """Every run of one ticket, oldest first."""
+        ...
+
+    def run_ids(self, prefix: str) -> list[str]:
+        """Run IDs starting with ``prefix`` (for numbering new runs)."""
+        ...
+
+    def exists(self, run_id: str) -> bool:
+        """True when a run ``run_id`` is saved (corrupt or not)."""
+        ...
+
+    def events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's trace, in order: ``{"seq", "at" (ISO 8601), "kind", "message", "data"}``;
+        a damaged event reads as kind ``corrupt``. Raises RunNotFound."""
+        ...
+
+    def delete(self, run_id: str, audit: dict[str, Any] | None = None) -> None:
+        """Delete one run (the audit keeps its rows), with ``audit`` appended in the same
+        transaction. Raises RunNotFound."""
+        ...
+
+    def reset(self, audit: Callable[[list[str]], dict[str, Any]] | None = None) -> int:
+        """Delete every run (the audit is kept); ``audit``, given the deleted run IDs, makes the
+        audit row appended in the same transaction under run ID ``*``. Returns the count."""
+        ...
+
+    # -- the queue ------------------------------------------------------------------------------
+
+    def page(
+        self,
+        status: str | None = None,
+        *,
+        search: str | None = None,
+        sort: str | None = None,
+        after: RunSummary | tuple[Any, str] | None = None,
+        limit: int = PAGE_SIZE,
+        max_role_rank: int | None = None,
+    ) -> list[RunSummary]:
+        """One page of the queue, keyset-paginated: ``status`` (None: all), ``search`` (a
+        case-insensitive substring of ticket, order, customer or run ID), ``sort`` (a name of
+        :data:`SORTS`; default ``age`` for ``waiting_approval``, else ``updated``), ``after``
+        (the previous page's last row or its cursor), at most ``limit`` rows, ``max_role_rank``
+        (only runs with a proposal whose ``role_rank`` is 0 to it and a readable checkpoint:
+        an approver's "mine"). Raises ResolverError for an unknown sort."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Runs per status (absent when none); runs flagged corrupt count under ``"corrupt"``
+        instead of their status."""
+        ...
+
+    def summary(self, run_id: str) -> RunSummary:
+        """The queue row of one run. Raises RunNotFound."""
+        ...
+
+    # -- leases ---------------------------------------------------------------------------------
+
+    def claim(self, run_id: str, owner: str, ttl_s: float = 60.0) -> TaskState:
+        """Take the run's lease for ``ttl_s`` seconds and load it, atomically (the executor's
+        start). Raises LeaseHeld, RunNotFound, CorruptCheckpoint (the lease given back)."""
+        ...
+
+    def acquire_lease(self, run_id: str, owner: str, ttl_s: float = 60.0) -> Lease:
+        """Take the run's lease for ``ttl_s`` seconds. Raises LeaseHeld, RunNotFound."""
+        ...
+
+    def renew_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
+        """Extend ``owner``'s lease to now + ``ttl_s`` seconds; False when it no longer holds it."""
+        ...
+
+    def release_lease(self, run_id: str, owner: str) -> None:
+        """Give the lease back if ``owner`` still holds it."""
+        ...
+
+    def expire_lease(self, run_id: str) -> None:
+        """Mark the run's lease as expired (a simulated crash ends its process this way)."""
+        ...
+
+    def clear_dead_lease(self, run_id: str) -> bool:
+        """Remove a lease whose holder is gone (expired, or a dead process of this host); True
+        if one was removed. A live holder's lease is left alone."""
+        ...
+
+    # -- housekeeping ---------------------------------------------------------------------------
+
+    def has_history(self) -> bool:
+        """True when the store holds any run or audit row (the home has been used)."""
+        ...
+
+    def approvals_in_flight(self) -> int:
+        """Runs ``executing`` whose approval this home signed (an ``approve`` audit row)."""
+        ...
+
+    def backup(self, target: Path) -> None:
+        """Write a consistent copy of the whole store to the new file ``target`` (mode 0600),
+        while other processes go on using it. Raises ResolverError with one sentence."""
+        ...
+
+    def overwrite_checkpoint(self, run_id: str, change: Callable[[str], str]) -> None:
+        """Replace the stored checkpoint text of ``run_id`` (JSON) by ``change(text)``, as a
+        damaged disk or an older release would have left it: only the lesson's exercises (a cut
+        JSON, a schema-1 state) and tests call this. Raises RunNotFound."""
+        ...
+
+    def scrubbed(self, work: Callable[[], object]) -> None:
+        """Run ``work`` (deletes through this store, ``resolver prune``) so that what it deletes
+        is overwritten, not left readable in free space or a log."""
+        ...
+
+    def end_thread(self) -> None:
+        """The calling thread is about to end: give back what the store holds for it (SQLite:
+        its connection). The store stays usable from every other thread."""
+        ...

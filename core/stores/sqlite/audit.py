@@ -1,0 +1,186 @@
+"""The audit chain's SQL in ``runs.sqlite`` (issue 14): the functions :mod:`core.auditchain`
+once held, moved here whole (issue 22) so that no module outside :mod:`core.stores` speaks SQL.
+
+Each runs on a connection of the checkpoint store, inside the caller's transaction where it
+writes; the chain's rules (:data:`~core.auditchain.COLUMNS`, :func:`~core.auditchain.row_hash`,
+:data:`~core.auditchain.GENESIS`, :class:`~core.auditchain.AuditMoved`) are the core's.
+:class:`SqliteAudit` reads the audit of one connection as :class:`core.store.AuditLog`'s read
+side, for ``resolver doctor`` and ``audit verify`` on a store opened read-only.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from core.auditchain import COLUMNS, ENDS_APPROVAL, GENESIS, TRIGGERS, AuditMoved, as_row, row_hash
+
+
+def ensure_columns(conn: sqlite3.Connection) -> None:
+    """Add ``prev`` and ``sig`` (a store made before issue 14) and ``binds`` (before the head was
+    signed into each row, issue 28) to the audit table if it lacks them: the migration of those
+    columns, made at the first audit read or write.
+
+    Runs inside the caller's transaction; existing rows keep NULL (the unchained prefix, rows
+    signed over the chain's hash alone). A file its owner left read-only is read as it is."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+    if not have:
+        return
+    for name in ("prev", "sig", "binds"):
+        if name not in have:
+            try:
+                conn.execute(f"ALTER TABLE audit ADD COLUMN {name} TEXT")
+            except sqlite3.OperationalError as exc:
+                if "readonly" not in str(exc):
+                    raise
+                return  # read as it is, see _select
+
+
+def _select(conn: sqlite3.Connection) -> str:
+    """``SELECT`` of :data:`~core.auditchain.COLUMNS` from the audit, with NULL for a column an
+    older store lacks (only when that store could not be given it: a read-only file)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+    return f"SELECT {', '.join(c if c in have else f'NULL AS {c}' for c in COLUMNS)} FROM audit"
+
+
+def last_hash(conn: sqlite3.Connection) -> tuple[str, int]:
+    """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit."""
+    ensure_columns(conn)
+    row = conn.execute(_select(conn) + " ORDER BY id DESC LIMIT 1").fetchone()
+    if row is None:
+        return GENESIS, 0
+    n = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+    return row_hash(row), n
+
+
+def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict[str, Any]:
+    """Append one audit row, chained to the row before it, inside the caller's transaction.
+
+    ``audit`` holds ``decision``, ``role``, ``name``, ``digest``, ``at`` and optionally
+    ``detail``, ``run_uid``, ``sig``, ``binds`` and ``prev``: a signed decision names the
+    ``prev`` it signed, and if another row was appended since, the save is refused. Returns the row as
+    written (``id`` and ``prev`` included) with its ``hash`` and the chain's new ``length``.
+
+    Raises:
+        AuditMoved: ``audit["prev"]`` is no longer the newest row's hash (another decision
+            was recorded meanwhile); nothing is written.
+    """
+    prev, n = last_hash(conn)
+    if audit.get("prev") is not None and audit["prev"] != prev:
+        raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
+    cur = conn.execute(
+        "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig, binds) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run_id,
+            audit["decision"],
+            audit["role"],
+            audit["name"],
+            audit["digest"],
+            audit["at"],
+            audit.get("detail", ""),
+            audit.get("run_uid"),
+            prev,
+            audit.get("sig") or "",
+            audit.get("binds"),
+        ),
+    )
+    row = dict(
+        zip(
+            COLUMNS,
+            (
+                cur.lastrowid,
+                run_id,
+                audit["decision"],
+                audit["role"],
+                audit["name"],
+                audit["digest"],
+                audit["at"],
+                audit.get("detail", ""),
+                audit.get("run_uid"),
+                prev,
+                audit.get("sig") or "",
+                audit.get("binds"),
+            ),
+            strict=True,
+        )
+    )
+    row["hash"] = row_hash(row)
+    row["length"] = n + 1
+    return row
+
+
+def rows(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every audit row, oldest first, as dicts of :data:`COLUMNS`."""
+    ensure_columns(conn)
+    return [as_row(r) for r in conn.execute(_select(conn) + " ORDER BY id")]
+
+
+def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
+    """The audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
+    ensure_columns(conn)
+    row = conn.execute(
+        _select(conn) + " WHERE run_id = ? AND decision = ? AND sig = ? ORDER BY id DESC LIMIT 1", (run_id, decision, sig)
+    ).fetchone()
+    return as_row(row) if row else None
+
+
+def later_ending(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[str, Any] | None:
+    """The first row of the run ``run_uid`` after the audit row ``after_id`` that ends the
+    approval recorded there (:func:`core.auditchain.ends_approval`: a later decision, refresh
+    or any ``refused...`` row), or None.
+
+    An approval with such a row after it was lapsed, refused, rejected, refreshed or decided
+    again (issue 28): its run was set back to an older state if it still holds it, and it never
+    executes. (A refresh's voiding of earlier approvals is the case of the issue's row 4.)"""
+    ensure_columns(conn)
+    row = conn.execute(
+        _select(conn) + " WHERE run_uid = ? AND id > ? AND (decision IN (?, ?, ?) OR decision LIKE 'refused%') "
+        "ORDER BY id LIMIT 1",
+        (run_uid, after_id, *ENDS_APPROVAL),
+    ).fetchone()
+    return as_row(row) if row else None
+
+
+def signed_approvals(conn: sqlite3.Connection, prefix: str) -> list[tuple[str, str]]:
+    """``(run_id, header JSON)`` of every run whose header holds an approval signature starting
+    with ``prefix`` (a LIKE over the header, then the caller reads the JSON)."""
+    return conn.execute("SELECT run_id, state FROM runs WHERE state LIKE ?", (f'%"signature":"{prefix}%',)).fetchall()
+
+
+def triggers(conn: sqlite3.Connection) -> set[str]:
+    """The audit's append-only triggers present now (of :data:`~core.auditchain.TRIGGERS`)."""
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")}
+    return names & set(TRIGGERS)
+
+
+class SqliteAudit:
+    """The read side of :class:`core.store.AuditLog` over one SQLite connection ``conn`` (a store
+    opened read-only by ``resolver doctor``); the caller closes the connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def audit_rows(self) -> list[dict[str, Any]]:
+        """Every audit row, oldest first (:func:`rows`)."""
+        return rows(self.conn)
+
+    def chain_tip(self) -> tuple[str, int]:
+        """``(newest hash, rows)`` (:func:`last_hash`)."""
+        return last_hash(self.conn)
+
+    def find_audit_row(self, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
+        """The row recording ``decision`` of ``run_id`` with ``sig`` (:func:`find_row`)."""
+        return find_row(self.conn, run_id, decision, sig)
+
+    def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
+        """The first row that ends the approval of ``run_uid`` at row ``after_id`` (:func:`later_ending`)."""
+        return later_ending(self.conn, run_uid, after_id)
+
+    def audit_triggers(self) -> set[str]:
+        """The append-only triggers present (:func:`triggers`)."""
+        return triggers(self.conn)
+
+    def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
+        """Runs holding an approval signed with ``prefix`` (:func:`signed_approvals`)."""
+        return signed_approvals(self.conn, prefix)

@@ -1,0 +1,100 @@
+"""The approvers registry's table in SQLite (``approvers.sqlite``, issue 22): the rows of
+:class:`core.approvers.Registry`, behind :class:`core.approvers.ApproverRows`.
+
+Table ``approvers``: ``name`` (key, case-insensitive), ``role``, ``public_key``, ``added_at``,
+``revoked_at``, ``signature``, ``private_key``, ``recovery_key``, as before issue 22. The
+signatures, the seal and the keys' encryption are the registry's (:mod:`core.approvers`); this
+module only stores and reads rows, each change in one ``BEGIN IMMEDIATE`` transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from core.stores.sqlite.database import Database
+
+REGISTRY_FILE = "approvers.sqlite"
+
+_CREATE = (
+    "CREATE TABLE IF NOT EXISTS approvers (name TEXT PRIMARY KEY COLLATE NOCASE, role TEXT NOT NULL, "
+    "public_key TEXT NOT NULL, added_at TEXT NOT NULL, revoked_at TEXT, signature TEXT NOT NULL, "
+    "private_key TEXT NOT NULL, recovery_key TEXT)"
+)
+_COLS = "name, role, public_key, added_at, revoked_at, signature, private_key, recovery_key"
+
+
+def _create_table(conn: sqlite3.Connection) -> None:
+    conn.execute(_CREATE)
+
+
+class _Change:
+    """The writes of one registry change, inside its transaction (:class:`core.approvers.ApproverChange`)."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def rows(self) -> list[tuple]:
+        """Every row as this transaction sees it, oldest first."""
+        return [tuple(r) for r in self._conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
+
+    def insert(self, row: tuple) -> None:
+        """Add a row of the eight columns. Raises ResolverError-wrapped IntegrityError for a name present."""
+        self._conn.execute(f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    def set_revoked(self, name: str, at: str, signature: str) -> None:
+        """Mark ``name`` revoked at ``at`` with the owner's new ``signature``."""
+        self._conn.execute("UPDATE approvers SET revoked_at = ?, signature = ? WHERE name = ?", (at, signature, name))
+
+    def set_keys(self, name: str, private_key: str, recovery_key: str | None) -> None:
+        """Replace ``name``'s encrypted private key and recovery key."""
+        self._conn.execute(
+            "UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
+            (private_key, recovery_key, name),
+        )
+
+    def replace_key(self, name: str, old: str, new: str) -> None:
+        """Replace ``name``'s encrypted private key ``old`` by ``new`` (nothing if it changed since)."""
+        self._conn.execute(
+            "UPDATE approvers SET private_key = ? WHERE name = ? AND private_key = ?",
+            (new, name, old),
+        )
+
+
+class SqliteApproverRows:
+    """The rows of the registry of the home folder ``root``, in ``approvers.sqlite`` (mode 0600,
+    made at the first change). Opening it creates nothing."""
+
+    def __init__(self, root: Path) -> None:
+        self.path = Path(root) / REGISTRY_FILE
+        self._db: Database | None = None
+
+    def _database(self) -> Database:
+        if self._db is None:
+            new = not self.path.exists()
+            if new:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
+                os.close(fd)
+            self._db = Database(self.path, label="the approvers registry", on_open=_create_table)
+        return self._db
+
+    def exists(self) -> bool:
+        """True once a change made the file."""
+        return self.path.exists()
+
+    def rows(self) -> list[tuple]:
+        """Every row, oldest first (empty when the file does not exist)."""
+        if not self.path.exists():
+            return []
+        with self._database().read() as conn:
+            return [tuple(r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
+
+    @contextmanager
+    def change(self) -> Iterator[_Change]:
+        """One change in a ``BEGIN IMMEDIATE`` transaction: committed at the end, rolled back on
+        any exception. Raises StoreBusy, ReadOnlyFile, ResolverError (one sentence)."""
+        with self._database().immediate() as conn:
+            yield _Change(conn)

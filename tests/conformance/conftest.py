@@ -1,0 +1,66 @@
+"""The conformance suite of the store contract (issue 22): every test here runs once per back-end
+of :data:`core.stores.BACKENDS` (today one, ``sqlite``), through the contract only.
+
+The ``backend`` fixture sets :data:`core.stores.BACKEND` for the test, so every part the home
+opens (its checkpoint store, practice world and approvers' rows) is that back-end's; ``home``,
+``store``, ``world`` and ``registry_rows`` are opened through it. A test of a SQLite detail
+(triggers, WAL, a file rebuilt under a live connection, the 0.1.0 migration) does not belong
+here: those are in ``tests/test_sqlite_*.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import core.stores
+import pytest
+from core.approvers import ApproverRows
+from core.clock import FixedClock
+from core.home import Home
+from core.queue import queue_columns
+from core.store import Store
+from core.stores import BACKENDS, open_registry_rows, open_store
+from core.world import World
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The back-end under test; every home opened during the test uses it."""
+    monkeypatch.setattr(core.stores, "BACKEND", request.param)
+    return str(request.param)
+
+
+@pytest.fixture
+def home(backend: str, tmp_path: Path, clock: FixedClock) -> Home:
+    """A home on the Friday clock whose parts are ``backend``'s."""
+    return Home(tmp_path / "home", clock)
+
+
+@pytest.fixture
+def store(home: Home) -> Store:
+    """The home's checkpoint store."""
+    return home.store
+
+
+@pytest.fixture
+def world(home: Home) -> World:
+    """The home's practice world, writing as ``test``."""
+    return home.world("test")
+
+
+@pytest.fixture
+def new_store(backend: str, clock: FixedClock):
+    """Open a second store object on the same place (another process's view): ``new_store(store)``."""
+
+    def make(store: Store, clock_: FixedClock | None = None) -> Store:
+        return open_store(store.path, clock_ or clock, summarize=queue_columns, backend=backend)
+
+    return make
+
+
+@pytest.fixture
+def registry_rows(backend: str, tmp_path: Path) -> ApproverRows:
+    """The approvers' rows of an empty shop folder (nothing made until the first change)."""
+    root = tmp_path / "shop"
+    root.mkdir()
+    return open_registry_rows(root, backend=backend)

@@ -1,0 +1,314 @@
+"""The store contract (core/store.py), run against every back-end (tests/conformance/conftest.py):
+the whole state survives the process, two writers are told apart, bad checkpoints fail loudly
+while the others list, leases fold into saves, and the queue pages, sorts, searches and counts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import core.stores
+import pytest
+from core.clock import FixedClock
+from core.data import load_task
+from core.errors import CorruptCheckpoint, LeaseHeld, ResolverError, RunNotFound, StaleCheckpoint, UnsupportedSchemaVersion
+from core.runner import new_state
+from core.state import SCHEMA_VERSION, Evidence, Message, TaskState
+from core.store import RunSummary, Store
+from core.stores import BACKENDS, open_store
+
+from helpers import busy_home_at
+
+FRIDAY = "2026-10-09T17:00:00-04:00"
+
+
+def _tool_step(state: TaskState, result: dict) -> None:
+    """One agent step as the runner writes it: the model's tool call, the evidence, the tool
+    message with the same JSON, and an event."""
+    state.step += 1
+    call = {"tool": "get_order", "args": {"order_id": state.order_id}}
+    state.messages.append(Message(role="assistant", step=state.step, content=json.dumps(call)))
+    state.evidence.append(Evidence(step=state.step, tool="get_order", args={"order_id": state.order_id}, result=result))
+    state.messages.append(Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str)))
+    state.log("tool_call", f"step {state.step}: get_order", step=state.step, tool="get_order")
+
+
+def _replace(store: Store, run_id: str, text: str) -> None:
+    """The stored checkpoint of ``run_id`` replaced by ``text`` (a damaged disk, a future release)."""
+    store.overwrite_checkpoint(run_id, lambda _old: text)
+
+
+def test_the_whole_state_round_trips_through_a_new_store_object(home, new_store):
+    state = home.run("T-65273")
+    state.plan = ["look up the order", "propose"]
+    state.faults_seen = ["request_refund:timeout:1"]
+    home.store.save(state)
+    back = new_store(home.store).load(state.run_id)
+    assert back.model_dump() == state.model_dump()
+    assert back.usage.tokens_in == 7155
+    assert home.store.latest("T-65273").run_id == state.run_id
+
+
+def test_save_stamps_updated_at_from_the_clock_and_lists_by_summary(home, clock):
+    home.run("T-90103", repeat=1)
+    clock.sleep(3600)
+    home.run("T-65273")
+    rows = home.store.page("waiting_approval")
+    assert [r.run_id for r in rows] == ["T-90103-agent-chat-small-1", "T-65273-agent-chat-small-1"]  # oldest first
+    top = rows[1]
+    assert (top.customer, top.total_amount, top.required_role, top.order_id) == (
+        "Maya Thompson",
+        "119.00",
+        "team_lead",
+        "LK-507862",
+    )
+    assert home.store.page(search="LK-507862")[0].run_id == top.run_id
+    assert home.store.counts() == {"waiting_approval": 2}
+
+
+def test_two_writers_holding_the_same_version_one_saves_one_is_told(home):
+    state = home.run("T-65273")
+    first = home.store.load(state.run_id)
+    second = home.store.load(state.run_id)
+    first.plan = ["mine"]
+    home.store.save(first)
+    second.plan = ["theirs"]
+    with pytest.raises(StaleCheckpoint, match="changed since this copy was read"):
+        home.store.save(second)
+    assert home.store.load(state.run_id).plan == ["mine"]
+
+
+def test_a_corrupt_row_and_an_unknown_schema_give_their_own_errors_while_others_list(home):
+    good = home.run("T-65273")
+    bad = home.run("T-90103", repeat=1)
+    future = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    _replace(home.store, bad.run_id, '{"run_id": "T-90103-agent-chat-small-1", "status": ')
+    raw = json.loads(future.model_dump_json())
+    raw["schema_version"] = 99
+    _replace(home.store, future.run_id, json.dumps(raw))
+
+    with pytest.raises(CorruptCheckpoint, match="is corrupt"):
+        home.store.load(bad.run_id)
+    with pytest.raises(UnsupportedSchemaVersion, match="schema version 99"):
+        home.store.load(future.run_id)
+    rows = {r.run_id: r for r in home.store.page()}
+    assert set(rows) == {good.run_id, bad.run_id, future.run_id}
+    assert rows[bad.run_id].state_ok is False and rows[good.run_id].state_ok is True
+    assert home.store.load(good.run_id).status == "waiting_approval"
+
+
+def test_a_row_that_is_json_but_not_a_task_state_is_corrupt(home):
+    state = home.run("T-65273")
+    _replace(home.store, state.run_id, json.dumps({"schema_version": SCHEMA_VERSION, "run_id": state.run_id}))
+    with pytest.raises(CorruptCheckpoint, match="does not match the TaskState schema"):
+        home.store.load(state.run_id)
+
+
+def test_an_unknown_run_says_how_to_list_runs(home):
+    with pytest.raises(RunNotFound, match=r"No run nope\. Run `resolver runs`"):
+        home.store.load("nope")
+
+
+def test_events_are_appended_in_the_save_transaction(home):
+    state = home.run("T-65273")
+    kinds = [e["kind"] for e in home.store.events(state.run_id)]
+    assert kinds == ["created", "tool_call", "tool_call", "outcome"]
+    assert [e["seq"] for e in home.store.events(state.run_id)] == [1, 2, 3, 4]
+
+
+def test_new_state_round_trips_with_a_log(store, new_store):
+    clock = FixedClock("2026-10-09T17:00:00-04:00")
+    s = new_state(load_task("T-90103"), "agent", "chat-small", "r-1", clock)
+    s.log("note", "hello", x=1)
+    store.save(s)
+    back = new_store(store).load("r-1")
+    assert back.model_dump() == s.model_dump()
+    assert isinstance(back, TaskState) and back.created_at.utcoffset() is not None
+
+
+# -- from the store's tests at scale: the contract's part ----------------------------------------
+
+
+def test_a_state_from_another_store_object_saves_whole_and_loses_nothing(home, new_store):
+    state = home.run("T-65273")
+    other = new_store(home.store).load(state.run_id)
+    _tool_step(other, {"order_id": "x"})
+    home.store.save(other)  # this store never saw that object: a full rewrite of the rows
+    assert home.store.load(state.run_id).model_dump() == other.model_dump()
+
+
+def test_new_fields_of_the_header_round_trip_without_the_store_knowing_them(home, new_store):
+    state = home.run("T-90103", repeat=1)
+    state.plan = ["look up the order", "propose"]
+    state.faults_seen = ["request_refund:timeout:1"]
+    state.meta.model_route = "elsewhere"
+    home.store.save(state)
+    back = new_store(home.store).load(state.run_id)
+    assert back.model_dump() == state.model_dump()
+
+
+def test_the_audit_row_carries_the_run_uid_when_given(home):
+    state = home.run("T-65273")
+    state.status = "handed_to_person"
+    home.store.save(
+        state, audit={"decision": "reject", "role": "grace", "name": "Grace", "digest": "d", "at": FRIDAY, "run_uid": "uid-1"}
+    )
+    assert home.store.audit(state.run_id)[0]["run_uid"] == "uid-1"
+
+
+def test_the_store_knows_no_policy_it_writes_the_columns_it_is_handed(backend, tmp_path):
+    from core.store import blank_columns
+
+    clock = FixedClock(FRIDAY)
+    store = open_store(core.stores.store_path(tmp_path), clock, summarize=blank_columns, backend=backend)
+    state = new_state(load_task("T-65273"), "agent", "chat-small", "r-1", clock)
+    store.save(state)
+    row = store.summary("r-1")
+    assert (row.customer, row.total_amount, row.required_role) == (state.customer_id, "", "")
+
+
+def test_a_store_cannot_be_made_without_the_queue_columns(backend, tmp_path):
+    """Issue 22: the queue's columns are part of every save, never an optional hook."""
+    with pytest.raises(TypeError, match="summarize"):
+        open_store(core.stores.store_path(tmp_path), backend=backend)  # type: ignore[call-arg]
+
+
+def test_a_run_saved_with_the_store_alone_has_the_queue_columns_of_a_run_saved_by_the_home(home, new_store, clock):
+    """Issue 22: the columns come from the save, not from who calls it."""
+    by_home = home.run("T-65273")
+    alone = new_store(home.store)
+    state = by_home.model_copy(deep=True)
+    state.run_id, state.version = "T-65273-alone-1", 0
+    alone.save(state)
+    a, b = home.store.summary(by_home.run_id), home.store.summary("T-65273-alone-1")
+    assert (a.customer, a.total_amount, a.required_role, a.actions, a.role_rank) == (
+        b.customer,
+        b.total_amount,
+        b.required_role,
+        b.actions,
+        b.role_rank,
+    )
+    assert b.total_amount == "119.00" and b.required_role == "team_lead"
+    assert {r.run_id for r in home.store.page("waiting_approval", max_role_rank=1)} == {by_home.run_id, "T-65273-alone-1"}
+    assert home.store.page("waiting_approval", max_role_rank=0) == []
+
+
+def test_a_save_that_names_a_lease_owner_needs_the_lease(home):
+    state = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    home.store.acquire_lease(state.run_id, "window-1@elsewhere:1:abc", 60)
+    with pytest.raises(LeaseHeld, match="taken over by window-1"):
+        home.store.save(state, lease_owner="me@here:1:x", lease_ttl_s=60)
+    home.store.save(state, lease_owner="window-1@elsewhere:1:abc")  # the holder saves and releases
+    assert home.store.summary(state.run_id).lease_owner is None
+    stale = home.store.load(state.run_id)
+    home.store.save(home.store.load(state.run_id))
+    with pytest.raises(StaleCheckpoint):
+        home.store.save(stale)
+
+
+def test_an_executor_that_finds_a_corrupt_checkpoint_gives_its_lease_back(home):
+    from core import approval
+
+    state = home.run("T-90104", "agent_structured", "chat-strong", 1)
+    approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
+    _replace(home.store, state.run_id, '{"broken')
+    with pytest.raises(CorruptCheckpoint):
+        home.execute(state.run_id)
+    assert home.store.summary(state.run_id).lease_owner is None
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def busy_home(request, tmp_path_factory) -> Any:
+    """40 runs of 4 tickets, some at the same second, 6 rejected (read-only for the tests), in a
+    home of each back-end."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(core.stores, "BACKEND", request.param)
+        yield busy_home_at(tmp_path_factory.mktemp("busy") / "home")
+
+
+@pytest.mark.parametrize("status", [None, "waiting_approval", "handed_to_person"])
+@pytest.mark.parametrize("sort", [None, "age", "updated", "created", "amount", "role"])
+def test_keyset_pages_walk_the_whole_queue_in_order(busy_home, status, sort):
+    store = busy_home.store
+    everything = store.page(status, sort=sort, limit=10_000)
+    walked: list[RunSummary] = []
+    while True:
+        page = store.page(status, sort=sort, after=walked[-1] if walked else None, limit=7)
+        walked.extend(page)
+        if len(page) < 7:
+            break
+    assert [r.run_id for r in walked] == [r.run_id for r in everything]
+    assert len(everything) == (sum(store.counts().values()) if status is None else store.counts().get(status, 0))
+    if sort == "amount":
+        assert [r.amount_cents for r in everything] == sorted((r.amount_cents for r in everything), reverse=True)
+    if sort == "age" or (sort is None and status == "waiting_approval"):
+        assert [r.updated_ts for r in everything] == sorted(r.updated_ts for r in everything)
+
+
+def test_a_cursor_is_the_sort_key_and_run_id(busy_home):
+    store = busy_home.store
+    first = store.page("waiting_approval", sort="amount", limit=3)
+    assert first[-1].cursor("amount") == (first[-1].amount_cents, first[-1].run_id)
+    assert (
+        store.page("waiting_approval", sort="amount", after=first[-1].cursor("amount"), limit=2)
+        == store.page("waiting_approval", sort="amount", limit=5)[3:]
+    )
+    with pytest.raises(ResolverError, match="Unknown sort 'size'"):
+        store.page(sort="size")
+
+
+def test_search_matches_ticket_order_customer_and_run_id(busy_home):
+    store = busy_home.store
+    assert {r.task_id for r in store.page(search="T-65273")} == {"T-65273"}
+    assert {r.order_id for r in store.page(search="lk-507862")} == {"LK-507862"}
+    maya = store.page(search="Maya Thom")
+    assert maya and {r.customer for r in maya} == {"Maya Thompson"}
+    assert [r.run_id for r in store.page(search="T-90103-agent-chat-small-3")] == ["T-90103-agent-chat-small-3"]
+    assert store.page(search="100%_") == []
+
+
+@pytest.mark.parametrize("term", ["65", "k-", "LK-5078", "maya", "THOMPSON", "chat-small-1", "T-41629-agent"])
+def test_search_finds_the_same_runs_as_a_substring_filter_over_every_row(busy_home, term):
+    store = busy_home.store
+    everything = store.page(limit=10_000)
+    expected = [
+        r.run_id
+        for r in everything
+        if any(term.lower() in field.lower() for field in (r.task_id, r.order_id, r.customer, r.run_id))
+    ]
+    assert expected and [r.run_id for r in store.page(search=term, limit=10_000)] == expected
+    walked: list[RunSummary] = []
+    while page := store.page(search=term, after=walked[-1] if walked else None, limit=3):
+        walked.extend(page)
+    assert [r.run_id for r in walked] == expected
+
+
+def _grouped(store: Store) -> dict[str, int]:
+    """Runs per status counted from every row of the queue (the counts' reference)."""
+    out: dict[str, int] = {}
+    for r in store.page(limit=10_000):
+        out[r.status] = out.get(r.status, 0) + 1
+    return out
+
+
+def test_counts_follow_saves_deletes_and_resets(home):
+    for repeat in (1, 2, 3):
+        home.run("T-90103", repeat=repeat)
+    home.run("T-65273")
+    store = home.store
+    first = store.page("waiting_approval", limit=1)[0].run_id
+    home.reject(first, "grace", "not now", "Grace")
+    counts = store.counts()
+    assert counts == _grouped(store) == {"waiting_approval": 3, "handed_to_person": 1}
+    store.delete(store.page("waiting_approval", limit=1)[0].run_id)
+    assert store.counts() == _grouped(store) == {"waiting_approval": 2, "handed_to_person": 1}
+    state = store.load(store.page("waiting_approval")[0].run_id)
+    state.status = "stopped"
+    store.save(state)
+    assert store.counts() == _grouped(store) and store.counts()["stopped"] == 1
+    _replace(store, store.page("waiting_approval")[0].run_id, '{"cut')
+    with pytest.raises(CorruptCheckpoint):
+        store.load(store.page("waiting_approval")[0].run_id)
+    assert store.counts() == {"corrupt": 1, "stopped": 1, "handed_to_person": 1}  # a corrupt run is not waiting
+    assert store.reset() == 3
+    assert store.counts() == {}
