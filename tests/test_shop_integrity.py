@@ -63,7 +63,7 @@ def test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing(shop, c
     else:
         kind_file.write_text('{"kind": "practice"}', encoding="utf-8")
     for argv in (
-        ("approve", T65273_RUN, "--as", "grace", "--name", "Grace"),
+        ("approve", "--yes", T65273_RUN, "--as", "grace", "--name", "Grace"),
         ("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2"),
         ("reset", "--all"),
         ("runs",),
@@ -81,20 +81,20 @@ def test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing(shop, c
     # the owner puts it back; the queue is whole and Tomás approves with his key
     assert shop("init", "--shop")[:2] == (0, f"{shop.root} is a shop home again: home.json says so.\n")
     assert home_kind(shop.root) == "shop"
-    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
     assert code == 0, err
     assert refunds(shop.root) == 1
 
 
 def test_signed_audit_rows_alone_make_a_folder_a_shop(shop):
     """Every shop file removed but runs.sqlite: its Ed25519-signed rows still say shop."""
-    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
     for name in ("home.json", "approvers.sqlite", "approvers.json", "audit.head"):
         (shop.root / name).unlink()
     with pytest.raises(ResolverError, match=r"it holds Ed25519-signed audit rows"):
         home_kind(shop.root)
-    done = run_process(shop.root, "approve", T90104_RUN, "--as", "grace")
+    done = run_process(shop.root, "approve", "--yes", T90104_RUN, "--as", "grace")
     assert done.returncode == 1 and "a shop home stays one" in done.stderr
     assert refunds(shop.root) == 1  # Tomás's 119.00, nothing more
 
@@ -108,7 +108,7 @@ def test_a_practice_home_stays_a_practice_home(home):
 def test_a_shop_home_resumes_a_signed_run_without_approval_key(shop):
     """Issue 28: a shop home never needs approval.key: Tomás's approval, interrupted before the
     write, is resumed after approval.key is gone."""
-    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
+    code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
     assert code == 3, err
     key = shop.root / "approval.key"
     if key.exists():
@@ -157,7 +157,7 @@ def _seal_count_x(root: Path) -> None:
     (root / "approvers.json").write_text(json.dumps(seal), encoding="utf-8")
 
 
-APPROVE = ("approve", T65273_RUN, "--name", "Tomás")
+APPROVE = ("approve", "--yes", T65273_RUN, "--name", "Tomás")
 BAD_INPUTS = [
     # (case, prepare the home, argv, what is handed on fd 3 (None: nothing), exit codes, words of the sentence)
     ("fd not open", None, (*APPROVE, "--passphrase-fd", "9"), None, {2}, "File descriptor 9 is not open"),
@@ -268,7 +268,7 @@ def test_an_approval_voided_by_a_refresh_and_written_back_never_executes(shop):
     from core.home import Home
 
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
-    code, _, err = shop("approve", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)
+    code, _, err = shop("approve", "--yes", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)
     assert code == 3, err
     version_1 = Home(shop.root).store.load(T90104_RUN)
     assert version_1.status == "executing" and version_1.approval is not None
@@ -319,7 +319,7 @@ def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves
     assert run("resume", T65273_RUN)[0] == 0  # shows the waiting request again
     assert run("refresh", T65273_RUN, "--name", "Bot", passphrase=BOT)[0] == 0  # its evidence is older than 7 days by now
     assert Registry(root).entries()[1].private_key.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")  # PBKDF2
-    code, out, err = run("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    code, out, err = run("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
     assert code == 0, err
     assert refunds(root) == 2
     tomas = Registry(root).entries()[1]
@@ -327,7 +327,7 @@ def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves
     assert Registry(root).unlock("Tomás", TOMAS).name == "Tomás"
     code, out, err = run("audit", "verify")
     assert code == 0 and "chain whole" in out, (out, err)
-    assert run("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 4  # decided once
+    assert run("approve", "--yes", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 4  # decided once
     # its seal has no version (counts as 0); the next change writes version 1 and its audit row
     monkeypatch.setenv(signing.OWNER_PASSPHRASE_ENV, GRACE)
     assert run("approvers", "revoke", "Bot")[0] == 0
@@ -356,7 +356,7 @@ def test_a_revocation_undone_by_putting_the_registry_back_pays_nothing(shop, tmp
     assert revoked.returncode == 0, revoked.stderr
     for name in ("approvers.sqlite", "approvers.json"):
         shutil.copy2(saved / name, shop.root / name)  # put the two files back
-    done = run_process(shop.root, "approve", T90104_RUN, "--name", "Bot", env={signing.PASSPHRASE_ENV: BOT})
+    done = run_process(shop.root, "approve", "--yes", T90104_RUN, "--name", "Bot", env={signing.PASSPHRASE_ENV: BOT})
     assert done.returncode in (4, 5), (done.stdout, done.stderr)
     assert "the audit records version 4" in done.stdout + done.stderr
     assert refunds(shop.root) == 0
@@ -371,7 +371,7 @@ def test_a_revocation_undone_by_putting_the_registry_back_pays_nothing(shop, tmp
 @pytest.mark.parametrize("change", ["delete the newest row", "edit the newest row's detail"])
 def test_history_rolled_back_with_the_head_is_found_by_audit_verify(shop, tmp_path, change):
     old_head = (shop.root / "audit.head").read_bytes()  # copy audit.head
-    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     assert refunds(shop.root) == 1  # Tomás's 119.00, approved as it should be
     with sqlite3.connect(shop.root / "runs.sqlite") as conn:
         newest = conn.execute("SELECT MAX(id) FROM audit").fetchone()[0]
@@ -446,7 +446,7 @@ def test_files_keep_the_modes_their_owner_set(tmp_path):
     modes = {"resolver.log": 0o640, "larkfield.sqlite": 0o640, "runs.sqlite": 0o600, ".__resolver.lock": 0o640}
     for name, mode in modes.items():
         (root / name).chmod(mode)
-    assert run_process(root, "approve", T65273_RUN, "--as", "grace").returncode == 0
+    assert run_process(root, "approve", "--yes", T65273_RUN, "--as", "grace").returncode == 0
     assert refunds(root) == 1
     assert {name: (root / name).stat().st_mode & 0o777 for name in modes} == modes
 
