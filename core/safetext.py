@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any
+from typing import Any, overload
 
 __all__ = ["BLOCK_MARK", "LINE_BREAK_MARK", "block", "name_key", "nfc", "not_one_line", "one_line", "safe_text"]
 
@@ -62,6 +62,10 @@ def block(text: Any, indent: str = "  ") -> list[str]:
     return [(indent + BLOCK_MARK + line).rstrip() for line in value.splitlines() or [""]]
 
 
+@overload
+def nfc(text: str) -> str: ...
+@overload
+def nfc(text: None) -> None: ...
 def nfc(text: str | None) -> str | None:
     """``text`` in Unicode normal form C (None stays None). Issue 19: names and searches are
     normalised on the way in, so ``Tomás`` typed as ``a`` + U+0301 is the registered ``Tomás``

@@ -23,11 +23,12 @@ from core.policy import may_approve, proposal_role, who_may_approve
 from core.recorded_model import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, person, role_label
 from core.runner import outcome_line
-from core.safetext import block, one_line, safe_text
+from core.safetext import BLOCK_MARK, block, not_one_line, one_line, safe_text
 from core.state import FINAL_STATUSES, TaskState, WorldSeen, action_line, action_short, execution_started
 
 __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
     "ACTIONS",
+    "BLOCK_MARK",
     "RESUMED",
     "STATUS_SHORT",
     "UNREADABLE",
@@ -45,6 +46,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "approval_request",
     "approve_dialog",
     "approved_vs_current",
+    "block",
     "changes_lines",
     "decided_by",
     "decision_lines",
@@ -54,6 +56,8 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "effect_ids",
     "execution_lines",
     "history_lines",
+    "not_one_line",
+    "one_line",
     "operation_lines",
     "operations_list",
     "precondition_lines",
