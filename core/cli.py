@@ -333,6 +333,7 @@ def _show_then_confirm(
     from core.views import approve_dialog, describe, reject_dialog
 
     shop = home.kind == "shop"
+    done = {"approve": "approved", "reject": "rejected"}[verb]
     state = home.queue.load(args.run)
     why = offers(state, who)[verb]
     if why:
@@ -359,11 +360,11 @@ def _show_then_confirm(
     if shop and not (args.yes or args.digest):
         if not sys.stdin.isatty():
             raise ApprovalRefused(
-                f"Nothing was {verb}d: there is no terminal to ask on. Read the request above and pass "
+                f"Nothing was {done}: there is no terminal to ask on. Read the request above and pass "
                 f"--digest {decision.digest[:12]} (the decision binds what you read) or --yes."
             )
         if not _ask(f"{verb.capitalize()}? [y/N] "):
-            raise ApprovalRefused(f"Not {verb}d: you answered No. Nothing changed.")
+            raise ApprovalRefused(f"Not {done}: you answered No. Nothing changed.")
     return (args.digest.strip() if args.digest else decision.digest), seen
 
 
