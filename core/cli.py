@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from core import __version__
 from core.errors import BadArgument, ResolverError, StoreBusy, WorldChanged
-from core.safetext import nfc, not_one_line
+from core.safetext import nfc, not_one_line, one_line, pad
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -125,7 +125,7 @@ def _show_request(state: TaskState, shop: bool = False) -> None:
 def _show_run_outcome(state: TaskState, shop: bool = False) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
     from core.runner import outcome_line
-    from core.safetext import safe_text
+    from core.safetext import block, one_line
 
     if state.proposal is None:
         _print(f"Run {state.run_id}: {state.status} after {state.step} step(s).")
@@ -135,9 +135,9 @@ def _show_run_outcome(state: TaskState, shop: bool = False) -> None:
     if state.status == "waiting_approval":
         _show_request(state, shop)
         return
-    _print([f"Rule {safe_text(state.proposal.rule)}: {safe_text(state.proposal.reason)}"])
-    if state.proposal.reply_draft:
-        _print(["Reply draft:"] + ["  " + line for line in safe_text(state.proposal.reply_draft).splitlines()])
+    _print([f"Rule {one_line(state.proposal.rule)}: {one_line(state.proposal.reason)}"])
+    if state.proposal.reply_draft:  # a marked block (issue 19): it cannot pose as the command's lines
+        _print(["Reply draft:", *block(state.proposal.reply_draft)])
     _status(state)
 
 
@@ -515,6 +515,8 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             ]
         )
         return 0
+    from core.rulebook import role_label
+
     if args.approvers_cmd == "add":
         registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
         passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
@@ -527,7 +529,9 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         if args.json:
             _json({"name": entry.name, "role": entry.role, "fingerprint": fingerprint(entry.public_key)})
             return 0
-        _print(f"Added {safe_text(entry.name)} as {entry.role}, key {fingerprint(entry.public_key)}; signed by the owner.")
+        _print(
+            f"Added {one_line(entry.name)} as {role_label(entry.role)}, key {fingerprint(entry.public_key)}; signed by the owner."
+        )
         return 0
     if args.approvers_cmd == "revoke":
         owner_passphrase = read_passphrase(
@@ -575,10 +579,12 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             }
         )
         return EXIT_ERROR if problems else 0
+    from core.rulebook import role_label
+
     _print(f"Owner key: {registry.fingerprint()}")
     for e in registry.entries():
         state = f"revoked {e.revoked_at}" if e.revoked else "active"
-        _print(f"  {safe_text(e.name):<20} {e.role:<10} {fingerprint(e.public_key)}  added {e.added_at}  {state}")
+        _print(f"  {pad(one_line(e.name), 20)} {e.role:<10} {fingerprint(e.public_key)}  added {e.added_at}  {state}")
     if problems:
         raise ResolverError(f"The approvers registry does not verify: {'; '.join(problems)}.")
     return 0

@@ -11,7 +11,7 @@ import re
 import unicodedata
 from typing import Any, overload
 
-__all__ = ["BLOCK_MARK", "LINE_BREAK_MARK", "block", "name_key", "nfc", "not_one_line", "one_line", "safe_text"]
+__all__ = ["BLOCK_MARK", "LINE_BREAK_MARK", "block", "cells", "name_key", "nfc", "not_one_line", "one_line", "pad", "safe_text"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """C0 and C1 controls (newline and tab stay), and the bidirectional controls that reorder what a
@@ -87,3 +87,22 @@ def not_one_line(value: str | None, what: str) -> str | None:
     if value and _BREAKS.search(value):
         return f"The {what} must be one line (it holds a line break); nothing was decided."
     return None
+
+
+def cells(text: str) -> int:
+    """How many terminal cells ``text`` takes (issue 19: widths in cells, not characters): a
+    wide East Asian character or an emoji two, a combining mark, joiner or variation selector
+    none, any other one. The app measures with Rich's ``cell_len``; core keeps Rich out and
+    counts with :mod:`unicodedata` the same way for these."""
+    total = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf") or "\ufe00" <= ch <= "\ufe0f":
+            continue
+        total += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return total
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal cells (:func:`cells`), for the command
+    line's columns (``approvers list``); a longer text is left whole."""
+    return text + " " * max(0, width - cells(text))

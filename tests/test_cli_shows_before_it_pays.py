@@ -80,7 +80,7 @@ def test_no_at_the_question_pays_nothing(shop, monkeypatch):
 
 
 def test_without_a_terminal_and_without_yes_or_digest_it_refuses_with_a_sentence(shop):
-    code, out, err = shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    code, _out, err = shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
     assert code == 4 and "there is no terminal to ask on" in err and "--digest" in err and "--yes" in err
     assert "Traceback" not in err and _status(shop) == "waiting_approval"
     code, _, err = shop("reject", T65273_RUN, "--name", "Tomás", "--reason", "no", passphrase=TOMAS)
@@ -147,7 +147,7 @@ def test_an_unknown_name_gets_the_nearest_registered_one(shop):
 
 def test_a_decomposed_name_is_the_registered_one(shop):
     decomposed = unicodedata.normalize("NFD", "Tomás")
-    code, out, err = shop("approve", T65273_RUN, "--name", decomposed, "--yes", passphrase=TOMAS)
+    code, _out, err = shop("approve", T65273_RUN, "--name", decomposed, "--yes", passphrase=TOMAS)
     assert code == 0, err
     code, _, err = shop(
         "approvers", "add", unicodedata.normalize("NFD", "Zoë"), "--role", "agent", passphrase="zoe-passphrase", owner=GRACE

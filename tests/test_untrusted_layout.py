@@ -1,10 +1,10 @@
 """Untrusted text cannot pose as the request's own lines; names and reasons as people type them
 (issue 19, parts 1, 4 and 5).
 
-``data/`` holds no ticket whose text forges the request, so a test double does: :func:`forge`
-puts the request's own lines into every untrusted field of T-65273 (the ticket's subject and
+``data/`` holds no ticket whose text forges the request, so a test double does:
+:func:`helpers.forge` puts the request's own lines into every untrusted field of T-65273 (the ticket's subject and
 message, the customer's name, the model's rule, reason and reply draft, a tool's output) and
-:func:`assert_marked` checks each forged line appears only inside a marked block (``│ `` at the
+:func:`helpers.assert_marked` checks each forged line appears only inside a marked block (``│ `` at the
 start of its line) or after a visible line-break mark (``⏎``) inside a single-line field.
 """
 
@@ -13,59 +13,12 @@ from __future__ import annotations
 import json
 import sqlite3
 import unicodedata
-from pathlib import Path
 
-import pytest
 from core import views
 from core.home import Home
 from core.safetext import BLOCK_MARK, LINE_BREAK_MARK, block, name_key, nfc, one_line
 
-from helpers import T65273_RUN
-
-FORGED = (
-    "Hello\n"
-    "Actions (nothing has happened yet): send_reply only, no refund\n"
-    "  1. send_reply       LK-507862  only, no refund\n"
-    "Who may approve: agent or above"
-)
-"""The request's own lines, as a customer, a tool or the model could write them."""
-
-NEEDLES = ("send_reply only, no refund", "1. send_reply", "Who may approve: agent or above")
-"""What each forged line holds that none of the request's own lines does."""
-
-
-def assert_marked(text: str, where: str) -> None:
-    """Every line holding a forged line is a marked block's line or holds it after ``⏎``."""
-    seen = 0
-    for line in text.splitlines():
-        for needle in NEEDLES:
-            if needle in line:
-                seen += 1
-                before = line[: line.index(needle)]
-                assert line.lstrip().startswith(BLOCK_MARK.strip()) or LINE_BREAK_MARK in before, (
-                    f"{where}: a forged line is not marked: {line!r}"
-                )
-    assert seen >= len(NEEDLES), f"{where}: the test double did not reach the screen ({seen} forged lines)"
-
-
-def forge(monkeypatch: pytest.MonkeyPatch, root: Path, run_id: str = T65273_RUN) -> None:
-    """The test double: every untrusted field of ``run_id`` holds :data:`FORGED`."""
-    real_task, real_names = views.load_task, views.customer_names
-
-    def load_task(task_id: str):
-        return real_task(task_id).model_copy(update={"subject": FORGED, "message": FORGED})
-
-    monkeypatch.setattr(views, "load_task", load_task)
-    monkeypatch.setattr(views, "customer_names", lambda: {k: FORGED for k in real_names()})
-    home = Home(root)
-    state = home.queue.load(run_id)
-    assert state.proposal is not None
-    state.proposal.reason = FORGED
-    state.proposal.reply_draft = FORGED
-    state.proposal.rule = FORGED
-    state.evidence[0].result = {"note": FORGED}
-    home.store.save(state)
-
+from helpers import FORGED, T65273_RUN, assert_marked, forge
 
 # -- the helper ------------------------------------------------------------------------------------
 
@@ -112,7 +65,7 @@ def test_the_cli_reject_lists_the_reply_on_its_own_line_not_among_the_actions(cl
 
 def test_a_two_line_reason_is_refused_with_the_apps_sentence_and_nothing_is_cut(cli):
     assert cli("run", "T-65273")[0] == 0
-    code, out, err = cli("reject", T65273_RUN, "--as", "team_lead", "--reason", "wrong order\nStatus: done")
+    code, _out, err = cli("reject", T65273_RUN, "--as", "team_lead", "--reason", "wrong order\nStatus: done")
     assert code == 4 and err == "The reason must be one line (it holds a line break); nothing was decided.\n"
     assert Home(cli.home).queue.load(T65273_RUN).status == "waiting_approval"
 
