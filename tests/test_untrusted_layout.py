@@ -14,9 +14,8 @@ import json
 import sqlite3
 import unicodedata
 
-from core import views
+from core import safetext, views
 from core.home import Home
-from core.safetext import BLOCK_MARK, LINE_BREAK_MARK, block, name_key, nfc, one_line
 
 from helpers import FORGED, T65273_RUN, assert_marked, forge
 
@@ -24,16 +23,19 @@ from helpers import FORGED, T65273_RUN, assert_marked, forge
 
 
 def test_one_line_keeps_a_field_on_its_line_with_its_breaks_marked():
-    assert one_line("a\nb\r\nc\u2028d\x1b[31m") == f"a{LINE_BREAK_MARK}b{LINE_BREAK_MARK}c{LINE_BREAK_MARK}d"
-    assert one_line(None) == ""
+    assert (
+        safetext.one_line("a\nb\r\nc\u2028d\x1b[31m")
+        == f"a{safetext.LINE_BREAK_MARK}b{safetext.LINE_BREAK_MARK}c{safetext.LINE_BREAK_MARK}d"
+    )
+    assert safetext.one_line(None) == ""
 
 
 def test_block_marks_every_line_and_core_lines_never_carry_the_mark(demo_home):
-    assert block("one\n\n  1. send_reply", "  ") == ["  │ one", "  │", "  │   1. send_reply"]
-    assert block("") == ["  │"]
+    assert safetext.block("one\n\n  1. send_reply", "  ") == ["  │ one", "  │", "  │   1. send_reply"]
+    assert safetext.block("") == ["  │"]
     request = views.approval_request(demo_home.queue.load(T65273_RUN))
-    marked = [line for line in request if BLOCK_MARK.strip() in line]
-    assert marked and all(line.lstrip().startswith(BLOCK_MARK.strip()) for line in marked)
+    marked = [line for line in request if safetext.BLOCK_MARK.strip() in line]
+    assert marked and all(line.lstrip().startswith(safetext.BLOCK_MARK.strip()) for line in marked)
 
 
 # -- the request in `resolver show` (row 1) --------------------------------------------------------
@@ -72,8 +74,8 @@ def test_a_two_line_reason_is_refused_with_the_apps_sentence_and_nothing_is_cut(
 
 def test_names_and_searches_are_nfc_and_case_folded():
     decomposed = unicodedata.normalize("NFD", "Tomás")
-    assert decomposed != "Tomás" and nfc(decomposed) == "Tomás"
-    assert name_key(decomposed) == name_key("TOMÁS") == name_key(" tomás ")
+    assert decomposed != "Tomás" and safetext.nfc(decomposed) == "Tomás"
+    assert safetext.name_key(decomposed) == safetext.name_key("TOMÁS") == safetext.name_key(" tomás ")
 
 
 def test_a_decomposed_search_finds_the_stored_name(demo_home):
