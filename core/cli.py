@@ -659,13 +659,13 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
 def _audit_line(r: dict[str, object]) -> str:
     """One audit row as a line: who decided what on which digest; a row nobody decided (a
     reset) with what it did."""
+    from core.rulebook import person, role_label
+
     if not r.get("role") and not r.get("name"):
-        return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')}: {r.get('detail')}"
-    return (
-        f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
-        + (f" ({r.get('name')})" if r.get("name") else "")
-        + f"  digest {r.get('digest')}"
-    )
+        return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')}: {one_line(r.get('detail'))}"
+    role = str(r.get("role") or "")
+    who = person(str(r["name"]), role) if r.get("name") else f"role {role_label(role)}"  # issue 19
+    return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {who}  digest {r.get('digest')}"
 
 
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:

@@ -6,6 +6,10 @@ record (:class:`RunDetail`) built from a checkpoint, the rulebook and the approv
 Every line function returns a list of lines. Untrusted text (ticket text, evidence, reply drafts,
 names, reasons) is passed through :func:`safe_text`, which removes control characters (ESC
 sequences must never reach a terminal); the app additionally never parses these lines as markup.
+Issue 19: it never takes the shape of the request's own lines either. A single-line field (a
+subject, a name, a rule, an ID, a reason) goes through :func:`one_line` (its line breaks shown as
+``⏎``); a multi-line value (the customer's message, the reason, a tool's output, the reply draft)
+through :func:`block`, every line marked ``│ ``, a mark the request's own lines never carry.
 """
 
 from __future__ import annotations
@@ -678,8 +682,8 @@ _HISTORY_WORDS = {"approve": "approved", "reject": "rejected", "refresh": "refre
 def history_lines(rows: list[dict[str, Any]], *, with_run: bool = True) -> list[str]:
     """The audit rows of :meth:`core.queue.ApprovalQueue.audit` as lines, oldest first: when,
     (the run, unless ``with_run`` is False), the decision or refusal, who (role and name), the
-    digest decided on, then the reason or detail on its own indented line. Untrusted text (names,
-    reasons) is left for the face to make safe."""
+    digest decided on, then the reason or detail on its own indented line. Names and reasons are
+    single-line fields (:func:`core.safetext.one_line`, issue 19)."""
     out: list[str] = []
     for r in rows:
         decision = str(r.get("decision") or "")
@@ -691,7 +695,7 @@ def history_lines(rows: list[dict[str, Any]], *, with_run: bool = True) -> list[
         run = f"  {r.get('run_id')}" if with_run else ""
         out.append(f"{r.get('at')}{run}  {word} by {who}  digest {r.get('digest') or '-'}")
         if r.get("detail"):
-            out.append(f"    {r['detail']}")
+            out.append(f"    {one_line(r['detail'])}")
     return out
 
 
