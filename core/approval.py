@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import re
 import secrets
 import stat
 from datetime import datetime
@@ -40,6 +39,7 @@ from core.data import PolicyData, load_policy
 from core.errors import ApprovalKeyError, ApprovalRefused, StaleCheckpoint, WorldChanged
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.rulebook import decided_by, not_decidable, role_too_low, stale_digest
+from core.safetext import not_one_line
 from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, WorldSeen, operation_id
 from core.store import Store as CheckpointStore
 from core.world import World
@@ -143,7 +143,9 @@ def _not_waiting(state: TaskState) -> ApprovalRefused:
     return ApprovalRefused(not_decidable(state))
 
 
-def _digest_matches(given: str | None, current: str) -> bool:
+def digest_matches(given: str | None, current: str) -> bool:
+    """Whether the digest a person gave (``--digest``: the 64 hex digits, ``sha256:`` and all,
+    or at least the first 12) is ``current``'s; no digest matches (nothing was bound)."""
     if not given:
         return True
     given = given.strip().lower().removeprefix("sha256:")
@@ -156,7 +158,7 @@ def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> tu
     if state.status != "waiting_approval" or state.proposal is None:
         raise _not_waiting(state)
     current = state.proposal.digest
-    if not _digest_matches(digest, current):
+    if not digest_matches(digest, current):
         raise ApprovalRefused(stale_digest(digest or "", current))
     return state, state.proposal
 
@@ -288,15 +290,13 @@ def plan_operations(state: TaskState) -> list[Operation]:
     return [Operation(operation_id=operation_id(state.run_uid, i, a), index=i, action=a) for i, a in enumerate(actions)]
 
 
-_LINE_BREAKS = re.compile(r"[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
-
-
 def _one_line(value: str | None, what: str) -> None:
     """Refuse a decision's name or reason that spans lines (a new user's finding: a reason
     holding "\nStatus: done" printed a false status line on every face). Raises ApprovalRefused;
     nothing is changed."""
-    if value and _LINE_BREAKS.search(value):
-        raise ApprovalRefused(f"The {what} must be one line (it holds a line break); nothing was decided.")
+    said = not_one_line(value, what)
+    if said:
+        raise ApprovalRefused(said)
 
 
 def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:

@@ -25,7 +25,7 @@ from pathlib import Path
 from core.data import ROLES
 from core.errors import ResolverError
 from core.homepath import CONFIG_ENV, config_path
-from core.safetext import safe_text
+from core.safetext import nfc, safe_text
 
 __all__ = [
     "CONFIG_ENV",
@@ -170,7 +170,7 @@ def ask_and_save(ask: Callable[[str], str], path: Path | None = None) -> Approve
     and return them. Raises EOFError when the terminal closes, ResolverError from :func:`save`."""
     name, prompt = "", "Who is at the keyboard? Your name: "
     while not name:
-        name = ask(prompt).strip()
+        name = nfc(ask(prompt)).strip()  # issue 19: names in NFC on the way in
         if not _printable(name):  # it is printed with every decision: no escape sequence, one line
             name, prompt = "", "A name is one line of plain text, with no escape sequence; your name: "
     role = ""
@@ -194,5 +194,5 @@ def resolve(role: str | None, name: str | None, kind: str, config: ApproverConfi
     chosen_role = role or (config.role if config else None)
     if chosen_role is None:
         raise ResolverError(f'No role: add role = "..." to {config_path()} or pass --as ROLE.')
-    chosen_name = (name or "").strip() or (config.name if config else "")
+    chosen_name = nfc((name or "").strip() or (config.name if config else "")) or ""  # NFC (issue 19)
     return chosen_role, chosen_name

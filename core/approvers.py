@@ -25,10 +25,12 @@ write every file of the account) is found by comparing it with the paper.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import os
 import secrets
+import unicodedata
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
+from core.safetext import name_key, one_line
 
 ROLES = ("agent", "team_lead", "grace")
 """Roles an approver may hold (the policy's roles, ``core.data.ROLES``)."""
@@ -420,10 +423,12 @@ class Registry:
             raise ApprovalRefused(str(exc)) from None
         if problems:
             raise ApprovalRefused(f"The approvers registry does not verify: {problems[0]}; nothing is decided or executed.")
-        entry = next((e for e in self.entries() if e.name.casefold() == name.strip().casefold()), None)
+        entries = self.entries()
+        entry = next((e for e in entries if name_key(e.name) == name_key(name)), None)
         if entry is None:
             raise ApprovalRefused(
-                f"{name} is not an approver of this shop home; the owner adds one with `resolver approvers add NAME --role ROLE`."
+                f"{one_line(name)} is not an approver of this shop home{nearest(name, [e.name for e in entries])}; "
+                "the owner adds one with `resolver approvers add NAME --role ROLE`."
             )
         if entry.revoked:
             raise ApprovalRefused(f"{entry.name} was revoked at {entry.revoked_at} and can no longer decide.")
@@ -534,7 +539,7 @@ class Registry:
         if role not in ROLES:
             raise RegistryError(f"Unknown role {role!r}: an approver is one of {', '.join(ROLES)}.")
         self._require_whole()
-        if any(e.name.casefold() == name.casefold() for e in self.entries()):
+        if any(name_key(e.name) == name_key(name) for e in self.entries()):
             raise RegistryError(f"{name} is already in the registry; revoked names are not reused.")
         _check_passphrase(passphrase, name)
         owner = self._owner(owner_passphrase)
@@ -557,9 +562,13 @@ class Registry:
                 owner passphrase. Nothing changes.
         """
         self._require_whole()
-        entry = next((e for e in self.entries() if e.name.casefold() == name.strip().casefold()), None)
+        entries = self.entries()
+        entry = next((e for e in entries if name_key(e.name) == name_key(name)), None)
         if entry is None:
-            raise RegistryError(f"{name} is not in the registry; `resolver approvers list` shows who is.")
+            raise RegistryError(
+                f"{one_line(name)} is not in the registry{nearest(name, [e.name for e in entries])}; "
+                "`resolver approvers list` shows who is."
+            )
         if entry.name == self.seal()["owner"]:
             raise RegistryError("The owner cannot be revoked; make a new shop home to change owner.")
         if entry.revoked:
@@ -620,8 +629,18 @@ def _entries_hash(entries: list[Entry]) -> str:
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()
 
 
+def nearest(name: str, names: list[str]) -> str:
+    """The registered names nearest ``name`` as a suggestion (``: did you mean Tomás?``), or ''
+    when none is near (issue 19: ``Tomas`` for the registered ``Tomás``). Compared by
+    :func:`core.safetext.name_key`; at most three, by :func:`difflib.get_close_matches` (cutoff
+    0.6)."""
+    keys = {name_key(n): n for n in names}
+    near = difflib.get_close_matches(name_key(name), list(keys), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(one_line(keys[k]) for k in near)}?)" if near else ""
+
+
 def _clean_name(name: str) -> str:
-    name = (name or "").strip()
+    name = unicodedata.normalize("NFC", name or "").strip()
     if not name or len(name) > 60 or not all(ch.isalnum() or ch in " .-_'" for ch in name):
         raise RegistryError("An approver's name is 1 to 60 letters, digits, spaces, dots, dashes or apostrophes.")
     return name

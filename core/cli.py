@@ -20,19 +20,21 @@ import argparse
 import os
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from core import __version__
 from core.errors import BadArgument, ResolverError, StoreBusy, WorldChanged
+from core.safetext import nfc, not_one_line, one_line, pad
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
     from core.approvers import Unlocked
     from core.home import Home
-    from core.rulebook import Action
-    from core.state import TaskState
+    from core.rulebook import Action, Approver
+    from core.state import TaskState, WorldSeen
 
 # The parser's choices, spelled here so that ``resolver --help`` imports neither pydantic nor
 # SQLite; tests/test_cli.py checks they equal core.state.STATUSES and core.data.ROLES.
@@ -123,7 +125,7 @@ def _show_request(state: TaskState, shop: bool = False) -> None:
 def _show_run_outcome(state: TaskState, shop: bool = False) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
     from core.runner import outcome_line
-    from core.safetext import safe_text
+    from core.safetext import block, one_line
 
     if state.proposal is None:
         _print(f"Run {state.run_id}: {state.status} after {state.step} step(s).")
@@ -133,9 +135,9 @@ def _show_run_outcome(state: TaskState, shop: bool = False) -> None:
     if state.status == "waiting_approval":
         _show_request(state, shop)
         return
-    _print([f"Rule {safe_text(state.proposal.rule)}: {safe_text(state.proposal.reason)}"])
-    if state.proposal.reply_draft:
-        _print(["Reply draft:"] + ["  " + line for line in safe_text(state.proposal.reply_draft).splitlines()])
+    _print([f"Rule {one_line(state.proposal.rule)}: {one_line(state.proposal.reason)}"])
+    if state.proposal.reply_draft:  # a marked block (issue 19): it cannot pose as the command's lines
+        _print(["Reply draft:", *block(state.proposal.reply_draft)])
     _status(state)
 
 
@@ -265,8 +267,25 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
 def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unlocked | None:
     """In a shop home, the approver named by ``--name``, unlocked with their passphrase (``--as``
     is refused there); in a practice home, None (``--as`` is required when ``required``)."""
-    from core.errors import ApprovalRefused
     from core.signing import read_passphrase
+
+    if _named_approver(home, args, required) is None:
+        return None
+    return home.unlock(args.name, read_passphrase(f"Passphrase for {args.name}: ", fd=args.passphrase_fd))
+
+
+def _named_approver(home: Home, args: argparse.Namespace, required: bool = True) -> Approver | None:
+    """Who decides, before any passphrase (issue 19: the cheap refusals come first): in a shop
+    home the approver ``--name`` names in the registry, with their role (``--as`` is refused);
+    in a practice home None (``--as`` is required when ``required``).
+
+    Raises:
+        ApprovalRefused: ``--as`` or no ``--name`` in a shop home, an unknown name (with the
+            nearest registered names), a revoked approver or a registry that does not verify.
+        ResolverError: no ``--as`` in a practice home.
+    """
+    from core.errors import ApprovalRefused
+    from core.rulebook import Approver
 
     if home.kind != "shop":
         if required and not args.role:
@@ -279,27 +298,95 @@ def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unl
         )
     if not args.name:
         raise ApprovalRefused("In a shop home say who decides with --name NAME; your passphrase unlocks your key.")
-    home.registry().valid_entry(args.name)  # a clear sentence before asking for a passphrase
-    return home.unlock(args.name, read_passphrase(f"Passphrase for {args.name}: ", fd=args.passphrase_fd))
+    entry = home.registry().valid_entry(args.name)  # a clear sentence before asking for a passphrase
+    return Approver(entry.role, entry.name)
+
+
+def _ask(question: str) -> bool:
+    """Ask ``question`` on the terminal (``Approve? [y/N]``): True for y or yes, anything else
+    (Enter, end of input) is No."""
+    try:
+        answer = input(question)
+    except EOFError:
+        return False
+    return answer.strip().casefold() in ("y", "yes")
+
+
+def _show_then_confirm(
+    home: Home, args: argparse.Namespace, verb: Literal["approve", "reject"], who: Approver
+) -> tuple[str, WorldSeen | None]:
+    """Before a decision pays (issue 19): print what is decided (the actions and their amounts,
+    the reply, who may approve, what changed since the agent looked, the digest and who
+    decides; on stderr under ``--json``), refuse what is refused now (before any passphrase),
+    then in a shop home ask ``Approve? [y/N]`` on a terminal unless ``--yes`` or ``--digest``.
+
+    Returns the digest the decision binds to (``--digest``, else the one printed) and the
+    lookups the world lines were made from. Raises ApprovalRefused: the rulebook refuses,
+    approve is refused now (expired evidence, one effect per ticket, a failing precondition in
+    a shop home), ``--digest`` is not the current proposal's, no terminal to ask on and neither
+    ``--yes`` nor ``--digest``, or the person answered No.
+    """
+    from core.approval import digest_matches
+    from core.errors import ApprovalRefused
+    from core.rulebook import offers, stale_digest
+    from core.safetext import block
+    from core.views import approve_dialog, describe, reject_dialog
+
+    shop = home.kind == "shop"
+    done = {"approve": "approved", "reject": "rejected"}[verb]
+    state = home.queue.load(args.run)
+    why = offers(state, who)[verb]
+    if why:
+        raise ApprovalRefused(why)
+    decision = describe(state, who).decision
+    if decision is None:  # pragma: no cover - offers refuses a run that is not waiting
+        raise ApprovalRefused(f"Run {args.run} has nothing to {verb}.")
+    seen = None
+    lines: list[str] = []
+    refused = None
+    if verb == "approve":
+        seen = home.queue.look(state)  # issue 18: the approval is bound to what was shown
+        lines, refused = home.queue.world_now(state, seen)
+    decision = replace(decision, world=tuple(lines))
+    said = approve_dialog(decision, who, question=False) if verb == "approve" else reject_dialog(decision, who)
+    if verb == "reject":
+        said += ["", "Reason:", *block(args.reason)]
+    out = sys.stderr if args.json else sys.stdout
+    print("\n".join(said) + "\n", file=out, flush=True)
+    if refused:
+        raise ApprovalRefused(refused)
+    if args.digest is not None and not digest_matches(args.digest, decision.digest):
+        raise ApprovalRefused(stale_digest(args.digest.strip(), decision.digest))
+    if shop and not (args.yes or args.digest):
+        if not sys.stdin.isatty():
+            raise ApprovalRefused(
+                f"Nothing was {done}: there is no terminal to ask on. Read the request above and pass "
+                f"--digest {decision.digest[:12]} (the decision binds what you read) or --yes."
+            )
+        if not _ask(f"{verb.capitalize()}? [y/N] "):
+            raise ApprovalRefused(f"Not {done}: you answered No. Nothing changed.")
+    return (args.digest.strip() if args.digest else decision.digest), seen
 
 
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
+    from core.errors import ApprovalRefused
+    from core.rulebook import Approver
+    from core.signing import read_passphrase
     from core.views import after_approve
 
     if args.digest is not None and not args.digest.strip():
         raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
-    signer = _decider(home, args)
+    said = not_one_line(args.name, "name")
+    if said:  # before the request is shown: a name is one line on every face
+        raise ApprovalRefused(said)
+    who = _named_approver(home, args) or Approver(args.role, args.name or "")
+    digest, seen = _show_then_confirm(home, args, "approve", who)
+    signer = None
+    if home.kind == "shop":
+        signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
     role = signer.role if signer else args.role
-    _refuse(home, args.run, "approve", role)
-    waiting = home.queue.load(args.run)
-    seen = None
-    if waiting.status == "waiting_approval" and waiting.proposal is not None:
-        seen = home.queue.look(waiting)  # issue 18: the approval is bound to what was shown
-        lines, _ = home.queue.world_now(waiting, seen)
-        if not args.json and any(line.startswith("  Preconditions that fail now") for line in lines):
-            _print([*lines, ""])  # the drift section first (a practice home goes on to the write)
     try:
-        state = home.approve(args.run, role, args.name, args.digest, interrupt=args.interrupt, signer=signer, seen=seen)
+        state = home.approve(args.run, role, args.name, digest, interrupt=args.interrupt, signer=signer, seen=seen)
     except StoreBusy as exc:
         raise StoreBusy(_after_lock(home, args.run, str(exc))) from None
     except WorldChanged as exc:
@@ -331,15 +418,28 @@ def _after_lock(home: Home, run_id: str, sentence: str) -> str:
 
 
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
+    from core.errors import ApprovalRefused
+    from core.rulebook import Approver
+    from core.signing import read_passphrase
     from core.views import after_reject
 
-    signer = _decider(home, args)
-    role = signer.role if signer else args.role
-    if args.reason and args.reason.strip():
-        _refuse(home, args.run, "reject", role)
     if args.digest is not None and not args.digest.strip():
         raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
-    state = home.reject(args.run, role, args.reason, args.name, args.digest, signer=signer)
+    said = not_one_line(args.name, "name")
+    if said:  # before the request is shown: a name is one line on every face
+        raise ApprovalRefused(said)
+    who = _named_approver(home, args) or Approver(args.role, args.name or "")
+    digest = args.digest
+    if args.reason and args.reason.strip():  # an empty reason is core's sentence, below
+        said = not_one_line(args.reason, "reason")
+        if said:
+            raise ApprovalRefused(said)
+        digest, _ = _show_then_confirm(home, args, "reject", who)
+    signer = None
+    if home.kind == "shop":
+        signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
+    role = signer.role if signer else args.role
+    state = home.reject(args.run, role, args.reason, args.name, digest, signer=signer)
     if args.json:
         _json(_state_json(state))
         return 0
@@ -415,6 +515,8 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             ]
         )
         return 0
+    from core.rulebook import role_label
+
     if args.approvers_cmd == "add":
         registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
         passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
@@ -427,7 +529,9 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         if args.json:
             _json({"name": entry.name, "role": entry.role, "fingerprint": fingerprint(entry.public_key)})
             return 0
-        _print(f"Added {safe_text(entry.name)} as {entry.role}, key {fingerprint(entry.public_key)}; signed by the owner.")
+        _print(
+            f"Added {one_line(entry.name)} as {role_label(entry.role)}, key {fingerprint(entry.public_key)}; signed by the owner."
+        )
         return 0
     if args.approvers_cmd == "revoke":
         owner_passphrase = read_passphrase(
@@ -475,10 +579,12 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             }
         )
         return EXIT_ERROR if problems else 0
+    from core.rulebook import role_label
+
     _print(f"Owner key: {registry.fingerprint()}")
     for e in registry.entries():
         state = f"revoked {e.revoked_at}" if e.revoked else "active"
-        _print(f"  {safe_text(e.name):<20} {e.role:<10} {fingerprint(e.public_key)}  added {e.added_at}  {state}")
+        _print(f"  {pad(one_line(e.name), 20)} {e.role:<10} {fingerprint(e.public_key)}  added {e.added_at}  {state}")
     if problems:
         raise ResolverError(f"The approvers registry does not verify: {'; '.join(problems)}.")
     return 0
@@ -553,13 +659,13 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
 def _audit_line(r: dict[str, object]) -> str:
     """One audit row as a line: who decided what on which digest; a row nobody decided (a
     reset) with what it did."""
+    from core.rulebook import person, role_label
+
     if not r.get("role") and not r.get("name"):
-        return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')}: {r.get('detail')}"
-    return (
-        f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {r.get('role')}"
-        + (f" ({r.get('name')})" if r.get("name") else "")
-        + f"  digest {r.get('digest')}"
-    )
+        return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')}: {one_line(r.get('detail'))}"
+    role = str(r.get("role") or "")
+    who = person(str(r["name"]), role) if r.get("name") else f"role {role_label(role)}"  # issue 19
+    return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {who}  digest {r.get('digest')}"
 
 
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
@@ -932,7 +1038,8 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("run", metavar="RUN")
     p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role you decide as (refused in a shop home)")
     p.add_argument("--name", help="shop home: the approver who decides (asks for their passphrase)")
-    p.add_argument("--digest", help="the digest you read; refused if the proposal changed")
+    p.add_argument("--digest", help="the digest you read; refused if the proposal changed (a shop home then asks no question)")
+    p.add_argument("--yes", action="store_true", help="shop home: decide without the question Approve? [y/N]")
     p.add_argument(
         "--interrupt",
         choices=["before-write", "after-write"],
@@ -943,8 +1050,9 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p = sub.add_parser("reject", parents=[common, passphrase_fd], help="reject a waiting proposal (hands it to a person)")
     p.add_argument("run", metavar="RUN")
     p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role you decide as (refused in a shop home)")
-    p.add_argument("--name")
-    p.add_argument("--digest")
+    p.add_argument("--name", help="shop home: the approver who decides (asks for their passphrase)")
+    p.add_argument("--digest", help="the digest you read; refused if the proposal changed (a shop home then asks no question)")
+    p.add_argument("--yes", action="store_true", help="shop home: decide without the question Reject? [y/N]")
     p.add_argument("--reason", required=True)
     p.set_defaults(func=cmd_reject)
 
@@ -1073,6 +1181,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
     if app_argv is not None:  # `resolver tui ...` is `resolver-tui ...`: every option after it is the app's
         os.execv(sys.executable, [sys.executable, "-m", "resolver_tui", *app_argv])
     args = parser.parse_args(argv)
+    for attr in ("name", "search"):  # issue 19: names and searches in NFC on the way in
+        if isinstance(getattr(args, attr, None), str):
+            setattr(args, attr, nfc(getattr(args, attr)))
     if getattr(args, "model", "x") is None:
         args.model = "chat-strong" if args.variant == "agent_structured" else "chat-small"
     if args.command == "runs" and not args.mine:  # a listing reads indexed columns only: no model, policy or world

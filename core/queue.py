@@ -43,6 +43,7 @@ from core.views import (
     describe,
     diff_lines,
     drift_lines,
+    standing,
     trace_lines,
     unreadable_detail,
 )
@@ -233,7 +234,7 @@ class ApprovalQueue:
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
         detail = describe(state, approver, others, trace, keys)
         if state.status == "waiting_approval" and state.proposal is not None:
-            return self._with_world_now(state, detail)
+            return self._with_world_now(state, detail, approver)
         vs = approved_vs_current(state)
         return replace(detail, body=[*vs, "", *detail.body]) if vs else detail
 
@@ -274,7 +275,7 @@ class ApprovalQueue:
             )
         return lines, problem[1] if problem else None
 
-    def _with_world_now(self, state: TaskState, detail: RunDetail) -> RunDetail:
+    def _with_world_now(self, state: TaskState, detail: RunDetail, approver: Approver) -> RunDetail:
         seen = None
         try:
             seen = self.look(state)
@@ -287,6 +288,9 @@ class ApprovalQueue:
         decision = replace(detail.decision, world=tuple(lines), seen=seen) if detail.decision else None
         notes = list(detail.notes)
         if refused:
+            # issue 19: "may approve" never stands beside a refusal of approve
+            said = standing(state, approver.role)
+            notes = [standing(state, approver.role, refused) if n == said else n for n in notes]
             notes.insert(0, refused)
         elif any(line.startswith("  Preconditions that fail now") for line in lines):
             notes.insert(0, "World changed since the agent looked: see the section below.")

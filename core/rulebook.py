@@ -27,6 +27,7 @@ from typing import Literal
 
 from core.clock import iso
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
+from core.safetext import one_line
 from core.state import FINAL_STATUSES, TaskState
 
 Action = Literal["approve", "reject", "resume", "trace", "compare"]
@@ -53,8 +54,8 @@ class Approver:
 
     @property
     def label(self) -> str:
-        """``Tomás (team lead)``: the name and the role's label."""
-        return f"{self.name} ({role_label(self.role)})"
+        """``Tomás (role team lead)``: the name and the role's label (:func:`person`)."""
+        return person(self.name, self.role)
 
 
 def role_label(role: str | None) -> str:
@@ -62,14 +63,21 @@ def role_label(role: str | None) -> str:
     return ROLE_LABELS.get(role or "", role or "")
 
 
+def person(name: str | None, role: str | None) -> str:
+    """``Grace (role grace)``, ``Tomás (role team lead)``: a person and their role in prose, the
+    role by its label and said to be one (issue 19: the demo's person Grace and the role
+    ``grace`` are told apart). ``name`` is shown on one line (:func:`core.safetext.one_line`)."""
+    return f"{one_line(name or '')} (role {role_label(role)})"
+
+
 def decided_by(state: TaskState) -> str:
-    """``approved by Grace (grace) at 2026-10-12T09:00:00-04:00`` or the rejection, or ''."""
+    """``approved by Grace (role grace) at 2026-10-12T09:00:00-04:00`` or the rejection, or ''."""
     if state.approval:
         a = state.approval
-        return f"approved by {a.name} ({a.role}) at {iso(a.at)}"
+        return f"approved by {person(a.name, a.role)} at {iso(a.at)}"
     if state.rejection:
         r = state.rejection
-        return f"rejected by {r.name} ({r.role}) at {iso(r.at)}"
+        return f"rejected by {person(r.name, r.role)} at {iso(r.at)}"
     return ""
 
 

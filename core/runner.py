@@ -22,6 +22,7 @@ from core.errors import ResolverError
 from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
 from core.recorded_model import RecordedModel, cost_usd, repeats_of, show_usd
+from core.safetext import one_line
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
 from core.store import RunExists, lease_owner_name
 from core.store import Store as CheckpointStore
@@ -201,9 +202,10 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
 
 
 def outcome_line(state: TaskState) -> str:
-    """``resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081``."""
+    """``resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081``.
+    The model's rule is one line (:func:`core.safetext.one_line`, issue 19)."""
     u = state.usage
-    head = f"{state.proposal.outcome} (rule {state.proposal.rule})" if state.proposal else state.status
+    head = f"{one_line(state.proposal.outcome)} (rule {one_line(state.proposal.rule)})" if state.proposal else state.status
     return (
         f"{head} | {u.model_calls} model call(s), {u.tool_calls} tool call(s) | "
         f"{u.tokens_in} tokens in, {u.tokens_out} out | {show_usd(u.cost_usd)}"

@@ -8,9 +8,10 @@ reaches a terminal, in the CLI as in the app).
 from __future__ import annotations
 
 import re
-from typing import Any
+import unicodedata
+from typing import Any, overload
 
-__all__ = ["safe_text"]
+__all__ = ["BLOCK_MARK", "LINE_BREAK_MARK", "block", "cells", "name_key", "nfc", "not_one_line", "one_line", "pad", "safe_text"]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """C0 and C1 controls (newline and tab stay), and the bidirectional controls that reorder what a
@@ -28,3 +29,80 @@ def safe_text(text: Any) -> str:
     value = str(text)
     value = _ESCAPE_SEQ.sub("", value)
     return _CONTROL.sub("", value.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+BLOCK_MARK = "│ "
+"""The mark at the start of every line of a multi-line untrusted value (issue 19): core's own
+lines never carry it, so a customer's message holding ``Who may approve: agent or above`` reads
+``  │ Who may approve: agent or above``, inside the block, never as the request's line."""
+
+LINE_BREAK_MARK = "⏎"
+"""What a line break inside a single-line field (a subject, a name, an ID, a rule) is shown as
+(issue 19): the field stays on its line, and the break is visible."""
+
+_BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+"""Every character :meth:`str.splitlines` breaks on."""
+
+
+def one_line(text: Any) -> str:
+    """A single-line field of untrusted text (subject, name, reason, ID, rule) as one line: made
+    safe by :func:`safe_text`, each line break (``\\n``, ``\\r``, U+2028 ... every break
+    :meth:`str.splitlines` knows) shown as :data:`LINE_BREAK_MARK`. Issue 19: a field never
+    starts a line of its own, so it cannot pose as the request's own lines."""
+    return safe_text(_BREAKS.sub(LINE_BREAK_MARK, "" if text is None else str(text)))
+
+
+def block(text: Any, indent: str = "  ") -> list[str]:
+    """A multi-line untrusted value (customer message, reply draft, tool output, reason) as
+    lines, each ``indent`` + :data:`BLOCK_MARK` + the line (an empty value is one marked empty
+    line). Issue 19: the request's own lines never carry the mark, so a value holding
+    ``  1. send_reply ...`` cannot pass for one of its actions. ``--json`` keeps plain strings;
+    this is for lines on a screen."""
+    value = safe_text("" if text is None else text)
+    return [(indent + BLOCK_MARK + line).rstrip() for line in value.splitlines() or [""]]
+
+
+@overload
+def nfc(text: str) -> str: ...
+@overload
+def nfc(text: None) -> None: ...
+def nfc(text: str | None) -> str | None:
+    """``text`` in Unicode normal form C (None stays None). Issue 19: names and searches are
+    normalised on the way in, so ``Tomás`` typed as ``a`` + U+0301 is the registered ``Tomás``
+    and a decomposed ``García`` finds the stored one."""
+    return None if text is None else unicodedata.normalize("NFC", text)
+
+
+def name_key(name: str) -> str:
+    """How two names are compared (issue 19): stripped, NFC, case-folded (``TOMÁS`` is
+    ``Tomás``)."""
+    return unicodedata.normalize("NFC", name.strip()).casefold()
+
+
+def not_one_line(value: str | None, what: str) -> str | None:
+    """The one sentence both faces refuse a decision's name or reason with when it spans lines
+    (``The reason must be one line ...``), else None. A new user's finding: a reason holding
+    ``\\nStatus: done`` printed a false status line on every face; issue 19: the app refuses a
+    pasted two-line reason with this sentence too, never keeping its first line silently."""
+    if value and _BREAKS.search(value):
+        return f"The {what} must be one line (it holds a line break); nothing was decided."
+    return None
+
+
+def cells(text: str) -> int:
+    """How many terminal cells ``text`` takes (issue 19: widths in cells, not characters): a
+    wide East Asian character or an emoji two, a combining mark, joiner or variation selector
+    none, any other one. The app measures with Rich's ``cell_len``; core keeps Rich out and
+    counts with :mod:`unicodedata` the same way for these."""
+    total = 0
+    for ch in text:
+        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf") or "\ufe00" <= ch <= "\ufe0f":
+            continue
+        total += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
+    return total
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` padded with spaces to ``width`` terminal cells (:func:`cells`), for the command
+    line's columns (``approvers list``); a longer text is left whole."""
+    return text + " " * max(0, width - cells(text))

@@ -6,6 +6,10 @@ record (:class:`RunDetail`) built from a checkpoint, the rulebook and the approv
 Every line function returns a list of lines. Untrusted text (ticket text, evidence, reply drafts,
 names, reasons) is passed through :func:`safe_text`, which removes control characters (ESC
 sequences must never reach a terminal); the app additionally never parses these lines as markup.
+Issue 19: it never takes the shape of the request's own lines either. A single-line field (a
+subject, a name, a rule, an ID, a reason) goes through :func:`one_line` (its line breaks shown as
+``⏎``); a multi-line value (the customer's message, the reason, a tool's output, the reply draft)
+through :func:`block`, every line marked ``│ ``, a mark the request's own lines never carry.
 """
 
 from __future__ import annotations
@@ -21,13 +25,14 @@ from core.clock import age, iso, parse_time
 from core.data import customer_names, load_task
 from core.policy import may_approve, proposal_role, who_may_approve
 from core.recorded_model import show_usd
-from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, role_label
+from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, person, role_label
 from core.runner import outcome_line
-from core.safetext import safe_text
+from core.safetext import BLOCK_MARK, block, not_one_line, one_line, safe_text
 from core.state import FINAL_STATUSES, TaskState, WorldSeen, action_line, action_short, execution_started
 
 __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the faces' view
     "ACTIONS",
+    "BLOCK_MARK",
     "RESUMED",
     "STATUS_SHORT",
     "UNREADABLE",
@@ -45,6 +50,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "approval_request",
     "approve_dialog",
     "approved_vs_current",
+    "block",
     "changes_lines",
     "decided_by",
     "decision_lines",
@@ -54,6 +60,8 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "effect_ids",
     "execution_lines",
     "history_lines",
+    "not_one_line",
+    "one_line",
     "operation_lines",
     "operations_list",
     "precondition_lines",
@@ -74,7 +82,8 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
 
 
 def _indent(text: str, prefix: str = "  ") -> list[str]:
-    return [prefix + line for line in safe_text(text).splitlines() or [""]]
+    """A multi-line untrusted value as a marked block (issue 19, :func:`core.safetext.block`)."""
+    return block(text, prefix)
 
 
 def approval_request(state: TaskState) -> list[str]:
@@ -86,12 +95,12 @@ def approval_request(state: TaskState) -> list[str]:
         return [f"Run {state.run_id} (ticket {state.task_id}) has no proposal yet; it is {state.status}."]
     lines = [
         f"Approval needed for run {state.run_id} (ticket {state.task_id})",
-        f"Proposed by: {state.variant}, {state.model}. Rule: {safe_text(p.rule)}.",
+        f"Proposed by: {one_line(state.variant)}, {one_line(state.model)}. Rule: {one_line(p.rule)}.",
         *ticket_lines(state),
         "",
         "Actions (nothing has happened yet):",
     ]
-    lines += [f"  {i}. {safe_text(action_line(a))}" for i, a in enumerate(p.actions, 1)]
+    lines += [f"  {i}. {one_line(action_line(a))}" for i, a in enumerate(p.actions, 1)]
     needed = proposal_role(p.actions)
     lines += ["", f"Who may approve: {who_may_approve(needed)}", "", "Reason:"]
     lines += _indent(p.reason)
@@ -99,14 +108,14 @@ def approval_request(state: TaskState) -> list[str]:
     lines += _indent(load_task(state.task_id).message)
     lines += ["", "Evidence:"]
     for ev in state.evidence:
-        lines.append(f"  step {ev.step}: {ev.tool} {safe_text(json.dumps(ev.args, ensure_ascii=False))}")
+        lines.append(f"  step {ev.step}: {one_line(ev.tool)} {one_line(json.dumps(ev.args, ensure_ascii=False))}")
         lines += _indent(json.dumps(ev.result, ensure_ascii=False, indent=1, default=str), "    ")
     if not state.evidence:
         lines.append("  (no tool calls)")
     lines += ["", "Reply draft:"]
     lines += _indent(p.reply_draft or "(none)")
     if p.recipient:
-        lines.append(f"  (to {safe_text(p.recipient)})")
+        lines.append(f"  (to {one_line(p.recipient)})")
     pre = precondition_lines(state)
     if pre:
         lines += ["", *pre]
@@ -118,19 +127,24 @@ def ticket_lines(state: TaskState) -> list[str]:
     """``Ticket: "subject" from Maya Thompson, order LK-507862``."""
     task = load_task(state.task_id)
     return [
-        f'Ticket: "{safe_text(task.subject)}" from {safe_text(customer_names().get(task.customer_id, task.customer_id))}, order {task.order_id}'
+        f'Ticket: "{one_line(task.subject)}" from {one_line(customer_names().get(task.customer_id, task.customer_id))}, order {one_line(task.order_id)}'
     ]
 
 
-def standing(state: TaskState, role: str) -> str:
-    """The approver's standing under the current policy: ``You are team lead: you may approve``
-    or ``Needs team lead or above (you are agent)``; '' without actions."""
+def standing(state: TaskState, role: str, refused: str | None = None) -> str:
+    """The approver's standing under the current policy: ``Your role, team lead, may approve
+    this (it needs team lead or above)`` or ``Needs team lead or above (your role: agent)``; ''
+    without actions. ``refused`` is the rulebook's sentence when approve is not offered for
+    another reason: then the line never says "may approve" (issue 19: "you may approve" never
+    stands beside a refusal of approve)."""
     if state.proposal is None or not state.proposal.actions:
         return ""
     needed = proposal_role(state.proposal.actions)
     if may_approve(role, needed):
-        return f"You are {role_label(role)}: you may approve"
-    return f"Needs {who_may_approve(needed)} (you are {role_label(role)})"
+        if refused:
+            return f"Your role, {role_label(role)}, is high enough, but approve is not offered now (below)."
+        return f"Your role, {role_label(role)}, may approve this (it needs {who_may_approve(needed)})."
+    return f"Needs {who_may_approve(needed)} (your role: {role_label(role)})."
 
 
 REPLY_WORDS = {
@@ -167,14 +181,14 @@ def effect_ids(result: dict[str, Any] | None) -> str:
     of the service's result other than the inputs ('' when there are none)."""
     if not result:
         return ""
-    return ", ".join(f"{k} {safe_text(v)}" for k, v in result.items() if k.endswith("_id") and k not in _EFFECT_SKIP)
+    return ", ".join(f"{k} {one_line(v)}" for k, v in result.items() if k.endswith("_id") and k not in _EFFECT_SKIP)
 
 
 def _op_line(op: Any) -> str:
     order = getattr(op.action, "order_id", "")
     line = f"{op.action.type} {order}: {op.status} (operation {op.operation_id}, {op.calls} call(s))"
     if op.status == "failed" and op.error:
-        line += f" {safe_text(op.error)}"
+        line += f" {one_line(op.error)}"
     return line
 
 
@@ -203,7 +217,7 @@ def status_lines(state: TaskState) -> list[str]:
         needed = proposal_role(p.actions)
         return [
             "Waiting approval. Actions (nothing has happened yet):",
-            *operations_list([safe_text(action_line(a)) for a in p.actions], bool(p.reply_draft.strip())),
+            *operations_list([one_line(action_line(a)) for a in p.actions], bool(p.reply_draft.strip())),
             f"Who may approve: {who_may_approve(needed)}",
             f"Digest: {p.short_digest}",
         ]
@@ -221,21 +235,23 @@ def status_lines(state: TaskState) -> list[str]:
         reply = _reply(state)
         lines += [f"  {reply}"] if reply else []
         if not state.operations:
-            why = f"the outcome was {p.outcome} (rule {safe_text(p.rule)})" if p is not None else "no proposal"
+            why = f"the outcome was {p.outcome} (rule {one_line(p.rule)})" if p is not None else "no proposal"
             lines.append(f"  nothing to write: {why}")
         return lines
     if status == "handed_to_person":
         last = next((e for e in reversed(state.events) if e.kind == "handed_to_person"), None)
         if state.rejection is not None:
             r = state.rejection
-            why = f"rejected by {safe_text(r.name)} ({role_label(r.role)}): {safe_text(r.reason)}"
+            why = f"rejected by {person(r.name, r.role)}: {one_line(r.reason)}"
         elif last is not None:
-            by = f" by {safe_text(state.approval.name)}'s approval" if state.approval else ""
-            why = f"the executor stopped{by}: {safe_text(last.message)}"
+            failed = any(op.status == "failed" for op in state.operations)
+            what = "the service refused the write" if failed else "the executor refused before any write"
+            by = f"approved by {person(state.approval.name, state.approval.role)}, then " if state.approval else ""
+            why = f"{by}{what}: {one_line(last.message)}"
         elif p is not None:
-            reason = safe_text(p.reason).strip().splitlines()
-            why = f"the agent ({state.variant}, {state.model}) handed it over under rule {safe_text(p.rule)}" + (
-                f": {reason[0]}" if reason else ""
+            why = (
+                f"the agent ({one_line(state.variant)}, {one_line(state.model)}) handed it over under rule {one_line(p.rule)}"
+                + (f": {one_line(p.reason.strip())}" if p.reason.strip() else "")
             )
         else:
             why = "no reason was recorded"
@@ -262,16 +278,16 @@ def decision_lines(state: TaskState) -> list[str]:
     out = []
     if state.approval:
         a = state.approval
-        out.append(f"Approved by {safe_text(a.name)} ({a.role}) at {iso(a.at)}, digest {a.digest[:12]}")
+        out.append(f"Approved by {person(a.name, a.role)} at {iso(a.at)}, digest {a.digest[:12]}")
     if state.rejection:
         r = state.rejection
-        out.append(f"Rejected by {safe_text(r.name)} ({r.role}) at {iso(r.at)}: {safe_text(r.reason)}")
+        out.append(f"Rejected by {person(r.name, r.role)} at {iso(r.at)}: {one_line(r.reason)}")
     return out
 
 
 def trace_lines(events: Iterable[dict[str, Any]]) -> list[str]:
     """The events table of a run, one line each: ``  3  2026-10-09T17:00:50-04:00  tool_call  ...``."""
-    return [f"{e['seq']:>3}  {e['at']}  {e['kind']:<16} {safe_text(e['message'])}" for e in events]
+    return [f"{e['seq']:>3}  {e['at']}  {e['kind']:<16} {one_line(e['message'])}" for e in events]
 
 
 def diff_lines(a: TaskState, b: TaskState) -> list[str]:
@@ -283,7 +299,7 @@ def diff_lines(a: TaskState, b: TaskState) -> list[str]:
             return [f"(no proposal: {s.status})"]
         if not s.proposal.actions:
             return [f"({s.proposal.outcome}, no actions)"]
-        return [safe_text(action_short(x)) for x in s.proposal.actions]
+        return [one_line(action_short(x)) for x in s.proposal.actions]
 
     left, right = actions(a), actions(b)
     lines = [
@@ -335,14 +351,14 @@ def execution_lines(state: TaskState) -> list[str]:
     if state.status == "handed_to_person":
         last = next((e for e in reversed(state.events) if e.kind == "handed_to_person"), None)
         if last and not any(op.status == "failed" for op in state.operations):
-            out.append(f"Refused: {safe_text(last.message)}")
+            out.append(f"Refused: {one_line(last.message)}")
     return out
 
 
 def after_approve(state: TaskState) -> list[str]:
     """``Run X approved by Grace (grace): now handed to person.``, then :func:`execution_lines`."""
     a = state.approval
-    who = f"{safe_text(a.name)} ({role_label(a.role)})" if a else "?"
+    who = person(a.name, a.role) if a else "?"
     return [f"Run {state.run_id} approved by {who}: now {status_text(state.status)}.", *execution_lines(state)]
 
 
@@ -351,7 +367,7 @@ def after_reject(state: TaskState) -> list[str]:
     r = state.rejection
     if r is None:
         return [f"Run {state.run_id} is {status_text(state.status)}."]
-    return [f"Run {state.run_id} rejected by {safe_text(r.name)} ({role_label(r.role)}): {safe_text(r.reason)}"]
+    return [f"Run {state.run_id} rejected by {person(r.name, r.role)}: {one_line(r.reason)}"]
 
 
 RESUMED = {
@@ -371,7 +387,7 @@ def after_resume(kind: str, before: str, state: TaskState) -> list[str]:
         return [*said, f"Outcome: {outcome_line(state)}"]
     if before == "executing" and state.status == "waiting_approval":  # the approval lapsed or was refused (issue 20)
         last = next((e for e in reversed(state.events) if e.kind in ("approval_lapsed", "back_to_waiting")), None)
-        return [*said, *([f"Back to waiting: {safe_text(last.message)}"] if last else [])]
+        return [*said, *([f"Back to waiting: {one_line(last.message)}"] if last else [])]
     return [*said, *execution_lines(state)]
 
 
@@ -408,6 +424,9 @@ class Decision:
     preconditions that fail; the approve dialog repeats them."""
     seen: WorldSeen | None = None
     """The lookups' data those lines were made from (issue 18): the approval is bound to it."""
+    needed: str = ""
+    """The role the proposal needs (``team_lead``), '' when unknown: both dialogs and the
+    command line's question say who may approve (issue 19)."""
 
 
 @dataclass(frozen=True)
@@ -469,11 +488,12 @@ def describe(
     notes: list[str] = []
     tone: Tone = ""
     body: list[str]
+    offered = offers(state, approver, others=len(others))
     if state.status == "waiting_approval":
-        line = standing(state, approver.role)
+        line = standing(state, approver.role, offered["approve"])
         if line:
             notes.append(line)
-            tone = "ok" if line.startswith("You are") else "warn"
+            tone = "ok" if offered["approve"] is None else "warn"
         if others:
             hint = f"; press {keys['compare']} to compare" if keys.get("compare") else ""
             notes.append(f"{state.task_id} has {len(others) + 1} runs{hint}.")
@@ -502,7 +522,7 @@ def describe(
         body = [*status_lines(state), ""]
         if state.status in FINAL_STATUSES and state.events:
             last = state.events[-1]
-            body += [f"Last event: {last.kind}: {safe_text(last.message)}", ""]
+            body += [f"Last event: {last.kind}: {one_line(last.message)}", ""]
         if state.proposal is not None:
             body += [f"Outcome: {outcome_line(state)}", ""]
         body += proposal_record(state)
@@ -514,8 +534,9 @@ def describe(
             state.task_id,
             p.digest,
             state.version,
-            [safe_text(action_line(a)) for a in p.actions],
+            [one_line(action_line(a)) for a in p.actions],
             bool(p.reply_draft.strip()),
+            needed=proposal_role(p.actions) if p.actions else "",
         )
     return RunDetail(
         run_id=state.run_id,
@@ -524,7 +545,7 @@ def describe(
         version=state.version,
         notes=notes,
         tone=tone,
-        offers=offers(state, approver, others=len(others)),
+        offers=offered,
         body=body,
         others=others,
         decision=decision,
@@ -538,27 +559,31 @@ def _request_details(request: list[str]) -> list[str]:
     return request[:3] + request[start + 2 :] if start else request
 
 
-def approve_dialog(decision: Decision, approver: Approver) -> list[str]:
-    """What the approve dialog repeats: run, actions under "nothing has happened yet", the
-    reply, the digest and who is approving (seed 000: the approval names what was read)."""
+def approve_dialog(decision: Decision, approver: Approver, *, question: bool = True) -> list[str]:
+    """What the approve dialog repeats, and ``resolver approve`` prints before it pays (issue
+    19): run, actions with their amounts under "nothing has happened yet", the reply, who may
+    approve, what changed since the agent looked, the digest and who is approving (seed 000:
+    the approval names what was read). ``question``: end with the dialog's question (the
+    command line asks its own)."""
     body = [f"Run {decision.run_id} (ticket {decision.task_id})", "", "Actions (nothing has happened yet):"]
     body += operations_list(decision.actions, decision.has_reply)
+    if decision.needed:
+        body += [f"Who may approve: {who_may_approve(decision.needed)}"]
     if decision.world:
         body += ["", *decision.world]
-    return [
-        *body,
-        "",
-        f"Digest: {decision.digest[:12]} (sha256 {decision.digest})",
-        f"Approving as: {approver.label}",
-        "",
-        "Approve and execute these operations now? (default: No)",
-    ]
+    body += ["", f"Digest: {decision.digest[:12]} (sha256 {decision.digest})", f"Approving as: {approver.label}"]
+    return [*body, "", "Approve and execute these operations now? (default: No)"] if question else body
 
 
 def reject_dialog(decision: Decision, approver: Approver) -> list[str]:
-    """What the reject dialog repeats: the proposed actions (none will happen) and who rejects."""
+    """What the reject dialog repeats: the proposed actions (none will happen), the reply on
+    its own line (it will not be sent) and who rejects."""
     body = [f"Run {decision.run_id} (ticket {decision.task_id})", "", "Proposed actions (none will happen):"]
-    body += operations_list(decision.actions, decision.has_reply)
+    body += operations_list(decision.actions, False)
+    if decision.has_reply:  # its own line (issue 19: it read "will go out after the actions" here)
+        body += ["", "Reply to the customer: the reply will not be sent."]
+    if decision.needed:
+        body += [f"Who may reject: {who_may_approve(decision.needed)} (as for approve)"]
     return [
         *body,
         "",
@@ -604,11 +629,11 @@ def drift_lines(differences: list[str], effects: list[str], failing: list[str]) 
     lines = ["What changed since the agent looked:"]
     if not (differences or effects or failing):
         return [*lines, "  nothing: the lookups give the same results now."]
-    lines += [f"  {safe_text(d)}" for d in differences]
+    lines += [f"  {one_line(d)}" for d in differences]
     if effects:
-        lines += ["  Effects on the order since the evidence was read:", *(f"    {safe_text(e)}" for e in effects)]
+        lines += ["  Effects on the order since the evidence was read:", *(f"    {one_line(e)}" for e in effects)]
     if failing:
-        lines += ["  Preconditions that fail now:", *(f"    {safe_text(f)}" for f in failing)]
+        lines += ["  Preconditions that fail now:", *(f"    {one_line(f)}" for f in failing)]
     return lines
 
 
@@ -634,16 +659,20 @@ def approved_vs_current(state: TaskState) -> list[str]:
     )
     return [
         "Approved next to current (the proposal changed after it was approved):",
-        *(f"  {safe_text(line)}" for line in diff if not line.startswith("@@")),
+        *(f"  {one_line(line)}" for line in diff if not line.startswith("@@")),
     ]
 
 
 def precondition_lines(state: TaskState) -> list[str]:
-    """The preconditions of the proposal, per operation, as the request lists them."""
+    """The preconditions of the proposal as the request lists them, numbered once per request
+    (``1.`` to ``n.``; issue 19: numbered per operation, ``1.`` appeared twice)."""
     p = state.proposal
     if p is None or not p.preconditions:
         return []
-    return ["Preconditions (checked again at each write):", *(f"  {c.index + 1}. {safe_text(c.line())}" for c in p.preconditions)]
+    return [
+        "Preconditions (checked again at each write):",
+        *(f"  {i}. {one_line(c.line())}" for i, c in enumerate(p.preconditions, 1)),
+    ]
 
 
 _HISTORY_WORDS = {"approve": "approved", "reject": "rejected", "refresh": "refreshed"}
@@ -653,19 +682,20 @@ _HISTORY_WORDS = {"approve": "approved", "reject": "rejected", "refresh": "refre
 def history_lines(rows: list[dict[str, Any]], *, with_run: bool = True) -> list[str]:
     """The audit rows of :meth:`core.queue.ApprovalQueue.audit` as lines, oldest first: when,
     (the run, unless ``with_run`` is False), the decision or refusal, who (role and name), the
-    digest decided on, then the reason or detail on its own indented line. Untrusted text (names,
-    reasons) is left for the face to make safe."""
+    digest decided on, then the reason or detail on its own indented line. Names and reasons are
+    single-line fields (:func:`core.safetext.one_line`, issue 19)."""
     out: list[str] = []
     for r in rows:
         decision = str(r.get("decision") or "")
         word = _HISTORY_WORDS.get(decision, decision)
         if decision.startswith("refused:"):
             word = f"refused ({decision.split(':', 1)[1]})"
-        who = role_label(str(r.get("role") or "")) + (f", {r['name']}" if r.get("name") else "")
+        role = str(r.get("role") or "")
+        who = person(str(r["name"]), role) if r.get("name") else f"role {role_label(role)}"
         run = f"  {r.get('run_id')}" if with_run else ""
         out.append(f"{r.get('at')}{run}  {word} by {who}  digest {r.get('digest') or '-'}")
         if r.get("detail"):
-            out.append(f"    {r['detail']}")
+            out.append(f"    {one_line(r['detail'])}")
     return out
 
 

@@ -104,7 +104,7 @@ def test_add_needs_the_owners_passphrase(staffed):
 
 def test_a_shop_home_refuses_every_decision_until_its_registry_exists(shop):
     shop("run", "T-65273")
-    code, _, err = shop("approve", T65273_RUN, "--name", "Grace", passphrase=GRACE)
+    code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Grace", passphrase=GRACE)
     assert code == 4 and "no approvers registry yet" in err
     assert _changes(shop.root) == 0
 
@@ -113,32 +113,32 @@ def test_a_shop_home_refuses_every_decision_until_its_registry_exists(shop):
 
 
 def test_approve_as_grace_is_refused_in_a_shop_home(staffed):
-    code, out, err = staffed("approve", T65273_RUN, "--as", "grace", passphrase=GRACE)
+    code, out, err = staffed("approve", "--yes", T65273_RUN, "--as", "grace", passphrase=GRACE)
     assert code == 4 and out == "" and err.startswith("--as is refused in a shop home")
-    code, _, err = staffed("reject", T65273_RUN, "--as", "grace", "--reason", "no", passphrase=GRACE)
+    code, _, err = staffed("reject", "--yes", T65273_RUN, "--as", "grace", "--reason", "no", passphrase=GRACE)
     assert code == 4 and err.startswith("--as is refused in a shop home")
     assert _changes(staffed.root) == 0
 
 
 def test_approve_by_name_without_graces_passphrase_is_refused(staffed, monkeypatch):
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
-    code, _, err = staffed("approve", T65273_RUN, "--name", "Grace")
+    code, _, err = staffed("approve", "--yes", T65273_RUN, "--name", "Grace")
     assert code == 1 and "No passphrase" in err
-    code, _, err = staffed("approve", T65273_RUN, "--name", "Grace", passphrase=ANA)
+    code, _, err = staffed("approve", "--yes", T65273_RUN, "--name", "Grace", passphrase=ANA)
     assert code == 4 and err == "Wrong passphrase for Grace: nothing was decided.\n"
     assert staffed("show", T65273_RUN)[1].count("Status: waiting_approval") == 1
     assert _changes(staffed.root) == 0 and _audit(staffed.root) == []
 
 
 def test_the_role_comes_from_the_registry(staffed):
-    code, _, err = staffed("approve", T65273_RUN, "--name", "Bot", passphrase=BOT)
+    code, _, err = staffed("approve", "--yes", T65273_RUN, "--name", "Bot", passphrase=BOT)
     assert code == 4 and err == f"You are agent: run {T65273_RUN} needs team lead or above.\n"
 
 
 def test_a_team_lead_approves_with_a_signed_decision_and_the_audit_verifies(staffed):
-    code, out, err = staffed("approve", T65273_RUN, "--name", "ana", passphrase=ANA)
+    code, out, err = staffed("approve", "--yes", T65273_RUN, "--name", "ana", passphrase=ANA)
     assert code == 0, err
-    assert "approved by Ana (team lead)" in out and "Status: done" in out
+    assert "approved by Ana (role team lead)" in out and "Status: done" in out
     assert _changes(staffed.root) == 1
     [row] = _audit(staffed.root)
     registry_rows = _registry_rows(staffed.root)  # init, add Ana, add Bot (issue 28), before it
@@ -162,7 +162,7 @@ def test_the_passphrase_comes_from_a_file_descriptor(staffed):
     os.write(write, (ANA + "\n").encode())
     os.close(write)
     try:
-        code, out, err = staffed("approve", T65273_RUN, "--name", "Ana", "--passphrase-fd", str(read))
+        code, out, err = staffed("approve", "--yes", T65273_RUN, "--name", "Ana", "--passphrase-fd", str(read))
     finally:
         os.close(read)
     assert code == 0, err
@@ -171,7 +171,7 @@ def test_the_passphrase_comes_from_a_file_descriptor(staffed):
 
 def test_a_signed_rejection_is_audited_and_verifies(staffed):
     # a reject needs the role the proposal needs (issue 12): T-65273's 119.00 needs a team lead
-    code, out, _ = staffed("reject", T65273_RUN, "--name", "Ana", "--reason", "the customer called back", passphrase=ANA)
+    code, out, _ = staffed("reject", "--yes", T65273_RUN, "--name", "Ana", "--reason", "the customer called back", passphrase=ANA)
     assert code == 0 and "Status: handed_to_person" in out  # a reject did what it was asked: exit 0
     [row] = _audit(staffed.root)
     assert row["decision"] == "reject" and row["sig"] and row["detail"] == "the customer called back"
@@ -210,7 +210,7 @@ def test_an_approval_forged_by_sql_with_a_valid_hmac_executes_nothing_and_the_au
     trace = staffed("trace", T65273_RUN)[1]
     assert "back_to_waiting" in trace and "nothing written" in trace
     # the run waits again and a real approver can decide it
-    assert staffed("approve", T65273_RUN, "--name", "Ana", passphrase=ANA)[0] == 0
+    assert staffed("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)[0] == 0
     assert _changes(staffed.root) == 1
     assert staffed("audit", "verify")[0] == 0  # the system's refused row is chained, unsigned, and accepted
 
@@ -231,7 +231,7 @@ def test_the_redecide_marker_is_the_executors(staffed):
 
 
 def test_an_approver_revoked_after_deciding_but_before_execution_writes_nothing(staffed):
-    code, out, _ = staffed("approve", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
+    code, out, _ = staffed("approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
     assert code == 3
     code, out, err = staffed("approvers", "revoke", "Ana", owner=GRACE)
     assert code == 0 and out.startswith("Revoked Ana at ")
@@ -239,7 +239,7 @@ def test_an_approver_revoked_after_deciding_but_before_execution_writes_nothing(
     assert code == 5 and "Status: handed_to_person" in out  # handed to a person (exit 5)
     assert _changes(staffed.root) == 0
     assert "Ana was revoked at" in _audit(staffed.root)[-1]["detail"]
-    code, _, err = staffed("approve", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    code, _, err = staffed("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
     assert code == 4 and "Ana was revoked at" in err
 
 
@@ -249,7 +249,7 @@ def test_an_approver_revoked_after_deciding_but_before_execution_writes_nothing(
 def test_a_registry_entry_edited_by_sql_is_detected_and_refused(staffed):
     with sqlite3.connect(staffed.root / "approvers.sqlite") as conn:
         conn.execute("UPDATE approvers SET role = 'grace' WHERE name = 'Bot'")
-    code, _, err = staffed("approve", T65273_RUN, "--name", "Bot", passphrase=BOT)
+    code, _, err = staffed("approve", "--yes", T65273_RUN, "--name", "Bot", passphrase=BOT)
     assert (
         code == 4
         and "The approvers registry does not verify" in err
@@ -261,7 +261,7 @@ def test_a_registry_entry_edited_by_sql_is_detected_and_refused(staffed):
 
 
 def test_an_approval_whose_approver_was_raised_by_sql_before_execution_is_refused(staffed):
-    assert staffed("approve", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)[0] == 3
+    assert staffed("approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)[0] == 3
     with sqlite3.connect(staffed.root / "approvers.sqlite") as conn:
         conn.execute("UPDATE approvers SET role = 'grace' WHERE name = 'Ana'")
     assert "Status: handed_to_person" in staffed("resume", T65273_RUN)[1]
@@ -292,9 +292,12 @@ def test_the_recovery_code_gives_the_owner_a_new_passphrase_once(staffed):
 @pytest.fixture
 def audited(staffed):
     """Two decisions in the audit: Ana approved T-65273, Bot rejected a second run."""
-    assert staffed("approve", T65273_RUN, "--name", "Ana", passphrase=ANA)[0] == 0
+    assert staffed("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)[0] == 0
     assert staffed("run", "T-90104")[0] == 0
-    assert staffed("reject", "T-90104-agent-chat-small-1", "--name", "Bot", "--reason", "wrong order", passphrase=BOT)[0] == 0
+    assert (
+        staffed("reject", "--yes", "T-90104-agent-chat-small-1", "--name", "Bot", "--reason", "wrong order", passphrase=BOT)[0]
+        == 0
+    )
     assert staffed("audit", "verify")[0] == 0
     return staffed
 
@@ -362,8 +365,8 @@ def test_doctor_lines_show_the_owner_fingerprint_and_the_audit(audited):
 
 def test_a_practice_home_decides_with_as_and_chains_its_audit(cli):
     cli("run", "T-65273")
-    assert cli("approve", T65273_RUN)[0] == 1  # who decides must be said
-    code, out, _ = cli("approve", T65273_RUN, "--as", "team_lead", "--name", "Grace")
+    assert cli("approve", "--yes", T65273_RUN)[0] == 1  # who decides must be said
+    code, out, _ = cli("approve", "--yes", T65273_RUN, "--as", "team_lead", "--name", "Grace")
     assert code == 0 and "Status: done" in out
     assert cli("audit", "verify") == (0, f"Audit: 1 row(s), chain whole, latest {row_hash(_audit(cli.home)[0])[:16]}.\n", "")
     assert not (cli.home / "audit.head").exists()

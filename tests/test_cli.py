@@ -37,7 +37,7 @@ def test_friday_to_monday_resume_shows_the_same_request_and_calls_no_model(proc)
 
     approved = proc("approve", T65273_RUN, "--as", "team_lead")
     assert approved.returncode == 0, approved.stderr
-    assert approved.stdout.startswith(f"Run {T65273_RUN} approved by team lead (team lead): now done.")
+    assert f"\nRun {T65273_RUN} approved by team lead (role team lead): now done." in approved.stdout
     assert re.search(r"request_refund LK-507862: done \(operation [0-9a-f]{16}, 1 call\(s\)\)", approved.stdout)
     assert approved.stdout.strip().endswith("Status: done")
     changes = proc("changes").stdout
@@ -124,10 +124,10 @@ def test_reject_needs_a_reason_and_hands_the_run_to_a_person(cli):
     code, out, _ = cli(
         "reject", T65273_RUN, "--as", "team_lead", "--name", "Amira", "--reason", "Customer already refunded by phone"
     )
-    assert code == 0 and out.startswith(f"Run {T65273_RUN} rejected by Amira (team lead): Customer already refunded by phone")
+    assert code == 0 and (f"\nRun {T65273_RUN} rejected by Amira (role team lead): Customer already refunded by phone" in out)
     assert out.strip().endswith("Status: handed_to_person")
     code, _, err = cli("approve", T65273_RUN, "--as", "grace")
-    assert code == 4 and "already rejected by Amira (team_lead) at 2026-" in err
+    assert code == 4 and "already rejected by Amira (role team lead) at 2026-" in err
 
 
 def test_diff_compares_two_runs_of_the_planter_line_by_line(cli):

@@ -167,7 +167,7 @@ def test_the_key_is_readable_by_its_owner_only(home):
 def test_approve_on_a_rejected_run_is_refused(home):
     state = home.run("T-65273")
     home.reject(state.run_id, "team_lead", "Wait for the bank's statement", "Tomás")
-    with pytest.raises(ApprovalRefused, match=r"already rejected by Tomás \(team_lead\)"):
+    with pytest.raises(ApprovalRefused, match=r"already rejected by Tomás \(role team lead\)"):
         home.approve(state.run_id, "grace", "Grace")
     assert home.execute(state.run_id).status == "handed_to_person"
     assert _world_rows(home)["refunds"] == 0
@@ -192,7 +192,7 @@ def test_two_approvals_at_once_in_threads_exactly_one_wins(home):
     wins = [n for n, r in results.items() if r == "done"]
     losses = [r for r in results.values() if isinstance(r, ApprovalRefused)]
     assert len(wins) == 1 and len(losses) == 1
-    assert f"approved by {wins[0]} (grace)" in str(losses[0])
+    assert f"approved by {wins[0]} (role grace)" in str(losses[0])
     assert len(home.store.audit(state.run_id)) == 1
     assert _world_rows(home)["refunds"] == 1
 

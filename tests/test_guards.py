@@ -356,7 +356,7 @@ def test_guard_registry_an_approver_added_with_sql_signs_nothing_that_pays(shop)
 
 def test_guard_revoked_an_approver_revoked_before_the_write_pays_nothing(shop):
     # GUARD revoked: the registry's revocation holds at every write
-    assert shop("approve", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)[0] == 3
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)[0] == 3
     assert shop("approvers", "revoke", "Ana", owner=OWNER)[0] == 0
     code, out, _ = shop("resume", T65273_RUN)
     assert world_counts(shop.root) == NOTHING
@@ -369,7 +369,7 @@ def test_guard_shop_precondition_a_shop_home_refuses_the_approval_before_the_wri
     precondition still stops the money: this test counts the audit too."""
     home = Home(shop.root)
     home.world("till").request_refund("till-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-1")
-    code, _, err = shop("approve", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
     assert world_counts(shop.root) == {**NOTHING, "refunds": 1}
     assert home.store.load(T65273_RUN).status == "waiting_approval"
     assert code == 4 and "The world changed since the agent looked" in err

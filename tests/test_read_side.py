@@ -33,7 +33,7 @@ def test_the_role_needed_comes_from_the_current_policy_not_the_saved_column(demo
         conn.execute("UPDATE runs SET required_role = 'agent' WHERE run_id = ?", (T65273,))
     detail = demo_home.queue.run(T65273, Approver("agent", "Amira"))
     assert detail.offers["approve"] == f"You are agent: run {T65273} needs team lead or above."
-    assert detail.notes[0] == "Needs team lead or above (you are agent)" and detail.tone == "warn"
+    assert detail.notes[0] == "Needs team lead or above (your role: agent)." and detail.tone == "warn"
     assert demo_home.queue.run(T65273, Approver("team_lead")).offers["approve"] is None
 
 
@@ -49,7 +49,7 @@ def test_the_detail_of_a_run_says_what_is_offered_and_why_not(demo_home):
         said["approve"]
         == said["reject"]
         == (
-            f"Run {T90103} was already rejected by Grace (grace) at 2026-10-12T09:00:00-04:00; it is handed_to_person. Nothing changed."
+            f"Run {T90103} was already rejected by Grace (role grace) at 2026-10-12T09:00:00-04:00; it is handed_to_person. Nothing changed."
         )
     )
     assert said["resume"] == "Nothing to resume: the run is handed_to_person." and said["trace"] is None

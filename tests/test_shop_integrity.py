@@ -63,7 +63,7 @@ def test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing(shop, c
     else:
         kind_file.write_text('{"kind": "practice"}', encoding="utf-8")
     for argv in (
-        ("approve", T65273_RUN, "--as", "grace", "--name", "Grace"),
+        ("approve", "--yes", T65273_RUN, "--as", "grace", "--name", "Grace"),
         ("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2"),
         ("reset", "--all"),
         ("runs",),
@@ -81,20 +81,20 @@ def test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing(shop, c
     # the owner puts it back; the queue is whole and Tomás approves with his key
     assert shop("init", "--shop")[:2] == (0, f"{shop.root} is a shop home again: home.json says so.\n")
     assert home_kind(shop.root) == "shop"
-    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
     assert code == 0, err
     assert refunds(shop.root) == 1
 
 
 def test_signed_audit_rows_alone_make_a_folder_a_shop(shop):
     """Every shop file removed but runs.sqlite: its Ed25519-signed rows still say shop."""
-    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
     for name in ("home.json", "approvers.sqlite", "approvers.json", "audit.head"):
         (shop.root / name).unlink()
     with pytest.raises(ResolverError, match=r"it holds Ed25519-signed audit rows"):
         home_kind(shop.root)
-    done = run_process(shop.root, "approve", T90104_RUN, "--as", "grace")
+    done = run_process(shop.root, "approve", "--yes", T90104_RUN, "--as", "grace")
     assert done.returncode == 1 and "a shop home stays one" in done.stderr
     assert refunds(shop.root) == 1  # Tomás's 119.00, nothing more
 
@@ -108,7 +108,7 @@ def test_a_practice_home_stays_a_practice_home(home):
 def test_a_shop_home_resumes_a_signed_run_without_approval_key(shop):
     """Issue 28: a shop home never needs approval.key: Tomás's approval, interrupted before the
     write, is resumed after approval.key is gone."""
-    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
+    code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
     assert code == 3, err
     key = shop.root / "approval.key"
     if key.exists():
@@ -157,7 +157,7 @@ def _seal_count_x(root: Path) -> None:
     (root / "approvers.json").write_text(json.dumps(seal), encoding="utf-8")
 
 
-APPROVE = ("approve", T65273_RUN, "--name", "Tomás")
+APPROVE = ("approve", "--yes", T65273_RUN, "--name", "Tomás")
 BAD_INPUTS = [
     # (case, prepare the home, argv, what is handed on fd 3 (None: nothing), exit codes, words of the sentence)
     ("fd not open", None, (*APPROVE, "--passphrase-fd", "9"), None, {2}, "File descriptor 9 is not open"),
@@ -268,7 +268,7 @@ def test_an_approval_voided_by_a_refresh_and_written_back_never_executes(shop):
     from core.home import Home
 
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
-    code, _, err = shop("approve", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)
+    code, _, err = shop("approve", "--yes", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)
     assert code == 3, err
     version_1 = Home(shop.root).store.load(T90104_RUN)
     assert version_1.status == "executing" and version_1.approval is not None
@@ -319,7 +319,7 @@ def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves
     assert run("resume", T65273_RUN)[0] == 0  # shows the waiting request again
     assert run("refresh", T65273_RUN, "--name", "Bot", passphrase=BOT)[0] == 0  # its evidence is older than 7 days by now
     assert Registry(root).entries()[1].private_key.startswith("-----BEGIN ENCRYPTED PRIVATE KEY-----")  # PBKDF2
-    code, out, err = run("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    code, out, err = run("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
     assert code == 0, err
     assert refunds(root) == 2
     tomas = Registry(root).entries()[1]
@@ -327,7 +327,7 @@ def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves
     assert Registry(root).unlock("Tomás", TOMAS).name == "Tomás"
     code, out, err = run("audit", "verify")
     assert code == 0 and "chain whole" in out, (out, err)
-    assert run("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 4  # decided once
+    assert run("approve", "--yes", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 4  # decided once
     # its seal has no version (counts as 0); the next change writes version 1 and its audit row
     monkeypatch.setenv(signing.OWNER_PASSPHRASE_ENV, GRACE)
     assert run("approvers", "revoke", "Bot")[0] == 0
@@ -356,7 +356,7 @@ def test_a_revocation_undone_by_putting_the_registry_back_pays_nothing(shop, tmp
     assert revoked.returncode == 0, revoked.stderr
     for name in ("approvers.sqlite", "approvers.json"):
         shutil.copy2(saved / name, shop.root / name)  # put the two files back
-    done = run_process(shop.root, "approve", T90104_RUN, "--name", "Bot", env={signing.PASSPHRASE_ENV: BOT})
+    done = run_process(shop.root, "approve", "--yes", T90104_RUN, "--name", "Bot", env={signing.PASSPHRASE_ENV: BOT})
     assert done.returncode in (4, 5), (done.stdout, done.stderr)
     assert "the audit records version 4" in done.stdout + done.stderr
     assert refunds(shop.root) == 0
@@ -371,7 +371,7 @@ def test_a_revocation_undone_by_putting_the_registry_back_pays_nothing(shop, tmp
 @pytest.mark.parametrize("change", ["delete the newest row", "edit the newest row's detail"])
 def test_history_rolled_back_with_the_head_is_found_by_audit_verify(shop, tmp_path, change):
     old_head = (shop.root / "audit.head").read_bytes()  # copy audit.head
-    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     assert refunds(shop.root) == 1  # Tomás's 119.00, approved as it should be
     with sqlite3.connect(shop.root / "runs.sqlite") as conn:
         newest = conn.execute("SELECT MAX(id) FROM audit").fetchone()[0]
@@ -446,7 +446,7 @@ def test_files_keep_the_modes_their_owner_set(tmp_path):
     modes = {"resolver.log": 0o640, "larkfield.sqlite": 0o640, "runs.sqlite": 0o600, ".__resolver.lock": 0o640}
     for name, mode in modes.items():
         (root / name).chmod(mode)
-    assert run_process(root, "approve", T65273_RUN, "--as", "grace").returncode == 0
+    assert run_process(root, "approve", "--yes", T65273_RUN, "--as", "grace").returncode == 0
     assert refunds(root) == 1
     assert {name: (root / name).stat().st_mode & 0o777 for name in modes} == modes
 
@@ -506,7 +506,7 @@ def test_a_signed_decision_binds_the_chain_before_it_its_world_and_its_operation
     from core import auditchain
     from core.home import Home
 
-    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     home = Home(shop.root)
     all_rows = home.store.audit_rows()
     approve = next(r for r in all_rows if r["decision"] == "approve")
@@ -532,7 +532,7 @@ def test_history_run_and_head_rolled_back_together_are_found_by_the_register(sho
     old_head = (shop.root / "audit.head").read_bytes()
     length = json.loads(old_head)["length"]
     before = Home(shop.root).store.load(T65273_RUN)
-    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     assert refunds(shop.root) == 1
     _delete_rows_after(shop.root, length)
     (shop.root / "audit.head").write_bytes(old_head)
@@ -560,7 +560,7 @@ def test_a_manual_refund_is_not_held_against_the_audit(shop):
 def test_an_approval_whose_state_was_rewritten_after_signing_never_executes(shop, rewrite):
     from core.home import Home
 
-    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
+    code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
     assert code == 3, err
     store = Home(shop.root).store
     state = store.load(T65273_RUN)
@@ -627,7 +627,7 @@ def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_
     assert code == 0 and "Audit: 4 row(s), chain whole" in out, (out, err)  # registry init, two adds, Bot's approval
     assert refunds(root) == 1  # Bot's 9.95 of T-90104, bound by a row signed without binds
     assert run("refresh", T65273_RUN, "--name", "Bot", passphrase=BOT)[0] == 0  # its evidence is older than 7 days by now
-    code, out, err = run("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    code, out, err = run("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
     assert code == 0, err
     assert refunds(root) == 2
     rows = Home(root).store.audit_rows()
@@ -657,7 +657,7 @@ def later(monkeypatch):
 def _lapsed_before_write(shop, later) -> None:
     """T-90104 approved by Bot, crashed before its write, resumed 2 hours later: the approval lapsed."""
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
-    assert shop("approve", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)[0] == 3
+    assert shop("approve", "--yes", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)[0] == 3
     later(2)
     code, out, err = shop("resume", T90104_RUN)
     assert "lapsed" in out + err, (code, out, err)
@@ -670,11 +670,11 @@ def test_a_lapsed_approval_written_back_after_a_rejection_never_executes(shop, l
     from core.home import Home
 
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
-    assert shop("approve", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)[0] == 3
+    assert shop("approve", "--yes", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)[0] == 3
     approved = Home(shop.root).store.load(T90104_RUN)
     later(2)
     assert "lapsed" in "".join(shop("resume", T90104_RUN)[1:])
-    code, _, err = shop("reject", T90104_RUN, "--name", "Tomás", "--reason", "customer withdrew", passphrase=TOMAS)
+    code, _, err = shop("reject", "--yes", T90104_RUN, "--name", "Tomás", "--reason", "customer withdrew", passphrase=TOMAS)
     assert code == 0, err
     approved.version = Home(shop.root).store.load(T90104_RUN).version
     approved.operations[0].calls = 1  # "started": it cannot lapse again
@@ -694,7 +694,7 @@ def test_a_lapsed_approval_does_not_bind_a_later_write_rolled_back_out_of_the_au
     saved.mkdir()
     for name in ("runs.sqlite", "audit.head"):
         shutil.copy2(shop.root / name, saved / name)
-    assert shop("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 0
+    assert shop("approve", "--yes", T90104_RUN, "--name", "Bot", passphrase=BOT)[0] == 0
     assert refunds(shop.root) == 1
     for name in ("runs.sqlite", "audit.head"):
         shutil.copy2(saved / name, shop.root / name)
@@ -711,7 +711,7 @@ def test_a_lapsed_approval_does_not_bind_a_later_write_rolled_back_out_of_the_au
     ids=["table renamed", "column renamed"],
 )
 def test_a_register_made_unreadable_is_said_not_taken_as_empty(shop, sql):
-    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     with sqlite3.connect(shop.root / "larkfield.sqlite") as conn:
         conn.execute(sql)
     code, out, err = shop("audit", "verify")
@@ -723,7 +723,7 @@ def test_a_register_made_unreadable_is_said_not_taken_as_empty(shop, sql):
     ["not json", '{"head": "3:x", "ops": 5}', '{"head": "3:x", "ops": null}', '{"head": 3}', "[1]", "deep", "blob"],
 )
 def test_junk_in_a_rows_binds_is_reported_never_a_crash(shop, junk):
-    assert shop("approve", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
+    assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     with sqlite3.connect(shop.root / "runs.sqlite") as conn:
         newest = conn.execute("SELECT MAX(id) FROM audit WHERE decision = 'approve'").fetchone()[0]
         conn.execute("DROP TRIGGER audit_no_update")
@@ -738,7 +738,7 @@ def test_junk_in_a_rows_binds_is_reported_never_a_crash(shop, junk):
     code, out, err = shop("audit", "verify")
     assert "(T-65273-agent-chat-small-1, approve)" in out + err, (out, err)
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
-    code, out, err = shop("approve", T90104_RUN, "--name", "Bot", passphrase=BOT)  # the chain moves on
+    code, out, err = shop("approve", "--yes", T90104_RUN, "--name", "Bot", passphrase=BOT)  # the chain moves on
     assert "unexpected error" not in out + err, (out, err)
 
 

@@ -9,9 +9,11 @@ from __future__ import annotations
 import time
 from typing import TypeVar
 
+from core.views import not_one_line
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.message import Message
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
@@ -80,6 +82,26 @@ class ConfirmScreen(Fenced[bool]):
         self.dismiss(yes)
 
 
+class ReasonInput(Input):
+    """The reject dialog's reason (one line, as core takes it). A paste holding line breaks is
+    refused whole with core's sentence (:func:`core.views.not_one_line`, the command line's),
+    never cut to its first line silently as Textual's ``Input`` does (issue 19)."""
+
+    class Refused(Message):
+        """A paste was refused: ``sentence`` says why; the reason is left as it was."""
+
+        def __init__(self, sentence: str) -> None:
+            super().__init__()
+            self.sentence = sentence
+
+    def _on_paste(self, event: events.Paste) -> None:
+        said = not_one_line(event.text, "reason")
+        if said:
+            event.prevent_default()  # Input's own handler would keep the first line
+            event.stop()
+            self.post_message(self.Refused(said))
+
+
 class RejectScreen(Fenced[str | None]):
     """Reject with a reason: returns the reason, or None when cancelled. Empty is refused."""
 
@@ -95,7 +117,7 @@ class RejectScreen(Fenced[str | None]):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield Static(lines(self.body), id="dialog-body")
             yield Label("Reason (required): what is wrong with the proposal?")
-            yield Input(placeholder="reason", id="reason", compact=True)
+            yield ReasonInput(placeholder="reason", id="reason", compact=True)
             yield Static("", id="reason-error", markup=False)
             with Horizontal(classes="buttons"):
                 yield Button("Reject", id="reject", variant="error", compact=True)
@@ -106,11 +128,16 @@ class RejectScreen(Fenced[str | None]):
 
     def _submit(self) -> None:
         reason = self.query_one("#reason", Input).value.strip()
-        if not reason:
-            self.query_one("#reason-error", Static).update("A rejection needs a reason.")
+        said = "A rejection needs a reason." if not reason else not_one_line(reason, "reason")
+        if said:
+            self.query_one("#reason-error", Static).update(said)
             self.query_one("#reason", Input).focus()
             return
         self.dismiss(reason)
+
+    @on(ReasonInput.Refused)
+    def refused(self, event: ReasonInput.Refused) -> None:
+        self.query_one("#reason-error", Static).update(event.sentence)
 
     @on(Input.Submitted)
     def submitted(self) -> None:

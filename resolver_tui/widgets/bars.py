@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.views import role_label
+from core.views import one_line, role_label
+from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import Static
 
@@ -31,8 +32,10 @@ ALL = [status for status, _ in FILTERS].index(None)
 
 
 class TopBar(Static):
-    """``Larkfield approvals · practice · at the keyboard: Tomás (team lead) · clock Mon
-    2026-10-12 09:00 (simulated)``: ``kind`` is the home's kind, ``practice`` or ``shop``."""
+    """``Larkfield approvals · practice · approver: Tomás (role team lead) · clock Mon
+    2026-10-12 09:00 (simulated)``: ``kind`` is the home's kind, ``practice`` or ``shop``. The
+    role is said to be one (issue 19: the demo's person Grace and the role ``grace``), the name
+    on one line (:func:`core.views.one_line`)."""
 
     NARROW = 110
     """Below this width (characters) the bar drops the app's name and says less."""
@@ -41,7 +44,7 @@ class TopBar(Static):
         narrow = 0 < self.size.width < self.NARROW
         sep = " · " if narrow else "  ·  "
         parts: list = [] if narrow else [("Larkfield approvals", "bold"), sep]
-        parts += [(kind, "bold"), sep, "at the keyboard: ", (clean(name), "bold"), f" ({role_label(role)})"]
+        parts += [(kind, "bold"), sep, "approver: ", (one_line(name), "bold"), f" (role {role_label(role)})"]
         if now is not None:
             parts += [sep, "clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), "" if narrow else " (simulated)"]
         self.update(Content.assemble(*parts))
@@ -87,7 +90,7 @@ class FilterBar(Static):
         corrupt = f"corrupt {counts['corrupt']}" if counts.get("corrupt") else ""  # never under a status (issue 12)
         for level in range(4):
             texts = filter_texts(active, counts, level) + ([corrupt] if corrupt else [])
-            used = sum(map(len, texts)) + len(texts) - 1
+            used = sum(map(cell_len, texts)) + len(texts) - 1  # cells, not characters (issue 19)
             if used <= width or level == 3:
                 break
         parts: list = []
@@ -95,7 +98,7 @@ class FilterBar(Static):
             styled = i == active or (corrupt and i == len(texts) - 1)
             parts += [" " if i else "", (text, "reverse bold") if styled else text]
         stamp = f"  refreshed {refreshed}" if refreshed else ""
-        if stamp and used + len(stamp) <= width:
+        if stamp and used + cell_len(stamp) <= width:
             parts.append(stamp)
         self.update(Content.assemble(*parts))
 

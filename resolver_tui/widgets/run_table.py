@@ -11,6 +11,7 @@ from datetime import datetime
 
 from core.queue import PAGE_SIZE, Page, RunSummary
 from core.views import age_text, role_label, status_short
+from rich.cells import cell_len
 from rich.text import Text
 from textual import on
 from textual.message import Message
@@ -34,8 +35,9 @@ COLUMNS = [
 PRIORITY = ("run", "total", "status", "age", "role", "ticket", "customer", "actions")
 """Which columns a narrow terminal keeps first: the amount and the status are never cut."""
 
-WIDTHS = {"run": 30, "customer": 16, "actions": 22, "ticket": 8, "total": 9, "role": 9, "age": 7, "status": 9}
-"""Widest cell of each column (characters); the run ID is elided in the middle to fit."""
+WIDTHS = {"run": 60, "customer": 16, "actions": 22, "ticket": 8, "total": 9, "role": 9, "age": 7, "status": 9}
+"""Widest cell of each column, in terminal cells; the run ID is elided in the middle only when
+the terminal is too narrow for it whole (issue 19: IDs were elided at 200 columns, 60 empty)."""
 
 RUN_MIN = 18
 """The run ID column never gets narrower than this (its middle is elided)."""
@@ -62,18 +64,49 @@ def action_words(summary: str) -> str:
     return ", ".join(ACTION_WORDS.get(w, w) for w in words)
 
 
+def _clusters(text: str) -> list[str]:
+    """``text`` cut into what a terminal draws as one: a character with the zero-width marks
+    that follow it (combining accents, variation selectors, joiners), so a cut never splits
+    ``é`` written as ``e`` + U+0301."""
+    out: list[str] = []
+    for ch in text:
+        if out and cell_len(ch) == 0:
+            out[-1] += ch
+        else:
+            out.append(ch)
+    return out
+
+
+def _take(parts: list[str], width: int) -> list[str]:
+    """The leading ``parts`` that fit ``width`` cells."""
+    taken, used = [], 0
+    for part in parts:
+        used += cell_len(part)
+        if used > width:
+            break
+        taken.append(part)
+    return taken
+
+
 def _short(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """``text`` cut to ``width`` terminal cells (Rich's ``cell_len``: a CJK character or an
+    emoji takes two, a combining mark none; issue 19), ``…`` marking the cut."""
+    if cell_len(text) <= width:
+        return text
+    return "".join(_take(_clusters(text), width - 1)) + "…"
 
 
 def elide_middle(text: str, width: int) -> str:
     """``T-90104-agent_structured-chat-small-1`` as ``T-90104-age…at-small-1``: the ticket at the
-    start and the run number at the end stay readable."""
-    if len(text) <= width:
+    start and the run number at the end stay readable. ``width`` is in terminal cells (issue
+    19)."""
+    if cell_len(text) <= width:
         return text
-    head = (width - 1) // 2
-    tail = width - 1 - head
-    return text[:head] + "…" + text[len(text) - tail :]
+    parts = _clusters(text)
+    head = _take(parts, (width - 1) // 2)
+    room = width - 1 - cell_len("".join(head))
+    tail = _take(parts[len(head) :][::-1], room)[::-1]
+    return "".join(head) + "…" + "".join(tail)
 
 
 def fit_columns(width: int) -> tuple[list[str], int]:

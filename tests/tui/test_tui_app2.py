@@ -78,7 +78,7 @@ async def test_h_shows_the_run_s_decisions_and_refusals_with_reasons_made_safe(d
         await pilot.press("h")
         await settle(pilot)
         text = _lines_text(app)
-        assert "refused (" in text and "by grace, Ana" in text and "cleared" in text
+        assert "refused (" in text and "by Ana" in text and "cleared (role grace)" in text
         assert "\x1b" not in text and "[2J" not in text
         assert "one effect per ticket" in text  # the reason, on its own line
         assert "approved" not in text  # the first run's approval is in its own history, not here
@@ -89,7 +89,7 @@ async def test_h_shows_the_run_s_decisions_and_refusals_with_reasons_made_safe(d
         await settle(pilot)
         await pilot.press("h")
         await settle(pilot)
-        assert "rejected by team lead, Tomás" in _lines_text(pilot.app) and "wrong order" in _lines_text(pilot.app)
+        assert "rejected by Tomás (role team lead)" in _lines_text(pilot.app) and "wrong order" in _lines_text(pilot.app)
 
 
 async def test_H_shows_only_my_decisions_and_W_the_world_s_changes(demo_home):
@@ -101,7 +101,7 @@ async def test_H_shows_only_my_decisions_and_W_the_world_s_changes(demo_home):
         await pilot.press("H")
         await settle(pilot)
         text = _lines_text(app)
-        assert T65273 in text and "approved by team lead, Tomás" in text
+        assert T65273 in text and "approved by Tomás (role team lead)" in text
         assert T24410 not in text and "Grace" not in text
         await pilot.press("escape")
         await pilot.press("W")
@@ -126,6 +126,6 @@ async def test_the_palette_shows_another_approver_s_decisions(demo_home):
         await pilot.press("enter")
         await settle(pilot)
         text = _lines_text(app)
-        assert "rejected by team lead, Grace" in text and "not this one" in text
+        assert "rejected by Grace (role team lead)" in text and "not this one" in text
         assert T65273 not in text
         assert app.screen.title_text == "Decisions and refusals of Grace"

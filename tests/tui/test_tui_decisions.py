@@ -28,7 +28,7 @@ async def test_approve_T65273_as_team_lead_refunds_once(demo_home):
         await settle(pilot)
         dialog = screen_text(app)
         digest = demo_home.store.load(T65273).proposal.digest
-        for needle in (T65273, "request_refund       LK-507862  119.00 CAD", digest, "Approving as: Tomás (team lead)"):
+        for needle in (T65273, "request_refund       LK-507862  119.00 CAD", digest, "Approving as: Tomás (role team lead)"):
             assert needle in dialog, needle
         await pilot.press("enter")  # the default is No
         await settle(pilot)
@@ -48,7 +48,7 @@ async def test_approve_T65273_as_team_lead_refunds_once(demo_home):
         await settle(pilot)
         await select(pilot, T65273)
         text = pane_text(app)
-        assert "Approved by Tomás (team_lead)" in text and "request_refund LK-507862: done" in text
+        assert "Approved by Tomás (role team lead)" in text and "request_refund LK-507862: done" in text
 
 
 async def test_reject_needs_a_reason_and_records_it(demo_home):
@@ -111,7 +111,7 @@ async def test_an_agent_cannot_approve_T65273(demo_home):
         await settle(pilot)
         assert app.screen.selected_id == T65273
         assert app.screen.check_action("approve", ()) is None
-        assert "Needs team lead or above (you are agent)" in pane_text(app)
+        assert "Needs team lead or above (your role: agent)." in pane_text(app)
         assert f"Not offered: a approve, x reject: You are agent: run {T65273} needs team lead or above." in pane_text(app)
         assert app.screen.check_action("reject", ()) is None  # issue 12: a reject needs the proposal's role
         await pilot.press("a")

@@ -65,7 +65,7 @@ async def test_the_full_request_is_in_the_pane(demo_home):
             "get_payments",
             "Reply draft:",
             f"Digest: {state.proposal.short_digest} (sha256 {state.proposal.digest})",
-            "You are team lead: you may approve",
+            "Your role, team lead, may approve this (it needs team lead or above).",
         ):
             assert needle in text, needle
         await select(pilot, "T-90103-agent-chat-small-1")

@@ -57,7 +57,7 @@ async def test_wrong_role(demo_home, cli_refusal):
 async def test_already_decided_says_by_whom(demo_home, cli_refusal):
     demo_home.reject(T90103, "grace", "Wrong item.", "Grace")
     said_by_cli = cli_refusal("approve", T90103, "--as", "grace")
-    assert "already rejected by Grace (grace) at 2026-10-12T09:00:00-04:00" in said_by_cli
+    assert "already rejected by Grace (role grace) at 2026-10-12T09:00:00-04:00" in said_by_cli
     assert said_by_cli == not_decidable(demo_home.queue.load(T90103))
     assert cli_refusal("reject", T90103, "--as", "grace", "--reason", "again") == said_by_cli
     app = make_app(demo_home)

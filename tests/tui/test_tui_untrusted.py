@@ -61,7 +61,7 @@ async def test_a_markup_name_and_reason_are_shown_literally(demo_home):
         await settle(pilot)
         await select(pilot, "T-65273-agent-chat-small-1")
         text = pane_text(app)
-        assert f"Rejected by {name.strip()} (team_lead)" in text and reason in text
+        assert f"Rejected by {name.strip()} (role team lead)" in text and reason in text
         await select(pilot, "T-90103-agent-chat-small-1")
         assert "Wrong item" in pane_text(app)
         svg = app.export_screenshot()

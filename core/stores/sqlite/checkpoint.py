@@ -62,6 +62,7 @@ from core.errors import (
     RunNotFound,
     StaleCheckpoint,
 )
+from core.safetext import nfc
 from core.store import (
     PAGE_SIZE,
     SORTS,
@@ -887,7 +888,7 @@ class CheckpointStore:
         """One page of the queue, read from indexed columns only (keyset pagination).
 
         ``status`` None lists every status. ``search`` matches ticket, order, customer or run ID
-        (substring, case-insensitive). ``sort`` is a name of :data:`SORTS`; by default waiting
+        (substring, case-insensitive, NFC: issue 19). ``sort`` is a name of :data:`SORTS`; by default waiting
         runs come oldest first (``age``) and others newest first (``updated``). ``after`` is the
         cursor of the last row of the previous page: that row itself, or ``row.cursor(sort)``
         (its sort key and run ID); the page starts just after it. At most ``limit`` rows.
@@ -898,6 +899,7 @@ class CheckpointStore:
         Raises:
             ResolverError: an unknown sort (the sentence lists the sorts).
         """
+        search = nfc(search)  # issue 19: a decomposed "García" finds the stored one
         sort = sort or ("age" if status == "waiting_approval" else "updated")
         if sort not in SORTS:
             raise ResolverError(f"Unknown sort {sort!r}: use one of {', '.join(SORTS)}.")
