@@ -68,43 +68,21 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
     prev, n = last_hash(conn)
     if audit.get("prev") is not None and audit["prev"] != prev:
         raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
-    cur = conn.execute(
-        "INSERT INTO audit (run_id, decision, role, name, digest, at, detail, run_uid, prev, sig, binds) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            run_id,
-            audit["decision"],
-            audit["role"],
-            audit["name"],
-            audit["digest"],
-            audit["at"],
-            audit.get("detail", ""),
-            audit.get("run_uid"),
-            prev,
-            audit.get("sig") or "",
-            audit.get("binds"),
-        ),
+    values = (
+        run_id,
+        audit["decision"],
+        audit["role"],
+        audit["name"],
+        audit["digest"],
+        audit["at"],
+        audit.get("detail", ""),
+        audit.get("run_uid"),
+        prev,
+        audit.get("sig") or "",
+        audit.get("binds"),
     )
-    row = dict(
-        zip(
-            COLUMNS,
-            (
-                cur.lastrowid,
-                run_id,
-                audit["decision"],
-                audit["role"],
-                audit["name"],
-                audit["digest"],
-                audit["at"],
-                audit.get("detail", ""),
-                audit.get("run_uid"),
-                prev,
-                audit.get("sig") or "",
-                audit.get("binds"),
-            ),
-            strict=True,
-        )
-    )
+    cur = conn.execute(f"INSERT INTO audit ({', '.join(COLUMNS[1:])}) VALUES ({', '.join('?' * len(values))})", values)
+    row = dict(zip(COLUMNS, (cur.lastrowid, *values), strict=True))
     row["hash"] = row_hash(row)
     row["length"] = n + 1
     return row
