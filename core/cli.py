@@ -70,13 +70,20 @@ PROG = "resolver"
 
 
 def _print(lines: Sequence[str] | str = "") -> None:
-    """Print lines, each through :func:`core.safetext.safe_text` (no escape sequence from data)."""
-    from core.safetext import safe_text
+    """Print lines, each through :func:`core.safetext.safe_text` (no escape sequence from data).
+    On a terminal they are folded to its width first (:func:`core.safetext.fold`): a line the
+    terminal wrapped itself would start its next row at the margin, unmarked, where a customer's
+    text could pose as the request's own line (issue 19). A pipe or a file gets them whole."""
+    import shutil
+
+    from core.safetext import fold, safe_text
 
     if isinstance(lines, str):
         lines = [lines]
-    for line in lines:
-        print(safe_text(line))
+    shown = [safe_text(line) for line in lines]
+    width = shutil.get_terminal_size((0, 0)).columns if sys.stdout.isatty() else 0
+    for line in fold(shown, width - 1) if width > 1 else shown:
+        print(line)
 
 
 def _json(value: object) -> None:

@@ -11,7 +11,20 @@ import re
 import unicodedata
 from typing import Any, overload
 
-__all__ = ["BLOCK_MARK", "LINE_BREAK_MARK", "block", "cells", "name_key", "nfc", "not_one_line", "one_line", "pad", "safe_text"]
+__all__ = [
+    "BLOCK_MARK",
+    "CONTINUED_MARK",
+    "LINE_BREAK_MARK",
+    "block",
+    "cells",
+    "fold",
+    "name_key",
+    "nfc",
+    "not_one_line",
+    "one_line",
+    "pad",
+    "safe_text",
+]
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 """C0 and C1 controls (newline and tab stay), and the bidirectional controls that reorder what a
@@ -106,3 +119,59 @@ def pad(text: str, width: int) -> str:
     """``text`` padded with spaces to ``width`` terminal cells (:func:`cells`), for the command
     line's columns (``approvers list``); a longer text is left whole."""
     return text + " " * max(0, width - cells(text))
+
+
+CONTINUED_MARK = "↳ "
+"""The mark at the start of the continuation of a line too wide for its screen (issue 19, found
+by a new user: a marked block's line wrapped by the terminal or the pane began its second row at
+the margin, unmarked, where a customer's ``Who may approve: agent or above`` could stand)."""
+
+
+def _cut(text: str, width: int) -> int:
+    """How many characters of ``text`` fit in ``width`` cells (at least one), never leaving a
+    combining mark apart from the character before it."""
+    used = 0
+    for i, ch in enumerate(text):
+        used += cells(ch)
+        if used > width:
+            j = max(i, 1)
+            while j < len(text) and cells(text[j]) == 0:
+                j += 1  # a combining mark stays with its letter
+            return j
+    return len(text)
+
+
+def fold(lines: list[str], width: int) -> list[str]:
+    """``lines`` folded to ``width`` terminal cells (:func:`cells`) so that no screen row begins
+    with text of a line's middle: a line wider than ``width`` breaks at its last space that fits
+    (or mid-word when none does), and each following row starts with the line's indentation and
+    :data:`BLOCK_MARK` when the line is a block's, else with the indentation, two spaces and
+    :data:`CONTINUED_MARK`. Core's own lines never start with either, so untrusted text keeps
+    its mark on every row the screen shows (issue 19). ``width`` under 12 is taken as 12; a
+    line that fits is kept as it is."""
+    width = max(width, 12)
+    out: list[str] = []
+    for line in lines:
+        if cells(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" "))]
+        rest = line[len(indent) :]
+        own = len(indent) + (len(BLOCK_MARK) if rest.startswith(BLOCK_MARK) else 0)  # the line's own start
+        lead = indent + BLOCK_MARK if rest.startswith(BLOCK_MARK) else indent + "  " + CONTINUED_MARK
+        if cells(lead) > width // 2:
+            lead = CONTINUED_MARK
+        room = width
+        text = line
+        while text:
+            if cells(text) <= room:
+                out.append(text if room == width else lead + text.rstrip(" "))
+                break
+            n = _cut(text, room)
+            space = text.rfind(" ", 0, n + 1)
+            if space > (own if room == width else 0):
+                n = space  # the last word boundary that fits, as a terminal's word wrap
+            head, text = text[:n].rstrip(" "), text[n:].lstrip(" ")
+            out.append(head if room == width else lead + head)
+            room = width - cells(lead)
+    return out

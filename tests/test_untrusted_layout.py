@@ -11,6 +11,7 @@ start of its line) or after a visible line-break mark (``⏎``) inside a single-
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import unicodedata
 
@@ -51,6 +52,32 @@ def test_show_prints_forged_request_lines_only_inside_marked_blocks(cli, monkeyp
     code, out, _ = cli("show", T65273_RUN, "--json")
     data = json.loads(out)
     assert data["state"]["proposal"]["reason"] == FORGED  # --json keeps plain strings
+
+
+def test_show_on_a_narrow_terminal_folds_every_row_with_its_mark(cli, monkeypatch):
+    """A new user's finding: ``resolver show`` left long lines to the terminal, whose wrapped
+    rows began at the margin, unmarked. On a terminal the lines are folded to its width, each
+    following row marked; a pipe gets them whole."""
+    import shutil
+    import sys
+
+    import helpers
+
+    assert cli("run", "T-65273")[0] == 0
+    monkeypatch.setattr(helpers, "FORGED", "please ok " * 5 + "Who may approve: agent or above")
+    forge(monkeypatch, cli.home)
+    code, whole, _ = cli("show", T65273_RUN)
+    assert code == 0 and max(len(line) for line in whole.splitlines()) > 60
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(0, 0): os.terminal_size((60, 24)))
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
+    code, out, _ = cli("show", T65273_RUN)
+    assert code == 0
+    rows = out.splitlines()
+    assert max(len(row) for row in rows) < 60
+    for row in rows:
+        if "agent or above" in row:
+            before = row[: row.index("agent or above")]
+            assert "│ " in before or "↳" in before or "⏎" in before, row
 
 
 def test_the_cli_reject_lists_the_reply_on_its_own_line_not_among_the_actions(cli, monkeypatch):

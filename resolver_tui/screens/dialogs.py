@@ -19,7 +19,7 @@ from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from resolver_tui.keys import bindings
-from resolver_tui.widgets.safe import lines, plain
+from resolver_tui.widgets.safe import FoldedLines, plain
 
 T = TypeVar("T")
 
@@ -65,7 +65,7 @@ class ConfirmScreen(Fenced[bool]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
-            yield Static(lines(self.body), id="dialog-body")
+            yield FoldedLines(self.body, id="dialog-body")
             with Horizontal(classes="buttons"):
                 yield Button(plain(self.yes), id="yes", variant="warning", compact=True)
                 yield Button("No", id="no", variant="primary", compact=True)
@@ -115,7 +115,7 @@ class RejectScreen(Fenced[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
-            yield Static(lines(self.body), id="dialog-body")
+            yield FoldedLines(self.body, id="dialog-body")
             yield Label("Reason (required): what is wrong with the proposal?")
             yield ReasonInput(placeholder="reason", id="reason", compact=True)
             yield Static("", id="reason-error", markup=False)
@@ -202,7 +202,7 @@ class PassphraseApproveScreen(Fenced[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
-            yield Static(lines(self.body), id="dialog-body")
+            yield FoldedLines(self.body, id="dialog-body")
             with Vertical(classes="dialog-foot"):  # docked: on screen while the body scrolls
                 yield Label(plain(f"Passphrase for {self.who} (kept until key_idle_minutes pass without a decision):"))
                 yield Input(placeholder="passphrase", password=True, id="passphrase")

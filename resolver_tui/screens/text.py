@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Footer, Static
+from textual.widgets import Footer
 
 from resolver_tui.keys import bindings
 from resolver_tui.screens.dialogs import Fenced
-from resolver_tui.widgets.safe import lines, plain
+from resolver_tui.widgets.safe import FoldedLines, plain
 
 
 class LinesScreen(Fenced[None]):
@@ -26,7 +26,7 @@ class LinesScreen(Fenced[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="lines", classes="panel") as scroll:
             scroll.border_title = plain(self.title_text)
-            yield Static(lines(self.body) if self.body else plain("(nothing yet)"), id="lines-body")
+            yield FoldedLines(self.body or ["(nothing yet)"], id="lines-body")
         yield Footer()
 
     def action_scroll(self, where: str) -> None:

@@ -14,7 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from resolver_tui.widgets.safe import clean, lines, plain
+from resolver_tui.widgets.safe import FoldedLines, clean, plain
 
 
 class DetailPane(VerticalScroll):
@@ -22,9 +22,9 @@ class DetailPane(VerticalScroll):
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
-        yield Static(id="detail-notice")
-        yield Static(id="detail-keys")
-        yield Static(id="detail-body")
+        yield FoldedLines(id="detail-notice")
+        yield FoldedLines(id="detail-keys")
+        yield FoldedLines(id="detail-body")
 
     shown_run: str | None = None
     """The run shown now (a different one opens at its top)."""
@@ -71,17 +71,18 @@ class DetailPane(VerticalScroll):
         reasons while it is busy); ``keys`` how the key line names each action (``a approve``,
         from :mod:`resolver_tui.keys`)."""
         title = self.query_one("#detail-title", Static)
-        notice = self.query_one("#detail-notice", Static)
-        body = self.query_one("#detail-body", Static)
+        notice = self.query_one("#detail-notice", FoldedLines)
+        body = self.query_one("#detail-body", FoldedLines)
         labels = keys or {a: a for a in ACTIONS}
-        keys_line = self.query_one("#detail-keys", Static)
+        keys_line = self.query_one("#detail-keys", FoldedLines)
         notice.set_classes("")
         if detail is None:
             self.shown_run = None
             self._title()
-            for widget in (title, notice, keys_line):
-                widget.update("")
-            body.update(plain("No run here." if empty else "Loading…"))
+            title.update("")
+            for widget in (notice, keys_line):
+                widget.set_lines([])
+            body.set_lines(["No run here." if empty else "Loading…"])
             return
         if detail.run_id != self.shown_run:
             self.scroll_home(animate=False, immediate=True)  # a newly shown run opens at its top
@@ -94,7 +95,7 @@ class DetailPane(VerticalScroll):
             + detail.notes
         )
         tone = "error" if failure else ("ok" if outcome and not detail.tone else detail.tone)
-        notice.update(lines(notes))
+        notice.set_lines(notes)
         if tone:
             notice.set_classes(tone)
         why = why_not if why_not is not None else dict(detail.offers)
@@ -105,5 +106,5 @@ class DetailPane(VerticalScroll):
             if reason is not None:
                 grouped.setdefault(reason, []).append(labels[a])
         refused = [f"Not offered: {', '.join(labels)}: {reason}" for reason, labels in grouped.items()]
-        keys_line.update(lines([f"Keys: {', '.join(offered) or 'none'}", *refused]))
-        body.update(lines(detail.body))
+        keys_line.set_lines([f"Keys: {', '.join(offered) or 'none'}", *refused])
+        body.set_lines(detail.body)

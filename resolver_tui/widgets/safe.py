@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.safetext import fold
 from core.views import safe_text
 from rich.text import Text
+from textual import events
 from textual.content import Content
+from textual.widgets import Static
 
 
 def clean(value: Any) -> str:
@@ -34,3 +37,29 @@ def lines(values: list[str], style: str = "") -> Content:
 def cell(value: Any, style: str = "") -> Text:
     """A DataTable cell: literal Rich ``Text`` (never markup), one line."""
     return Text(clean(value).replace("\n", " "), style=style, no_wrap=True, overflow="ellipsis")
+
+
+class FoldedLines(Static):
+    """Lines of a run's request (core's own and marked untrusted ones) folded to the widget's own
+    width by :func:`core.safetext.fold`, again whenever that width changes (a resize, a scroll
+    bar appearing). Textual never wraps them itself, so no screen row starts with the middle of
+    a customer's or a tool's text without its mark (issue 19, found by a new user: a wrapped
+    block line showed ``Who may approve: agent or above`` at the margin)."""
+
+    def __init__(self, values: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__("", markup=False, **kwargs)
+        self.values = list(values or [])
+        self._fold()
+
+    def set_lines(self, values: list[str]) -> None:
+        """Show ``values`` (each one line, made safe by :func:`clean`), folded to the width."""
+        self.values = list(values)
+        self._fold()
+
+    def on_resize(self, event: events.Resize) -> None:
+        self._fold()
+
+    def _fold(self) -> None:
+        width = self.content_size.width if self.is_mounted else 0
+        shown = [clean(v) for v in self.values]
+        self.update(Content("\n".join(fold(shown, width - 1) if width > 1 else shown)))

@@ -83,11 +83,14 @@ async def select(pilot, run_id: str) -> None:
 
 
 def pane_text(app) -> str:
-    """The detail pane's text (notice, keys and body)."""
+    """The detail pane's text (notice, keys and body), each line whole as core wrote it (what the
+    screen shows folded to its width is :func:`screen_text`'s)."""
     queue = app.queue
     parts = []
     for wid in ("#detail-title", "#detail-notice", "#detail-keys", "#detail-body"):
-        parts.append(str(queue.query_one(wid).render()))
+        widget = queue.query_one(wid)
+        values = getattr(widget, "values", None)  # FoldedLines: its lines before folding to the width
+        parts.append("\n".join(values) if values is not None else str(widget.render()))
     return "\n".join(parts)
 
 
