@@ -271,13 +271,28 @@ def is_legacy(stored: str) -> bool:
 def _check_passphrase(passphrase: str, who: str) -> None:
     """Refuse a passphrase for a new key: shorter than :data:`MIN_PASSPHRASE` characters, or a
     common password (``data/common_passwords.txt``), also with digits or signs added at its end,
-    or one repeated. Raises RegistryError; nothing changes."""
+    or one repeated; or one short piece repeated, or fewer than 5 different characters
+    (:func:`_repetitive`). Raises RegistryError; nothing changes."""
     if len(passphrase) < MIN_PASSPHRASE:
         raise RegistryError(f"{who}'s passphrase is too short: use at least {MIN_PASSPHRASE} characters (a few words).")
     if _common(passphrase):
         raise RegistryError(
             f"{who}'s passphrase is one of the commonest passwords, which are guessed first: choose a few unrelated words."
         )
+    if _repetitive(passphrase):
+        raise RegistryError(
+            f"{who}'s passphrase is one short piece repeated (or uses fewer than 5 different characters), which is "
+            "guessed early: choose a few unrelated words."
+        )
+
+
+def _repetitive(passphrase: str) -> bool:
+    """True for ``aaaaaaaaaaaa``, ``abcabcabcabc`` (a new user's finding: both were accepted):
+    the whole passphrase one piece repeated, or fewer than 5 different characters."""
+    low = passphrase.lower()
+    if len(set(low)) < 5:
+        return True
+    return any(len(low) % k == 0 and low == low[:k] * (len(low) // k) for k in range(1, len(low) // 2 + 1))
 
 
 def _common(passphrase: str) -> bool:

@@ -311,10 +311,11 @@ def _named_approver(home: Home, args: argparse.Namespace, required: bool = True)
 
 def _ask(question: str) -> bool:
     """Ask ``question`` on the terminal (``Approve? [y/N]``): True for y or yes, anything else
-    (Enter, end of input) is No."""
+    (Enter, end of input, Ctrl-C) is No: nothing was started, so there is nothing to resume."""
     try:
         answer = input(question)
-    except EOFError:
+    except (EOFError, KeyboardInterrupt):
+        print(file=sys.stderr)
         return False
     return answer.strip().casefold() in ("y", "yes")
 

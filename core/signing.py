@@ -636,7 +636,7 @@ def read_passphrase(prompt: str, *, fd: int | None = None, env: str = PASSPHRASE
 
     Raises:
         ResolverError: no terminal and neither ``fd`` nor ``env`` gives one, ``fd`` cannot be read,
-            or the two typed passphrases differ.
+            the two typed passphrases differ, or the person ended the input or interrupted.
     """
     if fd is not None:
         if _read_early.get(fd):
@@ -646,9 +646,14 @@ def read_passphrase(prompt: str, *, fd: int | None = None, env: str = PASSPHRASE
         return os.environ[env]
     if not sys.stdin.isatty():
         raise ResolverError(f"No passphrase: type it at a terminal, or hand it over with --passphrase-fd N or ${env}.")
-    first = getpass(prompt)
-    if confirm and getpass("Again: ") != first:
-        raise ResolverError("The two passphrases differ; nothing changed.")
+    try:
+        first = getpass(prompt)
+        if confirm and getpass("Again: ") != first:
+            raise ResolverError("The two passphrases differ; nothing changed.")
+    except EOFError:  # Ctrl-D at the prompt (a new user's finding: it ended in the catch-all)
+        raise ResolverError("No passphrase was typed (end of input); nothing changed.") from None
+    except KeyboardInterrupt:
+        raise ResolverError("Interrupted at the passphrase; nothing changed.") from None
     return first
 
 

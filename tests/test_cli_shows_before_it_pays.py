@@ -157,3 +157,25 @@ def test_a_decomposed_name_is_the_registered_one(shop):
         "approvers", "add", unicodedata.normalize("NFD", "TOMÁS"), "--role", "agent", passphrase="x-passphrase-long", owner=GRACE
     )
     assert code != 0 and "already in the registry" in err
+
+
+@pytest.mark.parametrize("key", ["ctrl-d", "ctrl-c"])
+def test_ending_the_input_at_the_question_or_the_passphrase_is_a_sentence(shop, monkeypatch, key):
+    """A new user's finding: Ctrl-D at the passphrase ended in "resolver stopped on an
+    unexpected error (EOFError)", and Ctrl-C at ``Approve? [y/N]`` advised `resolver resume RUN`
+    although nothing had started. Both are a refusal now, exit 4, nothing changed."""
+    monkeypatch.delenv(signing.PASSPHRASE_ENV, raising=False)
+    error = EOFError if key == "ctrl-d" else KeyboardInterrupt
+
+    def ended(*_args, **_kwargs):
+        raise error
+
+    monkeypatch.setattr("sys.stdin", Terminal(""))
+    monkeypatch.setattr("builtins.input", ended)
+    code, out, err = shop("approve", T65273_RUN, "--name", "Tomás")
+    assert code == 4 and "unexpected error" not in err and "resume" not in err, (out, err)
+    monkeypatch.setattr("builtins.input", lambda _q: "y")
+    monkeypatch.setattr(signing, "getpass", ended)
+    code, out, err = shop("approve", T65273_RUN, "--name", "Tomás")
+    assert code in (1, 4) and "unexpected error" not in err and "nothing changed" in err, (out, err)
+    assert _status(shop) == "waiting_approval"

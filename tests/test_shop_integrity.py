@@ -462,6 +462,9 @@ def test_files_keep_the_modes_their_owner_set(tmp_path):
         ("123qweasdzxc", "one of the commonest passwords"),
         ("Password1234!", "one of the commonest passwords"),
         ("dragondragon", "one of the commonest passwords"),
+        ("aaaaaaaaaaaa", "one short piece repeated"),  # a new user's finding: accepted
+        ("abcabcabcabc", "one short piece repeated"),  # a new user's finding: accepted
+        ("ab12ab12ab1212", "fewer than 5 different characters"),
     ],
 )
 def test_a_weak_passphrase_is_refused_for_a_new_key(shop, passphrase, why):
