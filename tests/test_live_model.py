@@ -1,0 +1,178 @@
+"""A live model beside the recordings (issue 26, step 1): the provider seam.
+
+Every test talks to a real HTTP server on 127.0.0.1 speaking chat-completions
+(:mod:`chat_stub`), through the real ``openai`` client; nothing of ours is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from core.errors import BadArgument
+from core.model import LiveRoute, ModelUnavailable, load_routes
+from core.runner import outcome_line
+
+from chat_stub import ChatStub
+
+SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
+RUN = "T-65273-agent-stub-1"
+
+
+@pytest.fixture
+def stub(monkeypatch):
+    monkeypatch.setenv("STUB_KEY", "sk-test")
+    with ChatStub() as server:
+        yield server
+
+
+def route(stub: ChatStub, **kw) -> LiveRoute:
+    fields = {"name": "stub", "base_url": stub.url, "model": "stub-model", "key_env": "STUB_KEY", "price": "chat-small"}
+    fields.update(kw)
+    return LiveRoute(**fields)
+
+
+def test_a_live_route_replaying_t65273_prints_the_seed_outcome(home, stub):
+    state = home.run("T-65273", live=route(stub))
+    assert state.run_id == RUN
+    assert outcome_line(state) == SEED_OUTCOME
+    assert stub.calls == 3
+    assert [e.tool for e in state.evidence] == ["get_order", "get_payments"]
+    assert state.proposal and state.proposal.actions[0].payment_id == "PAY-507862-2"
+    # the history goes back as the API takes it: each tool call answered by its tool message
+    last = stub.requests[-1]
+    assert last["model"] == "stub-model" and last["tool_choice"] == "required"
+    calls = [m for m in last["messages"] if m["role"] == "assistant"]
+    answers = [m for m in last["messages"] if m["role"] == "tool"]
+    assert [c["tool_calls"][0]["id"] for c in calls] == [a["tool_call_id"] for a in answers] == ["call_1", "call_2"]
+    assert json.loads(calls[0]["tool_calls"][0]["function"]["arguments"]) == {"order_id": "LK-507862"}
+    assert "finish" in {t["function"]["name"] for t in last["tools"]}
+    assert json.loads(home.store.load(RUN).meta.model_route.split(":", 1)[1])["base_url"] == stub.url
+
+
+@pytest.mark.parametrize(
+    ("fail", "key", "sentence"),
+    [
+        ([], "wrong", "refused the key in $STUB_KEY (HTTP 401)"),
+        ([429, 429], None, "is limiting the rate (HTTP 429) after 2 attempt(s)"),
+        ([500, 503], None, "answered HTTP 503 (2 attempt(s))"),
+        (["malformed"], None, "gave an answer that cannot be read (no token usage)"),
+        (["bad-args"], None, "the arguments of 'get_payments' are not JSON"),
+    ],
+)
+def test_a_failed_call_is_one_sentence_writes_nothing_and_the_run_resumes(home, stub, fail, key, sentence):
+    def arm(state):  # step 1 is answered; the call for step 2 meets the failure
+        if state.step == 1:
+            stub.fail = [*fail]
+            stub.key = key or stub.key
+
+    with pytest.raises(ModelUnavailable) as caught:
+        home.run("T-65273", live=route(stub, max_retries=1), on_step=arm)
+    message = str(caught.value)
+    assert sentence in message and "\n" not in message and message.endswith(".")
+    saved = home.store.load(RUN)
+    assert (saved.status, saved.step, saved.usage.model_calls) == ("running", 1, 1)
+    stub.key, stub.fail = "sk-test", []
+    done = home.resume(RUN)
+    assert done.kind == "continued" and outcome_line(done.state) == SEED_OUTCOME
+
+
+def test_a_timeout_and_an_unreachable_server_are_one_sentence(home, stub):
+    stub.fail, stub.slow_s = ["slow"], 2.0
+    with pytest.raises(ModelUnavailable, match=r"did not answer within 0.3 s \(1 attempt\(s\)\); resume the run later\.$"):
+        home.run("T-65273", live=route(stub, timeout_s=0.3, max_retries=0))
+    assert home.store.load(RUN).step == 0
+    gone = route(stub, base_url="http://127.0.0.1:9/v1", max_retries=0)
+    with pytest.raises(ModelUnavailable, match=r"could not be reached \(1 attempt\(s\)\); resume the run when it is up\.$"):
+        home.run("T-65273", live=gone)
+
+
+def test_a_missing_key_is_said_before_any_call(home, stub, monkeypatch):
+    monkeypatch.delenv("STUB_KEY")
+    with pytest.raises(ModelUnavailable, match=r"reads its key from \$STUB_KEY, which is not set"):
+        home.run("T-65273", live=route(stub))
+    assert stub.calls == 0
+
+
+@pytest.mark.parametrize(
+    ("fields", "sentence"),
+    [
+        ({"base_url": "ftp://x"}, "must start with http:// or https://"),
+        ({"key_env": "sk-123 secret"}, "is named by an environment variable"),
+        ({"name": "chat-small"}, "is a recorded model"),
+        ({"name": "Bad Name"}, "A model route's name is"),
+        ({"price": "gpt-9"}, "No price for gpt-9 in data/models.json"),
+        ({"timeout_s": 0}, "seconds between 0 and 600"),
+    ],
+)
+def test_a_bad_route_is_one_sentence(stub, fields, sentence):
+    with pytest.raises(BadArgument, match=sentence):
+        route(stub, **fields)
+
+
+def test_repeat_is_refused_for_a_live_route(home, stub):
+    with pytest.raises(BadArgument, match="--repeat replays a recording"):
+        home.run("T-65273", repeat=1, live=route(stub))
+    assert stub.calls == 0
+
+
+def test_the_cli_runs_a_config_route_and_resumes_it(cli, stub, tmp_path, monkeypatch):
+    config = tmp_path / "config.toml"
+    config.write_text(
+        f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
+        "max_retries = 0\n"
+    )
+    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    assert set(load_routes()) == {"stub"}
+    code, out, _ = cli("run", "T-65273", "--model", "stub")
+    assert code == 0 and SEED_OUTCOME in out and RUN in out
+    stub.key = "rotated"
+    code, out, err = cli("run", "T-65273", "--model", "stub")
+    assert code == 1 and "refused the key in $STUB_KEY (HTTP 401)" in err and "Traceback" not in err + out
+    stub.key = "sk-test"
+    code, out, _ = cli("resume", "T-65273-agent-stub-2")
+    assert code == 0 and SEED_OUTCOME in out
+    assert stub.calls == 7
+
+
+def test_the_cli_takes_a_route_from_flags(cli, stub):
+    flags = ["--base-url", stub.url, "--model-name", "stub-model", "--api-key-env", "STUB_KEY", "--price-as", "chat-small"]
+    code, out, _ = cli("run", "T-65273", "--model", "stub", *flags)
+    assert code == 0 and SEED_OUTCOME in out
+    code, _, err = cli("run", "T-65273", "--model", "stub", "--base-url", stub.url)
+    assert code == 2 and "needs --model-name and --api-key-env beside --base-url" in err
+    code, _, err = cli("run", "T-65273", "--model-name", "x")
+    assert code == 2 and "--model-name describes a live model, which needs --base-url too." in err
+    code, _, err = cli("run", "T-65273", "--model", "stub", *flags, "--repeat", "2")
+    assert code == 2 and "--repeat replays a recording" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "sentence"),
+    [
+        ("[models.x]\nmodel = 'm'\napi_key_env = 'K'\n", "models.x needs base_url"),
+        ("[models.x]\nbase_url = 1\n", "models.x.base_url has the wrong type"),
+        ("[models.x]\nurl = 'http://x'\n", "models.x has an unknown key url"),
+        ("[models\n", "is not TOML"),
+    ],
+)
+def test_a_bad_config_route_is_one_sentence(cli, tmp_path, monkeypatch, text, sentence):
+    config = tmp_path / "config.toml"
+    config.write_text(text)
+    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    code, out, err = cli("run", "T-65273", "--model", "x")
+    assert code == 2 and sentence in err and "Traceback" not in err + out
+
+
+def test_the_recorded_path_never_imports_openai(tmp_path):
+    code = (
+        "import sys\n"
+        "from core.home import Home\n"
+        f"Home({str(tmp_path / 'home')!r}).run('T-65273')\n"
+        "assert 'openai' not in sys.modules, 'openai imported'\n"
+        "assert 'core.live_model' not in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
