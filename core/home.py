@@ -211,14 +211,14 @@ class Home:
             pick=self.model_for,
         )
 
-    @staticmethod
-    def model_for(state: TaskState) -> Model:
+    def model_for(self, state: TaskState) -> Model:
         """The model a run asks, picked from its saved model route (:func:`core.model.model_for`):
-        the recorded model, or a live chat-completions client (which needs the ``openai`` extra).
+        the recorded model, or a live chat-completions client (which needs the ``openai`` extra),
+        journaled in this home's store so a resume never pays twice for an answer received.
 
         Raises: NoRecording, ResolverError (no ``openai`` package, a route that does not read).
         """
-        return model_for(state)
+        return model_for(state, self.store)
 
     def resume(
         self, run_id: str, *, on_step: OnStep | None = None, on_progress: OnProgress | None = None, owner: str | None = None

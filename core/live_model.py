@@ -8,7 +8,8 @@ and its result), the five read-only tools and a ``finish`` tool as JSON-schema f
 ``tool_choice="required"``. What comes back is one tool call: a read-only tool becomes a
 :class:`~core.data.ToolCallTurn`, ``finish`` a :class:`~core.data.FinalTurn` validated by the
 same model as the recordings. Tool call IDs are not stored yet: the history is sent back with
-IDs derived from the step (``call_<step>``).
+IDs derived from the step (``call_<step>``). With a journal (:class:`~core.model.CallJournal`),
+each attempt is recorded before it is sent and its raw answer before the runner acts on it.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from pydantic import ValidationError
 
 from core.data import FinalTurn, ToolCallTurn, TurnUsage
 from core.errors import ResolverError
-from core.model import LiveRoute, ModelUnavailable, api_key
+from core.model import CallJournal, LiveRoute, ModelUnavailable, api_key
 from core.state import Message
+from core.store import crash_point
 from core.world import READ_TOOLS
 
 _ARG = {"get_customer": "customer_id", "get_policy": "rule_id"}
@@ -112,12 +114,15 @@ class OpenAIChatModel:
     Args:
         route: base URL, model name, the key's environment variable, timeout (seconds) and
             retries (:class:`~core.model.LiveRoute`).
+        journal: the run's journal of model calls (:class:`~core.model.CallJournal`); each
+            attempt is recorded before it is sent and its raw answer saved before it is acted
+            on, and a step already answered is answered from the journal with no call.
 
     Raises:
         ResolverError: the ``openai`` package is not installed.
     """
 
-    def __init__(self, route: LiveRoute) -> None:
+    def __init__(self, route: LiveRoute, journal: CallJournal | None = None) -> None:
         try:
             import openai
         except ImportError:
@@ -125,30 +130,50 @@ class OpenAIChatModel:
                 f"The model route {route.name} is a live model, which needs the openai extra: pip install 'resolver[openai]'."
             ) from None
         self.route = route
+        self.journal = journal
         self._openai = openai
 
     def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
-        """One chat completion for ``messages`` (retried by the client on a rate limit, a server
-        error, a timeout or a lost connection, with backoff), read as the model's next turn,
-        with its usage (prompt and completion tokens).
+        """The model's next turn for ``messages``: from the journal when this step was already
+        answered (a resume after a crash: no second call), else one chat completion (retried by
+        the client on a rate limit, a server error, a timeout or a lost connection, with
+        backoff), with its usage (prompt and completion tokens).
 
         Raises:
             ModelUnavailable: no key, authentication refused, rate limit or server error after
                 the retries, network failure or timeout, or an answer that is not exactly one
                 tool call of a known shape with its usage. One sentence; nothing was acted on.
         """
-        openai = self._openai
         r = self.route
         at = f"The model server at {r.base_url}"
-        client = openai.OpenAI(base_url=r.base_url, api_key=api_key(r), timeout=r.timeout_s, max_retries=r.max_retries)
+        step = sum(1 for m in messages if m.role == "assistant") + 1
+        if self.journal is not None:
+            saved = self.journal.answered(step)
+            if saved is not None:
+                return self._turn(saved, at)
+        key = api_key(r)
+        attempt = self.journal.attempt(step) if self.journal is not None else 0
+        raw = self._send(messages, key, at)
+        turn = self._turn(raw, at)  # an answer that cannot be read stays unanswered in the journal
+        if self.journal is not None:
+            self.journal.answer(step, attempt, raw, turn.usage.tokens_in, turn.usage.tokens_out)
+        crash_point("answer")
+        return turn
+
+    def _send(self, messages: list[Message], key: str, at: str) -> str:
+        """One request (with the client's retries); the answer's raw JSON text."""
+        openai = self._openai
+        r = self.route
+        client = openai.OpenAI(base_url=r.base_url, api_key=key, timeout=r.timeout_s, max_retries=r.max_retries)
         tries = f"{r.max_retries + 1} attempt(s)"
         try:
-            answer = client.chat.completions.create(
+            response = client.chat.completions.with_raw_response.create(
                 model=r.model,
                 messages=api_messages(messages),
                 tools=TOOLS,
                 tool_choice="required",
             )
+            return response.text
         except openai.AuthenticationError as exc:
             raise ModelUnavailable(
                 f"{at} refused the key in ${r.key_env} (HTTP {exc.status_code}); check the key and resume the run."
@@ -169,34 +194,44 @@ class OpenAIChatModel:
             raise ModelUnavailable(
                 f"{at} gave an answer that cannot be read ({type(exc).__name__}); resume the run to ask again."
             ) from None
-        return self._turn(answer, at)
 
     @staticmethod
-    def _turn(answer: Any, at: str) -> ToolCallTurn | FinalTurn:
+    def _turn(raw: str, at: str) -> ToolCallTurn | FinalTurn:
+        """The turn a chat completion's JSON text holds: its one tool call, with its usage."""
+
         def malformed(what: str) -> ModelUnavailable:
             return ModelUnavailable(f"{at} gave an answer that cannot be read ({what}); resume the run to ask again.")
 
         try:
-            usage = TurnUsage(tokens_in=answer.usage.prompt_tokens, tokens_out=answer.usage.completion_tokens)
-        except (AttributeError, TypeError, ValidationError):
+            answer = json.loads(raw)
+        except ValueError:
+            raise malformed("not JSON") from None
+        if not isinstance(answer, dict):
+            raise malformed("not a JSON object")
+        try:
+            usage = TurnUsage(tokens_in=answer["usage"]["prompt_tokens"], tokens_out=answer["usage"]["completion_tokens"])
+        except (KeyError, TypeError, ValidationError):
             raise malformed("no token usage") from None
-        choices = getattr(answer, "choices", None)
-        if not choices:
-            raise malformed("no choices")
-        calls = getattr(choices[0].message, "tool_calls", None) or []
-        if len(calls) != 1 or getattr(calls[0], "function", None) is None:
-            raise malformed(f"{len(calls)} tool calls where one was asked for")
-        fn = calls[0].function
         try:
-            args = json.loads(fn.arguments or "{}")
+            calls = answer["choices"][0]["message"].get("tool_calls") or []
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise malformed("no choices") from None
+        if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
+            raise malformed(f"{len(calls) if isinstance(calls, list) else 0} tool calls where one was asked for")
+        fn = calls[0].get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise malformed("a tool call without a function name")
+        name = fn["name"][:40]
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
         except (ValueError, TypeError):
-            raise malformed(f"the arguments of {str(fn.name)[:40]!r} are not JSON") from None
+            raise malformed(f"the arguments of {name!r} are not JSON") from None
         if not isinstance(args, dict):
-            raise malformed(f"the arguments of {str(fn.name)[:40]!r} are not an object")
+            raise malformed(f"the arguments of {name!r} are not an object")
         try:
-            if fn.name == "finish":
+            if fn["name"] == "finish":
                 return FinalTurn(**args, usage=usage)
-            return ToolCallTurn(tool=str(fn.name), args=args, usage=usage)
+            return ToolCallTurn(tool=fn["name"], args=args, usage=usage)
         except (ValidationError, TypeError) as exc:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
             where = ".".join(str(p) for p in first["loc"])

@@ -31,6 +31,7 @@ from core.state import Message
 
 if TYPE_CHECKING:
     from core.state import TaskState
+    from core.store import Store
 
 RECORDED = "recorded"
 LIVE = "openai"
@@ -152,8 +153,35 @@ def price_model(state: TaskState) -> str:
     return live.priced_as if live else state.model
 
 
-def model_for(state: TaskState) -> Model:
-    """The model ``state``'s route names: the recorded model or a live chat-completions client.
+class CallJournal:
+    """One run's journal of model calls in its store (issue 26), keyed by step and attempt.
+
+    Args:
+        store: the run's store (:meth:`~core.store.Store.journal_attempt` and the rest).
+        run_id: the run.
+        route: its model route, written with each attempt.
+    """
+
+    def __init__(self, store: Store, run_id: str, route: str) -> None:
+        self.store, self.run_id, self.route = store, run_id, route
+
+    def answered(self, step: int) -> str | None:
+        """The raw answer already received for ``step``, or None."""
+        return self.store.journal_answered(self.run_id, step)
+
+    def attempt(self, step: int) -> int:
+        """Record the next attempt at ``step`` before it is sent; its number."""
+        return self.store.journal_attempt(self.run_id, step, self.route)
+
+    def answer(self, step: int, attempt: int, raw: str, tokens_in: int, tokens_out: int) -> None:
+        """Save an attempt's raw answer and usage (tokens) before it is acted on."""
+        self.store.journal_answer(self.run_id, step, attempt, raw, tokens_in, tokens_out)
+
+
+def model_for(state: TaskState, store: Store | None = None) -> Model:
+    """The model ``state``'s route names: the recorded model or a live chat-completions client
+    (journaled in ``store`` when given: each attempt written before it is sent, each answer
+    before it is acted on, a step answered before a crash answered again from there).
 
     Raises:
         NoRecording: a recorded route without its recording.
@@ -163,7 +191,8 @@ def model_for(state: TaskState) -> Model:
     if live is not None:
         from core.live_model import OpenAIChatModel
 
-        return OpenAIChatModel(live)
+        journal = CallJournal(store, state.run_id, state.meta.model_route) if store is not None else None
+        return OpenAIChatModel(live, journal)
     from core.recorded_model import RecordedModel
 
     return RecordedModel(state.task_id, state.variant, state.model, state.repeat)

@@ -176,3 +176,56 @@ def test_the_recorded_path_never_imports_openai(tmp_path):
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_each_attempt_is_journaled_before_it_is_sent_and_its_answer_before_it_is_used(home, stub):
+    def arm(state):
+        if state.step == 1:
+            stub.fail = [500]
+
+    with pytest.raises(ModelUnavailable):
+        home.run("T-65273", live=route(stub, max_retries=0), on_step=arm)
+    calls = home.store.model_calls(RUN)
+    assert [(c["step"], c["attempt"], c["answer"] is not None) for c in calls] == [(1, 1, True), (2, 1, False)]
+    assert (calls[0]["tokens_in"], calls[0]["tokens_out"]) == (2105, 48)
+    assert json.loads(calls[0]["answer"])["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_order"
+    home.resume(RUN)
+    calls = home.store.model_calls(RUN)
+    assert [(c["step"], c["attempt"]) for c in calls] == [(1, 1), (2, 1), (2, 2), (3, 1)]
+    assert sum(c["tokens_in"] or 0 for c in calls) == 7155
+    home.delete(RUN)  # prune deletes through delete: the journal goes with the run
+    assert home.store.model_calls(RUN) == []
+
+
+def test_a_step_answered_before_a_crash_is_taken_from_the_journal_with_no_second_call(home, stub):
+    from core.model import CallJournal, model_for
+
+    state = home.run("T-65273", live=route(stub))
+    assert stub.calls == 3
+    model = model_for(state, home.store)
+    assert isinstance(model.journal, CallJournal)
+    # the context before step 1 (system prompt and ticket): step 1 is in the journal, no request is sent
+    turn = model.complete(state.messages[:2])
+    assert (turn.tool, turn.args, turn.usage.tokens_in) == ("get_order", {"order_id": "LK-507862"}, 2105)
+    assert stub.calls == 3
+
+
+@pytest.mark.slow
+def test_a_kill_after_the_answer_and_before_the_step_save_pays_for_nothing_on_resume(stub, tmp_path):
+    """A real process is SIGKILLed right after the journal saved step 2's answer (before the
+    step's checkpoint); the resume in a new process takes that answer from the journal."""
+    from helpers import run_process
+
+    config = tmp_path / "models.toml"
+    config.write_text(
+        f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
+    )
+    env = {"RESOLVER_CONFIG": str(config), "STUB_KEY": "sk-test"}
+    home_dir = tmp_path / "home"
+    killed = run_process(home_dir, "run", "T-65273", "--model", "stub", env={**env, "RESOLVER_KILL_AT": "answer:2"})
+    assert killed.returncode == -9, killed.stderr
+    assert stub.calls == 2
+    resumed = run_process(home_dir, "resume", RUN, env=env)
+    assert resumed.returncode == 0, resumed.stderr
+    assert SEED_OUTCOME in resumed.stdout
+    assert stub.calls == 3  # step 2 was not paid twice: only step 3 was asked
