@@ -7,8 +7,8 @@ What is sent: the run's messages (the system prompt, the ticket, each tool call 
 and its result), the five read-only tools and a ``finish`` tool as JSON-schema functions, with
 ``tool_choice="required"``. What comes back is one tool call: a read-only tool becomes a
 :class:`~core.data.ToolCallTurn`, ``finish`` a :class:`~core.data.FinalTurn` validated by the
-same model as the recordings. Tool call IDs are not stored yet: the history is sent back with
-IDs derived from the step (``call_<step>``). With a journal (:class:`~core.model.CallJournal`),
+same model as the recordings. Each tool call's ID and arguments are stored with the messages and
+sent back as returned (messages saved before schema 6: ``call_<step>``). With a journal (:class:`~core.model.CallJournal`),
 each attempt is recorded before it is sent and its raw answer before the runner acts on it.
 """
 
@@ -75,8 +75,9 @@ def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
     """The run's messages as chat-completions messages.
 
     An assistant message holding a tool call (``{"tool": ..., "args": ...}``) becomes an
-    assistant message with one ``tool_calls`` entry, ID ``call_<step>``; the tool message after
-    it answers that ID. A final assistant message is sent as its text.
+    assistant message with one ``tool_calls`` entry: the ID and arguments text the API returned
+    (schema 6), else ``call_<step>`` and the arguments as JSON (a recorded or earlier turn); the
+    tool message after it answers that ID. A final assistant message is sent as its text.
     """
     out: list[dict[str, Any]] = []
     for m in messages:
@@ -92,9 +93,9 @@ def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
                         "content": None,
                         "tool_calls": [
                             {
-                                "id": f"call_{m.step}",
+                                "id": m.tool_call_id or f"call_{m.step}",
                                 "type": "function",
-                                "function": {"name": body["tool"], "arguments": json.dumps(body.get("args", {}))},
+                                "function": {"name": body["tool"], "arguments": m.arguments or json.dumps(body.get("args", {}))},
                             }
                         ],
                     }
@@ -102,7 +103,7 @@ def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
                 continue
             out.append({"role": "assistant", "content": m.content})
         elif m.role == "tool":
-            out.append({"role": "tool", "tool_call_id": f"call_{m.step}", "content": m.content})
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or f"call_{m.step}", "content": m.content})
         else:
             out.append({"role": m.role, "content": m.content})
     return out
@@ -231,7 +232,14 @@ class OpenAIChatModel:
         try:
             if fn["name"] == "finish":
                 return FinalTurn(**args, usage=usage)
-            return ToolCallTurn(tool=fn["name"], args=args, usage=usage)
+            call_id = calls[0].get("id")
+            return ToolCallTurn(
+                tool=fn["name"],
+                args=args,
+                usage=usage,
+                call_id=call_id if isinstance(call_id, str) else "",
+                arguments=fn.get("arguments") or "{}",
+            )
         except (ValidationError, TypeError) as exc:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
             where = ".".join(str(p) for p in first["loc"])

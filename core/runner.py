@@ -188,7 +188,15 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
             _finish(state, turn)
         else:
             call = {"tool": turn.tool, "args": turn.args}
-            state.messages.append(Message(role="assistant", step=state.step, content=json.dumps(call, ensure_ascii=False)))
+            state.messages.append(
+                Message(
+                    role="assistant",
+                    step=state.step,
+                    content=json.dumps(call, ensure_ascii=False),
+                    tool_call_id=turn.call_id,
+                    arguments=turn.arguments,
+                )
+            )
             try:
                 result, seq = world.read_tool(turn.tool, turn.args)
             except UnknownTool as exc:
@@ -196,7 +204,12 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
             usage.tool_calls += 1
             state.evidence.append(Evidence(step=state.step, tool=turn.tool, args=turn.args, result=result, seq=seq))
             state.messages.append(
-                Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str))
+                Message(
+                    role="tool",
+                    step=state.step,
+                    content=json.dumps(result, ensure_ascii=False, default=str),
+                    tool_call_id=turn.call_id,
+                )
             )
             state.log(
                 "tool_call",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from core.errors import BadArgument
@@ -17,6 +18,7 @@ from core.runner import outcome_line
 
 from chat_stub import ChatStub
 
+FIXTURES = Path(__file__).parent / "fixtures"
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 RUN = "T-65273-agent-stub-1"
 
@@ -46,7 +48,7 @@ def test_a_live_route_replaying_t65273_prints_the_seed_outcome(home, stub):
     assert last["model"] == "stub-model" and last["tool_choice"] == "required"
     calls = [m for m in last["messages"] if m["role"] == "assistant"]
     answers = [m for m in last["messages"] if m["role"] == "tool"]
-    assert [c["tool_calls"][0]["id"] for c in calls] == [a["tool_call_id"] for a in answers] == ["call_1", "call_2"]
+    assert [c["tool_calls"][0]["id"] for c in calls] == [a["tool_call_id"] for a in answers] == ["call_0", "call_1"]
     assert json.loads(calls[0]["tool_calls"][0]["function"]["arguments"]) == {"order_id": "LK-507862"}
     assert "finish" in {t["function"]["name"] for t in last["tools"]}
     assert json.loads(home.store.load(RUN).meta.model_route.split(":", 1)[1])["base_url"] == stub.url
@@ -229,3 +231,58 @@ def test_a_kill_after_the_answer_and_before_the_step_save_pays_for_nothing_on_re
     assert resumed.returncode == 0, resumed.stderr
     assert SEED_OUTCOME in resumed.stdout
     assert stub.calls == 3  # step 2 was not paid twice: only step 3 was asked
+
+
+def test_stored_messages_keep_each_tool_calls_id_and_arguments_as_returned(home, stub):
+    """Schema 6: the history a resumed loop sends is the one the API returned, IDs included."""
+    from core.runner import LoopCrash, crash_after_step
+
+    with pytest.raises(LoopCrash):
+        home.run("T-65273", live=route(stub), on_step=crash_after_step(2))
+    saved = home.store.load(RUN)
+    made = [m for m in saved.messages if m.role == "assistant"]
+    answered = [m for m in saved.messages if m.role == "tool"]
+    assert [(m.tool_call_id, m.arguments) for m in made] == [
+        ("call_0", '{"order_id": "LK-507862"}'),
+        ("call_1", '{"order_id": "LK-507862"}'),
+    ]
+    assert [m.tool_call_id for m in answered] == ["call_0", "call_1"]
+    home.resume(RUN)
+    sent = stub.requests[-1]["messages"]
+    assert [m["tool_calls"][0]["id"] for m in sent if m["role"] == "assistant"] == ["call_0", "call_1"]
+    assert [m["tool_call_id"] for m in sent if m["role"] == "tool"] == ["call_0", "call_1"]
+
+
+def test_a_schema_5_checkpoint_loads_as_current_with_messages_without_tool_call_ids():
+    from core.state import SCHEMA_VERSION, TaskState, migrate
+
+    raw = json.loads((FIXTURES / "task_state_v5.json").read_text())
+    assert raw["schema_version"] == 5 and "tool_call_id" not in raw["messages"][2]
+    state = TaskState.model_validate(migrate(raw))
+    assert state.schema_version == SCHEMA_VERSION == 6
+    assert all((m.tool_call_id, m.arguments) == ("", "") for m in state.messages)
+    assert state.proposal is not None and state.proposal.actions[0].payment_id == "PAY-507862-2"
+
+
+def test_a_home_of_the_release_before_resumes_its_loop_and_approves_its_waiting_run(tmp_path, clock):
+    """The frozen home of schema 5 and store format 2 (``tests/fixtures/home_schema_5``)."""
+    import shutil
+
+    from core.home import Home
+
+    root = tmp_path / "home"
+    shutil.copytree(FIXTURES / "home_schema_5", root)
+    for path in root.iterdir():
+        path.chmod(0o600)
+    home = Home(root, clock=clock)
+    resumed = home.resume("T-65273-crash-1")
+    assert resumed.kind == "continued" and outcome_line(resumed.state) == SEED_OUTCOME
+    assert [e["data"]["step"] for e in home.store.events("T-65273-crash-1") if e["kind"] in ("tool_call", "outcome")] == [
+        1,
+        2,
+        3,
+    ]
+    waiting = home.resume("T-65273-agent-chat-small-1")
+    assert waiting.kind == "request" and waiting.state.schema_version == 6
+    done = home.approve("T-65273-agent-chat-small-1", "team_lead", "Grace", seen=home.queue.look(waiting.state))
+    assert done.status == "done" and [op.status for op in done.operations] == ["done", "done"]
