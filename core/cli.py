@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from core.approvers import Unlocked
     from core.home import Home
+    from core.model import LiveRoute
     from core.rulebook import Action, Approver
     from core.state import TaskState, WorldSeen
 
@@ -167,7 +168,15 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
 
     if args.run_id is not None:
         check_id(args.run_id, "run ID")
-    state = home.run(args.task, args.variant, args.model, args.repeat, args.run_id, on_step=lambda s: crash_point("step"))
+    state = home.run(
+        args.task,
+        args.variant,
+        args.model,
+        args.repeat,
+        args.run_id,
+        on_step=lambda s: crash_point("step"),
+        live=_live_route(args),
+    )
     if args.json:
         from core.runner import outcome_line
 
@@ -175,6 +184,37 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
         return 0
     _show_run_outcome(state, home.kind == "shop")
     return 0
+
+
+def _live_route(args: argparse.Namespace) -> LiveRoute | None:
+    """The live route ``resolver run`` names: from ``--base-url`` (with ``--model-name`` and
+    ``--api-key-env``; ``--model`` is the route's name), else the config file's
+    ``[models.MODEL]`` table, else None (a recorded model).
+
+    Raises:
+        BadArgument: a flag missing or bad, or a config table that does not read.
+    """
+    from core.data import load_prices
+    from core.model import LiveRoute, load_routes
+
+    flags = {"--model-name": args.model_name, "--api-key-env": args.api_key_env, "--price-as": args.price_as}
+    if args.base_url is None:
+        given = [f for f, v in flags.items() if v is not None]
+        if given:
+            raise BadArgument(f"{given[0]} describes a live model, which needs --base-url too.")
+        if args.model in load_prices():
+            return None
+        return load_routes().get(args.model)
+    missing = [f for f in ("--model-name", "--api-key-env") if flags[f] is None]
+    if missing:
+        raise BadArgument(f"A live model on the command line needs {' and '.join(missing)} beside --base-url.")
+    return LiveRoute(
+        name=args.model,
+        base_url=args.base_url,
+        model=args.model_name,
+        key_env=args.api_key_env,
+        price=args.price_as or "",
+    )
 
 
 def cmd_runs(home: Home, args: argparse.Namespace) -> int:
@@ -946,8 +986,21 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p = sub.add_parser("run", parents=[common], help="run the agent on a ticket (a new run)")
     p.add_argument("task", metavar="TASK", help="ticket ID, e.g. T-65273")
     p.add_argument("--variant", default="agent", choices=["agent", "agent_structured"])
-    p.add_argument("--model", default=None, help="chat-small (default for agent) or chat-strong")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="chat-small (default for agent) or chat-strong (recorded), or a live route: a [models.NAME] "
+        "table of the config file, or the name of the one --base-url describes",
+    )
     p.add_argument("--repeat", type=int, default=None, help="which recorded run to replay (1-3)")
+    p.add_argument(
+        "--base-url", default=None, help="a live OpenAI-compatible chat-completions server, e.g. http://127.0.0.1:8000/v1"
+    )
+    p.add_argument("--model-name", default=None, help="with --base-url: the model name the server knows")
+    p.add_argument("--api-key-env", default=None, metavar="VAR", help="with --base-url: the environment variable holding the key")
+    p.add_argument(
+        "--price-as", default=None, metavar="MODEL", help="with --base-url: price the tokens as this model of data/models.json"
+    )
     p.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_run)
 

@@ -199,10 +199,15 @@ class TurnUsage(_Frozen):
 
 
 class ToolCallTurn(_Frozen):
+    """A read-only tool call. ``call_id`` and ``arguments`` are a live model's call ID and its
+    arguments as the JSON text it returned (issue 26); a recording has neither."""
+
     kind: Literal["tool_call"] = "tool_call"
     tool: str
     args: dict[str, Any]
     usage: TurnUsage
+    call_id: str = ""
+    arguments: str = ""
 
 
 class FinalTurn(_Frozen):

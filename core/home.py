@@ -41,6 +41,7 @@ from core.homepath import (  # noqa: F401  (re-exported: where the home is, and 
     resolve_home,
 )
 from core.log import command_log
+from core.model import LiveRoute, Model, model_for
 from core.platform import require_posix
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
@@ -190,9 +191,34 @@ class Home:
         run_id: str | None = None,
         on_step: OnStep | None = None,
         max_steps: int | None = None,
+        *,
+        live: LiveRoute | None = None,
     ) -> TaskState:
-        """A new run of ``task_id`` (see :func:`core.runner.start_run`)."""
-        return start_run(self.store, self.world_path, self.clock, task_id, variant, model, repeat, run_id, on_step, max_steps)
+        """A new run of ``task_id`` (see :func:`core.runner.start_run`): by a recording, or by the
+        live chat-completions route ``live`` (its name is then the run's model)."""
+        return start_run(
+            self.store,
+            self.world_path,
+            self.clock,
+            task_id,
+            variant,
+            model,
+            repeat,
+            run_id,
+            on_step,
+            max_steps,
+            live=live,
+            pick=self.model_for,
+        )
+
+    def model_for(self, state: TaskState) -> Model:
+        """The model a run asks, picked from its saved model route (:func:`core.model.model_for`):
+        the recorded model, or a live chat-completions client (which needs the ``openai`` extra),
+        journaled in this home's store so a resume never pays twice for an answer received.
+
+        Raises: NoRecording, ResolverError (no ``openai`` package, a route that does not read).
+        """
+        return model_for(state, self.store)
 
     def resume(
         self, run_id: str, *, on_step: OnStep | None = None, on_progress: OnProgress | None = None, owner: str | None = None
@@ -201,13 +227,16 @@ class Home:
         repeated); ``waiting_approval`` shows its request again; ``executing`` is reconciled and
         finished; a final status is left alone.
 
-        Raises: RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion, LeaseHeld, NoRecording.
+        Raises: RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion, LeaseHeld, NoRecording,
+        ModelUnavailable (a live model that gave no usable answer: the run stays resumable).
         """
         state = self.store.load(run_id)
         before = state.status
         if state.status == "running":
             return Resumed(
-                "continued", before, continue_run(self.store, self.world_path, self.clock, state, on_step, owner=owner)
+                "continued",
+                before,
+                continue_run(self.store, self.world_path, self.clock, state, on_step, owner=owner, pick=self.model_for),
             )
         if state.status == "waiting_approval":
             return Resumed("request", before, state)

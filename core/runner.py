@@ -12,16 +12,16 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
-from typing import Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
 from core.clock import Clock
-from core.data import FinalTurn, Ticket, ToolCallTurn, load_policy, load_task
-from core.errors import ResolverError
+from core.data import FinalTurn, Ticket, load_policy, load_task
+from core.errors import BadArgument, ResolverError
 from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
-from core.recorded_model import RecordedModel, cost_usd, repeats_of, show_usd
+from core.model import LiveRoute, Model, model_for, price_model, recorded_route
+from core.recorded_model import cost_usd, repeats_of, show_usd
 from core.safetext import one_line
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
 from core.store import RunExists, lease_owner_name
@@ -30,13 +30,8 @@ from core.stores import open_world
 from core.world import UnknownTool, World
 
 OnStep = Callable[[TaskState], None]
-
-
-class Model(Protocol):
-    """What the loop asks: the next turn for a working context (:class:`RecordedModel` is one)."""
-
-    def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
-        """The model's next turn. Raises NoRecording (the recorded model) past its last turn."""
+PickModel = Callable[[TaskState], Model]
+"""Which model asks for a run: by default :func:`core.model.model_for` (the run's model route)."""
 
 
 SYSTEM_PROMPT = (
@@ -80,12 +75,21 @@ def next_run_id(store: CheckpointStore, task_id: str, variant: str, model: str) 
 
 
 def new_state(
-    task: Ticket, variant: str, model: str, run_id: str, clock: Clock, repeat: int = 1, run_uid: str | None = None
+    task: Ticket,
+    variant: str,
+    model: str,
+    run_id: str,
+    clock: Clock,
+    repeat: int = 1,
+    run_uid: str | None = None,
+    *,
+    live: LiveRoute | None = None,
 ) -> TaskState:
     """A fresh ``running`` state for one ticket, with the system prompt and the ticket as context.
 
     ``run_uid`` is the run's unique identity; by default a new one from :mod:`core.identity`
-    (never the readable ``run_id``, which a reset gives out again).
+    (never the readable ``run_id``, which a reset gives out again). The model route is the
+    recording ``variant/model#repeat``, or ``live`` (a chat-completions route named ``model``).
     """
     now = clock.now()
     state = TaskState(
@@ -106,11 +110,13 @@ def new_state(
                 content=f"Ticket {task.task_id} about order {task.order_id}\nSubject: {task.subject}\n\n{task.message}",
             ),
         ],
-        meta=Meta(policy_version=load_policy().version, model_route=f"recorded:{variant}/{model}#{repeat}"),
+        meta=Meta(
+            policy_version=load_policy().version,
+            model_route=live.route() if live else recorded_route(variant, model, repeat),
+        ),
     )
-    state.log(
-        "created", f"run {run_id} of {task.task_id} by {variant}/{model} (recording {repeat})", at=now, run_uid=state.run_uid
-    )
+    by = f"live model {live.model} at {live.base_url}" if live else f"recording {repeat}"
+    state.log("created", f"run {run_id} of {task.task_id} by {variant}/{model} ({by})", at=now, run_uid=state.run_uid)
     return state
 
 
@@ -153,6 +159,8 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
     Raises:
         ResolverError: the state is not ``running``.
         NoRecording: the recording has no turn for this step.
+        ModelUnavailable: a live model gave no usable answer; the step was not taken and
+            ``on_step`` not called, so the checkpoint stays at the last step (resumable).
     """
     if state.status != "running":
         raise ResolverError(f"Run {state.run_id} is {state.status}, not running; there is no loop to continue.")
@@ -169,7 +177,7 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
         usage.model_calls += 1
         usage.tokens_in += turn.usage.tokens_in
         usage.tokens_out += turn.usage.tokens_out
-        usage.cost_usd = cost_usd(state.model, usage.tokens_in, usage.tokens_out)
+        usage.cost_usd = cost_usd(price_model(state), usage.tokens_in, usage.tokens_out)
         if isinstance(turn, FinalTurn):
             state.messages.append(
                 Message(
@@ -180,7 +188,15 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
             _finish(state, turn)
         else:
             call = {"tool": turn.tool, "args": turn.args}
-            state.messages.append(Message(role="assistant", step=state.step, content=json.dumps(call, ensure_ascii=False)))
+            state.messages.append(
+                Message(
+                    role="assistant",
+                    step=state.step,
+                    content=json.dumps(call, ensure_ascii=False),
+                    tool_call_id=turn.call_id,
+                    arguments=turn.arguments,
+                )
+            )
             try:
                 result, seq = world.read_tool(turn.tool, turn.args)
             except UnknownTool as exc:
@@ -188,7 +204,12 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
             usage.tool_calls += 1
             state.evidence.append(Evidence(step=state.step, tool=turn.tool, args=turn.args, result=result, seq=seq))
             state.messages.append(
-                Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str))
+                Message(
+                    role="tool",
+                    step=state.step,
+                    content=json.dumps(result, ensure_ascii=False, default=str),
+                    tool_call_id=turn.call_id,
+                )
             )
             state.log(
                 "tool_call",
@@ -233,6 +254,8 @@ def start_run(
     max_steps: int | None = None,
     *,
     owner: str | None = None,
+    live: LiveRoute | None = None,
+    pick: PickModel = model_for,
 ) -> TaskState:
     """Make a new run of ``task_id`` and run it, saving after every step.
 
@@ -242,25 +265,36 @@ def start_run(
     ``on_step`` runs after each save; ``max_steps`` caps the loop (default 8). The run is
     created with its lease held by ``owner`` (default: this process), renewed at every step and
     given back when the loop ends, so a ``resume`` meanwhile is refused before any model call.
+    ``live`` runs a live chat-completions route instead of a recording (``model`` is then its
+    name, and ``repeat`` is refused); ``pick`` gives the model for the saved state
+    (:func:`core.model.model_for`, the run's route).
 
     Raises:
         TaskNotFound, NoRecording, RunExists (``run_id`` already used).
+        BadArgument: ``repeat`` with a live route.
+        ModelUnavailable: the live model gave no usable answer (the run is saved, ``running``).
     """
     task = load_task(task_id)
+    if live is not None:
+        if repeat is not None:
+            raise BadArgument(f"--repeat replays a recording; {live.name} is a live model, which has none.")
+        model = live.name
     owner = owner or lease_owner_name()
     chosen = run_id
     for _attempt in range(20):
         rid = chosen or next_run_id(store, task_id, variant, model)
         rep = repeat
-        if rep is None:
+        if live is not None:
+            rep = 1
+        elif rep is None:
             n = int(rid.rsplit("-", 1)[1]) if rid.rsplit("-", 1)[-1].isdigit() else 1
             rep = default_repeat(task_id, variant, model, n)
-        model_double = RecordedModel(task_id, variant, model, rep)
+        state = new_state(task, variant, model, rid, clock, rep, live=live)
+        asks = pick(state)  # NoRecording, or a live route without its package, before any save
         if store.exists(rid):
             if chosen:
                 raise RunExists(f"Run {rid} already exists; a new run needs a new ID.")
             continue
-        state = new_state(task, variant, model, rid, clock, rep)
         if max_steps is not None:
             state.max_steps = max_steps
         try:
@@ -269,32 +303,44 @@ def start_run(
             if chosen:
                 raise
             continue  # another process took this number first: take the next
-        return _run_leased(store, state, model_double, open_world(world_path, clock), clock, on_step, owner)
+        return _run_leased(store, state, asks, open_world(world_path, clock), clock, on_step, owner)
     raise ResolverError(f"Could not find a free run ID for {task_id}: too many runs are being started at once; try again.")
 
 
 def continue_run(
-    store: CheckpointStore, world_path, clock: Clock, state: TaskState, on_step: OnStep | None = None, *, owner: str | None = None
+    store: CheckpointStore,
+    world_path,
+    clock: Clock,
+    state: TaskState,
+    on_step: OnStep | None = None,
+    *,
+    owner: str | None = None,
+    pick: PickModel = model_for,
 ) -> TaskState:
     """Resume a ``running`` state from its checkpoint: the loop asks only for the steps left.
 
     The run is claimed first (its lease taken and the checkpoint read again in one transaction,
     :meth:`~core.store.Store.claim`), **before** any model call: a second resume
     of the same loop is refused with LeaseHeld naming the holder, and pays for nothing. A run
-    that another process finished meanwhile is returned as it is now.
+    that another process finished meanwhile is returned as it is now. The model is the one the
+    run's saved route names (``pick``, :func:`core.model.model_for`).
 
     Raises:
         LeaseHeld: another live process is running the loop.
-        RunNotFound, CorruptCheckpoint, NoRecording.
+        RunNotFound, CorruptCheckpoint, NoRecording, ModelUnavailable.
     """
     owner = owner or lease_owner_name()
     state = store.claim(state.run_id, owner, LEASE_TTL_S)
     if state.status != "running":
         store.release_lease(state.run_id, owner)
         return state
-    model_double = RecordedModel(state.task_id, state.variant, state.model, state.repeat)
+    try:
+        model = pick(state)
+    except BaseException:
+        store.release_lease(state.run_id, owner)
+        raise
     state.log("resumed", f"resumed at step {state.step + 1}", at=clock.now())
-    return _run_leased(store, state, model_double, open_world(world_path, clock), clock, on_step, owner)
+    return _run_leased(store, state, model, open_world(world_path, clock), clock, on_step, owner)
 
 
 def _run_leased(

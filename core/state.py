@@ -36,7 +36,12 @@ Schema versions (``schema_version``):
     before has none (``world`` None) and verifies as it did (frozen schema 4:
     ``tests/fixtures/task_state_v4.json`` and the home ``tests/fixtures/home_schema_4``).
 
-:func:`migrate` upgrades a raw v1, v2, v3 or v4 dict to v5; any other version fails loudly with
+- 6: each tool call a live model makes keeps its ID and arguments as the API returned them
+  (``Message.tool_call_id`` and ``Message.arguments``, issue 26), so a resumed loop sends the
+  history back exactly. A message saved before gets ``""`` for both (frozen schema 5:
+  ``tests/fixtures/task_state_v5.json`` and the home ``tests/fixtures/home_schema_5``).
+
+:func:`migrate` upgrades a raw v1 to v5 dict to v6; any other version fails loudly with
 :class:`~core.errors.UnsupportedSchemaVersion`.
 """
 
@@ -53,7 +58,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from core.clock import supported
 from core.errors import ResolverError, UnsupportedSchemaVersion
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 TOOL_SCHEMA_VERSION = "tools-1"
 
 Status = Literal["running", "waiting_approval", "executing", "done", "handed_to_person", "stopped"]
@@ -397,11 +402,20 @@ class Usage(_Model):
 
 
 class Message(_Model):
-    """One entry of the model's working context."""
+    """One entry of the model's working context.
+
+    ``tool_call_id`` and ``arguments`` (schema 6, issue 26) keep a live model's tool call as the
+    API returned it, so a resumed loop sends the history back exactly: on the assistant message
+    that makes the call, its ID and its arguments (the JSON text as returned); on the tool
+    message that answers it, the same ID. Empty for a recorded model's turns and for messages
+    saved before schema 6 (they are sent back with the ID ``call_<step>``).
+    """
 
     role: Literal["system", "user", "assistant", "tool"]
     content: str
     step: int = 0
+    tool_call_id: str = ""
+    arguments: str = ""
 
 
 class Evidence(_Model):
@@ -505,6 +519,8 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     (``since_seq`` None): "since" stays decided by time for them, the same second counting as
     since (issue 20); an approval holds no world (``world`` None): it was signed without one and
     still verifies (issue 18).
+    v5 -> v6: messages without a tool call ID or arguments (both ``""``): a recorded or
+    earlier turn, sent back to a live model with the ID ``call_<step>`` (issue 26).
 
     Raises:
         UnsupportedSchemaVersion: a version this code does not know (newer or garbage).
@@ -512,7 +528,7 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     version = raw.get("schema_version", 1)
     if version == SCHEMA_VERSION:
         return raw
-    if version in (1, 2, 3, 4):
+    if version in (1, 2, 3, 4, 5):
         upgraded = dict(raw)
         if version == 1:
             upgraded.setdefault("reply_channel", "email")
@@ -522,7 +538,12 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
             upgraded["proposal"] = {**_UNBOUND, **upgraded["proposal"]}
         if isinstance(upgraded.get("approval"), dict):
             upgraded["approval"] = {"proposal": None, "world": None, **upgraded["approval"]}
-        _unnumbered(upgraded)
+        if version < 5:
+            _unnumbered(upgraded)
+        if isinstance(upgraded.get("messages"), list):
+            upgraded["messages"] = [
+                {"tool_call_id": "", "arguments": "", **m} if isinstance(m, dict) else m for m in upgraded["messages"]
+            ]
         upgraded["schema_version"] = SCHEMA_VERSION
         return upgraded
     raise UnsupportedSchemaVersion(

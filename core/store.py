@@ -110,8 +110,8 @@ default), ``updated`` newest first (every other status), ``created`` newest run 
 same direction, so a cursor ``(key, run_id)`` names one place in the order."""
 
 CrashHook = Callable[[str], None]
-"""A crash test's hook: called with the point's kind (``save``, ``row``, ``call``, ``write`` or
-``step``) at each crash point; it may end the process there."""
+"""A crash test's hook: called with the point's kind (``save``, ``row``, ``call``, ``write``,
+``step`` or ``answer``) at each crash point; it may end the process there."""
 
 _crash_hook: CrashHook | None = None
 
@@ -119,12 +119,13 @@ _crash_hook: CrashHook | None = None
 def set_crash_hook(hook: CrashHook | None) -> None:
     """Install ``hook`` as this process's crash hook (None removes it).
 
-    Only the test suite calls this (issue 28: no test hook in the product): its entry point
-    ``tests/crash_entry.py``, which the package does not install, arms a kill at the point named
-    by ``RESOLVER_KILL_AT`` (``save:N``, ``row:N``, ``call:N``, ``write:N`` or ``step:N``: right
-    after the N-th checkpoint save, row write inside a save (before its commit), executor attempt
-    (counted and saved, the service not yet called), executor write or loop step). The product
-    reads no environment variable for it; ``--interrupt`` is the lesson's documented crash."""
+        Only the test suite calls this (issue 28: no test hook in the product): its entry point
+        ``tests/crash_entry.py``, which the package does not install, arms a kill at the point named
+        by ``RESOLVER_KILL_AT`` (``save:N``, ``row:N``, ``call:N``, ``write:N`` or ``step:N``: right
+        after the N-th checkpoint save, row write inside a save (before its commit), executor attempt
+        (counted and saved, the service not yet called), executor write, loop step or live model
+    answer (journaled, the step not yet taken, issue 26)). The product
+        reads no environment variable for it; ``--interrupt`` is the lesson's documented crash."""
     global _crash_hook
     _crash_hook = hook
 
@@ -463,6 +464,29 @@ class Store(AuditLog, Protocol):
         ...
 
     # -- housekeeping ---------------------------------------------------------------------------
+
+    # the journal of live model calls (issue 26): written through, each its own transaction
+
+    def journal_attempt(self, run_id: str, step: int, route: str) -> int:
+        """Record, committed, that the next attempt at ``step``'s model call (``route``, the run's
+        model route) is about to be sent; returns its number (1, 2, ... per step)."""
+        ...
+
+    def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
+        """Save, committed, the raw answer (the provider's JSON text) and usage (tokens) of an
+        attempt before the runner acts on it. Raises ResolverError for an attempt never recorded."""
+        ...
+
+    def journal_answered(self, run_id: str, step: int) -> str | None:
+        """The raw answer of ``step``'s latest answered attempt, else None (resume uses it instead
+        of a second call)."""
+        ...
+
+    def model_calls(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's journal by step and attempt: ``{"step", "attempt", "route", "sent_at",
+        "answer", "tokens_in", "tokens_out", "answered_at"}``. ``delete``, ``reset`` and so
+        ``prune`` remove a run's journal with it."""
+        ...
 
     def has_history(self) -> bool:
         """True when the store holds any run or audit row (the home has been used)."""

@@ -1,7 +1,7 @@
 """The crash tests' entry point (issue 28: no test hook in the product).
 
 ``python tests/crash_entry.py ARGS`` is ``python -m core ARGS`` with one kill point armed: the
-one ``RESOLVER_KILL_AT`` names (``save:N``, ``row:N``, ``call:N``, ``write:N`` or ``step:N``, see
+one ``RESOLVER_KILL_AT`` names (``save:N``, ``row:N``, ``call:N``, ``write:N``, ``step:N`` or ``answer:N``, see
 :func:`core.store.set_crash_hook`); at that point the process kills itself with SIGKILL, as
 a power cut would. The package installs no such entry point and ``core`` reads no such
 variable: an installed ``resolver`` with ``RESOLVER_KILL_AT`` set runs as if it were not.

@@ -177,7 +177,7 @@ def test_the_heartbeat_renews_the_lease_while_a_call_runs(home):
 
 
 def test_a_resume_of_a_loop_that_another_process_is_running_is_refused_before_any_model_call(home, monkeypatch):
-    from core import runner
+    from core import recorded_model
 
     state = home.run("T-65273", max_steps=1)  # the loop stops after step 1 ... make it running again
     with sqlite3.connect(home.store.path) as conn:
@@ -186,7 +186,7 @@ def test_a_resume_of_a_loop_that_another_process_is_running_is_refused_before_an
         conn.execute("UPDATE runs SET state = ?, status = 'running' WHERE run_id = ?", (json.dumps(raw), state.run_id))
     home.store.acquire_lease(state.run_id, "resolver@elsewhere:1:live", ttl_s=600)
     asked = []
-    monkeypatch.setattr(runner.RecordedModel, "complete", lambda self, messages: asked.append(1))
+    monkeypatch.setattr(recorded_model.RecordedModel, "complete", lambda self, messages: asked.append(1))
     before = home.store.load(state.run_id)
     with pytest.raises(LeaseHeld, match="is being executed by resolver@elsewhere"):
         home.resume(state.run_id)

@@ -114,8 +114,13 @@ def _imported_top_level(package: str) -> set[str]:
     return found.names
 
 
+FEATURE_EXTRAS = ("openai",)
+"""Extras a feature needs, imported only where that feature runs (issue 26: a live model)."""
+
+
 def _declared() -> set[str]:
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    deps = project["dependencies"] + [d for extra in FEATURE_EXTRAS for d in project["optional-dependencies"][extra]]
     return {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower().replace("_", "-") for d in deps}
 
 
@@ -129,6 +134,20 @@ def test_every_package_the_shipped_code_imports_is_declared():
         if not dists & _declared():
             missing[name] = sorted(dists)
     assert not missing, f"imported but not in [project] dependencies: {missing}"
+
+
+def test_the_openai_extra_is_imported_only_by_the_live_model():
+    """Issue 26: the recorded path never imports ``openai``; only ``core/live_model.py`` does,
+    inside the client's constructor (``tests/test_live_model.py`` checks it in a process)."""
+    shipped = [p for package in SHIPPED for p in sorted((ROOT / package).rglob("*.py"))]
+    users = [p.relative_to(ROOT).as_posix() for p in shipped if "openai" in _imported_top_level_of(p)]
+    assert users == ["core/live_model.py"]
+
+
+def _imported_top_level_of(path: Path) -> set[str]:
+    found = _Imports()
+    found.visit(ast.parse(path.read_text(encoding="utf-8")))
+    return found.names
 
 
 @pytest.mark.parametrize("command", [["-m", "core"], ["-m", "resolver_tui"], ["-m", "resolver"]])

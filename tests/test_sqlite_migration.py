@@ -139,3 +139,23 @@ def _derived(operation_id: str) -> str:
     from core.world import derived_id
 
     return derived_id("RF", operation_id)
+
+
+def test_a_format_2_store_gets_the_journal_of_model_calls_when_opened(tmp_path):
+    """Issue 26: the store of the release before the journal (format 2, a frozen home) is
+    upgraded on open to format 3 with an empty ``model_calls`` table; its runs load as before."""
+    import shutil
+
+    root = tmp_path / "home"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "home_schema_4", root)
+    for path in root.iterdir():
+        path.chmod(0o600)
+    with sqlite3.connect(root / "runs.sqlite") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+        assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'model_calls'").fetchone()
+        runs = [r[0] for r in conn.execute("SELECT run_id FROM runs")]
+    home = Home(root)
+    with sqlite3.connect(root / "runs.sqlite") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 3
+    assert runs and all(home.store.model_calls(r) == [] for r in runs)
+    assert all(home.store.load(r).run_id == r for r in runs)

@@ -85,11 +85,11 @@ def test_the_cli_prints_the_section_as_it_is_now_when_the_world_moved_under_it(c
     assert Home(cli.home).store.load(T65273_RUN).status == "waiting_approval"
 
 
-def test_a_v4_checkpoint_loads_as_v5_with_an_approval_without_world():
+def test_a_v4_checkpoint_loads_as_current_with_an_approval_without_world():
     raw = json.loads((FIXTURES / "task_state_v4.json").read_text())
     assert raw["schema_version"] == 4 and "world" not in raw["approval"]
     state = TaskState.model_validate(migrate(raw))
-    assert state.schema_version == SCHEMA_VERSION == 5
+    assert state.schema_version == SCHEMA_VERSION == 6
     assert state.approval is not None and state.approval.world is None
     assert state.proposal is not None and state.proposal.preconditions  # a v4 proposal keeps its binding
 
@@ -104,7 +104,7 @@ def v4_home(tmp_path: Path) -> Home:
 
 def test_a_run_waiting_over_the_upgrade_resumes_and_approves(v4_home):
     resumed = v4_home.resume(T65273_RUN)
-    assert resumed.kind == "request" and resumed.state.schema_version == 5
+    assert resumed.kind == "request" and resumed.state.schema_version == SCHEMA_VERSION
     state = v4_home.approve(T65273_RUN, "team_lead", "Grace", seen=v4_home.queue.look(resumed.state))
     assert state.status == "done" and [op.status for op in state.operations] == ["done", "done"]
     assert state.approval is not None and state.approval.world is not None

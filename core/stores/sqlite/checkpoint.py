@@ -21,6 +21,9 @@
 - ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
   the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
   the runs flagged corrupt apart (:meth:`CheckpointStore.counts`: a corrupt run is not waiting).
+- ``model_calls``: the journal of live model calls (issue 26), one row per attempt keyed by run,
+  step and attempt: written before the request is sent, its raw answer and usage (tokens) added
+  before the runner acts on it. Format 3; a format-2 store gets the table when opened.
 
 A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.stores.sqlite.database`) with a
 compare-and-set on ``version``: a writer holding a stale copy gets
@@ -92,9 +95,10 @@ __all__ = [
     "Counters",
 ]
 
-STORE_FORMAT = 2
+STORE_FORMAT = 3
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
-row per run with the whole state as JSON), 2 (header and rows). Format 1 is migrated on open."""
+row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
+journal, issue 26). Formats 1 and 2 are migrated on open."""
 
 LISTS = ("messages", "evidence", "events")
 """TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
@@ -199,6 +203,11 @@ _READ_ENTRIES = (
     "SELECT i.list, i.body, i.extra, i.ref, e.extra FROM entries i LEFT JOIN entries e "
     "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = ? ORDER BY i.n"
 )
+_CREATE_MODEL_CALLS = (
+    "CREATE TABLE IF NOT EXISTS model_calls (run_id TEXT NOT NULL, step INTEGER NOT NULL, attempt INTEGER NOT NULL, "
+    "route TEXT NOT NULL, sent_at TEXT NOT NULL, answer TEXT, tokens_in INTEGER, tokens_out INTEGER, answered_at TEXT, "
+    "PRIMARY KEY (run_id, step, attempt)) WITHOUT ROWID"
+)
 _CREATE_ENTRIES = (
     "CREATE TABLE IF NOT EXISTS entries (run_id TEXT NOT NULL, n INTEGER NOT NULL, list TEXT NOT NULL, "
     "seq INTEGER NOT NULL, body TEXT NOT NULL, extra TEXT, ref INTEGER, PRIMARY KEY (run_id, n)) WITHOUT ROWID"
@@ -297,6 +306,8 @@ class CheckpointStore:
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
                     f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
                 )
+            elif fmt == 2:  # issue 26: the journal of model calls
+                conn.execute(_CREATE_MODEL_CALLS)
             elif "runs" in tables:
                 self._migrate_from_0_1_0(conn, db, tables)
             else:
@@ -351,6 +362,7 @@ class CheckpointStore:
 
     @staticmethod
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
+        conn.execute(_CREATE_MODEL_CALLS)
         conn.execute(_CREATE_ENTRIES)  # WITHOUT ROWID (sqlite-utils cannot say so): one B-tree, a step's rows side by side
         if "audit" not in tables:
             db.table("audit").create(
@@ -1185,6 +1197,54 @@ class CheckpointStore:
                 "UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id)
             )
 
+    # -- the journal of model calls (issue 26) ---------------------------------------------------
+
+    def journal_attempt(self, run_id: str, step: int, route: str) -> int:
+        """Record that attempt N of ``step``'s model call is about to be sent (committed before it
+        is); returns N, 1 for the step's first attempt."""
+        with self.db.immediate() as conn:
+            row = conn.execute(
+                "SELECT COALESCE(MAX(attempt), 0) FROM model_calls WHERE run_id = ? AND step = ?", (run_id, step)
+            ).fetchone()
+            attempt = int(row[0]) + 1
+            conn.execute(
+                "INSERT INTO model_calls (run_id, step, attempt, route, sent_at) VALUES (?, ?, ?, ?, ?)",
+                (run_id, step, attempt, route, iso(self.clock.now())),
+            )
+        return attempt
+
+    def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
+        """Save the raw answer (text) and usage (tokens) of an attempt, committed before the
+        runner acts on it. Raises ResolverError when the attempt was never recorded."""
+        with self.db.immediate() as conn:
+            done = conn.execute(
+                "UPDATE model_calls SET answer = ?, tokens_in = ?, tokens_out = ?, answered_at = ? "
+                "WHERE run_id = ? AND step = ? AND attempt = ?",
+                (answer, tokens_in, tokens_out, iso(self.clock.now()), run_id, step, attempt),
+            ).rowcount
+        if not done:
+            raise ResolverError(f"No model call {attempt} of step {step} of {run_id} was recorded before its answer.")
+
+    def journal_answered(self, run_id: str, step: int) -> str | None:
+        """The raw answer of ``step``'s latest answered attempt, or None when none was answered."""
+        with self.db.read() as conn:
+            row = conn.execute(
+                "SELECT answer FROM model_calls WHERE run_id = ? AND step = ? AND answer IS NOT NULL "
+                "ORDER BY attempt DESC LIMIT 1",
+                (run_id, step),
+            ).fetchone()
+        return row[0] if row else None
+
+    def model_calls(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's journal, by step and attempt: ``{"step", "attempt", "route", "sent_at",
+        "answer" (text or None while unanswered), "tokens_in", "tokens_out", "answered_at"}``."""
+        keys = ("step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at")
+        with self.db.read() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(keys)} FROM model_calls WHERE run_id = ? ORDER BY step, attempt", (run_id,)
+            ).fetchall()
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
     # -- reset ----------------------------------------------------------------------------------
 
     def delete(self, run_id: str, audit: dict[str, Any] | None = None) -> None:
@@ -1194,6 +1254,7 @@ class CheckpointStore:
             if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
                 raise RunNotFound(run_id)
             conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM model_calls WHERE run_id = ?", (run_id,))
             if audit is not None:
                 auditchain.append(conn, run_id, audit)
 
@@ -1206,6 +1267,7 @@ class CheckpointStore:
             ids = [r[0] for r in conn.execute("SELECT run_id FROM runs ORDER BY run_id")]
             conn.execute("DELETE FROM runs")
             conn.execute("DELETE FROM entries")
+            conn.execute("DELETE FROM model_calls")
             conn.execute("DELETE FROM run_counts")
             if audit is not None:
                 auditchain.append(conn, "*", audit(ids))

@@ -1,0 +1,246 @@
+"""A live model: an OpenAI-compatible chat-completions server, through the ``openai`` package.
+
+Imported only for an ``openai:`` route (:func:`core.model.model_for`), so the recorded path
+never imports ``openai`` (the ``openai`` extra: ``pip install 'resolver[openai]'``).
+
+What is sent: the run's messages (the system prompt, the ticket, each tool call the model made
+and its result), the five read-only tools and a ``finish`` tool as JSON-schema functions, with
+``tool_choice="required"``. What comes back is one tool call: a read-only tool becomes a
+:class:`~core.data.ToolCallTurn`, ``finish`` a :class:`~core.data.FinalTurn` validated by the
+same model as the recordings. Each tool call's ID and arguments are stored with the messages and
+sent back as returned (messages saved before schema 6: ``call_<step>``). With a journal (:class:`~core.model.CallJournal`),
+each attempt is recorded before it is sent and its raw answer before the runner acts on it.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from core.data import FinalTurn, ToolCallTurn, TurnUsage
+from core.errors import ResolverError
+from core.model import CallJournal, LiveRoute, ModelUnavailable, api_key
+from core.state import Message
+from core.store import crash_point
+from core.world import READ_TOOLS
+
+_ARG = {"get_customer": "customer_id", "get_policy": "rule_id"}
+
+
+def _read_tool(name: str) -> dict[str, Any]:
+    arg = _ARG.get(name, "order_id")
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"Read-only: look up by {arg}.",
+            "parameters": {"type": "object", "properties": {arg: {"type": "string"}}, "required": [arg]},
+        },
+    }
+
+
+FINISH = {
+    "type": "function",
+    "function": {
+        "name": "finish",
+        "description": "End with one outcome. Nothing proposed happens until a person approves it.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "outcome": {"type": "string", "enum": ["resolve", "reply", "hand_to_person"]},
+                "rule": {"type": "string", "description": "the policy rule, W1-Wn"},
+                "reason": {"type": "string"},
+                "actions": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "description": "request_refund (order_id, amount, currency, reason_code, payment_id), "
+                        "create_reshipment or create_return_label",
+                    },
+                },
+                "reply_draft": {"type": "string"},
+            },
+            "required": ["outcome", "rule", "reason"],
+        },
+    },
+}
+
+TOOLS: list[dict[str, Any]] = [*(_read_tool(t) for t in READ_TOOLS), FINISH]
+"""The tools sent with every request: the read-only tools and ``finish``."""
+
+
+def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """The run's messages as chat-completions messages.
+
+    An assistant message holding a tool call (``{"tool": ..., "args": ...}``) becomes an
+    assistant message with one ``tool_calls`` entry: the ID and arguments text the API returned
+    (schema 6), else ``call_<step>`` and the arguments as JSON (a recorded or earlier turn); the
+    tool message after it answers that ID. A final assistant message is sent as its text.
+    """
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if m.role == "assistant":
+            try:
+                body = json.loads(m.content)
+            except ValueError:
+                body = None
+            if isinstance(body, dict) and "tool" in body:
+                out.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": m.tool_call_id or f"call_{m.step}",
+                                "type": "function",
+                                "function": {"name": body["tool"], "arguments": m.arguments or json.dumps(body.get("args", {}))},
+                            }
+                        ],
+                    }
+                )
+                continue
+            out.append({"role": "assistant", "content": m.content})
+        elif m.role == "tool":
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id or f"call_{m.step}", "content": m.content})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+class OpenAIChatModel:
+    """A :class:`~core.model.Model` over an OpenAI-compatible chat-completions server.
+
+    Args:
+        route: base URL, model name, the key's environment variable, timeout (seconds) and
+            retries (:class:`~core.model.LiveRoute`).
+        journal: the run's journal of model calls (:class:`~core.model.CallJournal`); each
+            attempt is recorded before it is sent and its raw answer saved before it is acted
+            on, and a step already answered is answered from the journal with no call.
+
+    Raises:
+        ResolverError: the ``openai`` package is not installed.
+    """
+
+    def __init__(self, route: LiveRoute, journal: CallJournal | None = None) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise ResolverError(
+                f"The model route {route.name} is a live model, which needs the openai extra: pip install 'resolver[openai]'."
+            ) from None
+        self.route = route
+        self.journal = journal
+        self._openai = openai
+
+    def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
+        """The model's next turn for ``messages``: from the journal when this step was already
+        answered (a resume after a crash: no second call), else one chat completion (retried by
+        the client on a rate limit, a server error, a timeout or a lost connection, with
+        backoff), with its usage (prompt and completion tokens).
+
+        Raises:
+            ModelUnavailable: no key, authentication refused, rate limit or server error after
+                the retries, network failure or timeout, or an answer that is not exactly one
+                tool call of a known shape with its usage. One sentence; nothing was acted on.
+        """
+        r = self.route
+        at = f"The model server at {r.base_url}"
+        step = sum(1 for m in messages if m.role == "assistant") + 1
+        if self.journal is not None:
+            saved = self.journal.answered(step)
+            if saved is not None:
+                return self._turn(saved, at)
+        key = api_key(r)
+        attempt = self.journal.attempt(step) if self.journal is not None else 0
+        raw = self._send(messages, key, at)
+        turn = self._turn(raw, at)  # an answer that cannot be read stays unanswered in the journal
+        if self.journal is not None:
+            self.journal.answer(step, attempt, raw, turn.usage.tokens_in, turn.usage.tokens_out)
+        crash_point("answer")
+        return turn
+
+    def _send(self, messages: list[Message], key: str, at: str) -> str:
+        """One request (with the client's retries); the answer's raw JSON text."""
+        openai = self._openai
+        r = self.route
+        client = openai.OpenAI(base_url=r.base_url, api_key=key, timeout=r.timeout_s, max_retries=r.max_retries)
+        tries = f"{r.max_retries + 1} attempt(s)"
+        try:
+            response = client.chat.completions.with_raw_response.create(
+                model=r.model,
+                messages=api_messages(messages),
+                tools=TOOLS,
+                tool_choice="required",
+            )
+            return response.text
+        except openai.AuthenticationError as exc:
+            raise ModelUnavailable(
+                f"{at} refused the key in ${r.key_env} (HTTP {exc.status_code}); check the key and resume the run."
+            ) from None
+        except openai.PermissionDeniedError as exc:
+            raise ModelUnavailable(
+                f"{at} refused the key in ${r.key_env} for model {r.model} (HTTP {exc.status_code}); check the key and resume the run."
+            ) from None
+        except openai.RateLimitError:
+            raise ModelUnavailable(f"{at} is limiting the rate (HTTP 429) after {tries}; resume the run later.") from None
+        except openai.APITimeoutError:
+            raise ModelUnavailable(f"{at} did not answer within {r.timeout_s:g} s ({tries}); resume the run later.") from None
+        except openai.APIConnectionError:
+            raise ModelUnavailable(f"{at} could not be reached ({tries}); resume the run when it is up.") from None
+        except openai.APIStatusError as exc:
+            raise ModelUnavailable(f"{at} answered HTTP {exc.status_code} ({tries}); resume the run later.") from None
+        except openai.APIError as exc:
+            raise ModelUnavailable(
+                f"{at} gave an answer that cannot be read ({type(exc).__name__}); resume the run to ask again."
+            ) from None
+
+    @staticmethod
+    def _turn(raw: str, at: str) -> ToolCallTurn | FinalTurn:
+        """The turn a chat completion's JSON text holds: its one tool call, with its usage."""
+
+        def malformed(what: str) -> ModelUnavailable:
+            return ModelUnavailable(f"{at} gave an answer that cannot be read ({what}); resume the run to ask again.")
+
+        try:
+            answer = json.loads(raw)
+        except ValueError:
+            raise malformed("not JSON") from None
+        if not isinstance(answer, dict):
+            raise malformed("not a JSON object")
+        try:
+            usage = TurnUsage(tokens_in=answer["usage"]["prompt_tokens"], tokens_out=answer["usage"]["completion_tokens"])
+        except (KeyError, TypeError, ValidationError):
+            raise malformed("no token usage") from None
+        try:
+            calls = answer["choices"][0]["message"].get("tool_calls") or []
+        except (KeyError, IndexError, TypeError, AttributeError):
+            raise malformed("no choices") from None
+        if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
+            raise malformed(f"{len(calls) if isinstance(calls, list) else 0} tool calls where one was asked for")
+        fn = calls[0].get("function")
+        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+            raise malformed("a tool call without a function name")
+        name = fn["name"][:40]
+        try:
+            args = json.loads(fn.get("arguments") or "{}")
+        except (ValueError, TypeError):
+            raise malformed(f"the arguments of {name!r} are not JSON") from None
+        if not isinstance(args, dict):
+            raise malformed(f"the arguments of {name!r} are not an object")
+        try:
+            if fn["name"] == "finish":
+                return FinalTurn(**args, usage=usage)
+            call_id = calls[0].get("id")
+            return ToolCallTurn(
+                tool=fn["name"],
+                args=args,
+                usage=usage,
+                call_id=call_id if isinstance(call_id, str) else "",
+                arguments=fn.get("arguments") or "{}",
+            )
+        except (ValidationError, TypeError) as exc:
+            first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(p) for p in first["loc"])
+            raise malformed(f"finish: {where} {first['msg']}".strip()) from None
