@@ -38,7 +38,7 @@ from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
 from core.errors import ApprovalKeyError, ApprovalRefused, StaleCheckpoint, WorldChanged
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
-from core.rulebook import decided_by, not_decidable, role_too_low, stale_digest
+from core.rulebook import decided_by, not_decidable, person, role_too_low, stale_digest
 from core.safetext import not_one_line
 from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, WorldSeen, operation_id
 from core.store import Store as CheckpointStore
@@ -394,7 +394,7 @@ def approve(
     state.approval = Approval(role=role, name=name, at=at, digest=current, signature=signature, proposal=proposal, world=now_seen)
     state.status = "executing"
     state.operations = operations
-    state.log("approved", f"approved by {name} ({role}), digest {current[:12]}", at=at, role=role, name=name, digest=current)
+    state.log("approved", f"approved by {person(name, role)}, digest {current[:12]}", at=at, role=role, name=name, digest=current)
     return _decide(
         store,
         state,
@@ -472,7 +472,7 @@ def reject(
     state.rejection = Rejection(role=role, name=name, at=at, digest=current, reason=reason.strip())
     seal = signer.seal(store, "reject", state.run_uid, current, at, reason.strip()) if signer else None  # issue 14
     state.status = "handed_to_person"
-    state.log("rejected", f"rejected by {name} ({role}): {reason.strip()}", at=at, role=role, name=name, digest=current)
+    state.log("rejected", f"rejected by {person(name, role)}: {reason.strip()}", at=at, role=role, name=name, digest=current)
     return _decide(
         store,
         state,

@@ -262,6 +262,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
                 + (f" {safe_text(args.search)!r}" if args.search else "")
                 + f"; {home.queue.total()} run(s) saved in all."
             )
+        elif max_role is not None:  # --mine (a new user's finding: it read like an empty home)
+            _print(f"None of the {home.queue.total()} saved run(s) is waiting for a decision you may make.")
         else:
             _print("No saved runs. Start one with `resolver run T-65273`.")
     return 0

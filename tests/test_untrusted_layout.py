@@ -141,3 +141,20 @@ def test_the_reject_dialog_gives_the_reply_its_own_line(demo_home):
     body = reject_dialog(detail.decision, Approver("team_lead", "Tomás"))
     assert "Reply to the customer: the reply will not be sent." in body
     assert not any("will go out" in line for line in body)
+
+
+def test_the_trace_names_the_decider_and_the_role_by_its_label(cli):
+    """A new user's finding: ``trace`` and the pane's last event said ``rejected by Tomás
+    (team_lead)``, where every other line says ``Tomás (role team lead)`` (issue 19)."""
+    assert cli("run", "T-65273")[0] == 0
+    code, _, err = cli("reject", T65273_RUN, "--as", "team_lead", "--name", "Tomás", "--reason", "not now")
+    assert code == 0, err
+    code, out, _ = cli("trace", T65273_RUN)
+    assert "rejected by Tomás (role team lead): not now" in out and "(team_lead)" not in out, out
+
+
+def test_runs_mine_with_no_match_is_not_worded_as_an_empty_home(cli):
+    assert cli("run", "T-65273")[0] == 0  # needs a team lead
+    code, out, _ = cli("runs", "--mine", "--as", "agent")
+    assert code == 0 and "No saved runs" not in out
+    assert "None of the 1 saved run(s) is waiting for a decision you may make." in out
