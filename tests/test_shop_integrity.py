@@ -644,24 +644,31 @@ def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_
 
 @pytest.fixture
 def later(monkeypatch):
-    """``later(hours)`` moves a shop home's real-time clock forward by ``hours`` in this process."""
+    """``later(hours)`` moves a shop home's real-time clock forward by ``hours`` in this process;
+    ``later(hours, frozen=True)`` also stops it there, so every row written after it has one time
+    (the clock keeps seconds: rows a second apart or in one second are both real)."""
     from datetime import timedelta
 
     from core.clock import SystemClock
 
     real = SystemClock.now
 
-    def move(hours: float) -> None:
-        monkeypatch.setattr(SystemClock, "now", lambda self: real(self) + timedelta(hours=hours))
+    def move(hours: float, frozen: bool = False) -> None:
+        if frozen:
+            at = real(SystemClock()) + timedelta(hours=hours)
+            monkeypatch.setattr(SystemClock, "now", lambda self: at)
+        else:
+            monkeypatch.setattr(SystemClock, "now", lambda self: real(self) + timedelta(hours=hours))
 
     return move
 
 
-def _lapsed_before_write(shop, later) -> None:
-    """T-90104 approved by Bot, crashed before its write, resumed 2 hours later: the approval lapsed."""
+def _lapsed_before_write(shop, later, frozen: bool = False) -> None:
+    """T-90104 approved by Bot, crashed before its write, resumed 2 hours later: the approval
+    lapsed. ``frozen``: the clock stays at the lapse's second afterwards (see ``later``)."""
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
     assert shop("approve", "--yes", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)[0] == 3
-    later(2)
+    later(2, frozen=frozen)
     code, out, err = shop("resume", T90104_RUN)
     assert "lapsed" in out + err, (code, out, err)
 
@@ -690,8 +697,10 @@ def test_a_lapsed_approval_written_back_after_a_rejection_never_executes(shop, l
 def test_a_lapsed_approval_does_not_bind_a_later_write_rolled_back_out_of_the_audit(shop, later, tmp_path):
     """A new user's finding: operation IDs are the same across a lapse, so the lapsed approval's
     binds seemed to cover the write of the next approval once that was rolled back. An approval
-    binds only writes made while it stood."""
-    _lapsed_before_write(shop, later)
+    binds only writes made while it stood, including a write in the lapse's own second (the clock
+    keeps seconds): the clock is frozen there, so the check is the same on every run (CI's mutant
+    run once wrote a second later and so passed without the guard)."""
+    _lapsed_before_write(shop, later, frozen=True)
     _fold_wal(shop.root / "runs.sqlite")
     saved = tmp_path / "saved"
     saved.mkdir()
