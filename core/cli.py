@@ -646,7 +646,7 @@ def _audit_verify(home: Home, as_json: bool = False) -> int:
     from core.safetext import safe_text
     from core.signing import verify_home_audit
 
-    report = verify_home_audit(home.root, home.store, home.kind)
+    report = verify_home_audit(home.root, home.store, home.kind, home.world_at)
     if as_json:
         _json({"ok": report.ok, "lines": report.lines()})
         return 0 if report.ok else EXIT_ERROR
@@ -899,25 +899,26 @@ def cmd_restore(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_tui(home: Home, args: argparse.Namespace) -> int:  # pragma: no cover - main() execs the app first
-    os.execv(sys.executable, [sys.executable, "-m", "resolver_tui", "--home", str(home.root), *args.rest])
+    store = ["--store", home.store_url] if home.store_url else []
+    os.execv(sys.executable, [sys.executable, "-m", "resolver_tui", "--home", str(home.root), *store, *args.rest])
     return 0  # not reached
 
 
 def _tui_argv(argv: list[str]) -> list[str] | None:
-    """The app's arguments when ``argv`` is ``[--home DIR] tui ARGS...``, else None.
+    """The app's arguments when ``argv`` is ``[--home DIR] [--store URL] tui ARGS...``, else None.
 
     ``resolver tui`` hands everything after ``tui`` to ``resolver-tui`` unparsed (``--as``,
-    ``--name``, ``--trainer``, ``--version`` ...), with a ``--home`` given before it; argparse's
-    remainder dropped options it did not know (a new user's finding: ``resolver tui --as grace``
-    said "unrecognized arguments")."""
+    ``--name``, ``--trainer``, ``--version`` ...), with a ``--home`` or ``--store`` given before
+    it; argparse's remainder dropped options it did not know (a new user's finding: ``resolver
+    tui --as grace`` said "unrecognized arguments")."""
     before: list[str] = []
     i = 0
     while i < len(argv):
         word = argv[i]
-        if word == "--home" and i + 1 < len(argv):
+        if word in ("--home", "--store") and i + 1 < len(argv):
             before += argv[i : i + 2]
             i += 2
-        elif word.startswith("--home="):
+        elif word.startswith(("--home=", "--store=")):
             before.append(word)
             i += 1
         elif word == "tui":
@@ -962,6 +963,13 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         "--home",
         default=argparse.SUPPRESS,
         help="home folder (default: --home, $RESOLVER_HOME, `home` in the config file, or ./work)",
+    )
+    common.add_argument(
+        "--store",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="where runs, audit and world live: sqlite:///FOLDER (the home folder, the default) or "
+        "postgresql://HOST/DATABASE, the team store (default: $RESOLVER_STORE, `store` in the config file)",
     )
     parser = _Parser(
         prog=prog,
@@ -1260,7 +1268,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         from core.homekind import init_home
         from core.log import command_log
 
-        where = locate_home(getattr(args, "home", None))
+        where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
         if args.command in READ_ONLY and args.command != "doctor":
             where.require_existing()
         if args.command == "doctor":
@@ -1274,15 +1282,16 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             return code
         root = where.path
         _read_fds_early(args)
+        store = where.store.url
         if args.command == "init":
             made = init_home(root, shop=args.shop)
-            Home(root)  # builds the databases (the kind is already written)
+            Home(root, store=store)  # builds the databases (the kind is already written)
             if args.json:
                 _json({"home": str(root), "kind": "shop" if args.shop else "practice", "lines": made})
                 return 0
             _print(made)
             return 0
-        home = Home(root, read_only=args.command in READ_ONLY)
+        home = Home(root, read_only=args.command in READ_ONLY, store=store)
         log = command_log(root)
         log.info("%s %s", args.command, " ".join(ascii(a) for a in argv))
         try:
@@ -1358,7 +1367,8 @@ def _runs_light(args: argparse.Namespace) -> int | None:
     from core.listing import listing_home
 
     try:
-        home = listing_home(locate_home(getattr(args, "home", None)).path)
+        where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
+        home = listing_home(where.path) if where.store.url is None else None
         if home is None:
             return None
         return int(cmd_runs(home, args))  # type: ignore[arg-type]  # cmd_runs reads home.queue only

@@ -196,7 +196,7 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     from core.state import SCHEMA_VERSION
 
     root = where.path
-    lines = [f"Home: {where.describe()}"]
+    lines = [f"Home: {where.describe()}", f"Store: {where.store.shown()} ({where.store.detail})"]
     if not root.is_dir():
         lines.append(
             _line(

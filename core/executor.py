@@ -28,7 +28,6 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Literal
 
 from core.approval import verify
@@ -38,7 +37,7 @@ from core.errors import ResolverError
 from core.state import Operation, TaskState, action_short, execution_started
 from core.store import Store as CheckpointStore
 from core.store import crash_point, lease_owner_name
-from core.stores import open_world
+from core.stores import Place, open_world
 from core.world import (
     PreconditionFailed,
     ServiceRefused,
@@ -184,7 +183,7 @@ def _refuse_unauthorized(store: CheckpointStore, state: TaskState, why: str, own
 
 def execute(
     store: CheckpointStore,
-    world_path: Path,
+    world_at: Place,
     key: bytes,
     run_id: str,
     *,
@@ -196,6 +195,7 @@ def execute(
 ) -> TaskState:
     """Execute (or finish, after a crash) the approved operations of ``run_id``.
 
+    ``world_at`` is the practice world's place (a SQLite file, or the team store's URL).
     Returns the state, ``done`` or ``handed_to_person`` (or unchanged if not ``executing``).
     ``on_progress(state, op)`` runs after each operation is saved (the app updates its pane).
     ``authorize`` (a shop home, issue 14): asked before every write too; its refusal writes an
@@ -225,7 +225,7 @@ def execute(
             released = True
             return stopped
         task = load_task(state.task_id)
-        world = open_world(world_path, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
+        world = open_world(world_at, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
         if _lapsed(store, state, clock, owner, world):
             released = True
             return state

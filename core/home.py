@@ -47,7 +47,7 @@ from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState, WorldSeen
 from core.store import Store, lease_owner_name
-from core.stores import check_world, open_store, open_world, reset_world, store_path, world_path
+from core.stores import Place, check_world, open_store, open_world, reset_world, store_path, world_path
 from core.world import World, WorldMissing
 
 if TYPE_CHECKING:
@@ -102,9 +102,18 @@ class Home:
     file is absent), always real time in a shop home.
     """
 
-    def __init__(self, root: Path | str, clock: Clock | None = None, *, read_only: bool = False) -> None:
+    def __init__(
+        self, root: Path | str, clock: Clock | None = None, *, read_only: bool = False, store: str | None = None
+    ) -> None:
         require_posix()  # leases test their holder with os.kill(pid, 0), which ends a process on Windows
         self.root = Path(root)
+        self.store_url = store
+        """The team store's PostgreSQL URL (issue 23), or None: SQLite files in this folder."""
+        self.world_path = world_path(self.root)
+        """The practice world's SQLite file (used when :attr:`store_url` is None)."""
+        self.world_at: Place = store if store is not None else self.world_path
+        """Where the practice world is: :attr:`world_path`, or the team store's URL."""
+        self._store_at: Place = store if store is not None else store_path(self.root)
         if read_only and self.root.is_dir() and not os.access(self.root, os.W_OK):
             self._open_read_only(clock)
             return
@@ -119,17 +128,16 @@ class Home:
             raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
         self.kind: Kind = home_kind(self.root)
         self.clock: Clock = clock or home_clock(self.root)
-        self.world_path = world_path(self.root)
         self.key_path = self.root / "approval.key"
-        fresh = [p for p in (store_path(self.root), self.world_path) if not p.exists()]
+        fresh = [] if store is not None else [p for p in (store_path(self.root), self.world_path) if not p.exists()]
         old_umask = os.umask(0o077)  # files made now are 0600 (SQLite gives WAL and SHM the database's mode)
         try:
-            self.store: Store = open_store(store_path(self.root), self.clock, summarize=queue_columns)
+            self.store: Store = open_store(self._store_at, self.clock, summarize=queue_columns)
             try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
-                check_world(self.world_path, self.store.has_history())
-                open_world(self.world_path, self.clock)  # built on first use
+                check_world(self.world_at, self.store.has_history())
+                open_world(self.world_at, self.clock)  # built on first use
             except WorldMissing:
-                if self.world_path.is_dir():
+                if store is not None or self.world_path.is_dir():
                     raise
         finally:
             os.umask(old_umask)
@@ -138,7 +146,7 @@ class Home:
                 private(path)
         self.log = command_log(self.root)
         """The home's log (``resolver.log``, :mod:`core.log`): decisions, refusals, executor calls, errors."""
-        self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
+        self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
     def _open_read_only(self, clock: Clock | None) -> None:
@@ -149,14 +157,14 @@ class Home:
         says to open the home once as its owner."""
         self.kind = home_kind(self.root)
         self.clock = clock or home_clock(self.root)
-        self.world_path = world_path(self.root)
         self.key_path = self.root / "approval.key"
-        for path in (store_path(self.root), self.world_path):
-            if not path.is_file():
-                raise ResolverError(f"{self.root} has no {path.name} and is read-only to you: nothing to read.")
-        self.store = open_store(store_path(self.root), self.clock, summarize=queue_columns)
+        if self.store_url is None:
+            for path in (store_path(self.root), self.world_path):
+                if not path.is_file():
+                    raise ResolverError(f"{self.root} has no {path.name} and is read-only to you: nothing to read.")
+        self.store = open_store(self._store_at, self.clock, summarize=queue_columns)
         self.log = command_log(self.root)
-        self.queue = ApprovalQueue(self.store, self.world_path, self.clock)
+        self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root)
 
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random
@@ -178,7 +186,7 @@ class Home:
 
     def world(self, actor: str = "manual") -> World:
         """The practice world, writing as ``actor``."""
-        return open_world(self.world_path, self.clock, actor=actor)
+        return open_world(self.world_at, self.clock, actor=actor)
 
     # -- the agent's loop -----------------------------------------------------------------------
 
@@ -198,7 +206,7 @@ class Home:
         live chat-completions route ``live`` (its name is then the run's model)."""
         return start_run(
             self.store,
-            self.world_path,
+            self.world_at,
             self.clock,
             task_id,
             variant,
@@ -236,7 +244,7 @@ class Home:
             return Resumed(
                 "continued",
                 before,
-                continue_run(self.store, self.world_path, self.clock, state, on_step, owner=owner, pick=self.model_for),
+                continue_run(self.store, self.world_at, self.clock, state, on_step, owner=owner, pick=self.model_for),
             )
         if state.status == "waiting_approval":
             return Resumed("request", before, state)
@@ -365,7 +373,7 @@ class Home:
         try:
             state = execute(
                 self.store,
-                self.world_path,
+                self.world_at,
                 self._hmac_key(),
                 run_id,
                 clock=self.clock,
@@ -508,5 +516,5 @@ class Home:
 
         n = self.store.reset(row)
         if everything:
-            reset_world(self.world_path)
+            reset_world(self.world_at)
         return n

@@ -16,11 +16,28 @@ from typing import Literal
 
 from core.errors import BadArgument, ResolverError
 
-__all__ = ["CONFIG_ENV", "DEFAULT_HOME", "HOME_ENV", "HomeLocation", "config_home", "config_path", "locate_home", "resolve_home"]
+__all__ = [
+    "CONFIG_ENV",
+    "DEFAULT_HOME",
+    "HOME_ENV",
+    "STORE_ENV",
+    "HomeLocation",
+    "StoreChoice",
+    "config_home",
+    "config_path",
+    "config_store",
+    "locate_home",
+    "locate_store",
+    "parse_store_url",
+    "resolve_home",
+]
 
 HOME_ENV = "RESOLVER_HOME"
 DEFAULT_HOME = "work"
 CONFIG_ENV = "RESOLVER_CONFIG"
+STORE_ENV = "RESOLVER_STORE"
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+"""The URL schemes of the team store (issue 23); libpq takes both."""
 
 
 def config_path() -> Path:
@@ -35,20 +52,25 @@ def config_path() -> Path:
     return user_config_path("resolver") / "config.toml"
 
 
+def _config(path: Path) -> dict:
+    """The config file's table, empty when there is no file. Raises ResolverError for a file
+    that cannot be read or is not TOML."""
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ResolverError(f"Cannot read the config file {path}: {exc}. Fix it, or name another with {CONFIG_ENV}.") from None
+
+
 def config_home(path: Path | None = None) -> Path | None:
     """The ``home`` key of the config file (relative paths from the file's folder), or None when
     the file or the key is absent. Raises ResolverError for a file that is not TOML or a ``home``
     that is not a non-empty string."""
-    import tomllib
-
     path = path or config_path()
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ResolverError(f"Cannot read the config file {path}: {exc}. Fix it, or name another with {CONFIG_ENV}.") from None
-    home = data.get("home")
+    home = _config(path).get("home")
     if home is None:
         return None
     if not isinstance(home, str) or not home.strip():
@@ -56,22 +78,141 @@ def config_home(path: Path | None = None) -> Path | None:
     return (path.parent / Path(home).expanduser()) if not Path(home).expanduser().is_absolute() else Path(home).expanduser()
 
 
+Source = Literal["flag", "environment", "config", "default"]
+RANK: dict[str, int] = {"flag": 0, "environment": 1, "config": 2, "default": 3}
+"""Which source wins: a flag over the environment over the config file over the default."""
+
+
+@dataclass(frozen=True)
+class StoreChoice:
+    """Which store holds the home's runs, audit, practice world and approvers' rows, and why
+    (issue 23): ``url`` is a PostgreSQL URL (``postgresql://…``, the team store), or None for
+    SQLite files in the home folder (the default). ``source`` is ``flag`` (``--store``),
+    ``environment`` (``$RESOLVER_STORE``), ``config`` (``store`` in :func:`config_path`) or
+    ``default``. The home folder keeps what is per person either way: config, log, keys."""
+
+    url: str | None = None
+    source: Source = "default"
+    detail: str = "the default: SQLite files in the home folder"
+
+    @property
+    def backend(self) -> Literal["sqlite", "postgres"]:
+        """``postgres`` for a team store, else ``sqlite``."""
+        return "sqlite" if self.url is None else "postgres"
+
+    def shown(self) -> str:
+        """The URL as it may be printed (a password replaced by ``***``), or ``SQLite``."""
+        return "SQLite" if self.url is None else mask_password(self.url)
+
+
+def mask_password(url: str) -> str:
+    """``url`` with the password of its user part replaced by ``***`` (for screens and logs)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def parse_store_url(text: str, where: str) -> tuple[Literal["sqlite", "postgres"], str]:
+    """``("sqlite", FOLDER)`` for ``sqlite:///FOLDER`` (the home folder holding ``runs.sqlite``;
+    everything after ``sqlite://`` is the path, so ``sqlite:///srv/shop`` is ``/srv/shop``), or
+    ``("postgres", URL)`` for ``postgresql://…`` / ``postgres://…`` (a libpq URL, unchanged).
+    ``where`` names the source for the sentence (``--store``).
+
+    Raises:
+        BadArgument: an empty value, a value with spaces or control characters, another scheme,
+            or a ``sqlite:`` URL without a path (one sentence).
+    """
+    value = text.strip()
+    if not value:
+        raise BadArgument(f"{where} is empty: give sqlite:///FOLDER or postgresql://HOST/DATABASE, or leave it out.")
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in value):
+        raise BadArgument(f"{where} holds a space or a control character; a store URL has none (escape them as %20 and so on).")
+    scheme, sep, rest = value.partition(":")
+    if not sep:
+        raise BadArgument(f"{where} is not a URL; give sqlite:///FOLDER or postgresql://HOST/DATABASE.")
+    scheme = scheme.lower()
+    if scheme == "sqlite":
+        path = rest[2:] if rest.startswith("//") else rest
+        if not path:
+            raise BadArgument(f"{where} names no folder; give sqlite:///FOLDER (the home folder that holds runs.sqlite).")
+        return "sqlite", path
+    if scheme in POSTGRES_SCHEMES:
+        return "postgres", value
+    raise BadArgument(
+        f"{where} has the scheme {scheme[:20]!r}; resolver stores runs in sqlite:///FOLDER (the default) or "
+        "postgresql://HOST/DATABASE (the team store)."
+    )
+
+
+def config_store(path: Path | None = None) -> str | None:
+    """The ``store`` key of the config file as written, or None when the file or the key is
+    absent. Raises ResolverError for a file that is not TOML or a ``store`` that is not a string."""
+    path = path or config_path()
+    store = _config(path).get("store")
+    if store is None:
+        return None
+    if not isinstance(store, str):
+        raise ResolverError(f"The config file {path} has a `store` that is not a URL string; fix it or remove the key.")
+    return store
+
+
+def locate_store(arg: str | None = None) -> tuple[StoreChoice, Path | None]:
+    """The store and why: ``--store URL``, else ``$RESOLVER_STORE``, else ``store`` in the config
+    file, else SQLite in the home folder (the same precedence as the home). With a ``sqlite:``
+    URL the second value is the folder it names (relative to the config file's folder when it
+    came from there), else None.
+
+    Raises:
+        BadArgument: a value :func:`parse_store_url` refuses.
+        ResolverError: a config file that cannot be read.
+    """
+    picked: tuple[str, Source, str] | None = None
+    if arg is not None:
+        picked = (arg, "flag", "from --store")
+    elif os.environ.get(STORE_ENV):
+        picked = (os.environ[STORE_ENV], "environment", f"from ${STORE_ENV}")
+    else:
+        named = config_store()
+        if named is not None:
+            picked = (named, "config", f"from `store` in {config_path()}")
+    if picked is None:
+        return StoreChoice(), None
+    text, source, detail = picked
+    label = {"flag": "--store", "environment": f"${STORE_ENV}", "config": f"`store` in {config_path()}"}[source]
+    backend, value = parse_store_url(text, label)
+    if backend == "postgres":
+        return StoreChoice(value, source, detail), None
+    folder = Path(value).expanduser()
+    if source == "config" and not folder.is_absolute():
+        folder = config_path().parent / folder
+    return StoreChoice(None, source, detail), folder
+
+
 @dataclass(frozen=True)
 class HomeLocation:
     """Which home folder is in use and why: ``source`` is ``flag`` (``--home``), ``environment``
     (``$RESOLVER_HOME``), ``config`` (the ``home`` key of :func:`config_path`) or ``default``
-    (``./work`` in the current folder)."""
+    (``./work`` in the current folder). ``store`` is where its runs live (:class:`StoreChoice`:
+    SQLite files in this folder unless a team store was chosen)."""
 
     path: Path
-    source: Literal["flag", "environment", "config", "default"]
+    source: Source
     detail: str
+    store: StoreChoice = StoreChoice()
 
     def describe(self) -> str:
         """One line: ``/abs/work (the default ./work in the current folder)``."""
         return f"{self.path.absolute()} ({self.detail})"
 
     def require_existing(self) -> None:
-        """Raise ResolverError when no home is there: a read-only command never makes one."""
+        """Raise ResolverError when no home is there: a read-only command never makes one. On a
+        team store the runs are in the database: the folder need only exist (it keeps the log)."""
+        if self.store.url is not None:
+            return
         if not (self.path / "runs.sqlite").is_file():
             raise ResolverError(
                 f"No home folder at {self.describe()}: nothing was created. Choose a home with --home DIR, "
@@ -79,15 +220,40 @@ class HomeLocation:
             )
 
 
-def locate_home(arg: str | os.PathLike | None = None) -> HomeLocation:
+def locate_home(arg: str | os.PathLike | None = None, store: str | None = None) -> HomeLocation:
     """The home folder and why: ``--home DIR``, else ``$RESOLVER_HOME``, else the config file's
-    ``home``, else ``./work``.
+    ``home``, else ``./work``; and its store (:func:`locate_store`, from ``--store URL`` given as
+    ``store``). A ``sqlite:///FOLDER`` store names the home folder itself: of a home and a SQLite
+    store chosen in different places, the one of higher precedence (:data:`RANK`) is the home; two
+    different folders of the same precedence (``--home A --store sqlite:///B``) are refused.
 
     Raises:
         ResolverError: ``--home ''`` (never quietly ./work); a home this user may not reach
             (another account's, issue 28).
-        BadArgument: a folder name longer than the system allows (issue 28).
+        BadArgument: a folder name longer than the system allows (issue 28); a store URL that
+            cannot be taken; a ``sqlite:`` store naming another folder than a home given in the
+            same place.
     """
+    choice, folder = locate_store(store)
+    home = _locate_folder(arg)
+    if folder is None:
+        return HomeLocation(home.path, home.source, home.detail, choice)
+    if _same_folder(home.path, folder) or RANK[home.source] < RANK[choice.source]:
+        return HomeLocation(home.path, home.source, home.detail, StoreChoice(None, home.source, home.detail))
+    if RANK[choice.source] < RANK[home.source]:
+        return _reachable(HomeLocation(folder, choice.source, f"the folder of the SQLite store {choice.detail}", choice))
+    raise BadArgument(
+        f"The home {home.path} ({home.detail}) and the SQLite store {folder} ({choice.detail}) name two different "
+        "folders; a SQLite store is its home folder: give one of them."
+    )
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    return a.expanduser().resolve() == b.expanduser().resolve()
+
+
+def _locate_folder(arg: str | os.PathLike | None) -> HomeLocation:
+    """:func:`locate_home`'s folder alone."""
     if arg is not None:
         if not str(arg).strip():
             raise ResolverError("--home is empty: name a folder, or leave --home out to use the default.")
@@ -135,7 +301,7 @@ def _unreadable(path: Path) -> str:
     )
 
 
-def resolve_home(arg: str | os.PathLike | None = None) -> Path:
+def resolve_home(arg: str | os.PathLike | None = None, store: str | None = None) -> Path:
     """``--home DIR`` if given, else ``$RESOLVER_HOME``, else the config file's ``home``, else
-    ``./work`` (see :func:`locate_home`)."""
-    return locate_home(arg).path
+    ``./work`` (see :func:`locate_home`, which also says which store)."""
+    return locate_home(arg, store).path

@@ -7,8 +7,10 @@ the core (the SQLite store and world of :mod:`core.stores.sqlite`, :mod:`core.ru
 :mod:`core.recorded_model`).
 
 Defaults follow the lesson: the home is ``--home``-less, so ``$RESOLVER_HOME`` or ``./work``
-(:func:`core.home.resolve_home`); a store or world without a path is the home's; a clock not
-given is the home's (the trainer's clock in a practice home). Every entry point that touches a
+(:func:`core.home.locate_home`); a store or world without a path is the home's, on the store the
+command line would use (``$RESOLVER_STORE`` or ``store`` in the config file: a page's Python and
+its commands see one store and one world, issue 23); a clock not given is the home's (the
+trainer's clock in a practice home). ``CheckpointStore(path)`` with a path stays a SQLite file. Every entry point that touches a
 home refuses a shop home (:class:`~core.errors.ShopRefused`): the lesson's API is for practice.
 
 The lesson's calls, all tested by ``tests/test_lesson_page.py`` against the page itself::
@@ -24,18 +26,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from core import runner as _runner
 from core import world as _world
 from core.clock import Clock
 from core.data import Fault, FinalTurn, Ticket, ToolCallTurn
 from core.errors import ResolverError
-from core.home import resolve_home
+from core.home import locate_home
 from core.homekind import home_clock, require_practice
 from core.queue import queue_columns
 from core.recorded_model import RecordedModel
 from core.state import Message, TaskState
+from core.stores import Place, is_team_store, open_store, open_world
 from core.stores.sqlite.checkpoint import CheckpointStore as _SqliteStore
 from core.stores.sqlite.world import SqliteWorld
 
@@ -47,12 +50,18 @@ Turn = ToolCallTurn | FinalTurn
 
 def home_root() -> Path:
     """The lesson's home folder: ``$RESOLVER_HOME`` or ``./work``, made absolute now."""
-    return resolve_home().resolve()
+    return locate_home().path.resolve()
 
 
-def practice_db() -> Path:
-    """The home's practice world, ``larkfield.sqlite`` (the lesson's ``PRACTICE_DB``)."""
-    return home_root() / "larkfield.sqlite"
+def team_store() -> str | None:
+    """The team store's URL when ``$RESOLVER_STORE`` or the config file chose one, else None."""
+    return locate_home().store.url
+
+
+def practice_db() -> Place:
+    """The home's practice world (the lesson's ``PRACTICE_DB``): ``larkfield.sqlite`` in the
+    home folder, or the team store's URL when one was chosen."""
+    return team_store() or home_root() / "larkfield.sqlite"
 
 
 class CheckpointStore(_SqliteStore):
@@ -71,6 +80,16 @@ class CheckpointStore(_SqliteStore):
     Raises:
         ShopRefused: the folder is a shop home.
     """
+
+    def __new__(cls, path: Path | str | None = None, clock: Clock | None = None) -> Any:
+        """With no ``path`` and a team store chosen, that store (the same contract, another class);
+        else a SQLite store of this class."""
+        url = team_store() if path is None else None
+        if url is None:
+            return super().__new__(cls)
+        root = home_root()
+        require_practice(root, LESSON_API)
+        return open_store(url, clock or home_clock(root), summarize=queue_columns)
 
     def __init__(self, path: Path | str | None = None, clock: Clock | None = None) -> None:
         where = Path(path) if path is not None else home_root() / "runs.sqlite"
@@ -105,6 +124,23 @@ class World(SqliteWorld):
         ShopRefused: the folder is a shop home.
     """
 
+    def __new__(
+        cls,
+        path: Path | str | None = None,
+        ticket_id: str = "manual",
+        faults: Iterable[Fault] = (),
+        clock: Clock | None = None,
+    ) -> Any:
+        """``path`` a team store's URL (``PRACTICE_DB`` when one was chosen), or none given with a
+        team store chosen: that store's world (the same contract, another class); else a SQLite
+        world of this class."""
+        url = path if path is not None and is_team_store(path) else (team_store() if path is None else None)
+        if url is None:
+            return super().__new__(cls)
+        root = home_root()
+        require_practice(root, LESSON_API)
+        return open_world(url, clock or home_clock(root), faults=faults, actor=ticket_id)
+
     def __init__(
         self,
         path: Path | str | None = None,
@@ -112,7 +148,7 @@ class World(SqliteWorld):
         faults: Iterable[Fault] = (),
         clock: Clock | None = None,
     ) -> None:
-        where = Path(path) if path is not None else practice_db()
+        where = Path(path) if path is not None else home_root() / "larkfield.sqlite"
         require_practice(where.parent, LESSON_API)
         super().__init__(where, clock or home_clock(where.parent), faults=faults, actor=ticket_id)
 

@@ -36,6 +36,7 @@ from core.rulebook import Approver
 from core.state import TaskState, WorldSeen, action_short
 from core.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
 from core.store import Store as CheckpointStore
+from core.stores import Place
 from core.views import (
     RunDetail,
     ages_lines,
@@ -106,17 +107,19 @@ class Page:
 
 
 class ApprovalQueue:
-    """The read side of one home: ``store`` (the checkpoint store), ``world_path`` (the
-    practice world's database) and ``clock``.
+    """The read side of one home: ``store`` (the checkpoint store), ``world_at`` (the practice
+    world: its SQLite file or the team store's URL, :data:`core.stores.Place`), ``clock`` and
+    ``root`` (the home folder, whose kind decides what approve may do).
 
     Every method may raise :class:`~core.errors.StoreBusy` when another process holds a lock
     past the busy timeout.
     """
 
-    def __init__(self, store: CheckpointStore, world_path: Path, clock: Clock) -> None:
+    def __init__(self, store: CheckpointStore, world_at: Place, clock: Clock, root: Path) -> None:
         self._store = store
-        self._world_path = world_path
+        self._world_at = world_at
         self._clock = clock
+        self._root = root
 
     # -- the queue ------------------------------------------------------------------------------
 
@@ -246,7 +249,7 @@ class ApprovalQueue:
         from core.preconditions import look
         from core.stores import open_world
 
-        return look(state, open_world(self._world_path, self._clock))
+        return look(state, open_world(self._world_at, self._clock))
 
     def world_now(self, state: TaskState, seen: WorldSeen | None = None) -> tuple[list[str], str | None]:
         """The "world now" lines of a waiting run (ages, what changed since the agent looked)
@@ -258,7 +261,7 @@ class ApprovalQueue:
         from core.preconditions import drift, evidence_time
         from core.stores import open_world
 
-        world = open_world(self._world_path, self._clock)
+        world = open_world(self._world_at, self._clock)
         now = self._clock.now()
         policy = load_policy()
         d = drift(state, world, seen)
@@ -266,7 +269,7 @@ class ApprovalQueue:
             *ages_lines(state, now, evidence_time(state), policy.evidence_max_age_s, policy.approval_valid_s),
             *drift_lines(d.differences, d.effects, d.failing),
         ]
-        practice = home_kind(self._world_path.parent) == "practice"
+        practice = home_kind(self._root) == "practice"
         problem = world_problem(self._store, state, now, world=world, practice=practice, policy=policy)
         if problem is None and d.failing and practice:
             lines.append(
@@ -339,4 +342,4 @@ class ApprovalQueue:
         """What the practice world changed since its last reset, oldest first."""
         from core.stores import open_world
 
-        return open_world(self._world_path, self._clock).changes()
+        return open_world(self._world_at, self._clock).changes()

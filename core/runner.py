@@ -26,7 +26,7 @@ from core.safetext import one_line
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
 from core.store import RunExists, lease_owner_name
 from core.store import Store as CheckpointStore
-from core.stores import open_world
+from core.stores import Place, open_world
 from core.world import UnknownTool, World
 
 OnStep = Callable[[TaskState], None]
@@ -243,7 +243,7 @@ def default_repeat(task_id: str, variant: str, model: str, n: int) -> int:
 
 def start_run(
     store: CheckpointStore,
-    world_path,
+    world_at: Place,
     clock: Clock,
     task_id: str,
     variant: str = "agent",
@@ -303,13 +303,13 @@ def start_run(
             if chosen:
                 raise
             continue  # another process took this number first: take the next
-        return _run_leased(store, state, asks, open_world(world_path, clock), clock, on_step, owner)
+        return _run_leased(store, state, asks, open_world(world_at, clock), clock, on_step, owner)
     raise ResolverError(f"Could not find a free run ID for {task_id}: too many runs are being started at once; try again.")
 
 
 def continue_run(
     store: CheckpointStore,
-    world_path,
+    world_at: Place,
     clock: Clock,
     state: TaskState,
     on_step: OnStep | None = None,
@@ -340,7 +340,7 @@ def continue_run(
         store.release_lease(state.run_id, owner)
         raise
     state.log("resumed", f"resumed at step {state.step + 1}", at=clock.now())
-    return _run_leased(store, state, model, open_world(world_path, clock), clock, on_step, owner)
+    return _run_leased(store, state, model, open_world(world_at, clock), clock, on_step, owner)
 
 
 def _run_leased(

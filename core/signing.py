@@ -38,7 +38,7 @@ from core import auditchain
 from core.approvers import Registry, RegistryError, Unlocked, fingerprint, verify_hex
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
-from core.stores import register_entries, world_path
+from core.stores import Place, register_entries, world_path
 
 if TYPE_CHECKING:
     from core.state import TaskState
@@ -362,10 +362,10 @@ def head_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
     return check
 
 
-def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditchain.AuditReport:
+def verify_home_audit(root: Path, store: CheckpointStore, kind: str, world_at: Place | None = None) -> auditchain.AuditReport:
     """``resolver audit verify``: :func:`verify_audit_read_only` over the store's audit,
     and the append-only triggers the store had to create again when it opened."""
-    report = verify_audit_read_only(root, store, kind)
+    report = verify_audit_read_only(root, store, kind, world_at)
     # the store creates a dropped trigger again when it opens: what it had to repair is reported here
     report.problems[:0] = [
         f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed "
@@ -376,12 +376,13 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str) -> auditcha
     return report
 
 
-def verify_audit_read_only(root: Path, audit: AuditReader, kind: str) -> auditchain.AuditReport:
+def verify_audit_read_only(root: Path, audit: AuditReader, kind: str, world_at: Place | None = None) -> auditchain.AuditReport:
     """The audit check of ``audit verify`` and ``resolver doctor`` over a store's ``audit`` (read only): the
     chain and triggers in any home; in a shop home with a registry also the registry (its
     signatures, and its version against the audit's registry rows, issue 28), each row's
-    signature, the signed ``audit.head`` (never shorter than the newest signed row), and every
-    approver-signed approval a run holds against its audit row."""
+    signature, the signed ``audit.head`` (never shorter than the newest signed row), every
+    approver-signed approval a run holds against its audit row, and every write of the practice
+    world at ``world_at`` (default: the home folder's ``larkfield.sqlite``) against the approvals."""
     registry = Registry(root)
     shop = kind == "shop" and registry.exists()
     if not shop:
@@ -396,7 +397,7 @@ def verify_audit_read_only(root: Path, audit: AuditReader, kind: str) -> auditch
         report.problems.insert(0, str(exc))
     report.problems += signed_rows_beyond_head(root, audit)
     report.problems += approvals_without_rows(audit)
-    report.problems += writes_without_approvals(root, audit)
+    report.problems += writes_without_approvals(world_path(Path(root)) if world_at is None else world_at, audit)
     return report
 
 
@@ -425,7 +426,7 @@ MID_EXECUTION_REFUSALS = ("refused", "refused:precondition")
 before a later write (the shop's check, a precondition). Writes before them stay bound."""
 
 
-def writes_without_approvals(root: Path, audit: AuditReader) -> list[str]:
+def writes_without_approvals(world_at: Place, audit: AuditReader) -> list[str]:
     """Issue 28: each write a run made in the world's operations register must be bound by a
     signed approval in the audit that stood when it was made: the operation's ID is in the
     approval row's ``binds``, the write is no older than the approval, and the first row that
@@ -437,9 +438,10 @@ def writes_without_approvals(root: Path, audit: AuditReader) -> list[str]:
     The register stands for the payment and shipping services, which keep their own record:
     rolling back the audit, its head and the run together still leaves the write there, and this
     finds it. Writes a person made by hand (``manual``) are not the executor's and are not held
-    against the audit. One sentence per write, or one saying the register cannot be read."""
+    against the audit. ``world_at``: the practice world's place (:data:`core.stores.Place`).
+    One sentence per write, or one saying the register cannot be read."""
     try:
-        entries = register_entries(world_path(Path(root)))
+        entries = register_entries(world_at)
     except ValueError as exc:
         return [f"the world's operations register cannot be read ({exc}): its writes were not checked against the approvals"]
     if not entries:

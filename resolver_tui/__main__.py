@@ -8,7 +8,7 @@ import sys
 from core import __version__, approver_config
 from core.cli import EXIT_USAGE, _not_utf8
 from core.errors import ResolverError
-from core.home import Home, resolve_home
+from core.home import Home, locate_home
 from core.homekind import require_practice
 
 
@@ -24,10 +24,16 @@ def _seconds(text: str) -> float:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """``--home DIR --as ROLE --name NAME --demo --refresh SECONDS --trainer`` (and ``--version``)."""
+    """``--home DIR --store URL --as ROLE --name NAME --demo --refresh SECONDS --trainer`` (and ``--version``)."""
     p = argparse.ArgumentParser(prog="resolver-tui", description="The Larkfield approvals queue.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    p.add_argument("--home", help="home folder (default: $RESOLVER_HOME or ./work)")
+    p.add_argument("--home", help="home folder (default: $RESOLVER_HOME, `home` in the config file, or ./work)")
+    p.add_argument(
+        "--store",
+        metavar="URL",
+        help="sqlite:///FOLDER (the home folder, the default) or postgresql://HOST/DATABASE, the team store "
+        "(default: $RESOLVER_STORE, `store` in the config file)",
+    )
     p.add_argument(
         "--as",
         dest="role",
@@ -96,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_USAGE)
     args = parse_args(argv)
     try:
-        home = Home(resolve_home(args.home))
+        where = locate_home(args.home, args.store)
+        home = Home(where.path, store=where.store.url)
         home.clock.now()  # a damaged clock.json is a sentence here, not a traceback in the app
         if args.demo:
             require_practice(home.root, "--demo (the Larkfield demo queue)")

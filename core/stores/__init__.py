@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from core.store import Store, Summarize
     from core.world import World
 
-BACKENDS = ("sqlite",)
+BACKENDS: tuple[str, ...] = ("sqlite",)
 """Every back-end of the contract (the conformance suite's parameter)."""
 
 BACKEND = "sqlite"
@@ -37,13 +37,48 @@ WORLD_FILE = "larkfield.sqlite"
 """The practice world's file in the home folder (SQLite back-end)."""
 
 
-def _require(backend: str | None) -> str:
-    """``backend``, or :data:`BACKEND` (read at each call) when None. Raises ValueError for a name
-    not in :data:`BACKENDS`."""
+Place = Path | str
+"""Where a part of a home lives: a SQLite file's path, or a PostgreSQL URL (``postgresql://…``,
+the team store, issue 23) for the store, the world and the approvers' rows alike."""
+
+POSTGRES_PREFIXES = ("postgresql:", "postgres:")
+
+
+def is_team_store(where: Place) -> bool:
+    """True when ``where`` is a PostgreSQL URL rather than a SQLite path."""
+    return isinstance(where, str) and where.lower().startswith(POSTGRES_PREFIXES)
+
+
+def _require(backend: str | None, where: Place | None = None) -> str:
+    """``backend``; else ``postgres`` for a PostgreSQL URL ``where``; else :data:`BACKEND` (read
+    at each call). Raises ValueError for a name not in :data:`BACKENDS`."""
+    if backend is None and where is not None and is_team_store(where):
+        backend = "postgres"
     name = BACKEND if backend is None else backend
     if name not in BACKENDS:
         raise ValueError(f"Unknown store back-end {name!r}: one of {', '.join(BACKENDS)}.")
     return name
+
+
+def _postgres() -> Any:
+    """The PostgreSQL back-end's module (:mod:`core.stores.postgres`).
+
+    Raises:
+        ResolverError: psycopg is not installed (the ``postgres`` extra), one sentence.
+    """
+    import importlib
+
+    from core.errors import ResolverError
+
+    try:
+        return importlib.import_module("core.stores.postgres")
+    except ImportError as exc:
+        if (exc.name or "").startswith("psycopg"):
+            raise ResolverError(
+                "The team store on PostgreSQL needs psycopg: install resolver with the postgres extra "
+                "(pip install -e '.[postgres]')."
+            ) from None
+        raise
 
 
 def store_path(root: Path) -> Path:
@@ -56,23 +91,25 @@ def world_path(root: Path) -> Path:
     return Path(root) / WORLD_FILE
 
 
-def open_store(path: Path, clock: Clock | None = None, *, summarize: Summarize, backend: str | None = None) -> Store:
-    """The checkpoint store at ``path`` (made on first use, migrated on open), saving the queue's
-    columns given by ``summarize`` with every run (:func:`core.queue.queue_columns`).
+def open_store(path: Place, clock: Clock | None = None, *, summarize: Summarize, backend: str | None = None) -> Store:
+    """The checkpoint store at ``path`` (a SQLite file, or a PostgreSQL URL: :data:`Place`; made
+    on first use, migrated on open), saving the queue's columns given by ``summarize`` with every
+    run (:func:`core.queue.queue_columns`).
 
     Raises:
         UnsupportedStoreFormat: a file this resolver cannot read or must not adopt.
         ResolverError: the store cannot be opened (one sentence).
         ValueError: an unknown ``backend``.
     """
-    _require(backend)
+    if _require(backend, path) == "postgres":
+        return _postgres().open_store(str(path), clock, summarize=summarize)
     from core.stores.sqlite.checkpoint import CheckpointStore
 
-    return CheckpointStore(path, clock, summarize=summarize)
+    return CheckpointStore(Path(path), clock, summarize=summarize)
 
 
 def open_world(
-    path: Path,
+    path: Place,
     clock: Clock | None = None,
     *,
     faults: Iterable[Fault] = (),
@@ -86,31 +123,36 @@ def open_world(
     Raises:
         ResolverError: the world cannot be opened (one sentence). ValueError: an unknown ``backend``.
     """
-    _require(backend)
+    if _require(backend, path) == "postgres":
+        return _postgres().open_world(str(path), clock, faults=faults, faults_seen=faults_seen, actor=actor)
     from core.stores.sqlite.world import SqliteWorld
 
-    return SqliteWorld(path, clock, faults=faults, faults_seen=faults_seen, actor=actor)
+    return SqliteWorld(Path(path), clock, faults=faults, faults_seen=faults_seen, actor=actor)
 
 
-def check_world(path: Path, has_history: bool, *, backend: str | None = None) -> None:
+def check_world(path: Place, has_history: bool, *, backend: str | None = None) -> None:
     """Refuse a practice world that cannot be used as it is (missing or empty in a home with
     history: its register would be lost). Raises WorldMissing."""
-    _require(backend)
+    if _require(backend, path) == "postgres":
+        _postgres().check_world(str(path), has_history)
+        return
     from core.stores.sqlite.world import check_world_file
 
-    check_world_file(path, has_history)
+    check_world_file(Path(path), has_history)
 
 
-def reset_world(path: Path, *, backend: str | None = None) -> None:
+def reset_world(path: Place, *, backend: str | None = None) -> None:
     """Build the practice world at ``path`` again from ``data/`` (every write forgotten).
     Raises WorldMissing when a folder is in its place."""
-    _require(backend)
+    if _require(backend, path) == "postgres":
+        _postgres().reset_world(str(path))
+        return
     from core.stores.sqlite.world import reset_world as reset
 
-    reset(path)
+    reset(Path(path))
 
 
-def register_entries(path: Path, *, backend: str | None = None) -> list[dict[str, Any]]:
+def register_entries(path: Place, *, backend: str | None = None) -> list[dict[str, Any]]:
     """Every entry of the practice world's operations register at ``path``, read only, in commit
     order: ``{"operation_id", "service", "actor", "at"}`` (``actor``: the run ID that wrote it, or
     ``manual``); empty when the world does not exist yet. For ``resolver audit verify`` (issue 28),
@@ -120,15 +162,18 @@ def register_entries(path: Path, *, backend: str | None = None) -> list[dict[str
         ValueError: the register cannot be read, or is gone while the writes' own tables remain
             (one sentence). Also for an unknown ``backend``.
     """
-    _require(backend)
+    if _require(backend, path) == "postgres":
+        return _postgres().register_entries(str(path))
     from core.stores.sqlite.world import register_entries as entries
 
-    return entries(path)
+    return entries(Path(path))
 
 
-def open_registry_rows(root: Path, *, backend: str | None = None) -> ApproverRows:
-    """The approvers' rows of the shop home ``root`` (``approvers.sqlite``); opening creates nothing."""
-    _require(backend)
+def open_registry_rows(root: Place, *, backend: str | None = None) -> ApproverRows:
+    """The approvers' rows of the shop home ``root`` (``approvers.sqlite`` in that folder, or the
+    team store at that PostgreSQL URL); opening creates nothing."""
+    if _require(backend, root) == "postgres":
+        return _postgres().open_registry_rows(str(root))
     from core.stores.sqlite.registry import SqliteApproverRows
 
     return SqliteApproverRows(Path(root))
