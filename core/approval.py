@@ -44,6 +44,9 @@ from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAc
 from core.store import Store as CheckpointStore
 from core.world import World
 
+REASON_REQUIRED = "A rejection needs a reason: say what is wrong with the proposal."
+"""The refusal of a rejection without a reason (every face says it before any passphrase)."""
+
 KEY_MIN_BYTES = 32
 """The shortest approval key accepted, in bytes (an HMAC-SHA-256 key should be as long as the hash)."""
 
@@ -464,7 +467,7 @@ def reject(
     _one_line(reason, "reason")
     clock = clock or store.clock
     if not reason or not reason.strip():
-        raise ApprovalRefused("A rejection needs a reason: say what is wrong with the proposal.")
+        raise ApprovalRefused(REASON_REQUIRED)
     state, proposal = _load_waiting(store, run_id, digest)
     current = proposal.digest
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]

@@ -468,6 +468,7 @@ def _after_lock(home: Home, run_id: str, sentence: str) -> str:
 
 
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
+    from core.approval import REASON_REQUIRED
     from core.errors import ApprovalRefused
     from core.rulebook import Approver
     from core.signing import read_passphrase
@@ -478,13 +479,13 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
     said = not_one_line(args.name, "name")
     if said:  # before the request is shown: a name is one line on every face
         raise ApprovalRefused(said)
+    if not (args.reason and args.reason.strip()):  # before any passphrase: the cheap refusals come first (issue 19)
+        raise ApprovalRefused(REASON_REQUIRED)
+    said = not_one_line(args.reason, "reason")
+    if said:
+        raise ApprovalRefused(said)
     who = _named_approver(home, args) or Approver(args.role, args.name or "")
-    digest = args.digest
-    if args.reason and args.reason.strip():  # an empty reason is core's sentence, below
-        said = not_one_line(args.reason, "reason")
-        if said:
-            raise ApprovalRefused(said)
-        digest, _ = _show_then_confirm(home, args, "reject", who)
+    digest, _ = _show_then_confirm(home, args, "reject", who)
     signer = None
     if home.kind == "shop":
         signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
@@ -521,6 +522,12 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     """Read the evidence again and re-derive the preconditions: a new proposal version."""
+    from core.errors import ApprovalRefused
+    from core.rulebook import not_decidable
+
+    current = home.store.load(args.run)  # an unknown or settled run is said before any passphrase (issue 19)
+    if current.status != "waiting_approval" or current.proposal is None:
+        raise ApprovalRefused(not_decidable(current))
     signer = _decider(home, args, required=False)
     state = home.refresh(args.run, args.role, args.name, signer=signer)
     p = state.proposal

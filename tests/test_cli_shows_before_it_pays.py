@@ -123,6 +123,26 @@ def test_cheap_refusals_come_before_the_passphrase(shop, monkeypatch):
     assert code == 4 and len(prompts) == 1, err
 
 
+@pytest.mark.parametrize("reason", ["", "   "])
+def test_a_rejection_without_a_reason_is_refused_before_the_passphrase(shop, monkeypatch, reason):
+    """A new user's finding: a blank reason asked Tomás's passphrase first, then refused."""
+    prompts = _asked(monkeypatch)
+    code, _, err = shop("reject", T65273_RUN, "--name", "Tomás", "--yes", "--reason", reason, passphrase=TOMAS)
+    assert code == 4 and "A rejection needs a reason" in err and prompts == [], err
+    assert _status(shop) == "waiting_approval"
+
+
+@pytest.mark.parametrize("run", ["T-00000-nope-1", "settled"])
+def test_refresh_of_an_unknown_or_settled_run_is_refused_before_the_passphrase(shop, monkeypatch, run):
+    """A new user's finding: ``refresh`` of a run that does not exist asked the passphrase first."""
+    if run == "settled":
+        assert shop("reject", T65273_RUN, "--name", "Tomás", "--yes", "--reason", "wrong order", passphrase=TOMAS)[0] == 0
+        run = T65273_RUN
+    prompts = _asked(monkeypatch)
+    code, _, err = shop("refresh", run, "--name", "Tomás", passphrase=TOMAS)
+    assert code in (1, 4) and prompts == [] and ("No run T-00000-nope-1" in err or "rejected" in err), err
+
+
 def test_a_role_too_low_is_refused_before_the_passphrase(shop, monkeypatch):
     assert shop("approvers", "add", "Bot", "--role", "agent", passphrase="bot-passphrase", owner=GRACE)[0] == 0
     prompts = _asked(monkeypatch)
