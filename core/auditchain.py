@@ -44,6 +44,10 @@ class AuditMoved(StaleCheckpoint):
     decision was recorded between signing and saving. Nothing was written; sign again."""
 
 
+REGISTRY_PREFIX = "registry:"
+"""How the ``decision`` of an audit row recording a registry change starts: ``registry:init``,
+``registry:add``, ``registry:revoke``, ``registry:recover`` (signed by the owner, :mod:`core.signing`)."""
+
 GENESIS = "0" * 64
 """The ``prev`` of the first chained row."""
 

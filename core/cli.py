@@ -707,7 +707,7 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
     _print(
         f"{len(rows)} decision(s) in the audit"
         + (f" of {args.run}" if args.run else "")
-        + (f" by {ascii(args.name)[1:-1]}" if args.name else "")
+        + (f" by {one_line(args.name)}" if args.name else "")
     )
     _print([_audit_line(r) for r in rows])
     return 0

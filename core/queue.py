@@ -28,6 +28,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from core.auditchain import REGISTRY_PREFIX
 from core.clock import Clock
 from core.data import customer_names, load_policy
 from core.errors import ResolverError
@@ -328,10 +329,19 @@ class ApprovalQueue:
 
     def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
         """The audit of decisions and refusals, oldest first, for one run or all, and with
-        ``name`` only that approver's (:func:`core.views.history_lines` shows them). A run that
+        ``name`` only the decisions that approver made: names compared as everywhere else
+        (:func:`core.safetext.name_key`: ``tomás`` is ``Tomás``), and the owner's registry rows
+        that name them (``registry:add`` ...) left out, since the owner made those. A run that
         was pruned keeps its rows. Raises RunNotFound for a run that has neither a checkpoint nor
         an audit row (a mistyped ID is said, not answered with "0 decisions")."""
-        rows = self._store.audit(run_id, name=name)
+        from core.safetext import name_key
+
+        rows = self._store.audit(run_id)
+        if name is not None:
+            key = name_key(name)
+            rows = [
+                r for r in rows if name_key(str(r["name"] or "")) == key and not str(r["decision"]).startswith(REGISTRY_PREFIX)
+            ]
         if run_id and not rows and not self._store.exists(run_id):
             from core.errors import RunNotFound
 

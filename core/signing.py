@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from core import auditchain
 from core.approvers import Registry, RegistryError, Unlocked, fingerprint, verify_hex
+from core.auditchain import REGISTRY_PREFIX
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
 from core.stores import Place, register_entries, world_path
@@ -165,9 +166,6 @@ def seal_head(root: Path, store: CheckpointStore, signer: Unlocked) -> None:
 
 REGISTRY_RUN = "(approvers)"
 """The ``run_id`` of an audit row that records a registry change."""
-
-REGISTRY_PREFIX = "registry:"
-"""How such a row's ``decision`` starts: ``registry:init``, ``registry:add``, ``registry:revoke``, ``registry:recover``."""
 
 
 def registry_row_message(row: dict[str, Any]) -> bytes:

@@ -351,3 +351,35 @@ def test_audit_name_lists_one_approvers_rows(cli):
     assert [(r["run_id"], r["name"]) for r in rows] == [("T-65273-agent-chat-small-1", "Tomás")]
     code, out, _ = cli("audit", "--name", "Grace")
     assert code == 0 and out.startswith("1 decision(s) in the audit by Grace")
+
+
+def test_audit_name_compares_names_as_everywhere_and_prints_them_as_typed(cli):
+    """A new user's finding: ``audit --name tomás`` found nothing for Tomás, and the header
+    printed ``by Tom\\xe1s``."""
+    import json
+
+    assert cli("class", "friday")[0] == 0
+    assert cli("reject", "T-65273-agent-chat-small-1", "--as", "team_lead", "--name", "Tomás", "--reason", "no")[0] == 0
+    for typed in ("tomás", "TOMÁS", " Tomás", "Toma\u0301s"):
+        rows = json.loads(cli("audit", "--name", typed, "--json")[1])
+        assert [r["name"] for r in rows] == ["Tomás"], typed
+    code, out, _ = cli("audit", "--name", "Tomás")
+    assert code == 0 and out.startswith("1 decision(s) in the audit by Tomás\n"), out
+
+
+def test_audit_name_leaves_out_the_owners_registry_rows_that_name_an_approver(tmp_path, capsys, monkeypatch):
+    """A new user's finding: ``audit --name Tomás`` counted the owner's ``registry:add`` row of
+    Tomás as a decision of his."""
+    import json
+
+    from helpers import shop_cli
+
+    shop = shop_cli(tmp_path / "shop", capsys, monkeypatch)
+    assert shop("init", "--shop")[0] == 0
+    assert shop("approvers", "init", "--name", "Grace", passphrase="grace-passphrase")[0] == 0
+    assert (
+        shop("approvers", "add", "Tomás", "--role", "team_lead", passphrase="tomas-passphrase", owner="grace-passphrase")[0] == 0
+    )
+    assert [r["decision"] for r in json.loads(shop("audit", "--json")[1])] == ["registry:init", "registry:add"]
+    code, out, _ = shop("audit", "--name", "Tomás")
+    assert code == 0 and out.startswith("0 decision(s) in the audit by Tomás"), out
