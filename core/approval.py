@@ -39,7 +39,7 @@ from core.data import PolicyData, load_policy
 from core.errors import ApprovalKeyError, ApprovalRefused, StaleCheckpoint, WorldChanged
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.rulebook import decided_by, not_decidable, person, role_too_low, stale_digest
-from core.safetext import not_one_line
+from core.safetext import not_one_line, not_plain_name
 from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, WorldSeen, operation_id
 from core.store import Store as CheckpointStore
 from core.world import World
@@ -294,10 +294,11 @@ def plan_operations(state: TaskState) -> list[Operation]:
 
 
 def _one_line(value: str | None, what: str) -> None:
-    """Refuse a decision's name or reason that spans lines (a new user's finding: a reason
-    holding "\nStatus: done" printed a false status line on every face). Raises ApprovalRefused;
-    nothing is changed."""
-    said = not_one_line(value, what)
+    """Refuse a decision's reason that spans lines (a new user's finding: a reason holding
+    "\nStatus: done" printed a false status line on every face), or a name that spans lines or
+    holds a control or invisible character (:func:`core.safetext.not_plain_name`). Raises
+    ApprovalRefused; nothing is changed."""
+    said = not_plain_name(value) if what == "name" else not_one_line(value, what)
     if said:
         raise ApprovalRefused(said)
 

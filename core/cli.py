@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from core import __version__
 from core.errors import BadArgument, ResolverError, StoreBusy, WorldChanged
-from core.safetext import nfc, not_one_line, one_line, pad
+from core.safetext import nfc, not_one_line, not_plain_name, one_line, pad
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
@@ -426,7 +426,7 @@ def cmd_approve(home: Home, args: argparse.Namespace) -> int:
 
     if args.digest is not None and not args.digest.strip():
         raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
-    said = not_one_line(args.name, "name")
+    said = not_plain_name(args.name)
     if said:  # before the request is shown: a name is one line on every face
         raise ApprovalRefused(said)
     who = _named_approver(home, args) or Approver(args.role, args.name or "")
@@ -476,7 +476,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
 
     if args.digest is not None and not args.digest.strip():
         raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
-    said = not_one_line(args.name, "name")
+    said = not_plain_name(args.name)
     if said:  # before the request is shown: a name is one line on every face
         raise ApprovalRefused(said)
     if not (args.reason and args.reason.strip()):  # before any passphrase: the cheap refusals come first (issue 19)

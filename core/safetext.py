@@ -102,6 +102,21 @@ def not_one_line(value: str | None, what: str) -> str | None:
     return None
 
 
+def not_plain_name(value: str | None) -> str | None:
+    """The one sentence every face refuses a decider's name with when it spans lines
+    (:func:`not_one_line`) or holds a control or invisible formatting character (an escape
+    sequence, a zero-width space or joiner, a direction mark: Unicode categories Cc and Cf),
+    else None. A new user's finding: ``--name $'Gr\\x1b[31mace'`` and ``--name 'Gr\\u200bace'``
+    were stored as typed, so the audit held a name that looks like Grace and is not hers."""
+    said = not_one_line(value, "name")
+    if said or not value:
+        return said
+    odd = next((ch for ch in value if unicodedata.category(ch) in ("Cc", "Cf")), None)
+    if odd is not None:
+        return f"The name holds an invisible or control character (U+{ord(odd):04X}); type it as plain text. Nothing was decided."
+    return None
+
+
 def cells(text: str) -> int:
     """How many terminal cells ``text`` takes (issue 19: widths in cells, not characters): a
     wide East Asian character or an emoji two, a combining mark, joiner or variation selector

@@ -383,3 +383,22 @@ def test_audit_name_leaves_out_the_owners_registry_rows_that_name_an_approver(tm
     assert [r["decision"] for r in json.loads(shop("audit", "--json")[1])] == ["registry:init", "registry:add"]
     code, out, _ = shop("audit", "--name", "Tomás")
     assert code == 0 and out.startswith("0 decision(s) in the audit by Tomás"), out
+
+
+@pytest.mark.parametrize("name", ["Gr\x1b[31mace", "Gr\u200bace", "\u202eecarG", "Gr\x00ace"])
+def test_a_name_with_an_escape_or_an_invisible_character_is_refused_on_every_face(cli, name):
+    """A new user's finding: such names were stored as typed, so the audit held a "Grace" that
+    is not Grace's name."""
+    from core.errors import ApprovalRefused
+    from core.home import Home
+
+    assert cli("run", "T-65273")[0] == 0
+    code, _, err = cli("approve", "--yes", "T-65273-agent-chat-small-1", "--as", "grace", "--name", name)
+    assert code == 4 and "invisible or control character" in err, err
+    code, _, err = cli("reject", "--yes", "T-65273-agent-chat-small-1", "--as", "grace", "--name", name, "--reason", "no")
+    assert code == 4 and "invisible or control character" in err, err
+    home = Home(cli.home)
+    with pytest.raises(ApprovalRefused, match="invisible or control character"):  # the app's path: core itself
+        home.reject("T-65273-agent-chat-small-1", "grace", "no", name)
+    assert home.queue.load("T-65273-agent-chat-small-1").status == "waiting_approval"
+    assert [r for r in home.store.audit() if r["decision"] in ("approve", "reject")] == []
