@@ -22,7 +22,7 @@ from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
 from core.model import LiveRoute, Model, model_for, price_model, recorded_route
 from core.recorded_model import cost_usd, repeats_of, show_usd
-from core.safetext import one_line
+from core.safetext import one_line, run_id_problem
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
 from core.store import RunExists, lease_owner_name
 from core.store import Store as CheckpointStore
@@ -90,7 +90,13 @@ def new_state(
     ``run_uid`` is the run's unique identity; by default a new one from :mod:`core.identity`
     (never the readable ``run_id``, which a reset gives out again). The model route is the
     recording ``variant/model#repeat``, or ``live`` (a chat-completions route named ``model``).
+
+    Raises:
+        BadArgument: a ``run_id`` :func:`core.safetext.run_id_problem` refuses (nothing saved).
     """
+    problem = run_id_problem(run_id)
+    if problem:
+        raise BadArgument(problem)
     now = clock.now()
     state = TaskState(
         run_id=run_id,

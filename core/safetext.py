@@ -117,6 +117,28 @@ def not_plain_name(value: str | None) -> str | None:
     return None
 
 
+RUN_ID_MAX = 200
+"""The longest run ID a new run may take, in characters."""
+
+
+def run_id_problem(run_id: str) -> str | None:
+    """Why ``run_id`` cannot name a new run (empty, longer than :data:`RUN_ID_MAX`, or holding
+    a space, a line break, a control or an invisible character), else None. A new user's
+    finding: the lesson's ``new_state(task, ..., "T-65273\nStatus: done")`` was saved, and every
+    face then printed a run ID that broke the line it stood on."""
+    if not run_id:
+        return "A run ID cannot be empty: use one such as T-65273-crash-1."
+    if len(run_id) > RUN_ID_MAX:
+        return f"A run ID is at most {RUN_ID_MAX} characters; this one has {len(run_id)}."
+    odd = next((ch for ch in run_id if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+    if odd is not None:
+        return (
+            f"A run ID is one word without spaces, line breaks or invisible characters; this one holds U+{ord(odd):04X}. "
+            "Use one such as T-65273-crash-1; nothing was saved."
+        )
+    return None
+
+
 def cells(text: str) -> int:
     """How many terminal cells ``text`` takes (issue 19: widths in cells, not characters): a
     wide East Asian character or an emoji two, a combining mark, joiner or variation selector

@@ -281,3 +281,15 @@ def test_the_resolver_main_returns_the_exit_code_and_never_exits(tmp_path, monke
     assert (
         capsys.readouterr().out.rstrip().endswith("Resume with: python -m resolver resume T-90104-agent_structured-chat-strong-1")
     )
+
+
+@pytest.mark.parametrize("run_id", ["T-65273\nStatus: done", "T-65273 crash", "", "T\u200b-65273", "T\x1b[2J", "x" * 201])
+def test_the_lesson_api_refuses_a_run_id_that_would_break_a_line(run_id):
+    """A new user's finding: ``new_state`` took a run ID with a line break, and every face then
+    printed it across two lines."""
+    from core.errors import BadArgument
+    from resolver.data import load_task
+    from resolver.runner import new_state
+
+    with pytest.raises(BadArgument, match="run ID"):
+        new_state(load_task("T-65273"), "agent", "chat-small", run_id)
