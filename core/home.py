@@ -149,6 +149,11 @@ class Home:
         self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
+    @classmethod
+    def at(cls, where: HomeLocation, clock: Clock | None = None, *, read_only: bool = False) -> Home:
+        """The home :func:`locate_home` found: its folder, on the store it chose (issue 23)."""
+        return cls(where.path, clock, read_only=read_only, store=where.store.url)
+
     def _open_read_only(self, clock: Clock | None) -> None:
         """Open a home this process may not write, for the commands that only read (``runs``,
         ``show``, ``trace``, ``diff``, ``changes``, ``audit``, ``backup``): nothing is made,

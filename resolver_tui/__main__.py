@@ -102,8 +102,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_USAGE)
     args = parse_args(argv)
     try:
-        where = locate_home(args.home, args.store)
-        home = Home(where.path, store=where.store.url)
+        home = Home.at(locate_home(args.home, args.store))
         home.clock.now()  # a damaged clock.json is a sentence here, not a traceback in the app
         if args.demo:
             require_practice(home.root, "--demo (the Larkfield demo queue)")
