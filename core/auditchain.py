@@ -125,13 +125,25 @@ def read_binds(row: dict[str, Any]) -> dict[str, Any] | None:
 ENDS_APPROVAL = ("approve", "reject", "refresh")
 """Decisions that, in a later row of the same run, end an earlier approval (issue 28): a new
 decision is recorded only on a waiting run, so the earlier approval no longer stood. Every
-``refused...`` row ends it too: a lapse, an execution the executor refused, a precondition."""
+row whose decision starts with :data:`REFUSED_PREFIX` ends it too: a lapse, an execution the
+executor refused, a precondition. The one statement of the rule: :func:`ends_approval` in
+Python, :func:`ends_approval_sql` in a back-end's query."""
+
+REFUSED_PREFIX = "refused"
+"""How the ``decision`` of a refusal row starts (``refused:expiry``, ``refused:unauthorized`` ...)."""
 
 
 def ends_approval(decision: str) -> bool:
     """True when a later row of a run with this ``decision`` ends the run's earlier approval
-    (:data:`ENDS_APPROVAL`, or any ``refused...``)."""
-    return decision in ENDS_APPROVAL or str(decision).startswith("refused")
+    (:data:`ENDS_APPROVAL`, or any refusal: :data:`REFUSED_PREFIX`)."""
+    return decision in ENDS_APPROVAL or str(decision).startswith(REFUSED_PREFIX)
+
+
+def ends_approval_sql(placeholder: str = "?") -> tuple[str, tuple[str, ...]]:
+    """:func:`ends_approval` as a SQL condition on the column ``decision`` and its parameters,
+    for a back-end's query (``placeholder``: ``?`` for SQLite, ``%s`` for psycopg)."""
+    marks = ", ".join([placeholder] * len(ENDS_APPROVAL))
+    return f"(decision IN ({marks}) OR decision LIKE {placeholder})", (*ENDS_APPROVAL, REFUSED_PREFIX + "%")
 
 
 def _binds_problem(row: dict[str, Any], index: int) -> str | None:
@@ -161,7 +173,7 @@ def _voided_approvals(all_rows: list[dict[str, Any]]) -> list[str]:
         run = row["run_uid"] or row["run_id"]
         if row["decision"] == "approve":
             open_approval[run] = row
-        elif str(row["decision"]).startswith("refused"):
+        elif str(row["decision"]).startswith(REFUSED_PREFIX):
             open_approval.pop(run, None)
         elif row["decision"] == "refresh" and run in open_approval:
             a = open_approval.pop(run)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from core.auditchain import COLUMNS, ENDS_APPROVAL, GENESIS, TRIGGERS, AuditMoved, as_row, row_hash
+from core.auditchain import COLUMNS, GENESIS, TRIGGERS, AuditMoved, as_row, ends_approval_sql, row_hash
 
 
 def ensure_columns(conn: sqlite3.Connection) -> None:
@@ -112,10 +112,10 @@ def later_ending(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[
     again (issue 28): its run was set back to an older state if it still holds it, and it never
     executes. (A refresh's voiding of earlier approvals is the case of the issue's row 4.)"""
     ensure_columns(conn)
+    ends, params = ends_approval_sql()
     row = conn.execute(
-        _select(conn) + " WHERE run_uid = ? AND id > ? AND (decision IN (?, ?, ?) OR decision LIKE 'refused%') "
-        "ORDER BY id LIMIT 1",
-        (run_uid, after_id, *ENDS_APPROVAL),
+        _select(conn) + f" WHERE run_uid = ? AND id > ? AND {ends} ORDER BY id LIMIT 1",
+        (run_uid, after_id, *params),
     ).fetchone()
     return as_row(row) if row else None
 
