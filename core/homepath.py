@@ -53,22 +53,30 @@ def config_path() -> Path:
 
 
 def _config(path: Path) -> dict:
-    """The config file's table, empty when there is no file. Raises ResolverError for a file
-    that cannot be read or is not TOML."""
+    """The config file's table, empty when there is no file.
+
+    Raises:
+        BadArgument: a file that cannot be read, is not UTF-8 or is not TOML (exit 2, as the
+            live model's routes in the same file, :func:`core.model.config_routes`).
+    """
     import tomllib
 
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ResolverError(f"Cannot read the config file {path}: {exc}. Fix it, or name another with {CONFIG_ENV}.") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadArgument(f"Cannot read the config file {path}: {exc}. Fix it, or name another with {CONFIG_ENV}.") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadArgument(f"The config file {path} is not TOML: {exc}. Fix it, or name another with {CONFIG_ENV}.") from None
 
 
 def config_home(path: Path | None = None) -> Path | None:
     """The ``home`` key of the config file (relative paths from the file's folder), or None when
-    the file or the key is absent. Raises ResolverError for a file that is not TOML or a ``home``
-    that is not a non-empty string."""
+    the file or the key is absent. Raises BadArgument for a file that is not TOML, ResolverError
+    for a ``home`` that is not a non-empty string."""
     path = path or config_path()
     home = _config(path).get("home")
     if home is None:
@@ -150,7 +158,8 @@ def parse_store_url(text: str, where: str) -> tuple[Literal["sqlite", "postgres"
 
 def config_store(path: Path | None = None) -> str | None:
     """The ``store`` key of the config file as written, or None when the file or the key is
-    absent. Raises ResolverError for a file that is not TOML or a ``store`` that is not a string."""
+    absent. Raises BadArgument for a file that is not TOML, ResolverError for a ``store`` that is
+    not a string."""
     path = path or config_path()
     store = _config(path).get("store")
     if store is None:

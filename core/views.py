@@ -575,6 +575,14 @@ def approve_dialog(decision: Decision, approver: Approver, *, question: bool = T
     return [*body, "", "Approve and execute these operations now? (default: No)"] if question else body
 
 
+def decision_seal(decision: Decision, approver: Approver, verb: str = "Approving") -> str:
+    """The one line a decision dialog keeps on screen beside its buttons, whatever scrolls
+    (``Digest 1a2b3c4d5e6f · Approving as Tomás (role team lead)``): what the key binds to and
+    who decides. A new user's finding: at 80x24 the shop approve dialog had both below the fold
+    while the passphrase box had the focus, so Enter approved what was not in sight."""
+    return f"Digest {decision.digest[:12]} · {verb} as {approver.label}"
+
+
 def reject_dialog(decision: Decision, approver: Approver) -> list[str]:
     """What the reject dialog repeats: the proposed actions (none will happen), the reply on
     its own line (it will not be sent) and who rejects."""

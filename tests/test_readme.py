@@ -60,7 +60,7 @@ def _command_tables() -> str:
 
 def _options(parser) -> dict[str, set[str]]:
     """Each command of ``parser`` (``approvers add`` for nested ones) and its options, without
-    the ones every command takes (``--home``, ``--json``, ``-h``) and hidden ones."""
+    the ones every command takes (``--home``, ``--store``, ``--json``, ``-h``) and hidden ones."""
     import argparse
 
     found: dict[str, set[str]] = {}
@@ -76,7 +76,7 @@ def _options(parser) -> dict[str, set[str]]:
                 for a in p._actions
                 if a.help != argparse.SUPPRESS
                 for o in a.option_strings
-                if o not in ("-h", "--help", "--home", "--json")
+                if o not in ("-h", "--help", "--home", "--store", "--json")
             }
 
     walk("", parser)

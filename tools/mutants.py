@@ -332,7 +332,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "audit-verify-register",
         "audit verify: every write a run made is bound by a signed approval (issue 28)",
         "core/signing.py",
-        (("    report.problems += writes_without_approvals(root, audit)", "    pass"),),
+        (
+            (
+                "    report.problems += writes_without_approvals(world_path(Path(root)) if world_at is None else world_at, audit)",
+                "    pass",
+            ),
+        ),
         (S + "test_history_run_and_head_rolled_back_together_are_found_by_the_register",),
     ),
     Mutant(

@@ -56,19 +56,25 @@ class ConfirmScreen(Fenced[bool]):
 
     BINDINGS = bindings("confirm")
 
-    def __init__(self, title: str, body: list[str], yes: str = "Yes") -> None:
+    def __init__(self, title: str, body: list[str], yes: str = "Yes", seal: str | None = None) -> None:
+        """``seal``: a line kept on screen beside the buttons, never scrolled away
+        (:func:`core.views.decision_seal`: the digest and who decides)."""
         super().__init__()
         self.title_text = title
         self.body = body
         self.yes = yes
+        self.seal = seal
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield FoldedLines(self.body, id="dialog-body")
-            with Horizontal(classes="buttons"):
-                yield Button(plain(self.yes), id="yes", variant="warning", compact=True)
-                yield Button("No", id="no", variant="primary", compact=True)
+            with Vertical(classes="dialog-foot"):  # docked: on screen while the body scrolls
+                if self.seal:
+                    yield Static(plain(self.seal, "bold"), id="dialog-seal")
+                with Horizontal(classes="buttons"):
+                    yield Button(plain(self.yes), id="yes", variant="warning", compact=True)
+                    yield Button("No", id="no", variant="primary", compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus(scroll_visible=False)
@@ -193,17 +199,21 @@ class PassphraseApproveScreen(Fenced[str | None]):
 
     BINDINGS = bindings("dialog")
 
-    def __init__(self, title: str, body: list[str], who: str) -> None:
+    def __init__(self, title: str, body: list[str], who: str, seal: str | None = None) -> None:
+        """``seal``: as for :class:`ConfirmScreen`, kept on screen above the passphrase box."""
         super().__init__()
         self.title_text = title
         self.body = body
         self.who = who
+        self.seal = seal
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
             yield Static(plain(self.title_text, "bold"), id="dialog-title")
             yield FoldedLines(self.body, id="dialog-body")
             with Vertical(classes="dialog-foot"):  # docked: on screen while the body scrolls
+                if self.seal:
+                    yield Static(plain(self.seal, "bold"), id="dialog-seal")
                 yield Label(plain(f"Passphrase for {self.who} (kept until key_idle_minutes pass without a decision):"))
                 yield Input(placeholder="passphrase", password=True, id="passphrase")
                 yield Static("", id="passphrase-error", markup=False)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from core.errors import ResolverError
 from core.home import Home
-from core.views import ACTIONS, Approver, RunDetail, approve_dialog, reject_dialog
+from core.views import ACTIONS, Approver, RunDetail, approve_dialog, decision_seal, reject_dialog
 from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
@@ -605,10 +605,11 @@ class QueueScreen(Screen):
             if passphrase:
                 self._approve(decision.run_id, decision.digest, decision.version, others, decision.seen, passphrase)
 
+        seal = decision_seal(decision, self.approver)
         if self.home.kind == "shop" and self.unlocked is None:  # issue 14: the key is unlocked once per session
-            self.app.push_screen(PassphraseApproveScreen(title, body, self.approver.name), typed)
+            self.app.push_screen(PassphraseApproveScreen(title, body, self.approver.name, seal), typed)
         else:
-            self.app.push_screen(ConfirmScreen(title, body, yes="Approve"), answered)
+            self.app.push_screen(ConfirmScreen(title, body, yes="Approve", seal=seal), answered)
 
     def _approve(
         self, run_id: str, digest: str, version: int, others: list[str], seen: WorldSeen | None, passphrase: str | None = None
