@@ -67,6 +67,23 @@ def who(args: argparse.Namespace, kind: str, ask=input) -> tuple[str, str]:
     return approver_config.resolve(args.role, args.name, kind, config)
 
 
+def approver_at(home: Home, args: argparse.Namespace, ask=input) -> tuple[str, str]:
+    """The (role, name) the app runs as in ``home``: :func:`who`, then in a shop home with a
+    registry the registered approver of that name (compared as names are everywhere) and the
+    role the owner signed for them, never the config file's (a new user's finding: the app showed
+    the config's role as fact and learned otherwise only at the passphrase).
+
+    Raises:
+        ResolverError: as :func:`who`; ApprovalRefused (one sentence, with the nearest names):
+            a name the registry does not hold, a revoked approver, a registry that does not verify.
+    """
+    role, name = who(args, home.kind, ask)
+    if home.kind == "shop" and home.registry().exists():
+        entry = home.registry().valid_entry(name)
+        role, name = entry.role, entry.name
+    return role, name
+
+
 def require_terminal(stdin=None, stdout=None) -> None:
     """Refuse to start the app without a terminal on both ends: started from a pipe, cron or a
     service, Textual waited for a terminal that never came and the process hung until killed
@@ -107,7 +124,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.demo:
             require_practice(home.root, "--demo (the Larkfield demo queue)")
         require_terminal()  # before the first-start question: with no terminal there is nobody to ask
-        role, name = who(args, home.kind)
+        role, name = approver_at(home, args)
         from resolver_tui.app import ResolverApp
 
         app = ResolverApp(home, role, name, refresh_interval=args.refresh or None, demo=args.demo, trainer=args.trainer)

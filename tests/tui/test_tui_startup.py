@@ -189,3 +189,28 @@ def test_without_a_terminal_the_first_start_question_is_never_asked(tmp_path):
     assert done.returncode == 1
     assert "needs a terminal" in _one_sentence(done.stderr)
     assert not (tmp_path / "no-config.toml").exists()
+
+
+def test_in_a_shop_home_the_app_runs_as_the_registrys_approver_with_the_registrys_role(tmp_path, monkeypatch):
+    """A new user's finding: the app took the role from the config file and showed it as fact;
+    only the passphrase dialog learned otherwise."""
+    from core.approvers import Registry
+    from core.clock import SystemClock
+    from core.errors import ApprovalRefused
+    from resolver_tui.__main__ import approver_at, parse_args
+
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    home = Home(root)
+    config = tmp_path / "me.toml"
+    config.write_text('name = "tomás"\nrole = "grace"\n', encoding="utf-8")
+    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    args = parse_args(["--home", str(root)])
+    assert approver_at(home, args) == ("grace", "tomás")  # no registry yet: nothing can be decided anyway
+    registry = Registry(root)
+    registry.init("Grace", "grace-passphrase", SystemClock().now())
+    registry.add("Tomás", "team_lead", "tomas-passphrase", "grace-passphrase", SystemClock().now())
+    assert approver_at(home, args) == ("team_lead", "Tomás")
+    config.write_text('name = "Tomas Q"\nrole = "team_lead"\n', encoding="utf-8")
+    with pytest.raises(ApprovalRefused, match="is not an approver of this shop home"):
+        approver_at(home, args)
