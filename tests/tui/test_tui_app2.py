@@ -69,7 +69,10 @@ async def test_h_shows_the_run_s_decisions_and_refusals_with_reasons_made_safe(d
     first, second = [r.run_id for r in demo_home.queue.page("waiting_approval", search="T-90103", limit=50).rows][:2]
     demo_home.approve(first, "grace", "Grace")
     with pytest.raises(ResolverError):  # another run of the ticket did it: refused, with an audit row
-        demo_home.approve(second, "grace", "Ana \x1b[2Jcleared")
+        demo_home.approve(second, "grace", "Ana")
+    refused = next(r for r in demo_home.store.audit(second) if r["decision"].startswith("refused"))
+    # a name with an escape is refused now; a release before that stored one as typed
+    demo_home.store.append_audit({**refused, "name": "Ana \x1b[2Jcleared"})
     app = make_app(demo_home)
     async with app.run_test(size=(160, 40)) as pilot:
         await settle(pilot)
