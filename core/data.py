@@ -192,10 +192,13 @@ class Ticket(_Frozen):
 
 
 class TurnUsage(_Frozen):
-    """Tokens of one recorded model turn (the run's totals are :class:`core.state.Usage`)."""
+    """Tokens of one model turn (the run's totals are :class:`core.state.Usage`). ``calls`` is
+    the calls paid for it: 1, or more when a live model's earlier attempts at the step were lost
+    in flight (their tokens are included, :meth:`core.live_model.OpenAIChatModel.complete`)."""
 
     tokens_in: int = Field(ge=0)
     tokens_out: int = Field(ge=0)
+    calls: int = Field(default=1, ge=1)
 
 
 class ToolCallTurn(_Frozen):

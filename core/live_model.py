@@ -15,13 +15,16 @@ each attempt is recorded before it is sent and its raw answer before the runner 
 from __future__ import annotations
 
 import json
+import random
+import time
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from core.data import FinalTurn, ToolCallTurn, TurnUsage
 from core.errors import ResolverError
-from core.model import CallJournal, LiveRoute, ModelUnavailable, api_key
+from core.model import CallJournal, LiveRoute, ModelUnavailable, api_key, failure, is_failure
 from core.state import Message
 from core.store import crash_point
 from core.world import READ_TOOLS
@@ -135,10 +138,18 @@ class OpenAIChatModel:
         self._openai = openai
 
     def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
-        """The model's next turn for ``messages``: from the journal when this step was already
-        answered (a resume after a crash: no second call), else one chat completion (retried by
-        the client on a rate limit, a server error, a timeout or a lost connection, with
-        backoff), with its usage (prompt and completion tokens).
+        """The model's next turn for ``messages``, with its usage in tokens.
+
+        From the journal when this step was already answered (a resume after a crash: no second
+        call), else one chat completion, each attempt journaled before it is sent: a rate limit,
+        a server error, a timeout or a lost connection is tried again up to ``max_retries``
+        times with exponential backoff (0.5 s doubling to 8 s, or the server's ``Retry-After``
+        up to 60 s), each retry its own journal row. The openai client's own retries are off.
+
+        The usage counts what was paid for the step: an earlier attempt of this step that was
+        sent and never answered (a kill or a timeout while it was in flight) may have been paid,
+        so it is counted as one more call at this answer's tokens (the same prompt was sent;
+        its output is taken as this one's), never dropped (:meth:`~core.model.CallJournal.unanswered`).
 
         Raises:
             ModelUnavailable: no key, authentication refused, rate limit or server error after
@@ -148,53 +159,88 @@ class OpenAIChatModel:
         r = self.route
         at = f"The model server at {r.base_url}"
         step = sum(1 for m in messages if m.role == "assistant") + 1
-        if self.journal is not None:
-            saved = self.journal.answered(step)
-            if saved is not None:
-                return self._turn(saved, at)
+        journal = self.journal
+        if journal is not None:
+            saved = journal.answered(step)
+            if saved is not None and not is_failure(saved):
+                return self._paid(self._turn(saved, at), step)
         key = api_key(r)
-        attempt = self.journal.attempt(step) if self.journal is not None else 0
-        raw = self._send(messages, key, at)
-        turn = self._turn(raw, at)  # an answer that cannot be read stays unanswered in the journal
-        if self.journal is not None:
-            self.journal.answer(step, attempt, raw, turn.usage.tokens_in, turn.usage.tokens_out)
+        turn = self._ask(messages, key, at, step)
         crash_point("answer")
-        return turn
+        return self._paid(turn, step)
 
-    def _send(self, messages: list[Message], key: str, at: str) -> str:
-        """One request (with the client's retries); the answer's raw JSON text."""
+    def _paid(self, turn: ToolCallTurn | FinalTurn, step: int) -> ToolCallTurn | FinalTurn:
+        """``turn`` with the usage of every call paid for ``step`` (:meth:`~core.model.CallJournal.also_paid`)."""
+        if self.journal is None:
+            return turn
+        u = turn.usage
+        calls, t_in, t_out = self.journal.also_paid(step, u.tokens_in, u.tokens_out)
+        if not calls:
+            return turn
+        usage = TurnUsage(tokens_in=u.tokens_in + t_in, tokens_out=u.tokens_out + t_out, calls=1 + calls)
+        return turn.model_copy(update={"usage": usage})
+
+    def _ask(self, messages: list[Message], key: str, at: str, step: int) -> ToolCallTurn | FinalTurn:
+        """Ask for ``step``'s turn, retrying with backoff; each attempt journaled before it is
+        sent, an error answer saved as a failure (:func:`failure`), a good answer saved before
+        it is returned. Raises ModelUnavailable."""
         openai = self._openai
         r = self.route
-        client = openai.OpenAI(base_url=r.base_url, api_key=key, timeout=r.timeout_s, max_retries=r.max_retries)
-        tries = f"{r.max_retries + 1} attempt(s)"
-        try:
-            response = client.chat.completions.with_raw_response.create(
-                model=r.model,
-                messages=api_messages(messages),
-                tools=TOOLS,
-                tool_choice="required",
-            )
-            return response.text
-        except openai.AuthenticationError as exc:
-            raise ModelUnavailable(
-                f"{at} refused the key in ${r.key_env} (HTTP {exc.status_code}); check the key and resume the run."
-            ) from None
-        except openai.PermissionDeniedError as exc:
-            raise ModelUnavailable(
-                f"{at} refused the key in ${r.key_env} for model {r.model} (HTTP {exc.status_code}); check the key and resume the run."
-            ) from None
-        except openai.RateLimitError:
-            raise ModelUnavailable(f"{at} is limiting the rate (HTTP 429) after {tries}; resume the run later.") from None
-        except openai.APITimeoutError:
-            raise ModelUnavailable(f"{at} did not answer within {r.timeout_s:g} s ({tries}); resume the run later.") from None
-        except openai.APIConnectionError:
-            raise ModelUnavailable(f"{at} could not be reached ({tries}); resume the run when it is up.") from None
-        except openai.APIStatusError as exc:
-            raise ModelUnavailable(f"{at} answered HTTP {exc.status_code} ({tries}); resume the run later.") from None
-        except openai.APIError as exc:
-            raise ModelUnavailable(
-                f"{at} gave an answer that cannot be read ({type(exc).__name__}); resume the run to ask again."
-            ) from None
+        client = openai.OpenAI(base_url=r.base_url, api_key=key, timeout=r.timeout_s, max_retries=0)
+        journal = self.journal
+        for n in range(r.max_retries + 1):
+            tries = f"{n + 1} attempt(s)"
+            attempt = journal.attempt(step) if journal is not None else n + 1
+            try:
+                response = client.chat.completions.with_raw_response.create(
+                    model=r.model,
+                    messages=api_messages(messages),
+                    tools=TOOLS,
+                    tool_choice="required",
+                )
+                raw = response.text
+            except openai.APITimeoutError:  # it may have reached the server: left unanswered, counted as paid
+                if n < r.max_retries:
+                    time.sleep(_backoff_s(n, None))
+                    continue
+                raise ModelUnavailable(f"{at} did not answer within {r.timeout_s:g} s ({tries}); resume the run later.") from None
+            except openai.APIConnectionError as exc:
+                if _never_sent(exc) and journal is not None:
+                    journal.answer(step, attempt, failure(0, "connection refused"), 0, 0)
+                if n < r.max_retries:
+                    time.sleep(_backoff_s(n, None))
+                    continue
+                raise ModelUnavailable(f"{at} could not be reached ({tries}); resume the run when it is up.") from None
+            except openai.APIStatusError as exc:
+                if journal is not None:
+                    journal.answer(step, attempt, failure(exc.status_code, exc.response.text), 0, 0)
+                code = exc.status_code
+                if (code in (408, 409, 429) or code >= 500) and n < r.max_retries:
+                    time.sleep(_backoff_s(n, _retry_after_s(exc.response.headers)))
+                    continue
+                if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+                    whose = f" for model {r.model}" if isinstance(exc, openai.PermissionDeniedError) else ""
+                    raise ModelUnavailable(
+                        f"{at} refused the key in ${r.key_env}{whose} (HTTP {code}); check the key and resume the run."
+                    ) from None
+                if isinstance(exc, openai.RateLimitError):
+                    raise ModelUnavailable(f"{at} is limiting the rate (HTTP 429) after {tries}; resume the run later.") from None
+                raise ModelUnavailable(f"{at} answered HTTP {code} ({tries}); resume the run later.") from None
+            except openai.APIError as exc:
+                raise ModelUnavailable(
+                    f"{at} gave an answer that cannot be read ({type(exc).__name__}); resume the run to ask again."
+                ) from None
+            crash_point("received")
+            try:
+                turn = self._turn(raw, at)
+            except ModelUnavailable:  # a paid answer that cannot be used: saved as a failure with its usage
+                if journal is not None:
+                    journal.answer(step, attempt, failure(200, raw), *_usage_of(raw))
+                raise
+            if journal is not None:
+                journal.answer(step, attempt, raw, turn.usage.tokens_in, turn.usage.tokens_out)
+            return turn
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     @staticmethod
     def _turn(raw: str, at: str) -> ToolCallTurn | FinalTurn:
@@ -244,3 +290,50 @@ class OpenAIChatModel:
             first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
             where = ".".join(str(p) for p in first["loc"])
             raise malformed(f"finish: {where} {first['msg']}".strip()) from None
+
+
+INITIAL_BACKOFF_S = 0.5
+MAX_BACKOFF_S = 8.0
+MAX_RETRY_AFTER_S = 60.0
+
+
+def _backoff_s(n: int, retry_after: float | None) -> float:
+    """Seconds to wait before retry ``n + 1``: the server's ``Retry-After`` when it gives one
+    from 0 to 60 s, else 0.5 s doubling each retry up to 8 s, less up to a quarter (jitter)."""
+    if retry_after is not None and 0 <= retry_after <= MAX_RETRY_AFTER_S:
+        return retry_after
+    return min(INITIAL_BACKOFF_S * 2.0**n, MAX_BACKOFF_S) * (1 - 0.25 * random.random())
+
+
+def _retry_after_s(headers: Any) -> float | None:
+    """The server's ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date) in seconds, or None."""
+    try:
+        if headers.get("retry-after-ms"):
+            return float(headers["retry-after-ms"]) / 1000
+        value = headers.get("retry-after")
+        if not value:
+            return None
+        try:
+            return float(value)
+        except ValueError:
+            return (parsedate_to_datetime(value).timestamp()) - time.time()
+    except (ValueError, TypeError, OverflowError):
+        return None
+
+
+def _never_sent(exc: BaseException) -> bool:
+    """True when a connection error happened before the request left (the connection was
+    refused or the name did not resolve: the transport's ``ConnectError``), so it cannot have
+    been paid. Read by class name, so that the HTTP package under ``openai`` need not be imported."""
+    cause = exc.__cause__
+    return cause is not None and any(c.__name__ == "ConnectError" for c in type(cause).__mro__)
+
+
+def _usage_of(raw: str) -> tuple[int, int]:
+    """The prompt and completion tokens an answer's JSON text gives, else (0, 0)."""
+    try:
+        usage = json.loads(raw)["usage"]
+        read = TurnUsage(tokens_in=usage["prompt_tokens"], tokens_out=usage["completion_tokens"])
+    except (ValueError, KeyError, TypeError, ValidationError):
+        return 0, 0
+    return read.tokens_in, read.tokens_out

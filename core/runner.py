@@ -174,7 +174,7 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
         turn = model.complete(state.messages)
         state.step += 1
         usage = state.usage
-        usage.model_calls += 1
+        usage.model_calls += turn.usage.calls  # a live step may have paid for a call lost in flight
         usage.tokens_in += turn.usage.tokens_in
         usage.tokens_out += turn.usage.tokens_out
         usage.cost_usd = cost_usd(price_model(state), usage.tokens_in, usage.tokens_out)
