@@ -9,7 +9,8 @@ and its result), the five read-only tools and a ``finish`` tool as JSON-schema f
 :class:`~core.data.ToolCallTurn`, ``finish`` a :class:`~core.data.FinalTurn` validated by the
 same model as the recordings. Each tool call's ID and arguments are stored with the messages and
 sent back as returned (messages saved before schema 6: ``call_<step>``). With a journal (:class:`~core.model.CallJournal`),
-each attempt is recorded before it is sent and its raw answer before the runner acts on it.
+each attempt (each retry too: the client's own retries are off) is recorded before it is sent,
+and its raw answer, or a failure, before the runner acts on it.
 """
 
 from __future__ import annotations

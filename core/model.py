@@ -75,7 +75,8 @@ class LiveRoute:
             this route; default ``name``.
         timeout_s: seconds to wait for one answer (default 60).
         max_retries: retries after a rate limit, a server error, a timeout or a lost connection,
-            with exponential backoff (the ``openai`` client's, honouring ``Retry-After``), default 2.
+            with exponential backoff (resolver's own, honouring ``Retry-After``; each attempt a
+            journal row), default 2.
     """
 
     name: str
