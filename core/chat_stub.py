@@ -9,7 +9,8 @@ and the tests can drive the real ``openai`` client against it::
 It answers ``POST /v1/chat/completions`` with the recording's turn at the position the request
 has reached (the number of assistant messages in it, as the recorded model counts), as one tool
 call (a read-only tool, or ``finish`` with the final turn's fields) with the turn's usage in
-tokens, and prints one line per call on stderr. Past the recording's last turn it answers
+tokens, and prints one line per call on stderr (its tokens and their cost at the recording's model's
+prices). Past the recording's last turn it answers
 HTTP 400. With ``--key-env VAR`` only the key in ``$VAR`` is accepted (HTTP 401 otherwise);
 without it any key is.
 
@@ -36,6 +37,7 @@ from typing import Any
 
 from core.data import FinalTurn, ToolCallTurn, load_recordings
 from core.errors import BadArgument, ResolverError
+from core.pricing import cost_usd, show_usd
 
 
 class ChatStub:
@@ -72,6 +74,7 @@ class ChatStub:
             have = ", ".join(f"{r.variant}/{r.model}#{r.repeat}" for r in runs)
             raise BadArgument(f"{task} has no recording {variant}/{model}#{repeat}; there are {have}.")
         self.name = f"{task} {variant}/{model}#{repeat}"
+        self.model = model
         self.turns: list[ToolCallTurn | FinalTurn] = list(match[0].turns)
         self.calls = 0
         self.requests: list[dict[str, Any]] = []
@@ -115,9 +118,10 @@ class ChatStub:
                 if stub._say is not None:
                     call = answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
                     usage = answer["usage"]
+                    cost = show_usd(cost_usd(stub.model, usage["prompt_tokens"], usage["completion_tokens"]))
                     stub._say(
                         f"call {n}: turn {position + 1} of {len(stub.turns)}, {call} "
-                        f"({usage['prompt_tokens']} tokens in, {usage['completion_tokens']} out)"
+                        f"({usage['prompt_tokens']} tokens in, {usage['completion_tokens']} out, {cost} as {stub.model})"
                     )
                 self._send(200, answer)
 

@@ -294,7 +294,7 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     from core.store import crash_point
     from core.views import after_resume
 
-    done = home.resume(args.run, on_step=lambda s: crash_point("step"))
+    done = home.resume(args.run, on_step=lambda s: crash_point("step"), accept_changes=args.accept_changes)
     if args.json:
         _json(_state_json(done.state, resumed=done.kind, before=done.before))
         return _ended(done.state) if done.kind == "executed" else EXIT_OK
@@ -1029,6 +1029,12 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("run", metavar="RUN")
         p.set_defaults(func=func)
+        if name == "resume":
+            p.add_argument(
+                "--accept-changes",
+                action="store_true",
+                help="a running loop whose policy, tool schema or model route changed goes on under the new ones",
+            )
 
     p = sub.add_parser(
         "refresh",
@@ -1204,7 +1210,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
 READ_ONLY = frozenset({"runs", "show", "trace", "diff", "changes", "audit", "doctor", "backup"})
 """Commands that only read: they never create a home folder (issue 13)."""
 
-REFUSALS = ("ApprovalRefused", "WorldChanged", "ShopRefused", "LeaseHeld")
+REFUSALS = ("ApprovalRefused", "WorldChanged", "ShopRefused", "LeaseHeld", "ResumeChanged")
 
 
 def _not_utf8(argv: Sequence[str]) -> str | None:

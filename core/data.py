@@ -141,8 +141,17 @@ class ApprovalLimit(_Frozen):
     max_amount: Money | None = None
 
 
+class RunBudget(_Frozen):
+    """What one run may spend on model calls (issue 26): ``tokens`` in and out together, and
+    ``usd`` in US$ at ``data/models.json`` prices. A run that would pass either stops before the
+    call and is handed to a person (:func:`core.runner.over_budget`)."""
+
+    tokens: int = Field(gt=0)
+    usd: Decimal = Field(gt=0)
+
+
 class PolicyData(_Frozen):
-    """The policy: rules, approval limits, and the expiry of issue 11 in seconds.
+    """The policy: rules, approval limits, the expiry of issue 11 in seconds, and a run's budget.
 
     ``evidence_max_age_s``: how old the evidence may be when a proposal is approved (7 days: the
     lesson's Friday 17:00 to Monday 09:00 is 64 hours, and a demo queue made on the last Friday
@@ -155,6 +164,7 @@ class PolicyData(_Frozen):
     approval_limits: list[ApprovalLimit]
     evidence_max_age_s: int = 7 * 24 * 3600
     approval_valid_s: int = 3600
+    run_budget: RunBudget | None = None
 
 
 class ModelPrice(_Frozen):

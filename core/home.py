@@ -41,7 +41,7 @@ from core.homepath import (  # noqa: F401  (re-exported: where the home is, and 
     resolve_home,
 )
 from core.log import command_log
-from core.model import LiveRoute, Model, model_for
+from core.model import LiveRoute, Model, live_route_of, load_routes, model_for, recorded_route
 from core.platform import require_posix
 from core.queue import ApprovalQueue, queue_columns
 from core.runner import OnStep, continue_run, start_run
@@ -221,22 +221,59 @@ class Home:
         return model_for(state, self.store)
 
     def resume(
-        self, run_id: str, *, on_step: OnStep | None = None, on_progress: OnProgress | None = None, owner: str | None = None
+        self,
+        run_id: str,
+        *,
+        on_step: OnStep | None = None,
+        on_progress: OnProgress | None = None,
+        owner: str | None = None,
+        accept_changes: bool = False,
     ) -> Resumed:
         """Resume by status: ``running`` continues its loop from the checkpoint (no model call
-        repeated); ``waiting_approval`` shows its request again; ``executing`` is reconciled and
-        finished; a final status is left alone.
+        repeated) if the policy, the tool schema and the model route (for a live route: the
+        config file's table of that name, when there is one) are still the ones it started
+        under, or ``accept_changes`` (:func:`core.runner.continue_run`); ``waiting_approval``
+        shows its request again; ``executing`` is reconciled and finished; a final status is
+        left alone. Only a running loop is checked.
 
         Raises: RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion, LeaseHeld, NoRecording,
-        ModelUnavailable (a live model that gave no usable answer: the run stays resumable).
+        ResumeChanged (a change not accepted: nothing changed), BadArgument (a config file that
+        does not read, for a live route), ModelUnavailable (a live model that gave no usable
+        answer: the run stays resumable).
         """
         state = self.store.load(run_id)
         before = state.status
         if state.status == "running":
+            live = live_route_of(state.meta.model_route)
+            now = load_routes().get(live.name) if live is not None else None
+            if (
+                now is not None
+                and live is not None
+                and (now.base_url, now.model, now.priced_as)
+                == (
+                    live.base_url,
+                    live.model,
+                    live.priced_as,
+                )
+            ):
+                now = None  # the same model at the same price: a timeout or retries changed is no change
+            route_now = now.route() if now is not None else None
+            if live is None:  # the recording its variant, model and repeat name
+                route_now = recorded_route(state.variant, state.model, state.repeat)
             return Resumed(
                 "continued",
                 before,
-                continue_run(self.store, self.world_path, self.clock, state, on_step, owner=owner, pick=self.model_for),
+                continue_run(
+                    self.store,
+                    self.world_path,
+                    self.clock,
+                    state,
+                    on_step,
+                    owner=owner,
+                    pick=self.model_for,
+                    accept_changes=accept_changes,
+                    route_now=route_now,
+                ),
             )
         if state.status == "waiting_approval":
             return Resumed("request", before, state)

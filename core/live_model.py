@@ -28,51 +28,7 @@ from core.errors import ResolverError
 from core.model import CallJournal, LiveRoute, ModelUnavailable, api_key, failure, is_failure
 from core.state import Message
 from core.store import crash_point
-from core.world import READ_TOOLS
-
-_ARG = {"get_customer": "customer_id", "get_policy": "rule_id"}
-
-
-def _read_tool(name: str) -> dict[str, Any]:
-    arg = _ARG.get(name, "order_id")
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": f"Read-only: look up by {arg}.",
-            "parameters": {"type": "object", "properties": {arg: {"type": "string"}}, "required": [arg]},
-        },
-    }
-
-
-FINISH = {
-    "type": "function",
-    "function": {
-        "name": "finish",
-        "description": "End with one outcome. Nothing proposed happens until a person approves it.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "outcome": {"type": "string", "enum": ["resolve", "reply", "hand_to_person"]},
-                "rule": {"type": "string", "description": "the policy rule, W1-Wn"},
-                "reason": {"type": "string"},
-                "actions": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "description": "request_refund (order_id, amount, currency, reason_code, payment_id), "
-                        "create_reshipment or create_return_label",
-                    },
-                },
-                "reply_draft": {"type": "string"},
-            },
-            "required": ["outcome", "rule", "reason"],
-        },
-    },
-}
-
-TOOLS: list[dict[str, Any]] = [*(_read_tool(t) for t in READ_TOOLS), FINISH]
-"""The tools sent with every request: the read-only tools and ``finish``."""
+from core.toolschema import TOOLS
 
 
 def api_messages(messages: list[Message]) -> list[dict[str, Any]]:

@@ -8,9 +8,7 @@ turn, never one it already paid for (seed 000, "A crash in the middle of the loo
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
-
-from core.data import FinalTurn, Recording, ToolCallTurn, load_prices, load_recordings
+from core.data import FinalTurn, Recording, ToolCallTurn, load_recordings
 from core.errors import ResolverError
 from core.state import Message
 
@@ -58,20 +56,3 @@ class RecordedModel:
 def repeats_of(task_id: str, variant: str, model: str) -> list[int]:
     """The recorded repeats for one ticket, variant and model, sorted."""
     return sorted(r.repeat for r in load_recordings(task_id).runs if (r.variant, r.model) == (variant, model))
-
-
-def cost_usd(model: str, tokens_in: int, tokens_out: int) -> Decimal:
-    """US$ for the tokens at ``data/models.json`` prices (US$ per million tokens).
-
-    chat-small at US$0.10 in and US$0.50 out: 7,155 in and 192 out cost US$0.0008115.
-    """
-    price = load_prices().get(model)
-    if price is None:
-        raise ResolverError(f"No price for model {model} in data/models.json.")
-    million = Decimal(1_000_000)
-    return (price.usd_per_million_in * tokens_in + price.usd_per_million_out * tokens_out) / million
-
-
-def show_usd(amount: Decimal) -> str:
-    """US$ to five decimals, as the outcome line prints it (``US$0.00081``)."""
-    return f"US${amount.quantize(Decimal('0.00001'), rounding=ROUND_HALF_UP)}"

@@ -290,7 +290,7 @@ def test_a_schema_5_checkpoint_loads_as_current_with_messages_without_tool_call_
     raw = json.loads((FIXTURES / "task_state_v5.json").read_text())
     assert raw["schema_version"] == 5 and "tool_call_id" not in raw["messages"][2]
     state = TaskState.model_validate(migrate(raw))
-    assert state.schema_version == SCHEMA_VERSION == 6
+    assert state.schema_version == SCHEMA_VERSION == 7
     assert all((m.tool_call_id, m.arguments) == ("", "") for m in state.messages)
     assert state.proposal is not None and state.proposal.actions[0].payment_id == "PAY-507862-2"
 
@@ -314,6 +314,6 @@ def test_a_home_of_the_release_before_resumes_its_loop_and_approves_its_waiting_
         3,
     ]
     waiting = home.resume("T-65273-agent-chat-small-1")
-    assert waiting.kind == "request" and waiting.state.schema_version == 6
+    assert waiting.kind == "request" and waiting.state.schema_version == 7
     done = home.approve("T-65273-agent-chat-small-1", "team_lead", "Grace", seen=home.queue.look(waiting.state))
     assert done.status == "done" and [op.status for op in done.operations] == ["done", "done"]

@@ -24,7 +24,7 @@ import pytest
 from core.chat_stub import ChatStub
 from core.data import load_recordings
 from core.home import Home
-from core.recorded_model import cost_usd, show_usd
+from core.pricing import cost_usd, show_usd
 from core.runner import outcome_line
 
 from helpers import core_command, run_process
@@ -189,9 +189,9 @@ def test_the_stub_server_ships_as_a_command_and_a_config_route_on_it_prints_the_
     assert server.returncode == 0
     assert "3 call(s) answered." in out
     assert err.splitlines() == [
-        "call 1: turn 1 of 3, get_order (2105 tokens in, 48 out)",
-        "call 2: turn 2 of 3, get_payments (2390 tokens in, 46 out)",
-        "call 3: turn 3 of 3, finish (2660 tokens in, 98 out)",
+        "call 1: turn 1 of 3, get_order (2105 tokens in, 48 out, US$0.00023 as chat-small)",
+        "call 2: turn 2 of 3, get_payments (2390 tokens in, 46 out, US$0.00026 as chat-small)",
+        "call 3: turn 3 of 3, finish (2660 tokens in, 98 out, US$0.00032 as chat-small)",
     ]
 
 
