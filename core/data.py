@@ -322,6 +322,21 @@ def load_task(task_id: str) -> Ticket:
     return _read(path, Ticket)
 
 
+def home_recordings(task_id: str, folder: Path | None) -> list[Recording]:
+    """The runs a home recorded for ``task_id`` with ``resolver record`` (``FOLDER/TASK.json``,
+    the data format of ``data/recordings``), none when ``folder`` is None or holds no file.
+
+    Raises:
+        DataError: the file does not read or does not match the schema (one sentence).
+    """
+    if folder is None:
+        return []
+    path = folder / f"{task_id}.json"
+    if not path.is_file():
+        return []
+    return list(_read(path, TicketRecordings).runs)
+
+
 @cache
 def load_recordings(task_id: str) -> TicketRecordings:
     """Load the recorded model runs of one ticket. Raises TaskNotFound or DataError."""

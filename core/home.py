@@ -44,6 +44,7 @@ from core.log import command_log
 from core.model import LiveRoute, Model, live_route_of, load_routes, model_for, recorded_route
 from core.platform import require_posix
 from core.queue import ApprovalQueue, queue_columns
+from core.record import RECORDINGS
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState, WorldSeen
 from core.store import Store, lease_owner_name
@@ -52,6 +53,7 @@ from core.world import World, WorldMissing
 
 if TYPE_CHECKING:
     from core.approvers import Registry, Unlocked
+    from core.record import Recorded
     from core.signing import DecisionSigner
 
 HOME_MODE = 0o700
@@ -211,6 +213,25 @@ class Home:
             pick=self.model_for,
         )
 
+    def record(self, task_id: str, live: LiveRoute, variant: str = "agent", on_step: OnStep | None = None) -> Recorded:
+        """Run ``task_id`` on the live route ``live`` and write what the model answered as a
+        recording of the data format in this home (``recordings/TASK.json``,
+        :mod:`core.record`), its model the route's priced model and its repeat the next free
+        one; ``resolver run TASK --model MODEL --repeat N`` replays it.
+
+        Raises:
+            ShopRefused: a shop home (recordings are the trainer's, as the lesson's commands are).
+            ModelUnavailable: the live model gave no usable answer (the run stays resumable; no
+                recording is written).
+            ResolverError: the run ended without the model's outcome (its step limit or budget).
+        """
+        from core.record import Recorded, turns_of, write_recording
+
+        require_practice(self.root, "`record`")
+        state = self.run(task_id, variant, live=live, on_step=on_step)
+        path, recording = write_recording(self.root / RECORDINGS, task_id, variant, live.priced_as, turns_of(self.store, state))
+        return Recorded(path=path, recording=recording, state=state)
+
     def model_for(self, state: TaskState) -> Model:
         """The model a run asks, picked from its saved model route (:func:`core.model.model_for`):
         the recorded model, or a live chat-completions client (which needs the ``openai`` extra),
@@ -218,7 +239,7 @@ class Home:
 
         Raises: NoRecording, ResolverError (no ``openai`` package, a route that does not read).
         """
-        return model_for(state, self.store)
+        return model_for(state, self.store, self.root / RECORDINGS)
 
     def resume(
         self,

@@ -120,7 +120,7 @@ class OpenAIChatModel:
         if journal is not None:
             saved = journal.answered(step)
             if saved is not None and not is_failure(saved):
-                return self._paid(self._turn(saved, at), step)
+                return self._paid(turn_of(saved, at), step)
         key = api_key(r)
         turn = self._ask(messages, key, at, step)
         crash_point("answer")
@@ -189,7 +189,7 @@ class OpenAIChatModel:
                 ) from None
             crash_point("received")
             try:
-                turn = self._turn(raw, at)
+                turn = turn_of(raw, at)
             except ModelUnavailable:  # a paid answer that cannot be used: saved as a failure with its usage
                 if journal is not None:
                     journal.answer(step, attempt, failure(200, raw), *_usage_of(raw))
@@ -199,54 +199,60 @@ class OpenAIChatModel:
             return turn
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    @staticmethod
-    def _turn(raw: str, at: str) -> ToolCallTurn | FinalTurn:
-        """The turn a chat completion's JSON text holds: its one tool call, with its usage."""
 
-        def malformed(what: str) -> ModelUnavailable:
-            return ModelUnavailable(f"{at} gave an answer that cannot be read ({what}); resume the run to ask again.")
+def turn_of(raw: str, at: str) -> ToolCallTurn | FinalTurn:
+    """The turn a chat completion's JSON text ``raw`` holds: its one tool call (a read-only
+    tool, or ``finish`` validated as a :class:`~core.data.FinalTurn`), with its usage in
+    tokens. ``at`` names the server in the sentence.
 
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            raise malformed("not JSON") from None
-        if not isinstance(answer, dict):
-            raise malformed("not a JSON object")
-        try:
-            usage = TurnUsage(tokens_in=answer["usage"]["prompt_tokens"], tokens_out=answer["usage"]["completion_tokens"])
-        except (KeyError, TypeError, ValidationError):
-            raise malformed("no token usage") from None
-        try:
-            calls = answer["choices"][0]["message"].get("tool_calls") or []
-        except (KeyError, IndexError, TypeError, AttributeError):
-            raise malformed("no choices") from None
-        if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
-            raise malformed(f"{len(calls) if isinstance(calls, list) else 0} tool calls where one was asked for")
-        fn = calls[0].get("function")
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise malformed("a tool call without a function name")
-        name = fn["name"][:40]
-        try:
-            args = json.loads(fn.get("arguments") or "{}")
-        except (ValueError, TypeError):
-            raise malformed(f"the arguments of {name!r} are not JSON") from None
-        if not isinstance(args, dict):
-            raise malformed(f"the arguments of {name!r} are not an object")
-        try:
-            if fn["name"] == "finish":
-                return FinalTurn(**args, usage=usage)
-            call_id = calls[0].get("id")
-            return ToolCallTurn(
-                tool=fn["name"],
-                args=args,
-                usage=usage,
-                call_id=call_id if isinstance(call_id, str) else "",
-                arguments=fn.get("arguments") or "{}",
-            )
-        except (ValidationError, TypeError) as exc:
-            first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
-            where = ".".join(str(p) for p in first["loc"])
-            raise malformed(f"finish: {where} {first['msg']}".strip()) from None
+    Raises:
+        ModelUnavailable: not exactly one tool call of a known shape with its usage.
+    """
+
+    def malformed(what: str) -> ModelUnavailable:
+        return ModelUnavailable(f"{at} gave an answer that cannot be read ({what}); resume the run to ask again.")
+
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        raise malformed("not JSON") from None
+    if not isinstance(answer, dict):
+        raise malformed("not a JSON object")
+    try:
+        usage = TurnUsage(tokens_in=answer["usage"]["prompt_tokens"], tokens_out=answer["usage"]["completion_tokens"])
+    except (KeyError, TypeError, ValidationError):
+        raise malformed("no token usage") from None
+    try:
+        calls = answer["choices"][0]["message"].get("tool_calls") or []
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise malformed("no choices") from None
+    if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
+        raise malformed(f"{len(calls) if isinstance(calls, list) else 0} tool calls where one was asked for")
+    fn = calls[0].get("function")
+    if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+        raise malformed("a tool call without a function name")
+    name = fn["name"][:40]
+    try:
+        args = json.loads(fn.get("arguments") or "{}")
+    except (ValueError, TypeError):
+        raise malformed(f"the arguments of {name!r} are not JSON") from None
+    if not isinstance(args, dict):
+        raise malformed(f"the arguments of {name!r} are not an object")
+    try:
+        if fn["name"] == "finish":
+            return FinalTurn(**args, usage=usage)
+        call_id = calls[0].get("id")
+        return ToolCallTurn(
+            tool=fn["name"],
+            args=args,
+            usage=usage,
+            call_id=call_id if isinstance(call_id, str) else "",
+            arguments=fn.get("arguments") or "{}",
+        )
+    except (ValidationError, TypeError) as exc:
+        first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
+        where = ".".join(str(p) for p in first["loc"])
+        raise malformed(f"finish: {where} {first['msg']}".strip()) from None
 
 
 INITIAL_BACKOFF_S = 0.5

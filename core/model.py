@@ -216,8 +216,9 @@ def is_failure(raw: str) -> bool:
     return isinstance(answer, dict) and "error" in answer and "choices" not in answer
 
 
-def model_for(state: TaskState, store: Store | None = None) -> Model:
-    """The model ``state``'s route names: the recorded model or a live chat-completions client
+def model_for(state: TaskState, store: Store | None = None, recordings: Path | None = None) -> Model:
+    """The model ``state``'s route names: the recorded model (``recordings``: a home's folder of
+    ``resolver record`` runs, read after ``data/recordings``) or a live chat-completions client
     (journaled in ``store`` when given: each attempt written before it is sent, each answer
     before it is acted on, a step answered before a crash answered again from there).
 
@@ -233,7 +234,7 @@ def model_for(state: TaskState, store: Store | None = None) -> Model:
         return OpenAIChatModel(live, journal)
     from core.recorded_model import RecordedModel
 
-    return RecordedModel(state.task_id, state.variant, state.model, state.repeat)
+    return RecordedModel(state.task_id, state.variant, state.model, state.repeat, recordings)
 
 
 _KEYS: dict[str, type | tuple[type, ...]] = {

@@ -8,7 +8,9 @@ turn, never one it already paid for (seed 000, "A crash in the middle of the loo
 
 from __future__ import annotations
 
-from core.data import FinalTurn, Recording, ToolCallTurn, load_recordings
+from pathlib import Path
+
+from core.data import FinalTurn, Recording, ToolCallTurn, home_recordings, load_recordings
 from core.errors import ResolverError
 from core.state import Message
 
@@ -25,13 +27,15 @@ class RecordedModel:
     Args:
         task_id: the ticket.
         variant, model, repeat: which recording (``agent``/``chat-small``/1 ...).
+        recordings: a home's folder of recordings made by ``resolver record``, read after
+            ``data/recordings`` (:func:`core.data.home_recordings`).
 
     Raises:
         NoRecording: no such recording (the message lists the ones there are).
     """
 
-    def __init__(self, task_id: str, variant: str, model: str, repeat: int) -> None:
-        runs = load_recordings(task_id).runs
+    def __init__(self, task_id: str, variant: str, model: str, repeat: int, recordings: Path | None = None) -> None:
+        runs = [*load_recordings(task_id).runs, *home_recordings(task_id, recordings)]
         match = [r for r in runs if (r.variant, r.model, r.repeat) == (variant, model, repeat)]
         if not match:
             have = ", ".join(f"{r.variant}/{r.model}#{r.repeat}" for r in runs)
@@ -53,6 +57,8 @@ class RecordedModel:
         return self.recording.turns[position]
 
 
-def repeats_of(task_id: str, variant: str, model: str) -> list[int]:
-    """The recorded repeats for one ticket, variant and model, sorted."""
-    return sorted(r.repeat for r in load_recordings(task_id).runs if (r.variant, r.model) == (variant, model))
+def repeats_of(task_id: str, variant: str, model: str, recordings: Path | None = None) -> list[int]:
+    """The recorded repeats for one ticket, variant and model, sorted (with a home's
+    ``recordings`` folder: its repeats too)."""
+    runs = [*load_recordings(task_id).runs, *home_recordings(task_id, recordings)]
+    return sorted(r.repeat for r in runs if (r.variant, r.model) == (variant, model))
