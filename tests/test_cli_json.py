@@ -111,7 +111,7 @@ def _play(argvs, home: Path, tmp: Path, capsys, monkeypatch) -> dict[str, list[o
     return seen
 
 
-def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_documented(tmp_path, capsys, monkeypatch):
+def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_documented(tmp_path, capsys, monkeypatch, stub):
     monkeypatch.setenv(signing.PASSPHRASE_ENV, "correct horse battery staple")
     monkeypatch.setenv(signing.OWNER_PASSPHRASE_ENV, "correct horse battery staple")
     from core.chat_stub import ChatStub

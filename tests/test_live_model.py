@@ -12,27 +12,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.chat_stub import ChatStub
 from core.errors import BadArgument
 from core.model import LiveRoute, ModelUnavailable, load_routes
 from core.runner import outcome_line
+
+from helpers import stub_config, stub_route
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 RUN = "T-65273-agent-stub-1"
 
 
-@pytest.fixture
-def stub(monkeypatch):
-    monkeypatch.setenv("STUB_KEY", "sk-test")
-    with ChatStub(key="sk-test") as server:
-        yield server
-
-
-def route(stub: ChatStub, **kw) -> LiveRoute:
-    fields = {"name": "stub", "base_url": stub.url, "model": "stub-model", "key_env": "STUB_KEY", "price": "chat-small"}
-    fields.update(kw)
-    return LiveRoute(**fields)
+def route(stub, **kw) -> LiveRoute:
+    return stub_route(stub, **kw)
 
 
 def test_a_live_route_replaying_t65273_prints_the_seed_outcome(home, stub):
@@ -126,12 +118,7 @@ def test_repeat_is_refused_for_a_live_route(home, stub):
 
 
 def test_the_cli_runs_a_config_route_and_resumes_it(cli, stub, tmp_path, monkeypatch):
-    config = tmp_path / "config.toml"
-    config.write_text(
-        f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
-        "max_retries = 0\n"
-    )
-    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    monkeypatch.setenv("RESOLVER_CONFIG", str(stub_config(tmp_path / "config.toml", stub.url, "max_retries = 0")))
     assert set(load_routes()) == {"stub"}
     code, out, _ = cli("run", "T-65273", "--model", "stub")
     assert code == 0 and SEED_OUTCOME in out and RUN in out
@@ -249,11 +236,7 @@ def test_a_kill_after_the_answer_and_before_the_step_save_pays_for_nothing_on_re
     step's checkpoint); the resume in a new process takes that answer from the journal."""
     from helpers import run_process
 
-    config = tmp_path / "models.toml"
-    config.write_text(
-        f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
-    )
-    env = {"RESOLVER_CONFIG": str(config), "STUB_KEY": "sk-test"}
+    env = {"RESOLVER_CONFIG": str(stub_config(tmp_path / "models.toml", stub.url)), "STUB_KEY": "sk-test"}
     home_dir = tmp_path / "home"
     killed = run_process(home_dir, "run", "T-65273", "--model", "stub", env={**env, "RESOLVER_KILL_AT": "answer:2"})
     assert killed.returncode == -9, killed.stderr

@@ -27,25 +27,15 @@ from core.home import Home
 from core.pricing import cost_usd, show_usd
 from core.runner import outcome_line
 
-from helpers import core_command, run_process
+from helpers import core_command, run_process, stub_config
 
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 RUN = "T-65273-agent-stub-1"
 TURNS = [t.usage for t in next(r for r in load_recordings("T-65273").runs if (r.model, r.repeat) == ("chat-small", 1)).turns]
 
 
-@pytest.fixture
-def stub():
-    with ChatStub(key="sk-test") as server:
-        yield server
-
-
 def config(tmp_path: Path, stub: ChatStub) -> dict[str, str]:
-    path = tmp_path / "models.toml"
-    path.write_text(
-        f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
-        "max_retries = 0\n"
-    )
+    path = stub_config(tmp_path / "models.toml", stub.url, "max_retries = 0")
     return {"RESOLVER_CONFIG": str(path), "STUB_KEY": "sk-test"}
 
 
@@ -174,10 +164,7 @@ def test_the_stub_server_ships_as_a_command_and_a_config_route_on_it_prints_the_
         first = server.stdout.readline()
         assert first.startswith("Serving T-65273 agent/chat-small#1 at http://127.0.0.1:"), first
         url = first.split(" at ", 1)[1].split(" ", 1)[0]
-        path = tmp_path / "config.toml"
-        path.write_text(
-            f'[models.stub]\nbase_url = "{url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
-        )
+        path = stub_config(tmp_path / "config.toml", url)
         done = run_process(
             tmp_path / "home", "run", "T-65273", "--model", "stub", env={"RESOLVER_CONFIG": str(path), "STUB_KEY": "sk-demo"}
         )

@@ -8,28 +8,17 @@ import json
 import stat
 
 import pytest
-from core.chat_stub import ChatStub
 from core.data import TicketRecordings, data_dir
 from core.errors import ShopRefused
-from core.model import LiveRoute
 from core.runner import LoopCrash, crash_after_step, outcome_line
+
+from helpers import stub_config, stub_route
 
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 
 
-@pytest.fixture
-def stub(monkeypatch):
-    monkeypatch.setenv("STUB_KEY", "sk-test")
-    with ChatStub(key="sk-test") as server:
-        yield server
-
-
-def route(stub: ChatStub) -> LiveRoute:
-    return LiveRoute(name="stub", base_url=stub.url, model="stub-model", key_env="STUB_KEY", price="chat-small")
-
-
 def test_record_then_a_recorded_replay_give_the_same_proposal_and_digest(home, stub):
-    done = home.record("T-65273", route(stub))
+    done = home.record("T-65273", stub_route(stub))
     assert stub.calls == 3 and done.state.run_id == "T-65273-agent-stub-1"
     r = done.recording
     assert (r.variant, r.model, r.repeat, len(r.turns)) == ("agent", "chat-small", 4, 3)  # after the shipped 1-3
@@ -45,12 +34,12 @@ def test_record_then_a_recorded_replay_give_the_same_proposal_and_digest(home, s
     assert replay.run_id == "T-65273-agent-chat-small-1"
     assert replay.proposal == done.state.proposal and replay.proposal.digest == done.state.proposal.digest
     assert outcome_line(replay) == outcome_line(done.state) == SEED_OUTCOME
-    again = home.record("T-65273", route(stub))
+    again = home.record("T-65273", stub_route(stub))
     assert again.recording.repeat == 5 and len(json.loads(again.path.read_text())["runs"]) == 2
 
 
 def test_a_recorded_repeat_survives_a_resume_and_reset_all_keeps_the_recordings(home, stub):
-    home.record("T-65273", route(stub))
+    home.record("T-65273", stub_route(stub))
     with pytest.raises(LoopCrash):
         home.run("T-65273", model="chat-small", repeat=4, on_step=crash_after_step(1))
     assert outcome_line(home.resume("T-65273-agent-chat-small-1").state) == SEED_OUTCOME
@@ -60,11 +49,7 @@ def test_a_recorded_repeat_survives_a_resume_and_reset_all_keeps_the_recordings(
 
 
 def test_the_cli_records_and_says_how_to_replay(cli, stub, tmp_path, monkeypatch):
-    config = tmp_path / "config.toml"
-    config.write_text(
-        f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
-    )
-    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    monkeypatch.setenv("RESOLVER_CONFIG", str(stub_config(tmp_path / "config.toml", stub.url)))
     code, out, err = cli("record", "T-65273", "--model", "stub")
     assert code == 0, err
     assert f"Run T-65273-agent-stub-1: {SEED_OUTCOME}" in out
@@ -87,7 +72,7 @@ def test_a_run_without_the_models_outcome_is_not_recorded(home, stub):
 def _record_capped(home, stub):
     from core.record import turns_of
 
-    state = home.run("T-65273", live=route(stub), max_steps=2)
+    state = home.run("T-65273", live=stub_route(stub), max_steps=2)
     return turns_of(home.store, state)
 
 
@@ -97,5 +82,5 @@ def test_a_shop_home_refuses_record(tmp_path, stub, clock):
 
     init_home(tmp_path / "shop", shop=True)
     with pytest.raises(ShopRefused):
-        Home(tmp_path / "shop", clock=clock).record("T-65273", route(stub))
+        Home(tmp_path / "shop", clock=clock).record("T-65273", stub_route(stub))
     assert stub.calls == 0

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 from core.chat_stub import ChatStub
 from core.errors import ResumeChanged
-from core.model import LiveRoute
 from core.runner import LoopCrash, crash_after_step, outcome_line
 from core.state import SCHEMA_VERSION, TOOLS_1, TaskState, migrate
 from core.toolschema import TOOLS, tool_schema_hash
+
+from helpers import stub_config, stub_route
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
@@ -101,45 +102,34 @@ def test_the_lessons_crash_run_resumes_without_a_question(cli):
     assert code == 0 and SEED_OUTCOME in out, err
 
 
-def test_a_live_route_changed_in_the_config_file_is_a_change(home, monkeypatch, tmp_path):
-    monkeypatch.setenv("STUB_KEY", "sk-test")
-    config = tmp_path / "config.toml"
+def live_crashed(home, stub, monkeypatch, config: Path) -> str:
+    """A live run on ``stub`` crashed after step 1, with ``$RESOLVER_CONFIG`` at ``config``."""
     monkeypatch.setenv("RESOLVER_CONFIG", str(config))
-    with ChatStub(key="sk-test") as stub:
-        route = LiveRoute(name="stub", base_url=stub.url, model="stub-model", key_env="STUB_KEY", price="chat-small")
-        with pytest.raises(LoopCrash):
-            home.run("T-65273", live=route, on_step=crash_after_step(1))
-        run_id = "T-65273-agent-stub-1"
-        with ChatStub(key="sk-test") as other:
-            config.write_text(
-                f'[models.stub]\nbase_url = "{other.url}"\nmodel = "stub-model-2"\napi_key_env = "STUB_KEY"\n'
-                'price = "chat-small"\n'
-            )
-            with pytest.raises(
-                ResumeChanged, match=r"its model route was stub-model at http://127\.0\.0\.1:\d+/v1, now stub-model-2 at"
-            ):
-                home.resume(run_id)
-            assert (stub.calls, other.calls) == (1, 0)
-            done = home.resume(run_id, accept_changes=True)
-            assert outcome_line(done.state) == SEED_OUTCOME
-            assert (stub.calls, other.calls) == (1, 2)  # the new route is the one asked from then on
-            assert '"model":"stub-model-2"' in done.state.meta.model_route
+    with pytest.raises(LoopCrash):
+        home.run("T-65273", live=stub_route(stub), on_step=crash_after_step(1))
+    return "T-65273-agent-stub-1"
 
 
-def test_a_timeout_changed_in_the_config_file_is_no_change(home, monkeypatch, tmp_path):
-    monkeypatch.setenv("STUB_KEY", "sk-test")
-    config = tmp_path / "config.toml"
-    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
-    with ChatStub(key="sk-test") as stub:
-        route = LiveRoute(name="stub", base_url=stub.url, model="stub-model", key_env="STUB_KEY", price="chat-small")
-        with pytest.raises(LoopCrash):
-            home.run("T-65273", live=route, on_step=crash_after_step(1))
-        config.write_text(
-            f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\n'
-            'price = "chat-small"\ntimeout_s = 30\nmax_retries = 0\n'
-        )
-        done = home.resume("T-65273-agent-stub-1")
-        assert outcome_line(done.state) == SEED_OUTCOME and stub.calls == 3
+def test_a_live_route_changed_in_the_config_file_is_a_change(home, stub, monkeypatch, tmp_path):
+    run_id = live_crashed(home, stub, monkeypatch, tmp_path / "config.toml")
+    with ChatStub(key="sk-test") as other:
+        stub_config(tmp_path / "config.toml", other.url, model="stub-model-2")
+        with pytest.raises(
+            ResumeChanged, match=r"its model route was stub-model at http://127\.0\.0\.1:\d+/v1, now stub-model-2 at"
+        ):
+            home.resume(run_id)
+        assert (stub.calls, other.calls) == (1, 0)
+        done = home.resume(run_id, accept_changes=True)
+        assert outcome_line(done.state) == SEED_OUTCOME
+        assert (stub.calls, other.calls) == (1, 2)  # the new route is the one asked from then on
+        assert '"model":"stub-model-2"' in done.state.meta.model_route
+
+
+def test_a_timeout_changed_in_the_config_file_is_no_change(home, stub, monkeypatch, tmp_path):
+    run_id = live_crashed(home, stub, monkeypatch, tmp_path / "config.toml")
+    stub_config(tmp_path / "config.toml", stub.url, "timeout_s = 30", "max_retries = 0")
+    done = home.resume(run_id)
+    assert outcome_line(done.state) == SEED_OUTCOME and stub.calls == 3
 
 
 def test_a_schema_6_checkpoint_loads_with_the_hash_of_the_tools_schema_6_sent():
@@ -193,13 +183,10 @@ def test_the_shipped_budget_lets_every_recording_finish():
 
 
 @pytest.mark.parametrize(("tokens", "usd"), [(6000, "0.05"), (50000, "0.0006")])
-def test_a_run_that_would_pass_its_budget_stops_before_the_call_and_is_handed_to_a_person(home, monkeypatch, tokens, usd):
+def test_a_run_that_would_pass_its_budget_stops_before_the_call_and_is_handed_to_a_person(home, stub, monkeypatch, tokens, usd):
     budget(monkeypatch, tokens, usd)
-    monkeypatch.setenv("STUB_KEY", "sk-test")
-    with ChatStub(key="sk-test") as stub:
-        route = LiveRoute(name="stub", base_url=stub.url, model="stub-model", key_env="STUB_KEY", price="chat-small")
-        state = home.run("T-65273", live=route)
-        assert stub.calls == 2  # the third call was never sent
+    state = home.run("T-65273", live=stub_route(stub))
+    assert stub.calls == 2  # the third call was never sent
     assert state.status == "handed_to_person" and state.step == 2
     assert (
         outcome_line(state)
