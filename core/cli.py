@@ -186,6 +186,45 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_record(home: Home, args: argparse.Namespace) -> int:
+    """``resolver record TASK --model ROUTE``: a live run, then its turns as a recording in the
+    home (:meth:`core.home.Home.record`). Raises BadArgument when ROUTE is not a live route."""
+    from core.runner import outcome_line
+    from core.store import crash_point
+
+    live = _live_route(args)
+    if live is None:
+        raise BadArgument(
+            f"resolver record runs a live model, and {args.model} is not one: name a [models.NAME] table of the "
+            "config file, or describe the route with --base-url, --model-name and --api-key-env."
+        )
+    done = home.record(args.task, live, args.variant, on_step=lambda s: crash_point("step"))
+    r = done.recording
+    replay = f"{PROG} run {args.task} --variant {r.variant} --model {r.model} --repeat {r.repeat}"
+    if args.json:
+        _json(
+            {
+                "run_id": done.state.run_id,
+                "outcome": outcome_line(done.state),
+                "file": str(done.path),
+                "variant": r.variant,
+                "model": r.model,
+                "repeat": r.repeat,
+                "turns": len(r.turns),
+                "replay": replay,
+            }
+        )
+        return 0
+    _print(
+        [
+            f"Run {done.state.run_id}: {outcome_line(done.state)}",
+            f"Recorded as {args.task} {r.variant}/{r.model}#{r.repeat} ({len(r.turns)} turns) in {done.path}.",
+            f"Replay it with: {replay}",
+        ]
+    )
+    return 0
+
+
 def _live_route(args: argparse.Namespace) -> LiveRoute | None:
     """The live route ``resolver run`` names: from ``--base-url`` (with ``--model-name`` and
     ``--api-key-env``; ``--model`` is the route's name), else the config file's
@@ -294,7 +333,7 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
     from core.store import crash_point
     from core.views import after_resume
 
-    done = home.resume(args.run, on_step=lambda s: crash_point("step"))
+    done = home.resume(args.run, on_step=lambda s: crash_point("step"), accept_changes=args.accept_changes)
     if args.json:
         _json(_state_json(done.state, resumed=done.kind, before=done.before))
         return _ended(done.state) if done.kind == "executed" else EXIT_OK
@@ -1021,6 +1060,18 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--run-id", default=None, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_run)
 
+    p = sub.add_parser(
+        "record", parents=[common], help="run a ticket on a live model and keep its turns as a recording in the home"
+    )
+    p.add_argument("task", metavar="TASK", help="ticket ID, e.g. T-65273")
+    p.add_argument("--variant", default="agent", choices=["agent", "agent_structured"])
+    p.add_argument("--model", required=True, help="a live route: a [models.NAME] table of the config file, or --base-url's name")
+    p.add_argument("--base-url", default=None, help="as for run")
+    p.add_argument("--model-name", default=None, help="as for run")
+    p.add_argument("--api-key-env", default=None, metavar="VAR", help="as for run")
+    p.add_argument("--price-as", default=None, metavar="MODEL", help="as for run; the recording's model")
+    p.set_defaults(func=cmd_record)
+
     p = sub.add_parser("runs", parents=[common], help="list saved runs")
     p.add_argument("--status", choices=STATUSES)
     p.add_argument("--search", help="filter by ticket, order, customer or run ID")
@@ -1044,6 +1095,12 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         p = sub.add_parser(name, parents=[common], help=text)
         p.add_argument("run", metavar="RUN")
         p.set_defaults(func=func)
+        if name == "resume":
+            p.add_argument(
+                "--accept-changes",
+                action="store_true",
+                help="a running loop whose policy, tool schema or model route changed goes on under the new ones",
+            )
 
     p = sub.add_parser(
         "refresh",
@@ -1219,7 +1276,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
 READ_ONLY = frozenset({"runs", "show", "trace", "diff", "changes", "audit", "doctor", "backup"})
 """Commands that only read: they never create a home folder (issue 13)."""
 
-REFUSALS = ("ApprovalRefused", "WorldChanged", "ShopRefused", "LeaseHeld")
+REFUSALS = ("ApprovalRefused", "WorldChanged", "ShopRefused", "LeaseHeld", "ResumeChanged")
 
 
 def _not_utf8(argv: Sequence[str]) -> str | None:

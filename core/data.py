@@ -141,8 +141,17 @@ class ApprovalLimit(_Frozen):
     max_amount: Money | None = None
 
 
+class RunBudget(_Frozen):
+    """What one run may spend on model calls (issue 26): ``tokens`` in and out together, and
+    ``usd`` in US$ at ``data/models.json`` prices. A run that would pass either stops before the
+    call and is handed to a person (:func:`core.runner.over_budget`)."""
+
+    tokens: int = Field(gt=0)
+    usd: Decimal = Field(gt=0)
+
+
 class PolicyData(_Frozen):
-    """The policy: rules, approval limits, and the expiry of issue 11 in seconds.
+    """The policy: rules, approval limits, the expiry of issue 11 in seconds, and a run's budget.
 
     ``evidence_max_age_s``: how old the evidence may be when a proposal is approved (7 days: the
     lesson's Friday 17:00 to Monday 09:00 is 64 hours, and a demo queue made on the last Friday
@@ -155,6 +164,7 @@ class PolicyData(_Frozen):
     approval_limits: list[ApprovalLimit]
     evidence_max_age_s: int = 7 * 24 * 3600
     approval_valid_s: int = 3600
+    run_budget: RunBudget | None = None
 
 
 class ModelPrice(_Frozen):
@@ -192,10 +202,13 @@ class Ticket(_Frozen):
 
 
 class TurnUsage(_Frozen):
-    """Tokens of one recorded model turn (the run's totals are :class:`core.state.Usage`)."""
+    """Tokens of one model turn (the run's totals are :class:`core.state.Usage`). ``calls`` is
+    the calls paid for it: 1, or more when a live model's earlier attempts at the step were lost
+    in flight (their tokens are included, :meth:`core.live_model.OpenAIChatModel.complete`)."""
 
     tokens_in: int = Field(ge=0)
     tokens_out: int = Field(ge=0)
+    calls: int = Field(default=1, ge=1)
 
 
 class ToolCallTurn(_Frozen):
@@ -307,6 +320,21 @@ def load_task(task_id: str) -> Ticket:
     if not path.is_file():
         raise TaskNotFound(f"No ticket {task_id}. The tickets are in {path.parent}.")
     return _read(path, Ticket)
+
+
+def home_recordings(task_id: str, folder: Path | None) -> list[Recording]:
+    """The runs a home recorded for ``task_id`` with ``resolver record`` (``FOLDER/TASK.json``,
+    the data format of ``data/recordings``), none when ``folder`` is None or holds no file.
+
+    Raises:
+        DataError: the file does not read or does not match the schema (one sentence).
+    """
+    if folder is None:
+        return []
+    path = folder / f"{task_id}.json"
+    if not path.is_file():
+        return []
+    return list(_read(path, TicketRecordings).runs)
 
 
 @cache

@@ -39,6 +39,11 @@ class ApprovalRefused(ResolverError):
     """An approve or reject that was refused, with nothing changed."""
 
 
+class ResumeChanged(ResolverError):
+    """A running loop's policy, tools or model route changed since it started; the resume was
+    refused before any model call, nothing changed (``--accept-changes`` goes on, issue 26)."""
+
+
 class LeaseHeld(ResolverError):
     """Another executor holds the run's lease and it has not expired."""
 

@@ -41,9 +41,10 @@ from core.homepath import (  # noqa: F401  (re-exported: where the home is, and 
     resolve_home,
 )
 from core.log import command_log
-from core.model import LiveRoute, Model, model_for
+from core.model import LiveRoute, Model, live_route_of, load_routes, model_for, recorded_route
 from core.platform import require_posix
 from core.queue import ApprovalQueue, queue_columns
+from core.record import RECORDINGS
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState, WorldSeen
 from core.store import Store, lease_owner_name
@@ -52,6 +53,7 @@ from core.world import World, WorldMissing
 
 if TYPE_CHECKING:
     from core.approvers import Registry, Unlocked
+    from core.record import Recorded
     from core.signing import DecisionSigner
 
 HOME_MODE = 0o700
@@ -224,6 +226,25 @@ class Home:
             pick=self.model_for,
         )
 
+    def record(self, task_id: str, live: LiveRoute, variant: str = "agent", on_step: OnStep | None = None) -> Recorded:
+        """Run ``task_id`` on the live route ``live`` and write what the model answered as a
+        recording of the data format in this home (``recordings/TASK.json``,
+        :mod:`core.record`), its model the route's priced model and its repeat the next free
+        one; ``resolver run TASK --model MODEL --repeat N`` replays it.
+
+        Raises:
+            ShopRefused: a shop home (recordings are the trainer's, as the lesson's commands are).
+            ModelUnavailable: the live model gave no usable answer (the run stays resumable; no
+                recording is written).
+            ResolverError: the run ended without the model's outcome (its step limit or budget).
+        """
+        from core.record import Recorded, turns_of, write_recording
+
+        require_practice(self.root, "`record`")
+        state = self.run(task_id, variant, live=live, on_step=on_step)
+        path, recording = write_recording(self.root / RECORDINGS, task_id, variant, live.priced_as, turns_of(self.store, state))
+        return Recorded(path=path, recording=recording, state=state)
+
     def model_for(self, state: TaskState) -> Model:
         """The model a run asks, picked from its saved model route (:func:`core.model.model_for`):
         the recorded model, or a live chat-completions client (which needs the ``openai`` extra),
@@ -231,25 +252,62 @@ class Home:
 
         Raises: NoRecording, ResolverError (no ``openai`` package, a route that does not read).
         """
-        return model_for(state, self.store)
+        return model_for(state, self.store, self.root / RECORDINGS)
 
     def resume(
-        self, run_id: str, *, on_step: OnStep | None = None, on_progress: OnProgress | None = None, owner: str | None = None
+        self,
+        run_id: str,
+        *,
+        on_step: OnStep | None = None,
+        on_progress: OnProgress | None = None,
+        owner: str | None = None,
+        accept_changes: bool = False,
     ) -> Resumed:
         """Resume by status: ``running`` continues its loop from the checkpoint (no model call
-        repeated); ``waiting_approval`` shows its request again; ``executing`` is reconciled and
-        finished; a final status is left alone.
+        repeated) if the policy, the tool schema and the model route (for a live route: the
+        config file's table of that name, when there is one) are still the ones it started
+        under, or ``accept_changes`` (:func:`core.runner.continue_run`); ``waiting_approval``
+        shows its request again; ``executing`` is reconciled and finished; a final status is
+        left alone. Only a running loop is checked.
 
         Raises: RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion, LeaseHeld, NoRecording,
-        ModelUnavailable (a live model that gave no usable answer: the run stays resumable).
+        ResumeChanged (a change not accepted: nothing changed), BadArgument (a config file that
+        does not read, for a live route), ModelUnavailable (a live model that gave no usable
+        answer: the run stays resumable).
         """
         state = self.store.load(run_id)
         before = state.status
         if state.status == "running":
+            live = live_route_of(state.meta.model_route)
+            now = load_routes().get(live.name) if live is not None else None
+            if (
+                now is not None
+                and live is not None
+                and (now.base_url, now.model, now.priced_as)
+                == (
+                    live.base_url,
+                    live.model,
+                    live.priced_as,
+                )
+            ):
+                now = None  # the same model at the same price: a timeout or retries changed is no change
+            route_now = now.route() if now is not None else None
+            if live is None:  # the recording its variant, model and repeat name
+                route_now = recorded_route(state.variant, state.model, state.repeat)
             return Resumed(
                 "continued",
                 before,
-                continue_run(self.store, self.world_at, self.clock, state, on_step, owner=owner, pick=self.model_for),
+                continue_run(
+                    self.store,
+                    self.world_at,
+                    self.clock,
+                    state,
+                    on_step,
+                    owner=owner,
+                    pick=self.model_for,
+                    accept_changes=accept_changes,
+                    route_now=route_now,
+                ),
             )
         if state.status == "waiting_approval":
             return Resumed("request", before, state)

@@ -90,6 +90,7 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("`reset`, `reset --all`", "deletes the runs (and rebuilds the world)", "refused"),
     ("`class`, `exercise`", "the lesson's moments and exercises", "refused"),
     ("`manual-refund`", "the lesson's weekend phone call", "refused"),
+    ("`record`", "a live run kept as a recording in `recordings/`", "refused (recordings are the trainer's material)"),
     ("`resolver-tui --demo`", "loads the demo queue into an empty home", "refused"),
     ("the lesson's Python API (`resolver.systems`, `.checkpoint`, `.runner`)", "works", "refused"),
     (

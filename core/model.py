@@ -75,7 +75,8 @@ class LiveRoute:
             this route; default ``name``.
         timeout_s: seconds to wait for one answer (default 60).
         max_retries: retries after a rate limit, a server error, a timeout or a lost connection,
-            with exponential backoff (the ``openai`` client's, honouring ``Retry-After``), default 2.
+            with exponential backoff (resolver's own, honouring ``Retry-After``; each attempt a
+            journal row), default 2.
     """
 
     name: str
@@ -174,12 +175,50 @@ class CallJournal:
         return self.store.journal_attempt(self.run_id, step, self.route)
 
     def answer(self, step: int, attempt: int, raw: str, tokens_in: int, tokens_out: int) -> None:
-        """Save an attempt's raw answer and usage (tokens) before it is acted on."""
+        """Save an attempt's raw answer (or a :func:`failure`) and usage (tokens) before it is acted on."""
         self.store.journal_answer(self.run_id, step, attempt, raw, tokens_in, tokens_out)
 
+    def also_paid(self, step: int, tokens_in: int, tokens_out: int) -> tuple[int, int, int]:
+        """What ``step``'s attempts other than its answer cost: ``(calls, tokens in, tokens out)``.
 
-def model_for(state: TaskState, store: Store | None = None) -> Model:
-    """The model ``state``'s route names: the recorded model or a live chat-completions client
+        An attempt sent and never answered (killed or timed out in flight) may have been paid:
+        it counts as a call at the answer's tokens (``tokens_in``, ``tokens_out``: the same
+        prompt was sent, its output is taken as the answer's). A :func:`failure` the server
+        answered with HTTP 200 (an answer that could not be read) was paid: a call at its own
+        tokens. A refusal (HTTP 4xx or 5xx) or a request that never left was not paid.
+        """
+        calls = t_in = t_out = 0
+        rows = [c for c in self.store.model_calls(self.run_id) if c["step"] == step]
+        answered = max((c["attempt"] for c in rows if c["answer"] is not None and not is_failure(c["answer"])), default=0)
+        for c in rows:
+            if c["attempt"] == answered:
+                continue
+            if c["answer"] is None:
+                calls, t_in, t_out = calls + 1, t_in + tokens_in, t_out + tokens_out
+            elif json.loads(c["answer"])["error"].get("status") == 200:
+                calls, t_in, t_out = calls + 1, t_in + (c["tokens_in"] or 0), t_out + (c["tokens_out"] or 0)
+        return calls, t_in, t_out
+
+
+def failure(status: int, body: str) -> str:
+    """The journal's answer for an attempt the server refused or never received: ``{"error":
+    {"status": HTTP status or 0, "body": the first 2,000 characters of what it said}}``. Such an
+    attempt was not paid, and a resume asks again (:func:`is_failure`)."""
+    return json.dumps({"error": {"status": status, "body": body[:2000]}}, ensure_ascii=False)
+
+
+def is_failure(raw: str) -> bool:
+    """True for a journaled :func:`failure` (a chat completion never has a top-level ``error``)."""
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(answer, dict) and "error" in answer and "choices" not in answer
+
+
+def model_for(state: TaskState, store: Store | None = None, recordings: Path | None = None) -> Model:
+    """The model ``state``'s route names: the recorded model (``recordings``: a home's folder of
+    ``resolver record`` runs, read after ``data/recordings``) or a live chat-completions client
     (journaled in ``store`` when given: each attempt written before it is sent, each answer
     before it is acted on, a step answered before a crash answered again from there).
 
@@ -195,7 +234,7 @@ def model_for(state: TaskState, store: Store | None = None) -> Model:
         return OpenAIChatModel(live, journal)
     from core.recorded_model import RecordedModel
 
-    return RecordedModel(state.task_id, state.variant, state.model, state.repeat)
+    return RecordedModel(state.task_id, state.variant, state.model, state.repeat, recordings)
 
 
 _KEYS: dict[str, type | tuple[type, ...]] = {

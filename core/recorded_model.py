@@ -8,9 +8,9 @@ turn, never one it already paid for (seed 000, "A crash in the middle of the loo
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
 
-from core.data import FinalTurn, Recording, ToolCallTurn, load_prices, load_recordings
+from core.data import FinalTurn, Recording, ToolCallTurn, home_recordings, load_recordings
 from core.errors import ResolverError
 from core.state import Message
 
@@ -27,13 +27,15 @@ class RecordedModel:
     Args:
         task_id: the ticket.
         variant, model, repeat: which recording (``agent``/``chat-small``/1 ...).
+        recordings: a home's folder of recordings made by ``resolver record``, read after
+            ``data/recordings`` (:func:`core.data.home_recordings`).
 
     Raises:
         NoRecording: no such recording (the message lists the ones there are).
     """
 
-    def __init__(self, task_id: str, variant: str, model: str, repeat: int) -> None:
-        runs = load_recordings(task_id).runs
+    def __init__(self, task_id: str, variant: str, model: str, repeat: int, recordings: Path | None = None) -> None:
+        runs = [*load_recordings(task_id).runs, *home_recordings(task_id, recordings)]
         match = [r for r in runs if (r.variant, r.model, r.repeat) == (variant, model, repeat)]
         if not match:
             have = ", ".join(f"{r.variant}/{r.model}#{r.repeat}" for r in runs)
@@ -55,23 +57,8 @@ class RecordedModel:
         return self.recording.turns[position]
 
 
-def repeats_of(task_id: str, variant: str, model: str) -> list[int]:
-    """The recorded repeats for one ticket, variant and model, sorted."""
-    return sorted(r.repeat for r in load_recordings(task_id).runs if (r.variant, r.model) == (variant, model))
-
-
-def cost_usd(model: str, tokens_in: int, tokens_out: int) -> Decimal:
-    """US$ for the tokens at ``data/models.json`` prices (US$ per million tokens).
-
-    chat-small at US$0.10 in and US$0.50 out: 7,155 in and 192 out cost US$0.0008115.
-    """
-    price = load_prices().get(model)
-    if price is None:
-        raise ResolverError(f"No price for model {model} in data/models.json.")
-    million = Decimal(1_000_000)
-    return (price.usd_per_million_in * tokens_in + price.usd_per_million_out * tokens_out) / million
-
-
-def show_usd(amount: Decimal) -> str:
-    """US$ to five decimals, as the outcome line prints it (``US$0.00081``)."""
-    return f"US${amount.quantize(Decimal('0.00001'), rounding=ROUND_HALF_UP)}"
+def repeats_of(task_id: str, variant: str, model: str, recordings: Path | None = None) -> list[int]:
+    """The recorded repeats for one ticket, variant and model, sorted (with a home's
+    ``recordings`` folder: its repeats too)."""
+    runs = [*load_recordings(task_id).runs, *home_recordings(task_id, recordings)]
+    return sorted(r.repeat for r in runs if (r.variant, r.model) == (variant, model))

@@ -12,21 +12,24 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
+from decimal import Decimal
 
 from pydantic import TypeAdapter, ValidationError
 
 from core.clock import Clock
 from core.data import FinalTurn, Ticket, load_policy, load_task
-from core.errors import BadArgument, ResolverError
+from core.errors import BadArgument, ResolverError, ResumeChanged
 from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
-from core.model import LiveRoute, Model, model_for, price_model, recorded_route
-from core.recorded_model import cost_usd, repeats_of, show_usd
+from core.model import LiveRoute, Model, live_route_of, model_for, price_model, recorded_route
+from core.pricing import cost_usd, show_usd
+from core.recorded_model import repeats_of
 from core.safetext import one_line, run_id_problem
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
 from core.store import RunExists, lease_owner_name
 from core.store import Store as CheckpointStore
 from core.stores import Place, open_world
+from core.toolschema import tool_schema_hash
 from core.world import UnknownTool, World
 
 OnStep = Callable[[TaskState], None]
@@ -118,6 +121,7 @@ def new_state(
         ],
         meta=Meta(
             policy_version=load_policy().version,
+            tool_schema_version=tool_schema_hash(),
             model_route=live.route() if live else recorded_route(variant, model, repeat),
         ),
     )
@@ -154,13 +158,55 @@ def _finish(state: TaskState, turn: FinalTurn) -> None:
     )
 
 
+def over_budget(state: TaskState) -> str | None:
+    """The sentence saying why the next model call would pass the policy's run budget
+    (:class:`core.data.RunBudget`: tokens in and out, and US$), or None when it fits or the
+    policy has none.
+
+    The next call is taken to cost what an average call of the run has cost so far (tokens, and
+    US$ at the run's prices): the context only grows, so it costs at least that. Before the
+    first call only what is spent counts (nothing).
+    """
+    budget = load_policy().run_budget
+    if budget is None:
+        return None
+    u = state.usage
+    spent = u.tokens_in + u.tokens_out
+    calls = max(u.model_calls, 1)
+    next_tokens = spent // calls if u.model_calls else 0
+    next_usd = u.cost_usd / calls if u.model_calls else Decimal(0)
+    if spent + next_tokens <= budget.tokens and u.cost_usd + next_usd <= budget.usd:
+        return None
+    return (
+        f"The run's budget of {budget.tokens} tokens and {show_usd(budget.usd)} would be passed by step "
+        f"{state.step + 1}: {spent} tokens and {show_usd(u.cost_usd)} spent, and a call costs about "
+        f"{next_tokens} tokens and {show_usd(next_usd)}; a person takes it from here."
+    )
+
+
+def _hand_over_budget(state: TaskState, sentence: str, clock: Clock) -> None:
+    """End the loop ``handed_to_person`` with the budget's ``sentence`` as the proposal's reason."""
+    state.proposal = Proposal(outcome="hand_to_person", rule="budget", reason=sentence)
+    state.status = "handed_to_person"
+    state.updated_at = clock.now()
+    state.log(
+        "outcome",
+        f"step {state.step}: {outcome_line(state)}",
+        at=clock.now(),
+        step=state.step,
+        digest=state.proposal.digest,
+        status=state.status,
+    )
+
+
 def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step: OnStep | None = None) -> TaskState:
     """Run the loop from ``state.step`` until an outcome or the step limit.
 
     Each step makes one model call; a tool call is executed against ``world`` and recorded as
     evidence. ``on_step(state)`` runs after every step (it saves the checkpoint). Ends
     ``waiting_approval`` (a proposal with actions), ``done`` (reply only), ``handed_to_person``
-    or ``stopped`` (``max_steps`` reached).
+    (the model's outcome, or the next call would pass the policy's run budget: stopped before
+    it, :func:`over_budget`) or ``stopped`` (``max_steps`` reached).
 
     Raises:
         ResolverError: the state is not ``running``.
@@ -177,10 +223,15 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
             state.log("stopped", f"step limit of {state.max_steps} reached", at=clock.now())
             save(state)
             break
+        over = over_budget(state)
+        if over is not None:  # before the call: nothing is spent on a call the run may not pay for
+            _hand_over_budget(state, over, clock)
+            save(state)
+            break
         turn = model.complete(state.messages)
         state.step += 1
         usage = state.usage
-        usage.model_calls += 1
+        usage.model_calls += turn.usage.calls  # a live step may have paid for a call lost in flight
         usage.tokens_in += turn.usage.tokens_in
         usage.tokens_out += turn.usage.tokens_out
         usage.cost_usd = cost_usd(price_model(state), usage.tokens_in, usage.tokens_out)
@@ -313,6 +364,33 @@ def start_run(
     raise ResolverError(f"Could not find a free run ID for {task_id}: too many runs are being started at once; try again.")
 
 
+def loop_changes(state: TaskState, route_now: str | None = None) -> list[tuple[str, str, str]]:
+    """What changed since ``state``'s loop started, as ``(what, then, now)``: the policy version
+    (``data/policy.json``), the tool schema's hash (:func:`core.toolschema.tool_schema_hash`) and,
+    when ``route_now`` is given (the route the run would ask today: its recording, or the config
+    file's table of its live route's name), the model route. A policy version or route never
+    recorded (``""``, a run from before seed 001) is not compared."""
+    meta = state.meta
+    now = [
+        ("policy", meta.policy_version, load_policy().version if meta.policy_version else ""),
+        ("tool schema", meta.tool_schema_version, tool_schema_hash()),
+        ("model route", meta.model_route, route_now if route_now is not None and meta.model_route else meta.model_route),
+    ]
+    return [(what, then, today) for what, then, today in now if then != today]
+
+
+def _short(value: str) -> str:
+    """A version, hash or route as a sentence shows it: a hash by its first 12 hex digits, a
+    live route as ``MODEL at BASE_URL``."""
+    if value.startswith("sha256:"):
+        return value.removeprefix("sha256:")[:12]
+    try:
+        live = live_route_of(value)
+    except ResolverError:
+        live = None
+    return one_line(f"{live.model} at {live.base_url}" if live else value)[:120]
+
+
 def continue_run(
     store: CheckpointStore,
     world_at: Place,
@@ -322,6 +400,8 @@ def continue_run(
     *,
     owner: str | None = None,
     pick: PickModel = model_for,
+    accept_changes: bool = False,
+    route_now: str | None = None,
 ) -> TaskState:
     """Resume a ``running`` state from its checkpoint: the loop asks only for the steps left.
 
@@ -331,8 +411,14 @@ def continue_run(
     that another process finished meanwhile is returned as it is now. The model is the one the
     run's saved route names (``pick``, :func:`core.model.model_for`).
 
+    Then what the loop was started under is checked (:func:`loop_changes`, issue 26): a policy,
+    tool schema or model route (``route_now``) that changed refuses the resume with one sentence,
+    unless ``accept_changes``: the run then goes on under the new ones (its metadata updated, an
+    ``accepted`` event saying what changed), and a new route is the one asked from then on.
+
     Raises:
         LeaseHeld: another live process is running the loop.
+        ResumeChanged: a change, not accepted; the lease is given back, nothing changed.
         RunNotFound, CorruptCheckpoint, NoRecording, ModelUnavailable.
     """
     owner = owner or lease_owner_name()
@@ -341,6 +427,23 @@ def continue_run(
         store.release_lease(state.run_id, owner)
         return state
     try:
+        changes = loop_changes(state, route_now)
+        said = "; ".join(f"its {what} was {_short(then) or 'not recorded'}, now {_short(now)}" for what, then, now in changes)
+        if changes and not accept_changes:
+            raise ResumeChanged(
+                f"Run {state.run_id} was started under other rules ({said}): "
+                f"resume it with --accept-changes to go on under the new ones."
+            )
+        if changes:
+            state.meta = state.meta.model_copy(
+                update={
+                    "policy_version": load_policy().version,
+                    "tool_schema_version": tool_schema_hash(),
+                    "model_route": route_now or state.meta.model_route,
+                }
+            )
+            state.log("accepted", f"changes accepted at step {state.step + 1}: {said}", at=clock.now())
+            store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)  # the decision holds if the next call fails
         model = pick(state)
     except BaseException:
         store.release_lease(state.run_id, owner)

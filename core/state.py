@@ -58,8 +58,10 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from core.clock import supported
 from core.errors import ResolverError, UnsupportedSchemaVersion
 
-SCHEMA_VERSION = 6
-TOOL_SCHEMA_VERSION = "tools-1"
+SCHEMA_VERSION = 7
+TOOLS_1 = "sha256:80704110b71323fae9b61f6247cd1d3007daa6b541045053c8614c77c0ab6b46"
+"""The hash (:func:`core.toolschema.tool_schema_hash`) of the tools sent while checkpoints were
+at schema 6, which recorded them as the constant ``"tools-1"`` (frozen: never recomputed)."""
 
 Status = Literal["running", "waiting_approval", "executing", "done", "handed_to_person", "stopped"]
 STATUSES: tuple[str, ...] = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
@@ -444,10 +446,16 @@ class Event(_Model):
 
 
 class Meta(_Model):
-    """Seed 001's snapshot metadata: policy version, tool schema version, model route."""
+    """Seed 001's snapshot metadata, what a resume of the loop checks (issue 26, item 4).
+
+    ``policy_version``: ``data/policy.json``'s version when the run started (``""``: a run from
+    before seed 001's metadata); ``tool_schema_version``: the hash of the tools a live model is
+    sent (``sha256:`` and 64 hex digits, :func:`core.toolschema.tool_schema_hash`); ``model_route``:
+    the route the run asks (:mod:`core.model`).
+    """
 
     policy_version: str = ""
-    tool_schema_version: str = TOOL_SCHEMA_VERSION
+    tool_schema_version: str = ""
     model_route: str = ""
 
 
@@ -521,6 +529,9 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     still verifies (issue 18).
     v5 -> v6: messages without a tool call ID or arguments (both ``""``): a recorded or
     earlier turn, sent back to a live model with the ID ``call_<step>`` (issue 26).
+    v6 -> v7: ``meta.tool_schema_version`` is the hash of the tools sent; the constant
+    ``"tools-1"`` of schema 6 (and an empty one) becomes :data:`TOOLS_1`, the hash of the tools
+    schema 6 sent, so a run resumed across the upgrade is not taken as shown other tools.
 
     Raises:
         UnsupportedSchemaVersion: a version this code does not know (newer or garbage).
@@ -528,7 +539,7 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     version = raw.get("schema_version", 1)
     if version == SCHEMA_VERSION:
         return raw
-    if version in (1, 2, 3, 4, 5):
+    if version in (1, 2, 3, 4, 5, 6):
         upgraded = dict(raw)
         if version == 1:
             upgraded.setdefault("reply_channel", "email")
@@ -544,6 +555,9 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
             upgraded["messages"] = [
                 {"tool_call_id": "", "arguments": "", **m} if isinstance(m, dict) else m for m in upgraded["messages"]
             ]
+        meta = upgraded.get("meta")
+        if isinstance(meta, dict) and meta.get("tool_schema_version", "") in ("", "tools-1"):
+            upgraded["meta"] = {**meta, "tool_schema_version": TOOLS_1}
         upgraded["schema_version"] = SCHEMA_VERSION
         return upgraded
     raise UnsupportedSchemaVersion(

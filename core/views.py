@@ -24,7 +24,7 @@ from typing import Any, Literal
 from core.clock import age, iso, parse_time
 from core.data import customer_names, load_task
 from core.policy import may_approve, proposal_role, who_may_approve
-from core.recorded_model import show_usd
+from core.pricing import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, person, role_label
 from core.runner import outcome_line
 from core.safetext import BLOCK_MARK, block, not_one_line, one_line, safe_text

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from core.chat_stub import ChatStub
 from core.cli import main
 from core.clock import FixedClock
 from core.home import Home
@@ -47,6 +48,15 @@ def cheap_key_cost() -> Iterator[None]:
     before = use_key_cost(KeyCost(n=2**10))
     yield
     use_key_cost(before)
+
+
+@pytest.fixture
+def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatStub]:
+    """A chat-completions server on 127.0.0.1 (:mod:`core.chat_stub`) replaying T-65273's
+    chat-small recording 1; it accepts the key ``sk-test``, which ``$STUB_KEY`` holds."""
+    monkeypatch.setenv("STUB_KEY", "sk-test")
+    with ChatStub(key="sk-test") as server:
+        yield server
 
 
 @pytest.fixture

@@ -205,3 +205,26 @@ def forge(monkeypatch: Any, root: Path, run_id: str = T65273_RUN) -> None:
     state.proposal.rule = FORGED
     state.evidence[0].result = {"note": FORGED}
     home.store.save(state)
+
+
+def stub_route(stub: Any, **fields: Any) -> Any:
+    """The live route ``stub`` on the test's chat-completions server (``model`` ``stub-model``,
+    its key in ``$STUB_KEY``, priced as chat-small); ``fields`` change any of them."""
+    from core.model import LiveRoute
+
+    given: dict[str, Any] = {
+        "name": "stub",
+        "base_url": stub.url,
+        "model": "stub-model",
+        "key_env": "STUB_KEY",
+        "price": "chat-small",
+    }
+    return LiveRoute(**{**given, **fields})
+
+
+def stub_config(path: Path, url: str, *extra: str, model: str = "stub-model") -> Path:
+    """Write a config file at ``path`` whose ``[models.stub]`` table names the server at ``url``
+    (key in ``$STUB_KEY``, priced as chat-small), with the ``extra`` lines (``max_retries = 0``)."""
+    lines = [f'base_url = "{url}"', f'model = "{model}"', 'api_key_env = "STUB_KEY"', 'price = "chat-small"', *extra]
+    path.write_text("[models.stub]\n" + "".join(f"{line}\n" for line in lines))
+    return path

@@ -29,6 +29,7 @@ PRACTICE: tuple[tuple[str, ...], ...] = (
     ("clock", "show"),
     ("class", "friday"),
     ("run", "T-90103", "--repeat", "2"),
+    ("record", "T-65273", "--model", "stub"),  # on the stub server the test starts
     ("runs",),
     ("runs", "--mine", "--as", "team_lead", "--sort", "amount"),
     ("show",),
@@ -110,10 +111,19 @@ def _play(argvs, home: Path, tmp: Path, capsys, monkeypatch) -> dict[str, list[o
     return seen
 
 
-def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_documented(tmp_path, capsys, monkeypatch):
+def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_documented(tmp_path, capsys, monkeypatch, stub):
     monkeypatch.setenv(signing.PASSPHRASE_ENV, "correct horse battery staple")
     monkeypatch.setenv(signing.OWNER_PASSPHRASE_ENV, "correct horse battery staple")
-    seen = _play(PRACTICE, tmp_path / "practice", tmp_path, capsys, monkeypatch)
+    from core.chat_stub import ChatStub
+
+    with ChatStub() as stub:
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "m"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
+        )
+        monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+        monkeypatch.setenv("STUB_KEY", "any")
+        seen = _play(PRACTICE, tmp_path / "practice", tmp_path, capsys, monkeypatch)
     for key, outputs in _play(SHOP, tmp_path / "shop", tmp_path, capsys, monkeypatch).items():
         seen.setdefault(key, []).extend(outputs)
     expected = set()

@@ -16,7 +16,7 @@ from core.data import (
     task_ids,
 )
 from core.policy import proposal_role, who_may_approve
-from core.recorded_model import cost_usd, show_usd
+from core.pricing import cost_usd, show_usd
 from core.state import ProposedAction, action_short
 from core.world import TOOL_ARGS
 from pydantic import TypeAdapter

@@ -334,7 +334,7 @@ def test_a_v3_checkpoint_loads_unbound():
     raw = json.loads((Path(__file__).parent / "fixtures" / "task_state_v3.json").read_text())
     assert raw["schema_version"] == 3
     state = TaskState.model_validate(migrate(raw))
-    assert state.schema_version == SCHEMA_VERSION == 6
+    assert state.schema_version == SCHEMA_VERSION == 7
     assert state.proposal is not None and state.proposal.preconditions == [] and state.proposal.recipient == ""
     # its digest is the one schema 3 computed: the same payload
     assert set(state.proposal.digest_payload()) == {"actions", "rule", "reply_draft"}

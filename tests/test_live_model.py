@@ -1,7 +1,7 @@
 """A live model beside the recordings (issue 26, step 1): the provider seam.
 
 Every test talks to a real HTTP server on 127.0.0.1 speaking chat-completions
-(:mod:`chat_stub`), through the real ``openai`` client; nothing of ours is mocked.
+(:mod:`core.chat_stub`), through the real ``openai`` client; nothing of ours is mocked.
 """
 
 from __future__ import annotations
@@ -16,24 +16,15 @@ from core.errors import BadArgument
 from core.model import LiveRoute, ModelUnavailable, load_routes
 from core.runner import outcome_line
 
-from chat_stub import ChatStub
+from helpers import stub_config, stub_route
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 RUN = "T-65273-agent-stub-1"
 
 
-@pytest.fixture
-def stub(monkeypatch):
-    monkeypatch.setenv("STUB_KEY", "sk-test")
-    with ChatStub() as server:
-        yield server
-
-
-def route(stub: ChatStub, **kw) -> LiveRoute:
-    fields = {"name": "stub", "base_url": stub.url, "model": "stub-model", "key_env": "STUB_KEY", "price": "chat-small"}
-    fields.update(kw)
-    return LiveRoute(**fields)
+def route(stub, **kw) -> LiveRoute:
+    return stub_route(stub, **kw)
 
 
 def test_a_live_route_replaying_t65273_prints_the_seed_outcome(home, stub):
@@ -55,16 +46,22 @@ def test_a_live_route_replaying_t65273_prints_the_seed_outcome(home, stub):
 
 
 @pytest.mark.parametrize(
-    ("fail", "key", "sentence"),
+    ("fail", "key", "sentence", "paid"),
     [
-        ([], "wrong", "refused the key in $STUB_KEY (HTTP 401)"),
-        ([429, 429], None, "is limiting the rate (HTTP 429) after 2 attempt(s)"),
-        ([500, 503], None, "answered HTTP 503 (2 attempt(s))"),
-        (["malformed"], None, "gave an answer that cannot be read (no token usage)"),
-        (["bad-args"], None, "the arguments of 'get_payments' are not JSON"),
+        ([], "wrong", "refused the key in $STUB_KEY (HTTP 401)", SEED_OUTCOME),
+        ([429, 429], None, "is limiting the rate (HTTP 429) after 2 attempt(s)", SEED_OUTCOME),
+        ([500, 503], None, "answered HTTP 503 (2 attempt(s))", SEED_OUTCOME),
+        # an HTTP 200 that cannot be used was paid: one more call, at the tokens it gave (none / step 2's)
+        (["malformed"], None, "gave an answer that cannot be read (no token usage)", SEED_OUTCOME.replace("3 model", "4 model")),
+        (
+            ["bad-args"],
+            None,
+            "the arguments of 'get_payments' are not JSON",
+            "resolve (rule W7) | 4 model call(s), 2 tool call(s) | 9545 tokens in, 238 out | US$0.00107",
+        ),
     ],
 )
-def test_a_failed_call_is_one_sentence_writes_nothing_and_the_run_resumes(home, stub, fail, key, sentence):
+def test_a_failed_call_is_one_sentence_writes_nothing_and_the_run_resumes(home, stub, fail, key, sentence, paid):
     def arm(state):  # step 1 is answered; the call for step 2 meets the failure
         if state.step == 1:
             stub.fail = [*fail]
@@ -78,7 +75,7 @@ def test_a_failed_call_is_one_sentence_writes_nothing_and_the_run_resumes(home, 
     assert (saved.status, saved.step, saved.usage.model_calls) == ("running", 1, 1)
     stub.key, stub.fail = "sk-test", []
     done = home.resume(RUN)
-    assert done.kind == "continued" and outcome_line(done.state) == SEED_OUTCOME
+    assert done.kind == "continued" and outcome_line(done.state) == paid
 
 
 def test_a_timeout_and_an_unreachable_server_are_one_sentence(home, stub):
@@ -121,12 +118,7 @@ def test_repeat_is_refused_for_a_live_route(home, stub):
 
 
 def test_the_cli_runs_a_config_route_and_resumes_it(cli, stub, tmp_path, monkeypatch):
-    config = tmp_path / "config.toml"
-    config.write_text(
-        f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
-        "max_retries = 0\n"
-    )
-    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    monkeypatch.setenv("RESOLVER_CONFIG", str(stub_config(tmp_path / "config.toml", stub.url, "max_retries = 0")))
     assert set(load_routes()) == {"stub"}
     code, out, _ = cli("run", "T-65273", "--model", "stub")
     assert code == 0 and SEED_OUTCOME in out and RUN in out
@@ -181,6 +173,10 @@ def test_the_recorded_path_never_imports_openai(tmp_path):
 
 
 def test_each_attempt_is_journaled_before_it_is_sent_and_its_answer_before_it_is_used(home, stub):
+    """Our own retries (the openai client's are off): each attempt is a journal row of its own,
+    a refusal saved as a failure, which a resume never takes for an answer."""
+    from core.model import is_failure
+
     def arm(state):
         if state.step == 1:
             stub.fail = [500]
@@ -188,15 +184,37 @@ def test_each_attempt_is_journaled_before_it_is_sent_and_its_answer_before_it_is
     with pytest.raises(ModelUnavailable):
         home.run("T-65273", live=route(stub, max_retries=0), on_step=arm)
     calls = home.store.model_calls(RUN)
-    assert [(c["step"], c["attempt"], c["answer"] is not None) for c in calls] == [(1, 1, True), (2, 1, False)]
+    assert [(c["step"], c["attempt"], c["answer"] is not None) for c in calls] == [(1, 1, True), (2, 1, True)]
     assert (calls[0]["tokens_in"], calls[0]["tokens_out"]) == (2105, 48)
     assert json.loads(calls[0]["answer"])["choices"][0]["message"]["tool_calls"][0]["function"]["name"] == "get_order"
-    home.resume(RUN)
+    assert is_failure(calls[1]["answer"]) and json.loads(calls[1]["answer"])["error"]["status"] == 500
+    assert home.store.journal_answered(RUN, 2) == calls[1]["answer"]  # the contract's latest answer: a failure
+    done = home.resume(RUN)
+    assert outcome_line(done.state) == SEED_OUTCOME  # a refusal is not paid
     calls = home.store.model_calls(RUN)
     assert [(c["step"], c["attempt"]) for c in calls] == [(1, 1), (2, 1), (2, 2), (3, 1)]
     assert sum(c["tokens_in"] or 0 for c in calls) == 7155
     home.delete(RUN)  # prune deletes through delete: the journal goes with the run
     assert home.store.model_calls(RUN) == []
+
+
+def test_the_clients_retries_are_ours_each_a_journal_row(home, stub):
+    stub.fail = [429, 503]
+    state = home.run("T-65273", live=route(stub, max_retries=2))
+    assert outcome_line(state) == SEED_OUTCOME and stub.calls == 5
+    rows = [
+        (c["step"], c["attempt"], (json.loads(c["answer"]).get("error") or {}).get("status")) for c in home.store.model_calls(RUN)
+    ]
+    assert rows == [(1, 1, 429), (1, 2, 503), (1, 3, None), (2, 1, None), (3, 1, None)]
+
+
+def test_an_attempt_lost_in_flight_is_counted_as_paid(home, stub):
+    """A timeout leaves its attempt unanswered: the server may have charged, so the step's
+    answer counts it as one more call at its own tokens."""
+    stub.fail, stub.slow_s = ["slow"], 1.0
+    state = home.run("T-65273", live=route(stub, timeout_s=0.4, max_retries=1))
+    assert stub.calls == 4
+    assert outcome_line(state) == "resolve (rule W7) | 4 model call(s), 2 tool call(s) | 9260 tokens in, 240 out | US$0.00105"
 
 
 def test_a_step_answered_before_a_crash_is_taken_from_the_journal_with_no_second_call(home, stub):
@@ -218,11 +236,7 @@ def test_a_kill_after_the_answer_and_before_the_step_save_pays_for_nothing_on_re
     step's checkpoint); the resume in a new process takes that answer from the journal."""
     from helpers import run_process
 
-    config = tmp_path / "models.toml"
-    config.write_text(
-        f'[models.stub]\nbase_url = "{stub.url}"\nmodel = "stub-model"\napi_key_env = "STUB_KEY"\nprice = "chat-small"\n'
-    )
-    env = {"RESOLVER_CONFIG": str(config), "STUB_KEY": "sk-test"}
+    env = {"RESOLVER_CONFIG": str(stub_config(tmp_path / "models.toml", stub.url)), "STUB_KEY": "sk-test"}
     home_dir = tmp_path / "home"
     killed = run_process(home_dir, "run", "T-65273", "--model", "stub", env={**env, "RESOLVER_KILL_AT": "answer:2"})
     assert killed.returncode == -9, killed.stderr
@@ -259,7 +273,7 @@ def test_a_schema_5_checkpoint_loads_as_current_with_messages_without_tool_call_
     raw = json.loads((FIXTURES / "task_state_v5.json").read_text())
     assert raw["schema_version"] == 5 and "tool_call_id" not in raw["messages"][2]
     state = TaskState.model_validate(migrate(raw))
-    assert state.schema_version == SCHEMA_VERSION == 6
+    assert state.schema_version == SCHEMA_VERSION == 7
     assert all((m.tool_call_id, m.arguments) == ("", "") for m in state.messages)
     assert state.proposal is not None and state.proposal.actions[0].payment_id == "PAY-507862-2"
 
@@ -283,6 +297,6 @@ def test_a_home_of_the_release_before_resumes_its_loop_and_approves_its_waiting_
         3,
     ]
     waiting = home.resume("T-65273-agent-chat-small-1")
-    assert waiting.kind == "request" and waiting.state.schema_version == 6
+    assert waiting.kind == "request" and waiting.state.schema_version == 7
     done = home.approve("T-65273-agent-chat-small-1", "team_lead", "Grace", seen=home.queue.look(waiting.state))
     assert done.status == "done" and [op.status for op in done.operations] == ["done", "done"]

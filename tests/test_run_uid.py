@@ -123,7 +123,7 @@ def test_every_decision_hands_the_store_its_run_uid_for_the_audit(home, monkeypa
 def test_a_v2_checkpoint_migrates_to_v3_with_its_run_id_as_run_uid():
     raw = {"schema_version": 2, "run_id": "T-1-agent-chat-small-1"}
     up = migrate(raw)
-    assert up["schema_version"] == SCHEMA_VERSION == 6
+    assert up["schema_version"] == SCHEMA_VERSION == 7
     assert up["run_uid"] == "T-1-agent-chat-small-1"
     assert raw == {"schema_version": 2, "run_id": "T-1-agent-chat-small-1"}  # the input is left alone
 

@@ -194,5 +194,5 @@ def test_trainer_md_played_in_its_order(tmp_path):
     runs = outputs["resolver runs"][-1]
     assert len(re.findall(r"T-90104-\S+ done", runs)) == 1, runs
     # the page's facts that are numbers in its sentences
-    assert "(6)" in PAGE and SCHEMA_VERSION == 6
+    assert "(7)" in PAGE and SCHEMA_VERSION == 7
     assert "on Saturday 11:00" in PAGE and "2d 16h" in PAGE and "**11 tickets**" in PAGE

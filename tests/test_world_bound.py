@@ -89,7 +89,7 @@ def test_a_v4_checkpoint_loads_as_current_with_an_approval_without_world():
     raw = json.loads((FIXTURES / "task_state_v4.json").read_text())
     assert raw["schema_version"] == 4 and "world" not in raw["approval"]
     state = TaskState.model_validate(migrate(raw))
-    assert state.schema_version == SCHEMA_VERSION == 6
+    assert state.schema_version == SCHEMA_VERSION == 7
     assert state.approval is not None and state.approval.world is None
     assert state.proposal is not None and state.proposal.preconditions  # a v4 proposal keeps its binding
 
