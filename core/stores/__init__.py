@@ -3,8 +3,9 @@
 :data:`BACKEND` names the back-end every home uses; :func:`open_store`, :func:`open_world`,
 :func:`open_registry_rows`, :func:`check_world` and :func:`reset_world` open or check the home's
 parts with it. :class:`core.home.Home`, the lesson's Python API and the listing call these, and
-nothing else names a back-end's module. Today there is one, SQLite (:mod:`core.stores.sqlite`);
-the conformance suite (``tests/conformance/``) runs every contract test against each name in
+nothing else names a back-end's module. There are two: SQLite (:mod:`core.stores.sqlite`, the
+home folder's files) and PostgreSQL (:mod:`core.stores.postgres`, the team store at
+:data:`POSTGRES_URL`); the conformance suite (``tests/conformance/``) runs every contract test against each name in
 :data:`BACKENDS`.
 
 A back-end is imported only when a part is opened, so ``import core.stores`` costs nothing.
@@ -23,8 +24,13 @@ if TYPE_CHECKING:
     from core.store import Store, Summarize
     from core.world import World
 
-BACKENDS = ("sqlite",)
+BACKENDS = ("sqlite", "postgres")
 """Every back-end of the contract (the conformance suite's parameter)."""
+
+POSTGRES_URL: str | None = None
+"""The libpq URL of the PostgreSQL store the ``postgres`` back-end opens (issue 23): each
+``open_*`` called for that back-end ignores the home's path and opens this one. Until the store
+is chosen by ``--store URL`` (the store's location), only the conformance suite sets it."""
 
 BACKEND = "sqlite"
 """The back-end of every home: each ``open_*`` reads it when it is called without a ``backend``
@@ -35,6 +41,15 @@ STORE_FILE = "runs.sqlite"
 
 WORLD_FILE = "larkfield.sqlite"
 """The practice world's file in the home folder (SQLite back-end)."""
+
+
+def _postgres_url() -> str:
+    """:data:`POSTGRES_URL`, or a ResolverError saying it is not set."""
+    from core.errors import ResolverError
+
+    if not POSTGRES_URL:
+        raise ResolverError("No PostgreSQL store is chosen: set its URL (postgresql://...) before opening it.")
+    return POSTGRES_URL
 
 
 def _require(backend: str | None) -> str:
@@ -65,7 +80,10 @@ def open_store(path: Path, clock: Clock | None = None, *, summarize: Summarize, 
         ResolverError: the store cannot be opened (one sentence).
         ValueError: an unknown ``backend``.
     """
-    _require(backend)
+    if _require(backend) == "postgres":
+        from core.stores import postgres
+
+        return postgres.open_store(_postgres_url(), clock, summarize=summarize)
     from core.stores.sqlite.checkpoint import CheckpointStore
 
     return CheckpointStore(path, clock, summarize=summarize)
@@ -86,7 +104,10 @@ def open_world(
     Raises:
         ResolverError: the world cannot be opened (one sentence). ValueError: an unknown ``backend``.
     """
-    _require(backend)
+    if _require(backend) == "postgres":
+        from core.stores import postgres
+
+        return postgres.open_world(_postgres_url(), clock, faults=faults, faults_seen=faults_seen, actor=actor)
     from core.stores.sqlite.world import SqliteWorld
 
     return SqliteWorld(path, clock, faults=faults, faults_seen=faults_seen, actor=actor)
@@ -95,7 +116,10 @@ def open_world(
 def check_world(path: Path, has_history: bool, *, backend: str | None = None) -> None:
     """Refuse a practice world that cannot be used as it is (missing or empty in a home with
     history: its register would be lost). Raises WorldMissing."""
-    _require(backend)
+    if _require(backend) == "postgres":
+        from core.stores import postgres
+
+        return postgres.check_world(_postgres_url(), has_history)
     from core.stores.sqlite.world import check_world_file
 
     check_world_file(path, has_history)
@@ -104,7 +128,10 @@ def check_world(path: Path, has_history: bool, *, backend: str | None = None) ->
 def reset_world(path: Path, *, backend: str | None = None) -> None:
     """Build the practice world at ``path`` again from ``data/`` (every write forgotten).
     Raises WorldMissing when a folder is in its place."""
-    _require(backend)
+    if _require(backend) == "postgres":
+        from core.stores import postgres
+
+        return postgres.reset_world(_postgres_url())
     from core.stores.sqlite.world import reset_world as reset
 
     reset(path)
@@ -120,7 +147,10 @@ def register_entries(path: Path, *, backend: str | None = None) -> list[dict[str
         ValueError: the register cannot be read, or is gone while the writes' own tables remain
             (one sentence). Also for an unknown ``backend``.
     """
-    _require(backend)
+    if _require(backend) == "postgres":
+        from core.stores import postgres
+
+        return postgres.register_entries(_postgres_url())
     from core.stores.sqlite.world import register_entries as entries
 
     return entries(path)
@@ -128,7 +158,10 @@ def register_entries(path: Path, *, backend: str | None = None) -> list[dict[str
 
 def open_registry_rows(root: Path, *, backend: str | None = None) -> ApproverRows:
     """The approvers' rows of the shop home ``root`` (``approvers.sqlite``); opening creates nothing."""
-    _require(backend)
+    if _require(backend) == "postgres":
+        from core.stores import postgres
+
+        return postgres.open_registry_rows(_postgres_url())
     from core.stores.sqlite.registry import SqliteApproverRows
 
     return SqliteApproverRows(Path(root))

@@ -384,3 +384,43 @@ def _short(value: object, limit: int = 80) -> str:
     """``value`` as text for a sentence: control characters dropped, at most ``limit`` characters."""
     text = "".join(ch if ch.isprintable() else "?" for ch in str(value))
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+REGISTRY_COLUMNS = "name, role, public_key, added_at, revoked_at, signature, private_key, recovery_key"
+
+
+class RegistryChange:
+    """The writes of one change of the approvers registry's rows, inside its transaction
+    (:class:`core.approvers.ApproverChange`), over a connection speaking ``?`` SQL (``sqlite3``,
+    or :class:`core.stores.postgres.database.QmarkConnection`); ``order`` is the column that keeps
+    the order rows were added in."""
+
+    def __init__(self, conn: Any, order: str = "rowid") -> None:
+        self._conn = conn
+        self._order = order
+
+    def rows(self) -> list[tuple]:
+        """Every row as this transaction sees it, oldest first."""
+        return [tuple(r) for r in self._conn.execute(f"SELECT {REGISTRY_COLUMNS} FROM approvers ORDER BY {self._order}")]
+
+    def insert(self, row: tuple) -> None:
+        """Add a row of the eight columns. Raises ResolverError-wrapped IntegrityError for a name present."""
+        self._conn.execute(f"INSERT INTO approvers ({REGISTRY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    def set_revoked(self, name: str, at: str, signature: str) -> None:
+        """Mark ``name`` revoked at ``at`` with the owner's new ``signature``."""
+        self._conn.execute("UPDATE approvers SET revoked_at = ?, signature = ? WHERE name = ?", (at, signature, name))
+
+    def set_keys(self, name: str, private_key: str, recovery_key: str | None) -> None:
+        """Replace ``name``'s encrypted private key and recovery key."""
+        self._conn.execute(
+            "UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
+            (private_key, recovery_key, name),
+        )
+
+    def replace_key(self, name: str, old: str, new: str) -> None:
+        """Replace ``name``'s encrypted private key ``old`` by ``new`` (nothing if it changed since)."""
+        self._conn.execute(
+            "UPDATE approvers SET private_key = ? WHERE name = ? AND private_key = ?",
+            (new, name, old),
+        )

@@ -1,5 +1,5 @@
 """The conformance suite of the store contract (issue 22): every test here runs once per back-end
-of :data:`core.stores.BACKENDS` (today one, ``sqlite``), through the contract only.
+of :data:`core.stores.BACKENDS` (``sqlite`` and ``postgres``), through the contract only.
 
 The ``backend`` fixture sets :data:`core.stores.BACKEND` for the test, so every part the home
 opens (its checkpoint store, practice world and approvers' rows) is that back-end's; ``home``,
@@ -10,9 +10,9 @@ here: those are in ``tests/test_sqlite_*.py``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
-import core.stores
 import pytest
 from core.approvers import ApproverRows
 from core.clock import FixedClock
@@ -22,12 +22,15 @@ from core.store import Store
 from core.stores import BACKENDS, open_registry_rows, open_store
 from core.world import World
 
+from pg import using
+
 
 @pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The back-end under test; every home opened during the test uses it."""
-    monkeypatch.setattr(core.stores, "BACKEND", request.param)
-    return str(request.param)
+def backend(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The back-end under test; every home opened during the test uses it (PostgreSQL: a schema
+    of the test's own)."""
+    with using(str(request.param)):
+        yield str(request.param)
 
 
 @pytest.fixture

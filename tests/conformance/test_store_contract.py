@@ -18,6 +18,7 @@ from core.store import RunSummary, Store
 from core.stores import BACKENDS, open_store
 
 from helpers import busy_home_at
+from pg import using
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 
@@ -221,8 +222,7 @@ def test_an_executor_that_finds_a_corrupt_checkpoint_gives_its_lease_back(home):
 def busy_home(request, tmp_path_factory) -> Any:
     """40 runs of 4 tickets, some at the same second, 6 rejected (read-only for the tests), in a
     home of each back-end."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(core.stores, "BACKEND", request.param)
+    with using(request.param):
         yield busy_home_at(tmp_path_factory.mktemp("busy") / "home")
 
 
