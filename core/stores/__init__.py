@@ -139,8 +139,8 @@ def reset_world(path: Path, *, backend: str | None = None) -> None:
 
 def register_entries(path: Path, *, backend: str | None = None) -> list[dict[str, Any]]:
     """Every entry of the practice world's operations register at ``path``, read only, in commit
-    order: ``{"operation_id", "service", "actor", "at"}`` (``actor``: the run ID that wrote it, or
-    ``manual``); empty when the world does not exist yet. For ``resolver audit verify`` (issue 28),
+    order: ``{"operation_id", "service", "actor", "at", "seq"}`` (``actor``: the run ID that wrote it,
+    or ``manual``; ``seq``: its number, 1, 2, ... in commit order), read in one statement; empty when the world does not exist yet. For ``resolver audit verify`` (issue 28),
     which holds each write a run made against the signed approvals in the audit.
 
     Raises:

@@ -312,3 +312,68 @@ def test_counts_follow_saves_deletes_and_resets(home):
     assert store.counts() == {"corrupt": 1, "stopped": 1, "handed_to_person": 1}  # a corrupt run is not waiting
     assert store.reset() == 3
     assert store.counts() == {}
+
+
+# -- two appenders at once (issue 23): one chain, never a fork -------------------------------------
+
+
+def _row(n: int, who: str, **extra: Any) -> dict[str, Any]:
+    return {"run_id": f"r-{who}", "decision": "refused", "role": "agent", "name": who, "digest": f"d{n}", "at": FRIDAY, **extra}
+
+
+def test_two_appenders_at_once_make_one_chain(store, new_store):
+    import threading
+
+    from core.auditchain import verify_audit
+
+    writers = [new_store(store), new_store(store)]
+    start = threading.Barrier(len(writers))
+    failed: list[BaseException] = []
+
+    def append(writer: Store, who: str) -> None:
+        try:
+            start.wait()
+            for n in range(25):
+                writer.append_audit(_row(n, who))
+        except BaseException as exc:  # pragma: no cover - reported below
+            failed.append(exc)
+
+    threads = [threading.Thread(target=append, args=(w, f"w{i}")) for i, w in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failed == []
+    rows = store.audit_rows()
+    assert [r["id"] for r in rows] == list(range(1, 51))
+    report = verify_audit(store)
+    assert report.ok, report.problems
+    assert store.chain_tip() == (report.latest, 50)
+
+
+def test_of_two_deciders_who_signed_the_same_chain_one_is_told(store, new_store):
+    import threading
+
+    from core.auditchain import AuditMoved, verify_audit
+
+    store.append_audit(_row(0, "first"))
+    tip, _n = store.chain_tip()
+    writers = [new_store(store), new_store(store)]
+    start = threading.Barrier(len(writers))
+    outcome: dict[str, str] = {}
+
+    def decide(writer: Store, who: str) -> None:
+        start.wait()
+        try:
+            writer.append_audit(_row(1, who, prev=tip, sig="ed25519:x"))
+            outcome[who] = "written"
+        except AuditMoved:
+            outcome[who] = "moved"
+
+    threads = [threading.Thread(target=decide, args=(w, f"d{i}")) for i, w in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcome.values()) == ["moved", "written"]
+    assert len(store.audit_rows()) == 2 and verify_audit(store).ok

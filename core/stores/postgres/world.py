@@ -169,17 +169,17 @@ def reset_world(url: str) -> None:
 
 def register_entries(url: str) -> list[dict[str, Any]]:
     """Every entry of the operations register, in commit order: ``{"operation_id", "service",
-    "actor", "at"}``; empty when the world was never built. Raises ValueError when the register
+    "actor", "at", "seq"}``, read in one statement; empty when the world was never built. Raises ValueError when the register
     cannot be read (one sentence)."""
     from core.errors import ResolverError
 
     try:
         db = database(url)
         with db.read() as conn:
-            rows = conn.execute("SELECT operation_id, service, actor, at FROM operations ORDER BY seq").fetchall()
+            rows = conn.execute("SELECT operation_id, service, actor, at, seq FROM operations ORDER BY seq").fetchall()
     except ResolverError as exc:
         raise ValueError(str(exc)) from None
-    return [{"operation_id": r[0], "service": r[1], "actor": r[2], "at": r[3]} for r in rows]
+    return [{"operation_id": r[0], "service": r[1], "actor": r[2], "at": r[3], "seq": r[4]} for r in rows]
 
 
 __all__ = ["PostgresWorld", "build", "check_world", "register_entries", "reset_world"]

@@ -229,12 +229,12 @@ def register_entries(path: Path | str) -> list[dict[str, Any]]:
                     raise ValueError("the world holds writes but no operations register")
                 return []
             order = "seq" if _has_seq(conn) else "rowid"
-            rows = conn.execute(f"SELECT operation_id, service, actor, at FROM operations ORDER BY {order}").fetchall()
+            rows = conn.execute(f"SELECT operation_id, service, actor, at, {order} FROM operations ORDER BY {order}").fetchall()
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
         raise ValueError(str(exc)) from None
-    return [{"operation_id": r[0], "service": r[1], "actor": r[2], "at": r[3]} for r in rows]
+    return [{"operation_id": r[0], "service": r[1], "actor": r[2], "at": r[3], "seq": r[4]} for r in rows]
 
 
 def _database(path: Path) -> Database:
