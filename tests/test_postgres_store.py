@@ -1,0 +1,100 @@
+"""The PostgreSQL back-end's own rules (issue 23), beside the conformance suite it passes: errors
+as one sentence, the versioned migrations, leases on the database's clock, a lock held too long."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from core.clock import FixedClock, parse_time
+from core.data import load_task
+from core.errors import ResolverError, StoreBusy
+from core.queue import queue_columns
+from core.runner import new_state
+from core.store import UnsupportedStoreFormat
+
+from pg import fresh_schema, server_url, with_schema
+
+FRIDAY = "2026-10-09T17:00:00-04:00"
+
+
+@pytest.fixture
+def url():
+    with fresh_schema() as made:
+        yield made
+
+
+def _open(url: str, clock: FixedClock | None = None):
+    from core.stores import postgres
+
+    return postgres.open_store(url, clock or FixedClock(FRIDAY), summarize=queue_columns)
+
+
+@pytest.mark.parametrize(
+    ("where", "says"),
+    [
+        ("postgresql://127.0.0.1:1/test", r"^Cannot reach the PostgreSQL database test on 127\.0\.0\.1:1: .*\.$"),
+        (
+            "postgresql://127.0.0.1:5432/no_such_database_here",
+            r"^Cannot reach the PostgreSQL database no_such_database_here .*\.$",
+        ),
+    ],
+)
+def test_a_store_that_cannot_be_reached_is_one_sentence(where, says):
+    server_url()  # the second case needs a server that answers
+    with pytest.raises(ResolverError, match=says) as caught:
+        _open(where)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_search_path_naming_no_schema_is_one_sentence():
+    with pytest.raises(ResolverError, match=r"has no schema to make the store in .*options=-csearch_path=name\.$"):
+        _open(with_schema(server_url(), "no_such_schema_here"))
+
+
+def test_the_schema_is_made_by_versioned_migrations_once(url):
+    import psycopg
+    from core.stores.postgres.schema import LATEST
+
+    _open(url)
+    _open(url)  # a second open in the process, then another process's open, apply nothing
+    with psycopg.connect(url) as conn:
+        versions = [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY version")]
+    assert versions == list(range(1, LATEST + 1))
+
+
+def test_a_newer_resolvers_schema_is_refused(url):
+    import psycopg
+    from core.stores.postgres.database import forget
+
+    _open(url)
+    forget(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("INSERT INTO resolver_migrations (version, description) VALUES (99, 'from the future')")
+    with pytest.raises(UnsupportedStoreFormat, match="schema version 99, written by a newer resolver"):
+        _open(url)
+
+
+def test_leases_use_the_databases_clock_not_the_homes(url):
+    """Two machines whose clocks disagree agree on a lease: its end is the database's now + ttl."""
+    store = _open(url, FixedClock(FRIDAY))  # the trainer's clock, weeks away from the server's
+    state = new_state(load_task("T-65273"), "agent", "chat-small", "r-1", store.clock)
+    store.save(state)
+    lease = store.acquire_lease("r-1", "me@here:1:x", 60)
+    real = datetime.now(UTC)
+    assert abs(lease.expires - (real + timedelta(seconds=60))) < timedelta(seconds=30)
+    assert parse_time(store.summary("r-1").lease_expires) == lease.expires.replace(microsecond=0)
+    assert store.load("r-1").updated_at == parse_time(FRIDAY)  # the checkpoint keeps the home's clock
+
+
+def test_a_lock_held_too_long_is_store_busy(url, monkeypatch):
+    import psycopg
+    from core.stores.postgres import database
+
+    monkeypatch.setattr(database, "LOCK_TIMEOUT_S", 0.3)
+    store = _open(url)
+    store.save(new_state(load_task("T-65273"), "agent", "chat-small", "r-1", store.clock))
+    with psycopg.connect(url) as other:
+        other.execute("SELECT 1 FROM runs WHERE run_id = 'r-1' FOR UPDATE")
+        with pytest.raises(StoreBusy, match=r"stayed locked by another writer for .*; try again\.$"):
+            store.acquire_lease("r-1", "me@here:1:x", 60)
