@@ -22,13 +22,14 @@ import operator
 import threading
 import weakref
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from core.clock import iso
-from core.errors import CorruptCheckpoint, LeaseHeld, StaleCheckpoint
-from core.store import RunSummary
+from core.errors import CorruptCheckpoint, LeaseHeld, ResolverError, StaleCheckpoint
+from core.store import SORTS, RunSummary
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -335,6 +336,164 @@ class CheckpointRows:
         values = list(row)
         values[15] = bool(values[15])
         return RunSummary(*values)
+
+
+_READ_RUN = f"SELECT state, version, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
+_READ_ENTRIES = (
+    "SELECT i.list, i.body, i.extra, i.ref, e.extra FROM entries i LEFT JOIN entries e "
+    "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = ? ORDER BY i.n"
+)
+
+
+def read_parts(conn: Any, run_id: str) -> _Parts | None:
+    """A run's checkpoint as stored, read on ``conn`` (``?`` SQL; the caller holds one read
+    transaction for both statements): the header, and each list's element texts with an
+    evidence's result and a tool message's referred content joined back in. None when no run."""
+    row = conn.execute(_READ_RUN, (run_id,)).fetchone()
+    if row is None:
+        return None
+    dumps = json.JSONEncoder(ensure_ascii=False).encode
+    lists: dict[str, list[str]] = {name: [] for name in LISTS}
+    for name, body, extra, ref, referred in conn.execute(_READ_ENTRIES, (run_id,)):
+        if name == "evidence":
+            body = _join(body, ("result", extra if extra is not None else "null"))
+        elif ref is not None:
+            body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
+        lists.setdefault(name, []).append(body)
+    return _Parts(row[0], row[1], lists["messages"], lists["evidence"], lists["events"], tuple(row[2:]))
+
+
+def sort_order(status: str | None, sort: str | None) -> tuple[str, str, bool]:
+    """``(sort, column, ascending)`` of a queue page: ``sort`` or its default (``age`` for
+    ``waiting_approval``, else ``updated``). Raises ResolverError for a sort not in :data:`SORTS`."""
+    sort = sort or ("age" if status == "waiting_approval" else "updated")
+    if sort not in SORTS:
+        raise ResolverError(f"Unknown sort {sort!r}: use one of {', '.join(SORTS)}.")
+    column, ascending = SORTS[sort]
+    return sort, column, ascending
+
+
+class AuditReads:
+    """The read side of :class:`core.store.AuditLog` over a back-end's audit SQL module
+    (:attr:`_audit_sql`: ``rows``, ``last_hash``, ``find_row``, ``later_ending``, ``triggers``,
+    ``signed_approvals``, each taking a connection first), on connections of ``self.db.read()``."""
+
+    db: Any
+    _audit_sql: Any
+
+    def audit_rows(self) -> list[dict[str, Any]]:
+        """Every audit row, oldest first, with every column of :data:`core.auditchain.COLUMNS`."""
+        with self.db.read() as conn:
+            return self._audit_sql.rows(conn)
+
+    def chain_tip(self) -> tuple[str, int]:
+        """``(hash of the newest audit row, number of rows)``; ``(GENESIS, 0)`` when empty."""
+        with self.db.read() as conn:
+            return self._audit_sql.last_hash(conn)
+
+    def find_audit_row(self, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
+        """The newest audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
+        with self.db.read() as conn:
+            return self._audit_sql.find_row(conn, run_id, decision, sig)
+
+    def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
+        """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
+        recorded there (:func:`core.auditchain.ends_approval`), or None."""
+        with self.db.read() as conn:
+            return self._audit_sql.later_ending(conn, run_uid, after_id)
+
+    def audit_triggers(self) -> set[str]:
+        """The audit's append-only triggers present now."""
+        with self.db.read() as conn:
+            return self._audit_sql.triggers(conn)
+
+    def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
+        """``(run_id, header JSON)`` of each run holding an approval signed with ``prefix``."""
+        with self.db.read() as conn:
+            return self._audit_sql.signed_approvals(conn, prefix)
+
+
+def audit_values(run_id: str, audit: dict[str, Any], prev: str) -> tuple[Any, ...]:
+    """The values of an appended audit row after its ``id``, in :data:`core.auditchain.COLUMNS`
+    order: ``audit`` as :meth:`core.store.AuditLog.append_audit` takes it, chained to ``prev``."""
+    return (
+        run_id,
+        audit["decision"],
+        audit["role"],
+        audit["name"],
+        audit["digest"],
+        audit["at"],
+        audit.get("detail", ""),
+        audit.get("run_uid"),
+        prev,
+        audit.get("sig") or "",
+        audit.get("binds"),
+    )
+
+
+class ModelCallJournal:
+    """The journal of live model calls (issue 26) over ``?`` SQL: a back-end supplies
+    :meth:`_journal_write` (a write transaction), :meth:`_journal_read` and, where writers do not
+    take turns for the whole database, :meth:`_journal_lock` (one numberer of a run's attempts)."""
+
+    clock: Any
+
+    def _journal_write(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _journal_read(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _journal_lock(self, conn: Any, run_id: str) -> None:
+        """Inside the write transaction, before the attempt is numbered (SQLite: nothing, its
+        writers already take turns)."""
+
+    def journal_attempt(self, run_id: str, step: int, route: str) -> int:
+        """Record that attempt N of ``step``'s model call is about to be sent (committed before it
+        is); returns N, 1 for the step's first attempt."""
+        with self._journal_write() as conn:
+            self._journal_lock(conn, run_id)
+            row = conn.execute(
+                "SELECT COALESCE(MAX(attempt), 0) FROM model_calls WHERE run_id = ? AND step = ?", (run_id, step)
+            ).fetchone()
+            attempt = int(row[0]) + 1
+            conn.execute(
+                "INSERT INTO model_calls (run_id, step, attempt, route, sent_at) VALUES (?, ?, ?, ?, ?)",
+                (run_id, step, attempt, route, iso(self.clock.now())),
+            )
+        return attempt
+
+    def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
+        """Save the raw answer (text) and usage (tokens) of an attempt, committed before the
+        runner acts on it. Raises ResolverError when the attempt was never recorded."""
+        with self._journal_write() as conn:
+            done = conn.execute(
+                "UPDATE model_calls SET answer = ?, tokens_in = ?, tokens_out = ?, answered_at = ? "
+                "WHERE run_id = ? AND step = ? AND attempt = ?",
+                (answer, tokens_in, tokens_out, iso(self.clock.now()), run_id, step, attempt),
+            ).rowcount
+        if not done:
+            raise ResolverError(f"No model call {attempt} of step {step} of {run_id} was recorded before its answer.")
+
+    def journal_answered(self, run_id: str, step: int) -> str | None:
+        """The raw answer of ``step``'s latest answered attempt, or None when none was answered."""
+        with self._journal_read() as conn:
+            row = conn.execute(
+                "SELECT answer FROM model_calls WHERE run_id = ? AND step = ? AND answer IS NOT NULL "
+                "ORDER BY attempt DESC LIMIT 1",
+                (run_id, step),
+            ).fetchone()
+        return row[0] if row else None
+
+    def model_calls(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's journal, by step and attempt: ``{"step", "attempt", "route", "sent_at",
+        "answer" (text or None while unanswered), "tokens_in", "tokens_out", "answered_at"}``."""
+        keys = ("step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at")
+        with self._journal_read() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(keys)} FROM model_calls WHERE run_id = ? ORDER BY step, attempt", (run_id,)
+            ).fetchall()
+        return [dict(zip(keys, r, strict=True)) for r in rows]
 
 
 def event_dicts(run_id: str, rows: Sequence[tuple[Any, Any, Any]]) -> list[dict[str, Any]]:

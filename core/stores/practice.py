@@ -198,6 +198,10 @@ class PracticeWorld:
         self.faults = list(faults)
         self.faults_seen = faults_seen if faults_seen is not None else []
         self.actor = actor
+        self._open()
+
+    def _open(self) -> None:
+        """Open the back-end's database (called last by the constructor)."""
 
     def _connect(self) -> AbstractContextManager[Any]:
         """A connection for reads."""

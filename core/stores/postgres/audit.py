@@ -17,17 +17,19 @@ from typing import Any
 import psycopg
 
 from core.auditchain import COLUMNS, ENDS_APPROVAL, GENESIS, TRIGGERS, AuditMoved, as_row, row_hash
+from core.stores.common import audit_values
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM audit"
 
 
 def last_hash(conn: psycopg.Connection[Any]) -> tuple[str, int]:
     """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit."""
-    row = conn.execute(_SELECT + " ORDER BY id DESC LIMIT 1").fetchone()
+    row = conn.execute(
+        f"SELECT {', '.join(COLUMNS)}, (SELECT COUNT(*) FROM audit) FROM audit ORDER BY id DESC LIMIT 1"
+    ).fetchone()  # one statement, one snapshot: the newest row and the count agree
     if row is None:
         return GENESIS, 0
-    n = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]  # type: ignore[index]
-    return row_hash(tuple(row)), int(n)
+    return row_hash(tuple(row[:-1])), int(row[-1])
 
 
 def append(conn: psycopg.Connection[Any], run_id: str, audit: dict[str, Any]) -> dict[str, Any]:
@@ -44,20 +46,7 @@ def append(conn: psycopg.Connection[Any], run_id: str, audit: dict[str, Any]) ->
     if audit.get("prev") is not None and audit["prev"] != prev:
         raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
     newest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM audit").fetchone()[0]  # type: ignore[index]
-    values = (
-        int(newest) + 1,
-        run_id,
-        audit["decision"],
-        audit["role"],
-        audit["name"],
-        audit["digest"],
-        audit["at"],
-        audit.get("detail", ""),
-        audit.get("run_uid"),
-        prev,
-        audit.get("sig") or "",
-        audit.get("binds"),
-    )
+    values = (int(newest) + 1, *audit_values(run_id, audit, prev))
     conn.execute(f"INSERT INTO audit ({', '.join(COLUMNS)}) VALUES ({', '.join(['%s'] * len(values))})", values)
     row = dict(zip(COLUMNS, values, strict=True))
     row["hash"] = row_hash(row)

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -41,7 +42,6 @@ from core.errors import ResolverError, RunNotFound
 from core.safetext import nfc
 from core.store import (
     PAGE_SIZE,
-    SORTS,
     Lease,
     RunExists,
     RunSummary,
@@ -49,9 +49,20 @@ from core.store import (
     crash_point,
     lease_held_by_other,
 )
-from core.stores.common import _HEADER_COLS, _SOMETIMES, _SUMMARY, CheckpointRows, _join, _Parts, event_dicts, refuse_save
+from core.stores.common import (
+    _HEADER_COLS,
+    _SUMMARY,
+    AuditReads,
+    CheckpointRows,
+    ModelCallJournal,
+    _Parts,
+    event_dicts,
+    read_parts,
+    refuse_save,
+    sort_order,
+)
 from core.stores.postgres import audit as auditchain
-from core.stores.postgres.database import Database, database
+from core.stores.postgres.database import Database, QmarkConnection, database
 
 if TYPE_CHECKING:
     from core.state import TaskState
@@ -63,10 +74,6 @@ _INSERT_RUN = (
 )
 _UPDATE_RUN = f"UPDATE runs SET {', '.join(f'{c} = %s' for c in _HEADER_COLS)}, state_ok = true, search = %s"
 _INSERT_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (%s, %s, %s, %s, %s, %s, %s)"
-_READ_ENTRIES = (
-    "SELECT i.list, i.body, i.extra, i.ref, e.extra FROM entries i LEFT JOIN entries e "
-    "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = %s ORDER BY i.n"
-)
 
 
 def search_text(values: dict[str, Any], run_id: str) -> str:
@@ -80,7 +87,7 @@ def _db_now(conn: psycopg.Connection[Any]) -> datetime:
     return conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
 
 
-class PostgresStore(CheckpointRows):
+class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
     """The checkpoint store in the PostgreSQL database (and schema) of ``url`` (see the module's
     docstring); the schema is made or upgraded when it is first opened in a process.
 
@@ -96,6 +103,7 @@ class PostgresStore(CheckpointRows):
 
     def __init__(self, url: str, clock: Clock | None = None, *, summarize: Summarize) -> None:
         self.db: Database = database(url)
+        self._audit_sql = auditchain
         self.url = url
         self.path: Path = self.db.path
         self.clock = clock or SystemClock()
@@ -184,19 +192,9 @@ class PostgresStore(CheckpointRows):
 
     # -- load -----------------------------------------------------------------------------------
 
-    def _read(self, conn: psycopg.Connection[Any], run_id: str) -> _Parts | None:
-        row = conn.execute(f"SELECT state, version, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = %s", (run_id,)).fetchone()
-        if row is None:
-            return None
-        dumps = json.JSONEncoder(ensure_ascii=False).encode
-        lists: dict[str, list[str]] = {"messages": [], "evidence": [], "events": []}
-        for name, body, extra, ref, referred in conn.execute(_READ_ENTRIES, (run_id,)):
-            if name == "evidence":
-                body = _join(body, ("result", extra if extra is not None else "null"))
-            elif ref is not None:
-                body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
-            lists.setdefault(name, []).append(body)
-        return _Parts(row[0], row[1], lists["messages"], lists["evidence"], lists["events"], tuple(row[2:]))
+    @staticmethod
+    def _read(conn: psycopg.Connection[Any], run_id: str) -> _Parts | None:
+        return read_parts(QmarkConnection(conn), run_id)
 
     def load(self, run_id: str) -> TaskState:
         """The run's checkpoint, read in one snapshot. Raises RunNotFound, CorruptCheckpoint,
@@ -286,10 +284,7 @@ class PostgresStore(CheckpointRows):
         """One page of the queue, keyset-paginated (see :meth:`core.store.Store.page`).
         Raises ResolverError for an unknown sort."""
         search = nfc(search)
-        sort = sort or ("age" if status == "waiting_approval" else "updated")
-        if sort not in SORTS:
-            raise ResolverError(f"Unknown sort {sort!r}: use one of {', '.join(SORTS)}.")
-        column, ascending = SORTS[sort]
+        sort, column, ascending = sort_order(status, sort)
         where: list[str] = []
         params: list[Any] = []
         if status:
@@ -402,50 +397,21 @@ class PostgresStore(CheckpointRows):
             conn.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE run_id = %s", (run_id,))
             return True
 
-    # -- the journal of model calls (issue 26) ---------------------------------------------------
+    # -- the journal of model calls (issue 26): core.stores.common.ModelCallJournal ----------------
 
-    def journal_attempt(self, run_id: str, step: int, route: str) -> int:
-        """Record, committed, that the next attempt at ``step``'s model call is about to be sent;
-        returns its number (attempts of one run are numbered under a transaction-level advisory lock)."""
+    @contextmanager
+    def _journal_write(self) -> Iterator[QmarkConnection]:
         with self.db.transaction() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(hashtext('resolver-model-calls:' || current_schema() || %s))", (run_id,))
-            row = conn.execute(
-                "SELECT COALESCE(MAX(attempt), 0) FROM model_calls WHERE run_id = %s AND step = %s", (run_id, step)
-            ).fetchone()
-            attempt = int(row[0]) + 1  # type: ignore[index]
-            conn.execute(
-                "INSERT INTO model_calls (run_id, step, attempt, route, sent_at) VALUES (%s, %s, %s, %s, %s)",
-                (run_id, step, attempt, route, iso(self.clock.now())),
-            )
-        return attempt
+            yield QmarkConnection(conn)
 
-    def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
-        """Save, committed, the raw answer and usage of an attempt. Raises ResolverError for an
-        attempt never recorded."""
-        with self.db.transaction() as conn:
-            done = conn.execute(
-                "UPDATE model_calls SET answer = %s, tokens_in = %s, tokens_out = %s, answered_at = %s "
-                "WHERE run_id = %s AND step = %s AND attempt = %s",
-                (answer, tokens_in, tokens_out, iso(self.clock.now()), run_id, step, attempt),
-            ).rowcount
-        if not done:
-            raise ResolverError(f"No model call {attempt} of step {step} of {run_id} was recorded before its answer.")
-
-    def journal_answered(self, run_id: str, step: int) -> str | None:
-        """The raw answer of ``step``'s latest answered attempt, else None."""
+    @contextmanager
+    def _journal_read(self) -> Iterator[QmarkConnection]:
         with self.db.read() as conn:
-            row = conn.execute(
-                "SELECT answer FROM model_calls WHERE run_id = %s AND step = %s AND answer IS NOT NULL ORDER BY attempt DESC LIMIT 1",
-                (run_id, step),
-            ).fetchone()
-        return row[0] if row else None
+            yield QmarkConnection(conn)
 
-    def model_calls(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's journal by step and attempt."""
-        keys = ("step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at")
-        with self.db.read() as conn:
-            rows = conn.execute(f"SELECT {', '.join(keys)} FROM model_calls WHERE run_id = %s ORDER BY step, attempt", (run_id,))
-            return [dict(zip(keys, r, strict=True)) for r in rows]
+    def _journal_lock(self, conn: QmarkConnection, run_id: str) -> None:
+        """Attempts of one run are numbered one writer at a time (a transaction-level advisory lock)."""
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('resolver-model-calls:' || current_schema() || ?))", (run_id,))
 
     # -- the audit ------------------------------------------------------------------------------
 
@@ -464,36 +430,6 @@ class PostgresStore(CheckpointRows):
             sql += " WHERE " + " AND ".join(where)
         with self.db.read() as conn:
             return [dict(zip(keys, r, strict=True)) for r in conn.execute(sql + " ORDER BY id", params)]
-
-    def audit_rows(self) -> list[dict[str, Any]]:
-        """Every audit row, oldest first."""
-        with self.db.read() as conn:
-            return auditchain.rows(conn)
-
-    def chain_tip(self) -> tuple[str, int]:
-        """``(hash of the newest row, number of rows)``."""
-        with self.db.snapshot() as conn:
-            return auditchain.last_hash(conn)
-
-    def find_audit_row(self, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
-        """The newest row of ``run_id`` recording ``decision`` with ``sig``, or None."""
-        with self.db.read() as conn:
-            return auditchain.find_row(conn, run_id, decision, sig)
-
-    def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
-        """The first row ending the approval of ``run_uid`` recorded at row ``after_id``, or None."""
-        with self.db.read() as conn:
-            return auditchain.later_ending(conn, run_uid, after_id)
-
-    def audit_triggers(self) -> set[str]:
-        """The audit's append-only triggers present now."""
-        with self.db.read() as conn:
-            return auditchain.triggers(conn)
-
-    def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
-        """``(run_id, header JSON)`` of each run holding an approval signed with ``prefix``."""
-        with self.db.read() as conn:
-            return auditchain.signed_approvals(conn, prefix)
 
     # -- housekeeping ---------------------------------------------------------------------------
 

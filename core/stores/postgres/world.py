@@ -55,8 +55,10 @@ class PostgresWorld(PracticeWorld):
         actor: str = "manual",
     ) -> None:
         self.db: Database = database(url)
-        super().__init__(self.db.path, clock, faults, faults_seen, actor)
         self.url = url
+        super().__init__(self.db.path, clock, faults, faults_seen, actor)
+
+    def _open(self) -> None:
         build(self.db)
 
     @contextmanager

@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -78,11 +78,14 @@ from core.stores.common import (
     _SOMETIMES,
     _SUMMARY,
     LISTS,
+    AuditReads,
     CheckpointRows,
-    _join,
+    ModelCallJournal,
     _Parts,
     event_dicts,
+    read_parts,
     refuse_save,
+    sort_order,
 )
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
@@ -139,7 +142,7 @@ _CREATE_ENTRIES = (
 )
 
 
-class CheckpointStore(CheckpointRows):
+class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
     """SQLite checkpoint store at ``path`` (``runs.sqlite`` in the home folder).
 
     Args:
@@ -182,6 +185,7 @@ class CheckpointStore(CheckpointRows):
             # open would take the lost store for a new one (a second refund, found by a new user)
             raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path))
         self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
+        self._audit_sql = auditchain
         self._init_rows()
         self.db.connection()
 
@@ -569,18 +573,7 @@ class CheckpointStore(CheckpointRows):
 
     @staticmethod
     def _read(conn: sqlite3.Connection, run_id: str) -> _Parts | None:
-        row = conn.execute(f"SELECT state, version, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            return None
-        dumps = json.JSONEncoder(ensure_ascii=False).encode
-        lists: dict[str, list[str]] = {name: [] for name in LISTS}
-        for name, body, extra, ref, referred in conn.execute(_READ_ENTRIES, (run_id,)):
-            if name == "evidence":
-                body = _join(body, ("result", extra if extra is not None else "null"))
-            elif ref is not None:
-                body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
-            lists.setdefault(name, []).append(body)
-        return _Parts(row[0], row[1], lists["messages"], lists["evidence"], lists["events"], tuple(row[2:]))
+        return read_parts(conn, run_id)
 
     def load(self, run_id: str) -> TaskState:
         """Load and validate a run's checkpoint, migrating older schema versions.
@@ -654,10 +647,7 @@ class CheckpointStore(CheckpointRows):
             ResolverError: an unknown sort (the sentence lists the sorts).
         """
         search = nfc(search)  # issue 19: a decomposed "García" finds the stored one
-        sort = sort or ("age" if status == "waiting_approval" else "updated")
-        if sort not in SORTS:
-            raise ResolverError(f"Unknown sort {sort!r}: use one of {', '.join(SORTS)}.")
-        column, ascending = SORTS[sort]
+        sort, column, ascending = sort_order(status, sort)
         where: list[str] = []
         params: list[Any] = []
         if status:
@@ -775,37 +765,6 @@ class CheckpointStore(CheckpointRows):
         keys = ("run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid")
         return [dict(zip(keys, r, strict=True)) for r in rows]
 
-    def audit_rows(self) -> list[dict[str, Any]]:
-        """Every audit row, oldest first, with every column of :data:`core.auditchain.COLUMNS`."""
-        with self.db.read() as conn:
-            return auditchain.rows(conn)
-
-    def chain_tip(self) -> tuple[str, int]:
-        """``(hash of the newest audit row, number of rows)``; ``(GENESIS, 0)`` when empty."""
-        with self.db.read() as conn:
-            return auditchain.last_hash(conn)
-
-    def find_audit_row(self, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
-        """The newest audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
-        with self.db.read() as conn:
-            return auditchain.find_row(conn, run_id, decision, sig)
-
-    def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
-        """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
-        recorded there (:func:`core.auditchain.ends_approval`), or None."""
-        with self.db.read() as conn:
-            return auditchain.later_ending(conn, run_uid, after_id)
-
-    def audit_triggers(self) -> set[str]:
-        """The audit's append-only triggers present now."""
-        with self.db.read() as conn:
-            return auditchain.triggers(conn)
-
-    def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
-        """``(run_id, header JSON)`` of each run holding an approval signed with ``prefix``."""
-        with self.db.read() as conn:
-            return auditchain.signed_approvals(conn, prefix)
-
     # -- housekeeping ---------------------------------------------------------------------------
 
     def backup(self, target: Path) -> None:
@@ -921,53 +880,13 @@ class CheckpointStore(CheckpointRows):
                 "UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id)
             )
 
-    # -- the journal of model calls (issue 26) ---------------------------------------------------
+    # -- the journal of model calls (issue 26): core.stores.common.ModelCallJournal ----------------
 
-    def journal_attempt(self, run_id: str, step: int, route: str) -> int:
-        """Record that attempt N of ``step``'s model call is about to be sent (committed before it
-        is); returns N, 1 for the step's first attempt."""
-        with self.db.immediate() as conn:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(attempt), 0) FROM model_calls WHERE run_id = ? AND step = ?", (run_id, step)
-            ).fetchone()
-            attempt = int(row[0]) + 1
-            conn.execute(
-                "INSERT INTO model_calls (run_id, step, attempt, route, sent_at) VALUES (?, ?, ?, ?, ?)",
-                (run_id, step, attempt, route, iso(self.clock.now())),
-            )
-        return attempt
+    def _journal_write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.db.immediate()
 
-    def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
-        """Save the raw answer (text) and usage (tokens) of an attempt, committed before the
-        runner acts on it. Raises ResolverError when the attempt was never recorded."""
-        with self.db.immediate() as conn:
-            done = conn.execute(
-                "UPDATE model_calls SET answer = ?, tokens_in = ?, tokens_out = ?, answered_at = ? "
-                "WHERE run_id = ? AND step = ? AND attempt = ?",
-                (answer, tokens_in, tokens_out, iso(self.clock.now()), run_id, step, attempt),
-            ).rowcount
-        if not done:
-            raise ResolverError(f"No model call {attempt} of step {step} of {run_id} was recorded before its answer.")
-
-    def journal_answered(self, run_id: str, step: int) -> str | None:
-        """The raw answer of ``step``'s latest answered attempt, or None when none was answered."""
-        with self.db.read() as conn:
-            row = conn.execute(
-                "SELECT answer FROM model_calls WHERE run_id = ? AND step = ? AND answer IS NOT NULL "
-                "ORDER BY attempt DESC LIMIT 1",
-                (run_id, step),
-            ).fetchone()
-        return row[0] if row else None
-
-    def model_calls(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's journal, by step and attempt: ``{"step", "attempt", "route", "sent_at",
-        "answer" (text or None while unanswered), "tokens_in", "tokens_out", "answered_at"}``."""
-        keys = ("step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at")
-        with self.db.read() as conn:
-            rows = conn.execute(
-                f"SELECT {', '.join(keys)} FROM model_calls WHERE run_id = ? ORDER BY step, attempt", (run_id,)
-            ).fetchall()
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+    def _journal_read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.db.read()
 
     # -- reset ----------------------------------------------------------------------------------
 

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import sqlite_utils
 
-from core.clock import Clock
-from core.data import Fault, load_world_data
+from core.data import load_world_data
 from core.stores.practice import EFFECT_TABLES_COLUMNS, PracticeWorld, world_rows
 from core.stores.sqlite.database import Database
 from core.world import (
@@ -48,15 +47,7 @@ class SqliteWorld(PracticeWorld):
         actor: who writes (a run ID, or ``manual`` for the weekend phone call).
     """
 
-    def __init__(
-        self,
-        path: Path | str,
-        clock: Clock | None = None,
-        faults: Iterable[Fault] = (),
-        faults_seen: list[str] | None = None,
-        actor: str = "manual",
-    ) -> None:
-        super().__init__(path, clock, faults, faults_seen, actor)
+    def _open(self) -> None:
         self.db = _database(self.path)
         self.db.connection()  # built on first use
 
