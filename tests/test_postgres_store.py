@@ -98,3 +98,20 @@ def test_a_lock_held_too_long_is_store_busy(url, monkeypatch):
         other.execute("SELECT 1 FROM runs WHERE run_id = 'r-1' FOR UPDATE")
         with pytest.raises(StoreBusy, match=r"stayed locked by another writer for .*; try again\.$"):
             store.acquire_lease("r-1", "me@here:1:x", 60)
+
+
+def test_without_the_postgres_extra_the_store_says_how_to_install_it():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from core.errors import ResolverError\n"
+        "from core.stores import postgres\n"
+        "try:\n"
+        "    postgres.open_store('postgresql:///test', summarize=None)\n"
+        "except ResolverError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: pip install 'resolver[postgres]'."

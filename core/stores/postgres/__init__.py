@@ -32,10 +32,24 @@ if TYPE_CHECKING:
 __all__ = ["check_world", "open_registry_rows", "open_store", "open_world", "register_entries", "reset_world"]
 
 
+def _need_psycopg() -> None:
+    """Raise a ResolverError with the install command when the ``postgres`` extra is missing."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        from core.errors import ResolverError
+
+        raise ResolverError(
+            "A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: pip install 'resolver[postgres]'."
+        ) from None
+
+
 def open_store(url: str, clock: Clock | None = None, *, summarize: Summarize) -> Store:
     """The checkpoint store in ``url`` (its schema made or upgraded on first open).
 
     Raises: ResolverError (one sentence), UnsupportedStoreFormat (a newer resolver's schema)."""
+    _need_psycopg()
     from core.stores.postgres.store import PostgresStore
 
     return PostgresStore(url, clock, summarize=summarize)
@@ -51,6 +65,7 @@ def open_world(
 ) -> World:
     """The practice world in ``url`` (built from ``data/`` on first use), writing as ``actor``.
     Raises ResolverError (one sentence), WorldMissing."""
+    _need_psycopg()
     from core.stores.postgres.world import PostgresWorld
 
     return PostgresWorld(url, clock, faults=faults, faults_seen=faults_seen, actor=actor)
@@ -58,6 +73,7 @@ def open_world(
 
 def check_world(url: str, has_history: bool) -> None:
     """Refuse a world never built, or emptied, in a store with history. Raises WorldMissing."""
+    _need_psycopg()
     from core.stores.postgres.world import check_world as check
 
     check(url, has_history)
@@ -65,6 +81,7 @@ def check_world(url: str, has_history: bool) -> None:
 
 def reset_world(url: str) -> None:
     """Build the practice world in ``url`` again from ``data/`` (every write forgotten)."""
+    _need_psycopg()
     from core.stores.postgres.world import reset_world as reset
 
     reset(url)
@@ -73,6 +90,7 @@ def reset_world(url: str) -> None:
 def register_entries(url: str) -> list[dict[str, Any]]:
     """The operations register in commit order (see :func:`core.stores.register_entries`).
     Raises ValueError with one sentence."""
+    _need_psycopg()
     from core.stores.postgres.world import register_entries as entries
 
     return entries(url)
@@ -80,6 +98,7 @@ def register_entries(url: str) -> list[dict[str, Any]]:
 
 def open_registry_rows(url: str) -> ApproverRows:
     """The approvers' rows in ``url``; opening creates nothing but the schema."""
+    _need_psycopg()
     from core.stores.postgres.registry import PostgresApproverRows
 
     return PostgresApproverRows(url)
