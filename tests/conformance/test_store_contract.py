@@ -377,3 +377,99 @@ def test_of_two_deciders_who_signed_the_same_chain_one_is_told(store, new_store)
         t.join()
     assert sorted(outcome.values()) == ["moved", "written"]
     assert len(store.audit_rows()) == 2 and verify_audit(store).ok
+
+
+# -- the rest of the contract, method by method (issue 23: every back-end, not only SQLite) --------
+
+
+def test_the_journal_numbers_attempts_keeps_answers_and_goes_with_its_run(home):
+    store = home.store
+    state = home.run("T-65273")
+    assert store.journal_attempt(state.run_id, 1, "live/x") == 1
+    assert store.journal_attempt(state.run_id, 1, "live/x") == 2
+    assert store.journal_answered(state.run_id, 1) is None
+    store.journal_answer(state.run_id, 1, 2, '{"choices": []}', 120, 7)
+    assert store.journal_answered(state.run_id, 1) == '{"choices": []}'
+    with pytest.raises(ResolverError, match="No model call 9 of step 1"):
+        store.journal_answer(state.run_id, 1, 9, "{}", 1, 1)
+    calls = store.model_calls(state.run_id)
+    assert [(c["step"], c["attempt"], c["answer"], c["tokens_in"], c["tokens_out"]) for c in calls] == [
+        (1, 1, None, None, None),
+        (1, 2, '{"choices": []}', 120, 7),
+    ]
+    assert calls[0]["route"] == "live/x" and calls[0]["sent_at"] == FRIDAY
+    store.delete(state.run_id)
+    assert store.model_calls(state.run_id) == []
+
+
+def test_leases_are_taken_renewed_released_expired_and_cleared(home):
+    import os
+    import socket
+
+    store = home.store
+    run_id = home.run("T-65273").run_id
+    lease = store.acquire_lease(run_id, "a@elsewhere:1:x", 60)
+    assert lease.owner == "a@elsewhere:1:x" and store.summary(run_id).lease_owner == "a@elsewhere:1:x"
+    with pytest.raises(LeaseHeld, match=r"being executed by a@elsewhere \(lease until"):
+        store.acquire_lease(run_id, "b@elsewhere:2:y", 60)
+    assert store.renew_lease(run_id, "a@elsewhere:1:x", 60) is True
+    assert store.renew_lease(run_id, "b@elsewhere:2:y", 60) is False
+    assert store.clear_dead_lease(run_id) is False  # a live holder on another host
+    store.release_lease(run_id, "b@elsewhere:2:y")  # not the holder: nothing
+    assert store.summary(run_id).lease_owner == "a@elsewhere:1:x"
+    store.expire_lease(run_id)
+    assert store.claim(run_id, "b@elsewhere:2:y", 60).run_id == run_id  # an expired lease is taken over
+    store.release_lease(run_id, "b@elsewhere:2:y")
+    assert store.summary(run_id).lease_owner is None
+    dead = f"gone@{socket.gethostname()}:{2**22 + os.getpid() % 1000}:z"  # no such process here
+    store.acquire_lease(run_id, dead, 600)
+    assert store.clear_dead_lease(run_id) is True and store.summary(run_id).lease_owner is None
+    with pytest.raises(RunNotFound):
+        store.acquire_lease("nope", "a@elsewhere:1:x", 60)
+
+
+def test_runs_of_a_ticket_ids_and_history(home, clock):
+    store = home.store
+    assert not store.has_history() and store.run_ids("T-90103") == []
+    first = home.run("T-90103", repeat=1)
+    clock.sleep(60)
+    second = home.run("T-90103", repeat=2)
+    assert [r.run_id for r in store.runs_of_task("T-90103")] == [first.run_id, second.run_id]
+    assert sorted(store.run_ids("T-90103-agent")) == [first.run_id, second.run_id]
+    assert store.run_ids("T-90103-agent-chat-small-1_") == []  # a prefix, not a pattern
+    assert store.latest("T-90103").run_id == second.run_id and store.latest("T-00000") is None
+    assert store.exists(first.run_id) and not store.exists("nope")
+    assert store.has_history() and store.approvals_in_flight() == 0
+    with pytest.raises(RunNotFound):
+        store.delete("nope")
+    with pytest.raises(RunNotFound):
+        store.events("nope")
+
+
+def test_the_audit_reads_find_rows_and_what_ends_an_approval(store):
+    store.append_audit({**_row(0, "a"), "run_id": "r-1", "decision": "approve", "run_uid": "u-1", "sig": "ed25519:s1"})
+    store.append_audit({**_row(1, "b"), "run_id": "r-2", "decision": "approve", "run_uid": "u-2"})
+    store.append_audit({**_row(2, "c"), "run_id": "r-1", "decision": "refused-expired", "run_uid": "u-1"})
+    found = store.find_audit_row("r-1", "approve", "ed25519:s1")
+    assert found is not None and found["id"] == 1 and found["name"] == "a"
+    assert store.find_audit_row("r-1", "approve", "ed25519:other") is None
+    ending = store.later_ending("u-1", 1)
+    assert ending is not None and ending["decision"] == "refused-expired" and ending["id"] == 3
+    assert store.later_ending("u-2", 2) is None
+    assert {"audit_no_update", "audit_no_delete"} <= store.audit_triggers()
+    assert store.signed_approvals("ed25519:") == []  # no run holds a signed approval
+    assert [r["name"] for r in store.audit(name="a")] == ["a"] and len(store.audit("r-1")) == 2
+
+
+def test_backup_scrub_and_end_thread(home, tmp_path):
+    import stat
+
+    store = home.store
+    state = home.run("T-65273")
+    target = tmp_path / "copy"
+    store.backup(target)
+    assert target.is_file() and stat.S_IMODE(target.stat().st_mode) == 0o600 and target.stat().st_size > 0
+    store.scrubbed(lambda: store.delete(state.run_id))
+    assert not store.exists(state.run_id)
+    store.end_thread()
+    assert store.counts() == {}  # still usable from this thread
