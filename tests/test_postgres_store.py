@@ -115,3 +115,17 @@ def test_without_the_postgres_extra_the_store_says_how_to_install_it():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: pip install 'resolver[postgres]'."
+
+
+def test_a_dropped_audit_guard_is_made_again_and_reported(url):
+    import psycopg
+    from core.auditchain import verify_audit
+
+    _open(url)
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("DROP TRIGGER audit_no_delete ON audit")
+    store = _open(url)
+    assert store.repaired_triggers == ["audit_no_delete"] and "audit_no_delete" in store.repairs[0]
+    assert verify_audit(store).ok
+    with psycopg.connect(url, autocommit=True) as conn, pytest.raises(psycopg.errors.RaiseException, match="append-only"):
+        conn.execute("INSERT INTO audit (id, run_id) VALUES (1, 'x'); DELETE FROM audit")

@@ -46,6 +46,14 @@ BEGIN
 END
 $$"""
 
+
+def audit_trigger(name: str) -> str:
+    """The ``CREATE TRIGGER`` of one of the audit's append-only guards (``audit_no_update``,
+    ``audit_no_delete``), as migration 1 makes it and a store's open makes it again."""
+    event = {"audit_no_update": "UPDATE", "audit_no_delete": "DELETE"}[name]
+    return f"CREATE TRIGGER {name} BEFORE {event} ON audit FOR EACH ROW EXECUTE FUNCTION resolver_audit_append_only()"
+
+
 STORE = (
     f"""CREATE TABLE runs (
         run_id {C} PRIMARY KEY, n bigint GENERATED ALWAYS AS IDENTITY, task_id {C} NOT NULL, variant {C}, model {C},
@@ -74,8 +82,8 @@ STORE = (
     "CREATE TABLE audit_head (one boolean PRIMARY KEY DEFAULT true CHECK (one))",
     "INSERT INTO audit_head VALUES (true)",
     _AUDIT_GUARD,
-    "CREATE TRIGGER audit_no_update BEFORE UPDATE ON audit FOR EACH ROW EXECUTE FUNCTION resolver_audit_append_only()",
-    "CREATE TRIGGER audit_no_delete BEFORE DELETE ON audit FOR EACH ROW EXECUTE FUNCTION resolver_audit_append_only()",
+    audit_trigger("audit_no_update"),
+    audit_trigger("audit_no_delete"),
     "CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit FOR EACH STATEMENT EXECUTE FUNCTION resolver_audit_append_only()",
     f"""CREATE TABLE model_calls (
         run_id {C} NOT NULL, step integer NOT NULL, attempt integer NOT NULL, route {C} NOT NULL, sent_at {C} NOT NULL,

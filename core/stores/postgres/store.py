@@ -111,6 +111,26 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         self.repairs: list[str] = []
         self.repaired_triggers: list[str] = []
         self._init_rows()
+        self._repair_triggers()
+
+    def _repair_triggers(self) -> None:
+        """Create again an append-only guard of the audit that someone dropped, and say so in
+        :attr:`repairs` and :attr:`repaired_triggers` (``resolver audit verify`` reports it)."""
+        from core.auditchain import TRIGGERS
+        from core.stores.postgres.schema import audit_trigger
+
+        with self.db.read() as conn:
+            missing = sorted(set(TRIGGERS) - auditchain.triggers(conn))
+        if not missing:
+            return
+        with self.db.transaction() as conn:
+            for name in missing:
+                conn.execute(f"DROP TRIGGER IF EXISTS {name} ON audit")
+                conn.execute(audit_trigger(name))
+        self.repairs.append(
+            f"The checkpoint store in {self.db.label} had lost its trigger(s) {', '.join(missing)}; they were created again."
+        )
+        self.repaired_triggers.extend(missing)
 
     # -- save -----------------------------------------------------------------------------------
 
