@@ -129,3 +129,40 @@ def test_a_dropped_audit_guard_is_made_again_and_reported(url):
     assert verify_audit(store).ok
     with psycopg.connect(url, autocommit=True) as conn, pytest.raises(psycopg.errors.RaiseException, match="append-only"):
         conn.execute("INSERT INTO audit (id, run_id) VALUES (1, 'x'); DELETE FROM audit")
+
+
+def test_the_friday_to_monday_story_and_the_crash_story_on_postgres(url, tmp_path, monkeypatch, capsys):
+    """The README's two stories through the command line, every part of the home in PostgreSQL
+    (the writing commands: a read-only command still looks for the home folder's files until the
+    store is chosen by URL), printing the seed's numbers."""
+    import core.stores
+    from core.cli import main
+
+    monkeypatch.setattr(core.stores, "BACKEND", "postgres")
+    monkeypatch.setattr(core.stores, "POSTGRES_URL", url)
+    home = str(tmp_path / "home")
+
+    def run(*argv: str) -> tuple[int, str]:
+        try:
+            code = main([*argv, "--home", home])
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+        return code, capsys.readouterr().out
+
+    run("reset", "--all")
+    run("clock", "set", "2026-10-09T17:00:00-04:00")
+    code, out = run("run", "T-65273")
+    assert code == 0 and "3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081" in out
+    run("clock", "set", "2026-10-12T09:00:00-04:00")
+    code, out = run("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+    assert "RF-4CFEAE8E" in out
+    code, out = run("approve", "T-65273-agent-chat-small-1", "--as", "grace", "--name", "Grace")
+    assert code == 5 and "PAY-507862-2 is not a captured charge of LK-507862" in out and "Status: handed_to_person" in out
+    run("reset", "--all")
+    run("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")
+    code, _ = run("approve", "T-90104-agent_structured-chat-strong-1", "--as", "agent", "--interrupt", "before-write")
+    assert code == 3
+    code, out = run("resume", "T-90104-agent_structured-chat-strong-1")
+    assert code == 0 and "request_refund LK-793996: done (operation" in out and "Status: done" in out
+    code, out = run("resume", "T-90104-agent_structured-chat-strong-1")
+    assert "Nothing to resume: the run is done." in out
