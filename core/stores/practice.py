@@ -239,15 +239,8 @@ class PracticeWorld:
         return getattr(self, tool)(**args)
 
     def read_tool(self, tool: str, args: dict[str, Any]) -> tuple[Any, int]:
-        """Run one read-only tool (:meth:`call_tool`) and return ``(result, seq)``: ``seq`` is the
-        operations register's number (:meth:`register_seq`) read in the same read transaction as
-        the result, so every write numbered above it was committed after the evidence was read,
-        and every write at or below it is in the result (issue 20: "since" decided by the
-        world's own order of events, never by the clock's resolution).
-
-        Raises:
-            UnknownTool: as :meth:`call_tool`.
-        """
+        """:meth:`core.world.World.read_tool`: the tool's result and the register's number, read in
+        one snapshot (:meth:`_snapshot`). Raises UnknownTool."""
         with self._snapshot() as conn:
             result = self.call_tool(tool, args)
             seq = _max_seq(conn)
@@ -480,17 +473,10 @@ class PracticeWorld:
     def call_service(
         self, operation_id: str, action: Action, *, expect: Sequence[Precondition] = (), own: Collection[str] = ()
     ) -> dict[str, Any]:
-        """Call the write service that ``action`` names, with ``operation_id`` as its idempotency
-        key (the table :data:`WRITE_SERVICES` maps each action type to its service) and
-        ``expect`` as the expected state: the service checks its own invariants first, then each
-        precondition, in the write's transaction; ``own`` are the run's own operation IDs, which
-        never count against it. A call whose operation ID is already in the register returns
-        its first result before any check (the run's own write never trips its preconditions).
-
-        Raises: ServiceRefused (PreconditionFailed when only the expected state differs),
-        TransientServiceError (from the service); ResolverError for an action type that has no
-        service.
-        """
+        """:meth:`core.world.World.call_service`: the service of :data:`WRITE_SERVICES` that
+        ``action`` names, with ``operation_id`` as its idempotency key, ``expect`` checked in the
+        write's transaction (``own``: the run's own operations). Raises ServiceRefused,
+        PreconditionFailed, TransientServiceError; ResolverError for a type without a service."""
         service = WRITE_SERVICES.get(action.type)
         if service is None:
             raise ResolverError(f"No write service for {action.type!r}; the services are {', '.join(WRITE_SERVICES)}.")
