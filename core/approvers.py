@@ -348,13 +348,15 @@ class Registry:
     gives no entries (:meth:`exists` is False).
     """
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, store: str | None = None) -> None:
+        """``store``: the team store's PostgreSQL URL holding the rows (issue 23), or None for
+        ``approvers.sqlite`` in ``root``. The owner's seal stays in ``root`` either way."""
         self.root = Path(root)
         self.path = self.root / REGISTRY_DB
         self.seal_path = self.root / SEAL_FILE
         from core.stores import open_registry_rows
 
-        self._rows = open_registry_rows(self.root)
+        self._rows = open_registry_rows(store if store is not None else self.root)
 
     def exists(self) -> bool:
         """True once ``approvers init`` made the registry (its seal exists)."""

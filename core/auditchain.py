@@ -19,8 +19,9 @@ latest hash are also kept outside the database, in ``audit.head`` in the home fo
 approver at each decision. ``resolver audit verify`` (:func:`verify_audit`) checks the chain, the
 head, each row's signature and the append-only triggers.
 
-The chain's rules are here; its SQL (append, read, the chain's tip) is the SQLite store's
-(:mod:`core.stores.sqlite.audit`, issue 22), reached through :class:`core.store.AuditReader`.
+The chain's rules are here; its SQL (append, read, the chain's tip) is each back-end's
+(:mod:`core.stores.sqlite.audit`, issue 22; :mod:`core.stores.postgres.audit`, issue 23), reached
+through :class:`core.store.AuditReader`.
 """
 
 from __future__ import annotations

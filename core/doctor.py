@@ -189,6 +189,27 @@ def _audit_lines(root: Path, kind: str) -> list[str]:
     return [_line("FAIL", f"audit: {p}") for p in report.problems]
 
 
+def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
+    """The team store's lines (issue 23): the server and schema version read without changing
+    anything; when the schema is this resolver's, the audit as ``audit verify`` checks it."""
+    from core.queue import queue_columns
+    from core.signing import verify_audit_read_only
+    from core.stores import open_store, team_store_lines
+
+    pairs = team_store_lines(url)
+    lines = [_line(level, text) for level, text in pairs]
+    if pairs[-1][0] != "ok":
+        return lines
+    try:
+        store = open_store(url, summarize=queue_columns)
+        report = verify_audit_read_only(root, store, kind, world_at=url)
+    except ResolverError as exc:
+        return [*lines, _line("FAIL", f"audit: cannot be checked ({exc})")]
+    if report.ok:
+        return [*lines, _line("ok", report.lines()[0].removeprefix("Audit: ").rstrip(".").join(("audit: ", "")))]
+    return [*lines, *(_line("FAIL", f"audit: {p}") for p in report.problems)]
+
+
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
     otherwise). Never creates or changes a file."""
@@ -228,8 +249,11 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
                 else "FAIL"
             )
             lines.append(_line(level, text))
-    lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
-    lines += _audit_lines(root, kind)
-    lines += _database_lines(root / "larkfield.sqlite", "practice world")
+    if where.store.url is not None:
+        lines += _team_store_lines(root, kind, where.store.url)
+    else:
+        lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
+        lines += _audit_lines(root, kind)
+        lines += _database_lines(root / "larkfield.sqlite", "practice world")
     lines += _dependency_lines()
     return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

@@ -32,7 +32,8 @@ class StaleCheckpoint(ResolverError):
 
 
 class StoreBusy(ResolverError):
-    """The SQLite database stayed locked by another process past the busy timeout."""
+    """The store's database stayed locked by another writer past the busy (SQLite) or lock
+    (PostgreSQL) timeout."""
 
 
 class ApprovalRefused(ResolverError):

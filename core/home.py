@@ -12,7 +12,8 @@ or the world itself, and neither holds logic the other lacks.
 
 The home's parts are opened through :mod:`core.stores` (issue 22): the checkpoint store
 (:class:`core.store.Store`), the practice world (:class:`core.world.World`) and, in a shop home,
-the approvers' rows, each of the one back-end :data:`core.stores.BACKEND` names (SQLite).
+the approvers' rows: SQLite files in the folder, or the team store on PostgreSQL that
+``store`` names (issue 23).
 """
 
 from __future__ import annotations
@@ -71,6 +72,31 @@ def private(path: Path) -> None:
                 each.chmod(FILE_MODE)
         except OSError:
             pass
+
+
+def same_kind(root: Path, kind: str, store: str) -> None:
+    """Refuse a home folder of ``kind`` whose team store ``store`` was made for the other kind
+    (issue 23: the store knows its kind, fixed by the first home that opened it), so a practice
+    folder never reaches a shop store with ``reset``, ``clock set`` or the lesson's API.
+
+    Raises:
+        ShopRefused: the store is a shop store and the folder a practice home.
+        ResolverError: the store is a practice store and the folder a shop home; the store
+            cannot be reached (one sentence).
+    """
+    from core.errors import ShopRefused
+    from core.homepath import mask_password
+    from core.stores import store_kind
+
+    made = store_kind(store, kind)
+    if made == kind:
+        return
+    said = (
+        f"The home folder {root} is a {kind} home, but the team store {mask_password(store)} was made for a {made} "
+        f"home: a folder's kind must be its store's. Use a folder of its kind (resolver init{' --shop' if made == 'shop' else ''} "
+        "--home NEW --store URL), or another store."
+    )
+    raise ShopRefused(said) if made == "shop" else ResolverError(said)
 
 
 @dataclass
@@ -135,6 +161,8 @@ class Home:
         old_umask = os.umask(0o077)  # files made now are 0600 (SQLite gives WAL and SHM the database's mode)
         try:
             self.store: Store = open_store(self._store_at, self.clock, summarize=queue_columns)
+            if store is not None:
+                same_kind(self.root, self.kind, store)
             try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
                 check_world(self.world_at, self.store.has_history())
                 open_world(self.world_at, self.clock)  # built on first use
@@ -170,6 +198,8 @@ class Home:
                 if not path.is_file():
                     raise ResolverError(f"{self.root} has no {path.name} and is read-only to you: nothing to read.")
         self.store = open_store(self._store_at, self.clock, summarize=queue_columns)
+        if self.store_url is not None:
+            same_kind(self.root, self.kind, self.store_url)
         self.log = command_log(self.root)
         self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root)
 
@@ -461,7 +491,7 @@ class Home:
         """The approvers registry of this home (:class:`core.approvers.Registry`)."""
         from core.approvers import Registry
 
-        return Registry(self.root)
+        return Registry(self.root, store=self.store_url)
 
     def unlock(self, name: str, passphrase: str) -> Unlocked:
         """Unlock the approver ``name`` of this shop home with their passphrase, for

@@ -58,6 +58,17 @@ def team_store() -> str | None:
     return locate_home().store.url
 
 
+def _practice_team_home(url: str) -> Path:
+    """The lesson's home folder, refused (ShopRefused) when it or its team store ``url`` is a
+    shop's: the lesson's API never reaches a shop store, whatever folder points at it (issue 23)."""
+    from core.home import same_kind
+
+    root = home_root()
+    require_practice(root, LESSON_API)
+    same_kind(root, "practice", url)
+    return root
+
+
 def practice_db() -> Place:
     """The home's practice world (the lesson's ``PRACTICE_DB``): ``larkfield.sqlite`` in the
     home folder, or the team store's URL when one was chosen."""
@@ -87,8 +98,7 @@ class CheckpointStore(_SqliteStore):
         url = team_store() if path is None else None
         if url is None:
             return super().__new__(cls)
-        root = home_root()
-        require_practice(root, LESSON_API)
+        root = _practice_team_home(url)
         return open_store(url, clock or home_clock(root), summarize=queue_columns)
 
     def __init__(self, path: Path | str | None = None, clock: Clock | None = None) -> None:
@@ -134,11 +144,10 @@ class World(SqliteWorld):
         """``path`` a team store's URL (``PRACTICE_DB`` when one was chosen), or none given with a
         team store chosen: that store's world (the same contract, another class); else a SQLite
         world of this class."""
-        url = path if path is not None and is_team_store(path) else (team_store() if path is None else None)
+        url = str(path) if path is not None and is_team_store(path) else (team_store() if path is None else None)
         if url is None:
             return super().__new__(cls)
-        root = home_root()
-        require_practice(root, LESSON_API)
+        root = _practice_team_home(url)
         return open_world(url, clock or home_clock(root), faults=faults, actor=ticket_id)
 
     def __init__(
@@ -217,7 +226,11 @@ def run_task(
         ShopRefused: ``world`` is in a shop home.
         NoRecording, and whatever ``on_step`` raises (the lesson's ``Crash``).
     """
-    require_practice(Path(world.path).parent, LESSON_API)
+    url = getattr(world, "url", None)  # a team store's world: the lesson's folder, and the store's own kind
+    if url is None:
+        require_practice(Path(world.path).parent, LESSON_API)
+    else:
+        _practice_team_home(str(url))
     if state is None:
         state = new_state(task, variant, model, _runner.run_id_for(task.task_id, variant, model, 1), world.clock)
     if (state.task_id, state.variant, state.model) != (task.task_id, variant, model):

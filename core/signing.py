@@ -39,7 +39,7 @@ from core.approvers import Registry, RegistryError, Unlocked, fingerprint, verif
 from core.auditchain import REGISTRY_PREFIX
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
-from core.stores import Place, register_entries, world_path
+from core.stores import Place, is_team_store, register_entries, world_path
 
 if TYPE_CHECKING:
     from core.state import TaskState
@@ -380,8 +380,10 @@ def verify_audit_read_only(root: Path, audit: AuditReader, kind: str, world_at: 
     signatures, and its version against the audit's registry rows, issue 28), each row's
     signature, the signed ``audit.head`` (never shorter than the newest signed row), every
     approver-signed approval a run holds against its audit row, and every write of the practice
-    world at ``world_at`` (default: the home folder's ``larkfield.sqlite``) against the approvals."""
-    registry = Registry(root)
+    world at ``world_at`` (default: the home folder's ``larkfield.sqlite``) against the approvals.
+    A team store's URL as ``world_at`` (the world lives in the store, issue 23) is where the
+    registry's rows are read too."""
+    registry = Registry(root, store=str(world_at) if world_at is not None and is_team_store(world_at) else None)
     shop = kind == "shop" and registry.exists()
     if not shop:
         return auditchain.verify_audit(audit)

@@ -33,8 +33,9 @@ in an approver's "mine". The store itself knows no policy: it is handed the func
 
 The value types (:class:`RunSummary`, :class:`Lease`, :class:`QueueColumns`), the sorts
 (:data:`SORTS`), the page size and the crash points of the crash tests live here with the
-contract. The first back-end is SQLite (:mod:`core.stores.sqlite`); :mod:`core.stores` picks it
-in one place. The conformance suite (``tests/conformance/``) runs every contract test against
+contract. The back-ends are SQLite (:mod:`core.stores.sqlite`) and PostgreSQL
+(:mod:`core.stores.postgres`, issue 23), sharing what is not SQL (:mod:`core.stores.common`);
+:mod:`core.stores` picks one in one place. The conformance suite (``tests/conformance/``) runs every contract test against
 every back-end.
 
 Errors a back-end raises are the core's (:mod:`core.errors`): :class:`~core.errors.RunNotFound`,

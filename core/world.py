@@ -2,7 +2,8 @@
 
 :class:`World` is what the core calls on the Larkfield practice world, whatever holds it; the
 first back-end keeps it in SQLite (:class:`core.stores.sqlite.world.SqliteWorld`,
-``larkfield.sqlite``), and :func:`core.stores.open_world` opens the home's.
+``larkfield.sqlite``), the second in PostgreSQL (:class:`core.stores.postgres.world.PostgresWorld`),
+both over :class:`core.stores.practice.PracticeWorld`; :func:`core.stores.open_world` opens the home's.
 
 The world holds customers, catalog, orders, payments and shipments, what the write services did
 (refunds, reshipments, return labels, replies) and the **operations register**: for each

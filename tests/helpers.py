@@ -130,16 +130,17 @@ def store_at(path: Path, clock: Any = None) -> Any:
     return open_store(path, clock, summarize=queue_columns)
 
 
-def busy_home_at(root: Path) -> Any:
-    """A home at ``root`` of 40 runs of 4 tickets, some at the same second, 6 rejected: the
-    queue's tests read it (build it once per module and never write it)."""
+def busy_home_at(root: Path, store: str | None = None) -> Any:
+    """A home at ``root`` (on the team store ``store`` if given) of 40 runs of 4 tickets, some at
+    the same second, 6 rejected: the queue's tests read it (build it once per module and never
+    write it)."""
     from datetime import timedelta
 
     from core.clock import FixedClock
     from core.home import Home
 
     clock = FixedClock(FRIDAY)
-    home = Home(root, clock=clock)
+    home = Home(root, clock=clock, store=store)
     for i in range(10):
         for task, variant, model in (
             ("T-65273", "agent", "chat-small"),

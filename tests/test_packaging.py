@@ -114,8 +114,9 @@ def _imported_top_level(package: str) -> set[str]:
     return found.names
 
 
-FEATURE_EXTRAS = ("openai",)
-"""Extras a feature needs, imported only where that feature runs (issue 26: a live model)."""
+FEATURE_EXTRAS = ("openai", "postgres")
+"""Extras a feature needs, imported only where that feature runs (issue 26: a live model; issue
+23: the PostgreSQL store)."""
 
 
 def _declared() -> set[str]:
@@ -142,6 +143,14 @@ def test_the_openai_extra_is_imported_only_by_the_live_model():
     shipped = [p for package in SHIPPED for p in sorted((ROOT / package).rglob("*.py"))]
     users = [p.relative_to(ROOT).as_posix() for p in shipped if "openai" in _imported_top_level_of(p)]
     assert users == ["core/live_model.py"]
+
+
+def test_the_postgres_extra_is_imported_only_by_its_back_end():
+    """Issue 23: ``psycopg`` and ``psycopg_pool`` are imported under ``core/stores/postgres/`` only
+    (the import-linter contract in pyproject.toml says the same of the import graph)."""
+    shipped = [p for package in SHIPPED for p in sorted((ROOT / package).rglob("*.py"))]
+    users = [p.relative_to(ROOT).as_posix() for p in shipped if {"psycopg", "psycopg_pool"} & _imported_top_level_of(p)]
+    assert users and all(u.startswith("core/stores/postgres/") for u in users), users
 
 
 def _imported_top_level_of(path: Path) -> set[str]:

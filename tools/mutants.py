@@ -99,7 +99,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "preconditions",
         "the expected state, checked by the service at the write",
-        "core/stores/sqlite/world.py",
+        "core/stores/practice.py",
         (
             (
                 "            problem = self._problem(conn, pre, own)\n            if problem:",
@@ -114,7 +114,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "since-by-time",
         'row 2: "since" by the register\'s number (back to whole seconds, strictly after)',
-        "core/stores/sqlite/world.py",
+        "core/stores/practice.py",
         (
             ('    if since_seq is not None:\n        return row["seq"]', '    if False:\n        return row["seq"]'),
             ('return datetime.fromisoformat(row["at"]) >= since', 'return datetime.fromisoformat(row["at"]) > since'),
@@ -127,7 +127,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "since-old-evidence",
         "row 2: for evidence saved before, the same second counts as since",
-        "core/stores/sqlite/world.py",
+        "core/stores/practice.py",
         (('return datetime.fromisoformat(row["at"]) >= since', 'return datetime.fromisoformat(row["at"]) > since'),),
         (B + "test_evidence_saved_before_the_change_counts_the_same_second_as_since",),
     ),
@@ -233,7 +233,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "idempotency",
         "the register returns the first result of an operation ID",
-        "core/stores/sqlite/world.py",
+        "core/stores/practice.py",
         (
             (
                 "            if row is not None:\n                if not same_call(",

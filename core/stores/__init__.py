@@ -1,11 +1,14 @@
 """The back-ends of the store contract, and the one place that picks one (issue 22).
 
-:data:`BACKEND` names the back-end every home uses; :func:`open_store`, :func:`open_world`,
-:func:`open_registry_rows`, :func:`check_world` and :func:`reset_world` open or check the home's
-parts with it. :class:`core.home.Home`, the lesson's Python API and the listing call these, and
-nothing else names a back-end's module. Today there is one, SQLite (:mod:`core.stores.sqlite`);
-the conformance suite (``tests/conformance/``) runs every contract test against each name in
-:data:`BACKENDS`.
+Each part of a home is at a :data:`Place`: a SQLite file in the home folder (the default), or the
+team store's PostgreSQL URL (issue 23, chosen by ``--store``, ``RESOLVER_STORE`` or ``store`` in
+the config file: :func:`core.homepath.locate_store`). :func:`open_store`, :func:`open_world`,
+:func:`open_registry_rows`, :func:`check_world`, :func:`reset_world` and
+:func:`register_entries` open or check a part at its place with its back-end: SQLite
+(:mod:`core.stores.sqlite`) for a path, PostgreSQL (:mod:`core.stores.postgres`) for a URL.
+:class:`core.home.Home`, the lesson's Python API and the listing call these, and nothing else
+names a back-end's module. The conformance suite (``tests/conformance/``) runs every contract
+test against each name in :data:`BACKENDS`.
 
 A back-end is imported only when a part is opened, so ``import core.stores`` costs nothing.
 """
@@ -23,12 +26,8 @@ if TYPE_CHECKING:
     from core.store import Store, Summarize
     from core.world import World
 
-BACKENDS: tuple[str, ...] = ("sqlite",)
+BACKENDS: tuple[str, ...] = ("sqlite", "postgres")
 """Every back-end of the contract (the conformance suite's parameter)."""
-
-BACKEND = "sqlite"
-"""The back-end of every home: each ``open_*`` reads it when it is called without a ``backend``
-(the conformance suite sets it to each name of :data:`BACKENDS` in turn)."""
 
 STORE_FILE = "runs.sqlite"
 """The checkpoint store's file in the home folder (SQLite back-end)."""
@@ -50,35 +49,20 @@ def is_team_store(where: Place) -> bool:
 
 
 def _require(backend: str | None, where: Place | None = None) -> str:
-    """``backend``; else ``postgres`` for a PostgreSQL URL ``where``; else :data:`BACKEND` (read
-    at each call). Raises ValueError for a name not in :data:`BACKENDS`."""
-    if backend is None and where is not None and is_team_store(where):
-        backend = "postgres"
-    name = BACKEND if backend is None else backend
+    """``backend`` if given, else the back-end of the place ``where``: ``postgres`` for a
+    PostgreSQL URL, ``sqlite`` for a path. Raises ValueError for a name not in :data:`BACKENDS`."""
+    name = backend if backend is not None else ("postgres" if where is not None and is_team_store(where) else "sqlite")
     if name not in BACKENDS:
         raise ValueError(f"Unknown store back-end {name!r}: one of {', '.join(BACKENDS)}.")
     return name
 
 
 def _postgres() -> Any:
-    """The PostgreSQL back-end's module (:mod:`core.stores.postgres`).
+    """The PostgreSQL back-end's module (:mod:`core.stores.postgres`); each of its functions
+    raises a ResolverError naming the ``postgres`` extra when psycopg is not installed."""
+    from core.stores import postgres
 
-    Raises:
-        ResolverError: psycopg is not installed (the ``postgres`` extra), one sentence.
-    """
-    import importlib
-
-    from core.errors import ResolverError
-
-    try:
-        return importlib.import_module("core.stores.postgres")
-    except ImportError as exc:
-        if (exc.name or "").startswith("psycopg"):
-            raise ResolverError(
-                "The team store on PostgreSQL needs psycopg: install resolver with the postgres extra "
-                "(pip install -e '.[postgres]')."
-            ) from None
-        raise
+    return postgres
 
 
 def store_path(root: Path) -> Path:
@@ -154,8 +138,8 @@ def reset_world(path: Place, *, backend: str | None = None) -> None:
 
 def register_entries(path: Place, *, backend: str | None = None) -> list[dict[str, Any]]:
     """Every entry of the practice world's operations register at ``path``, read only, in commit
-    order: ``{"operation_id", "service", "actor", "at"}`` (``actor``: the run ID that wrote it, or
-    ``manual``); empty when the world does not exist yet. For ``resolver audit verify`` (issue 28),
+    order: ``{"operation_id", "service", "actor", "at", "seq"}`` (``actor``: the run ID that wrote it,
+    or ``manual``; ``seq``: its number, 1, 2, ... in commit order), read in one statement; empty when the world does not exist yet. For ``resolver audit verify`` (issue 28),
     which holds each write a run made against the signed approvals in the audit.
 
     Raises:
@@ -177,3 +161,19 @@ def open_registry_rows(root: Place, *, backend: str | None = None) -> ApproverRo
     from core.stores.sqlite.registry import SqliteApproverRows
 
     return SqliteApproverRows(Path(root))
+
+
+def store_kind(where: Place, kind: str) -> str:
+    """The kind of home the store at ``where`` belongs to (issue 23: the store knows its kind,
+    fixed when it is made). A team store records ``kind`` the first time a home opens it and
+    returns what it recorded from then on; a SQLite store is its home folder, whose kind is
+    ``kind`` (:mod:`core.homekind` reads it from the folder). Raises ResolverError (one sentence)."""
+    if _require(None, where) == "postgres":
+        return str(_postgres().store_kind(str(where), kind))
+    return kind
+
+
+def team_store_lines(url: str) -> list[tuple[str, str]]:
+    """``resolver doctor``'s lines on the team store at ``url`` (:func:`core.stores.postgres.schema_lines`):
+    ``(level, text)`` pairs, changing nothing. Never raises."""
+    return list(_postgres().schema_lines(url))

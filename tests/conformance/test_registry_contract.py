@@ -53,8 +53,8 @@ def test_a_name_is_one_entry_whatever_its_case(registry_rows):
     assert [r[0] for r in registry_rows.rows()] == ["Grace"]
 
 
-def test_a_registry_over_the_back_ends_rows_signs_verifies_and_revokes(backend, registry_rows):
-    registry = Registry(registry_rows.path.parent)
+def test_a_registry_over_the_back_ends_rows_signs_verifies_and_revokes(backend, registry_rows, tmp_path):
+    registry = Registry(tmp_path / "shop")  # the shop folder keeps the seal; its rows are the back-end's
     now = parse_time("2026-10-09T17:00:00-04:00")
     made = registry.init("Grace", "correct horse battery staple", now)
     assert made.owner == "Grace" and registry.exists()

@@ -18,6 +18,7 @@ from core.store import RunSummary, Store
 from core.stores import BACKENDS, open_store
 
 from helpers import busy_home_at
+from pg import team_store
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 
@@ -156,21 +157,21 @@ def test_the_audit_row_carries_the_run_uid_when_given(home):
     assert home.store.audit(state.run_id)[0]["run_uid"] == "uid-1"
 
 
-def test_the_store_knows_no_policy_it_writes_the_columns_it_is_handed(backend, tmp_path):
+def test_the_store_knows_no_policy_it_writes_the_columns_it_is_handed(team_url, tmp_path):
     from core.store import blank_columns
 
     clock = FixedClock(FRIDAY)
-    store = open_store(core.stores.store_path(tmp_path), clock, summarize=blank_columns, backend=backend)
+    store = open_store(team_url or core.stores.store_path(tmp_path), clock, summarize=blank_columns)
     state = new_state(load_task("T-65273"), "agent", "chat-small", "r-1", clock)
     store.save(state)
     row = store.summary("r-1")
     assert (row.customer, row.total_amount, row.required_role) == (state.customer_id, "", "")
 
 
-def test_a_store_cannot_be_made_without_the_queue_columns(backend, tmp_path):
+def test_a_store_cannot_be_made_without_the_queue_columns(team_url, tmp_path):
     """Issue 22: the queue's columns are part of every save, never an optional hook."""
     with pytest.raises(TypeError, match="summarize"):
-        open_store(core.stores.store_path(tmp_path), backend=backend)  # type: ignore[call-arg]
+        open_store(team_url or core.stores.store_path(tmp_path))  # type: ignore[call-arg]
 
 
 def test_a_run_saved_with_the_store_alone_has_the_queue_columns_of_a_run_saved_by_the_home(home, new_store, clock):
@@ -221,9 +222,8 @@ def test_an_executor_that_finds_a_corrupt_checkpoint_gives_its_lease_back(home):
 def busy_home(request, tmp_path_factory) -> Any:
     """40 runs of 4 tickets, some at the same second, 6 rejected (read-only for the tests), in a
     home of each back-end."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(core.stores, "BACKEND", request.param)
-        yield busy_home_at(tmp_path_factory.mktemp("busy") / "home")
+    with team_store(request.param) as url:
+        yield busy_home_at(tmp_path_factory.mktemp("busy") / "home", store=url)
 
 
 @pytest.mark.parametrize("status", [None, "waiting_approval", "handed_to_person"])
@@ -312,3 +312,164 @@ def test_counts_follow_saves_deletes_and_resets(home):
     assert store.counts() == {"corrupt": 1, "stopped": 1, "handed_to_person": 1}  # a corrupt run is not waiting
     assert store.reset() == 3
     assert store.counts() == {}
+
+
+# -- two appenders at once (issue 23): one chain, never a fork -------------------------------------
+
+
+def _row(n: int, who: str, **extra: Any) -> dict[str, Any]:
+    return {"run_id": f"r-{who}", "decision": "refused", "role": "agent", "name": who, "digest": f"d{n}", "at": FRIDAY, **extra}
+
+
+def test_two_appenders_at_once_make_one_chain(store, new_store):
+    import threading
+
+    from core.auditchain import verify_audit
+
+    writers = [new_store(store), new_store(store)]
+    start = threading.Barrier(len(writers))
+    failed: list[BaseException] = []
+
+    def append(writer: Store, who: str) -> None:
+        try:
+            start.wait()
+            for n in range(25):
+                writer.append_audit(_row(n, who))
+        except BaseException as exc:  # pragma: no cover - reported below
+            failed.append(exc)
+
+    threads = [threading.Thread(target=append, args=(w, f"w{i}")) for i, w in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failed == []
+    rows = store.audit_rows()
+    assert [r["id"] for r in rows] == list(range(1, 51))
+    report = verify_audit(store)
+    assert report.ok, report.problems
+    assert store.chain_tip() == (report.latest, 50)
+
+
+def test_of_two_deciders_who_signed_the_same_chain_one_is_told(store, new_store):
+    import threading
+
+    from core.auditchain import AuditMoved, verify_audit
+
+    store.append_audit(_row(0, "first"))
+    tip, _n = store.chain_tip()
+    writers = [new_store(store), new_store(store)]
+    start = threading.Barrier(len(writers))
+    outcome: dict[str, str] = {}
+
+    def decide(writer: Store, who: str) -> None:
+        start.wait()
+        try:
+            writer.append_audit(_row(1, who, prev=tip, sig="ed25519:x"))
+            outcome[who] = "written"
+        except AuditMoved:
+            outcome[who] = "moved"
+
+    threads = [threading.Thread(target=decide, args=(w, f"d{i}")) for i, w in enumerate(writers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(outcome.values()) == ["moved", "written"]
+    assert len(store.audit_rows()) == 2 and verify_audit(store).ok
+
+
+# -- the rest of the contract, method by method (issue 23: every back-end, not only SQLite) --------
+
+
+def test_the_journal_numbers_attempts_keeps_answers_and_goes_with_its_run(home):
+    store = home.store
+    state = home.run("T-65273")
+    assert store.journal_attempt(state.run_id, 1, "live/x") == 1
+    assert store.journal_attempt(state.run_id, 1, "live/x") == 2
+    assert store.journal_answered(state.run_id, 1) is None
+    store.journal_answer(state.run_id, 1, 2, '{"choices": []}', 120, 7)
+    assert store.journal_answered(state.run_id, 1) == '{"choices": []}'
+    with pytest.raises(ResolverError, match="No model call 9 of step 1"):
+        store.journal_answer(state.run_id, 1, 9, "{}", 1, 1)
+    calls = store.model_calls(state.run_id)
+    assert [(c["step"], c["attempt"], c["answer"], c["tokens_in"], c["tokens_out"]) for c in calls] == [
+        (1, 1, None, None, None),
+        (1, 2, '{"choices": []}', 120, 7),
+    ]
+    assert calls[0]["route"] == "live/x" and calls[0]["sent_at"] == FRIDAY
+    store.delete(state.run_id)
+    assert store.model_calls(state.run_id) == []
+
+
+def test_leases_are_taken_renewed_released_expired_and_cleared(home):
+    import os
+    import socket
+
+    store = home.store
+    run_id = home.run("T-65273").run_id
+    lease = store.acquire_lease(run_id, "a@elsewhere:1:x", 60)
+    assert lease.owner == "a@elsewhere:1:x" and store.summary(run_id).lease_owner == "a@elsewhere:1:x"
+    with pytest.raises(LeaseHeld, match=r"being executed by a@elsewhere \(lease until"):
+        store.acquire_lease(run_id, "b@elsewhere:2:y", 60)
+    assert store.renew_lease(run_id, "a@elsewhere:1:x", 60) is True
+    assert store.renew_lease(run_id, "b@elsewhere:2:y", 60) is False
+    assert store.clear_dead_lease(run_id) is False  # a live holder on another host
+    store.release_lease(run_id, "b@elsewhere:2:y")  # not the holder: nothing
+    assert store.summary(run_id).lease_owner == "a@elsewhere:1:x"
+    store.expire_lease(run_id)
+    assert store.claim(run_id, "b@elsewhere:2:y", 60).run_id == run_id  # an expired lease is taken over
+    store.release_lease(run_id, "b@elsewhere:2:y")
+    assert store.summary(run_id).lease_owner is None
+    dead = f"gone@{socket.gethostname()}:{2**22 + os.getpid() % 1000}:z"  # no such process here
+    store.acquire_lease(run_id, dead, 600)
+    assert store.clear_dead_lease(run_id) is True and store.summary(run_id).lease_owner is None
+    with pytest.raises(RunNotFound):
+        store.acquire_lease("nope", "a@elsewhere:1:x", 60)
+
+
+def test_runs_of_a_ticket_ids_and_history(home, clock):
+    store = home.store
+    assert not store.has_history() and store.run_ids("T-90103") == []
+    first = home.run("T-90103", repeat=1)
+    clock.sleep(60)
+    second = home.run("T-90103", repeat=2)
+    assert [r.run_id for r in store.runs_of_task("T-90103")] == [first.run_id, second.run_id]
+    assert sorted(store.run_ids("T-90103-agent")) == [first.run_id, second.run_id]
+    assert store.run_ids("T-90103-agent-chat-small-1_") == []  # a prefix, not a pattern
+    assert store.latest("T-90103").run_id == second.run_id and store.latest("T-00000") is None
+    assert store.exists(first.run_id) and not store.exists("nope")
+    assert store.has_history() and store.approvals_in_flight() == 0
+    with pytest.raises(RunNotFound):
+        store.delete("nope")
+    with pytest.raises(RunNotFound):
+        store.events("nope")
+
+
+def test_the_audit_reads_find_rows_and_what_ends_an_approval(store):
+    store.append_audit({**_row(0, "a"), "run_id": "r-1", "decision": "approve", "run_uid": "u-1", "sig": "ed25519:s1"})
+    store.append_audit({**_row(1, "b"), "run_id": "r-2", "decision": "approve", "run_uid": "u-2"})
+    store.append_audit({**_row(2, "c"), "run_id": "r-1", "decision": "refused-expired", "run_uid": "u-1"})
+    found = store.find_audit_row("r-1", "approve", "ed25519:s1")
+    assert found is not None and found["id"] == 1 and found["name"] == "a"
+    assert store.find_audit_row("r-1", "approve", "ed25519:other") is None
+    ending = store.later_ending("u-1", 1)
+    assert ending is not None and ending["decision"] == "refused-expired" and ending["id"] == 3
+    assert store.later_ending("u-2", 2) is None
+    assert {"audit_no_update", "audit_no_delete"} <= store.audit_triggers()
+    assert store.signed_approvals("ed25519:") == []  # no run holds a signed approval
+    assert [r["name"] for r in store.audit(name="a")] == ["a"] and len(store.audit("r-1")) == 2
+
+
+def test_backup_scrub_and_end_thread(home, tmp_path):
+    import stat
+
+    store = home.store
+    state = home.run("T-65273")
+    target = tmp_path / "copy"
+    store.backup(target)
+    assert target.is_file() and stat.S_IMODE(target.stat().st_mode) == 0o600 and target.stat().st_size > 0
+    store.scrubbed(lambda: store.delete(state.run_id))
+    assert not store.exists(state.run_id)
+    store.end_thread()
+    assert store.counts() == {}  # still usable from this thread

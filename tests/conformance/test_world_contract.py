@@ -75,3 +75,47 @@ def test_call_service_dispatches_through_the_table(home):
         "op-1", RefundAction(order_id="LK-793996", amount=Decimal("9.95"), reason_code="RFD-LATE", payment_id="PAY-793996-1")
     )
     assert result["amount"] == "9.95" and world.lookup_operation("op-1")["service"] == "request_refund"
+
+
+def test_two_writers_at_once_number_the_register_in_commit_order(home):
+    """Issue 23: every entry's number is taken in its write's transaction, in commit order, so a
+    reader never sees a number whose predecessor is not yet committed (no gap, at any moment)."""
+    import threading
+
+    from core.stores import register_entries
+
+    writers = [home.world("writer-a"), home.world("writer-b")]
+    start = threading.Barrier(len(writers) + 1)
+    done = threading.Event()
+    failed: list[BaseException] = []
+    samples: list[list[int]] = []
+
+    def write(world, who: str) -> None:
+        try:
+            start.wait()
+            for n in range(20):
+                world.send_reply(f"{who}-{n}", "LK-507862", "C-1001", f"Hello {n}")
+        except BaseException as exc:  # pragma: no cover - reported below
+            failed.append(exc)
+
+    def read() -> None:
+        start.wait()
+        while not done.is_set():
+            samples.append([e["seq"] for e in register_entries(home.world_at)])
+
+    threads = [threading.Thread(target=write, args=(w, w.actor)) for w in writers]
+    reader = threading.Thread(target=read)
+    for t in (*threads, reader):
+        t.start()
+    for t in threads:
+        t.join()
+    done.set()
+    reader.join()
+    assert failed == []
+    assert all(seqs == list(range(1, len(seqs) + 1)) for seqs in samples)  # never a gap
+    entries = register_entries(home.world_at)
+    assert [e["seq"] for e in entries] == list(range(1, 41))
+    for who in ("writer-a", "writer-b"):  # each writer's entries in the order it wrote them
+        mine = [e["operation_id"] for e in entries if e["actor"] == who]
+        assert mine == [f"{who}-{n}" for n in range(20)]
+    assert home.world().register_seq() == 40

@@ -14,6 +14,7 @@ import sqlite3
 from typing import Any
 
 from core.auditchain import COLUMNS, GENESIS, TRIGGERS, AuditMoved, as_row, ends_approval_sql, row_hash
+from core.stores.common import audit_values
 
 
 def ensure_columns(conn: sqlite3.Connection) -> None:
@@ -68,19 +69,7 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
     prev, n = last_hash(conn)
     if audit.get("prev") is not None and audit["prev"] != prev:
         raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
-    values = (
-        run_id,
-        audit["decision"],
-        audit["role"],
-        audit["name"],
-        audit["digest"],
-        audit["at"],
-        audit.get("detail", ""),
-        audit.get("run_uid"),
-        prev,
-        audit.get("sig") or "",
-        audit.get("binds"),
-    )
+    values = audit_values(run_id, audit, prev)
     cur = conn.execute(f"INSERT INTO audit ({', '.join(COLUMNS[1:])}) VALUES ({', '.join('?' * len(values))})", values)
     row = dict(zip(COLUMNS, (cur.lastrowid, *values), strict=True))
     row["hash"] = row_hash(row)

@@ -45,13 +45,9 @@ types, sorts and lease rules are in :mod:`core.store`.
 from __future__ import annotations
 
 import json
-import operator
 import sqlite3
-import threading
-import weakref
-from collections.abc import Callable, Sequence
-from contextlib import suppress
-from dataclasses import dataclass
+from collections.abc import Callable
+from contextlib import AbstractContextManager, suppress
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
@@ -59,11 +55,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from core.clock import Clock, SystemClock, iso, parse_time
 from core.errors import (
-    CorruptCheckpoint,
-    LeaseHeld,
     ResolverError,
     RunNotFound,
-    StaleCheckpoint,
 )
 from core.safetext import nfc
 from core.store import (
@@ -78,13 +71,28 @@ from core.store import (
     crash_point,
     lease_held_by_other,
 )
+from core.stores.common import (
+    _ALWAYS_ORDER,
+    _HEADER_COLS,
+    _HEADER_EXCLUDE,
+    _SOMETIMES,
+    _SUMMARY,
+    LISTS,
+    AuditReads,
+    CheckpointRows,
+    ModelCallJournal,
+    _Parts,
+    event_dicts,
+    read_parts,
+    refuse_save,
+    sort_order,
+)
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
     import sqlite_utils
-    from pydantic import BaseModel
 
     from core.state import TaskState
 
@@ -100,86 +108,6 @@ STORE_FORMAT = 3
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
 journal, issue 26). Formats 1 and 2 are migrated on open."""
 
-LISTS = ("messages", "evidence", "events")
-"""TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
-
-_HEADER_EXCLUDE: set[str] = set(LISTS)
-
-
-class _Saved:
-    """What the store last wrote (or read) for one TaskState object: its version and the very
-    element objects of its lists, so the next save can tell an append from an edit."""
-
-    __slots__ = ("columns", "events", "evidence", "messages", "ref", "version")
-
-    def __init__(self, state: TaskState, version: int, columns: tuple | None) -> None:
-        self.ref = weakref.ref(state)
-        self.version = version
-        self.columns = columns  # the row's values of _SOMETIMES, as written or read
-        self.messages = tuple(state.messages)
-        self.evidence = tuple(state.evidence)
-        self.events = tuple(state.events)
-
-
-def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
-    """True when ``now`` starts with exactly the objects saved before (only appends since)."""
-    n = len(before)
-    return len(now) >= n and all(map(operator.is_, now[:n], before))
-
-
-def _join(obj: str, *fields: tuple[str, str]) -> str:
-    """Add ``"name":json`` fields to the JSON object text ``obj`` (which ends with ``}``), in one
-    allocation (a state of 300 steps with 50 KB tool outputs is 30 MB of text)."""
-    pieces = [obj[:-1]]
-    sep = "" if obj == "{}" else ","
-    for name, value in fields:
-        pieces += (sep, '"', name, '":', value)
-        sep = ","
-    pieces.append("}")
-    return "".join(pieces)
-
-
-def _join_lists(obj: str, lists: Sequence[tuple[str, list[str]]]) -> str:
-    """Add ``"name":[item,...]`` arrays of JSON texts to the JSON object text ``obj``."""
-    pieces = [obj[:-1]]
-    sep = "" if obj == "{}" else ","
-    for name, items in lists:
-        pieces += (sep, '"', name, '":[', ",".join(items), "]")
-        sep = ","
-    pieces.append("}")
-    return "".join(pieces)
-
-
-_SUMMARY = (
-    "run_id, task_id, variant, model, status, created_at, updated_at, version, customer, order_id, "
-    "total_amount, required_role, actions, lease_owner, lease_expires, state_ok, updated_ts, created_ts, "
-    "amount_cents, role_rank"
-)
-
-_HEADER_COLS = (
-    "task_id",
-    "variant",
-    "model",
-    "status",
-    "created_at",
-    "updated_at",
-    "created_ts",
-    "updated_ts",
-    "version",
-    "customer",
-    "order_id",
-    "total_amount",
-    "amount_cents",
-    "required_role",
-    "role_rank",
-    "actions",
-    "state",
-)
-_ALWAYS = frozenset({"updated_at", "updated_ts", "version", "state"})
-"""Header columns that change at every save; the others are written only when they changed, so
-a step's save touches two of the queue's indexes, not ten."""
-_ALWAYS_ORDER = tuple(sorted(_ALWAYS))
-_SOMETIMES = tuple(c for c in _HEADER_COLS if c not in _ALWAYS)
 _READ_HEAD = f"SELECT version, lease_owner, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
 _INSERT_RUN = (
     f"INSERT INTO runs (run_id, {', '.join(_HEADER_COLS)}, state_ok) VALUES (?, {', '.join('?' for _ in _HEADER_COLS)}, 1)"
@@ -214,19 +142,7 @@ _CREATE_ENTRIES = (
 )
 
 
-@dataclass
-class _Parts:
-    """A run's checkpoint as stored: header text, version and each list's element texts."""
-
-    header: str
-    version: int
-    messages: list[str]
-    evidence: list[str]
-    events: list[str]
-    columns: tuple
-
-
-class CheckpointStore:
+class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
     """SQLite checkpoint store at ``path`` (``runs.sqlite`` in the home folder).
 
     Args:
@@ -269,8 +185,8 @@ class CheckpointStore:
             # open would take the lost store for a new one (a second refund, found by a new user)
             raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path))
         self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
-        self._saved: dict[int, _Saved] = {}
-        self._saved_lock = threading.Lock()
+        self._audit_sql = auditchain
+        self._init_rows()
         self.db.connection()
 
     @property
@@ -548,57 +464,6 @@ class CheckpointStore:
 
     # -- save -----------------------------------------------------------------------------------
 
-    def _remember(self, state: TaskState, version: int, columns: tuple | None) -> None:
-        key = id(state)
-        saved = _Saved(state, version, columns)
-
-        def forget(_ref: weakref.ref, key: int = key) -> None:
-            with self._saved_lock:
-                current = self._saved.get(key)
-                if current is not None and current.ref() is None:
-                    del self._saved[key]
-
-        saved.ref = weakref.ref(state, forget)
-        with self._saved_lock:
-            self._saved[key] = saved
-
-    def _saved_for(self, state: TaskState) -> _Saved | None:
-        saved = self._saved.get(id(state))
-        if saved is None or saved.ref() is not state or saved.version != state.version:
-            return None
-        return saved
-
-    @staticmethod
-    def _rows(state: TaskState, start: tuple[int, int, int]) -> list[tuple]:
-        """The ``entries`` rows for the list elements from ``start`` (counts already stored) on.
-
-        A tool message whose content is exactly the JSON text of a new evidence's result (the
-        runner writes both at one step) refers to that evidence's row instead of repeating it."""
-        run_id = state.run_id
-        m0, e0, v0 = start
-        n = m0 + e0 + v0
-        rows: list[tuple] = []
-        by_text: dict[str, int] = {}
-        for seq, e in enumerate(state.evidence[e0:], e0 + 1):
-            n += 1
-            try:
-                text = json.dumps(e.result, ensure_ascii=False, allow_nan=False)
-                by_text.setdefault(text, n)
-            except (TypeError, ValueError):  # what json cannot write (a Decimal, a date): pydantic's encoder
-                from pydantic import TypeAdapter
-
-                text = TypeAdapter(Any).dump_json(e.result).decode()
-            rows.append((run_id, n, "evidence", seq, e.model_dump_json(exclude={"result"}), text, None))
-        for seq, m in enumerate(state.messages[m0:], m0 + 1):
-            n += 1
-            ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
-            body = m.model_dump_json() if ref is None else m.model_dump_json(exclude={"content"})
-            rows.append((run_id, n, "messages", seq, body, None, ref))
-        for seq, ev in enumerate(state.events[v0:], v0 + 1):
-            n += 1
-            rows.append((run_id, n, "events", seq, ev.model_dump_json(), iso(ev.at), None))
-        return rows
-
     def save(
         self,
         state: TaskState,
@@ -629,47 +494,18 @@ class CheckpointStore:
             LeaseHeld: ``lease_owner`` no longer holds the lease.
             StoreBusy: the database stayed locked.
         """
-        now = self.clock.now()
-        state.updated_at = now
-        old = state.version
-        new = old + 1
-        saved = self._saved_for(state)
-        appended = saved is not None and all(_appended(getattr(state, k), getattr(saved, k)) for k in LISTS)
-        start = (len(saved.messages), len(saved.evidence), len(saved.events)) if saved is not None and appended else (0, 0, 0)
-        state.version = new
-        try:
-            header = state.model_dump_json(exclude=_HEADER_EXCLUDE)
-        finally:
-            state.version = old
-        cols = self.summarize(state)
-        rows = self._rows(state, start)
-        run_id = state.run_id
-        values = dict(
-            zip(
-                _HEADER_COLS,
-                (
-                    state.task_id,
-                    state.variant,
-                    state.model,
-                    state.status,
-                    iso(state.created_at),
-                    iso(now),
-                    state.created_at.timestamp(),
-                    now.timestamp(),
-                    new,
-                    cols["customer"],
-                    state.order_id,
-                    cols["total_amount"],
-                    cols["amount_cents"],
-                    cols["required_role"],
-                    cols["role_rank"],
-                    cols["actions"],
-                    header,
-                ),
-                strict=True,
-            )
+        prep = self._prepare(state)
+        now, old, new, saved, appended, rows, values, written = (
+            prep.now,
+            prep.old,
+            prep.new,
+            prep.saved,
+            prep.appended,
+            prep.rows,
+            prep.values,
+            prep.written,
         )
-        written = tuple(values[c] for c in _SOMETIMES)
+        run_id = state.run_id
         with self.db.immediate() as conn:
             if old == 0:
                 try:
@@ -731,36 +567,13 @@ class CheckpointStore:
     def _refuse(conn: sqlite3.Connection, run_id: str, version: int, lease_owner: str | None) -> NoReturn:
         """Say why a save cannot be written: the version moved on, or the lease is not ours."""
         row = conn.execute("SELECT version, lease_owner FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        on_disk = row[0] if row else 0
-        if on_disk != version:
-            raise StaleCheckpoint(
-                f"Run {run_id} changed since this copy was read (version {on_disk} saved, "
-                f"{version} in hand); reload it and try again."
-            )
-        holder = row[1] if row else None
-        if lease_owner is not None and holder != lease_owner:
-            raise LeaseHeld(
-                f"Run {run_id} is no longer leased to this executor "
-                f"({'taken over by ' + holder.split(':')[0] if holder else 'released'}); nothing more was written."
-            )
-        raise StaleCheckpoint(f"Run {run_id} could not be saved at version {version}; reload it and try again.")
+        raise refuse_save(run_id, version, row[0] if row else 0, row[1] if row else None, lease_owner)
 
     # -- load -----------------------------------------------------------------------------------
 
     @staticmethod
     def _read(conn: sqlite3.Connection, run_id: str) -> _Parts | None:
-        row = conn.execute(f"SELECT state, version, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        if row is None:
-            return None
-        dumps = json.JSONEncoder(ensure_ascii=False).encode
-        lists: dict[str, list[str]] = {name: [] for name in LISTS}
-        for name, body, extra, ref, referred in conn.execute(_READ_ENTRIES, (run_id,)):
-            if name == "evidence":
-                body = _join(body, ("result", extra if extra is not None else "null"))
-            elif ref is not None:
-                body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
-            lists.setdefault(name, []).append(body)
-        return _Parts(row[0], row[1], lists["messages"], lists["evidence"], lists["events"], tuple(row[2:]))
+        return read_parts(conn, run_id)
 
     def load(self, run_id: str) -> TaskState:
         """Load and validate a run's checkpoint, migrating older schema versions.
@@ -779,78 +592,6 @@ class CheckpointStore:
         if parts is None:
             raise RunNotFound(run_id)
         return self._build(run_id, parts)
-
-    def _build(self, run_id: str, parts: _Parts) -> TaskState:
-        from pydantic import ValidationError
-
-        from core.state import SCHEMA_VERSION, TaskState
-
-        header = parts.header
-        if not any(f'"{k}":' in header for k in LISTS):
-            text = _join_lists(header, list(zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True)))
-            try:
-                state = TaskState.model_validate_json(text)
-            except ValidationError:
-                state = None
-            if state is not None and state.schema_version == SCHEMA_VERSION and state.run_id == run_id:
-                state.version = parts.version
-                self._remember(state, parts.version, parts.columns)
-                return state
-        return self._build_carefully(run_id, parts)
-
-    def _build_carefully(self, run_id: str, parts: _Parts) -> TaskState:
-        """The slow path with precise errors: an older schema version, a corrupt row, or a header
-        that still holds its lists (release 0.1.0's whole-state form, or a row edited by hand)."""
-        from pydantic import ValidationError
-
-        from core.state import TaskState, migrate
-
-        try:
-            raw = json.loads(parts.header)
-            if not isinstance(raw, dict):
-                raise ValueError("the checkpoint is not a JSON object")
-            whole = [k for k in LISTS if k in raw]
-            for key, texts in zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True):
-                if key not in raw:
-                    raw[key] = [json.loads(t) for t in texts]
-        except RecursionError:
-            self._mark_corrupt(run_id)
-            raise CorruptCheckpoint(
-                f"The checkpoint of run {run_id} is corrupt (its JSON is nested too deeply to read); nothing was "
-                f"changed. Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
-            ) from None
-        except (ValueError, TypeError) as exc:
-            self._mark_corrupt(run_id)
-            raise CorruptCheckpoint(
-                f"The checkpoint of run {run_id} is corrupt ({_short(exc)}); nothing was changed. "
-                f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
-            ) from exc
-        try:
-            raw = migrate(raw)
-            state = TaskState.model_validate(raw)
-        except RecursionError:
-            self._mark_corrupt(run_id)
-            raise CorruptCheckpoint(
-                f"The checkpoint of run {run_id} is corrupt (its JSON is nested too deeply to read); nothing was changed."
-            ) from None
-        except ValidationError as exc:
-            self._mark_corrupt(run_id)
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise CorruptCheckpoint(
-                f"The checkpoint of run {run_id} does not match the TaskState schema "
-                f"({where}: {first['msg']}); nothing was changed."
-            ) from exc
-        if state.run_id != run_id:
-            self._mark_corrupt(run_id)
-            raise CorruptCheckpoint(
-                f"The checkpoint stored under run {run_id} says it is run {_short(state.run_id)}; nothing was changed. "
-                f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
-            )
-        state.version = parts.version
-        if not whole:
-            self._remember(state, parts.version, parts.columns)
-        return state
 
     def _mark_corrupt(self, run_id: str) -> None:
         """Flag the row so listings show it as corrupt without reading it (best effort)."""
@@ -881,12 +622,6 @@ class CheckpointStore:
 
     # -- the queue ------------------------------------------------------------------------------
 
-    @staticmethod
-    def _summary(row: Sequence[Any]) -> RunSummary:
-        values = list(row)
-        values[15] = bool(values[15])
-        return RunSummary(*values)
-
     def page(
         self,
         status: str | None = None,
@@ -912,10 +647,7 @@ class CheckpointStore:
             ResolverError: an unknown sort (the sentence lists the sorts).
         """
         search = nfc(search)  # issue 19: a decomposed "García" finds the stored one
-        sort = sort or ("age" if status == "waiting_approval" else "updated")
-        if sort not in SORTS:
-            raise ResolverError(f"Unknown sort {sort!r}: use one of {', '.join(SORTS)}.")
-        column, ascending = SORTS[sort]
+        sort, column, ascending = sort_order(status, sort)
         where: list[str] = []
         params: list[Any] = []
         if status:
@@ -1015,25 +747,7 @@ class CheckpointStore:
             rows = conn.execute(
                 "SELECT extra, body, seq FROM entries WHERE run_id = ? AND list = 'events' ORDER BY n", (run_id,)
             ).fetchall()
-        out = []
-        for at, body, seq in rows:
-            try:
-                ev = json.loads(body or "{}")
-                if not isinstance(ev, dict):
-                    raise ValueError("not an object")
-            except (ValueError, RecursionError):
-                ev = {"kind": "corrupt", "message": f"this event of run {run_id} is damaged and cannot be read"}
-            data = ev.get("data", {})
-            out.append(
-                {
-                    "seq": ev.get("seq") if isinstance(ev.get("seq"), int) else seq,
-                    "at": str(at or ""),
-                    "kind": str(ev.get("kind", "")),
-                    "message": str(ev.get("message", "")),
-                    "data": data if isinstance(data, dict) else {},
-                }
-            )
-        return out
+        return event_dicts(run_id, rows)
 
     def audit(self, run_id: str | None = None, *, name: str | None = None) -> list[dict[str, Any]]:
         """Rows of the audit table (oldest first), for one run or all, and with ``name`` only one
@@ -1050,37 +764,6 @@ class CheckpointStore:
             rows = conn.execute(sql + " ORDER BY id", params).fetchall()
         keys = ("run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid")
         return [dict(zip(keys, r, strict=True)) for r in rows]
-
-    def audit_rows(self) -> list[dict[str, Any]]:
-        """Every audit row, oldest first, with every column of :data:`core.auditchain.COLUMNS`."""
-        with self.db.read() as conn:
-            return auditchain.rows(conn)
-
-    def chain_tip(self) -> tuple[str, int]:
-        """``(hash of the newest audit row, number of rows)``; ``(GENESIS, 0)`` when empty."""
-        with self.db.read() as conn:
-            return auditchain.last_hash(conn)
-
-    def find_audit_row(self, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
-        """The newest audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
-        with self.db.read() as conn:
-            return auditchain.find_row(conn, run_id, decision, sig)
-
-    def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
-        """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
-        recorded there (:func:`core.auditchain.ends_approval`), or None."""
-        with self.db.read() as conn:
-            return auditchain.later_ending(conn, run_uid, after_id)
-
-    def audit_triggers(self) -> set[str]:
-        """The audit's append-only triggers present now."""
-        with self.db.read() as conn:
-            return auditchain.triggers(conn)
-
-    def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
-        """``(run_id, header JSON)`` of each run holding an approval signed with ``prefix``."""
-        with self.db.read() as conn:
-            return auditchain.signed_approvals(conn, prefix)
 
     # -- housekeeping ---------------------------------------------------------------------------
 
@@ -1197,53 +880,13 @@ class CheckpointStore:
                 "UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id)
             )
 
-    # -- the journal of model calls (issue 26) ---------------------------------------------------
+    # -- the journal of model calls (issue 26): core.stores.common.ModelCallJournal ----------------
 
-    def journal_attempt(self, run_id: str, step: int, route: str) -> int:
-        """Record that attempt N of ``step``'s model call is about to be sent (committed before it
-        is); returns N, 1 for the step's first attempt."""
-        with self.db.immediate() as conn:
-            row = conn.execute(
-                "SELECT COALESCE(MAX(attempt), 0) FROM model_calls WHERE run_id = ? AND step = ?", (run_id, step)
-            ).fetchone()
-            attempt = int(row[0]) + 1
-            conn.execute(
-                "INSERT INTO model_calls (run_id, step, attempt, route, sent_at) VALUES (?, ?, ?, ?, ?)",
-                (run_id, step, attempt, route, iso(self.clock.now())),
-            )
-        return attempt
+    def _journal_write(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.db.immediate()
 
-    def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
-        """Save the raw answer (text) and usage (tokens) of an attempt, committed before the
-        runner acts on it. Raises ResolverError when the attempt was never recorded."""
-        with self.db.immediate() as conn:
-            done = conn.execute(
-                "UPDATE model_calls SET answer = ?, tokens_in = ?, tokens_out = ?, answered_at = ? "
-                "WHERE run_id = ? AND step = ? AND attempt = ?",
-                (answer, tokens_in, tokens_out, iso(self.clock.now()), run_id, step, attempt),
-            ).rowcount
-        if not done:
-            raise ResolverError(f"No model call {attempt} of step {step} of {run_id} was recorded before its answer.")
-
-    def journal_answered(self, run_id: str, step: int) -> str | None:
-        """The raw answer of ``step``'s latest answered attempt, or None when none was answered."""
-        with self.db.read() as conn:
-            row = conn.execute(
-                "SELECT answer FROM model_calls WHERE run_id = ? AND step = ? AND answer IS NOT NULL "
-                "ORDER BY attempt DESC LIMIT 1",
-                (run_id, step),
-            ).fetchone()
-        return row[0] if row else None
-
-    def model_calls(self, run_id: str) -> list[dict[str, Any]]:
-        """The run's journal, by step and attempt: ``{"step", "attempt", "route", "sent_at",
-        "answer" (text or None while unanswered), "tokens_in", "tokens_out", "answered_at"}``."""
-        keys = ("step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at")
-        with self.db.read() as conn:
-            rows = conn.execute(
-                f"SELECT {', '.join(keys)} FROM model_calls WHERE run_id = ? ORDER BY step, attempt", (run_id,)
-            ).fetchall()
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+    def _journal_read(self) -> AbstractContextManager[sqlite3.Connection]:
+        return self.db.read()
 
     # -- reset ----------------------------------------------------------------------------------
 
@@ -1272,12 +915,6 @@ class CheckpointStore:
             if audit is not None:
                 auditchain.append(conn, "*", audit(ids))
         return len(ids)
-
-
-def _short(value: object, limit: int = 80) -> str:
-    """``value`` as text for a sentence: control characters dropped, at most ``limit`` characters."""
-    text = "".join(ch if ch.isprintable() else "?" for ch in str(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 APPLICATION_ID = 0x52534C56

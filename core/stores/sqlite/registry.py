@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from core.stores.common import RegistryChange
 from core.stores.sqlite.database import Database
 
 REGISTRY_FILE = "approvers.sqlite"
@@ -24,44 +25,10 @@ _CREATE = (
     "public_key TEXT NOT NULL, added_at TEXT NOT NULL, revoked_at TEXT, signature TEXT NOT NULL, "
     "private_key TEXT NOT NULL, recovery_key TEXT)"
 )
-_COLS = "name, role, public_key, added_at, revoked_at, signature, private_key, recovery_key"
 
 
 def _create_table(conn: sqlite3.Connection) -> None:
     conn.execute(_CREATE)
-
-
-class _Change:
-    """The writes of one registry change, inside its transaction (:class:`core.approvers.ApproverChange`)."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def rows(self) -> list[tuple]:
-        """Every row as this transaction sees it, oldest first."""
-        return [tuple(r) for r in self._conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
-
-    def insert(self, row: tuple) -> None:
-        """Add a row of the eight columns. Raises ResolverError-wrapped IntegrityError for a name present."""
-        self._conn.execute(f"INSERT INTO approvers ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
-
-    def set_revoked(self, name: str, at: str, signature: str) -> None:
-        """Mark ``name`` revoked at ``at`` with the owner's new ``signature``."""
-        self._conn.execute("UPDATE approvers SET revoked_at = ?, signature = ? WHERE name = ?", (at, signature, name))
-
-    def set_keys(self, name: str, private_key: str, recovery_key: str | None) -> None:
-        """Replace ``name``'s encrypted private key and recovery key."""
-        self._conn.execute(
-            "UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
-            (private_key, recovery_key, name),
-        )
-
-    def replace_key(self, name: str, old: str, new: str) -> None:
-        """Replace ``name``'s encrypted private key ``old`` by ``new`` (nothing if it changed since)."""
-        self._conn.execute(
-            "UPDATE approvers SET private_key = ? WHERE name = ? AND private_key = ?",
-            (new, name, old),
-        )
 
 
 class SqliteApproverRows:
@@ -90,11 +57,11 @@ class SqliteApproverRows:
         if not self.path.exists():
             return []
         with self._database().read() as conn:
-            return [tuple(r) for r in conn.execute(f"SELECT {_COLS} FROM approvers ORDER BY rowid")]
+            return RegistryChange(conn).rows()
 
     @contextmanager
-    def change(self) -> Iterator[_Change]:
+    def change(self) -> Iterator[RegistryChange]:
         """One change in a ``BEGIN IMMEDIATE`` transaction: committed at the end, rolled back on
         any exception. Raises StoreBusy, ReadOnlyFile, ResolverError (one sentence)."""
         with self._database().immediate() as conn:
-            yield _Change(conn)
+            yield RegistryChange(conn)

@@ -1,0 +1,585 @@
+"""What every back-end of the checkpoint store shares (issue 23): the header-and-rows form of a
+checkpoint, written and read the same way whatever holds it.
+
+A run is stored as a **header** (the ``TaskState`` without its append-only lists, as JSON) beside
+the queue's columns, and **entries**: one row per element of ``messages``, ``evidence`` and
+``events``, numbered ``n`` in the order written, with ``list``, ``seq``, ``body``, ``extra``
+(an evidence's result, an event's time) and ``ref`` (a tool message that repeats an evidence's
+result refers to its row). :class:`CheckpointRows` is the mixin both back-ends inherit: it tells
+an append from an edit (:meth:`~CheckpointRows._prepare`), makes the new rows
+(:meth:`~CheckpointRows._rows`), joins what was read back into one JSON text and validates it once
+(:meth:`~CheckpointRows._build`), with the careful path's own errors for an old schema or a corrupt
+row. A back-end supplies the SQL and :meth:`~CheckpointRows._mark_corrupt`.
+
+:class:`core.stores.sqlite.checkpoint.CheckpointStore` and
+:class:`core.stores.postgres.store.PostgresStore` are the two back-ends.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import threading
+import weakref
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from core.clock import iso
+from core.errors import CorruptCheckpoint, LeaseHeld, ResolverError, StaleCheckpoint
+from core.store import SORTS, RunSummary
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from core.state import TaskState
+    from core.store import Summarize
+
+LISTS = ("messages", "evidence", "events")
+"""TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
+
+_HEADER_EXCLUDE: set[str] = set(LISTS)
+
+
+class _Saved:
+    """What the store last wrote (or read) for one TaskState object: its version and the very
+    element objects of its lists, so the next save can tell an append from an edit."""
+
+    __slots__ = ("columns", "events", "evidence", "messages", "ref", "version")
+
+    def __init__(self, state: TaskState, version: int, columns: tuple | None) -> None:
+        self.ref = weakref.ref(state)
+        self.version = version
+        self.columns = columns  # the row's values of _SOMETIMES, as written or read
+        self.messages = tuple(state.messages)
+        self.evidence = tuple(state.evidence)
+        self.events = tuple(state.events)
+
+
+def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
+    """True when ``now`` starts with exactly the objects saved before (only appends since)."""
+    n = len(before)
+    return len(now) >= n and all(map(operator.is_, now[:n], before))
+
+
+def _join(obj: str, *fields: tuple[str, str]) -> str:
+    """Add ``"name":json`` fields to the JSON object text ``obj`` (which ends with ``}``), in one
+    allocation (a state of 300 steps with 50 KB tool outputs is 30 MB of text)."""
+    pieces = [obj[:-1]]
+    sep = "" if obj == "{}" else ","
+    for name, value in fields:
+        pieces += (sep, '"', name, '":', value)
+        sep = ","
+    pieces.append("}")
+    return "".join(pieces)
+
+
+def _join_lists(obj: str, lists: Sequence[tuple[str, list[str]]]) -> str:
+    """Add ``"name":[item,...]`` arrays of JSON texts to the JSON object text ``obj``."""
+    pieces = [obj[:-1]]
+    sep = "" if obj == "{}" else ","
+    for name, items in lists:
+        pieces += (sep, '"', name, '":[', ",".join(items), "]")
+        sep = ","
+    pieces.append("}")
+    return "".join(pieces)
+
+
+_SUMMARY = (
+    "run_id, task_id, variant, model, status, created_at, updated_at, version, customer, order_id, "
+    "total_amount, required_role, actions, lease_owner, lease_expires, state_ok, updated_ts, created_ts, "
+    "amount_cents, role_rank"
+)
+
+_HEADER_COLS = (
+    "task_id",
+    "variant",
+    "model",
+    "status",
+    "created_at",
+    "updated_at",
+    "created_ts",
+    "updated_ts",
+    "version",
+    "customer",
+    "order_id",
+    "total_amount",
+    "amount_cents",
+    "required_role",
+    "role_rank",
+    "actions",
+    "state",
+)
+_ALWAYS = frozenset({"updated_at", "updated_ts", "version", "state"})
+"""Header columns that change at every save; the others are written only when they changed, so
+a step's save touches two of the queue's indexes, not ten."""
+_ALWAYS_ORDER = tuple(sorted(_ALWAYS))
+_SOMETIMES = tuple(c for c in _HEADER_COLS if c not in _ALWAYS)
+
+
+@dataclass
+class _Parts:
+    """A run's checkpoint as stored: header text, version and each list's element texts."""
+
+    header: str
+    version: int
+    messages: list[str]
+    evidence: list[str]
+    events: list[str]
+    columns: tuple
+
+
+@dataclass
+class _Prepared:
+    """One save, worked out before its transaction: the stamped time, the versions, whether only
+    appends happened since the object was last saved or read, the new ``entries`` rows, the
+    header's column values (by name, in :data:`_HEADER_COLS` order) and the :data:`_SOMETIMES`
+    values written."""
+
+    now: datetime
+    old: int
+    new: int
+    saved: _Saved | None
+    appended: bool
+    rows: list[tuple]
+    values: dict[str, Any]
+    written: tuple
+
+
+class CheckpointRows:
+    """The back-end-neutral half of a checkpoint store (see the module's docstring). A back-end
+    sets :attr:`summarize` and :attr:`clock`, calls :meth:`_init_rows` in its constructor and
+    implements :meth:`_mark_corrupt`."""
+
+    summarize: Summarize
+    clock: Any
+
+    def _init_rows(self) -> None:
+        self._saved: dict[int, _Saved] = {}
+        self._saved_lock = threading.Lock()
+
+    def _mark_corrupt(self, run_id: str) -> None:
+        """Flag the run's row so listings show it as corrupt without reading it (best effort)."""
+        raise NotImplementedError
+
+    def _remember(self, state: TaskState, version: int, columns: tuple | None) -> None:
+        key = id(state)
+        saved = _Saved(state, version, columns)
+
+        def forget(_ref: weakref.ref, key: int = key) -> None:
+            with self._saved_lock:
+                current = self._saved.get(key)
+                if current is not None and current.ref() is None:
+                    del self._saved[key]
+
+        saved.ref = weakref.ref(state, forget)
+        with self._saved_lock:
+            self._saved[key] = saved
+
+    def _saved_for(self, state: TaskState) -> _Saved | None:
+        saved = self._saved.get(id(state))
+        if saved is None or saved.ref() is not state or saved.version != state.version:
+            return None
+        return saved
+
+    @staticmethod
+    def _rows(state: TaskState, start: tuple[int, int, int]) -> list[tuple]:
+        """The ``entries`` rows for the list elements from ``start`` (counts already stored) on.
+
+        A tool message whose content is exactly the JSON text of a new evidence's result (the
+        runner writes both at one step) refers to that evidence's row instead of repeating it."""
+        run_id = state.run_id
+        m0, e0, v0 = start
+        n = m0 + e0 + v0
+        rows: list[tuple] = []
+        by_text: dict[str, int] = {}
+        for seq, e in enumerate(state.evidence[e0:], e0 + 1):
+            n += 1
+            try:
+                text = json.dumps(e.result, ensure_ascii=False, allow_nan=False)
+                by_text.setdefault(text, n)
+            except (TypeError, ValueError):  # what json cannot write (a Decimal, a date): pydantic's encoder
+                from pydantic import TypeAdapter
+
+                text = TypeAdapter(Any).dump_json(e.result).decode()
+            rows.append((run_id, n, "evidence", seq, e.model_dump_json(exclude={"result"}), text, None))
+        for seq, m in enumerate(state.messages[m0:], m0 + 1):
+            n += 1
+            ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
+            body = m.model_dump_json() if ref is None else m.model_dump_json(exclude={"content"})
+            rows.append((run_id, n, "messages", seq, body, None, ref))
+        for seq, ev in enumerate(state.events[v0:], v0 + 1):
+            n += 1
+            rows.append((run_id, n, "events", seq, ev.model_dump_json(), iso(ev.at), None))
+        return rows
+
+    def _prepare(self, state: TaskState) -> _Prepared:
+        """Stamp ``state.updated_at`` from the clock and work out what its save writes."""
+        now = self.clock.now()
+        state.updated_at = now
+        old = state.version
+        new = old + 1
+        saved = self._saved_for(state)
+        appended = saved is not None and all(_appended(getattr(state, k), getattr(saved, k)) for k in LISTS)
+        start = (len(saved.messages), len(saved.evidence), len(saved.events)) if saved is not None and appended else (0, 0, 0)
+        state.version = new
+        try:
+            header = state.model_dump_json(exclude=_HEADER_EXCLUDE)
+        finally:
+            state.version = old
+        cols = self.summarize(state)
+        rows = self._rows(state, start)
+        values = dict(
+            zip(
+                _HEADER_COLS,
+                (
+                    state.task_id,
+                    state.variant,
+                    state.model,
+                    state.status,
+                    iso(state.created_at),
+                    iso(now),
+                    state.created_at.timestamp(),
+                    now.timestamp(),
+                    new,
+                    cols["customer"],
+                    state.order_id,
+                    cols["total_amount"],
+                    cols["amount_cents"],
+                    cols["required_role"],
+                    cols["role_rank"],
+                    cols["actions"],
+                    header,
+                ),
+                strict=True,
+            )
+        )
+        written = tuple(values[c] for c in _SOMETIMES)
+        return _Prepared(now, old, new, saved, appended, rows, values, written)
+
+    def _build(self, run_id: str, parts: _Parts) -> TaskState:
+        from pydantic import ValidationError
+
+        from core.state import SCHEMA_VERSION, TaskState
+
+        header = parts.header
+        if not any(f'"{k}":' in header for k in LISTS):
+            text = _join_lists(header, list(zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True)))
+            try:
+                state = TaskState.model_validate_json(text)
+            except ValidationError:
+                state = None
+            if state is not None and state.schema_version == SCHEMA_VERSION and state.run_id == run_id:
+                state.version = parts.version
+                self._remember(state, parts.version, parts.columns)
+                return state
+        return self._build_carefully(run_id, parts)
+
+    def _build_carefully(self, run_id: str, parts: _Parts) -> TaskState:
+        """The slow path with precise errors: an older schema version, a corrupt row, or a header
+        that still holds its lists (release 0.1.0's whole-state form, or a row edited by hand)."""
+        from pydantic import ValidationError
+
+        from core.state import TaskState, migrate
+
+        try:
+            raw = json.loads(parts.header)
+            if not isinstance(raw, dict):
+                raise ValueError("the checkpoint is not a JSON object")
+            whole = [k for k in LISTS if k in raw]
+            for key, texts in zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True):
+                if key not in raw:
+                    raw[key] = [json.loads(t) for t in texts]
+        except RecursionError:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint of run {run_id} is corrupt (its JSON is nested too deeply to read); nothing was "
+                f"changed. Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
+            ) from None
+        except (ValueError, TypeError) as exc:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint of run {run_id} is corrupt ({_short(exc)}); nothing was changed. "
+                f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
+            ) from exc
+        try:
+            raw = migrate(raw)
+            state = TaskState.model_validate(raw)
+        except RecursionError:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint of run {run_id} is corrupt (its JSON is nested too deeply to read); nothing was changed."
+            ) from None
+        except ValidationError as exc:
+            self._mark_corrupt(run_id)
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise CorruptCheckpoint(
+                f"The checkpoint of run {run_id} does not match the TaskState schema "
+                f"({where}: {first['msg']}); nothing was changed."
+            ) from exc
+        if state.run_id != run_id:
+            self._mark_corrupt(run_id)
+            raise CorruptCheckpoint(
+                f"The checkpoint stored under run {run_id} says it is run {_short(state.run_id)}; nothing was changed. "
+                f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
+            )
+        state.version = parts.version
+        if not whole:
+            self._remember(state, parts.version, parts.columns)
+        return state
+
+    @staticmethod
+    def _summary(row: Sequence[Any]) -> RunSummary:
+        values = list(row)
+        values[15] = bool(values[15])
+        return RunSummary(*values)
+
+
+_READ_RUN = f"SELECT state, version, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
+_READ_ENTRIES = (
+    "SELECT i.list, i.body, i.extra, i.ref, e.extra FROM entries i LEFT JOIN entries e "
+    "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = ? ORDER BY i.n"
+)
+
+
+def read_parts(conn: Any, run_id: str) -> _Parts | None:
+    """A run's checkpoint as stored, read on ``conn`` (``?`` SQL; the caller holds one read
+    transaction for both statements): the header, and each list's element texts with an
+    evidence's result and a tool message's referred content joined back in. None when no run."""
+    row = conn.execute(_READ_RUN, (run_id,)).fetchone()
+    if row is None:
+        return None
+    dumps = json.JSONEncoder(ensure_ascii=False).encode
+    lists: dict[str, list[str]] = {name: [] for name in LISTS}
+    for name, body, extra, ref, referred in conn.execute(_READ_ENTRIES, (run_id,)):
+        if name == "evidence":
+            body = _join(body, ("result", extra if extra is not None else "null"))
+        elif ref is not None:
+            body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
+        lists.setdefault(name, []).append(body)
+    return _Parts(row[0], row[1], lists["messages"], lists["evidence"], lists["events"], tuple(row[2:]))
+
+
+def sort_order(status: str | None, sort: str | None) -> tuple[str, str, bool]:
+    """``(sort, column, ascending)`` of a queue page: ``sort`` or its default (``age`` for
+    ``waiting_approval``, else ``updated``). Raises ResolverError for a sort not in :data:`SORTS`."""
+    sort = sort or ("age" if status == "waiting_approval" else "updated")
+    if sort not in SORTS:
+        raise ResolverError(f"Unknown sort {sort!r}: use one of {', '.join(SORTS)}.")
+    column, ascending = SORTS[sort]
+    return sort, column, ascending
+
+
+class AuditReads:
+    """The read side of :class:`core.store.AuditLog` over a back-end's audit SQL module
+    (:attr:`_audit_sql`: ``rows``, ``last_hash``, ``find_row``, ``later_ending``, ``triggers``,
+    ``signed_approvals``, each taking a connection first), on connections of ``self.db.read()``."""
+
+    db: Any
+    _audit_sql: Any
+
+    def audit_rows(self) -> list[dict[str, Any]]:
+        """Every audit row, oldest first, with every column of :data:`core.auditchain.COLUMNS`."""
+        with self.db.read() as conn:
+            return self._audit_sql.rows(conn)
+
+    def chain_tip(self) -> tuple[str, int]:
+        """``(hash of the newest audit row, number of rows)``; ``(GENESIS, 0)`` when empty."""
+        with self.db.read() as conn:
+            return self._audit_sql.last_hash(conn)
+
+    def find_audit_row(self, run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
+        """The newest audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
+        with self.db.read() as conn:
+            return self._audit_sql.find_row(conn, run_id, decision, sig)
+
+    def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
+        """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
+        recorded there (:func:`core.auditchain.ends_approval`), or None."""
+        with self.db.read() as conn:
+            return self._audit_sql.later_ending(conn, run_uid, after_id)
+
+    def audit_triggers(self) -> set[str]:
+        """The audit's append-only triggers present now."""
+        with self.db.read() as conn:
+            return self._audit_sql.triggers(conn)
+
+    def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
+        """``(run_id, header JSON)`` of each run holding an approval signed with ``prefix``."""
+        with self.db.read() as conn:
+            return self._audit_sql.signed_approvals(conn, prefix)
+
+
+def audit_values(run_id: str, audit: dict[str, Any], prev: str) -> tuple[Any, ...]:
+    """The values of an appended audit row after its ``id``, in :data:`core.auditchain.COLUMNS`
+    order: ``audit`` as :meth:`core.store.AuditLog.append_audit` takes it, chained to ``prev``."""
+    return (
+        run_id,
+        audit["decision"],
+        audit["role"],
+        audit["name"],
+        audit["digest"],
+        audit["at"],
+        audit.get("detail", ""),
+        audit.get("run_uid"),
+        prev,
+        audit.get("sig") or "",
+        audit.get("binds"),
+    )
+
+
+class ModelCallJournal:
+    """The journal of live model calls (issue 26) over ``?`` SQL: a back-end supplies
+    :meth:`_journal_write` (a write transaction), :meth:`_journal_read` and, where writers do not
+    take turns for the whole database, :meth:`_journal_lock` (one numberer of a run's attempts)."""
+
+    clock: Any
+
+    def _journal_write(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _journal_read(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _journal_lock(self, conn: Any, run_id: str) -> None:
+        """Inside the write transaction, before the attempt is numbered (SQLite: nothing, its
+        writers already take turns)."""
+
+    def journal_attempt(self, run_id: str, step: int, route: str) -> int:
+        """Record that attempt N of ``step``'s model call is about to be sent (committed before it
+        is); returns N, 1 for the step's first attempt."""
+        with self._journal_write() as conn:
+            self._journal_lock(conn, run_id)
+            row = conn.execute(
+                "SELECT COALESCE(MAX(attempt), 0) FROM model_calls WHERE run_id = ? AND step = ?", (run_id, step)
+            ).fetchone()
+            attempt = int(row[0]) + 1
+            conn.execute(
+                "INSERT INTO model_calls (run_id, step, attempt, route, sent_at) VALUES (?, ?, ?, ?, ?)",
+                (run_id, step, attempt, route, iso(self.clock.now())),
+            )
+        return attempt
+
+    def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
+        """Save the raw answer (text) and usage (tokens) of an attempt, committed before the
+        runner acts on it. Raises ResolverError when the attempt was never recorded."""
+        with self._journal_write() as conn:
+            done = conn.execute(
+                "UPDATE model_calls SET answer = ?, tokens_in = ?, tokens_out = ?, answered_at = ? "
+                "WHERE run_id = ? AND step = ? AND attempt = ?",
+                (answer, tokens_in, tokens_out, iso(self.clock.now()), run_id, step, attempt),
+            ).rowcount
+        if not done:
+            raise ResolverError(f"No model call {attempt} of step {step} of {run_id} was recorded before its answer.")
+
+    def journal_answered(self, run_id: str, step: int) -> str | None:
+        """The raw answer of ``step``'s latest answered attempt, or None when none was answered."""
+        with self._journal_read() as conn:
+            row = conn.execute(
+                "SELECT answer FROM model_calls WHERE run_id = ? AND step = ? AND answer IS NOT NULL "
+                "ORDER BY attempt DESC LIMIT 1",
+                (run_id, step),
+            ).fetchone()
+        return row[0] if row else None
+
+    def model_calls(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's journal, by step and attempt: ``{"step", "attempt", "route", "sent_at",
+        "answer" (text or None while unanswered), "tokens_in", "tokens_out", "answered_at"}``."""
+        keys = ("step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at")
+        with self._journal_read() as conn:
+            rows = conn.execute(
+                f"SELECT {', '.join(keys)} FROM model_calls WHERE run_id = ? ORDER BY step, attempt", (run_id,)
+            ).fetchall()
+        return [dict(zip(keys, r, strict=True)) for r in rows]
+
+
+def event_dicts(run_id: str, rows: Sequence[tuple[Any, Any, Any]]) -> list[dict[str, Any]]:
+    """A run's trace from its event rows ``(extra (the time), body, seq)`` in order:
+    ``{"seq", "at" (ISO 8601), "kind", "message", "data"}``; a damaged event reads as kind ``corrupt``."""
+    out = []
+    for at, body, seq in rows:
+        try:
+            ev = json.loads(body or "{}")
+            if not isinstance(ev, dict):
+                raise ValueError("not an object")
+        except (ValueError, RecursionError):
+            ev = {"kind": "corrupt", "message": f"this event of run {run_id} is damaged and cannot be read"}
+        data = ev.get("data", {})
+        out.append(
+            {
+                "seq": ev.get("seq") if isinstance(ev.get("seq"), int) else seq,
+                "at": str(at or ""),
+                "kind": str(ev.get("kind", "")),
+                "message": str(ev.get("message", "")),
+                "data": data if isinstance(data, dict) else {},
+            }
+        )
+    return out
+    return out
+
+
+def refuse_save(
+    run_id: str, version: int, on_disk: int, holder: str | None, lease_owner: str | None
+) -> StaleCheckpoint | LeaseHeld:
+    """The error of a save that wrote nothing: the version moved on (``on_disk``, 0 when the run
+    is gone), or ``lease_owner`` no longer holds the lease (``holder`` does)."""
+    if on_disk != version:
+        return StaleCheckpoint(
+            f"Run {run_id} changed since this copy was read (version {on_disk} saved, "
+            f"{version} in hand); reload it and try again."
+        )
+    if lease_owner is not None and holder != lease_owner:
+        return LeaseHeld(
+            f"Run {run_id} is no longer leased to this executor "
+            f"({'taken over by ' + holder.split(':')[0] if holder else 'released'}); nothing more was written."
+        )
+    return StaleCheckpoint(f"Run {run_id} could not be saved at version {version}; reload it and try again.")
+
+
+def _short(value: object, limit: int = 80) -> str:
+    """``value`` as text for a sentence: control characters dropped, at most ``limit`` characters."""
+    text = "".join(ch if ch.isprintable() else "?" for ch in str(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+REGISTRY_COLUMNS = "name, role, public_key, added_at, revoked_at, signature, private_key, recovery_key"
+
+
+class RegistryChange:
+    """The writes of one change of the approvers registry's rows, inside its transaction
+    (:class:`core.approvers.ApproverChange`), over a connection speaking ``?`` SQL (``sqlite3``,
+    or :class:`core.stores.postgres.database.QmarkConnection`); ``order`` is the column that keeps
+    the order rows were added in."""
+
+    def __init__(self, conn: Any, order: str = "rowid") -> None:
+        self._conn = conn
+        self._order = order
+
+    def rows(self) -> list[tuple]:
+        """Every row as this transaction sees it, oldest first."""
+        return [tuple(r) for r in self._conn.execute(f"SELECT {REGISTRY_COLUMNS} FROM approvers ORDER BY {self._order}")]
+
+    def insert(self, row: tuple) -> None:
+        """Add a row of the eight columns. Raises ResolverError-wrapped IntegrityError for a name present."""
+        self._conn.execute(f"INSERT INTO approvers ({REGISTRY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", row)
+
+    def set_revoked(self, name: str, at: str, signature: str) -> None:
+        """Mark ``name`` revoked at ``at`` with the owner's new ``signature``."""
+        self._conn.execute("UPDATE approvers SET revoked_at = ?, signature = ? WHERE name = ?", (at, signature, name))
+
+    def set_keys(self, name: str, private_key: str, recovery_key: str | None) -> None:
+        """Replace ``name``'s encrypted private key and recovery key."""
+        self._conn.execute(
+            "UPDATE approvers SET private_key = ?, recovery_key = ? WHERE name = ?",
+            (private_key, recovery_key, name),
+        )
+
+    def replace_key(self, name: str, old: str, new: str) -> None:
+        """Replace ``name``'s encrypted private key ``old`` by ``new`` (nothing if it changed since)."""
+        self._conn.execute(
+            "UPDATE approvers SET private_key = ? WHERE name = ? AND private_key = ?",
+            (new, name, old),
+        )

@@ -1,0 +1,168 @@
+"""PostgreSQL, the team store: the second back-end of the store contract (issue 23).
+
+- :mod:`~core.stores.postgres.store`: :class:`PostgresStore`, implementing :class:`core.store.Store`;
+- :mod:`~core.stores.postgres.audit`: the audit chain's SQL, appended under a lock on its head;
+- :mod:`~core.stores.postgres.world`: :class:`PostgresWorld`, implementing :class:`core.world.World`;
+- :mod:`~core.stores.postgres.registry`: the approvers' rows, implementing :class:`core.approvers.ApproverRows`;
+- :mod:`~core.stores.postgres.database`: the pool of connections and errors as sentences;
+- :mod:`~core.stores.postgres.schema`: the versioned migrations.
+
+Every function takes ``url``, a libpq URL (``postgresql://user@host:5432/dbname``, or
+``postgresql:///dbname`` for the local socket); a schema is chosen by libpq's
+``options=-csearch_path=NAME`` parameter and the tables go in the first schema of the search path.
+An unreachable server, an unknown database or schema, or a lock held too long is a
+:class:`~core.errors.ResolverError` (:class:`~core.errors.StoreBusy`) with one sentence.
+
+Only modules under :mod:`core.stores` import ``psycopg`` (an import-linter contract in
+``pyproject.toml``); this package imports it only when a part is opened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.approvers import ApproverRows
+    from core.clock import Clock
+    from core.data import Fault
+    from core.store import Store, Summarize
+    from core.world import World
+
+__all__ = [
+    "check_world",
+    "open_registry_rows",
+    "open_store",
+    "open_world",
+    "register_entries",
+    "reset_world",
+    "schema_lines",
+    "store_kind",
+]
+
+
+def _need_psycopg() -> None:
+    """Raise a ResolverError with the install command when the ``postgres`` extra is missing."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError:
+        from core.errors import ResolverError
+
+        raise ResolverError(
+            "A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: pip install 'resolver[postgres]'."
+        ) from None
+
+
+def open_store(url: str, clock: Clock | None = None, *, summarize: Summarize) -> Store:
+    """The checkpoint store in ``url`` (its schema made or upgraded on first open).
+
+    Raises: ResolverError (one sentence), UnsupportedStoreFormat (a newer resolver's schema)."""
+    _need_psycopg()
+    from core.stores.postgres.store import PostgresStore
+
+    return PostgresStore(url, clock, summarize=summarize)
+
+
+def open_world(
+    url: str,
+    clock: Clock | None = None,
+    *,
+    faults: Iterable[Fault] = (),
+    faults_seen: list[str] | None = None,
+    actor: str = "manual",
+) -> World:
+    """The practice world in ``url`` (built from ``data/`` on first use), writing as ``actor``.
+    Raises ResolverError (one sentence), WorldMissing."""
+    _need_psycopg()
+    from core.stores.postgres.world import PostgresWorld
+
+    return PostgresWorld(url, clock, faults=faults, faults_seen=faults_seen, actor=actor)
+
+
+def check_world(url: str, has_history: bool) -> None:
+    """Refuse a world never built, or emptied, in a store with history. Raises WorldMissing."""
+    _need_psycopg()
+    from core.stores.postgres.world import check_world as check
+
+    check(url, has_history)
+
+
+def reset_world(url: str) -> None:
+    """Build the practice world in ``url`` again from ``data/`` (every write forgotten)."""
+    _need_psycopg()
+    from core.stores.postgres.world import reset_world as reset
+
+    reset(url)
+
+
+def register_entries(url: str) -> list[dict[str, Any]]:
+    """The operations register in commit order (see :func:`core.stores.register_entries`).
+    Raises ValueError with one sentence."""
+    _need_psycopg()
+    from core.stores.postgres.world import register_entries as entries
+
+    return entries(url)
+
+
+def open_registry_rows(url: str) -> ApproverRows:
+    """The approvers' rows in ``url``; opening creates nothing but the schema."""
+    _need_psycopg()
+    from core.stores.postgres.registry import PostgresApproverRows
+
+    return PostgresApproverRows(url)
+
+
+def store_kind(url: str, kind: str) -> str:
+    """The kind the store at ``url`` was made as (``practice`` or ``shop``, issue 23): ``kind``
+    is written the first time a home opens the store, and from then on the recorded kind is
+    returned whatever is asked, so a folder of another kind is told (the caller refuses).
+    Raises ResolverError (one sentence) when the store cannot be reached."""
+    _need_psycopg()
+    from core.stores.postgres.database import database
+
+    db = database(url)
+    with db.transaction() as conn:
+        conn.execute("INSERT INTO store_meta (key, value) VALUES ('kind', %s) ON CONFLICT (key) DO NOTHING", (kind,))
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
+    return str(row[0]) if row else kind
+
+
+def schema_lines(url: str) -> list[tuple[str, str]]:
+    """``resolver doctor``'s look at the team store at ``url``, changing nothing: ``(level,
+    text)`` pairs (``ok``, ``warn``, ``FAIL``) for the server it reached and the schema version
+    against the one this resolver writes (:data:`~core.stores.postgres.schema.LATEST`), and
+    whether the store's tables may be opened (the second value of the last pair). Never raises:
+    an unreachable server or a missing extra is a FAIL line."""
+    try:
+        _need_psycopg()
+    except Exception as exc:  # ResolverError: the extra is missing
+        return [("FAIL", str(exc))]
+    import psycopg
+
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe
+    from core.stores.postgres.schema import LATEST, schema_version
+
+    label = describe(url)
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            server = conn.info.parameter_status("server_version") or "?"
+            schema = conn.execute("SELECT current_schema()").fetchone()
+            have = schema_version(conn) if schema and schema[0] else -1
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        return [("FAIL", f"team store: cannot reach {label}: {first}")]
+    lines = [("ok", f"team store: {label}, PostgreSQL {server}")]
+    if have < 0:
+        lines.append(("FAIL", "team store: the URL's search path names no schema that exists; create it or choose another"))
+    elif have == 0:
+        lines.append(("warn", "team store: no resolver tables yet; the first command that writes makes them"))
+    elif have > LATEST:
+        lines.append(
+            ("FAIL", f"team store: schema version {have} is a newer resolver's (this one writes {LATEST}); upgrade resolver")
+        )
+    elif have < LATEST:
+        lines.append(("warn", f"team store: schema version {have}; the next command that writes upgrades it to {LATEST}"))
+    else:
+        lines.append(("ok", f"team store: schema version {have} (migrations in resolver_migrations)"))
+    return lines

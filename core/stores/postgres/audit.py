@@ -1,0 +1,91 @@
+"""The audit chain's SQL in PostgreSQL (issue 23): as :mod:`core.stores.sqlite.audit`, the chain's
+rules (:data:`~core.auditchain.COLUMNS`, :func:`~core.auditchain.row_hash`,
+:data:`~core.auditchain.GENESIS`, :class:`~core.auditchain.AuditMoved`) are the core's.
+
+**One appender at a time.** :func:`append` first locks the audit's one-row head
+(``SELECT ... FROM audit_head FOR UPDATE``), then reads the newest row and writes the next one,
+in the caller's transaction. Under ``READ COMMITTED`` each statement after the lock sees every
+row committed before it was granted, so the second of two deciders chains to the first's row, or,
+when it signed a ``prev`` that moved, is refused with AuditMoved: the chain never forks. The lock
+is held until the caller's commit, so rows are numbered (``id`` 1, 2, ...) in commit order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from core.auditchain import COLUMNS, GENESIS, TRIGGERS, AuditMoved, as_row, ends_approval_sql, row_hash
+from core.stores.common import audit_values
+
+_SELECT = f"SELECT {', '.join(COLUMNS)} FROM audit"
+
+
+def last_hash(conn: psycopg.Connection[Any]) -> tuple[str, int]:
+    """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit."""
+    row = conn.execute(
+        f"SELECT {', '.join(COLUMNS)}, (SELECT COUNT(*) FROM audit) FROM audit ORDER BY id DESC LIMIT 1"
+    ).fetchone()  # one statement, one snapshot: the newest row and the count agree
+    if row is None:
+        return GENESIS, 0
+    return row_hash(tuple(row[:-1])), int(row[-1])
+
+
+def append(conn: psycopg.Connection[Any], run_id: str, audit: dict[str, Any]) -> dict[str, Any]:
+    """Append one audit row, chained to the row before it, inside the caller's transaction, under
+    the lock on the audit's head (see the module's docstring). ``audit`` as
+    :func:`core.stores.sqlite.audit.append`'s. Returns the row as written with its ``hash`` and
+    the chain's new ``length``.
+
+    Raises:
+        AuditMoved: ``audit["prev"]`` is no longer the newest row's hash; nothing is written.
+    """
+    conn.execute("SELECT one FROM audit_head FOR UPDATE")
+    prev, n = last_hash(conn)
+    if audit.get("prev") is not None and audit["prev"] != prev:
+        raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
+    newest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM audit").fetchone()[0]  # type: ignore[index]
+    values = (int(newest) + 1, *audit_values(run_id, audit, prev))
+    conn.execute(f"INSERT INTO audit ({', '.join(COLUMNS)}) VALUES ({', '.join(['%s'] * len(values))})", values)
+    row = dict(zip(COLUMNS, values, strict=True))
+    row["hash"] = row_hash(row)
+    row["length"] = n + 1
+    return row
+
+
+def rows(conn: psycopg.Connection[Any]) -> list[dict[str, Any]]:
+    """Every audit row, oldest first, as dicts of :data:`COLUMNS`."""
+    return [as_row(r) for r in conn.execute(_SELECT + " ORDER BY id")]
+
+
+def find_row(conn: psycopg.Connection[Any], run_id: str, decision: str, sig: str) -> dict[str, Any] | None:
+    """The newest audit row of ``run_id`` recording ``decision`` with signature ``sig``, or None."""
+    row = conn.execute(
+        _SELECT + " WHERE run_id = %s AND decision = %s AND sig = %s ORDER BY id DESC LIMIT 1", (run_id, decision, sig)
+    ).fetchone()
+    return as_row(row) if row else None
+
+
+def later_ending(conn: psycopg.Connection[Any], run_uid: str, after_id: int) -> dict[str, Any] | None:
+    """The first row of the run ``run_uid`` after row ``after_id`` that ends the approval recorded
+    there (:func:`core.auditchain.ends_approval`), or None."""
+    ends, params = ends_approval_sql("%s")
+    row = conn.execute(
+        _SELECT + f" WHERE run_uid = %s AND id > %s AND {ends} ORDER BY id LIMIT 1",
+        (run_uid, after_id, *params),
+    ).fetchone()
+    return as_row(row) if row else None
+
+
+def signed_approvals(conn: psycopg.Connection[Any], prefix: str) -> list[tuple[str, str]]:
+    """``(run_id, header JSON)`` of every run whose header holds an approval signature starting
+    with ``prefix``."""
+    pattern = '%"signature":"' + prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    return [(r[0], r[1]) for r in conn.execute("SELECT run_id, state FROM runs WHERE state LIKE %s", (pattern,))]
+
+
+def triggers(conn: psycopg.Connection[Any]) -> set[str]:
+    """The audit's append-only triggers present now (of :data:`~core.auditchain.TRIGGERS`)."""
+    names = {r[0] for r in conn.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'audit'::regclass AND NOT tgisinternal")}
+    return names & set(TRIGGERS)

@@ -1,0 +1,285 @@
+"""One PostgreSQL database (and schema) shared by a process: the helper under the store, the world
+and the registry's rows of the PostgreSQL back-end (issue 23).
+
+:class:`Database` holds a **connection pool** (``psycopg_pool.ConnectionPool``) per URL, shared by
+every part opened on that URL in this process (:func:`database`). A pool rather than a connection
+per thread, as the SQLite back-end keeps: a PostgreSQL connection is a server process, so a thread
+that ends (the app's workers, the executor's heartbeat) must not keep one open until the process
+exits; a pooled connection goes back to the pool at the end of each use, so
+:meth:`core.store.Store.end_thread` has nothing to give back. Within one use the thread keeps its
+connection: a read or a transaction opened inside another on the same thread runs on the same
+connection (nested transactions become savepoints), as the SQLite helper nests.
+
+Connections run in autocommit; a write is one ``BEGIN`` ... ``COMMIT`` block
+(:meth:`Database.transaction`) at PostgreSQL's default isolation, ``READ COMMITTED``, with row
+locks where a rule needs one writer at a time (the run's row for a compare-and-set or a lease,
+the audit's one-row head, the register's one-row head). A read that must see one state
+(a load: header and rows) is a ``REPEATABLE READ`` snapshot (:meth:`Database.snapshot`).
+Every connection waits at most :data:`LOCK_TIMEOUT_S` for a lock (``lock_timeout``), then
+:class:`~core.errors.StoreBusy` says so in one sentence, as SQLite's busy timeout does.
+
+Errors become sentences (:meth:`Database.errors`): no server, an unknown database or role, a
+schema that does not exist, a lock held too long. A constraint's error
+(``psycopg.errors.IntegrityError``) is passed up as it is, for the caller to say what it means
+(a run saved twice, an approver's name taken).
+
+The URL is a libpq URL (``postgresql://user@host:5432/dbname``, ``postgresql:///dbname`` for the
+local socket); a schema is chosen by libpq's own ``options=-csearch_path=NAME`` parameter, and
+the tables go in the first schema of the search path. Sentences name the database by
+:func:`describe`, never with its password.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import psycopg.conninfo
+import psycopg.errors
+import psycopg.rows
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from core.errors import ResolverError, StoreBusy
+
+LOCK_TIMEOUT_S = 5.0
+"""Seconds a statement waits for a lock another connection holds before StoreBusy."""
+
+CONNECT_TIMEOUT_S = 5
+"""Seconds to reach the server before the store is called unreachable."""
+
+POOL_SIZE = 10
+"""Connections at most per URL and process (threads of one process share them)."""
+
+
+def describe(url: str) -> str:
+    """The database of ``url`` for a sentence, without its password: ``the PostgreSQL database
+    test on 127.0.0.1:5432 (schema s1)``. A URL libpq cannot read is named as such."""
+    try:
+        info = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError:
+        return "the PostgreSQL store (its URL cannot be read)"
+    host = str(info.get("host") or "the local socket")
+    port = f":{info['port']}" if info.get("port") else ""
+    name = str(info.get("dbname") or info.get("user") or "of the current user")
+    schema = ""
+    options = str(info.get("options") or "")
+    if "search_path=" in options:
+        schema = f" (schema {options.split('search_path=', 1)[1].split()[0].split(',')[0]})"
+    return f"the PostgreSQL database {name} on {host}{port}{schema}"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0].rstrip(".") if text else type(exc).__name__
+
+
+class Row:
+    """A row read by position and by column name, as ``sqlite3.Row`` is (``row[0]``,
+    ``row["seq"]``, ``dict(row)``), so the practice world's shared SQL reads both back-ends alike."""
+
+    __slots__ = ("_names", "_values")
+
+    def __init__(self, names: dict[str, int], values: Sequence[Any]) -> None:
+        self._names = names
+        self._values = tuple(values)
+
+    def __getitem__(self, key: int | str | slice) -> Any:
+        if isinstance(key, str):
+            return self._values[self._names[key]]
+        return self._values[key]
+
+    def keys(self) -> list[str]:
+        """The column names, in order."""
+        return list(self._names)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+
+def _row_factory(cursor: Any) -> Callable[[Sequence[Any]], Row]:
+    names = {c.name: i for i, c in enumerate(cursor.description or ())}
+    return lambda values: Row(names, values)
+
+
+@lru_cache(maxsize=512)
+def _qmark(sql: str) -> str:
+    """SQL with ``?`` placeholders (SQLite's) as psycopg's ``%s`` (a literal ``%`` doubled)."""
+    return sql.replace("%", "%%").replace("?", "%s")
+
+
+class QmarkConnection:
+    """A psycopg connection that runs SQL written with ``?`` placeholders and returns
+    :class:`Row` rows: what :mod:`core.stores.practice` and the registry's shared change speak."""
+
+    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Any:
+        """Run one statement; returns its cursor (``fetchone``, ``fetchall``, iteration, ``rowcount``)."""
+        cur = self.conn.cursor(row_factory=_row_factory)
+        if parameters:
+            return cur.execute(_qmark(sql), tuple(parameters))
+        return cur.execute(sql)
+
+
+class _Local(threading.local):
+    conn: psycopg.Connection[Any] | None = None
+    depth: int = 0
+
+
+class Database:
+    """The PostgreSQL database of ``url``: a pool of connections, errors as sentences.
+
+    Args:
+        url: a libpq URL (see the module's docstring).
+        on_open: called once with a first connection (autocommit) before the pool opens: makes
+            or upgrades the schema (:func:`core.stores.postgres.schema.migrate`).
+
+    Attributes:
+        url: as given. label: :func:`describe` of it, for sentences. path: ``Path(label)``, what
+        the contract's ``path`` attributes hold for this back-end (there is no file).
+
+    Raises:
+        ResolverError: the server cannot be reached, the database or role does not exist, or
+            the schema cannot be made (one sentence).
+    """
+
+    def __init__(self, url: str, on_open: Callable[[psycopg.Connection[Any], str], None] | None = None) -> None:
+        self.url = url
+        self.label = describe(url)
+        self.path = Path(self.label)
+        self._local = _Local()
+        with self.errors():
+            try:
+                first = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            except psycopg.OperationalError as exc:
+                raise ResolverError(f"Cannot reach {self.label}: {_first_line(exc)}.") from None
+            try:
+                self._configure(first)
+                if on_open is not None:
+                    on_open(first, self.label)
+            finally:
+                first.close()
+            self.pool = ConnectionPool(
+                url,
+                min_size=1,
+                max_size=POOL_SIZE,
+                kwargs={"autocommit": True, "connect_timeout": CONNECT_TIMEOUT_S},
+                configure=self._configure,
+                timeout=LOCK_TIMEOUT_S * 2,
+                name=self.label,
+                open=False,
+            )
+            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
+
+    @staticmethod
+    def _configure(conn: psycopg.Connection[Any]) -> None:
+        conn.execute(f"SET lock_timeout = '{int(LOCK_TIMEOUT_S * 1000)}ms'")
+
+    def close(self) -> None:
+        """Close the pool (every connection; a later use raises)."""
+        self.pool.close()
+
+    # -- errors -----------------------------------------------------------------------------------
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        """PostgreSQL's errors as sentences: a lock held too long or no free connection is
+        StoreBusy; a constraint's error passes as it is; anything else is a ResolverError."""
+        started = time.monotonic()
+        try:
+            yield
+        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+            raise StoreBusy(
+                f"{self.label[:1].upper()}{self.label[1:]} stayed locked by another writer for "
+                f"{time.monotonic() - started:.1f} s ({_first_line(exc)}); try again."
+            ) from None
+        except PoolTimeout:
+            raise StoreBusy(
+                f"{self.label[:1].upper()}{self.label[1:]} had no free connection for {time.monotonic() - started:.1f} s; try again."
+            ) from None
+        except psycopg.IntegrityError:
+            raise
+        except psycopg.errors.InvalidSchemaName as exc:
+            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} has no such schema ({_first_line(exc)}).") from None
+        except psycopg.OperationalError as exc:
+            raise ResolverError(f"Cannot use {self.label}: {_first_line(exc)}.") from None
+        except psycopg.Error as exc:
+            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} failed: {_first_line(exc)}.") from None
+
+    # -- use --------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _use(self) -> Iterator[psycopg.Connection[Any]]:
+        local = self._local
+        if local.conn is not None:
+            local.depth += 1
+            try:
+                yield local.conn
+            finally:
+                local.depth -= 1
+            return
+        with self.pool.connection() as conn:
+            local.conn, local.depth = conn, 1
+            try:
+                yield conn
+            finally:
+                local.conn, local.depth = None, 0
+
+    @contextmanager
+    def read(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for reads (autocommit unless inside this thread's transaction)."""
+        with self.errors(), self._use() as conn:
+            yield conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction: committed at the end, rolled back on any exception (a savepoint when
+        this thread is already inside one)."""
+        with self.errors(), self._use() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
+    def snapshot(self) -> Iterator[psycopg.Connection[Any]]:
+        """A ``REPEATABLE READ`` read-only transaction: every statement sees one committed state.
+        Inside this thread's transaction, that transaction's view instead."""
+        with self.errors(), self._use() as conn:
+            if conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                yield conn
+                return
+            with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                yield conn
+
+
+_databases: dict[str, Database] = {}
+_databases_lock = threading.Lock()
+
+
+def database(url: str) -> Database:
+    """The one :class:`Database` of ``url`` in this process (made, and its schema migrated, at
+    the first call). Raises ResolverError with one sentence when it cannot be reached."""
+    from core.stores.postgres.schema import migrate
+
+    with _databases_lock:
+        db = _databases.get(url)
+        if db is None:
+            db = _databases[url] = Database(url, on_open=migrate)
+        return db
+
+
+def forget(url: str) -> None:
+    """Close and forget the pool of ``url`` in this process (a test's schema about to be dropped)."""
+    with _databases_lock:
+        db = _databases.pop(url, None)
+    if db is not None:
+        db.close()

@@ -1,0 +1,211 @@
+"""The PostgreSQL back-end's schema, made and upgraded by versioned migrations (issue 23).
+
+Each migration is a numbered list of statements (:data:`MIGRATIONS`); the table
+``resolver_migrations`` records the numbers applied, with what each made and when. Opening a
+database (:func:`migrate`) applies the missing ones in order, in one transaction, under a
+transaction-level advisory lock keyed by the schema's name, so two processes opening a new
+schema at once make it once and a reader never sees half a schema. A schema holding a number
+above :data:`LATEST` was written by a newer resolver and is refused with a sentence.
+
+Why a migrations table and not a migration tool (Alembic, yoyo, sqitch): the schema is a handful
+of tables that only resolver writes, every upgrade is a few statements that must run under the
+same lock as the first open, and the SQLite back-end already versions its file the same way
+(``PRAGMA user_version``, migrated on open): one approach for both back-ends, no extra tool to
+install, configure or run before ``resolver`` works, and nothing for an operator to forget.
+
+The tables go in the first schema of the connection's search path (libpq's
+``options=-csearch_path=NAME``), which must exist. Text columns use the ``"C"`` collation, so
+run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
+
+- **1, the checkpoint store**: ``runs`` (the header and the queue's columns, ``search``: the
+  casefolded search fields), ``entries`` (the lists' rows), ``audit`` (append-only: triggers
+  refuse UPDATE, DELETE and TRUNCATE) with ``audit_head``, the one row every appender locks, and
+  ``model_calls`` (the journal of live model calls).
+- **2, the approvers registry's rows**: ``approvers`` (a name is one entry whatever its case)
+  and ``registry_made`` (a row once a change made the registry).
+- **3, the practice world**: the tables of ``data/world.json`` (types from its rows), the
+  tables of what the write services did, the operations register and ``register_head``, the
+  row every world writer locks; empty until the world is built
+  (:mod:`core.stores.postgres.world`).
+- **4, what the store knows of itself**: ``store_meta``, whose ``kind`` row (practice or shop)
+  is written once, by the first home that opens the store, and never changed
+  (:func:`core.stores.postgres.store_kind`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from core.store import UnsupportedStoreFormat
+
+C = 'text COLLATE "C"'
+
+_AUDIT_GUARD = """
+CREATE OR REPLACE FUNCTION resolver_audit_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the audit table is append-only';
+END
+$$"""
+
+
+def audit_trigger(name: str) -> str:
+    """The ``CREATE TRIGGER`` of one of the audit's append-only guards (``audit_no_update``,
+    ``audit_no_delete``), as migration 1 makes it and a store's open makes it again."""
+    event = {"audit_no_update": "UPDATE", "audit_no_delete": "DELETE"}[name]
+    return f"CREATE TRIGGER {name} BEFORE {event} ON audit FOR EACH ROW EXECUTE FUNCTION resolver_audit_append_only()"
+
+
+STORE = (
+    f"""CREATE TABLE runs (
+        run_id {C} PRIMARY KEY, n bigint GENERATED ALWAYS AS IDENTITY, task_id {C} NOT NULL, variant {C}, model {C},
+        status {C} NOT NULL, created_at {C}, updated_at {C} NOT NULL, created_ts double precision NOT NULL DEFAULT 0,
+        updated_ts double precision NOT NULL DEFAULT 0, version bigint NOT NULL, customer {C}, order_id {C},
+        total_amount {C}, amount_cents bigint NOT NULL DEFAULT 0, required_role {C}, role_rank integer NOT NULL DEFAULT -1,
+        actions {C}, lease_owner {C}, lease_expires {C}, state {C} NOT NULL, state_ok boolean NOT NULL DEFAULT true,
+        search {C} NOT NULL DEFAULT '')""",
+    *(
+        f"CREATE INDEX runs_status_{column} ON runs (status, {column}, run_id)"
+        for column in ("updated_ts", "created_ts", "amount_cents", "role_rank")
+    ),
+    *(
+        f"CREATE INDEX runs_{column} ON runs ({column}, run_id)"
+        for column in ("updated_ts", "created_ts", "amount_cents", "role_rank")
+    ),
+    "CREATE INDEX runs_task ON runs (task_id, created_ts)",
+    f"""CREATE TABLE entries (
+        run_id {C} NOT NULL, n integer NOT NULL, list {C} NOT NULL, seq integer NOT NULL, body {C} NOT NULL,
+        extra {C}, ref integer, PRIMARY KEY (run_id, n))""",
+    f"""CREATE TABLE audit (
+        id bigint PRIMARY KEY, run_id {C}, decision {C}, role {C}, name {C}, digest {C}, at {C}, detail {C},
+        run_uid {C}, prev {C}, sig {C}, binds {C})""",
+    "CREATE INDEX audit_run ON audit (run_id)",
+    "CREATE INDEX audit_run_uid ON audit (run_uid, id)",
+    "CREATE TABLE audit_head (one boolean PRIMARY KEY DEFAULT true CHECK (one))",
+    "INSERT INTO audit_head VALUES (true)",
+    _AUDIT_GUARD,
+    audit_trigger("audit_no_update"),
+    audit_trigger("audit_no_delete"),
+    "CREATE TRIGGER audit_no_truncate BEFORE TRUNCATE ON audit FOR EACH STATEMENT EXECUTE FUNCTION resolver_audit_append_only()",
+    f"""CREATE TABLE model_calls (
+        run_id {C} NOT NULL, step integer NOT NULL, attempt integer NOT NULL, route {C} NOT NULL, sent_at {C} NOT NULL,
+        answer {C}, tokens_in bigint, tokens_out bigint, answered_at {C}, PRIMARY KEY (run_id, step, attempt))""",
+)
+
+REGISTRY = (
+    f"""CREATE TABLE approvers (
+        n bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, name {C} NOT NULL, role {C} NOT NULL,
+        public_key {C} NOT NULL, added_at {C} NOT NULL, revoked_at {C}, signature {C} NOT NULL,
+        private_key {C} NOT NULL, recovery_key {C})""",
+    "CREATE UNIQUE INDEX approvers_name ON approvers (lower(name))",
+    "CREATE TABLE registry_made (one boolean PRIMARY KEY DEFAULT true CHECK (one))",
+)
+
+
+def _sql_type(value: Any) -> str:
+    return "bigint" if isinstance(value, int) else C
+
+
+def world_tables() -> tuple[str, ...]:
+    """The practice world's ``CREATE`` statements (migration 3), from the rows of ``data/``
+    (:func:`core.stores.practice.world_rows`) and :data:`core.stores.practice.EFFECT_TABLES_COLUMNS`."""
+    from core.data import load_world_data
+    from core.stores.practice import EFFECT_TABLES_COLUMNS, world_rows
+
+    out = []
+    for table, (rows, pk) in world_rows(load_world_data()).items():
+        types: dict[str, str] = {}
+        for row in rows:
+            for column, value in row.items():
+                if value is not None or column not in types:
+                    types[column] = _sql_type(value)
+        keys = pk if isinstance(pk, tuple) else (pk,)
+        columns = ", ".join(f"{c} {t}" for c, t in types.items())
+        out.append(f"CREATE TABLE {table} ({columns}, PRIMARY KEY ({', '.join(keys)}))")
+    for table, cols in EFFECT_TABLES_COLUMNS.items():
+        columns = ", ".join(f"{c} {'bigint' if t is int else C}" for c, t in cols)
+        out.append(f"CREATE TABLE {table} ({columns}, PRIMARY KEY ({cols[0][0]}))")
+    return (
+        *out,
+        "CREATE INDEX payments_order ON payments (order_id)",
+        "CREATE INDEX shipments_order ON shipments (order_id)",
+        "CREATE UNIQUE INDEX return_labels_item ON return_labels (order_id, sku)",
+        "CREATE UNIQUE INDEX operations_seq ON operations (seq)",
+        "CREATE TABLE register_head (one boolean PRIMARY KEY DEFAULT true CHECK (one))",
+    )
+
+
+WORLD_TABLES = (
+    "customers",
+    "catalog",
+    "orders",
+    "order_lines",
+    "payments",
+    "shipments",
+    "refunds",
+    "reshipments",
+    "return_labels",
+    "replies",
+    "operations",
+    "register_head",
+)
+"""The practice world's tables; ``register_head`` holds its one row once the world is built."""
+
+STORE_META = (f"CREATE TABLE store_meta (key {C} PRIMARY KEY, value {C} NOT NULL, set_at timestamptz NOT NULL DEFAULT now())",)
+"""Migration 4: what the store knows of itself, fixed when first set (``kind``: practice or shop)."""
+
+MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
+    (1, "the checkpoint store: runs, entries, the audit and its head, the journal of model calls", lambda: STORE),
+    (2, "the approvers registry's rows", lambda: REGISTRY),
+    (3, "the practice world's tables (empty until built)", world_tables),
+    (4, "what the store knows of itself: its kind, fixed when first set", lambda: STORE_META),
+)
+"""``(number, what it makes, a function giving its statements)``, in order."""
+
+LATEST = MIGRATIONS[-1][0]
+"""The schema version this resolver writes."""
+
+
+def schema_version(conn: psycopg.Connection[Any]) -> int:
+    """The highest migration applied in the search path's first schema (0 for none)."""
+    if conn.execute("SELECT to_regclass('resolver_migrations')").fetchone()[0] is None:  # type: ignore[index]
+        return 0
+    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM resolver_migrations").fetchone()[0])  # type: ignore[index]
+
+
+def migrate(conn: psycopg.Connection[Any], label: str) -> None:
+    """Bring the schema of ``conn``'s search path up to :data:`LATEST` (see the module's docstring).
+
+    Raises:
+        ResolverError: the search path names no schema that exists (psycopg's error, as a sentence).
+        UnsupportedStoreFormat: the schema holds a newer resolver's version.
+    """
+    from core.errors import ResolverError
+
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
+    if schema is None:
+        raise ResolverError(
+            f"{label[:1].upper()}{label[1:]} has no schema to make the store in (the search path names none that "
+            "exists); create it (CREATE SCHEMA name) or choose another in the URL's options=-csearch_path=name."
+        )
+    if schema_version(conn) == LATEST:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(hashtext('resolver-migrations:' || current_schema()))")
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        have = schema_version(conn)
+        if have > LATEST:
+            raise UnsupportedStoreFormat(
+                f"{label[:1].upper()}{label[1:]} has schema version {have}, written by a newer resolver; this resolver "
+                f"reads versions up to {LATEST}. Upgrade resolver, or choose another schema."
+            )
+        for version, description, statements in MIGRATIONS:
+            if version <= have:
+                continue
+            for statement in statements():
+                conn.execute(statement)
+            conn.execute("INSERT INTO resolver_migrations (version, description) VALUES (%s, %s)", (version, description))

@@ -1,0 +1,88 @@
+"""PostgreSQL for the tests (issue 23): a schema of its own per test, dropped after.
+
+:func:`server_url` finds a server (``RESOLVER_TEST_PG``, else ``postgresql://127.0.0.1:5432/test``,
+else the local socket's ``test`` database) once per session, or says why there is none;
+:func:`fresh_schema` makes a schema with a unique name and gives the URL that chooses it
+(libpq's ``options=-csearch_path=NAME``), and drops it with everything in it at the end, so no
+test depends on what an earlier run left in ``test``. Without a server the tests that need one
+skip with the reason; under ``CI=true`` they fail (and ``.ci/run`` fails before the tests).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import lru_cache
+from urllib.parse import quote
+
+import pytest
+
+CANDIDATES = ("postgresql://127.0.0.1:5432/test", "postgresql:///test")
+
+
+@lru_cache(maxsize=1)
+def _server() -> tuple[str | None, str]:
+    """``(URL of a reachable server, "")`` or ``(None, why not)``."""
+    try:
+        import psycopg
+    except ImportError:
+        return None, "psycopg is not installed (pip install -e '.[postgres]')"
+    tried = []
+    for url in (os.environ.get("RESOLVER_TEST_PG") or "", *CANDIDATES):
+        if not url:
+            continue
+        try:
+            psycopg.connect(url, connect_timeout=3, autocommit=True).close()
+            return url, ""
+        except psycopg.Error as exc:
+            tried.append(f"{url}: {str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}")
+    return None, "PostgreSQL is not reachable (" + "; ".join(tried) + ")"
+
+
+def server_url() -> str:
+    """The URL of the tests' PostgreSQL server; skips the test with the reason when there is none."""
+    url, why = _server()
+    if url is None:
+        if os.environ.get("CI") == "true":  # in CI the suite runs on both back-ends, never one quietly
+            pytest.fail(why)
+        pytest.skip(why)
+    return url
+
+
+def with_schema(url: str, schema: str) -> str:
+    """``url`` choosing ``schema`` by libpq's ``options=-csearch_path=schema``."""
+    return f"{url}{'&' if '?' in url else '?'}options={quote(f'-csearch_path={schema}')}"
+
+
+@contextmanager
+def fresh_schema() -> Iterator[str]:
+    """A new schema with a unique name on the tests' server: yields the URL that chooses it, and
+    drops the schema (and closes this process's connections to it) afterwards."""
+    import psycopg
+    from core.stores.postgres.database import forget
+
+    server = server_url()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    url = with_schema(server, schema)
+    try:
+        yield url
+    finally:
+        forget(url)
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@contextmanager
+def team_store(backend: str) -> Iterator[str | None]:
+    """The ``--store`` URL of a home on ``backend``: None for ``sqlite`` (the home folder's
+    files), a schema of its own for ``postgres`` (:func:`fresh_schema`), dropped at the end;
+    skips when PostgreSQL is unreachable."""
+    if backend != "postgres":
+        yield None
+        return
+    with fresh_schema() as url:
+        yield url
