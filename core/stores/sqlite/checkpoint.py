@@ -911,6 +911,49 @@ class CheckpointStore:
         Raises:
             ResolverError: an unknown sort (the sentence lists the sorts).
         """
+        if isinstance(after, RunSummary):
+            after = after.cursor(sort or ("age" if status == "waiting_approval" else "updated"))
+        sql, params = self._page_sql(_SUMMARY, status, search, sort, after, max_role_rank)
+        with self.db.read() as conn:
+            conn.create_function(_CASEFOLD, 1, _casefold, deterministic=True)
+            rows = conn.execute(sql, (*params, limit)).fetchall()
+        return [self._summary(r) for r in rows]
+
+    def listed(
+        self,
+        status: str | None = None,
+        *,
+        search: str | None = None,
+        sort: str | None = None,
+        after: tuple[Any, str] | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[tuple[str, str, str, int, Any]]:
+        """The rows ``resolver runs`` prints, as tuples ``(run_id, status, updated_at, state_ok,
+        sort key)``, in the order and pages of :meth:`page` with the same arguments (issue 27,
+        item 6: the printed columns only, no :class:`RunSummary` per run). ``(sort key,
+        run_id)`` of the last row is the cursor ``after`` of the next page. At most ``limit``
+        rows. This SQLite store's own read for :mod:`core.listing`, not part of the contract.
+
+        Raises:
+            ResolverError: an unknown sort (the sentence lists the sorts).
+        """
+        column = SORTS.get(sort or ("age" if status == "waiting_approval" else "updated"), ("run_id", True))[0]
+        sql, params = self._page_sql(f"run_id, status, updated_at, state_ok, {column}", status, search, sort, after, None)
+        with self.db.read() as conn:
+            conn.create_function(_CASEFOLD, 1, _casefold, deterministic=True)
+            return conn.execute(sql, (*params, limit)).fetchall()
+
+    @staticmethod
+    def _page_sql(
+        select: str,
+        status: str | None,
+        search: str | None,
+        sort: str | None,
+        after: tuple[Any, str] | None,
+        max_role_rank: int | None,
+    ) -> tuple[str, list[Any]]:
+        """The SQL of one page of :meth:`page` selecting ``select``, with its parameters but the
+        last (the limit). Raises ResolverError for an unknown sort."""
         search = nfc(search)  # issue 19: a decomposed "García" finds the stored one
         sort = sort or ("age" if status == "waiting_approval" else "updated")
         if sort not in SORTS:
@@ -939,16 +982,12 @@ class CheckpointStore:
             where.append("+role_rank BETWEEN 0 AND ? AND state_ok = 1")
             params.append(max_role_rank)
         if after is not None:
-            key, last_id = after.cursor(sort) if isinstance(after, RunSummary) else after
+            key, last_id = after
             where.append(f"({column}, run_id) {'>' if ascending else '<'} (?, ?)")
             params.extend([key, last_id])
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         direction = "ASC" if ascending else "DESC"
-        sql = f"SELECT {_SUMMARY} FROM runs {clause} ORDER BY {column} {direction}, run_id {direction} LIMIT ?"
-        with self.db.read() as conn:
-            conn.create_function(_CASEFOLD, 1, _casefold, deterministic=True)
-            rows = conn.execute(sql, (*params, limit)).fetchall()
-        return [self._summary(r) for r in rows]
+        return f"SELECT {select} FROM runs {clause} ORDER BY {column} {direction}, run_id {direction} LIMIT ?", params
 
     def counts(self) -> dict[str, int]:
         """Number of runs per status (statuses with no run are absent), from the counts table.
