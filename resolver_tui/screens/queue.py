@@ -109,10 +109,12 @@ class QueueScreen(Screen):
     BINDINGS = bindings("queue")
     AUTO_FOCUS = "#runs"
 
-    selected_id: reactive[str | None] = reactive(None)
-    busy: reactive[str] = reactive("")
-    empty: reactive[bool] = reactive(False)
-    offered: reactive[tuple[bool, ...]] = reactive((), bindings=True)
+    # None of these paints anything itself: a change must not repaint the whole screen (issue 27,
+    # item 3: a reactive's default repaint marked the screen dirty at every key).
+    selected_id: reactive[str | None] = reactive(None, repaint=False)
+    busy: reactive[str] = reactive("", repaint=False)
+    empty: reactive[bool] = reactive(False, repaint=False)
+    offered: reactive[tuple[bool, ...]] = reactive((), bindings=True, repaint=False)
     """Which of OFFERED are offered: the footer is refreshed only when this changes, not at
     every cursor move (recomposing the footer cost ~20 ms a key)."""
 

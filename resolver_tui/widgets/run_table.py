@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.queue import PAGE_SIZE, Page, RunSummary
+from core.queue import Page, RunSummary
 from core.views import age_text, role_label, status_short
 from rich.cells import cell_len
 from rich.text import Text
@@ -19,6 +19,11 @@ from textual.widgets import DataTable
 
 from resolver_tui.widgets.bars import queue_title
 from resolver_tui.widgets.safe import cell
+
+PAGE_ROWS = 50
+"""Rows the app reads a page at a time: a first page fills a tall terminal (issue 27, item 3:
+50 rows instead of the store's 200 cut 44 % of the work per filter key; the stock table costs
+about 0.1 ms a row). The next page loads when the cursor reaches the last row."""
 
 COLUMNS = [
     ("run", "run ID"),
@@ -263,7 +268,7 @@ class RunTable(DataTable):
         new_order = [s.run_id for s in page.rows]
         keep_row = self.cursor_row
         with self.app.batch_update():
-            if old_order[: len(new_order)] == new_order and len(old_order) <= max(len(new_order), PAGE_SIZE):
+            if old_order[: len(new_order)] == new_order and len(old_order) <= max(len(new_order), PAGE_ROWS):
                 for s in page.rows:
                     cells = row_cells(s, page.now, s.run_id in self.broken)
                     before = self.cells.get(s.run_id) or ("",) * len(cells)
