@@ -118,7 +118,10 @@ def cells(text: str) -> int:
     """How many terminal cells ``text`` takes (issue 19: widths in cells, not characters): a
     wide East Asian character or an emoji two, a combining mark, joiner or variation selector
     none, any other one. The app measures with Rich's ``cell_len``; core keeps Rich out and
-    counts with :mod:`unicodedata` the same way for these."""
+    counts with :mod:`unicodedata` the same way for these. ASCII text takes one cell a character
+    (the pane folds every line at every key: issue 27)."""
+    if text.isascii():
+        return len(text)
     total = 0
     for ch in text:
         if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf") or "\ufe00" <= ch <= "\ufe0f":

@@ -84,3 +84,18 @@ def test_a_page_of_lines_is_made_safe_line_by_line():
     lines = ["R-1 \x1b]0;title done", "R-2 waiting", "R-3\u202e done"]
     assert safe_lines(lines) == "R-1 \nR-2 waiting\nR-3 done\n"
     assert safe_lines(["a", "b"]) == "a\nb\n" and safe_lines([]) == ""
+
+
+def test_cells_counts_ascii_as_the_general_rule_does():
+    """The ASCII fast path of :func:`core.safetext.cells` (issue 27: the pane folds its lines at
+    every key) gives what the per-character rule gives, control characters included."""
+    import string
+
+    from core.safetext import cells
+
+    def by_rule(text: str) -> int:
+        return sum(cells(ch + "é") - 1 for ch in text)  # each character measured on the general path
+
+    for text in (string.printable, "T-65273-agent-chat-small-1", "\x00\x1b[31m", ""):
+        assert cells(text) == by_rule(text) == len(text)
+    assert cells("García") == 6 and cells("漢字") == 4 and cells("e\u0301") == 1
