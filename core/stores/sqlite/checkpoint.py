@@ -18,6 +18,10 @@
   second) in ``extra`` for the trace.
 - ``audit``: append-only record of every decision (see :mod:`core.approval`); triggers refuse
   any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
+- ``audit_tip``: one row, the audit chain's length (its number of rows), kept by a trigger in the
+  same transaction as every audit insert, so a decision reads the chain's length and tip at the
+  same cost at 1,000,000 audit rows as at 10 (issue 27, item 4: never a count of the table). A
+  store made before it gets it, counted once, when a connection first opens it.
 - ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
   the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
   the runs flagged corrupt apart (:meth:`CheckpointStore.counts`: a corrupt run is not waiting).
@@ -346,6 +350,9 @@ class CheckpointStore:
                 conn.execute("DELETE FROM run_counts")
                 conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
                 conn.execute(_RECOUNT_CORRUPT)
+            if "audit_tip_insert" in missing:  # a store before issue 27, or its trigger dropped: count once
+                conn.execute("DELETE FROM audit_tip")
+                conn.execute(_COUNT_AUDIT_TIP)
             if {"runs_search_insert", "runs_search_delete", "runs_search_update"} & set(missing):
                 conn.execute("INSERT INTO runs_search (runs_search) VALUES ('rebuild')")
         except BaseException:
@@ -388,6 +395,9 @@ class CheckpointStore:
             "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit "
             "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
         )
+        conn.execute(_CREATE_AUDIT_TIP)
+        conn.execute(_COUNT_AUDIT_TIP.replace("INSERT", "INSERT OR IGNORE", 1))
+        conn.execute(_AUDIT_TIP_TRIGGER)
         if "run_counts" not in tables:
             db.table("run_counts").create({"status": str, "n": int}, pk="status", not_null={"n"})
 
@@ -1338,6 +1348,7 @@ TRIGGERS = frozenset(
         "runs_corrupt_insert",
         "runs_corrupt_delete",
         "runs_corrupt_update",
+        "audit_tip_insert",
     }
 )
 """The store's triggers; any missing one is created again when a connection opens."""
@@ -1407,12 +1418,22 @@ _CORRUPT_TRIGGERS = (
 """The triggers of the ``corrupt:<status>`` counts (issue 12). A store made before them gets them
 when a connection opens (:meth:`CheckpointStore._repair_triggers`), with the counts rebuilt."""
 
-NEW_TRIGGERS = frozenset({"runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update"})
+NEW_TRIGGERS = frozenset({"runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update", "audit_tip_insert"})
 """Triggers a store made by an earlier release lacks: created when it opens, without a repair note."""
 
 _RECOUNT_CORRUPT = (
     "INSERT INTO run_counts (status, n) SELECT 'corrupt:' || status, COUNT(*) FROM runs WHERE state_ok = 0 GROUP BY status"
 )
+
+
+_CREATE_AUDIT_TIP = "CREATE TABLE IF NOT EXISTS audit_tip (only INTEGER PRIMARY KEY CHECK (only = 1), length INTEGER NOT NULL)"
+_COUNT_AUDIT_TIP = "INSERT INTO audit_tip (only, length) SELECT 1, COUNT(*) FROM audit"
+"""The one count of the audit the store makes: when ``audit_tip`` is made or its trigger was lost."""
+_AUDIT_TIP_TRIGGER = (
+    "CREATE TRIGGER IF NOT EXISTS audit_tip_insert AFTER INSERT ON audit "
+    "BEGIN UPDATE audit_tip SET length = length + 1 WHERE only = 1; END"
+)
+"""Keeps ``audit_tip.length`` in the transaction of every audit insert (issue 27, item 4)."""
 
 
 _CASEFOLD = "resolver_casefold"
