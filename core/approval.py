@@ -29,6 +29,7 @@ import hmac
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,15 +55,17 @@ if TYPE_CHECKING:
     from core.signing import DecisionSigner
 
 
-def load_key(path: Path, *, in_flight: int = 0) -> bytes:
+def load_key(path: Path, *, in_flight: int | Callable[[], int] = 0) -> bytes:
     """The approval signing key in ``path``, created (32 random bytes, hex, mode 0600) if absent.
 
     Creation is atomic: the key is written to a private temporary file and linked into place,
     so a process or thread racing to create it reads either nothing or the whole key, never an
     empty file (two approvers signing at once on a new home found this).
 
-    ``in_flight``: runs approved and not yet finished (``executing``). A missing key is then not
-    made again, since their signatures could no longer be verified (issue 13).
+    ``in_flight``: runs approved and not yet finished (``executing``), or a function that counts
+    them, called only when the key is missing (issue 27: a count of the runs is no part of every
+    decision). A missing key is then not made again, since their signatures could no longer be
+    verified (issue 13).
 
     Raises:
         ApprovalKeyError: the key is not a file of hex digits, is shorter than
@@ -73,6 +76,8 @@ def load_key(path: Path, *, in_flight: int = 0) -> bytes:
     key = _read_key(path)
     if key is not None:
         return key
+    if callable(in_flight):
+        in_flight = in_flight()
     if in_flight:
         raise ApprovalKeyError(
             f"The approval key {path} is missing while {in_flight} approved run(s) are executing; their approvals "

@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal
@@ -257,11 +257,14 @@ def _live_route(args: argparse.Namespace) -> LiveRoute | None:
 
 
 def cmd_runs(home: Home, args: argparse.Namespace) -> int:
-    """Print the runs page by page as they are read (``--json``: one JSON array, streamed)."""
+    """Print the runs page by page as they are read (``--json``: one JSON array, streamed). The
+    light listing (:class:`core.listing.ListingQueue`) reads the four printed columns as tuples
+    for the text lines (issue 27, item 6); ``--json`` prints every column of each summary."""
     import json
     from dataclasses import asdict
 
-    from core.safetext import safe_text
+    from core.listing import ListingQueue
+    from core.safetext import safe_lines
 
     shown = 0
     if args.limit < 0:
@@ -272,7 +275,13 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         status = "waiting_approval"  # mine: the waiting runs this approver may approve, as the app's filter
     if args.json:
         print("[", end="")
-    pages = home.queue.pages(status, search=args.search, limit=min(1000, limit or 1000), sort=args.sort, max_role=max_role)
+    size = min(1000, limit or 1000)
+    queue = home.queue
+    pages: Iterator[Any]
+    if isinstance(queue, ListingQueue) and not args.json:
+        pages = queue.printed_pages(status, search=args.search, limit=size, sort=args.sort)
+    else:
+        pages = queue.pages(status, search=args.search, limit=size, sort=args.sort, max_role=max_role)
     for page in pages:
         rows = page.rows[: limit - shown] if limit else page.rows
         lines: list[str] = []  # one write per page: 100,000 print calls cost more than the reads
@@ -281,9 +290,9 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
                 lines.append(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1))
             else:
                 mark = "" if r.state_ok else "  (corrupt checkpoint)"
-                lines.append(safe_text(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}") + "\n")
+                lines.append(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
             shown += 1
-        sys.stdout.write("".join(lines))
+        sys.stdout.write("".join(lines) if args.json else safe_lines(lines))  # JSON escapes controls itself
         sys.stdout.flush()
         if limit and shown >= limit:
             break

@@ -206,7 +206,7 @@ class Home:
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random
         bytes, mode 0600)."""
-        return load_key(self.key_path, in_flight=self.store.approvals_in_flight())
+        return load_key(self.key_path, in_flight=self.store.approvals_in_flight)  # counted only when the key is missing
 
     def _hmac_key(self) -> bytes:
         """The key decisions are checked with: ``approval.key`` in a practice home; nothing in a

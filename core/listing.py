@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from core.store import QueueColumns, RunSummary
 from core.stores.sqlite.checkpoint import STORE_FORMAT, CheckpointStore
@@ -23,7 +23,25 @@ from core.stores.sqlite.files import store_format
 if TYPE_CHECKING:
     from core.state import TaskState
 
-__all__ = ["ListingHome", "ListingPage", "ListingQueue", "listing_home"]
+__all__ = ["ListingHome", "ListingPage", "ListingQueue", "PrintedPage", "PrintedRow", "listing_home"]
+
+
+class PrintedRow(NamedTuple):
+    """What a line of ``resolver runs`` prints of one run: read as a tuple of four columns (issue
+    27, item 6), not as a :class:`RunSummary` of twenty."""
+
+    run_id: str
+    status: str
+    updated_at: str
+    state_ok: int
+
+
+@dataclass(frozen=True)
+class PrintedPage:
+    """One page of printed rows and whether another page may follow (``more``)."""
+
+    rows: list[PrintedRow]
+    more: bool
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,20 @@ class ListingQueue:
             if not more:
                 return
             after = rows[-1]
+
+    def printed_pages(
+        self, status: str | None = None, *, search: str | None = None, limit: int = 1000, sort: str | None = None
+    ) -> Iterator[PrintedPage]:
+        """Every page as :meth:`pages` gives it, each row only the columns a line prints
+        (:meth:`core.stores.sqlite.checkpoint.CheckpointStore.listed`)."""
+        after: tuple[object, str] | None = None
+        while True:
+            rows = self._store.listed(status, search=search, sort=sort, after=after, limit=limit)
+            more = len(rows) >= limit
+            yield PrintedPage([PrintedRow(*r[:4]) for r in rows], more)
+            if not more:
+                return
+            after = (rows[-1][4], rows[-1][0])
 
     def total(self) -> int:
         """How many runs are saved, whatever their status (the counts table)."""

@@ -23,6 +23,7 @@ __all__ = [
     "not_one_line",
     "one_line",
     "pad",
+    "safe_lines",
     "safe_text",
 ]
 
@@ -42,6 +43,17 @@ def safe_text(text: Any) -> str:
     value = str(text)
     value = _ESCAPE_SEQ.sub("", value)
     return _CONTROL.sub("", value.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def safe_lines(lines: list[str]) -> str:
+    """``lines`` each made safe by :func:`safe_text` and ended with a newline, as one text: one
+    search over the whole text when no line holds a control character (the common case: a page
+    of ``resolver runs`` costs one regex search, not one substitution per line), else line by
+    line (an escape sequence left open never eats the lines after it)."""
+    text = "\n".join(lines) + "\n" if lines else ""
+    if _CONTROL.search(text) is None:
+        return text
+    return "".join(safe_text(line) + "\n" for line in lines)
 
 
 BLOCK_MARK = "│ "
@@ -143,7 +155,10 @@ def cells(text: str) -> int:
     """How many terminal cells ``text`` takes (issue 19: widths in cells, not characters): a
     wide East Asian character or an emoji two, a combining mark, joiner or variation selector
     none, any other one. The app measures with Rich's ``cell_len``; core keeps Rich out and
-    counts with :mod:`unicodedata` the same way for these."""
+    counts with :mod:`unicodedata` the same way for these. ASCII text takes one cell a character
+    (the pane folds every line at every key: issue 27)."""
+    if text.isascii():
+        return len(text)
     total = 0
     for ch in text:
         if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf") or "\ufe00" <= ch <= "\ufe0f":

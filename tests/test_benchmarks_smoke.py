@@ -79,8 +79,8 @@ def test_bench_tui_quick_prints_every_home() -> None:
     out = run_quick("bench_tui.py")
     for heading in ("== The app on 2,000 runs", "== The app on 5,000 runs"):
         assert heading in out, out
-    assert "key to detail over" in out
-    assert "filter 'all', key to first page" in out
+    assert "key to detail painted over" in out and "main-thread CPU per key" in out
+    assert "filter 'all', key to first page painted" in out and "filter 'mine', key to first page painted" in out
     assert "bench_tui done" in out
 
 

@@ -269,14 +269,18 @@ def test_runs_prints_page_by_page_and_json_stays_one_array(cli, monkeypatch):
     for repeat in ("1", "2", "3"):
         cli("run", "T-90103", "--repeat", repeat)
     pages: list[int] = []
-    real_pages = ListingQueue.pages  # `resolver runs` on a current store reads through core.listing
 
-    def counting(self, *args, **kwargs):
-        for page in real_pages(self, *args, **{**kwargs, "limit": 2}):
-            pages.append(len(page.rows))
-            yield page
+    def counting(real):
+        def pages_of(self, *args, **kwargs):
+            for page in real(self, *args, **{**kwargs, "limit": 2}):
+                pages.append(len(page.rows))
+                yield page
 
-    monkeypatch.setattr(ListingQueue, "pages", counting)
+        return pages_of
+
+    # `resolver runs` on a current store reads through core.listing: printed columns for lines, summaries for JSON
+    monkeypatch.setattr(ListingQueue, "pages", counting(ListingQueue.pages))
+    monkeypatch.setattr(ListingQueue, "printed_pages", counting(ListingQueue.printed_pages))
     code, out, _ = cli("runs")
     assert code == 0 and pages == [2, 1] and len(out.strip().splitlines()) == 3
     pages.clear()

@@ -165,12 +165,38 @@ def test_the_heartbeat_renews_the_lease_while_a_call_runs(home):
     home.store.acquire_lease(state.run_id, owner, ttl_s=0.3)
     before = _lease(home, state.run_id)[1]
     home.clock.sleep(60)  # the fixed clock moves on; a renewal stamps the new time
-    with executor.heartbeat(home.store, state.run_id, owner, ttl_s=0.3):
+    beat = executor.Heartbeat(home.store, state.run_id, owner, ttl_s=0.3)
+    beat.start()
+    try:
         deadline = time.monotonic() + 10
         while _lease(home, state.run_id)[1] == before:
             assert time.monotonic() < deadline, "the lease was never renewed"
             time.sleep(0.05)
-    assert _lease(home, state.run_id)[0] == owner
+    finally:
+        beat.stop()
+    assert _lease(home, state.run_id)[0] == owner and not beat.running
+
+
+def test_an_execution_of_three_operations_starts_one_heartbeat_thread(home, monkeypatch):
+    """Issue 27, item 5: no thread per service call; one heartbeat per execution, stopped
+    before the lease is given back."""
+    import threading
+
+    started: list[str] = []
+    real_start = threading.Thread.start
+
+    def start(self: threading.Thread) -> None:
+        started.append(self.name)
+        real_start(self)
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    state = home.run("T-90103")
+    done = home.approve(state.run_id, "team_lead")
+    assert done.status == "done" and len(done.operations) == 3
+    beats = [name for name in started if name.startswith("lease-heartbeat-")]
+    assert beats == [f"lease-heartbeat-{state.run_id}"]
+    assert not any(t.name in beats for t in threading.enumerate())  # stopped with the execution
+    assert _lease(home, state.run_id) == (None, None)
 
 
 # -- two resumes of one crashed loop ----------------------------------------------------------------

@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 
+import pytest
 from core.home import Home
 from core.listing import listing_home
 
@@ -48,3 +49,53 @@ def test_an_older_store_is_opened_by_the_whole_home(tmp_path, capsys):
     finally:
         conn.close()
     assert listing_home(root) is not None and capsys.readouterr().out.strip()
+
+
+def test_runs_prints_from_tuples_the_lines_of_the_whole_queue(home: Home, monkeypatch, capsys):
+    """Issue 27, item 6: the light listing reads the four printed columns as tuples, in every
+    sort and page, and never builds a summary per run; its lines are the whole home's."""
+    from core.cli import cmd_runs, main
+    from core.stores.sqlite.checkpoint import CheckpointStore
+
+    for repeat in (1, 2, 3):
+        home.run("T-90103", repeat=repeat)
+    home.run("T-65273")
+    argv = ["runs", "--home", str(home.root)]
+    for extra in ([], ["--sort", "amount"], ["--status", "waiting_approval"], ["--search", "9010"], ["--limit", "2"]):
+        monkeypatch.setattr(CheckpointStore, "_summary", staticmethod(lambda row: pytest.fail("a summary was built")))
+        assert main([*argv, *extra]) == 0
+        light = capsys.readouterr().out
+        monkeypatch.undo()
+        args = build(argv + extra)
+        cmd_runs(home, args)  # the whole home's queue: summaries
+        assert light == capsys.readouterr().out and light.count("\n") >= 2, extra
+
+
+def build(argv: list[str]):
+    from core.cli import build_parser
+
+    return build_parser("resolver").parse_args(argv)
+
+
+def test_a_page_of_lines_is_made_safe_line_by_line():
+    """An escape sequence left open in one run's line never eats the lines after it."""
+    from core.safetext import safe_lines
+
+    lines = ["R-1 \x1b]0;title done", "R-2 waiting", "R-3\u202e done"]
+    assert safe_lines(lines) == "R-1 \nR-2 waiting\nR-3 done\n"
+    assert safe_lines(["a", "b"]) == "a\nb\n" and safe_lines([]) == ""
+
+
+def test_cells_counts_ascii_as_the_general_rule_does():
+    """The ASCII fast path of :func:`core.safetext.cells` (issue 27: the pane folds its lines at
+    every key) gives what the per-character rule gives, control characters included."""
+    import string
+
+    from core.safetext import cells
+
+    def by_rule(text: str) -> int:
+        return sum(cells(ch + "é") - 1 for ch in text)  # each character measured on the general path
+
+    for text in (string.printable, "T-65273-agent-chat-small-1", "\x00\x1b[31m", ""):
+        assert cells(text) == by_rule(text) == len(text)
+    assert cells("García") == 6 and cells("漢字") == 4 and cells("e\u0301") == 1

@@ -21,6 +21,7 @@ from textual.message import Message
 
 from resolver_tui.messages import DetailLoaded, DialogReady, Failed, Finished, LinesReady, OperationDone, PageLoaded
 from resolver_tui.widgets.bars import MINE
+from resolver_tui.widgets.run_table import PAGE_ROWS
 
 if TYPE_CHECKING:
     from core.approvers import Unlocked
@@ -90,15 +91,18 @@ class Decisions:
     def page(
         self, status: str | None, search: str | None, after: str | None, select: str | None, serial: int, sort: str | None
     ) -> PageLoaded:
-        """A page (``after`` None: the first) in ``sort`` and the counts; ``serial`` numbers the
-        load (an older one is dropped)."""
+        """A page of :data:`~resolver_tui.widgets.run_table.PAGE_ROWS` runs (``after`` None: the
+        first) in ``sort`` and the counts; ``serial`` numbers the load (an older one is dropped)."""
         queue = self.home.queue
         if status == MINE:  # the waiting runs I may approve: the role needed is within mine
             page = replace(
-                queue.page("waiting_approval", search=search, after=after, sort=sort, max_role=self.approver.role), status=MINE
+                queue.page(
+                    "waiting_approval", search=search, after=after, sort=sort, max_role=self.approver.role, limit=PAGE_ROWS
+                ),
+                status=MINE,
             )
         else:
-            page = queue.page(status, search=search, after=after, sort=sort)
+            page = queue.page(status, search=search, after=after, sort=sort, limit=PAGE_ROWS)
         return PageLoaded(page, queue.counts(), serial, select)
 
     def detail(self, run_id: str) -> DetailLoaded:

@@ -109,10 +109,12 @@ class QueueScreen(Screen):
     BINDINGS = bindings("queue")
     AUTO_FOCUS = "#runs"
 
-    selected_id: reactive[str | None] = reactive(None)
-    busy: reactive[str] = reactive("")
-    empty: reactive[bool] = reactive(False)
-    offered: reactive[tuple[bool, ...]] = reactive((), bindings=True)
+    # None of these paints anything itself: a change must not repaint the whole screen (issue 27,
+    # item 3: a reactive's default repaint marked the screen dirty at every key).
+    selected_id: reactive[str | None] = reactive(None, repaint=False)
+    busy: reactive[str] = reactive("", repaint=False)
+    empty: reactive[bool] = reactive(False, repaint=False)
+    offered: reactive[tuple[bool, ...]] = reactive((), bindings=True, repaint=False)
     """Which of OFFERED are offered: the footer is refreshed only when this changes, not at
     every cursor move (recomposing the footer cost ~20 ms a key)."""
 
@@ -150,6 +152,7 @@ class QueueScreen(Screen):
         self.refreshed = ""
         self.first_page_shown = False
         self.clock_error = ""
+        self._render_due = False  # a render of the pane is queued behind the keys already sent
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -335,6 +338,8 @@ class QueueScreen(Screen):
         if not (event.run_id == self.selected_id and self.detail and self.detail.run_id == event.run_id):
             self.selected_id = event.run_id
             self.load_detail(event.run_id)
+        elif self.pane.shown_run != event.run_id:  # back on the run read last, whose render was passed over
+            self._show_detail_soon()
         if event.at_end and self.next_page and not self.loading_more:
             self.loading_more = True
             self.load_page(self.status, self.search, self.next_page)
@@ -357,8 +362,24 @@ class QueueScreen(Screen):
         if detail.error and detail.status is not None:
             self.table.mark_corrupt(detail.run_id)
         self._update_offered()
-        self._show_detail()
+        self._show_detail_soon()
         return True
+
+    def _show_detail_soon(self) -> None:
+        """Render the pane after the messages already queued (issue 27, item 3): a key sent
+        while a detail was read moves the cursor first, and a detail whose run is no longer under
+        the cursor is never rendered (its successor's is), so a render never delays the next key
+        and the pane never shows a run the cursor left. One render is queued at a time."""
+        if not self._render_due:
+            self._render_due = True
+            self.call_later(self._render_detail)
+
+    def _render_detail(self) -> None:
+        self._render_due = False
+        d = self.detail
+        if d is not None and self.table.current not in (None, d.run_id):
+            return  # the cursor moved on: the detail of the run under it renders when it comes
+        self._show_detail()
 
     def why_not(self, action: str) -> str | None:
         """Why ``action`` is not offered on the highlighted run now, or None when it is: the

@@ -3,6 +3,11 @@
 
 A newly shown run opens at its top; a refresh of the same run keeps where it was scrolled
 (issue 18). Its border title says whose run it is and, with ``▶``, that it has the focus.
+
+A key press updates only what changed (issue 27, item 3): each section is a widget updated in
+place, a section whose text did not change is not touched, and a section of the same height
+repaints alone, without a layout pass of the whole screen (a ``Static.update()`` lays out the
+screen by default: three quarters of the main thread's work per key at 1,000,000 runs).
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.views import ACTIONS, RunDetail
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
@@ -52,7 +58,30 @@ class DetailPane(VerticalScroll):
         :attr:`hint`); the run ID otherwise."""
         run = clean(self.shown_run or "run")
         focused = self.has_focus_within if focused is None else focused
-        self.border_title = plain(" · ".join(["▶ " + run, *([self.hint] if self.hint else [])]) if focused else run)
+        text = " · ".join(["▶ " + run, *([self.hint] if self.hint else [])]) if focused else run
+        if text != self._border_text:  # the same title is not set again (a repaint of the pane)
+            self._border_text = text
+            self.border_title = plain(text)
+
+    _border_text: str | None = None
+    _title_text: str | None = None
+
+    def _set_title(self, text: str) -> None:
+        """The run's title line, bold; laid out again only when it may change height (a title
+        wider than the pane wraps)."""
+        if text == self._title_text:
+            return
+        width = self.query_one("#detail-title", Static).content_size.width
+        old = self._title_text
+        layout = old is None or not width or max(cell_len(text), cell_len(old)) > width or bool(text) != bool(old)
+        self._title_text = text
+        self.query_one("#detail-title", Static).update(plain(text, "bold") if text else "", layout=layout)
+
+    def _set_tone(self, tone: str) -> None:
+        """The notice's class (``ok``, ``warn``, ``error`` or none), changed only when it differs."""
+        notice = self.query_one("#detail-notice", FoldedLines)
+        if set(notice.classes) != ({tone} if tone else set()):
+            notice.set_classes(tone)
 
     def show(
         self,
@@ -70,25 +99,24 @@ class DetailPane(VerticalScroll):
         ``why_not`` what the screen offers now (the detail's offers, or the screen's own
         reasons while it is busy); ``keys`` how the key line names each action (``a approve``,
         from :mod:`resolver_tui.keys`)."""
-        title = self.query_one("#detail-title", Static)
         notice = self.query_one("#detail-notice", FoldedLines)
         body = self.query_one("#detail-body", FoldedLines)
         labels = keys or {a: a for a in ACTIONS}
         keys_line = self.query_one("#detail-keys", FoldedLines)
-        notice.set_classes("")
         if detail is None:
             self.shown_run = None
             self._title()
-            title.update("")
+            self._set_title("")
+            self._set_tone("")
             for widget in (notice, keys_line):
                 widget.set_lines([])
             body.set_lines(["No run here." if empty else "Loading…"])
             return
-        if detail.run_id != self.shown_run:
+        if detail.run_id != self.shown_run and self.scroll_offset.y:
             self.scroll_home(animate=False, immediate=True)  # a newly shown run opens at its top
         self.shown_run = detail.run_id
         self._title()
-        title.update(plain(detail.title, "bold"))
+        self._set_title(detail.title)
         notes = (
             ([failure] if failure else [])
             + [f"Outcome: {line}" if i == 0 else f"  {line}" for i, line in enumerate(outcome or [])]
@@ -96,8 +124,7 @@ class DetailPane(VerticalScroll):
         )
         tone = "error" if failure else ("ok" if outcome and not detail.tone else detail.tone)
         notice.set_lines(notes)
-        if tone:
-            notice.set_classes(tone)
+        self._set_tone(tone or "")
         why = why_not if why_not is not None else dict(detail.offers)
         offered = [labels[a] for a in ACTIONS if why.get(a) is None]
         grouped: dict[str, list[str]] = {}  # keys refused for the same reason share one line

@@ -44,22 +44,39 @@ class FoldedLines(Static):
     width by :func:`core.safetext.fold`, again whenever that width changes (a resize, a scroll
     bar appearing). Textual never wraps them itself, so no screen row starts with the middle of
     a customer's or a tool's text without its mark (issue 19, found by a new user: a wrapped
-    block line showed ``Who may approve: agent or above`` at the margin)."""
+    block line showed ``Who may approve: agent or above`` at the margin).
+
+    Updated in place (issue 27, item 3): the same lines are not shown again, and new lines of the
+    same height repaint this widget alone, without a layout pass of the screen; only a change of
+    height (in lines) asks for one."""
 
     def __init__(self, values: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__("", markup=False, **kwargs)
         self.values = list(values or [])
+        self._shown: str | None = None  # the folded text shown now (None: nothing yet)
         self._fold()
 
     def set_lines(self, values: list[str]) -> None:
         """Show ``values`` (each one line, made safe by :func:`clean`), folded to the width."""
+        if values == self.values and self._shown is not None:
+            return
         self.values = list(values)
         self._fold()
 
     def on_resize(self, event: events.Resize) -> None:
         self._fold()
 
+    @staticmethod
+    def _height(text: str | None) -> int:
+        """Lines ``text`` takes (0 for none)."""
+        return text.count("\n") + 1 if text else 0
+
     def _fold(self) -> None:
         width = self.content_size.width if self.is_mounted else 0
         shown = [clean(v) for v in self.values]
-        self.update(Content("\n".join(fold(shown, width - 1) if width > 1 else shown)))
+        text = "\n".join(fold(shown, width - 1) if width > 1 else shown)
+        if text == self._shown:
+            return
+        layout = self._shown is None or self._height(text) != self._height(self._shown)
+        self._shown = text
+        self.update(Content(text), layout=layout)

@@ -18,6 +18,10 @@
   second) in ``extra`` for the trace.
 - ``audit``: append-only record of every decision (see :mod:`core.approval`); triggers refuse
   any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
+- ``audit_tip``: one row, the audit chain's length (its number of rows), kept by a trigger in the
+  same transaction as every audit insert, so a decision reads the chain's length and tip at the
+  same cost at 1,000,000 audit rows as at 10 (issue 27, item 4: never a count of the table). A
+  store made before it gets it, counted once, when a connection first opens it.
 - ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
   the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
   the runs flagged corrupt apart (:meth:`CheckpointStore.counts`: a corrupt run is not waiting).
@@ -262,6 +266,9 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
                 conn.execute("DELETE FROM run_counts")
                 conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
                 conn.execute(_RECOUNT_CORRUPT)
+            if "audit_tip_insert" in missing:  # a store before issue 27, or its trigger dropped: count once
+                conn.execute("DELETE FROM audit_tip")
+                conn.execute(_COUNT_AUDIT_TIP)
             if {"runs_search_insert", "runs_search_delete", "runs_search_update"} & set(missing):
                 conn.execute("INSERT INTO runs_search (runs_search) VALUES ('rebuild')")
         except BaseException:
@@ -304,6 +311,9 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
             "CREATE TRIGGER IF NOT EXISTS audit_no_delete BEFORE DELETE ON audit "
             "BEGIN SELECT RAISE(ABORT, 'the audit table is append-only'); END"
         )
+        conn.execute(_CREATE_AUDIT_TIP)
+        conn.execute(_COUNT_AUDIT_TIP.replace("INSERT", "INSERT OR IGNORE", 1))
+        conn.execute(_AUDIT_TIP_TRIGGER)
         if "run_counts" not in tables:
             db.table("run_counts").create({"status": str, "n": int}, pk="status", not_null={"n"})
 
@@ -646,6 +656,49 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
         Raises:
             ResolverError: an unknown sort (the sentence lists the sorts).
         """
+        if isinstance(after, RunSummary):
+            after = after.cursor(sort or ("age" if status == "waiting_approval" else "updated"))
+        sql, params = self._page_sql(_SUMMARY, status, search, sort, after, max_role_rank)
+        with self.db.read() as conn:
+            conn.create_function(_CASEFOLD, 1, _casefold, deterministic=True)
+            rows = conn.execute(sql, (*params, limit)).fetchall()
+        return [self._summary(r) for r in rows]
+
+    def listed(
+        self,
+        status: str | None = None,
+        *,
+        search: str | None = None,
+        sort: str | None = None,
+        after: tuple[Any, str] | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[tuple[str, str, str, int, Any]]:
+        """The rows ``resolver runs`` prints, as tuples ``(run_id, status, updated_at, state_ok,
+        sort key)``, in the order and pages of :meth:`page` with the same arguments (issue 27,
+        item 6: the printed columns only, no :class:`RunSummary` per run). ``(sort key,
+        run_id)`` of the last row is the cursor ``after`` of the next page. At most ``limit``
+        rows. This SQLite store's own read for :mod:`core.listing`, not part of the contract.
+
+        Raises:
+            ResolverError: an unknown sort (the sentence lists the sorts).
+        """
+        column = SORTS.get(sort or ("age" if status == "waiting_approval" else "updated"), ("run_id", True))[0]
+        sql, params = self._page_sql(f"run_id, status, updated_at, state_ok, {column}", status, search, sort, after, None)
+        with self.db.read() as conn:
+            conn.create_function(_CASEFOLD, 1, _casefold, deterministic=True)
+            return conn.execute(sql, (*params, limit)).fetchall()
+
+    @staticmethod
+    def _page_sql(
+        select: str,
+        status: str | None,
+        search: str | None,
+        sort: str | None,
+        after: tuple[Any, str] | None,
+        max_role_rank: int | None,
+    ) -> tuple[str, list[Any]]:
+        """The SQL of one page of :meth:`page` selecting ``select``, with its parameters but the
+        last (the limit). Raises ResolverError for an unknown sort."""
         search = nfc(search)  # issue 19: a decomposed "García" finds the stored one
         sort, column, ascending = sort_order(status, sort)
         where: list[str] = []
@@ -671,16 +724,12 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
             where.append("+role_rank BETWEEN 0 AND ? AND state_ok = 1")
             params.append(max_role_rank)
         if after is not None:
-            key, last_id = after.cursor(sort) if isinstance(after, RunSummary) else after
+            key, last_id = after
             where.append(f"({column}, run_id) {'>' if ascending else '<'} (?, ?)")
             params.extend([key, last_id])
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         direction = "ASC" if ascending else "DESC"
-        sql = f"SELECT {_SUMMARY} FROM runs {clause} ORDER BY {column} {direction}, run_id {direction} LIMIT ?"
-        with self.db.read() as conn:
-            conn.create_function(_CASEFOLD, 1, _casefold, deterministic=True)
-            rows = conn.execute(sql, (*params, limit)).fetchall()
-        return [self._summary(r) for r in rows]
+        return f"SELECT {select} FROM runs {clause} ORDER BY {column} {direction}, run_id {direction} LIMIT ?", params
 
     def counts(self) -> dict[str, int]:
         """Number of runs per status (statuses with no run are absent), from the counts table.
@@ -936,6 +985,7 @@ TRIGGERS = frozenset(
         "runs_corrupt_insert",
         "runs_corrupt_delete",
         "runs_corrupt_update",
+        "audit_tip_insert",
     }
 )
 """The store's triggers; any missing one is created again when a connection opens."""
@@ -1005,12 +1055,22 @@ _CORRUPT_TRIGGERS = (
 """The triggers of the ``corrupt:<status>`` counts (issue 12). A store made before them gets them
 when a connection opens (:meth:`CheckpointStore._repair_triggers`), with the counts rebuilt."""
 
-NEW_TRIGGERS = frozenset({"runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update"})
+NEW_TRIGGERS = frozenset({"runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update", "audit_tip_insert"})
 """Triggers a store made by an earlier release lacks: created when it opens, without a repair note."""
 
 _RECOUNT_CORRUPT = (
     "INSERT INTO run_counts (status, n) SELECT 'corrupt:' || status, COUNT(*) FROM runs WHERE state_ok = 0 GROUP BY status"
 )
+
+
+_CREATE_AUDIT_TIP = "CREATE TABLE IF NOT EXISTS audit_tip (only INTEGER PRIMARY KEY CHECK (only = 1), length INTEGER NOT NULL)"
+_COUNT_AUDIT_TIP = "INSERT INTO audit_tip (only, length) SELECT 1, COUNT(*) FROM audit"
+"""The one count of the audit the store makes: when ``audit_tip`` is made or its trigger was lost."""
+_AUDIT_TIP_TRIGGER = (
+    "CREATE TRIGGER IF NOT EXISTS audit_tip_insert AFTER INSERT ON audit "
+    "BEGIN UPDATE audit_tip SET length = length + 1 WHERE only = 1; END"
+)
+"""Keeps ``audit_tip.length`` in the transaction of every audit insert (issue 27, item 4)."""
 
 
 _CASEFOLD = "resolver_casefold"

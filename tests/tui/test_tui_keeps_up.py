@@ -1,0 +1,105 @@
+"""Issue 27, item 3: a key press updates only what changed. The table's rows are updated, not
+rebuilt; a section of the detail pane of the same height repaints alone (no layout pass of the
+screen); a detail read for a run the cursor already left is never rendered, so a burst of keys
+ends on the run under the cursor without rendering the runs it passed."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from core.queue import Page
+from resolver_tui.widgets.run_table import RunTable
+from resolver_tui.widgets.safe import FoldedLines
+from textual import events
+from textual.app import App, ComposeResult
+from textual.widgets import Static
+from tui_helpers import make_app, settle
+
+
+class _One(App):
+    """A bare app holding one widget, to watch it alone."""
+
+    def __init__(self, widget) -> None:
+        super().__init__()
+        self.widget = widget
+
+    def compose(self) -> ComposeResult:
+        yield self.widget
+
+
+def _order(table: RunTable) -> list[str]:
+    return [table.coordinate_to_cell_key((row, 0)).row_key.value for row in range(table.row_count)]
+
+
+async def test_a_refresh_removes_and_appends_rows_without_rebuilding_the_table(demo_home):
+    rows = demo_home.queue.page(None).rows
+    assert len(rows) >= 10
+    now = demo_home.clock.now()
+    table = RunTable()
+    async with _One(table).run_test(size=(120, 30)) as pilot:
+        table.replace(Page(rows[:6], None, now))
+        table.move_cursor(row=3)
+        await pilot.pause()
+        cleared: list[bool] = []
+        real_clear = table.clear
+        table.clear = lambda *a, **k: (cleared.append(True), real_clear(*a, **k))[1]  # type: ignore[method-assign]
+        changed = replace(rows[2], customer="Someone Else")
+        # the first run left the page, the third one's customer changed, two runs follow the last
+        table.replace(Page([rows[1], changed, *rows[3:8]], None, now), select=rows[3].run_id)
+        await pilot.pause()
+        assert cleared == []
+        assert _order(table) == [r.run_id for r in [rows[1], changed, *rows[3:8]]]
+        assert table.current == rows[3].run_id
+        assert "Someone Else" in str(table.get_row(rows[2].run_id))
+        # a run new before the kept ones: the table cannot insert a row, so it is rebuilt
+        table.replace(Page([rows[9], *rows[1:8]], None, now), select=rows[3].run_id)
+        await pilot.pause()
+        assert cleared == [True]
+        assert _order(table) == [r.run_id for r in [rows[9], *rows[1:8]]]
+        assert table.current == rows[3].run_id
+
+
+async def test_a_section_of_the_same_height_is_updated_without_a_layout_pass(monkeypatch):
+    section = FoldedLines()
+    layouts: list[bool] = []
+    real_update = Static.update
+
+    def update(self, content="", *, layout: bool = True) -> None:
+        if self is section:
+            layouts.append(layout)
+        real_update(self, content, layout=layout)
+
+    monkeypatch.setattr(Static, "update", update)
+    async with _One(section).run_test(size=(80, 20)) as pilot:
+        await pilot.pause()
+        section.set_lines(["Keys: a approve", "Not offered: r resume"])
+        layouts.clear()
+        section.set_lines(["Keys: r resume", "Not offered: a approve"])  # the same height: no layout
+        section.set_lines(["Keys: r resume", "Not offered: a approve"])  # the same lines: not shown again
+        section.set_lines(["Keys: none"])  # one line fewer: the screen is laid out again
+        await pilot.pause()
+        assert layouts == [False, True]
+        assert section.values == ["Keys: none"] and str(section.render()) == "Keys: none"
+
+
+async def test_a_burst_of_keys_renders_only_runs_under_the_cursor(demo_home):
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        queue = app.queue
+        assert queue.table.row_count >= 6 and queue.pane.shown_run == queue.table.current
+        rendered: list[tuple[str, str | None]] = []
+        real_show = queue.pane.show
+
+        def show(detail, **kwargs) -> None:
+            if detail is not None:
+                rendered.append((detail.run_id, queue.table.current))
+            real_show(detail, **kwargs)
+
+        queue.pane.show = show  # type: ignore[method-assign]
+        for _ in range(5):  # one terminal read: every key queued before the first is handled
+            app._driver.process_message(events.Key("j", "j"))
+        await settle(pilot)
+        assert rendered and all(run == current for run, current in rendered), rendered
+        assert queue.table.cursor_row == 5
+        assert queue.pane.shown_run == queue.table.current == queue.detail.run_id
