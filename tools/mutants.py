@@ -394,6 +394,13 @@ MUTANTS: tuple[Mutant, ...] = (
         (('            raise _lost(root, evidence, f"says {kind}")', "            pass"),),
         (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
     ),
+    Mutant(
+        "team-store-kind",
+        "a practice folder never reaches a shop's team store (issue 23)",
+        "core/home.py",
+        (("    made = store_kind(store, kind)", "    made = kind"),),
+        ("tests/test_team_store.py::test_a_practice_folder_never_reaches_a_shop_store",),
+    ),
 )
 """Every hand mutant: one guard disabled each."""
 

@@ -1,0 +1,84 @@
+"""The team store chosen by URL (issue 23, items 2 and 3): the lesson's Python API and the
+command line see one store and one world; the store keeps the kind it was made with, so a
+practice folder never reaches a shop store; ``resolver doctor`` says which store and checks it."""
+
+from __future__ import annotations
+
+import pytest
+from core.cli import main
+
+from pg import fresh_schema
+
+
+@pytest.fixture
+def url():
+    with fresh_schema() as made:
+        yield made
+
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_the_lessons_python_and_its_commands_see_one_team_store(url, monkeypatch, capsys):
+    from core.lesson_api import CheckpointStore, World, practice_db
+    from core.stores.postgres.store import PostgresStore
+    from resolver.data import load_task
+    from resolver.runner import new_state
+
+    monkeypatch.setenv("RESOLVER_STORE", url)
+    assert practice_db() == url  # the lesson's PRACTICE_DB is the team store
+    refund = World(ticket_id="phone-call").request_refund("manual-1", "LK-507862", 119.00, "RFD-DOUBLE", "PAY-507862-2")
+    assert refund["refund_id"] == "RF-4CFEAE8E"
+    code, out, _ = _cli(capsys, "changes")
+    assert code == 0 and "RF-4CFEAE8E" in out  # the command line's world is the Python's
+    store = CheckpointStore()
+    assert isinstance(store, PostgresStore)
+    store.save(new_state(load_task("T-65273"), "agent", "chat-small", "T-65273-crash-1"))
+    code, out, _ = _cli(capsys, "runs")
+    assert code == 0 and "T-65273-crash-1" in out
+
+
+def test_a_practice_folder_never_reaches_a_shop_store(url, tmp_path, monkeypatch, capsys):
+    shop, practice = tmp_path / "shop", tmp_path / "practice"
+    assert _cli(capsys, "init", "--shop", "--home", str(shop), "--store", url)[0] == 0
+    assert _cli(capsys, "run", "T-65273", "--home", str(shop), "--store", url)[0] == 0
+    for argv in (("reset", "--all"), ("clock", "set", "2026-10-12T09:00:00-04:00"), ("runs",), ("class", "friday")):
+        code, out, err = _cli(capsys, *argv, "--home", str(practice), "--store", url)
+        assert code != 0 and "was made for a shop home" in err and "Traceback" not in err, (argv, out, err)
+    monkeypatch.setenv("RESOLVER_HOME", str(practice))
+    monkeypatch.setenv("RESOLVER_STORE", url)
+    from core.errors import ShopRefused
+    from core.lesson_api import CheckpointStore, World
+
+    with pytest.raises(ShopRefused):
+        CheckpointStore()
+    with pytest.raises(ShopRefused):
+        World()
+    code, out, _ = _cli(capsys, "runs", "--home", str(shop), "--store", url)
+    assert code == 0 and "T-65273-agent-chat-small-1" in out  # the shop's run is still there
+
+
+def test_a_shop_folder_never_takes_a_practice_store(url, tmp_path, capsys):
+    assert _cli(capsys, "run", "T-65273", "--home", str(tmp_path / "p"), "--store", url)[0] == 0
+    assert _cli(capsys, "init", "--shop", "--home", str(tmp_path / "s"))[0] == 0
+    code, _, err = _cli(capsys, "runs", "--home", str(tmp_path / "s"), "--store", url)
+    assert code == 1 and "is a shop home, but the team store" in err and "was made for a practice home" in err
+
+
+def test_doctor_says_which_store_and_checks_it(url, tmp_path, capsys):
+    home = str(tmp_path / "h")
+    assert _cli(capsys, "run", "T-65273", "--home", home, "--store", url)[0] == 0
+    code, out, _ = _cli(capsys, "doctor", "--home", home, "--store", url)
+    assert code == 0, out
+    assert "Store: postgresql://" in out and "(from --store)" in out
+    assert "team store: the PostgreSQL database" in out and "schema version" in out and "audit: " in out
+    assert "runs.sqlite" not in out
+
+
+def test_doctor_on_an_unreachable_team_store_is_a_fail_line(tmp_path, capsys):
+    (tmp_path / "h").mkdir(mode=0o700)
+    code, out, err = _cli(capsys, "doctor", "--home", str(tmp_path / "h"), "--store", "postgresql://nobody:pw@127.0.0.1:1/none")
+    assert code == 1 and "FAIL  team store: cannot reach" in out and "pw" not in out + err and "Traceback" not in err
