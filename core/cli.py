@@ -934,8 +934,9 @@ def cmd_backup(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_restore(home: Home, args: argparse.Namespace) -> int:
     """Replace this home with a backup after checking it (see :func:`core.maintenance.restore`)."""
-    from core.maintenance import restore
+    from core.maintenance import not_on_a_team_store, restore
 
+    not_on_a_team_store(home, "restore")  # before any passphrase
     if home.kind == "shop":
         from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase
 

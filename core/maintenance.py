@@ -114,9 +114,29 @@ def _copy_database(source: Path, target: Path) -> None:
     target.chmod(0o600)
 
 
+def not_on_a_team_store(home: Home, command: str) -> None:
+    """Refuse ``backup`` and ``restore`` on a home whose runs are in a team store (issue 23): they
+    copy the home folder's SQLite files, and an archive of a folder without them would say
+    "backed up" over nothing (a new user's finding). Raises ResolverError naming what to use."""
+    if home.store_url is None:
+        return
+    from core.homepath import mask_password
+
+    raise ResolverError(
+        f"`resolver {command}` copies a home folder's SQLite files, and this home's runs are in the team store "
+        f"{mask_password(home.store_url)}: back it up with PostgreSQL's own tools (pg_dump), or copy it into a "
+        "SQLite folder with `resolver store copy --from URL --to sqlite:///FOLDER`. Nothing was written."
+    )
+
+
 def backup(home: Home, file: str | os.PathLike) -> list[str]:
     """Write the whole home into the archive ``file`` (``.tar.gz``, mode 0600). Refuses to
-    overwrite. Returns lines naming what was copied."""
+    overwrite. Returns lines naming what was copied.
+
+    Raises:
+        ResolverError: ``file`` exists; the home's runs are in a team store (:func:`not_on_a_team_store`).
+    """
+    not_on_a_team_store(home, "backup")
     out = Path(file)
     if out.exists():
         raise ResolverError(f"{out} already exists; name a new file for the backup.")
@@ -217,8 +237,10 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
         ResolverError: the archive is missing or unreadable, lacks a database, holds a damaged
             database or a path outside the home, or is of the other kind of home; the home has
             newer runs and ``replace_newer`` is False; the copy of the home cannot be written. In
-            every case nothing is replaced.
+            every case nothing is replaced. The home's runs are in a team store
+            (:func:`not_on_a_team_store`).
     """
+    not_on_a_team_store(home, "restore")
     src = Path(file)
     if home.kind == "shop" and not owner_checked:
         raise ShopRefused(f"{home.root} is a shop home: its owner restores it, with their passphrase. Nothing was replaced.")

@@ -82,3 +82,15 @@ def test_doctor_on_an_unreachable_team_store_is_a_fail_line(tmp_path, capsys):
     (tmp_path / "h").mkdir(mode=0o700)
     code, out, err = _cli(capsys, "doctor", "--home", str(tmp_path / "h"), "--store", "postgresql://nobody:pw@127.0.0.1:1/none")
     assert code == 1 and "FAIL  team store: cannot reach" in out and "pw" not in out + err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("argv", [("backup", "BK"), ("restore", "BK")])
+def test_backup_and_restore_of_a_team_store_home_say_what_to_use(url, tmp_path, capsys, argv):
+    """A new user's finding: ``resolver backup`` on a team store said "Backed up … : ." over nothing."""
+    home = str(tmp_path / "h")
+    assert _cli(capsys, "run", "T-65273", "--home", home, "--store", url)[0] == 0
+    (tmp_path / "BK").write_bytes(b"") if argv[0] == "restore" else None
+    code, out, err = _cli(capsys, argv[0], str(tmp_path / argv[1]), "--home", home, "--store", url)
+    assert code == 1 and "pg_dump" in err and "resolver store copy" in err and "Nothing was written" in err, (out, err)
+    if argv[0] == "backup":
+        assert not (tmp_path / "BK").exists()
