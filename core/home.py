@@ -179,6 +179,13 @@ class Home:
         self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
+    def where_runs_live(self) -> str | None:
+        """None for the home folder's SQLite files; for a team store its label for the app's
+        top bar (:func:`core.homepath.team_label`: database and server, no password)."""
+        from core.homepath import team_label
+
+        return None if self.store_url is None else team_label(self.store_url)
+
     @classmethod
     def at(cls, where: HomeLocation, clock: Clock | None = None, *, read_only: bool = False) -> Home:
         """The home :func:`locate_home` found: its folder, on the store it chose (issue 23)."""

@@ -124,6 +124,19 @@ def mask_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
+def team_label(url: str) -> str:
+    """A team store's URL as a status bar shows it: ``team store larkfield@db.shop:5432`` (its
+    database and server, never the user or password); the masked URL when it has neither."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    database = parts.path.lstrip("/")
+    server = parts.hostname or "local socket"
+    if parts.port:
+        server += f":{parts.port}"
+    return f"team store {database or '(default database)'}@{server}"
+
+
 def parse_store_url(text: str, where: str) -> tuple[Literal["sqlite", "postgres"], str]:
     """``("sqlite", FOLDER)`` for ``sqlite:///FOLDER`` (the home folder holding ``runs.sqlite``;
     everything after ``sqlite://`` is the path, so ``sqlite:///srv/shop`` is ``/srv/shop``), or

@@ -40,11 +40,14 @@ class TopBar(Static):
     NARROW = 110
     """Below this width (characters) the bar drops the app's name and says less."""
 
-    def show(self, name: str, role: str, now: datetime | None, kind: str = "practice") -> None:
+    def show(self, name: str, role: str, now: datetime | None, kind: str = "practice", team: str | None = None) -> None:
+        """``team``: the team store's label (:meth:`core.home.Home.where_runs_live`), shown after
+        the kind so an approver knows whose queue this is; None for the home folder's files."""
         narrow = 0 < self.size.width < self.NARROW
         sep = " · " if narrow else "  ·  "
         parts: list = [] if narrow else [("Larkfield approvals", "bold"), sep]
-        parts += [(kind, "bold"), sep, "approver: ", (one_line(name), "bold"), f" (role {role_label(role)})"]
+        parts += [(kind, "bold"), *([sep, one_line(team)] if team else []), sep]
+        parts += ["approver: ", (one_line(name), "bold"), f" (role {role_label(role)})"]
         if now is not None:
             parts += [sep, "clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), "" if narrow else " (simulated)"]
         self.update(Content.assemble(*parts))

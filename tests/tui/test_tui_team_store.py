@@ -1,0 +1,30 @@
+"""The app on a team store (issue 23): it works the queue on PostgreSQL as on the home folder's
+files, and its top bar says whose queue it is (the team store's database and server, never a
+password)."""
+
+from __future__ import annotations
+
+from core.home import Home
+from tui_helpers import make_app, screen_text, select, settle
+
+from pg import fresh_schema
+
+T65273 = "T-65273-agent-chat-small-1"
+
+
+async def test_the_app_approves_on_a_team_store_and_names_it(tmp_path):
+    with fresh_schema() as url:
+        home = Home(tmp_path / "h", store=url)
+        home.run("T-65273")
+        app = make_app(home, role="grace", name="Grace")
+        async with app.run_test(size=(160, 40)) as pilot:
+            await settle(pilot)
+            text = screen_text(app)
+            assert "team store test@127.0.0.1:5432" in text or "team store test@local socket" in text, text
+            await select(pilot, T65273)
+            await pilot.press("a")
+            await settle(pilot)
+            await pilot.press("y")
+            await settle(pilot)
+        state = Home(tmp_path / "h", store=url).store.load(T65273)
+        assert state.status == "done" and state.approval is not None and state.approval.name == "Grace"
