@@ -1016,14 +1016,14 @@ def cmd_store(args: argparse.Namespace) -> int:
     folder). Exit 0 when all is equal or well, 1 when something differs or fails."""
     from core import storecopy
 
-    if args.store_command == "copy":
+    if args.store_cmd == "copy":
         report = storecopy.copy_store(_store_place(args.from_url, "--from"), _store_place(args.to_url, "--to"))
     else:
         from core.homepath import locate_home
 
         where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
         place = where.store.url if where.store.url is not None else where.path
-        act = storecopy.check_store if args.store_command == "check" else storecopy.migrate_store
+        act = storecopy.check_store if args.store_cmd == "check" else storecopy.migrate_store
         report = act(place)
     if args.json:
         _json({"ok": report.ok, "lines": report.lines, "problems": report.problems})
@@ -1311,7 +1311,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_class)
 
     p = sub.add_parser("store", parents=[common], help="the operator's commands: copy a store, check it, migrate it")
-    ssub = p.add_subparsers(dest="store_command", required=True, metavar="ACTION")
+    ssub = p.add_subparsers(dest="store_cmd", required=True, metavar="ACTION")
     s = ssub.add_parser("copy", parents=[common], help="copy every run, the audit, approvers and world into an empty store")
     s.add_argument("--from", dest="from_url", required=True, metavar="URL", help="sqlite:///FOLDER or postgresql://HOST/DATABASE")
     s.add_argument("--to", dest="to_url", required=True, metavar="URL", help="an empty store: sqlite:///FOLDER or postgresql://…")

@@ -194,3 +194,34 @@ def test_a_broken_chain_fails_the_check(demo_home, tmp_path, capsys):
         conn.execute("UPDATE audit SET detail = 'edited' WHERE id = 1")
     code, out, _err = _store(capsys, "check", "--home", str(root))
     assert code == 1 and "FAIL:" in out
+
+
+def test_a_shop_store_keeps_its_kind_through_two_team_stores_and_back(tmp_path, capsys, monkeypatch):
+    from core.homekind import home_kind
+
+    shop = shop_cli(tmp_path / "shop", capsys, monkeypatch)
+    assert shop("init", "--shop")[0] == 0
+    assert shop("approvers", "init", passphrase=GRACE)[0] == 0
+    assert shop("run", "T-65273")[0] == 0
+    with fresh_schema() as first, fresh_schema() as second:
+        code, out, err = _store(capsys, "copy", "--from", f"sqlite://{shop.root}", "--to", first)
+        assert code == 0, err
+        assert "kind: shop, recorded in the team store" in out
+        assert "files NOT copied (a team store holds no files yet): home.json, approvers.json, audit.head;" in out
+        code, out, err = _store(capsys, "copy", "--from", first, "--to", second)  # PostgreSQL to PostgreSQL
+        assert code == 0, err
+        _equal(out, 1)
+        assert open_rows(second).recorded_kind() == "shop"
+        assert open_rows(second).row_counts()["approvers"] == 1
+        back = tmp_path / "back"
+        code, out, err = _store(capsys, "copy", "--from", second, "--to", f"sqlite://{back}")
+        assert code == 0, err
+        assert "home.json written (a shop home)" in out
+        assert home_kind(back) == "shop"
+        assert open_rows(back).row_counts() == open_rows(shop.root).row_counts()
+        # a team store made for a practice home refuses a shop store's rows, nothing written
+        with fresh_schema() as practice:
+            Home(tmp_path / "practice", clock=FixedClock(MONDAY), store=practice)
+            code, out, err = _store(capsys, "copy", "--from", second, "--to", practice)
+            assert code == 1 and "was made for a practice home and the source is a shop home's" in err
+            assert open_rows(practice).row_counts()["approvers"] == 0
