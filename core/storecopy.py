@@ -280,8 +280,10 @@ def _run_mark(store: Any, run_id: str) -> tuple[Any, ...]:
 def check_store(where: Place) -> StoreReport:
     """``resolver store check``: the store at ``where`` is reachable, its version is this
     resolver's, its rows per table, its audit chain whole (:func:`core.auditchain.verify_audit`)
-    and its register readable. Reads only; a store behind this resolver's version is said and
-    not counted (``resolver store migrate`` upgrades it). Never raises: what fails is a problem."""
+    and its register readable. It writes nothing but what opening any store repairs (an
+    append-only trigger someone dropped, made again), which is reported as a problem; a store
+    behind this resolver's version is said and not opened (``resolver store migrate`` upgrades
+    it). Never raises: what fails is a problem."""
     report = StoreReport([f"Store: {_label(where)}"])
     try:
         have, latest = store_version(where)
@@ -302,10 +304,10 @@ def check_store(where: Place) -> StoreReport:
         from core.auditchain import verify_audit
         from core.queue import queue_columns
 
+        store = open_store(_store_path(where), summarize=queue_columns)  # first: what opening it repaired is said
+        report.problems += [f"{r} Someone dropped it: rows may have been changed." for r in store.repairs]
         counts = open_rows(where).row_counts()
         report.lines.append("  rows: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
-        store = open_store(_store_path(where), summarize=queue_columns)
-        report.problems += list(store.repairs)
         head = None if is_team_store(where) or not (Path(where) / "audit.head").exists() else Path(where)
         audit = verify_audit(store, head)
         if audit.ok:

@@ -193,7 +193,9 @@ def test_a_broken_chain_fails_the_check(demo_home, tmp_path, capsys):
         conn.execute("DROP TRIGGER audit_no_update")
         conn.execute("UPDATE audit SET detail = 'edited' WHERE id = 1")
     code, out, _err = _store(capsys, "check", "--home", str(root))
-    assert code == 1 and "FAIL:" in out
+    assert code == 1
+    assert "FAIL: The checkpoint store" in out and "had lost its trigger(s) audit_no_update" in out
+    assert "FAIL: audit: row 2 (" in out and "does not follow the row before it" in out
 
 
 def test_a_shop_store_keeps_its_kind_through_two_team_stores_and_back(tmp_path, capsys, monkeypatch):
