@@ -587,23 +587,27 @@ class RegistryChange:
 
 # -- moving a store (issue 23, item 4): every row, table by table --------------------------------
 
+WORLD_TABLES = (
+    "customers",
+    "catalog",
+    "orders",
+    "order_lines",
+    "payments",
+    "shipments",
+    "refunds",
+    "reshipments",
+    "return_labels",
+    "replies",
+    "operations",
+)
+"""The practice world's tables in both back-ends: the ones built from ``data/``, what the write
+services did, and the operations register."""
+
 COPY_PARTS: dict[str, tuple[str, ...]] = {
     "runs": ("runs", "entries", "model_calls"),
     "audit": ("audit",),
     "registry": ("approvers",),
-    "world": (
-        "customers",
-        "catalog",
-        "orders",
-        "order_lines",
-        "payments",
-        "shipments",
-        "refunds",
-        "reshipments",
-        "return_labels",
-        "replies",
-        "operations",
-    ),
+    "world": WORLD_TABLES,
 }
 """The parts of a store that ``resolver store copy`` moves, each written in one transaction:
 part -> its tables, in the order they are written. ``runs``: headers with their versions and

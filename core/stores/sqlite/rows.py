@@ -12,9 +12,7 @@ audit's stored length (``audit_tip``) come out as a save would have left them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from core.store import blank_columns
 from core.stores.common import COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
@@ -91,15 +89,6 @@ class SqliteRows:
 
     # -- export and import ------------------------------------------------------------------------
 
-    @contextmanager
-    def _snapshot(self, db: Database) -> Iterator[Any]:
-        with db.read() as conn:
-            conn.execute("BEGIN")  # one snapshot for every table of the part (WAL)
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
-
     def export_rows(self, part: str) -> Iterator[Batch]:
         """The part's rows in batches, in one read transaction (see :meth:`core.store.StoreRows.export_rows`)."""
         tables = COPY_PARTS[part]
@@ -108,7 +97,7 @@ class SqliteRows:
         db = self._database(part)
         if part == "audit":
             _audit_columns(db)
-        with self._snapshot(db) as conn:
+        with db.snapshot() as conn:
             for table in tables:
                 columns = copy_columns(table)
                 cur = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {copy_order(table, 'rowid')}")
