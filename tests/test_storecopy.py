@@ -227,3 +227,9 @@ def test_a_shop_store_keeps_its_kind_through_two_team_stores_and_back(tmp_path, 
             code, out, err = _store(capsys, "copy", "--from", second, "--to", practice)
             assert code == 1 and "was made for a practice home and the source is a shop home's" in err
             assert open_rows(practice).row_counts()["approvers"] == 0
+
+
+def test_check_of_a_team_store_that_cannot_be_reached_is_a_fail_line(capsys):
+    code, out, err = _store(capsys, "check", "--store", "postgresql://127.0.0.1:1/test")
+    assert code == 1 and err == ""
+    assert "FAIL: Cannot reach the PostgreSQL database test on 127.0.0.1:1:" in out
