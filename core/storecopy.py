@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ResolverError
+from core.store import StoreRows
 from core.stores import Place, is_team_store, open_rows, open_store, register_entries, store_version, world_path
 from core.stores.common import COPY_PARTS
 
@@ -83,7 +84,7 @@ def _same_place(a: Place, b: Place) -> bool:
     return Path(a).resolve() == Path(b).resolve()
 
 
-def _source_kind(source: Place, rows: Any) -> str | None:
+def _source_kind(source: Place, rows: StoreRows) -> str | None:
     """The kind of home the source store belongs to: a team store's recorded kind, a folder's
     ``home.json`` (:func:`core.homekind.home_kind`, which refuses a shop folder that lost it)."""
     if is_team_store(source):
@@ -145,6 +146,13 @@ def copy_store(source: Place, target: Place) -> StoreReport:
                 f"{kind} home's; a store keeps its kind: copy into a new schema or database."
             )
     report = StoreReport([f"Copying {_label(source)} into {_label(target)}:"])
+    if is_team_store(target) and kind is not None:  # first: no home of the other kind takes it meanwhile
+        from core.stores import store_kind
+
+        store_kind(target, kind)
+        report.lines.append(f"  kind: {kind}, recorded in the team store")
+    elif kind is not None:
+        report.lines.append(f"  kind: {kind}" + (" (home.json)" if kind == "shop" else ""))
     if not is_team_store(target):
         report.lines += _copy_files(source, Path(target), kind)
     for part, tables in COPY_PARTS.items():
@@ -158,13 +166,6 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         elif part == "audit":
             shown = f"{written['audit']} row(s), verbatim"
         report.lines.append(f"  {part}: {shown}, one transaction")
-    if is_team_store(target) and kind is not None:
-        from core.stores import store_kind
-
-        store_kind(target, kind)
-        report.lines.append(f"  kind: {kind}, recorded in the team store")
-    elif kind is not None:
-        report.lines.append(f"  kind: {kind}" + (" (home.json)" if kind == "shop" else ""))
     if is_team_store(target):
         report.lines.append(_files_not_copied(source))
     verified = verify_copy(source, target)
