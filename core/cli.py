@@ -999,6 +999,40 @@ def cmd_class(home: Home, args: argparse.Namespace) -> int:
 # -- the parser ----------------------------------------------------------------------------------
 
 
+def _store_place(text: str, where: str) -> Any:
+    """The place a store URL names (:func:`core.homepath.parse_store_url`): a folder's Path for
+    ``sqlite:///FOLDER``, the URL for ``postgresql://…``. Raises BadArgument (one sentence)."""
+    from core.homepath import parse_store_url
+
+    backend, value = parse_store_url(text, where)
+    from pathlib import Path
+
+    return Path(value).expanduser() if backend == "sqlite" else value
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    """``resolver store copy|check|migrate`` (issue 23, item 4; :mod:`core.storecopy`): each
+    opens the stores it names, never a home. ``check`` and ``migrate`` take the store chosen as
+    every command chooses it (``--store``, ``$RESOLVER_STORE``, the config file, else the home
+    folder). Exit 0 when all is equal or well, 1 when something differs or fails."""
+    from core import storecopy
+
+    if args.store_cmd == "copy":
+        report = storecopy.copy_store(_store_place(args.from_url, "--from"), _store_place(args.to_url, "--to"))
+    else:
+        from core.homepath import locate_home
+
+        where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
+        place = where.store.url if where.store.url is not None else where.path
+        act = storecopy.check_store if args.store_cmd == "check" else storecopy.migrate_store
+        report = act(place)
+    if args.json:
+        _json({"ok": report.ok, "lines": report.lines, "problems": report.problems})
+    else:
+        _print(report.all_lines())
+    return 0 if report.ok else EXIT_ERROR
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse, whose messages echo what was typed (``unrecognized arguments: ...``): a message
     holding a control character goes through :func:`core.views.safe_text` first. ``--help``
@@ -1277,6 +1311,15 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--after-step", type=int, default=1)
     p.set_defaults(func=cmd_class)
 
+    p = sub.add_parser("store", parents=[common], help="the operator's commands: copy a store, check it, migrate it")
+    ssub = p.add_subparsers(dest="store_cmd", required=True, metavar="ACTION")
+    s = ssub.add_parser("copy", parents=[common], help="copy every run, the audit, approvers and world into an empty store")
+    s.add_argument("--from", dest="from_url", required=True, metavar="URL", help="sqlite:///FOLDER or postgresql://HOST/DATABASE")
+    s.add_argument("--to", dest="to_url", required=True, metavar="URL", help="an empty store: sqlite:///FOLDER or postgresql://…")
+    ssub.add_parser("check", parents=[common], help="reachable, its version, rows per table, the audit chain")
+    ssub.add_parser("migrate", parents=[common], help="open the store (its migrations run), the version before and after")
+    p.set_defaults(func=None)
+
     p = sub.add_parser("exercise", parents=[common], help="the exercises of seeds 000 and 001, runnable")
     p.add_argument("exercise", choices=["crash-at-step", "corrupt-checkpoint", "migrate-v1", "resume-twice", "lease-owner"])
     p.set_defaults(func=cmd_class)
@@ -1342,6 +1385,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         from core.homekind import init_home
         from core.log import command_log
 
+        if args.command == "store":
+            return cmd_store(args)
         where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
         if args.command in READ_ONLY and args.command != "doctor":
             where.require_existing()

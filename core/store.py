@@ -50,7 +50,7 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -74,6 +74,8 @@ __all__ = [
     "RunExists",
     "RunSummary",
     "Store",
+    "StoreNotEmpty",
+    "StoreRows",
     "Summarize",
     "UnsupportedStoreFormat",
     "blank_columns",
@@ -88,6 +90,11 @@ __all__ = [
 
 class RunExists(StaleCheckpoint):
     """A new run's ID was saved by another process first (two ``run``s of one ticket at once)."""
+
+
+class StoreNotEmpty(ResolverError):
+    """A copy's target already holds runs, audit rows, approvers or register entries: a store is
+    copied only into an empty one, nothing is merged (issue 23, item 4)."""
 
 
 class UnsupportedStoreFormat(ResolverError):
@@ -516,4 +523,61 @@ class Store(AuditLog, Protocol):
     def end_thread(self) -> None:
         """The calling thread is about to end: give back what the store holds for it (SQLite:
         its connection). The store stays usable from every other thread."""
+        ...
+
+
+class StoreRows(Protocol):
+    """Every row of a home's store, table by table: what ``resolver store copy`` reads from one
+    store and writes into another, whatever back-ends they are (issue 23, item 4). A back-end
+    opens it on a place (:func:`core.stores.open_rows`: a SQLite home folder holding
+    ``runs.sqlite``, ``larkfield.sqlite`` and ``approvers.sqlite``, or a PostgreSQL URL).
+
+    The parts and their tables are :data:`core.stores.common.COPY_PARTS` (``runs``, ``audit``,
+    ``registry``, ``world``), the columns of each table :func:`core.stores.common.copy_columns`:
+    the ones both back-ends keep, so a row read from one is written into the other unchanged
+    (``state_ok`` read as 0 or 1 on both). The audit's rows are copied verbatim, ``id`` and
+    ``prev`` included, so the hash chain is the same chain; the register's ``seq`` numbers too.
+
+    Attributes:
+        label: the place for a sentence (a folder, or the database without its password).
+    """
+
+    label: str
+
+    def has_part(self, part: str) -> bool:
+        """True when the place holds ``part`` at all (SQLite: its file exists; PostgreSQL: the
+        world was built, the registry made; ``runs`` and ``audit`` once the store exists)."""
+        ...
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per table of every part the place holds (a part it lacks counts 0), read
+        without changing anything."""
+        ...
+
+    def export_rows(self, part: str) -> Iterator[tuple[str, tuple[str, ...], list[tuple[Any, ...]]]]:
+        """The rows of ``part``, table by table, in batches of at most
+        :data:`core.stores.common.COPY_BATCH` rows: ``(table, columns, rows)``, each table in the
+        order its rows were written (:func:`core.stores.common.copy_order`), read in one
+        consistent snapshot of the part. Nothing when the place lacks the part.
+
+        Raises: ResolverError (one sentence) when the place cannot be read; KeyError for an
+        unknown part."""
+        ...
+
+    def import_rows(self, part: str, batches: Iterable[tuple[str, tuple[str, ...], list[tuple[Any, ...]]]]) -> dict[str, int]:
+        """Write ``batches`` (as :meth:`export_rows` yields them) as ``part``'s rows in one
+        transaction, making the part first if the place lacks it; the world's tables are
+        emptied first (a built world holds ``data/``'s rows). Returns rows written per table.
+
+        Raises:
+            StoreNotEmpty: the part already holds rows of a table in
+                :data:`core.stores.common.GUARDED`; nothing was written.
+            ResolverError: a batch of another table or layout, or the place cannot be written
+                (one sentence); the part's transaction is rolled back.
+        """
+        ...
+
+    def recorded_kind(self) -> str | None:
+        """The kind of home (``practice`` or ``shop``) the store records of itself, or None
+        where it records none (a SQLite store: its folder's ``home.json`` says)."""
         ...

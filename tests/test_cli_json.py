@@ -50,6 +50,9 @@ PRACTICE: tuple[tuple[str, ...], ...] = (
     ("prune", "--older-than", "90d"),
     ("backup", "{tmp}/home.tar.gz"),
     ("restore", "{tmp}/home.tar.gz"),
+    ("store", "check"),
+    ("store", "migrate"),
+    ("store", "copy", "--from", "sqlite://{tmp}/practice", "--to", "sqlite://{tmp}/copied"),
     ("reset", "--run", "T-90103-agent-chat-small-1"),
     ("reset", "--all"),
     ("clock", "real"),
@@ -104,7 +107,7 @@ def _play(argvs, home: Path, tmp: Path, capsys, monkeypatch) -> dict[str, list[o
         code = main([*argv, "--json", "--home", str(home)])
         out, err = capsys.readouterr()
         assert code in (0, 5), f"{argv}: exit {code}\n{err}"
-        key = " ".join(argv[:2]) if argv[0] in ("clock", "approvers") else argv[0]
+        key = " ".join(argv[:2]) if argv[0] in ("clock", "approvers", "store") else argv[0]
         seen.setdefault(key, []).append(json.loads(out))
         if key == "approvers init":  # the one-time code `approvers recover` asks for
             monkeypatch.setenv("RESOLVER_RECOVERY_CODE", seen[key][0]["recovery_code"])  # type: ignore[index]

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from core.approvers import ApproverRows
     from core.clock import Clock
     from core.data import Fault
-    from core.store import Store, Summarize
+    from core.store import Store, StoreRows, Summarize
     from core.world import World
 
 BACKENDS: tuple[str, ...] = ("sqlite", "postgres")
@@ -177,3 +177,35 @@ def team_store_lines(url: str) -> list[tuple[str, str]]:
     """``resolver doctor``'s lines on the team store at ``url`` (:func:`core.stores.postgres.schema_lines`):
     ``(level, text)`` pairs, changing nothing. Never raises."""
     return list(_postgres().schema_lines(url))
+
+
+def open_rows(where: Place) -> StoreRows:
+    """Every row of the store at ``where``, table by table (:class:`core.store.StoreRows`, for
+    ``resolver store copy``): a SQLite home FOLDER (its ``runs.sqlite``, ``larkfield.sqlite`` and
+    ``approvers.sqlite``), or a PostgreSQL URL. Opening a folder creates nothing; opening a URL
+    makes or upgrades its schema. Raises ResolverError (one sentence)."""
+    if _require(None, where) == "postgres":
+        rows: StoreRows = _postgres().open_rows(str(where))
+        return rows
+    from core.stores.sqlite.rows import SqliteRows
+
+    return SqliteRows(Path(where))
+
+
+def store_version(where: Place) -> tuple[int | None, int]:
+    """``(the version of the store at where, the version this resolver writes)``, read without
+    migrating anything: a SQLite home folder's ``runs.sqlite`` format (None: no store in the
+    folder), or a team store's schema version (0: no resolver tables yet).
+
+    Raises:
+        ResolverError: the store cannot be reached or read (one sentence).
+    """
+    if _require(None, where) == "postgres":
+        have = _postgres().schema_version_of(str(where))
+        from core.stores.postgres.schema import LATEST
+
+        return have, LATEST
+    from core.stores.sqlite.checkpoint import STORE_FORMAT
+    from core.stores.sqlite.rows import store_format
+
+    return store_format(Path(where)), STORE_FORMAT

@@ -583,3 +583,124 @@ class RegistryChange:
             "UPDATE approvers SET private_key = ? WHERE name = ? AND private_key = ?",
             (new, name, old),
         )
+
+
+# -- moving a store (issue 23, item 4): every row, table by table --------------------------------
+
+WORLD_TABLES = (
+    "customers",
+    "catalog",
+    "orders",
+    "order_lines",
+    "payments",
+    "shipments",
+    "refunds",
+    "reshipments",
+    "return_labels",
+    "replies",
+    "operations",
+)
+"""The practice world's tables in both back-ends: the ones built from ``data/``, what the write
+services did, and the operations register."""
+
+COPY_PARTS: dict[str, tuple[str, ...]] = {
+    "runs": ("runs", "entries", "model_calls"),
+    "audit": ("audit",),
+    "registry": ("approvers",),
+    "world": WORLD_TABLES,
+}
+"""The parts of a store that ``resolver store copy`` moves, each written in one transaction:
+part -> its tables, in the order they are written. ``runs``: headers with their versions and
+queue columns, the lists' rows, the journal of model calls; ``audit``: the hash-chained rows,
+verbatim; ``registry``: the approvers' rows; ``world``: the practice world's tables and the
+operations register (its ``seq`` numbers kept)."""
+
+GUARDED = ("runs", "audit", "approvers", "operations")
+"""The tables a target must not hold rows in: a copy never merges into a used store."""
+
+
+def world_columns() -> dict[str, tuple[str, ...]]:
+    """The practice world's columns per table, in the order both back-ends make them: the
+    built tables' from the rows of ``data/`` (:func:`core.stores.practice.world_rows`), the write
+    services' and the register's from :data:`core.stores.practice.EFFECT_TABLES_COLUMNS`."""
+    from core.data import load_world_data
+    from core.stores.practice import EFFECT_TABLES_COLUMNS, world_rows
+
+    out: dict[str, tuple[str, ...]] = {}
+    for table, (rows, _pk) in world_rows(load_world_data()).items():
+        names: dict[str, None] = {}
+        for row in rows:
+            names.update(dict.fromkeys(row))
+        out[table] = tuple(names)
+    for table, cols in EFFECT_TABLES_COLUMNS.items():
+        out[table] = tuple(c for c, _t in cols)
+    return out
+
+
+def copy_columns(table: str) -> tuple[str, ...]:
+    """The columns ``store copy`` carries for ``table`` (the ones both back-ends have; a
+    back-end's own columns, PostgreSQL's ``runs.n`` and ``runs.search``, SQLite's rowid, are
+    made again by the target). Raises KeyError for a table not in :data:`COPY_PARTS`."""
+    from core.auditchain import COLUMNS
+
+    fixed: dict[str, tuple[str, ...]] = {
+        "runs": ("run_id", *_HEADER_COLS, "lease_owner", "lease_expires", "state_ok"),
+        "entries": ("run_id", "n", "list", "seq", "body", "extra", "ref"),
+        "model_calls": ("run_id", "step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at"),
+        "audit": COLUMNS,
+        "approvers": tuple(c.strip() for c in REGISTRY_COLUMNS.split(",")),
+    }
+    if table in fixed:
+        return fixed[table]
+    return world_columns()[table]
+
+
+def copy_order(table: str, first: str) -> str:
+    """The ``ORDER BY`` of ``table``'s rows in a copy: the order they were written (``first``:
+    the back-end's insertion order column, SQLite's ``rowid`` or PostgreSQL's ``n``, for
+    ``runs`` and ``approvers``), the audit by ``id``, the register by ``seq``, the rest by
+    their keys. Raises KeyError for a table not in :data:`COPY_PARTS`."""
+    special = {
+        "runs": first,
+        "approvers": first,
+        "entries": "run_id, n",
+        "model_calls": "run_id, step, attempt",
+        "audit": "id",
+        "operations": "seq",
+        "order_lines": "order_id, sku",
+    }
+    return special.get(table) or copy_columns(table)[0]
+
+
+Batch = tuple[str, tuple[str, ...], list[tuple[Any, ...]]]
+"""One batch of a copy: ``(table, columns, rows)``, each row a tuple in ``columns``' order."""
+
+COPY_BATCH = 1000
+"""Rows per batch read from a source and written to a target."""
+
+
+def refuse_used(label: str, counts: dict[str, int]) -> None:
+    """Raise StoreNotEmpty when ``counts`` (rows per table of a target) holds runs, audit rows,
+    approvers or register entries: a copy writes only into an empty store, nothing is merged."""
+    from core.store import StoreNotEmpty
+
+    held = [f"{counts[t]} {t} row(s)" for t in GUARDED if counts.get(t)]
+    if held:
+        raise StoreNotEmpty(
+            f"{label[:1].upper()}{label[1:]} already holds {', '.join(held)}; a store is copied only into an empty "
+            "one (nothing is merged): choose a new folder or schema."
+        )
+
+
+def check_batch(part: str, batch: Batch) -> None:
+    """Refuse a batch whose table is not ``part``'s or whose columns are not
+    :func:`copy_columns`' (a source of another layout). Raises ResolverError with one sentence."""
+    table, columns, _rows = batch
+    if table not in COPY_PARTS.get(part, ()):
+        raise ResolverError(f"The table {table!r} is not part of the store's {part}; nothing of it was written.")
+    want = copy_columns(table)
+    if tuple(columns) != want:
+        raise ResolverError(
+            f"The source's {table} has the columns {', '.join(columns)}; this resolver copies {', '.join(want)}. "
+            "Nothing of that part was written."
+        )

@@ -32,11 +32,13 @@ if TYPE_CHECKING:
 __all__ = [
     "check_world",
     "open_registry_rows",
+    "open_rows",
     "open_store",
     "open_world",
     "register_entries",
     "reset_world",
     "schema_lines",
+    "schema_version_of",
     "store_kind",
 ]
 
@@ -111,6 +113,40 @@ def open_registry_rows(url: str) -> ApproverRows:
     from core.stores.postgres.registry import PostgresApproverRows
 
     return PostgresApproverRows(url)
+
+
+def open_rows(url: str) -> Any:
+    """Every row of the team store at ``url``, table by table (:class:`core.store.StoreRows`,
+    for ``resolver store copy``). Raises ResolverError (one sentence)."""
+    _need_psycopg()
+    from core.stores.postgres.rows import PostgresRows
+
+    return PostgresRows(url)
+
+
+def schema_version_of(url: str) -> int | None:
+    """The schema version of the team store at ``url``, read without migrating: the highest
+    migration applied (0: no resolver tables yet). Raises ResolverError (one sentence) when the
+    server cannot be reached or the URL's search path names no schema that exists."""
+    _need_psycopg()
+    import psycopg
+
+    from core.errors import ResolverError
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe
+    from core.stores.postgres.schema import schema_version
+
+    label = describe(url)
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            schema = conn.execute("SELECT current_schema()").fetchone()
+            if not schema or not schema[0]:
+                raise ResolverError(
+                    f"{label[:1].upper()}{label[1:]} has no schema to hold a store (the search path names none that exists)."
+                )
+            return schema_version(conn)
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ResolverError(f"Cannot reach {label}: {first}.") from None
 
 
 def store_kind(url: str, kind: str) -> str:

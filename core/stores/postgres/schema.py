@@ -39,6 +39,7 @@ from typing import Any
 import psycopg
 
 from core.store import UnsupportedStoreFormat
+from core.stores import common
 
 C = 'text COLLATE "C"'
 
@@ -136,20 +137,7 @@ def world_tables() -> tuple[str, ...]:
     )
 
 
-WORLD_TABLES = (
-    "customers",
-    "catalog",
-    "orders",
-    "order_lines",
-    "payments",
-    "shipments",
-    "refunds",
-    "reshipments",
-    "return_labels",
-    "replies",
-    "operations",
-    "register_head",
-)
+WORLD_TABLES = (*common.WORLD_TABLES, "register_head")
 """The practice world's tables; ``register_head`` holds its one row once the world is built."""
 
 STORE_META = (f"CREATE TABLE store_meta (key {C} PRIMARY KEY, value {C} NOT NULL, set_at timestamptz NOT NULL DEFAULT now())",)

@@ -304,6 +304,17 @@ class Database:
                 self._local.depth -= 1
 
     @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """A read transaction on this thread's connection: every statement in it sees one
+        committed state of the file (WAL), while other processes write."""
+        with self.read() as conn:
+            conn.execute("BEGIN")
+            try:
+                yield conn
+            finally:
+                conn.execute("COMMIT")
+
+    @contextmanager
     def immediate(self) -> Iterator[sqlite3.Connection]:
         """A ``BEGIN IMMEDIATE`` transaction: committed at the end, rolled back on any exception.
 

@@ -39,7 +39,8 @@ class SqliteApproverRows:
         self.path = Path(root) / REGISTRY_FILE
         self._db: Database | None = None
 
-    def _database(self) -> Database:
+    def database(self) -> Database:
+        """The registry's database, the file made (mode 0600) with its table at the first call."""
         if self._db is None:
             new = not self.path.exists()
             if new:
@@ -56,12 +57,12 @@ class SqliteApproverRows:
         """Every row, oldest first (empty when the file does not exist)."""
         if not self.path.exists():
             return []
-        with self._database().read() as conn:
+        with self.database().read() as conn:
             return RegistryChange(conn).rows()
 
     @contextmanager
     def change(self) -> Iterator[RegistryChange]:
         """One change in a ``BEGIN IMMEDIATE`` transaction: committed at the end, rolled back on
         any exception. Raises StoreBusy, ReadOnlyFile, ResolverError (one sentence)."""
-        with self._database().immediate() as conn:
+        with self.database().immediate() as conn:
             yield RegistryChange(conn)

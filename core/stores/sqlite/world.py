@@ -65,12 +65,8 @@ class SqliteWorld(PracticeWorld):
 
     @contextmanager
     def _snapshot(self) -> Iterator[sqlite3.Connection]:
-        with self._connect() as conn:
-            conn.execute("BEGIN")  # one snapshot for the result and the number (WAL)
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
+        with self.db.snapshot() as conn:  # one snapshot for the result and the number (WAL)
+            yield conn
 
     @staticmethod
     def _ensure_built(conn: sqlite3.Connection, key: Path | None = None) -> None:

@@ -1,0 +1,348 @@
+"""Moving a store, and the operator's look at one (issue 23, item 4): ``resolver store copy``,
+``resolver store check`` and ``resolver store migrate``.
+
+A store is at a :data:`core.stores.Place`: a SQLite home FOLDER (``sqlite:///FOLDER``, its
+``runs.sqlite``, ``larkfield.sqlite`` and ``approvers.sqlite``) or a team store's PostgreSQL URL.
+:func:`copy_store` reads every row of the source through the contract's
+:class:`core.store.StoreRows` and writes it into the target, part by part, one transaction per
+part (:data:`core.stores.common.COPY_PARTS`): the runs (headers with their versions and queue
+columns, the lists' rows, the journal of model calls), the audit verbatim (ids, ``prev`` and
+signatures unchanged, so the hash chain is the same chain), the approvers' rows and the practice
+world with its operations register (its ``seq`` numbers kept). A target that already holds runs,
+audit rows, approvers or register entries is refused before anything is written: nothing is
+merged. The store's kind goes with it: a team store records the source's kind
+(:func:`core.stores.store_kind`); a SQLite folder's kind is its ``home.json``.
+
+What a SQLite home keeps in files beside its databases (:data:`HOME_FILES`: ``home.json``, the
+practice HMAC key ``approval.key``, the trainer's ``clock.json``, a shop's seal
+``approvers.json`` and signed ``audit.head``) is copied when both ends are folders; for a team
+store the report names the files it did not copy (they are not in the store yet).
+
+Then the copy is verified (:func:`verify_copy`): rows per table, each run's version and proposal
+digest (each run loaded from both ends), the target's audit chain
+(:func:`core.auditchain.verify_audit`) and its tip against the source's, and the operations
+register entry by entry. The report says what is equal, or what differs.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.errors import ResolverError
+from core.store import StoreRows
+from core.stores import Place, is_team_store, open_rows, open_store, register_entries, store_version, world_path
+from core.stores.common import COPY_PARTS
+
+HOME_FILES = ("home.json", "approval.key", "clock.json", "approvers.json", "audit.head")
+"""Per-shop files a SQLite home keeps beside its databases, copied folder to folder."""
+
+SHOWN_DIFFERENCES = 10
+"""At most this many differing runs are named in a report (the count says how many in all)."""
+
+
+@dataclass
+class StoreReport:
+    """What a copy, check or migration found: ``lines`` to print, ``problems`` (one sentence
+    each; empty when all is well). Exit code 0 when :attr:`ok`, else 1."""
+
+    lines: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing differs and nothing failed."""
+        return not self.problems
+
+    def all_lines(self) -> list[str]:
+        """The report's lines, then each problem after ``FAIL:``."""
+        return [*self.lines, *(f"FAIL: {p}" for p in self.problems)]
+
+
+def _label(where: Place) -> str:
+    if is_team_store(where):
+        from core.homepath import mask_password
+
+        return f"the team store {mask_password(str(where))}"
+    return f"the home folder {where}"
+
+
+def _store_path(where: Place) -> Place:
+    return where if is_team_store(where) else Path(where) / "runs.sqlite"
+
+
+def _world_place(where: Place) -> Place:
+    return where if is_team_store(where) else world_path(Path(where))
+
+
+def _same_place(a: Place, b: Place) -> bool:
+    if is_team_store(a) or is_team_store(b):
+        return is_team_store(a) and is_team_store(b) and str(a) == str(b)
+    return Path(a).resolve() == Path(b).resolve()
+
+
+def _source_kind(source: Place, rows: StoreRows) -> str | None:
+    """The kind of home the source store belongs to: a team store's recorded kind, a folder's
+    ``home.json`` (:func:`core.homekind.home_kind`, which refuses a shop folder that lost it)."""
+    if is_team_store(source):
+        kind = rows.recorded_kind()
+        return str(kind) if kind else None
+    from core.homekind import home_kind
+
+    return home_kind(Path(source))
+
+
+def _require_store(where: Place, role: str) -> None:
+    """Refuse a ``role`` (source) place holding no store, or a newer resolver's."""
+    have, latest = store_version(where)
+    if have is None or (is_team_store(where) and have == 0):
+        raise ResolverError(f"There is no resolver store in {_label(where)} to {role}; check the URL.")
+    if have > latest:
+        raise ResolverError(
+            f"{_label(where)[:1].upper()}{_label(where)[1:]} has version {have}, written by a newer resolver (this one "
+            f"writes {latest}); upgrade resolver first."
+        )
+
+
+def copy_store(source: Place, target: Place) -> StoreReport:
+    """Copy the store at ``source`` into the empty store at ``target`` (either a SQLite home
+    folder or a PostgreSQL URL, any direction), then verify the copy (:func:`verify_copy`).
+
+    Raises:
+        ResolverError: the two are one place, the source holds no store, either is a newer
+            resolver's, the target's kind differs from the source's, the target folder already
+            holds one of :data:`HOME_FILES`, or a store cannot be reached (one sentence);
+            nothing was written.
+        core.store.StoreNotEmpty: the target holds runs, audit rows, approvers or register
+            entries (nothing is merged); nothing was written.
+    """
+    from core.stores.common import refuse_used
+
+    if _same_place(source, target):
+        raise ResolverError(f"The source and the target are one store ({_label(source)}); copy into another.")
+    _require_store(source, "copy")
+    have, latest = store_version(target)
+    if have is not None and have > latest:
+        raise ResolverError(f"{_label(target)} was written by a newer resolver (version {have}); upgrade resolver first.")
+    if not is_team_store(target):
+        present = [name for name in HOME_FILES if (Path(target) / name).exists()]
+        if present:
+            raise ResolverError(
+                f"{_label(target)[:1].upper()}{_label(target)[1:]} already holds {', '.join(present)}; a store is copied "
+                "only into a new or empty folder (nothing is merged)."
+            )
+    src = open_rows(source)
+    kind = _source_kind(source, src)
+    dst = open_rows(target)
+    refuse_used(dst.label, dst.row_counts())
+    if is_team_store(target):
+        recorded = dst.recorded_kind()
+        if recorded is not None and kind is not None and recorded != kind:
+            raise ResolverError(
+                f"{_label(target)[:1].upper()}{_label(target)[1:]} was made for a {recorded} home and the source is a "
+                f"{kind} home's; a store keeps its kind: copy into a new schema or database."
+            )
+    report = StoreReport([f"Copying {_label(source)} into {_label(target)}:"])
+    if is_team_store(target) and kind is not None:  # first: no home of the other kind takes it meanwhile
+        from core.stores import store_kind
+
+        store_kind(target, kind)
+        report.lines.append(f"  kind: {kind}, recorded in the team store")
+    elif kind is not None:
+        report.lines.append(f"  kind: {kind}" + (" (home.json)" if kind == "shop" else ""))
+    if not is_team_store(target):
+        report.lines += _copy_files(source, Path(target), kind)
+    for part, tables in COPY_PARTS.items():
+        if not src.has_part(part):
+            report.lines.append(f"  {part}: none in the source")
+            continue
+        written = dst.import_rows(part, src.export_rows(part))
+        shown = ", ".join(f"{written[t]} {t}" for t in tables)
+        if part == "world":
+            shown = f"{len(tables)} tables, {written['operations']} register entries"
+        elif part == "audit":
+            shown = f"{written['audit']} row(s), verbatim"
+        report.lines.append(f"  {part}: {shown}, one transaction")
+    if is_team_store(target):
+        report.lines.append(_files_not_copied(source))
+    verified = verify_copy(source, target)
+    report.lines += verified.lines
+    report.problems += verified.problems
+    return report
+
+
+def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
+    """Copy :data:`HOME_FILES` from a source folder into the target folder (mode 0600; the folder
+    made 0700); a shop store copied from a team store gets its ``home.json`` written."""
+    try:
+        target.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ResolverError(f"Cannot make the folder {target}: {exc.strerror or exc}.") from None
+    if is_team_store(source):
+        if kind == "shop":
+            from core.homekind import init_home
+
+            init_home(target, shop=True)
+            return [
+                "  files: home.json written (a shop home); the team store holds no files yet: copy approvers.json, "
+                "audit.head and approval.key from the home folder that uses it"
+            ]
+        return [
+            "  files: none (a team store holds no files yet): copy approval.key and clock.json from the home folder "
+            "that uses it, if it has them"
+        ]
+    copied = []
+    for name in HOME_FILES:
+        path = Path(source) / name
+        if not path.is_file():
+            continue
+        fd = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as out, path.open("rb") as src:
+            shutil.copyfileobj(src, out)
+        copied.append(name)
+    return [f"  files: {', '.join(copied) if copied else 'none in the source'}{' copied (mode 0600)' if copied else ''}"]
+
+
+def _files_not_copied(source: Place) -> str:
+    if is_team_store(source):
+        return "  files: none (both are team stores; the per-shop files stay with the folders that use them)"
+    present = [name for name in HOME_FILES if (Path(source) / name).is_file()]
+    if not present:
+        return "  files: none in the source folder"
+    return (
+        f"  files NOT copied (a team store holds no files yet): {', '.join(present)}; keep them in the home folder "
+        "that uses the team store"
+    )
+
+
+def verify_copy(source: Place, target: Place) -> StoreReport:
+    """Compare the store at ``target`` with the one at ``source``: rows per table, each run's
+    version and proposal digest, the audit chain (whole on the target, ending at the source's
+    tip) and the operations register (same entries, same order, same numbers). Never raises
+    for a difference: each is a problem of the report. Raises ResolverError when a store
+    cannot be read."""
+    from core.auditchain import verify_audit
+    from core.queue import queue_columns
+
+    report = StoreReport(["Verified:"])
+    src_rows, dst_rows = open_rows(source), open_rows(target)
+    a, b = src_rows.row_counts(), dst_rows.row_counts()
+    unequal = [f"{t} {a.get(t, 0)} in the source, {b.get(t, 0)} in the target" for t in a if a.get(t, 0) != b.get(t, 0)]
+    if unequal:
+        report.problems += [f"row count of {u}" for u in unequal]
+    else:
+        report.lines.append("  counts equal: " + ", ".join(f"{t} {n}" for t, n in a.items() if n))
+    src_store = open_store(_store_path(source), summarize=queue_columns)
+    dst_store = open_store(_store_path(target), summarize=queue_columns)
+    runs = [row[0] for _t, _c, batch in src_rows.export_rows("runs") for row in batch if _t == "runs"]
+    differing = [run_id for run_id in runs if _run_mark(src_store, run_id) != _run_mark(dst_store, run_id)]
+    if differing:
+        shown = ", ".join(differing[:SHOWN_DIFFERENCES]) + (" …" if len(differing) > SHOWN_DIFFERENCES else "")
+        report.problems.append(f"{len(differing)} of {len(runs)} run(s) differ in version or proposal digest: {shown}")
+    else:
+        report.lines.append(f"  runs: {len(runs)} of {len(runs)} with the same version and proposal digest")
+    audit = verify_audit(
+        dst_store, Path(target) if not is_team_store(target) and (Path(target) / "audit.head").exists() else None
+    )
+    src_tip, dst_tip = src_store.chain_tip(), dst_store.chain_tip()
+    if not audit.ok:
+        report.problems += [f"audit: {p}" for p in audit.problems]
+    elif src_tip != dst_tip:
+        report.problems.append(
+            f"audit: the target's chain ends at row {dst_tip[1]} {dst_tip[0][:16]}, the source's at row {src_tip[1]} {src_tip[0][:16]}"
+        )
+    else:
+        report.lines.append(f"  audit: chain intact, {audit.length} row(s), latest {audit.latest[:16]}, the source's tip")
+    try:
+        reg_a, reg_b = register_entries(_world_place(source)), register_entries(_world_place(target))
+    except ValueError as exc:
+        report.problems.append(f"register: {exc}")
+        return report
+    if reg_a != reg_b:
+        report.problems.append(f"register: {len(reg_b)} entries in the target, {len(reg_a)} in the source, or in another order")
+    else:
+        report.lines.append(f"  register: {len(reg_b)} entries, the same operations in the same order with the same numbers")
+    return report
+
+
+def _run_mark(store: Any, run_id: str) -> tuple[Any, ...]:
+    """``(version, proposal digest)`` of a run, or the kind of error loading it raises (a
+    corrupt checkpoint stays corrupt in the copy, and says so the same way)."""
+    try:
+        state = store.load(run_id)
+    except ResolverError as exc:
+        return ("error", type(exc).__name__)
+    return (state.version, state.proposal.digest if state.proposal is not None else None)
+
+
+def check_store(where: Place) -> StoreReport:
+    """``resolver store check``: the store at ``where`` is reachable, its version is this
+    resolver's, its rows per table, its audit chain whole (:func:`core.auditchain.verify_audit`)
+    and its register readable. It writes nothing but what opening any store repairs (an
+    append-only trigger someone dropped, made again), which is reported as a problem; a store
+    behind this resolver's version is said and not opened (``resolver store migrate`` upgrades
+    it). Never raises: what fails is a problem."""
+    report = StoreReport([f"Store: {_label(where)}"])
+    try:
+        have, latest = store_version(where)
+    except ResolverError as exc:
+        report.problems.append(str(exc))
+        return report
+    if have is None or (is_team_store(where) and have == 0):
+        report.problems.append(f"there is no resolver store in {_label(where)}")
+        return report
+    if have > latest:
+        report.problems.append(f"version {have} was written by a newer resolver (this one writes {latest}); upgrade resolver")
+        return report
+    if have < latest:
+        report.problems.append(f"version {have}, this resolver writes {latest}: run `resolver store migrate` first")
+        return report
+    report.lines.append(f"  version {have}, this resolver's")
+    try:
+        from core.auditchain import verify_audit
+        from core.queue import queue_columns
+
+        store = open_store(_store_path(where), summarize=queue_columns)  # first: what opening it repaired is said
+        report.problems += [f"{r} Someone dropped it: rows may have been changed." for r in store.repairs]
+        counts = open_rows(where).row_counts()
+        report.lines.append("  rows: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
+        head = None if is_team_store(where) or not (Path(where) / "audit.head").exists() else Path(where)
+        audit = verify_audit(store, head)
+        if audit.ok:
+            report.lines.append(f"  audit: chain intact, {audit.length} row(s), latest {audit.latest[:16]}")
+        else:
+            report.problems += [f"audit: {p}" for p in audit.problems]
+        entries = register_entries(_world_place(where))
+        report.lines.append(f"  register: {len(entries)} entries, numbered in commit order")
+    except (ResolverError, ValueError) as exc:
+        report.problems.append(str(exc))
+    return report
+
+
+def migrate_store(where: Place) -> StoreReport:
+    """``resolver store migrate``: open the store at ``where`` (its migrations run on open: a
+    SQLite store's format, its world's register numbers; a team store's schema) and say the
+    version before and after.
+
+    Raises:
+        ResolverError: no store in a SQLite folder (``resolver init`` makes a home), a newer
+            resolver's store, or one that cannot be reached (one sentence).
+    """
+    from core.queue import queue_columns
+    from core.stores import open_world
+
+    before, latest = store_version(where)
+    if before is None:
+        raise ResolverError(f"There is no resolver store in {_label(where)}; `resolver init --home DIR` makes a home.")
+    if before > latest:
+        raise ResolverError(f"{_label(where)} has version {before}, written by a newer resolver (this one writes {latest}).")
+    open_store(_store_path(where), summarize=queue_columns)
+    world = _world_place(where)
+    if is_team_store(where) or Path(world).is_file():
+        open_world(world)
+    after, _latest = store_version(where)
+    said = "already this resolver's" if before == after else f"migrated from {before}"
+    return StoreReport([f"{_label(where)[:1].upper()}{_label(where)[1:]}: version {before} before, {after} after ({said})."])

@@ -1,0 +1,162 @@
+"""Every row of a SQLite home, table by table (issue 23, item 4): :class:`SqliteRows`, the SQLite
+side of :class:`core.store.StoreRows`, what ``resolver store copy`` reads and writes.
+
+A SQLite home keeps its parts in three files of the folder: the runs and the audit in
+``runs.sqlite``, the practice world in ``larkfield.sqlite``, the approvers' rows in
+``approvers.sqlite``. Each part is read in one read transaction of its file (WAL: one snapshot
+while others write) and written in one ``BEGIN IMMEDIATE`` transaction. The target's own
+triggers run as the rows go in: the queue's counts (``run_counts``), the search index and the
+audit's stored length (``audit_tip``) come out as a save would have left them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from core.store import blank_columns
+from core.stores.common import COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
+from core.stores.sqlite.database import Database
+
+RUNS_FILE = "runs.sqlite"
+WORLD_FILE = "larkfield.sqlite"
+REGISTRY_FILE = "approvers.sqlite"
+
+_FILES = {"runs": RUNS_FILE, "audit": RUNS_FILE, "world": WORLD_FILE, "registry": REGISTRY_FILE}
+
+
+class SqliteRows:
+    """The rows of the SQLite home folder ``root`` (see the module's docstring). Opening it
+    creates nothing; a part's file is made (and migrated, as every open does) when it is read
+    or written.
+
+    Attributes:
+        root: the home folder. label: ``the home folder ROOT``, for sentences.
+    """
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.label = f"the home folder {self.root}"
+        self._dbs: dict[str, Database] = {}
+
+    # -- the files ------------------------------------------------------------------------------
+
+    def _file(self, part: str) -> Path:
+        return self.root / _FILES[part]
+
+    def _database(self, part: str) -> Database:
+        """The part's database, opened as the home opens it (made on first use, migrated on open)."""
+        key = "runs" if part == "audit" else part
+        if key not in self._dbs:
+            self._dbs[key] = self._open(key)
+        return self._dbs[key]
+
+    def _open(self, part: str) -> Database:
+        if part == "runs":
+            from core.stores.sqlite.checkpoint import CheckpointStore
+
+            return CheckpointStore(self._file(part), summarize=blank_columns).db
+        if part == "world":
+            from core.stores.sqlite.world import _database
+
+            db = _database(self._file(part))
+            db.connection()  # built (or migrated) on first use
+            return db
+        from core.stores.sqlite.registry import SqliteApproverRows
+
+        return SqliteApproverRows(self.root).database()
+
+    def has_part(self, part: str) -> bool:
+        """True when the part's file exists and is not empty."""
+        path = self._file(part)
+        return path.is_file() and path.stat().st_size > 0
+
+    def row_counts(self) -> dict[str, int]:
+        """Rows per table of every part (0 for a part whose file is missing)."""
+        counts: dict[str, int] = {}
+        for part, tables in COPY_PARTS.items():
+            if not self.has_part(part):
+                counts.update(dict.fromkeys(tables, 0))
+                continue
+            with self._database(part).read() as conn:
+                for table in tables:
+                    counts[table] = int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+        return counts
+
+    def recorded_kind(self) -> str | None:
+        """None: a SQLite store is its home folder, whose kind ``home.json`` says (:mod:`core.homekind`)."""
+        return None
+
+    # -- export and import ------------------------------------------------------------------------
+
+    def export_rows(self, part: str) -> Iterator[Batch]:
+        """The part's rows in batches, in one read transaction (see :meth:`core.store.StoreRows.export_rows`)."""
+        tables = COPY_PARTS[part]
+        if not self.has_part(part):
+            return
+        db = self._database(part)
+        if part == "audit":
+            _audit_columns(db)
+        with db.snapshot() as conn:
+            for table in tables:
+                columns = copy_columns(table)
+                cur = conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY {copy_order(table, 'rowid')}")
+                while rows := cur.fetchmany(COPY_BATCH):
+                    yield table, columns, [tuple(r) for r in rows]
+
+    def import_rows(self, part: str, batches: Iterable[Batch]) -> dict[str, int]:
+        """Write the part's rows in one ``BEGIN IMMEDIATE`` transaction (see
+        :meth:`core.store.StoreRows.import_rows`). Raises StoreNotEmpty, ResolverError."""
+        tables = COPY_PARTS[part]
+        written = dict.fromkeys(tables, 0)
+        db = self._database(part)
+        if part == "audit":
+            _audit_columns(db)
+        with db.immediate() as conn:
+            refuse_used(self.label, {t: int(conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]) for t in tables})
+            if part == "world":
+                for table in tables:
+                    conn.execute(f"DELETE FROM {table}")
+            for batch in batches:
+                check_batch(part, batch)
+                table, columns, rows = batch
+                conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})", rows)
+                written[table] += len(rows)
+        return written
+
+
+def _audit_columns(db: Database) -> None:
+    """Give the audit its chain's columns if it lacks them (a store made before issue 14 or 28,
+    or a new one not yet appended to): :func:`core.stores.sqlite.audit.ensure_columns`."""
+    from core.stores.sqlite.audit import ensure_columns
+
+    with db.read() as conn:
+        have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+    if {"prev", "sig", "binds"} <= have:
+        return
+    with db.immediate() as conn:
+        ensure_columns(conn)
+
+
+def store_format(root: Path | str) -> int | None:
+    """The format of ``runs.sqlite`` in the home folder ``root`` (SQLite's ``user_version``; 0
+    for release 0.1.0's), read without changing the file; None when there is no store there.
+    Raises ResolverError (one sentence) for a file SQLite cannot read."""
+    import sqlite3
+
+    from core.errors import ResolverError
+
+    path = Path(root) / RUNS_FILE
+    if not path.is_file() or path.stat().st_size == 0:
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.absolute().as_uri()}?mode=ro", uri=True, timeout=5.0)
+        try:
+            return int(conn.execute("PRAGMA user_version").fetchone()[0])
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise ResolverError(f"The checkpoint store {path} cannot be read: {exc}.") from None
+
+
+__all__ = ["SqliteRows", "store_format"]
