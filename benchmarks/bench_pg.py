@@ -48,8 +48,9 @@ def schema() -> Iterator[str]:
     """A new schema on the benchmark's server: yields the URL choosing it (with :data:`SETTINGS`),
     dropped at the end."""
     import psycopg
-    from pg import _server
     from core.stores.postgres.database import forget
+
+    from pg import _server
 
     server, why = _server()
     if server is None:
@@ -70,7 +71,7 @@ class PgAnchor(Anchor):
     """LangGraph's ``PostgresSaver`` on ``url`` (one connection, autocommit, as its docs open
     it), checkpoints made as :class:`bench_core.Anchor` makes them."""
 
-    def __init__(self, url: str) -> None:  # noqa: D107 - no SQLite file here, unlike the base
+    def __init__(self, url: str) -> None:
         import psycopg
         from langgraph.checkpoint.postgres import PostgresSaver
         from psycopg.rows import dict_row
@@ -138,6 +139,7 @@ def plan_of(conn: Any, sql: str, params: tuple[Any, ...]) -> str:
 
 def bench_queue(quick: bool) -> None:
     from core.store import PAGE_SIZE
+
     from pg_bulk import copy_runs
 
     n = 20_000 if quick else 1_000_000
@@ -155,7 +157,9 @@ def bench_queue(quick: bool) -> None:
                 took = copy_runs(conn, n)
                 counts = dict(conn.execute("SELECT status, COUNT(*) FROM runs GROUP BY status ORDER BY status").fetchall())
                 size = conn.execute("SELECT pg_size_pretty(pg_total_relation_size('runs'))").fetchone()[0]
-            print(f"  built {sum(counts.values()):,} runs ({', '.join(f'{s} {c:,}' for s, c in counts.items())}) in {took:.1f} s; runs {size}")
+            print(
+                f"  built {sum(counts.values()):,} runs ({', '.join(f'{s} {c:,}' for s, c in counts.items())}) in {took:.1f} s; runs {size}"
+            )
             for status, label, target in (("waiting_approval", "waiting", 0.020), (None, "all", None)):
                 first: list[float] = []
                 nxt: list[float] = []
@@ -179,9 +183,7 @@ def bench_queue(quick: bool) -> None:
             store.counts()
             figure("the counts of every status (GROUP BY)", ms(time.perf_counter() - t), "(printed)", None)
             with store.db.read() as conn:
-                sql = (
-                    "SELECT run_id FROM runs WHERE status = %s ORDER BY updated_ts ASC, run_id ASC LIMIT %s"
-                )
+                sql = "SELECT run_id FROM runs WHERE status = %s ORDER BY updated_ts ASC, run_id ASC LIMIT %s"
                 print(f"  plan of the waiting page: {plan_of(conn, sql, ('waiting_approval', PAGE_SIZE))}")
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -229,7 +229,9 @@ def sweep_round(root: Path, url: str, point: str) -> SweepRound:
         got.problems.append(f"{got.refunds} refunds after a kill at {point}, not 1")
     ops = sorted(op.operation_id for op in final.operations)
     if sorted(e["operation_id"] for e in entries) != ops or len(ops) != 2:
-        got.problems.append(f"the register holds {[e['operation_id'] for e in entries]} after a kill at {point}, not {ops} once each")
+        got.problems.append(
+            f"the register holds {[e['operation_id'] for e in entries]} after a kill at {point}, not {ops} once each"
+        )
     if any(op.status != "done" for op in final.operations):
         got.problems.append(f"operations {[op.status for op in final.operations]} after a kill at {point}")
     if home.store.summary(state.run_id).lease_owner is not None:
