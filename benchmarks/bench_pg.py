@@ -25,7 +25,6 @@ import argparse
 import shutil
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -45,26 +44,21 @@ SETTINGS = "-csynchronous_commit=on"
 
 @contextmanager
 def schema() -> Iterator[str]:
-    """A new schema on the benchmark's server: yields the URL choosing it (with :data:`SETTINGS`),
-    dropped at the end."""
-    import psycopg
+    """A new schema on the benchmark's server (:func:`pg.fresh_schema`): yields the URL choosing
+    it with :data:`SETTINGS` added to its options, dropped at the end."""
     from core.stores.postgres.database import forget
 
-    from pg import _server
+    from pg import _server, fresh_schema
 
     server, why = _server()
     if server is None:
         sys.exit(f"No PostgreSQL to benchmark on: {why}.")
-    name = f"bench_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"CREATE SCHEMA {name}")
-    url = f"{server}{'&' if '?' in server else '?'}options={quote(f'-csearch_path={name} {SETTINGS}')}"
-    try:
-        yield url
-    finally:
-        forget(url)
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(f"DROP SCHEMA {name} CASCADE")
+    with fresh_schema() as url:
+        ours = url + quote(f" {SETTINGS}")
+        try:
+            yield ours
+        finally:
+            forget(ours)
 
 
 class PgAnchor(Anchor):

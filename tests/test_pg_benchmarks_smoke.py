@@ -7,30 +7,18 @@ section is skipped without the bench extra's ``langgraph-checkpoint-postgres``."
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
+import test_benchmarks_smoke as smoke
 from pg import server_url
-
-ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
 
 
 def run_quick(script: str, *args: str) -> str:
     server_url()  # skips (or fails under CI=true) without PostgreSQL
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
+    return smoke.run_quick(script, *args)
 
 
 def test_bench_pg_quick_prints_the_queue_page_and_its_index_plan() -> None:
