@@ -274,3 +274,30 @@ def test_the_frozen_world_is_migrated_by_a_new_process(tmp_path):
     root = _frozen_before_20(tmp_path, FRIDAY).root
     out = run_process(root, "changes")
     assert out.returncode == 0 and "RF-7ABFCB81" in out.stdout
+
+
+def test_a_loser_whose_world_moved_because_the_winner_wrote_is_told_who_won(tmp_path, monkeypatch):
+    """A finding of the PostgreSQL race rounds (issue 23): of 700 approvers who lost a race, one
+    was told "The world changed while you read" because the winner's refund was already written
+    when it ran the lookups again. It is a lost race: the sentence says who won."""
+    from core import preconditions
+    from core.errors import ApprovalRefused
+    from core.home import Home
+
+    home = Home(tmp_path / "home")
+    run = home.run("T-65273").run_id
+    seen = home.queue.look(home.store.load(run))
+    real = preconditions.look
+    won: list[str] = []
+
+    def look(state, world):
+        if not won:  # the loser runs its lookups again: the winner has just approved and paid
+            won.append("racing")
+            won.append(home.approve(run, "grace", "Grace").status)
+        return real(state, world)
+
+    monkeypatch.setattr(preconditions, "look", look)
+    with pytest.raises(ApprovalRefused, match="was already approved by Grace"):
+        home.approve(run, "team_lead", "Tomás", seen=seen)
+    assert won == ["racing", "done"]
+    assert [r["decision"] for r in home.store.audit(run)] == ["approve"]  # no refused:world row for a lost race
