@@ -213,15 +213,14 @@ def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
     return [*lines, *(_line("FAIL", f"audit: {p}") for p in report.problems)]
 
 
-def _team_kind(root: Path, url: str) -> str:
+def _team_kind(root: Path, url: str, usable: bool) -> str:
     """The kind of the folder ``root`` on the team store ``url`` (:func:`core.homekind.team_kind`),
-    recording nothing; the folder's own kind (practice when it holds nothing) while the store's
-    schema is not this resolver's, so a store doctor cannot read is never migrated by it.
+    recording nothing; the folder's own kind (practice when it holds nothing) while the store is
+    not ``usable`` (its schema is not this resolver's), so doctor never migrates a store.
     Raises ResolverError (the kinds differ, the store was changed by hand)."""
     from core.homekind import folder_kind, team_kind
-    from core.stores import team_store_lines
 
-    if team_store_lines(url)[-1][0] != "ok":
+    if not usable:
         return folder_kind(root) or "practice"
     return team_kind(root, url, record=False)
 
@@ -245,8 +244,11 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         lines += _dependency_lines()
         return lines, 1
     url = where.store.url
+    from core.stores import team_store_lines
+
+    usable = url is None or team_store_lines(url)[-1][0] == "ok"  # else the per-shop parts are not read
     try:
-        kind = home_kind(root) if url is None else _team_kind(root, url)
+        kind = home_kind(root) if url is None else _team_kind(root, url, usable)
         kept = "" if url is None else " (recorded in the team store)"
         lines.append(_line("ok", f"kind: {kind}{kept}; checkpoints are read at schema version {SCHEMA_VERSION}"))
     except ResolverError as exc:  # a lost or unreadable home.json is a line, and the rest is still checked (issue 28)
@@ -255,8 +257,9 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     lines += _mode_lines(root)
     if url is None:  # a team store keeps the key (issue 23); it is checked where it is used
         lines.append(_key_line(root / "approval.key"))
-    lines.append(_clock_line(root, kind, url))
-    if kind == "shop":  # the owner key's fingerprint, to compare with the one on paper (issue 14)
+    if usable:
+        lines.append(_clock_line(root, kind, url))
+    if kind == "shop" and usable:  # the owner key's fingerprint, to compare with the one on paper (issue 14)
         from core.signing import registry_lines
 
         for text in registry_lines(root, kind, url):

@@ -50,7 +50,17 @@ from core.record import RECORDINGS
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState, WorldSeen
 from core.store import ShopParts, Store, lease_owner_name
-from core.stores import Place, check_world, open_shop_parts, open_store, open_world, reset_world, store_path, world_path
+from core.stores import (
+    Place,
+    adopt_folder_parts,
+    check_world,
+    open_shop_parts,
+    open_store,
+    open_world,
+    reset_world,
+    store_path,
+    world_path,
+)
 from core.world import World, WorldMissing
 
 if TYPE_CHECKING:
@@ -155,6 +165,13 @@ class Home:
         self.kind: Kind = home_kind(self.root) if store is None else team_kind(self.root, store)
         self.clock: Clock = clock or home_clock(self.root, store, self.kind)
         self.key_path = self.root / "approval.key"
+        if store is not None:  # a folder of the release before migration 6 kept the seal and head itself
+            try:
+                adopt_folder_parts(self.root, self.parts)
+            except OSError as exc:
+                raise ResolverError(
+                    f"Cannot move {self.root}'s per-shop files into the team store: {exc.strerror or exc}."
+                ) from None
         fresh = [] if store is not None else [p for p in (store_path(self.root), self.world_path) if not p.exists()]
         old_umask = os.umask(0o077)  # files made now are 0600 (SQLite gives WAL and SHM the database's mode)
         try:

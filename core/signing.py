@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import auditchain
-from core.approvers import Registry, RegistryError, Unlocked, fingerprint, verify_hex
+from core.approvers import SEAL_FILE, Registry, RegistryError, Unlocked, fingerprint, verify_hex
 from core.auditchain import REGISTRY_PREFIX
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
@@ -390,7 +390,14 @@ def verify_audit_read_only(root: Path, audit: AuditReader, kind: str, world_at: 
     registry = Registry(root, store=team)
     shop = kind == "shop" and registry.exists()
     if not shop:
-        return auditchain.verify_audit(audit)
+        report = auditchain.verify_audit(audit)
+        if kind == "shop" and (registry.entries() or any(row["sig"] for row in audit.audit_rows())):
+            report.problems.insert(
+                0,
+                f"the approvers seal {registry.parts.label(SEAL_FILE)} is missing while the store holds approvers or "
+                "signed rows: restore it from a backup (nothing signed can be checked without it)",
+            )
+        return report
     report = auditchain.verify_audit(
         audit, registry.parts, check_row=row_check(registry), check_head=head_check(registry), head_required=True
     )

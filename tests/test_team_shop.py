@@ -8,7 +8,10 @@ store whose kind was changed by hand is refused.
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
+import psycopg
 import pytest
 from core.approvers import SEAL_FILE
 from core.auditchain import HEAD_FILE
@@ -182,3 +185,56 @@ def test_a_practice_team_store_keeps_its_key_and_the_trainers_clock(url, tmp_pat
     assert set(_parts(url)) == {"approval.key", "clock.json"}
     assert {p.name for p in (tmp_path / "a").iterdir()} <= PER_PERSON
     assert b("clock", "real")[0] == 0 and "clock.json" not in _parts(url)
+
+
+FROZEN = Path(__file__).parent / "fixtures" / "team_store_schema_4"
+
+
+def _restore_schema_4(url: str) -> None:
+    """Make the frozen store's tables by migrations 1 to 4 and load its rows."""
+    from core.stores.postgres.schema import MIGRATIONS
+
+    tables = json.loads((FROZEN / "tables.json").read_text(encoding="utf-8"))
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute(
+            "CREATE TABLE resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, _, statements in MIGRATIONS:
+            if version <= 4:
+                for statement in statements():
+                    conn.execute(statement)
+        for table, rows in tables.items():
+            conn.execute(
+                f"INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(null::{table}, %s) "
+                "ON CONFLICT DO NOTHING",
+                (json.dumps(rows),),
+            )
+
+
+def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(url, tmp_path, capsys, monkeypatch):
+    """The release before migration 6 kept the seal and the head in the folder of the machine that
+    wrote them: the first open of that folder on this release upgrades the store and moves them in,
+    and from then on a second machine with an empty folder decides and verifies."""
+    _restore_schema_4(url)
+    shutil.copytree(FROZEN / "home", tmp_path / "a")
+    (tmp_path / "a").chmod(0o700)
+    for path in (tmp_path / "a").iterdir():
+        path.chmod(0o600)
+    a = _machine(tmp_path / "a", url, capsys, monkeypatch)
+    code, out, err = a("audit", "verify")
+    assert code == 0 and "Audit: 2 row(s), chain whole" in out, err
+    stored = _parts(url)
+    for name in (SEAL_FILE, HEAD_FILE):
+        assert stored[name] == (FROZEN / "home" / name).read_bytes()
+    b_root = tmp_path / "b"
+    b_root.mkdir(mode=0o700)
+    b = _machine(b_root, url, capsys, monkeypatch)
+    assert b("refresh", T65273_RUN, "--name", "Ana", passphrase="ana-passphrase")[0] == 0  # its evidence is old by now
+    code, out, err = b("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase="ana-passphrase")
+    assert code == 0 and "Status: done" in out, err
+    for machine in (a, b):
+        code, out, err = machine("audit", "verify")
+        assert code == 0 and "Audit: 4 row(s), chain whole" in out, err
+    with psycopg.connect(url) as conn:
+        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == [1, 2, 3, 4, 6]

@@ -177,6 +177,23 @@ def open_shop_parts(root: Path | str, store: str | None = None) -> ShopParts:
     return FolderParts(Path(root))
 
 
+def adopt_folder_parts(root: Path, parts: ShopParts) -> list[str]:
+    """Move a team store's per-shop parts that an earlier release kept in the home folder
+    ``root`` (before migration 6 the owner's seal ``approvers.json`` and the signed ``audit.head``
+    stayed in the folder of the machine that wrote them) into the store's ``parts``, each only
+    when the store has none of that name; the folder's file is left as it is (nothing reads it on
+    a team store). Returns the names moved. Raises OSError, ResolverError."""
+    from core.store import SHOP_PARTS
+
+    moved = []
+    for name in SHOP_PARTS:
+        path = Path(root) / name
+        if path.is_file() and parts.read(name) is None:
+            parts.create(name, path.read_bytes())
+            moved.append(name)
+    return moved
+
+
 def parts_at(where: Path | ShopParts) -> ShopParts:
     """``where`` when it is already a home's per-shop parts, else the files of the home folder
     ``where`` (:func:`open_shop_parts` without a team store)."""
