@@ -5,7 +5,8 @@ Each migration is a numbered list of statements (:data:`MIGRATIONS`); the table
 database (:func:`migrate`) applies the missing ones in order, in one transaction, under a
 transaction-level advisory lock keyed by the schema's name, so two processes opening a new
 schema at once make it once and a reader never sees half a schema. A schema holding a number
-above :data:`LATEST` was written by a newer resolver and is refused with a sentence.
+this resolver does not know (not in :data:`ALL`) was written by a newer resolver and is refused
+with a sentence.
 
 Why a migrations table and not a migration tool (Alembic, yoyo, sqitch): the schema is a handful
 of tables that only resolver writes, every upgrade is a few statements that must run under the
@@ -202,7 +203,7 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
 
     Raises:
         ResolverError: the search path names no schema that exists (psycopg's error, as a sentence).
-        UnsupportedStoreFormat: the schema holds a newer resolver's version.
+        UnsupportedStoreFormat: the schema holds a version this resolver does not know (a newer one's).
     """
     from core.errors import ResolverError
 
@@ -212,7 +213,7 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
             f"{label[:1].upper()}{label[1:]} has no schema to make the store in (the search path names none that "
             "exists); create it (CREATE SCHEMA name) or choose another in the URL's options=-csearch_path=name."
         )
-    if applied(conn) >= ALL:
+    if applied(conn) == ALL:
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('resolver-migrations:' || current_schema()))")
@@ -221,11 +222,11 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
             "applied_at timestamptz NOT NULL DEFAULT now())"
         )
         done = applied(conn)
-        have = max(done, default=0)
-        if have > LATEST:
+        unknown = done - ALL
+        if unknown:
             raise UnsupportedStoreFormat(
-                f"{label[:1].upper()}{label[1:]} has schema version {have}, written by a newer resolver; this resolver "
-                f"reads versions up to {LATEST}. Upgrade resolver, or choose another schema."
+                f"{label[:1].upper()}{label[1:]} has schema version {max(unknown)}, written by a newer resolver; this "
+                f"resolver reads versions up to {LATEST}. Upgrade resolver, or choose another schema."
             )
         for version, description, statements in MIGRATIONS:
             if version in done:
