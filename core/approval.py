@@ -42,6 +42,7 @@ from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who
 from core.rulebook import decided_by, not_decidable, person, role_too_low, stale_digest
 from core.safetext import not_one_line, not_plain_name
 from core.state import Action, Approval, Operation, Proposal, Rejection, ReplyAction, TaskState, WorldSeen, operation_id
+from core.store import ShopParts
 from core.store import Store as CheckpointStore
 from core.world import World
 
@@ -50,6 +51,9 @@ REASON_REQUIRED = "A rejection needs a reason: say what is wrong with the propos
 
 KEY_MIN_BYTES = 32
 """The shortest approval key accepted, in bytes (an HMAC-SHA-256 key should be as long as the hash)."""
+
+KEY_PART = "approval.key"
+"""The key's name among a home's per-shop parts (:data:`core.store.SHOP_PARTS`)."""
 
 if TYPE_CHECKING:
     from core.signing import DecisionSigner
@@ -119,18 +123,49 @@ def _read_key(path: Path) -> bytes | None:
         raw = path.read_bytes()
     except OSError as exc:
         raise ApprovalKeyError(f"The approval key {path} cannot be read ({exc.strerror or exc}).") from None
+    return _decode_key(raw, str(path))
+
+
+def _decode_key(raw: bytes, where: str) -> bytes:
+    """The key stored as ``raw`` (hex digits) at ``where`` (for the sentence), checked.
+    Raises ApprovalKeyError: not hex, or shorter than :data:`KEY_MIN_BYTES`."""
     try:
         key = bytes.fromhex(raw.decode("ascii").strip())
     except (UnicodeDecodeError, ValueError):
         raise ApprovalKeyError(
-            f"The approval key {path} is damaged (it must be hex digits only); restore approval.key from a backup."
+            f"The approval key {where} is damaged (it must be hex digits only); restore approval.key from a backup."
         ) from None
     if len(key) < KEY_MIN_BYTES:
         raise ApprovalKeyError(
-            f"The approval key {path} is too short ({len(key)} bytes; at least {KEY_MIN_BYTES} are needed); "
+            f"The approval key {where} is too short ({len(key)} bytes; at least {KEY_MIN_BYTES} are needed); "
             "restore approval.key from a backup, or delete it when no run is executing to make a new one."
         )
     return key
+
+
+def load_stored_key(parts: ShopParts, *, in_flight: int | Callable[[], int] = 0) -> bytes:
+    """The approval signing key of a team store (issue 23): its per-shop part ``approval.key``
+    (:class:`core.store.ShopParts`), made on first use (32 random bytes, hex) by whichever
+    machine asks first, so every machine pointed at the store checks decisions with the one key.
+    ``in_flight`` as for :func:`load_key`: a missing key is not made again while approved runs
+    are executing.
+
+    Raises:
+        ApprovalKeyError: the stored key is not hex digits or too short, or is missing while
+            approvals are in flight. ResolverError: the store cannot be reached.
+    """
+    label = parts.label(KEY_PART)
+    raw = parts.read(KEY_PART)
+    if raw is None:
+        if callable(in_flight):
+            in_flight = in_flight()
+        if in_flight:
+            raise ApprovalKeyError(
+                f"The approval key {label} is missing while {in_flight} approved run(s) are executing; their approvals "
+                "cannot be verified with a new key. Restore the store from a backup, or reject and approve them again."
+            )
+        raw = parts.create(KEY_PART, (secrets.token_hex(KEY_MIN_BYTES) + "\n").encode("ascii"))
+    return _decode_key(raw, label)
 
 
 def sign(key: bytes, run_uid: str, digest: str, role: str, name: str, at: datetime, world: str | None = None) -> str:

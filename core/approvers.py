@@ -13,8 +13,12 @@ Files in the home folder (mode 0600):
   ``private_key`` (PKCS#8 PEM, encrypted with the approver's passphrase by
   ``BestAvailableEncryption``), ``recovery_key`` (the owner's only: the owner's private key
   again, encrypted with the one-time recovery code)).
-- ``approvers.json``: the seal, outside the database: the owner's name and public key, the
-  number of entries and the SHA-256 of all of them, signed by the owner. A writer of the
+- ``approvers.json``: the seal, outside the rows: the owner's name and public key, the
+  number of entries and the SHA-256 of all of them, signed by the owner.
+
+On a team store (issue 23) the rows are the store's ``approvers`` table and the seal its
+``shop_parts`` row ``approvers.json`` (:class:`core.store.ShopParts`), so every machine pointed
+at the store reads one registry; the encrypted private keys are in the rows there too. A writer of the
   database alone can neither edit, add, drop nor un-revoke an entry (an older signed entry
   replayed no longer matches the seal).
 
@@ -28,7 +32,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import os
 import secrets
 import unicodedata
 from collections.abc import Callable
@@ -349,18 +352,26 @@ class Registry:
     """
 
     def __init__(self, root: Path | str, store: str | None = None) -> None:
-        """``store``: the team store's PostgreSQL URL holding the rows (issue 23), or None for
-        ``approvers.sqlite`` in ``root``. The owner's seal stays in ``root`` either way."""
+        """``store``: the team store's PostgreSQL URL holding the rows and the owner's seal
+        (issue 23), or None for ``approvers.sqlite`` and ``approvers.json`` in ``root``.
+        Raises ResolverError when the team store cannot be reached."""
         self.root = Path(root)
         self.path = self.root / REGISTRY_DB
         self.seal_path = self.root / SEAL_FILE
-        from core.stores import open_registry_rows
+        from core.stores import open_registry_rows, open_shop_parts
 
         self._rows = open_registry_rows(store if store is not None else self.root)
+        self.parts = open_shop_parts(self.root, store)
+        """Where the seal is (:class:`core.store.ShopParts`): the folder's files or the team store's rows."""
 
     def exists(self) -> bool:
-        """True once ``approvers init`` made the registry (its seal exists)."""
-        return self.seal_path.exists()
+        """True once ``approvers init`` made the registry (its seal exists; something in its
+        place that cannot be read counts, and :meth:`seal` says what). Raises ResolverError
+        when the team store cannot be reached."""
+        try:
+            return self.parts.read(SEAL_FILE) is not None
+        except OSError:
+            return True
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -371,7 +382,10 @@ class Registry:
     def seal(self) -> dict:
         """``approvers.json`` as a dict. Raises RegistryError when absent or unreadable."""
         try:
-            raw = json.loads(self.seal_path.read_text(encoding="utf-8"))
+            data = self.parts.read(SEAL_FILE)
+            if data is None:
+                raise FileNotFoundError(SEAL_FILE)
+            raw = json.loads(data.decode("utf-8"))
             if not isinstance(raw, dict) or not all(
                 isinstance(raw.get(k), str) for k in ("owner", "owner_key", "signature", "entries_hash")
             ):
@@ -391,7 +405,7 @@ class Registry:
             ) from None
         except (OSError, ValueError) as exc:
             raise RegistryError(
-                f"The approvers seal {self.seal_path} cannot be read ({exc}); restore it from a backup."
+                f"The approvers seal {self.parts.label(SEAL_FILE)} cannot be read ({exc}); restore it from a backup."
             ) from None
 
     def version(self) -> int:
@@ -494,8 +508,9 @@ class Registry:
         return Unlocked(seal["owner"], OWNER_ROLE, key)
 
     def _write_seal(self, tx: ApproverChange, owner: Unlocked, now: datetime, first: bool = False) -> dict[str, Any]:
-        """Write ``approvers.json`` for the rows as the change ``tx`` sees them, one version on
-        from the current seal (1 when ``first``), changed at ``now``; returns the seal written."""
+        """Write ``approvers.json`` (:attr:`parts`: on a team store in the change's own
+        transaction) for the rows as the change ``tx`` sees them, one version on from the current
+        seal (1 when ``first``), changed at ``now``; returns the seal written."""
         entries = [Entry(*r) for r in tx.rows()]
         owner_key = public_hex(owner.key)
         count, h = len(entries), _entries_hash(entries)
@@ -510,12 +525,7 @@ class Registry:
             "changed_at": at,
             "signature": owner.sign(seal_message(owner.name, owner_key, count, h, version, at)),
         }
-        tmp = self.seal_path.with_name(f".{SEAL_FILE}.{os.getpid()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(body, fh, indent=1)
-            fh.write("\n")
-        os.replace(tmp, self.seal_path)
+        self.parts.write(SEAL_FILE, (json.dumps(body, indent=1) + "\n").encode("utf-8"))
         return body
 
     def init(self, owner_name: str, passphrase: str, now: datetime, record: RegistryChange | None = None) -> InitResult:

@@ -14,8 +14,8 @@ store of release 0.1.0 or of main before issue 14 keeps its rows as an unchained
 A row's hash (:func:`row_hash`) is the SHA-256 of the canonical JSON of every column, its ``id``
 and ``prev`` included, so editing, deleting or inserting a row breaks the chain after it.
 Deleting the newest rows leaves a shorter chain that is still whole, so the chain's length and
-latest hash are also kept outside the database, in ``audit.head`` in the home folder
-(:func:`write_head`), signed by the owner at ``resolver approvers init`` and by the deciding
+latest hash are also kept outside the audit table, in ``audit.head`` in the home folder (on a
+team store, its ``shop_parts`` row, issue 23: :func:`write_head`), signed by the owner at ``resolver approvers init`` and by the deciding
 approver at each decision. ``resolver audit verify`` (:func:`verify_audit`) checks the chain, the
 head, each row's signature and the append-only triggers.
 
@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from core.errors import StaleCheckpoint
 
 if TYPE_CHECKING:
-    from core.store import AuditReader
+    from core.store import AuditReader, ShopParts
 
 
 class AuditMoved(StaleCheckpoint):
@@ -193,32 +192,31 @@ def head_message(length: int, latest: str) -> bytes:
     return f"resolver-audit-head-v1\n{length}\n{latest}".encode()
 
 
-def write_head(root: Path, length: int, latest: str, signer: str, signature: str) -> None:
-    """Write ``audit.head`` (mode 0600, atomically): the chain's ``length``, ``latest`` hash, the
-    ``signer``'s name and their Ed25519 ``signature`` (hex) of :func:`head_message`.
+def write_head(where: Path | ShopParts, length: int, latest: str, signer: str, signature: str) -> None:
+    """Write ``audit.head`` (atomically; a file of mode 0600 in a SQLite home, a row of the team
+    store's ``shop_parts``, issue 23): the chain's ``length``, ``latest`` hash, the ``signer``'s
+    name and their Ed25519 ``signature`` (hex) of :func:`head_message`. ``where``: the home's
+    per-shop parts (:func:`core.stores.open_shop_parts`), or its folder.
 
     Raises:
         OSError: the head cannot be written (a folder in its place, a full disk); no temporary
-            file is left behind."""
-    path = Path(root) / HEAD_FILE
-    tmp = path.with_name(f".{HEAD_FILE}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"length": length, "hash": latest, "signer": signer, "signature": signature}, fh)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+            file is left behind. ResolverError: the team store cannot be reached."""
+    from core.stores import parts_at
+
+    body = json.dumps({"length": length, "hash": latest, "signer": signer, "signature": signature}) + "\n"
+    parts_at(where).write(HEAD_FILE, body.encode("utf-8"))
 
 
-def read_head(root: Path) -> dict[str, Any] | None:
-    """``audit.head`` as a dict, or None when absent. Raises ValueError when unreadable."""
-    try:
-        raw = json.loads((Path(root) / HEAD_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+def read_head(where: Path | ShopParts) -> dict[str, Any] | None:
+    """``audit.head`` as a dict, or None when absent (``where`` as for :func:`write_head`).
+    Raises ValueError when unreadable, OSError when the file cannot be read, ResolverError when
+    the team store cannot be reached."""
+    from core.stores import parts_at
+
+    data = parts_at(where).read(HEAD_FILE)
+    if data is None:
         return None
+    raw = json.loads(data.decode("utf-8"))
     if not isinstance(raw, dict) or not isinstance(raw.get("length"), int) or not isinstance(raw.get("hash"), str):
         raise ValueError("not an audit head")
     return raw
@@ -257,13 +255,14 @@ HeadCheck = Callable[[dict[str, Any]], str | None]
 
 def verify_audit(
     audit: AuditReader,
-    root: Path | None = None,
+    root: Path | ShopParts | None = None,
     *,
     check_row: RowCheck | None = None,
     check_head: HeadCheck | None = None,
     head_required: bool = False,
 ) -> AuditReport:
-    """Check the audit of a store (``audit``, its :class:`core.store.AuditReader`) and, with ``root``, its ``audit.head``.
+    """Check the audit of a store (``audit``, its :class:`core.store.AuditReader`) and, with
+    ``root`` (the home's folder or per-shop parts, :func:`read_head`), its ``audit.head``.
 
     Finds: a missing append-only trigger; a chained row whose ``prev`` is not the hash of the
     row before it (a row edited, deleted or inserted before it); an unchained row after a

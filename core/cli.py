@@ -599,9 +599,9 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
 
     def record(change: str, name: str, role: str) -> Callable[[Unlocked, dict[str, Any]], None]:
         """The registry's change as an owner-signed audit row, with the head (issue 28)."""
-        return lambda owner, seal: record_registry_change(home.root, home.store, owner, change, name, role, seal)
+        return lambda owner, seal: record_registry_change(home.parts, home.store, owner, change, name, role, seal)
 
-    require_shop(home.root, "`approvers`")
+    require_shop(home.root, "`approvers`", home.kind)
     registry = home.registry()
     now = home.clock.now()
     if args.approvers_cmd == "init":
@@ -776,7 +776,7 @@ def _audit_line(r: dict[str, object]) -> str:
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
     from core.homekind import require_practice
 
-    require_practice(home.root, "`reset`")
+    require_practice(home.root, "`reset`", home.kind)
     if args.run:
         home.delete(args.run, audited=True)
         if args.json:
@@ -839,17 +839,17 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     """``clock show|set|advance|real``. A time that cannot be read, or that ``set`` or ``advance``
     would take outside the supported range (:func:`core.clock.supported`), is a bad value: exit
     2 with its sentence, ``clock.json`` untouched. A damaged ``clock.json`` is exit 1."""
-    from core.clock import FileClock, TimeOutOfRange, iso, parse_time
+    from core.clock import TimeOutOfRange, iso, parse_time
     from core.homekind import check_clock_command
 
-    check_clock_command(home.root, args.clock_cmd)
+    check_clock_command(home.root, args.clock_cmd, home.kind)
     if home.kind == "shop":  # real time only: set and advance were refused above
         if args.json:
             _json({"now": iso(home.clock.now()), "simulated": False})
             return 0
         _print(f"Clock: {iso(home.clock.now())} (real)")
         return 0
-    clock = FileClock(home.root / "clock.json")
+    clock = home.trainer_clock()
     if args.clock_cmd == "set":
         try:
             when = parse_time(args.when)
@@ -1403,7 +1403,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         _read_fds_early(args)
         store = where.store.url
         if args.command == "init":
-            made = init_home(root, shop=args.shop)
+            made = init_home(root, shop=args.shop, store=store)
             Home(root, store=store)  # builds the databases (the kind is already written)
             if args.json:
                 _json({"home": str(root), "kind": "shop" if args.shop else "practice", "lines": made})

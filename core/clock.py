@@ -23,10 +23,13 @@ import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 from zoneinfo import ZoneInfo
 
 from core.errors import ResolverError
+
+if TYPE_CHECKING:
+    from core.store import ShopParts
 
 SHOP_TZ = ZoneInfo("America/Toronto")
 """Larkfield's time zone: every time shown to a person is in it."""
@@ -132,6 +135,10 @@ class FixedClock:
         self._at = supported(at, "The fixed clock's time")
 
 
+CLOCK_PART = "clock.json"
+"""The trainer's clock's name among a home's per-shop parts (:data:`core.store.SHOP_PARTS`)."""
+
+
 class FileClock:
     """The trainer's clock, kept in ``clock.json`` in the home folder.
 
@@ -142,14 +149,31 @@ class FileClock:
     supported range) raises ResolverError with a sentence, never a traceback; :meth:`set` and
     :meth:`advance` refuse a time out of range with :class:`TimeOutOfRange`, and :meth:`now`
     raises it once the clock has run past :data:`END`.
+
+    With ``parts`` (a team store's per-shop parts, issue 23) the clock is kept as their part
+    ``clock.json`` instead, shared by every machine pointed at the store, and ``path`` is only
+    named in sentences.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, parts: ShopParts | None = None) -> None:
         self.path = Path(path)
+        self.parts = parts
+
+    def _load(self) -> str:
+        """The clock's text. Raises FileNotFoundError when there is none, OSError, ResolverError."""
+        if self.parts is None:
+            return self.path.read_text(encoding="utf-8")
+        data = self.parts.read(CLOCK_PART)
+        if data is None:
+            raise FileNotFoundError(CLOCK_PART)
+        return data.decode("utf-8")
+
+    def _where(self) -> str:
+        return str(self.path) if self.parts is None else self.parts.label(CLOCK_PART)
 
     def _read(self) -> tuple[datetime, datetime] | None:
         try:
-            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            raw = json.loads(self._load())
             at = supported(parse_time(raw["at"]), "its time")
             return at, supported(parse_time(raw["set_at"]), "the real time it was set at,")
         except FileNotFoundError:
@@ -157,7 +181,7 @@ class FileClock:
         except (ValueError, KeyError, TypeError, OverflowError, OSError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc) or type(exc).__name__
             raise ResolverError(
-                f"The clock file {self.path} is damaged ({why}); run `resolver clock real` "
+                f"The clock file {self._where()} is damaged ({why}); run `resolver clock real` "
                 "(a folder in its place must be removed by hand)."
             ) from None
 
@@ -177,7 +201,7 @@ class FileClock:
             now = END
         if not EARLIEST <= now < END:
             raise TimeOutOfRange(
-                f"The trainer's clock ({self.path}) has run outside the times resolver supports ({SUPPORTED_RANGE}); "
+                f"The trainer's clock ({self._where()}) has run outside the times resolver supports ({SUPPORTED_RANGE}); "
                 "run `resolver clock set` with a time in that range, or `resolver clock real`."
             )
         return now
@@ -190,6 +214,9 @@ class FileClock:
         outside the supported range, ResolverError for a folder in the file's place."""
         text = iso(supported(at, "The time"))
         real = _real_now()
+        if self.parts is not None:
+            self.parts.write(CLOCK_PART, (json.dumps({"at": text, "set_at": iso(real)}) + "\n").encode("utf-8"))
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_dir():
             raise ResolverError(f"The clock file {self.path} is a folder; remove it, then set the clock again.")
@@ -221,6 +248,9 @@ class FileClock:
 
     def real(self) -> None:
         """Back to real time (removes ``clock.json``). Raises ResolverError for a folder in its place."""
+        if self.parts is not None:
+            self.parts.remove(CLOCK_PART)
+            return
         try:
             self.path.unlink(missing_ok=True)
         except IsADirectoryError:

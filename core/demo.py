@@ -61,7 +61,7 @@ def build_demo(home: Home) -> list[str]:
         ResolverError: the home already has saved runs (reset it first).
         ShopRefused: a shop home.
     """
-    require_practice(home.root, "the demo queue")
+    require_practice(home.root, "the demo queue", home.kind)
     existing = sum(home.store.counts().values())
     if existing:
         raise ResolverError(

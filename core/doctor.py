@@ -150,18 +150,21 @@ def _dependency_lines() -> list[str]:
     return lines
 
 
-def _clock_line(root: Path, kind: str) -> str:
+def _clock_line(root: Path, kind: str, url: str | None = None) -> str:
     """The home's clock, checked against the supported times (issue 20): ok with the time, or
-    FAIL with the sentence (a damaged ``clock.json``, a computer's clock out of range)."""
+    FAIL with the sentence (a damaged ``clock.json``, a computer's clock out of range). ``url``:
+    the team store keeping the trainer's clock (issue 23), or None for the folder's file."""
     from core.clock import FileClock, SystemClock, iso
     from core.errors import ResolverError
+    from core.stores import open_shop_parts
 
-    clock = SystemClock() if kind == "shop" else FileClock(root / "clock.json")  # the kind as doctor found it
     try:
+        parts = open_shop_parts(root, url) if url is not None else None
+        clock = SystemClock() if kind == "shop" else FileClock(root / "clock.json", parts=parts)  # the kind as doctor found it
         now = clock.now()
+        simulated = kind != "shop" and clock.simulated
     except ResolverError as exc:
         return _line("FAIL", str(exc))
-    simulated = kind != "shop" and (root / "clock.json").exists()
     return _line("ok", f"clock: {iso(now)} ({'simulated' if simulated else 'real'}), within the supported times")
 
 
@@ -210,6 +213,18 @@ def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
     return [*lines, *(_line("FAIL", f"audit: {p}") for p in report.problems)]
 
 
+def _team_kind(root: Path, url: str, usable: bool) -> str:
+    """The kind of the folder ``root`` on the team store ``url`` (:func:`core.homekind.team_kind`),
+    recording nothing; the folder's own kind (practice when it holds nothing) while the store is
+    not ``usable`` (its schema is not this resolver's), so doctor never migrates a store.
+    Raises ResolverError (the kinds differ, the store was changed by hand)."""
+    from core.homekind import folder_kind, team_kind
+
+    if not usable:
+        return folder_kind(root) or "practice"
+    return team_kind(root, url, record=False)
+
+
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
     otherwise). Never creates or changes a file."""
@@ -228,19 +243,26 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         )
         lines += _dependency_lines()
         return lines, 1
+    url = where.store.url
+    from core.stores import team_store_lines
+
+    usable = url is None or team_store_lines(url)[-1][0] == "ok"  # else the per-shop parts are not read
     try:
-        kind = home_kind(root)
-        lines.append(_line("ok", f"kind: {kind}; checkpoints are read at schema version {SCHEMA_VERSION}"))
+        kind = home_kind(root) if url is None else _team_kind(root, url, usable)
+        kept = "" if url is None else " (recorded in the team store)"
+        lines.append(_line("ok", f"kind: {kind}{kept}; checkpoints are read at schema version {SCHEMA_VERSION}"))
     except ResolverError as exc:  # a lost or unreadable home.json is a line, and the rest is still checked (issue 28)
         kind = "shop" if shop_evidence(root) else "practice"
         lines.append(_line("FAIL", str(exc)))
     lines += _mode_lines(root)
-    lines.append(_key_line(root / "approval.key"))
-    lines.append(_clock_line(root, kind))
-    if kind == "shop":  # the owner key's fingerprint, to compare with the one on paper (issue 14)
+    if url is None:  # a team store keeps the key (issue 23); it is checked where it is used
+        lines.append(_key_line(root / "approval.key"))
+    if usable:
+        lines.append(_clock_line(root, kind, url))
+    if kind == "shop" and usable:  # the owner key's fingerprint, to compare with the one on paper (issue 14)
         from core.signing import registry_lines
 
-        for text in registry_lines(root, kind):
+        for text in registry_lines(root, kind, url):
             level = (
                 "ok"
                 if text.startswith(("Owner key:", "Approvers: registry verifies"))

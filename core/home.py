@@ -2,7 +2,8 @@
 
 One home folder holds all state: ``runs.sqlite`` (checkpoints, events, audit),
 ``larkfield.sqlite`` (the practice world), ``approval.key`` (the approval signing key, 0600)
-and, when a trainer set one, ``clock.json``. It is ``./work`` by default, ``RESOLVER_HOME`` or
+and, when a trainer set one, ``clock.json``; on a team store (issue 23) all of these are in the
+store, and the folder keeps only what is per person: the log (and the config file, wherever it is). It is ``./work`` by default, ``RESOLVER_HOME`` or
 ``--home DIR`` to change it; both databases are created on first use from ``data/``.
 
 :class:`Home` is the one place the CLI and the app call for writes: run, resume, approve,
@@ -25,12 +26,12 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from core.approval import approve, load_key, reject
+from core.approval import approve, load_key, load_stored_key, reject
 from core.auditchain import AuditMoved
-from core.clock import Clock, iso
+from core.clock import Clock, FileClock, iso
 from core.errors import ApprovalRefused, ResolverError
 from core.executor import Interrupt, OnProgress, execute
-from core.homekind import Kind, home_clock, home_kind, require_practice
+from core.homekind import Kind, home_clock, home_kind, require_practice, team_kind
 from core.homepath import (  # noqa: F401  (re-exported: where the home is, and why)
     CONFIG_ENV,
     DEFAULT_HOME,
@@ -48,8 +49,18 @@ from core.queue import ApprovalQueue, queue_columns
 from core.record import RECORDINGS
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState, WorldSeen
-from core.store import Store, lease_owner_name
-from core.stores import Place, check_world, open_store, open_world, reset_world, store_path, world_path
+from core.store import ShopParts, Store, lease_owner_name
+from core.stores import (
+    Place,
+    adopt_folder_parts,
+    check_world,
+    open_shop_parts,
+    open_store,
+    open_world,
+    reset_world,
+    store_path,
+    world_path,
+)
 from core.world import World, WorldMissing
 
 if TYPE_CHECKING:
@@ -72,31 +83,6 @@ def private(path: Path) -> None:
                 each.chmod(FILE_MODE)
         except OSError:
             pass
-
-
-def same_kind(root: Path, kind: str, store: str) -> None:
-    """Refuse a home folder of ``kind`` whose team store ``store`` was made for the other kind
-    (issue 23: the store knows its kind, fixed by the first home that opened it), so a practice
-    folder never reaches a shop store with ``reset``, ``clock set`` or the lesson's API.
-
-    Raises:
-        ShopRefused: the store is a shop store and the folder a practice home.
-        ResolverError: the store is a practice store and the folder a shop home; the store
-            cannot be reached (one sentence).
-    """
-    from core.errors import ShopRefused
-    from core.homepath import mask_password
-    from core.stores import store_kind
-
-    made = store_kind(store, kind)
-    if made == kind:
-        return
-    said = (
-        f"The home folder {root} is a {kind} home, but the team store {mask_password(store)} was made for a {made} "
-        f"home: a folder's kind must be its store's. Use a folder of its kind (resolver init{' --shop' if made == 'shop' else ''} "
-        "--home NEW --store URL), or another store."
-    )
-    raise ShopRefused(said) if made == "shop" else ResolverError(said)
 
 
 @dataclass
@@ -154,15 +140,23 @@ class Home:
             raise ResolverError(f"Cannot use {self.root} as the home folder: {exc.strerror or exc}.") from None
         if not os.access(self.root, os.W_OK):
             raise ResolverError(f"The home folder {self.root} is read-only; choose another with --home or RESOLVER_HOME.")
-        self.kind: Kind = home_kind(self.root)
-        self.clock: Clock = clock or home_clock(self.root)
+        self.parts: ShopParts = open_shop_parts(self.root, store)
+        """The per-shop parts (:class:`core.store.ShopParts`): the seal, the audit head, the
+        practice key and the trainer's clock, as files in the folder or rows of the team store."""
+        self.kind: Kind = home_kind(self.root) if store is None else team_kind(self.root, store)
+        self.clock: Clock = clock or home_clock(self.root, store, self.kind)
         self.key_path = self.root / "approval.key"
+        if store is not None:  # a folder of the release before migration 6 kept the seal and head itself
+            try:
+                adopt_folder_parts(self.root, self.parts)
+            except OSError as exc:
+                raise ResolverError(
+                    f"Cannot move {self.root}'s per-shop files into the team store: {exc.strerror or exc}."
+                ) from None
         fresh = [] if store is not None else [p for p in (store_path(self.root), self.world_path) if not p.exists()]
         old_umask = os.umask(0o077)  # files made now are 0600 (SQLite gives WAL and SHM the database's mode)
         try:
             self.store: Store = open_store(self._store_at, self.clock, summarize=queue_columns)
-            if store is not None:
-                same_kind(self.root, self.kind, store)
             try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
                 check_world(self.world_at, self.store.has_history())
                 open_world(self.world_at, self.clock)  # built on first use
@@ -176,7 +170,7 @@ class Home:
                 private(path)
         self.log = command_log(self.root)
         """The home's log (``resolver.log``, :mod:`core.log`): decisions, refusals, executor calls, errors."""
-        self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root)
+        self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root, kind=self.kind)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
     def where_runs_live(self) -> str | None:
@@ -197,23 +191,29 @@ class Home:
         migrated or chmod-ed; the databases are opened as they are (SQLite opens a file it may
         not write read-only). A store in an older format cannot be read this way: its sentence
         says to open the home once as its owner."""
-        self.kind = home_kind(self.root)
-        self.clock = clock or home_clock(self.root)
+        self.parts = open_shop_parts(self.root, self.store_url)
+        self.kind = home_kind(self.root) if self.store_url is None else team_kind(self.root, self.store_url, record=False)
+        self.clock = clock or home_clock(self.root, self.store_url, self.kind)
         self.key_path = self.root / "approval.key"
         if self.store_url is None:
             for path in (store_path(self.root), self.world_path):
                 if not path.is_file():
                     raise ResolverError(f"{self.root} has no {path.name} and is read-only to you: nothing to read.")
         self.store = open_store(self._store_at, self.clock, summarize=queue_columns)
-        if self.store_url is not None:
-            same_kind(self.root, self.kind, self.store_url)
         self.log = command_log(self.root)
-        self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root)
+        self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root, kind=self.kind)
 
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random
-        bytes, mode 0600)."""
+        bytes, mode 0600), or on a team store from its part of that name (issue 23)."""
+        if self.store_url is not None:
+            return load_stored_key(self.parts, in_flight=self.store.approvals_in_flight)
         return load_key(self.key_path, in_flight=self.store.approvals_in_flight)  # counted only when the key is missing
+
+    def trainer_clock(self) -> FileClock:
+        """The trainer's clock of this practice home, for ``resolver clock``: ``clock.json`` in
+        the folder, or the team store's part of that name (issue 23)."""
+        return FileClock(self.root / "clock.json", parts=self.parts if self.store_url is not None else None)
 
     def _hmac_key(self) -> bytes:
         """The key decisions are checked with: ``approval.key`` in a practice home; nothing in a
@@ -277,7 +277,7 @@ class Home:
         """
         from core.record import Recorded, turns_of, write_recording
 
-        require_practice(self.root, "`record`")
+        require_practice(self.root, "`record`", self.kind)
         state = self.run(task_id, variant, live=live, on_step=on_step)
         path, recording = write_recording(self.root / RECORDINGS, task_id, variant, live.priced_as, turns_of(self.store, state))
         return Recorded(path=path, recording=recording, state=state)
@@ -550,7 +550,7 @@ class Home:
             from core.signing import seal_head
 
             try:
-                seal_head(self.root, self.store, signer)
+                seal_head(self.parts, self.store, signer)
             except OSError as exc:
                 then = (
                     f"then `resolver resume {run_id}` executes it"
@@ -559,7 +559,7 @@ class Home:
                 )
                 raise ResolverError(
                     f"{signer.name}'s {decided or 'decision'} of {run_id or 'the run'} is saved, but the audit head "
-                    f"{self.root / 'audit.head'} cannot be written ({exc.strerror or exc}): put a readable file back in its "
+                    f"{self.parts.label('audit.head')} cannot be written ({exc.strerror or exc}): put a readable file back in its "
                     f"place or move it aside, {then}."
                 ) from None
 
@@ -573,7 +573,7 @@ class Home:
 
         Raises: ServiceRefused with the payment service's sentence; ShopRefused in a shop home.
         """
-        require_practice(self.root, "`manual-refund` (the lesson's weekend phone call)")
+        require_practice(self.root, "`manual-refund` (the lesson's weekend phone call)", self.kind)
         return self.world("manual").request_refund(operation_id, order_id, amount, reason_code, payment_id)
 
     def load_demo(self) -> list[str]:
@@ -604,7 +604,7 @@ class Home:
         Returns the number of runs deleted. The audit records what was reset: one ``reset`` row
         (run ID ``*``) naming how many runs were deleted, which (the first 20), and whether the
         world was rebuilt. Raises ShopRefused in a shop home."""
-        require_practice(self.root, "`reset`")
+        require_practice(self.root, "`reset`", self.kind)
         at = iso(self.clock.now())
 
         def row(ids: list[str]) -> dict[str, Any]:

@@ -21,6 +21,11 @@ or rewriting one file never turns a shop home into a practice home that pays on 
 approval, resets or books a manual refund. A folder with none of these and no ``home.json`` is a
 practice home. :data:`DIFFERENCES` is the README's table of what differs, one row per
 difference.
+
+A folder pointed at a team store (issue 23) keeps no per-shop file: the store records its kind
+(``store_meta``) and keeps the registry's seal, the audit head, the practice key and the
+trainer's clock (:class:`core.store.ShopParts`). Such a folder's kind is its store's
+(:func:`team_kind`); a folder that already is a home of the other kind is refused.
 """
 
 from __future__ import annotations
@@ -177,47 +182,121 @@ def home_kind(root: Path | str) -> Kind:
     return kind
 
 
-def home_clock(root: Path | str) -> Clock:
+def folder_kind(root: Path | str) -> Kind | None:
+    """The kind the folder ``root`` itself says (:func:`home_kind`), or None when it holds
+    nothing of a home (no ``home.json``, none of :data:`HOME_FILES`, no shop evidence): such a
+    folder pointed at a team store takes the store's kind (issue 23).
+
+    Raises: HomeKindLost, ResolverError (as :func:`home_kind`)."""
+    root = Path(root)
+    if kind_path(root).exists() or any((root / name).exists() for name in (*HOME_FILES, *SHOP_FILES)):
+        return home_kind(root)
+    return None
+
+
+def team_kind(root: Path | str, store: str, *, record: bool = True) -> Kind:
+    """The kind of the home whose folder ``root`` is pointed at the team store ``store`` (issue
+    23): the kind the store recorded when it was made (with ``record``, a store no home opened
+    yet records the folder's kind, practice for an empty folder; without, nothing is written:
+    ``resolver doctor``). A folder that holds nothing of a home takes the store's kind, so a
+    second machine needs no per-shop file.
+
+    Raises:
+        ShopRefused: the store is a shop store and the folder a practice home (a practice folder
+            never reaches a shop store with ``reset``, ``clock set`` or the lesson's API).
+        HomeKindLost: the store records the kind practice but holds a shop's registry seal or
+            signed audit head (its ``store_meta`` was changed by hand).
+        ResolverError: the store is a practice store and the folder a shop home; the store
+            cannot be reached (one sentence).
+    """
+    from core.homepath import mask_password
+    from core.stores import open_shop_parts, recorded_kind, store_kind
+
+    root = Path(root)
+    folder = folder_kind(root)
+    made = store_kind(store, folder or "practice") if record else (recorded_kind(store) or folder or "practice")
+    shown = mask_password(store)
+    if folder is not None and made != folder:
+        raise kind_refusal(root, folder, made, store)
+    if made == "practice":
+        parts = open_shop_parts(root, store)
+        evidence = [name for name in ("approvers.json", "audit.head") if parts.read(name) is not None]
+        if evidence:
+            raise HomeKindLost(
+                f"The team store {shown} holds a shop's {' and '.join(evidence)} but records the kind practice: its "
+                "store_meta was changed outside resolver, and nothing runs on it until the row says shop again "
+                "(UPDATE store_meta SET value = 'shop' WHERE key = 'kind')."
+            )
+    return "shop" if made == "shop" else "practice"
+
+
+def kind_refusal(root: Path, kind: str, made: str, store: str) -> ResolverError:
+    """The refusal of a home folder of ``kind`` pointed at the team store ``store`` made for the
+    kind ``made``: ShopRefused when the store is a shop's, else ResolverError."""
+    from core.homepath import mask_password
+
+    said = (
+        f"The home folder {root} is a {kind} home, but the team store {mask_password(store)} was made for a {made} "
+        f"home: a folder's kind must be its store's. Use a folder of its kind (resolver init{' --shop' if made == 'shop' else ''} "
+        "--home NEW --store URL; an empty folder takes the store's kind), or another store."
+    )
+    return ShopRefused(said) if made == "shop" else ResolverError(said)
+
+
+def home_clock(root: Path | str, store: str | None = None, kind: Kind | None = None) -> Clock:
     """The clock of the home at ``root``: the trainer's ``clock.json`` in a practice home (real
-    time while the file is absent), real time in a shop home."""
-    if home_kind(root) == "shop":
+    time while the file is absent; on the team store ``store``, its part ``clock.json``, issue
+    23), real time in a shop home. ``kind``: the home's kind when the caller knows it, else the
+    folder's (:func:`home_kind`)."""
+    if (kind or home_kind(root)) == "shop":
         return SystemClock()
+    if store is not None:
+        from core.stores import open_shop_parts
+
+        return FileClock(Path(root) / "clock.json", parts=open_shop_parts(root, store))
     return FileClock(Path(root) / "clock.json")
 
 
-def require_practice(root: Path | str, what: str) -> None:
-    """Refuse ``what`` (a command or API, e.g. ``reset``) in a shop home.
+def require_practice(root: Path | str, what: str, kind: Kind | None = None) -> None:
+    """Refuse ``what`` (a command or API, e.g. ``reset``) in a shop home. ``kind``: the home's
+    kind when the caller knows it (a folder on a team store takes the store's), else the
+    folder's (:func:`home_kind`).
 
     Raises:
         ShopRefused: ``root`` is a shop home; the sentence names the folder and what to do.
     """
-    if home_kind(root) == "shop":
+    if (kind or home_kind(root)) == "shop":
         raise ShopRefused(
             f"{Path(root)} is a shop home: {what} runs only in a practice home, so it was refused and nothing changed. "
             "Use a practice home for the lesson: --home DIR or RESOLVER_HOME."
         )
 
 
-def require_shop(root: Path | str, what: str) -> None:
+def require_shop(root: Path | str, what: str, kind: Kind | None = None) -> None:
     """Refuse ``what`` (the approvers registry, issue 14) in a practice home, saying how to make
-    a shop home. Raises ShopRefused."""
-    if home_kind(root) != "shop":
+    a shop home; ``kind`` as for :func:`require_practice`. Raises ShopRefused."""
+    if (kind or home_kind(root)) != "shop":
         raise ShopRefused(
             f"{Path(root)} is a practice home: {what} works only in a shop home, where approvers have keys. "
             "Make one in a new folder with `resolver init --shop --home DIR`."
         )
 
 
-def check_clock_command(root: Path | str, command: str) -> None:
+def check_clock_command(root: Path | str, command: str, kind: Kind | None = None) -> None:
     """``clock set`` and ``clock advance`` are refused in a shop home (its clock is real time);
-    ``show`` and ``real`` are allowed. Raises ShopRefused."""
+    ``show`` and ``real`` are allowed; ``kind`` as for :func:`require_practice`. Raises ShopRefused."""
     if command in ("set", "advance"):
-        require_practice(root, f"`clock {command}` (a shop home's clock is real time only)")
+        require_practice(root, f"`clock {command}` (a shop home's clock is real time only)", kind)
 
 
-def init_home(root: Path | str, shop: bool = False) -> str:
+def init_home(root: Path | str, shop: bool = False, store: str | None = None) -> str:
     """Make ``root`` a home: a shop home with ``shop``, else a practice home. Returns one line
     that says what was made. Making a home twice the same way is no error.
+
+    With ``store`` (a team store's URL, issue 23) the kind is recorded in the store, not in the
+    folder, which keeps no per-shop file: a store no home opened yet takes ``shop`` (or
+    practice); a store made for the other kind is refused, and so is a folder that is a home of
+    the other kind (:func:`team_kind`).
 
     Raises:
         ResolverError: ``shop`` for a folder that is already a practice home in use (it holds
@@ -226,6 +305,8 @@ def init_home(root: Path | str, shop: bool = False) -> str:
             (:class:`HomeKindLost`) writes it again; ``init`` there raises HomeKindLost.
     """
     root = Path(root)
+    if store is not None:
+        return _init_team(root, shop, store)
     lost = False
     try:
         kind = home_kind(root)
@@ -259,3 +340,32 @@ def init_home(root: Path | str, shop: bool = False) -> str:
     if lost:
         return f"{root} is a shop home again: home.json says so."
     return f"Made a shop home in {root}: its clock is real time only, and the lesson's commands are refused here."
+
+
+def _init_team(root: Path, shop: bool, store: str) -> str:
+    """:func:`init_home` on the team store ``store``. Raises ResolverError, ShopRefused."""
+    from core.homepath import mask_password
+    from core.stores import recorded_kind, store_kind
+
+    want: Kind = "shop" if shop else "practice"
+    folder = folder_kind(root)
+    if folder is not None and folder != want:
+        raise ResolverError(
+            f"{root} is a {folder} home, and a home never changes kind; point an empty folder at the team store instead."
+        )
+    before = recorded_kind(store)
+    made = store_kind(store, want)
+    shown = mask_password(store)
+    if made != want:
+        raise ResolverError(
+            f"The team store {shown} was made for a {made} home, and a store never changes kind; "
+            f"make a {want} home on another store (or schema)."
+        )
+    if before == want:
+        return f"The team store {shown} is already a {want} home; {root} uses it."
+    if shop:
+        return (
+            f"Made a shop home on the team store {shown}: its clock is real time only, and the lesson's commands are "
+            f"refused there. {root} keeps no per-shop file; any empty folder pointed at the store uses it."
+        )
+    return f"The team store {shown} is a practice home; {root} uses it."

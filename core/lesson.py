@@ -53,7 +53,7 @@ def practice_only(what: str) -> Callable[[F], F]:
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def guarded(home: Home, *args: Any, **kwargs: Any) -> list[str]:
-            require_practice(home.root, what)
+            require_practice(home.root, what, home.kind)
             return fn(home, *args, **kwargs)
 
         return guarded  # type: ignore[return-value]

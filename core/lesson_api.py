@@ -61,11 +61,10 @@ def team_store() -> str | None:
 def _practice_team_home(url: str) -> Path:
     """The lesson's home folder, refused (ShopRefused) when it or its team store ``url`` is a
     shop's: the lesson's API never reaches a shop store, whatever folder points at it (issue 23)."""
-    from core.home import same_kind
+    from core.homekind import team_kind
 
     root = home_root()
-    require_practice(root, LESSON_API)
-    same_kind(root, "practice", url)
+    require_practice(root, LESSON_API, team_kind(root, url))
     return root
 
 
@@ -99,7 +98,7 @@ class CheckpointStore(_SqliteStore):
         if url is None:
             return super().__new__(cls)
         root = _practice_team_home(url)
-        return open_store(url, clock or home_clock(root), summarize=queue_columns)
+        return open_store(url, clock or home_clock(root, url, "practice"), summarize=queue_columns)
 
     def __init__(self, path: Path | str | None = None, clock: Clock | None = None) -> None:
         where = Path(path) if path is not None else home_root() / "runs.sqlite"
@@ -148,7 +147,7 @@ class World(SqliteWorld):
         if url is None:
             return super().__new__(cls)
         root = _practice_team_home(url)
-        return open_world(url, clock or home_clock(root), faults=faults, actor=ticket_id)
+        return open_world(url, clock or home_clock(root, url, "practice"), faults=faults, actor=ticket_id)
 
     def __init__(
         self,
@@ -203,7 +202,7 @@ class _Route:
 def new_state(task: Ticket, variant: str, model: str, run_id: str, clock: Clock | None = None, repeat: int = 1) -> TaskState:
     """A fresh ``running`` TaskState (see :func:`core.runner.new_state`), with a new unique
     ``run_uid``; ``clock`` defaults to the home's."""
-    return _runner.new_state(task, variant, model, run_id, clock or home_clock(home_root()), repeat)
+    return _runner.new_state(task, variant, model, run_id, clock or home_clock(home_root(), team_store()), repeat)
 
 
 def run_task(

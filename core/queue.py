@@ -116,11 +116,14 @@ class ApprovalQueue:
     past the busy timeout.
     """
 
-    def __init__(self, store: CheckpointStore, world_at: Place, clock: Clock, root: Path) -> None:
+    def __init__(self, store: CheckpointStore, world_at: Place, clock: Clock, root: Path, *, kind: str | None = None) -> None:
+        """``kind``: the home's kind when the caller knows it (a folder on a team store takes
+        its store's, issue 23); else the folder's (:func:`core.homekind.home_kind`), read when needed."""
         self._store = store
         self._world_at = world_at
         self._clock = clock
         self._root = root
+        self._kind = kind
 
     # -- the queue ------------------------------------------------------------------------------
 
@@ -270,7 +273,7 @@ class ApprovalQueue:
             *ages_lines(state, now, evidence_time(state), policy.evidence_max_age_s, policy.approval_valid_s),
             *drift_lines(d.differences, d.effects, d.failing),
         ]
-        practice = home_kind(self._root) == "practice"
+        practice = (self._kind or home_kind(self._root)) == "practice"
         problem = world_problem(self._store, state, now, world=world, practice=practice, policy=policy)
         if problem is None and d.failing and practice:
             lines.append(

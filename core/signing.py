@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core import auditchain
-from core.approvers import Registry, RegistryError, Unlocked, fingerprint, verify_hex
+from core.approvers import SEAL_FILE, Registry, RegistryError, Unlocked, fingerprint, verify_hex
 from core.auditchain import REGISTRY_PREFIX
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
@@ -43,7 +43,7 @@ from core.stores import Place, is_team_store, register_entries, world_path
 
 if TYPE_CHECKING:
     from core.state import TaskState
-    from core.store import AuditReader
+    from core.store import AuditReader, ShopParts
     from core.store import Store as CheckpointStore
 
 PREFIX = "ed25519:"
@@ -156,10 +156,12 @@ class DecisionSigner:
         return Seal(PREFIX + sig, {"prev": prev, "sig": sig, "binds": binds})
 
 
-def seal_head(root: Path, store: CheckpointStore, signer: Unlocked) -> None:
-    """Write ``audit.head`` for the audit as it is now, signed by ``signer``."""
+def seal_head(where: Path | ShopParts, store: CheckpointStore, signer: Unlocked) -> None:
+    """Write ``audit.head`` for the audit as it is now, signed by ``signer``, among the home's
+    per-shop parts ``where`` (or in the home folder ``where``; on a team store its row, issue 23).
+    Raises OSError or ResolverError when it cannot be written."""
     latest, length = store.chain_tip()
-    auditchain.write_head(root, length, latest, signer.name, signer.sign(auditchain.head_message(length, latest)))
+    auditchain.write_head(where, length, latest, signer.name, signer.sign(auditchain.head_message(length, latest)))
 
 
 # -- registry changes in the audit (issue 28) -------------------------------------------------------
@@ -177,10 +179,11 @@ def registry_row_message(row: dict[str, Any]) -> bytes:
 
 
 def record_registry_change(
-    root: Path, store: CheckpointStore, owner: Unlocked, change: str, name: str, role: str, seal: dict[str, Any]
+    where: Path | ShopParts, store: CheckpointStore, owner: Unlocked, change: str, name: str, role: str, seal: dict[str, Any]
 ) -> None:
     """Append the owner-signed audit row of one registry change (``change``: ``init``, ``add``,
-    ``revoke`` or ``recover``, of the approver ``name`` with ``role``) and sign ``audit.head``.
+    ``revoke`` or ``recover``, of the approver ``name`` with ``role``) and sign ``audit.head``
+    among the home's per-shop parts ``where`` (:func:`seal_head`).
 
     The row records the seal's version, so a registry put back from an older copy (a revocation
     undone, an old passphrase's key restored) is found older than the audit says it was, by the
@@ -205,7 +208,7 @@ def record_registry_change(
             store.append_audit(row)
         except auditchain.AuditMoved:
             continue
-        seal_head(root, store, owner)
+        seal_head(where, store, owner)
         return
     raise ResolverError("The audit kept moving while the registry change was recorded; run `resolver audit verify`.")
 
@@ -383,19 +386,27 @@ def verify_audit_read_only(root: Path, audit: AuditReader, kind: str, world_at: 
     world at ``world_at`` (default: the home folder's ``larkfield.sqlite``) against the approvals.
     A team store's URL as ``world_at`` (the world lives in the store, issue 23) is where the
     registry's rows are read too."""
-    registry = Registry(root, store=str(world_at) if world_at is not None and is_team_store(world_at) else None)
+    team = str(world_at) if world_at is not None and is_team_store(world_at) else None
+    registry = Registry(root, store=team)
     shop = kind == "shop" and registry.exists()
     if not shop:
-        return auditchain.verify_audit(audit)
+        report = auditchain.verify_audit(audit)
+        if kind == "shop" and (registry.entries() or any(row["sig"] for row in audit.audit_rows())):
+            report.problems.insert(
+                0,
+                f"the approvers seal {registry.parts.label(SEAL_FILE)} is missing while the store holds approvers or "
+                "signed rows: restore it from a backup (nothing signed can be checked without it)",
+            )
+        return report
     report = auditchain.verify_audit(
-        audit, root, check_row=row_check(registry), check_head=head_check(registry), head_required=True
+        audit, registry.parts, check_row=row_check(registry), check_head=head_check(registry), head_required=True
     )
     try:
         behind = registry_behind(registry, audit)
         report.problems[:0] = [f"registry: {p}" for p in [*registry.problems(), *([behind] if behind else [])]]
     except RegistryError as exc:
         report.problems.insert(0, str(exc))
-    report.problems += signed_rows_beyond_head(root, audit)
+    report.problems += signed_rows_beyond_head(registry.parts, audit)
     report.problems += approvals_without_rows(audit)
     report.problems += writes_without_approvals(world_path(Path(root)) if world_at is None else world_at, audit)
     return report
@@ -501,12 +512,13 @@ def writes_without_approvals(world_at: Place, audit: AuditReader) -> list[str]:
     ]
 
 
-def signed_rows_beyond_head(root: Path, audit: AuditReader) -> list[str]:
+def signed_rows_beyond_head(where: Path | ShopParts, audit: AuditReader) -> list[str]:
     """Issue 28: ``audit.head`` is signed after every signed row (a decision, a registry change),
     so a head shorter than the newest signed row was put back from an older copy (with the newest
-    rows edited or deleted). One sentence, or none."""
+    rows edited or deleted). ``where``: the home's per-shop parts, or its folder. One sentence,
+    or none."""
     try:
-        head = auditchain.read_head(root)
+        head = auditchain.read_head(where)
     except (OSError, ValueError):
         return []  # said by verify_audit
     if head is None:
@@ -521,14 +533,21 @@ def signed_rows_beyond_head(root: Path, audit: AuditReader) -> list[str]:
     return []
 
 
-def registry_lines(root: Path, kind: str) -> list[str]:
+def registry_lines(root: Path, kind: str, store: str | None = None) -> list[str]:
     """The registry's lines for ``resolver doctor`` (issue 14), read only: in a shop home the
     owner key's fingerprint (to compare with the one written down at ``approvers init``) and the
-    registry's check; nothing in a practice home. Never raises: each problem is a line."""
+    registry's check; nothing in a practice home. ``store``: the team store's URL holding the
+    registry (issue 23), or None for the folder's. Never raises: each problem is a line."""
     out: list[str] = []
-    registry = Registry(root)
+    if kind != "shop":
+        return out
+    try:
+        registry = Registry(root, store=store)
+        made = registry.exists()
+    except ResolverError as exc:
+        return [f"Approvers: {exc}"]
     if kind == "shop":
-        if not registry.exists():
+        if not made:
             out.append("Approvers: no registry yet; every decision is refused until the owner runs `resolver approvers init`.")
         else:
             try:

@@ -580,4 +580,44 @@ class StoreRows(Protocol):
     def recorded_kind(self) -> str | None:
         """The kind of home (``practice`` or ``shop``) the store records of itself, or None
         where it records none (a SQLite store: its folder's ``home.json`` says)."""
+
+
+SHOP_PARTS = ("approvers.json", "audit.head", "approval.key", "clock.json")
+"""The per-shop parts kept beside the tables (issue 23): the owner's registry seal, the signed
+audit head, the practice HMAC key and the trainer's clock, each under its file's name. The
+home's kind is the fourth per-shop fact; a team store keeps it in ``store_meta``."""
+
+
+class ShopParts(Protocol):
+    """Where a home keeps its per-shop parts (:data:`SHOP_PARTS`), each an opaque byte string
+    under its name (issue 23). The SQLite back-end keeps them as the files they always were, in
+    the home folder (:class:`core.stores.sqlite.files.FolderParts`: mode 0600, written
+    atomically); the team store keeps them in its ``shop_parts`` table
+    (:class:`core.stores.postgres.parts.PostgresParts`), so every machine pointed at it reads
+    the same seal, head, key and clock. Opened by :func:`core.stores.open_shop_parts`."""
+
+    def read(self, name: str) -> bytes | None:
+        """The part ``name``, or None when it was never written (or was removed).
+        Raises OSError (a folder in a file's place, no permission) or ResolverError (the store
+        cannot be reached)."""
+        ...
+
+    def write(self, name: str, data: bytes) -> None:
+        """Replace the part ``name`` by ``data``, all or nothing: a reader sees the old part or
+        the new one. Raises OSError or ResolverError; nothing half-written is left."""
+        ...
+
+    def create(self, name: str, data: bytes) -> bytes:
+        """Write ``data`` as ``name`` only if there is none yet, and return the part as it is
+        stored then: two processes creating it at once both get the one that won. Raises
+        OSError or ResolverError."""
+        ...
+
+    def remove(self, name: str) -> None:
+        """Remove the part ``name`` (nothing when absent). Raises OSError or ResolverError."""
+        ...
+
+    def label(self, name: str) -> str:
+        """Where the part ``name`` is, for a sentence: the file's path, or the team store's
+        table and row."""
         ...

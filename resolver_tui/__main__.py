@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         home = Home.at(locate_home(args.home, args.store))
         home.clock.now()  # a damaged clock.json is a sentence here, not a traceback in the app
         if args.demo:
-            require_practice(home.root, "--demo (the Larkfield demo queue)")
+            require_practice(home.root, "--demo (the Larkfield demo queue)", home.kind)
         require_terminal()  # before the first-start question: with no terminal there is nobody to ask
         role, name = approver_at(home, args)
         from resolver_tui.app import ResolverApp

@@ -397,8 +397,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "team-store-kind",
         "a practice folder never reaches a shop's team store (issue 23)",
-        "core/home.py",
-        (("    made = store_kind(store, kind)", "    made = kind"),),
+        "core/homekind.py",
+        (('    return "shop" if made == "shop" else "practice"', '    return folder or "practice"'),),
         ("tests/test_team_store.py::test_a_practice_folder_never_reaches_a_shop_store",),
     ),
 )

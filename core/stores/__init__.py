@@ -3,7 +3,7 @@
 Each part of a home is at a :data:`Place`: a SQLite file in the home folder (the default), or the
 team store's PostgreSQL URL (issue 23, chosen by ``--store``, ``RESOLVER_STORE`` or ``store`` in
 the config file: :func:`core.homepath.locate_store`). :func:`open_store`, :func:`open_world`,
-:func:`open_registry_rows`, :func:`check_world`, :func:`reset_world` and
+:func:`open_registry_rows`, :func:`open_shop_parts`, :func:`check_world`, :func:`reset_world` and
 :func:`register_entries` open or check a part at its place with its back-end: SQLite
 (:mod:`core.stores.sqlite`) for a path, PostgreSQL (:mod:`core.stores.postgres`) for a URL.
 :class:`core.home.Home`, the lesson's Python API and the listing call these, and nothing else
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from core.approvers import ApproverRows
     from core.clock import Clock
     from core.data import Fault
-    from core.store import Store, StoreRows, Summarize
+    from core.store import ShopParts, Store, StoreRows, Summarize
     from core.world import World
 
 BACKENDS: tuple[str, ...] = ("sqlite", "postgres")
@@ -161,6 +161,53 @@ def open_registry_rows(root: Place, *, backend: str | None = None) -> ApproverRo
     from core.stores.sqlite.registry import SqliteApproverRows
 
     return SqliteApproverRows(Path(root))
+
+
+def open_shop_parts(root: Path | str, store: str | None = None) -> ShopParts:
+    """The per-shop parts of a home (:class:`core.store.ShopParts`: the owner's registry seal, the
+    signed audit head, the practice HMAC key, the trainer's clock, issue 23): the files in the
+    folder ``root`` as they always were, or, with ``store`` (a team store's PostgreSQL URL), the
+    rows of that store's ``shop_parts`` table, shared by every machine pointed at it. Opening
+    creates nothing (but a team store's schema). Raises ResolverError when the store cannot be
+    reached."""
+    if store is not None and is_team_store(store):
+        return _postgres().open_shop_parts(store)
+    from core.stores.sqlite.files import FolderParts
+
+    return FolderParts(Path(root))
+
+
+def adopt_folder_parts(root: Path, parts: ShopParts) -> list[str]:
+    """Move a team store's per-shop parts that an earlier release kept in the home folder
+    ``root`` (before migration 6 the owner's seal ``approvers.json`` and the signed ``audit.head``
+    stayed in the folder of the machine that wrote them) into the store's ``parts``, each only
+    when the store has none of that name; the folder's file is left as it is (nothing reads it on
+    a team store). Returns the names moved. Raises OSError, ResolverError."""
+    from core.store import SHOP_PARTS
+
+    moved = []
+    for name in SHOP_PARTS:
+        path = Path(root) / name
+        if path.is_file() and parts.read(name) is None:
+            parts.create(name, path.read_bytes())
+            moved.append(name)
+    return moved
+
+
+def parts_at(where: Path | ShopParts) -> ShopParts:
+    """``where`` when it is already a home's per-shop parts, else the files of the home folder
+    ``where`` (:func:`open_shop_parts` without a team store)."""
+    return open_shop_parts(where) if isinstance(where, Path) else where
+
+
+def recorded_kind(where: Place) -> str | None:
+    """The kind the team store at ``where`` recorded (``practice`` or ``shop``), or None when no
+    home opened it yet, or ``where`` is a SQLite path (its folder holds the kind); records
+    nothing: for ``resolver doctor``. Raises ResolverError (one sentence)."""
+    if _require(None, where) == "postgres":
+        made = _postgres().recorded_kind(str(where))
+        return None if made is None else str(made)
+    return None
 
 
 def store_kind(where: Place, kind: str) -> str:

@@ -4,6 +4,8 @@
 - :mod:`~core.stores.postgres.audit`: the audit chain's SQL, appended under a lock on its head;
 - :mod:`~core.stores.postgres.world`: :class:`PostgresWorld`, implementing :class:`core.world.World`;
 - :mod:`~core.stores.postgres.registry`: the approvers' rows, implementing :class:`core.approvers.ApproverRows`;
+- :mod:`~core.stores.postgres.parts`: the per-shop parts (seal, audit head, practice key, trainer's clock),
+  implementing :class:`core.store.ShopParts`;
 - :mod:`~core.stores.postgres.database`: the pool of connections and errors as sentences;
 - :mod:`~core.stores.postgres.schema`: the versioned migrations.
 
@@ -26,15 +28,17 @@ if TYPE_CHECKING:
     from core.approvers import ApproverRows
     from core.clock import Clock
     from core.data import Fault
-    from core.store import Store, Summarize
+    from core.store import ShopParts, Store, Summarize
     from core.world import World
 
 __all__ = [
     "check_world",
     "open_registry_rows",
     "open_rows",
+    "open_shop_parts",
     "open_store",
     "open_world",
+    "recorded_kind",
     "register_entries",
     "reset_world",
     "schema_lines",
@@ -147,6 +151,25 @@ def schema_version_of(url: str) -> int | None:
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise ResolverError(f"Cannot reach {label}: {first}.") from None
+
+
+def open_shop_parts(url: str) -> ShopParts:
+    """The per-shop parts in ``url`` (table ``shop_parts``); opening creates nothing but the schema."""
+    _need_psycopg()
+    from core.stores.postgres.parts import PostgresParts
+
+    return PostgresParts(url)
+
+
+def recorded_kind(url: str) -> str | None:
+    """The kind the store at ``url`` recorded, or None when no home opened it yet; changes
+    nothing but the schema. Raises ResolverError (one sentence) when the store cannot be reached."""
+    _need_psycopg()
+    from core.stores.postgres.database import database
+
+    with database(url).read() as conn:
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
+    return str(row[0]) if row else None
 
 
 def store_kind(url: str, kind: str) -> str:

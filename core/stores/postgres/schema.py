@@ -5,7 +5,8 @@ Each migration is a numbered list of statements (:data:`MIGRATIONS`); the table
 database (:func:`migrate`) applies the missing ones in order, in one transaction, under a
 transaction-level advisory lock keyed by the schema's name, so two processes opening a new
 schema at once make it once and a reader never sees half a schema. A schema holding a number
-above :data:`LATEST` was written by a newer resolver and is refused with a sentence.
+this resolver does not know (not in :data:`ALL`) was written by a newer resolver and is refused
+with a sentence.
 
 Why a migrations table and not a migration tool (Alembic, yoyo, sqitch): the schema is a handful
 of tables that only resolver writes, every upgrade is a few statements that must run under the
@@ -30,6 +31,12 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
 - **4, what the store knows of itself**: ``store_meta``, whose ``kind`` row (practice or shop)
   is written once, by the first home that opens the store, and never changed
   (:func:`core.stores.postgres.store_kind`).
+- **6, the per-shop parts**: ``shop_parts``, one row per part a SQLite home keeps as a file in
+  its folder (the owner's registry seal ``approvers.json``, the signed ``audit.head``, the
+  practice HMAC key ``approval.key``, the trainer's ``clock.json``), so every machine pointed at
+  the store shares them (:class:`core.stores.postgres.parts.PostgresParts`). Number 5 is left to
+  another change made at the same time (indexes); migrations are applied by the numbers missing,
+  not by the highest one, so a schema that has 6 and not 5 still gets 5 when it arrives.
 """
 
 from __future__ import annotations
@@ -143,11 +150,19 @@ WORLD_TABLES = (*common.WORLD_TABLES, "register_head")
 STORE_META = (f"CREATE TABLE store_meta (key {C} PRIMARY KEY, value {C} NOT NULL, set_at timestamptz NOT NULL DEFAULT now())",)
 """Migration 4: what the store knows of itself, fixed when first set (``kind``: practice or shop)."""
 
+SHOP_PARTS = (f"CREATE TABLE shop_parts (name {C} PRIMARY KEY, body bytea NOT NULL, set_at timestamptz NOT NULL DEFAULT now())",)
+"""Migration 6: the per-shop parts (:data:`core.store.SHOP_PARTS`), a row each."""
+
 MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     (1, "the checkpoint store: runs, entries, the audit and its head, the journal of model calls", lambda: STORE),
     (2, "the approvers registry's rows", lambda: REGISTRY),
     (3, "the practice world's tables (empty until built)", world_tables),
     (4, "what the store knows of itself: its kind, fixed when first set", lambda: STORE_META),
+    (
+        6,
+        "the per-shop parts: the registry's seal, the signed audit head, the practice key, the trainer's clock",
+        lambda: SHOP_PARTS,
+    ),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -157,9 +172,18 @@ LATEST = MIGRATIONS[-1][0]
 
 def schema_version(conn: psycopg.Connection[Any]) -> int:
     """The highest migration applied in the search path's first schema (0 for none)."""
+    return max(applied(conn), default=0)
+
+
+def applied(conn: psycopg.Connection[Any]) -> set[int]:
+    """The numbers of the migrations applied in the search path's first schema (empty for none)."""
     if conn.execute("SELECT to_regclass('resolver_migrations')").fetchone()[0] is None:  # type: ignore[index]
-        return 0
-    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM resolver_migrations").fetchone()[0])  # type: ignore[index]
+        return set()
+    return {int(r[0]) for r in conn.execute("SELECT version FROM resolver_migrations")}
+
+
+ALL = frozenset(version for version, _, _ in MIGRATIONS)
+"""Every migration this resolver knows."""
 
 
 def migrate(conn: psycopg.Connection[Any], label: str) -> None:
@@ -167,7 +191,7 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
 
     Raises:
         ResolverError: the search path names no schema that exists (psycopg's error, as a sentence).
-        UnsupportedStoreFormat: the schema holds a newer resolver's version.
+        UnsupportedStoreFormat: the schema holds a version this resolver does not know (a newer one's).
     """
     from core.errors import ResolverError
 
@@ -177,7 +201,7 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
             f"{label[:1].upper()}{label[1:]} has no schema to make the store in (the search path names none that "
             "exists); create it (CREATE SCHEMA name) or choose another in the URL's options=-csearch_path=name."
         )
-    if schema_version(conn) == LATEST:
+    if applied(conn) == ALL:
         return
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('resolver-migrations:' || current_schema()))")
@@ -185,14 +209,15 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
             "CREATE TABLE IF NOT EXISTS resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
             "applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        have = schema_version(conn)
-        if have > LATEST:
+        done = applied(conn)
+        unknown = done - ALL
+        if unknown:
             raise UnsupportedStoreFormat(
-                f"{label[:1].upper()}{label[1:]} has schema version {have}, written by a newer resolver; this resolver "
-                f"reads versions up to {LATEST}. Upgrade resolver, or choose another schema."
+                f"{label[:1].upper()}{label[1:]} has schema version {max(unknown)}, written by a newer resolver; this "
+                f"resolver reads versions up to {LATEST}. Upgrade resolver, or choose another schema."
             )
         for version, description, statements in MIGRATIONS:
-            if version <= have:
+            if version in done:
                 continue
             for statement in statements():
                 conn.execute(statement)

@@ -10,6 +10,8 @@ The functions of :mod:`core.maintenance` that were here (``_online_backup``, ``_
 
 from __future__ import annotations
 
+import os
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -180,3 +182,58 @@ def forget_replies(conn: sqlite3.Connection, operations: list[str]) -> int:
             marks = ", ".join("?" * len(chunk))
             emptied += conn.execute(f"UPDATE replies SET text = '' WHERE operation_id IN ({marks})", chunk).rowcount
     return emptied
+
+
+class FolderParts:
+    """The per-shop parts of a SQLite home (:class:`core.store.ShopParts`, issue 23): the files
+    ``approvers.json``, ``audit.head``, ``approval.key`` and ``clock.json`` in the home folder
+    ``root``, as they always were: each written to a private temporary file (mode 0600) and
+    renamed into place, so a reader sees the old file or the new one."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def label(self, name: str) -> str:
+        """The file's path."""
+        return str(self.root / name)
+
+    def read(self, name: str) -> bytes | None:
+        """The file's bytes, None when absent. Raises OSError (a folder in its place, no permission)."""
+        try:
+            return (self.root / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def write(self, name: str, data: bytes) -> None:
+        """Write the file atomically (mode 0600). Raises OSError; no temporary file is left."""
+        path = self.root / name
+        tmp = path.with_name(f".{name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except OSError:
+            tmp.unlink(missing_ok=True)
+            raise
+
+    def create(self, name: str, data: bytes) -> bytes:
+        """Link a private temporary file holding ``data`` into place unless the file exists
+        (the first process to link wins); returns the file as it is then. Raises OSError."""
+        path = self.root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink()
+        return path.read_bytes()
+
+    def remove(self, name: str) -> None:
+        """Remove the file (nothing when absent). Raises OSError (IsADirectoryError for a folder)."""
+        (self.root / name).unlink(missing_ok=True)
