@@ -145,11 +145,11 @@ def test_the_lesson_api_refuses_a_shop_store(url, tmp_path, capsys, monkeypatch)
     monkeypatch.setenv("RESOLVER_HOME", str(tmp_path / "lesson"))
     from core.lesson_api import CheckpointStore, World
 
-    with pytest.raises(ShopRefused, match="made for a shop home|is a shop home: the lesson"):
+    with pytest.raises(ShopRefused, match=r"made for a shop home|is a shop home: the lesson"):
         CheckpointStore()
-    with pytest.raises(ShopRefused, match="made for a shop home|is a shop home: the lesson"):
+    with pytest.raises(ShopRefused, match=r"made for a shop home|is a shop home: the lesson"):
         World()
-    with pytest.raises(ShopRefused, match="made for a shop home|is a shop home: the lesson"):
+    with pytest.raises(ShopRefused, match=r"made for a shop home|is a shop home: the lesson"):
         World(url)
 
 
