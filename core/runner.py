@@ -438,7 +438,8 @@ def continue_run(
         if changes and not accept_changes:
             raise ResumeChanged(
                 f"Run {state.run_id} was started under other rules ({said}): "
-                f"resume it with --accept-changes to go on under the new ones."
+                f"resume it with --accept-changes to go on under the new ones.",
+                [f"The {what} was {_short(then) or 'not recorded'}; now {_short(now)}." for what, then, now in changes],
             )
         if changes:
             state.meta = state.meta.model_copy(
