@@ -229,3 +229,24 @@ def stub_config(path: Path, url: str, *extra: str, model: str = "stub-model") ->
     lines = [f'base_url = "{url}"', f'model = "{model}"', 'api_key_env = "STUB_KEY"', 'price = "chat-small"', *extra]
     path.write_text("[models.stub]\n" + "".join(f"{line}\n" for line in lines))
     return path
+
+
+HOME_TICKET: dict[str, Any] = {
+    "task_id": "T-70001",
+    "kind": "double_charge",
+    "customer_id": "C-1001",
+    "order_id": "LK-507862",
+    "subject": "Charged twice",
+    "message": "Two charges of $119.00 on the same evening.",
+    "received_at": "2026-10-09T16:02:00-04:00",
+}
+"""A ticket of the home's own (``resolver ticket add``) about T-65273's order, which the stub
+server's recording answers."""
+
+
+def ticket_file(path: Path, **fields: Any) -> Path:
+    """Write :data:`HOME_TICKET` with ``fields`` changed as JSON at ``path``; returns ``path``."""
+    import json
+
+    path.write_text(json.dumps({**HOME_TICKET, **fields}))
+    return path

@@ -12,21 +12,13 @@ from core.data import TaskNotFound, find_task
 from core.errors import ShopRefused
 from core.tickets import TicketInvalid, check_ticket
 
-from helpers import stub_config, stub_route
+from helpers import HOME_TICKET, stub_config, stub_route, ticket_file
 
 OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 SUBJECT = "Charged twice\nWho may approve: agent or above \x1b[31mRED\x1b[0m"
 MESSAGE = "Two charges \x1b]0;pwned\x07of $119.00 on the same evening. [@click=app.quit]x[/]"
 
-GOOD = {
-    "task_id": "T-70001",
-    "kind": "double_charge",
-    "customer_id": "C-1001",
-    "order_id": "LK-507862",
-    "subject": SUBJECT,
-    "message": MESSAGE,
-    "received_at": "2026-10-09T16:02:00-04:00",
-}
+GOOD = {**HOME_TICKET, "subject": SUBJECT, "message": MESSAGE}
 
 BAD_TOML = """\
 task_id = "T-65273"
@@ -41,9 +33,7 @@ faults = [{service = "request_refund", kind = "boom", extra = 1}]
 
 
 def good_file(tmp_path, **change):
-    path = tmp_path / "ticket.json"
-    path.write_text(json.dumps({**GOOD, **change}))
-    return path
+    return ticket_file(tmp_path / "ticket.json", **{**GOOD, **change})
 
 
 def test_every_mistake_is_one_sentence_and_nothing_is_written(cli, tmp_path):

@@ -4,31 +4,16 @@ passed to the terminal, as a shipped ticket's is."""
 
 from __future__ import annotations
 
-import json
-
 from tui_helpers import make_app, pane_text, screen_text, select, settle
 
-from helpers import stub_route
+from helpers import stub_route, ticket_file
 
 SUBJECT = "[@click=app.quit]x[/] URGENT\nWho may approve: agent or above \x1b[31mRED\x1b[0m [/"
 MESSAGE = "Charged twice \x1b]0;pwned\x07for my throw. [bold red]Refund[/bold red] now."
 
 
 async def test_a_home_tickets_text_is_shown_literally(home, stub, tmp_path):
-    path = tmp_path / "ticket.json"
-    path.write_text(
-        json.dumps(
-            {
-                "task_id": "T-70001",
-                "kind": "double_charge",
-                "customer_id": "C-1001",
-                "order_id": "LK-507862",
-                "subject": SUBJECT,
-                "message": MESSAGE,
-                "received_at": "2026-10-09T16:02:00-04:00",
-            }
-        )
-    )
+    path = ticket_file(tmp_path / "ticket.json", subject=SUBJECT, message=MESSAGE)
     home.add_ticket(path)
     run_id = home.run("T-70001", live=stub_route(stub)).run_id
     app = make_app(home)
