@@ -347,7 +347,7 @@ def find_task(task_id: str, tickets: Path | None = None) -> Ticket:
     path = tickets / f"{task_id}.json"
     if not path.is_file():
         raise TaskNotFound(
-            f"No ticket {task_id}: the shipped tickets are in {data_dir() / 'tickets'}, this home's in {tickets} "
+            f"No ticket {task_id}. The shipped tickets are in {data_dir() / 'tickets'}, this home's own in {tickets} "
             "(`resolver ticket list`)."
         )
     ticket = _read(path, Ticket)

@@ -191,12 +191,12 @@ def forge(monkeypatch: Any, root: Path, run_id: str = T65273_RUN) -> None:
     from core import views
     from core.home import Home
 
-    real_task, real_names = views.load_task, views.customer_names
+    real_task, real_names = views.find_task, views.customer_names
 
-    def load_task(task_id: str):
-        return real_task(task_id).model_copy(update={"subject": FORGED, "message": FORGED})
+    def find_task(task_id: str, tickets: Path | None = None):
+        return real_task(task_id, tickets).model_copy(update={"subject": FORGED, "message": FORGED})
 
-    monkeypatch.setattr(views, "load_task", load_task)
+    monkeypatch.setattr(views, "find_task", find_task)
     monkeypatch.setattr(views, "customer_names", lambda: {k: FORGED for k in real_names()})
     home = Home(root)
     state = home.queue.load(run_id)
