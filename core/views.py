@@ -117,8 +117,10 @@ def approval_request(state: TaskState, tickets: Path | None = None) -> list[str]
     lines += _indent(p.reason)
     lines += ["", "Customer's message:"]
     task = _ticket(state, tickets)
+    if task is None:  # core's note on its own line; what the run was given stays a marked block
+        lines.append("  (the ticket's file cannot be read; the run was given:)")
     given = next((m.content for m in state.messages if m.role == "user"), "")
-    lines += _indent(task.message if task is not None else f"(the ticket's file cannot be read; the run was given:)\n{given}")
+    lines += _indent(task.message if task is not None else given)
     lines += ["", "Evidence:"]
     for ev in state.evidence:
         lines.append(f"  step {ev.step}: {one_line(ev.tool)} {one_line(json.dumps(ev.args, ensure_ascii=False))}")
