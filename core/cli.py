@@ -116,13 +116,13 @@ def _status(state: TaskState) -> None:
     _print(f"Status: {state.status}")
 
 
-def _show_request(state: TaskState, shop: bool = False) -> None:
+def _show_request(home: Home, state: TaskState) -> None:
     """The approval request, then the command that approves it: with the role it needs in a
     practice home, by a named approver in a shop home (issue 14: ``--as`` is refused there)."""
     from core.rulebook import needed_role, role_label
-    from core.views import approval_request
 
-    _print(approval_request(state))
+    shop = home.kind == "shop"
+    _print(home.queue.request(state))
     if shop:
         needed = needed_role(state) or "agent"
         _print(["", f"Next: {PROG} approve {state.run_id} --name NAME (an approver who is {role_label(needed)} or above)"])
@@ -130,7 +130,7 @@ def _show_request(state: TaskState, shop: bool = False) -> None:
         _print(["", f"Next: {PROG} approve {state.run_id} --as {needed_role(state) or 'agent'}"])
 
 
-def _show_run_outcome(state: TaskState, shop: bool = False) -> None:
+def _show_run_outcome(home: Home, state: TaskState) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
     from core.runner import outcome_line
     from core.safetext import block, one_line
@@ -141,7 +141,7 @@ def _show_run_outcome(state: TaskState, shop: bool = False) -> None:
         return
     _print(f"Outcome: {outcome_line(state)}")
     if state.status == "waiting_approval":
-        _show_request(state, shop)
+        _show_request(home, state)
         return
     _print([f"Rule {one_line(state.proposal.rule)}: {one_line(state.proposal.reason)}"])
     if state.proposal.reply_draft:  # a marked block (issue 19): it cannot pose as the command's lines
@@ -182,7 +182,7 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
 
         _json(_state_json(state, outcome=outcome_line(state) if state.proposal else None))
         return 0
-    _show_run_outcome(state, home.kind == "shop")
+    _show_run_outcome(home, state)
     return 0
 
 
@@ -222,6 +222,42 @@ def cmd_record(home: Home, args: argparse.Namespace) -> int:
             f"Replay it with: {replay}",
         ]
     )
+    return 0
+
+
+def cmd_ticket(home: Home, args: argparse.Namespace) -> int:
+    """``resolver ticket add FILE`` (:meth:`core.home.Home.add_ticket`) and ``ticket list``
+    (:func:`core.tickets.list_tickets`): the home's own tickets."""
+    from pathlib import Path
+
+    from core.tickets import TICKETS, list_tickets, ticket_line
+
+    if args.ticket_cmd == "add":
+        added = home.add_ticket(Path(args.file))
+        t = added.ticket
+        if args.json:
+            _json({"task_id": t.task_id, "file": str(added.path), "ticket": t.model_dump(mode="json")})
+            return 0
+        _print(
+            [
+                f"Added {ticket_line(t)} as {added.path}.",
+                f'Run it with: {PROG} run {t.task_id} --model ROUTE (a live route; see "Use a live model")',
+            ]
+        )
+        return 0
+    listed = list_tickets(home.root / TICKETS)
+    if args.json:
+        _json(
+            [
+                {"task_id": task_id, **(t.model_dump(mode="json") if t else {}), "problem": problem}
+                for task_id, t, problem in listed
+            ]
+        )
+        return 0
+    if not listed:
+        _print(f"No tickets of this home's own in {home.root / TICKETS}; add one with `{PROG} ticket add FILE`.")
+        return 0
+    _print([ticket_line(t) if t else f"{task_id}  cannot be read: {one_line(problem)}" for task_id, t, problem in listed])
     return 0
 
 
@@ -351,9 +387,9 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
         return 0
     _print(f"Resuming {args.run} (status {done.before})")
     if done.kind == "continued":
-        _show_run_outcome(done.state, home.kind == "shop")
+        _show_run_outcome(home, done.state)
     elif done.kind == "request":
-        _show_request(done.state, home.kind == "shop")
+        _show_request(home, done.state)
     else:
         _print(after_resume(done.kind, done.before, done.state))
         _status(done.state)
@@ -548,7 +584,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
-    from core.views import approval_request, approved_vs_current, proposal_record, status_lines
+    from core.views import approved_vs_current, status_lines
 
     if args.run is None:
         if args.json:
@@ -558,12 +594,12 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
         return 0
     state = home.queue.load(args.run)  # the same status text as the app's pane (core.views)
     if args.json:
-        _json(_state_json(state, home_kind=home.kind, request=approval_request(state)))
+        _json(_state_json(state, home_kind=home.kind, request=home.queue.request(state)))
         return 0
     if state.status == "waiting_approval" and state.proposal is not None:
         lines, refused = home.queue.world_now(state)
         _print([*lines, *([f"Approve is refused now: {refused}"] if refused else []), ""])
-    _print(proposal_record(state))
+    _print(home.queue.proposal(state))
     _print(["", f"Status: {state.status}", *status_lines(state), *approved_vs_current(state), f"Home: {home.kind}"])
     return 0
 
@@ -586,7 +622,7 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
         f"Run {state.run_id}: evidence read again; proposal version {p.version if p else '?'}, digest {p.short_digest if p else '-'}; "
         "earlier approvals are void."
     )
-    _show_request(state, home.kind == "shop")
+    _show_request(home, state)
     return 0
 
 
@@ -1115,6 +1151,13 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--api-key-env", default=None, metavar="VAR", help="as for run")
     p.add_argument("--price-as", default=None, metavar="MODEL", help="as for run; the recording's model")
     p.set_defaults(func=cmd_record)
+
+    p = sub.add_parser("ticket", parents=[common], help="the home's own tickets: add one from TOML or JSON, list them")
+    tsub = p.add_subparsers(dest="ticket_cmd", required=True)
+    t = tsub.add_parser("add", parents=[common], help="add a ticket from a .toml or .json file (checked whole)")
+    t.add_argument("file", metavar="FILE", help="the ticket: the keys of data/tickets/T-nnnnn.json, in TOML or JSON")
+    tsub.add_parser("list", parents=[common], help="the home's own tickets")
+    p.set_defaults(func=cmd_ticket)
 
     p = sub.add_parser("runs", parents=[common], help="list saved runs")
     p.add_argument("--status", choices=STATUSES)

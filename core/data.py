@@ -17,6 +17,8 @@ Everything here is read-only text reviewed like code. The files are JSON:
 from __future__ import annotations
 
 import json
+import os
+import re
 from decimal import Decimal
 from functools import cache, lru_cache
 from pathlib import Path
@@ -303,6 +305,12 @@ def catalog_prices() -> dict[str, Decimal]:
     return {item.sku: item.price for item in load_world_data().catalog}
 
 
+TICKET_ID = re.compile(r"T-[0-9]{5,9}")
+"""The shape of a home ticket's ID (``resolver ticket add``, :mod:`core.tickets`): ``T-`` and 5
+to 9 digits, as the shipped ``T-nnnnn``, so a run ID ``TICKET-VARIANT-MODEL-N`` built from it
+stays unambiguous and a file name built from it stays in its folder."""
+
+
 def task_ids() -> list[str]:
     """Every ticket ID in ``data/tickets/``, sorted."""
     return sorted(p.stem for p in (data_dir() / "tickets").glob("T-*.json"))
@@ -320,6 +328,64 @@ def load_task(task_id: str) -> Ticket:
     if not path.is_file():
         raise TaskNotFound(f"No ticket {task_id}. The tickets are in {path.parent}.")
     return _read(path, Ticket)
+
+
+def find_task(task_id: str, tickets: Path | None = None) -> Ticket:
+    """A shipped ticket (:func:`load_task`), else one of a home's own (``resolver ticket add``:
+    ``TICKETS/T-nnnnn.json``, :mod:`core.tickets`) when ``tickets``, the home's folder of
+    tickets, is given. A home ticket never shadows a shipped one: the shipped one is read first.
+
+    Raises:
+        TaskNotFound: neither has it (the sentence says where the tickets are).
+        DataError: the home's file does not match the schema, or names another ticket.
+    """
+    try:
+        return load_task(task_id)
+    except TaskNotFound:
+        if tickets is None or not TICKET_ID.fullmatch(task_id):
+            raise
+    path = tickets / f"{task_id}.json"
+    if not path.is_file():
+        raise TaskNotFound(
+            f"No ticket {task_id}. The shipped tickets are in {data_dir() / 'tickets'}, this home's own in {tickets} "
+            "(`resolver ticket list`)."
+        )
+    ticket = _read(path, Ticket)
+    if ticket.task_id != task_id:
+        raise DataError(f"{path} holds the ticket {ticket.task_id!a}, not {task_id}; put the file back as it was added.")
+    return ticket
+
+
+def write_private_json(folder: Path, name: str, body: object) -> Path:
+    """Write ``body`` as JSON (indented, UTF-8) to ``folder/name``, one of a home's own data
+    files (``recordings/``, ``tickets/``): the folder made 0700, the file 0600, written aside,
+    synced, then renamed, so a crash leaves the old file or the new one. Returns the path.
+
+    Raises:
+        OSError: the folder or file cannot be written.
+    """
+    folder.mkdir(mode=0o700, exist_ok=True)
+    path = folder / name
+    aside = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(aside, path)
+    return path
+
+
+def recorded_runs(task_id: str, folder: Path | None = None) -> list[Recording]:
+    """Every recorded run of ``task_id``: the shipped ones (``data/recordings``; none for a
+    home's own ticket), then the home's (``folder``, :func:`home_recordings`).
+
+    Raises:
+        DataError: a file does not read or does not match the schema.
+    """
+    shipped = data_dir() / "recordings" / f"{task_id}.json"
+    runs = list(load_recordings(task_id).runs) if shipped.is_file() else []
+    return [*runs, *home_recordings(task_id, folder)]
 
 
 def home_recordings(task_id: str, folder: Path | None) -> list[Recording]:

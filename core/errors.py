@@ -42,7 +42,13 @@ class ApprovalRefused(ResolverError):
 
 class ResumeChanged(ResolverError):
     """A running loop's policy, tools or model route changed since it started; the resume was
-    refused before any model call, nothing changed (``--accept-changes`` goes on, issue 26)."""
+    refused before any model call, nothing changed (``--accept-changes`` goes on, issue 26).
+    ``changes`` names each change in a line (``The policy was 2026-09-01; now 2026-10-01.``),
+    for the app's dialog that offers accepting them for this run."""
+
+    def __init__(self, sentence: str, changes: list[str] | None = None) -> None:
+        super().__init__(sentence)
+        self.changes = list(changes or [])
 
 
 class LeaseHeld(ResolverError):

@@ -28,11 +28,12 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Literal
 
 from core.approval import verify
 from core.clock import Clock, iso
-from core.data import load_policy, load_task
+from core.data import TaskNotFound, find_task, load_policy
 from core.errors import ResolverError
 from core.state import Operation, TaskState, action_short, execution_started
 from core.store import Store as CheckpointStore
@@ -212,6 +213,7 @@ def execute(
     interrupt: Interrupt | None = None,
     on_progress: OnProgress | None = None,
     authorize: Authorize | None = None,
+    tickets: Path | None = None,
 ) -> TaskState:
     """Execute (or finish, after a crash) the approved operations of ``run_id``.
 
@@ -219,7 +221,9 @@ def execute(
     Returns the state, ``done`` or ``handed_to_person`` (or unchanged if not ``executing``).
     ``on_progress(state, op)`` runs after each operation is saved (the app updates its pane).
     ``authorize`` (a shop home, issue 14): asked before every write too; its refusal writes an
-    audit row and nothing else (:func:`_refuse_unauthorized`).
+    audit row and nothing else (:func:`_refuse_unauthorized`). ``tickets``: the home's folder of
+    its own tickets, whose simulated faults the writes meet as a shipped ticket's do
+    (:func:`core.data.find_task`); a home ticket whose file is gone has none.
 
     Transactions (issue 10: the fewest that keep the guarantees): one to take the lease and read
     the checkpoint (:meth:`~core.store.Store.claim`); per operation one save
@@ -245,8 +249,11 @@ def execute(
         if stopped is not None:
             released = True
             return stopped
-        task = load_task(state.task_id)
-        world = open_world(world_at, clock, faults=task.faults, faults_seen=state.faults_seen, actor=run_id)
+        try:
+            faults = find_task(state.task_id, tickets).faults
+        except TaskNotFound:  # a home ticket removed by hand: its writes are still owed, without faults
+            faults = []
+        world = open_world(world_at, clock, faults=faults, faults_seen=state.faults_seen, actor=run_id)
         if _lapsed(store, state, clock, owner, world):
             released = True
             return state

@@ -61,12 +61,14 @@ from core.stores import (
     store_path,
     world_path,
 )
+from core.tickets import TICKETS
 from core.world import World, WorldMissing
 
 if TYPE_CHECKING:
     from core.approvers import Registry, Unlocked
     from core.record import Recorded
     from core.signing import DecisionSigner
+    from core.tickets import Added
 
 HOME_MODE = 0o700
 """The home folder's mode: only its owner may list or enter it (issue 13)."""
@@ -261,6 +263,8 @@ class Home:
             max_steps,
             live=live,
             pick=self.model_for,
+            tickets=self.root / TICKETS,
+            recordings=self.root / RECORDINGS,
         )
 
     def record(self, task_id: str, live: LiveRoute, variant: str = "agent", on_step: OnStep | None = None) -> Recorded:
@@ -281,6 +285,20 @@ class Home:
         state = self.run(task_id, variant, live=live, on_step=on_step)
         path, recording = write_recording(self.root / RECORDINGS, task_id, variant, live.priced_as, turns_of(self.store, state))
         return Recorded(path=path, recording=recording, state=state)
+
+    def add_ticket(self, path: Path) -> Added:
+        """Add the ticket in ``path`` (TOML or JSON) to this home's ``tickets/``
+        (:func:`core.tickets.add_ticket`), where ``run``, ``record``, the views and the executor
+        find it after ``data/tickets``.
+
+        Raises:
+            ShopRefused: a shop home (a ticket of one's own is the trainer's, as a recording is).
+            TicketInvalid: every mistake of the file, one sentence each; nothing written.
+        """
+        from core.tickets import add_ticket
+
+        require_practice(self.root, "`ticket add`")
+        return add_ticket(Path(path), self.root / TICKETS)
 
     def model_for(self, state: TaskState) -> Model:
         """The model a run asks, picked from its saved model route (:func:`core.model.model_for`):
@@ -481,6 +499,7 @@ class Home:
                 interrupt=interrupt,
                 on_progress=on_progress,
                 authorize=authorize,
+                tickets=self.root / TICKETS,
             )
         except ResolverError as exc:
             self.log.info("execute %s stopped: %s", run_id, exc)

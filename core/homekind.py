@@ -96,6 +96,7 @@ DIFFERENCES: tuple[tuple[str, str, str], ...] = (
     ("`class`, `exercise`", "the lesson's moments and exercises", "refused"),
     ("`manual-refund`", "the lesson's weekend phone call", "refused"),
     ("`record`", "a live run kept as a recording in `recordings/`", "refused (recordings are the trainer's material)"),
+    ("`ticket add`", "a ticket of one's own kept in `tickets/`", "refused (as `record`)"),
     ("`resolver-tui --demo`", "loads the demo queue into an empty home", "refused"),
     ("the lesson's Python API (`resolver.systems`, `.checkpoint`, `.runner`)", "works", "refused"),
     (

@@ -38,13 +38,16 @@ from core.state import TaskState, WorldSeen, action_short
 from core.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
 from core.store import Store as CheckpointStore
 from core.stores import Place
+from core.tickets import TICKETS
 from core.views import (
     RunDetail,
     ages_lines,
+    approval_request,
     approved_vs_current,
     describe,
     diff_lines,
     drift_lines,
+    proposal_record,
     standing,
     trace_lines,
     unreadable_detail,
@@ -239,7 +242,7 @@ class ApprovalQueue:
             if summary is None:
                 return unreadable_detail(run_id, str(exc))
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
-        detail = describe(state, approver, others, trace, keys)
+        detail = describe(state, approver, others, trace, keys, tickets=self._root / TICKETS)
         if state.status == "waiting_approval" and state.proposal is not None:
             return self._with_world_now(state, detail, approver)
         vs = approved_vs_current(state)
@@ -316,7 +319,17 @@ class ApprovalQueue:
     ) -> RunDetail:
         """The detail of a state the caller already holds (the executor's progress); ``keys`` as
         for :meth:`run`."""
-        return describe(state, approver, others, keys=keys)
+        return describe(state, approver, others, keys=keys, tickets=self._root / TICKETS)
+
+    def request(self, state: TaskState) -> list[str]:
+        """The approval request of ``state`` (:func:`core.views.approval_request`), its ticket
+        shipped or this home's own (``resolver ticket add``)."""
+        return approval_request(state, self._root / TICKETS)
+
+    def proposal(self, state: TaskState) -> list[str]:
+        """The proposal of ``state`` as its record (:func:`core.views.proposal_record`), its
+        ticket shipped or this home's own."""
+        return proposal_record(state, self._root / TICKETS)
 
     def trace(self, run_id: str) -> list[str]:
         """The run's events, one line each. Raises RunNotFound."""

@@ -12,12 +12,19 @@ with the same proposal and digest.
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data import FinalTurn, Recording, TicketRecordings, ToolCallTurn, TurnUsage, home_recordings, load_recordings
+from core.data import (
+    FinalTurn,
+    Recording,
+    TicketRecordings,
+    ToolCallTurn,
+    TurnUsage,
+    home_recordings,
+    recorded_runs,
+    write_private_json,
+)
 from core.errors import ResolverError
 from core.model import is_failure
 from core.state import TaskState
@@ -90,10 +97,8 @@ def write_recording(
         DataError: the home's file for the ticket does not read.
     """
     runs = home_recordings(task_id, folder)
-    taken = [r.repeat for r in (*load_recordings(task_id).runs, *runs) if (r.variant, r.model) == (variant, model)]
+    taken = [r.repeat for r in recorded_runs(task_id, folder) if (r.variant, r.model) == (variant, model)]
     recording = Recording(variant=variant, model=model, repeat=max(taken, default=0) + 1, turns=turns)
-    folder.mkdir(mode=0o700, exist_ok=True)
-    path = folder / f"{task_id}.json"
     body = {
         "task_id": task_id,
         "runs": [
@@ -102,11 +107,4 @@ def write_recording(
         ],
     }
     TicketRecordings.model_validate(body)  # what is written reads back
-    aside = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as out:
-        out.write(json.dumps(body, indent=2, ensure_ascii=False) + "\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(aside, path)
-    return path, recording
+    return write_private_json(folder, f"{task_id}.json", body), recording

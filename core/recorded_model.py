@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.data import FinalTurn, Recording, ToolCallTurn, home_recordings, load_recordings
+from core.data import FinalTurn, Recording, ToolCallTurn, recorded_runs
 from core.errors import ResolverError
 from core.state import Message
 
@@ -35,10 +35,10 @@ class RecordedModel:
     """
 
     def __init__(self, task_id: str, variant: str, model: str, repeat: int, recordings: Path | None = None) -> None:
-        runs = [*load_recordings(task_id).runs, *home_recordings(task_id, recordings)]
+        runs = recorded_runs(task_id, recordings)
         match = [r for r in runs if (r.variant, r.model, r.repeat) == (variant, model, repeat)]
         if not match:
-            have = ", ".join(f"{r.variant}/{r.model}#{r.repeat}" for r in runs)
+            have = ", ".join(f"{r.variant}/{r.model}#{r.repeat}" for r in runs) or "none"
             raise NoRecording(f"No recorded run of {task_id} for {variant}/{model} repeat {repeat}; there are {have}.")
         self.recording: Recording = match[0]
         self.route = f"{MODEL_ROUTE_PREFIX}:{variant}/{model}#{repeat}"
@@ -60,5 +60,5 @@ class RecordedModel:
 def repeats_of(task_id: str, variant: str, model: str, recordings: Path | None = None) -> list[int]:
     """The recorded repeats for one ticket, variant and model, sorted (with a home's
     ``recordings`` folder: its repeats too)."""
-    runs = [*load_recordings(task_id).runs, *home_recordings(task_id, recordings)]
+    runs = recorded_runs(task_id, recordings)
     return sorted(r.repeat for r in runs if (r.variant, r.model) == (variant, model))

@@ -13,11 +13,12 @@ import contextlib
 import json
 from collections.abc import Callable
 from decimal import Decimal
+from pathlib import Path
 
 from pydantic import TypeAdapter, ValidationError
 
 from core.clock import Clock
-from core.data import FinalTurn, Ticket, load_policy, load_task
+from core.data import FinalTurn, Ticket, find_task, load_policy
 from core.errors import BadArgument, ResolverError, ResumeChanged
 from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
@@ -290,9 +291,10 @@ def outcome_line(state: TaskState) -> str:
     )
 
 
-def default_repeat(task_id: str, variant: str, model: str, n: int) -> int:
-    """The recording a run numbered ``n`` replays when no repeat is asked: cycling 1, 2, 3, 1 ..."""
-    repeats = repeats_of(task_id, variant, model)
+def default_repeat(task_id: str, variant: str, model: str, n: int, recordings: Path | None = None) -> int:
+    """The recording a run numbered ``n`` replays when no repeat is asked: cycling 1, 2, 3, 1 ...
+    (``recordings``: a home's folder of recordings, whose repeats count too)."""
+    repeats = repeats_of(task_id, variant, model, recordings)
     if not repeats:
         raise ResolverError(f"{task_id} has no recorded runs for {variant}/{model}.")
     return repeats[(n - 1) % len(repeats)]
@@ -313,6 +315,8 @@ def start_run(
     owner: str | None = None,
     live: LiveRoute | None = None,
     pick: PickModel = model_for,
+    tickets: Path | None = None,
+    recordings: Path | None = None,
 ) -> TaskState:
     """Make a new run of ``task_id`` and run it, saving after every step.
 
@@ -324,14 +328,16 @@ def start_run(
     given back when the loop ends, so a ``resume`` meanwhile is refused before any model call.
     ``live`` runs a live chat-completions route instead of a recording (``model`` is then its
     name, and ``repeat`` is refused); ``pick`` gives the model for the saved state
-    (:func:`core.model.model_for`, the run's route).
+    (:func:`core.model.model_for`, the run's route). ``tickets`` and ``recordings`` are a
+    home's own folders, read after ``data/`` (:func:`core.data.find_task`, ``resolver ticket
+    add``; the repeats ``resolver record`` wrote).
 
     Raises:
         TaskNotFound, NoRecording, RunExists (``run_id`` already used).
         BadArgument: ``repeat`` with a live route.
         ModelUnavailable: the live model gave no usable answer (the run is saved, ``running``).
     """
-    task = load_task(task_id)
+    task = find_task(task_id, tickets)
     if live is not None:
         if repeat is not None:
             raise BadArgument(f"--repeat replays a recording; {live.name} is a live model, which has none.")
@@ -345,7 +351,7 @@ def start_run(
             rep = 1
         elif rep is None:
             n = int(rid.rsplit("-", 1)[1]) if rid.rsplit("-", 1)[-1].isdigit() else 1
-            rep = default_repeat(task_id, variant, model, n)
+            rep = default_repeat(task_id, variant, model, n, recordings)
         state = new_state(task, variant, model, rid, clock, rep, live=live)
         asks = pick(state)  # NoRecording, or a live route without its package, before any save
         if store.exists(rid):
@@ -432,7 +438,8 @@ def continue_run(
         if changes and not accept_changes:
             raise ResumeChanged(
                 f"Run {state.run_id} was started under other rules ({said}): "
-                f"resume it with --accept-changes to go on under the new ones."
+                f"resume it with --accept-changes to go on under the new ones.",
+                [f"The {what} was {_short(then) or 'not recorded'}; now {_short(now)}." for what, then, now in changes],
             )
         if changes:
             state.meta = state.meta.model_copy(

@@ -473,7 +473,9 @@ class Store(AuditLog, Protocol):
 
     # -- housekeeping ---------------------------------------------------------------------------
 
-    # the journal of live model calls (issue 26): written through, each its own transaction
+    # the journal of live model calls (issue 26): written through, each its own transaction.
+    # Rows are keyed by (run, step, attempt): an attempt is written before it is sent, then
+    # answered with the raw answer or a failure record ({"error": {"status", "body"}}).
 
     def journal_attempt(self, run_id: str, step: int, route: str) -> int:
         """Record, committed, that the next attempt at ``step``'s model call (``route``, the run's
@@ -481,18 +483,29 @@ class Store(AuditLog, Protocol):
         ...
 
     def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
-        """Save, committed, the raw answer (the provider's JSON text) and usage (tokens) of an
-        attempt before the runner acts on it. Raises ResolverError for an attempt never recorded."""
+        """Save, committed, what an attempt came back with, before the runner acts on it.
+
+        ``answer`` is the provider's raw JSON text (a chat completion), or a **failure record**
+        (:func:`core.model.failure`): ``{"error": {"status": HTTP status, or 0 for a request that
+        never left, "body": the first 2,000 characters the server said}}``, for an attempt the
+        server refused (HTTP 4xx or 5xx: not paid, tokens 0) or answered with HTTP 200 in a shape
+        that cannot be used (paid: its usage in tokens as the answer reported it, 0 when it did
+        not). :func:`core.model.is_failure` tells the two apart: a chat completion never has a
+        top-level ``error``. ``tokens_in`` and ``tokens_out`` are the answer's usage in tokens.
+        Raises ResolverError for an attempt never recorded."""
         ...
 
     def journal_answered(self, run_id: str, step: int) -> str | None:
         """The raw answer of ``step``'s latest answered attempt, else None (resume uses it instead
-        of a second call)."""
+        of a second call). It may be a failure record (:meth:`journal_answer`): the caller checks
+        :func:`core.model.is_failure` and asks again rather than act on it."""
         ...
 
     def model_calls(self, run_id: str) -> list[dict[str, Any]]:
         """The run's journal by step and attempt: ``{"step", "attempt", "route", "sent_at",
-        "answer", "tokens_in", "tokens_out", "answered_at"}``. ``delete``, ``reset`` and so
+        "answer", "tokens_in", "tokens_out", "answered_at"}``; ``answer`` is None while the
+        attempt is in flight (sent, never answered: a kill or a timeout, counted as paid), else
+        the raw answer or a failure record (:meth:`journal_answer`). ``delete``, ``reset`` and so
         ``prune`` remove a run's journal with it."""
         ...
 

@@ -19,10 +19,11 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from core.clock import age, iso, parse_time
-from core.data import customer_names, load_task
+from core.data import DataError, TaskNotFound, Ticket, customer_names, find_task
 from core.policy import may_approve, proposal_role, who_may_approve
 from core.pricing import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, person, role_label
@@ -86,17 +87,27 @@ def _indent(text: str, prefix: str = "  ") -> list[str]:
     return block(text, prefix)
 
 
-def approval_request(state: TaskState) -> list[str]:
+def _ticket(state: TaskState, tickets: Path | None) -> Ticket | None:
+    """The run's ticket: shipped, or the home's own in ``tickets`` (:func:`core.data.find_task`);
+    None when its file is gone or damaged (a view still shows the run)."""
+    try:
+        return find_task(state.task_id, tickets)
+    except (TaskNotFound, DataError):
+        return None
+
+
+def approval_request(state: TaskState, tickets: Path | None = None) -> list[str]:
     """The approval request as seed 000 prints it: run and ticket, proposed by, rule, the
     actions under "nothing has happened yet", who may approve, reason, evidence, reply draft,
-    digest."""
+    digest. ``tickets`` is the home's folder of its own tickets (``resolver ticket add``); a
+    ticket whose file cannot be read shows the text the run was given instead."""
     p = state.proposal
     if p is None:
         return [f"Run {state.run_id} (ticket {state.task_id}) has no proposal yet; it is {state.status}."]
     lines = [
         f"Approval needed for run {state.run_id} (ticket {state.task_id})",
         f"Proposed by: {one_line(state.variant)}, {one_line(state.model)}. Rule: {one_line(p.rule)}.",
-        *ticket_lines(state),
+        *ticket_lines(state, tickets),
         "",
         "Actions (nothing has happened yet):",
     ]
@@ -105,7 +116,11 @@ def approval_request(state: TaskState) -> list[str]:
     lines += ["", f"Who may approve: {who_may_approve(needed)}", "", "Reason:"]
     lines += _indent(p.reason)
     lines += ["", "Customer's message:"]
-    lines += _indent(load_task(state.task_id).message)
+    task = _ticket(state, tickets)
+    if task is None:  # core's note on its own line; what the run was given stays a marked block
+        lines.append("  (the ticket's file cannot be read; the run was given:)")
+    given = next((m.content for m in state.messages if m.role == "user"), "")
+    lines += _indent(task.message if task is not None else given)
     lines += ["", "Evidence:"]
     for ev in state.evidence:
         lines.append(f"  step {ev.step}: {one_line(ev.tool)} {one_line(json.dumps(ev.args, ensure_ascii=False))}")
@@ -123,9 +138,12 @@ def approval_request(state: TaskState) -> list[str]:
     return lines
 
 
-def ticket_lines(state: TaskState) -> list[str]:
-    """``Ticket: "subject" from Maya Thompson, order LK-507862``."""
-    task = load_task(state.task_id)
+def ticket_lines(state: TaskState, tickets: Path | None = None) -> list[str]:
+    """``Ticket: "subject" from Maya Thompson, order LK-507862`` (``tickets``: as for
+    :func:`approval_request`)."""
+    task = _ticket(state, tickets)
+    if task is None:
+        return [f"Ticket: {one_line(state.task_id)}, whose file cannot be read, order {one_line(state.order_id)}"]
     return [
         f'Ticket: "{one_line(task.subject)}" from {one_line(customer_names().get(task.customer_id, task.customer_id))}, order {one_line(task.order_id)}'
     ]
@@ -261,10 +279,11 @@ def status_lines(state: TaskState) -> list[str]:
     return [f"{status_text(status).capitalize()}.", *decided, *(f"  {x}" for x in ops)]
 
 
-def proposal_record(state: TaskState) -> list[str]:
+def proposal_record(state: TaskState, tickets: Path | None = None) -> list[str]:
     """The approval request of a decided run, retitled: it no longer says "Approval needed" or
-    "nothing has happened yet" (the status lines above it say what happened)."""
-    lines = approval_request(state)
+    "nothing has happened yet" (the status lines above it say what happened). ``tickets``: as
+    for :func:`approval_request`."""
+    lines = approval_request(state, tickets)
     if state.status == "waiting_approval" or state.proposal is None:
         return lines
     out = [f"Proposal of run {state.run_id} (ticket {state.task_id}), {status_text(state.status)}"]
@@ -477,9 +496,11 @@ def describe(
     others: list[str] | None = None,
     trace: list[str] | None = None,
     keys: Mapping[str, str] | None = None,
+    tickets: Path | None = None,
 ) -> RunDetail:
     """The :class:`RunDetail` of ``state`` for ``approver``: its notes, what the rulebook offers
-    and why not, and its body. ``others`` are the other runs of the ticket (oldest first),
+    and why not, and its body (``tickets``: the home's own, as for :func:`approval_request`).
+    ``others`` are the other runs of the ticket (oldest first),
     ``trace`` the trace lines of a running run, ``keys`` the caller's key for each action
     (``{"compare": "d", "resume": "u"}``, issue 18): a sentence names a key only when its caller
     gave one, and drops it otherwise (the command line has no keys)."""
@@ -498,7 +519,13 @@ def describe(
             hint = f"; press {keys['compare']} to compare" if keys.get("compare") else ""
             notes.append(f"{state.task_id} has {len(others) + 1} runs{hint}.")
             tone = tone or "warn"
-        body = [*status_lines(state), "", f"Outcome: {outcome_line(state)}", "", *_request_details(approval_request(state))]
+        body = [
+            *status_lines(state),
+            "",
+            f"Outcome: {outcome_line(state)}",
+            "",
+            *_request_details(approval_request(state, tickets)),
+        ]
     elif state.status == "running":
         resume = f"Press {keys['resume']} to continue" if keys.get("resume") else "A resume continues"
         body = [
@@ -525,7 +552,7 @@ def describe(
             body += [f"Last event: {last.kind}: {one_line(last.message)}", ""]
         if state.proposal is not None:
             body += [f"Outcome: {outcome_line(state)}", ""]
-        body += proposal_record(state)
+        body += proposal_record(state, tickets)
     decision = None
     p = state.proposal
     if state.status == "waiting_approval" and p is not None:

@@ -212,9 +212,23 @@ KEYS: list[Key] = [
     Key("app", "help", "question_mark", "?", "Help", "this help: every key of the app", footer=True),
     Key("app", "quit", "q", "q", "Quit", "quit (nothing is lost)", footer=True),
     # -- dialogs and screens over the queue ----------------------------------------------------------
-    Key("confirm", "answer(True)", "y", "y", "Yes", "approve dialog: yes, approve and execute", footer=True),
     Key(
-        "confirm", "answer(False)", "n,escape", "n / esc", "No", "approve dialog: no (the default; Enter on No too)", footer=True
+        "confirm",
+        "answer(True)",
+        "y",
+        "y",
+        "Yes",
+        "approve dialog: yes, approve and execute (accept-changes dialog: accept, resume)",
+        footer=True,
+    ),
+    Key(
+        "confirm",
+        "answer(False)",
+        "n,escape",
+        "n / esc",
+        "No",
+        "approve or accept-changes dialog: no (the default; Enter on No too)",
+        footer=True,
     ),
     Key("confirm", "app.focus_next", "left,right,tab", "left / right", "Move", "approve dialog: move between Approve and No"),
     Key("dialog", "cancel", "escape", "esc", "Cancel", "reject, passphrase or pick dialog: cancel"),

@@ -71,6 +71,20 @@ class Failed(Message):
         self.lines = list(lines or [])
 
 
+class ChangesFound(Message):
+    """A resume of a running loop was refused because its policy, tool schema or model route
+    changed since it started (:class:`core.errors.ResumeChanged`): ``text`` is core's sentence,
+    ``changes`` a line per change, ``others`` the ticket's other runs (for the resume that
+    accepts them). Nothing changed."""
+
+    def __init__(self, run_id: str, text: str, changes: list[str], others: list[str]) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.text = text
+        self.changes = list(changes)
+        self.others = list(others)
+
+
 class LinesReady(Message):
     """A trace or a comparison is ready to be shown: ``kind`` is ``trace`` or ``compare``."""
 

@@ -191,12 +191,12 @@ def forge(monkeypatch: Any, root: Path, run_id: str = T65273_RUN) -> None:
     from core import views
     from core.home import Home
 
-    real_task, real_names = views.load_task, views.customer_names
+    real_task, real_names = views.find_task, views.customer_names
 
-    def load_task(task_id: str):
-        return real_task(task_id).model_copy(update={"subject": FORGED, "message": FORGED})
+    def find_task(task_id: str, tickets: Path | None = None):
+        return real_task(task_id, tickets).model_copy(update={"subject": FORGED, "message": FORGED})
 
-    monkeypatch.setattr(views, "load_task", load_task)
+    monkeypatch.setattr(views, "find_task", find_task)
     monkeypatch.setattr(views, "customer_names", lambda: {k: FORGED for k in real_names()})
     home = Home(root)
     state = home.queue.load(run_id)
@@ -228,4 +228,25 @@ def stub_config(path: Path, url: str, *extra: str, model: str = "stub-model") ->
     (key in ``$STUB_KEY``, priced as chat-small), with the ``extra`` lines (``max_retries = 0``)."""
     lines = [f'base_url = "{url}"', f'model = "{model}"', 'api_key_env = "STUB_KEY"', 'price = "chat-small"', *extra]
     path.write_text("[models.stub]\n" + "".join(f"{line}\n" for line in lines))
+    return path
+
+
+HOME_TICKET: dict[str, Any] = {
+    "task_id": "T-70001",
+    "kind": "double_charge",
+    "customer_id": "C-1001",
+    "order_id": "LK-507862",
+    "subject": "Charged twice",
+    "message": "Two charges of $119.00 on the same evening.",
+    "received_at": "2026-10-09T16:02:00-04:00",
+}
+"""A ticket of the home's own (``resolver ticket add``) about T-65273's order, which the stub
+server's recording answers."""
+
+
+def ticket_file(path: Path, **fields: Any) -> Path:
+    """Write :data:`HOME_TICKET` with ``fields`` changed as JSON at ``path``; returns ``path``."""
+    import json
+
+    path.write_text(json.dumps({**HOME_TICKET, **fields}))
     return path

@@ -30,6 +30,8 @@ PRACTICE: tuple[tuple[str, ...], ...] = (
     ("class", "friday"),
     ("run", "T-90103", "--repeat", "2"),
     ("record", "T-65273", "--model", "stub"),  # on the stub server the test starts
+    ("ticket", "add", "{tmp}/ticket.json"),
+    ("ticket", "list"),
     ("runs",),
     ("runs", "--mine", "--as", "team_lead", "--sort", "amount"),
     ("show",),
@@ -107,7 +109,7 @@ def _play(argvs, home: Path, tmp: Path, capsys, monkeypatch) -> dict[str, list[o
         code = main([*argv, "--json", "--home", str(home)])
         out, err = capsys.readouterr()
         assert code in (0, 5), f"{argv}: exit {code}\n{err}"
-        key = " ".join(argv[:2]) if argv[0] in ("clock", "approvers", "store") else argv[0]
+        key = " ".join(argv[:2]) if argv[0] in ("clock", "approvers", "store", "ticket") else argv[0]
         seen.setdefault(key, []).append(json.loads(out))
         if key == "approvers init":  # the one-time code `approvers recover` asks for
             monkeypatch.setenv("RESOLVER_RECOVERY_CODE", seen[key][0]["recovery_code"])  # type: ignore[index]
@@ -126,6 +128,8 @@ def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_document
         )
         monkeypatch.setenv("RESOLVER_CONFIG", str(config))
         monkeypatch.setenv("STUB_KEY", "any")
+        ticket = json.loads((ROOT / "data" / "tickets" / "T-65273.json").read_text())
+        (tmp_path / "ticket.json").write_text(json.dumps({**ticket, "task_id": "T-70001"}))
         seen = _play(PRACTICE, tmp_path / "practice", tmp_path, capsys, monkeypatch)
     for key, outputs in _play(SHOP, tmp_path / "shop", tmp_path, capsys, monkeypatch).items():
         seen.setdefault(key, []).extend(outputs)

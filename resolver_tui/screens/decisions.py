@@ -14,12 +14,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from core.errors import ResolverError, WorldChanged
+from core.errors import ResolverError, ResumeChanged, WorldChanged
 from core.home import Home
 from core.views import Approver, after_approve, after_reject, after_resume, changes_lines, history_lines
 from textual.message import Message
 
-from resolver_tui.messages import DetailLoaded, DialogReady, Failed, Finished, LinesReady, OperationDone, PageLoaded
+from resolver_tui.messages import (
+    ChangesFound,
+    DetailLoaded,
+    DialogReady,
+    Failed,
+    Finished,
+    LinesReady,
+    OperationDone,
+    PageLoaded,
+)
 from resolver_tui.widgets.bars import MINE
 from resolver_tui.widgets.run_table import PAGE_ROWS
 
@@ -208,11 +217,19 @@ class Decisions:
 
         return guarded(run_id, work)
 
-    def resume(self, run_id: str, others: list[str], post: Post) -> Message:
-        """Resume by status, posting each operation an execution finishes."""
+    def resume(self, run_id: str, others: list[str], post: Post, accept_changes: bool = False) -> Message:
+        """Resume by status, posting each operation an execution finishes. A running loop whose
+        policy, tool schema or model route changed is refused with :class:`ChangesFound`
+        (nothing changed), unless ``accept_changes``: then it goes on under the new ones, this
+        run only (:meth:`core.home.Home.resume`)."""
 
         def work() -> Message:
-            done = self.home.resume(run_id, on_progress=self._progress(others, post), owner=self.lease_owner)
+            try:
+                done = self.home.resume(
+                    run_id, on_progress=self._progress(others, post), owner=self.lease_owner, accept_changes=accept_changes
+                )
+            except ResumeChanged as exc:
+                return ChangesFound(run_id, str(exc), exc.changes, others)
             return Finished(
                 run_id,
                 after_resume(done.kind, done.before, done.state),

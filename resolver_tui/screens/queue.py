@@ -33,7 +33,7 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.keys import bindings, core_keys, key_for, rule_keys
-from resolver_tui.messages import DetailLoaded, DialogReady, Failed, Finished, LinesReady, PageLoaded
+from resolver_tui.messages import ChangesFound, DetailLoaded, DialogReady, Failed, Finished, LinesReady, PageLoaded
 from resolver_tui.screens.decisions import Decisions
 from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, PickRunScreen, RejectScreen
 from resolver_tui.screens.text import CompareScreen, HistoryScreen, TraceScreen
@@ -666,6 +666,34 @@ class QueueScreen(Screen):
             return
         self._start(d.run_id)
         self._in_thread("action", partial(self.decisions.resume, d.run_id, d.others, self.post_message))
+
+    @on(ChangesFound)
+    def changes_found(self, message: ChangesFound) -> None:
+        """A running loop's resume was refused for what changed since it started: show core's
+        sentence (a notice and in the pane), then offer accepting the changes for this run only
+        in a dialog naming them (No is the default); Yes resumes it with ``accept_changes``."""
+        self.busy = ""
+        self.set_focus(self.table)
+        run_id, others = message.run_id, message.others
+        self.notify(clean(message.text), severity="warning", markup=False, timeout=10)
+        self.errors[run_id] = message.text
+        self._show_detail()
+        body = [
+            message.text,
+            "",
+            "What changed since its loop started:",
+            *(f"  {line}" for line in message.changes),
+            "",
+            "Accept them for this run only and continue its loop from the checkpoint under the new ones?",
+        ]
+
+        def answered(yes: bool | None) -> None:
+            self.set_focus(self.table)
+            if yes:
+                self._start(run_id)
+                self._in_thread("action", partial(self.decisions.resume, run_id, others, self.post_message, True))
+
+        self.app.push_screen(ConfirmScreen(f"Resume run {run_id} under the new rules?", body, yes="Accept and resume"), answered)
 
     def action_trace(self) -> None:
         if self.selected_id and not self.why_not("trace"):
