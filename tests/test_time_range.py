@@ -11,6 +11,7 @@ to 2099-12-31 in America/Toronto, with a sentence; nothing is written for a time
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -117,12 +118,10 @@ def test_a_saved_state_holding_a_time_out_of_range_is_unreadable_with_a_sentence
     (nothing changed, the row kept), never approved, never reported as a forged approval."""
     assert cli("clock", "set", FRIDAY)[0] == 0
     assert cli("run", "T-65273")[0] == 0
-    with sqlite3.connect(cli.home / "runs.sqlite") as conn:
-        conn.execute(
-            'UPDATE runs SET state = replace(state, \'"created_at":"2026-10-09T17:00:00-04:00"\', '
-            '\'"created_at":"1026-10-09T15:41:56-05:17"\') WHERE run_id = ?',
-            (T65273_RUN,),
-        )
+    with sqlite3.connect(cli.home / "runs.sqlite") as conn:  # the trainer's clock runs on: created_at may be 17:00:01
+        state = conn.execute("SELECT state FROM runs WHERE run_id = ?", (T65273_RUN,)).fetchone()[0]
+        forged = re.sub(r'"created_at":"[^"]+"', '"created_at":"1026-10-09T15:41:56-05:17"', state, count=1)
+        conn.execute("UPDATE runs SET state = ? WHERE run_id = ?", (forged, T65273_RUN))
         saved = conn.execute("SELECT state FROM runs WHERE run_id = ?", (T65273_RUN,)).fetchone()[0]
     assert "1026-10-09" in saved
     with pytest.raises(CorruptCheckpoint, match="outside the times resolver supports"):
