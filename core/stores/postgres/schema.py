@@ -34,9 +34,10 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
 - **6, the per-shop parts**: ``shop_parts``, one row per part a SQLite home keeps as a file in
   its folder (the owner's registry seal ``approvers.json``, the signed ``audit.head``, the
   practice HMAC key ``approval.key``, the trainer's ``clock.json``), so every machine pointed at
-  the store shares them (:class:`core.stores.postgres.parts.PostgresParts`). Number 5 is left to
-  another change made at the same time (indexes); migrations are applied by the numbers missing,
-  not by the highest one, so a schema that has 6 and not 5 still gets 5 when it arrives.
+  the store shares them (:class:`core.stores.postgres.parts.PostgresParts`). Number 5 is unused: it
+  was kept for indexes made at the same time, which proved unneeded (migration 1's serve every
+  page: ``tests/test_pg_queue_plan.py``). Migrations are applied by the numbers missing, not by
+  the highest one, so a later number below one applied is never skipped.
 """
 
 from __future__ import annotations
