@@ -29,6 +29,7 @@ __all__ = [
     "locate_home",
     "locate_store",
     "parse_store_url",
+    "read_config",
     "resolve_home",
 ]
 
@@ -52,7 +53,7 @@ def config_path() -> Path:
     return user_config_path("resolver") / "config.toml"
 
 
-def _config(path: Path) -> dict:
+def read_config(path: Path) -> dict:
     """The config file's table, empty when there is no file.
 
     Raises:
@@ -78,7 +79,7 @@ def config_home(path: Path | None = None) -> Path | None:
     the file or the key is absent. Raises BadArgument for a file that is not TOML, ResolverError
     for a ``home`` that is not a non-empty string."""
     path = path or config_path()
-    home = _config(path).get("home")
+    home = read_config(path).get("home")
     if home is None:
         return None
     if not isinstance(home, str) or not home.strip():
@@ -174,7 +175,7 @@ def config_store(path: Path | None = None) -> str | None:
     absent. Raises BadArgument for a file that is not TOML, ResolverError for a ``store`` that is
     not a string."""
     path = path or config_path()
-    store = _config(path).get("store")
+    store = read_config(path).get("store")
     if store is None:
         return None
     if not isinstance(store, str):

@@ -20,7 +20,6 @@ import json
 import math
 import os
 import re
-import tomllib
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -259,19 +258,10 @@ def load_routes(path: Path | None = None) -> dict[str, LiveRoute]:
         BadArgument: the file does not parse, or a table has a missing, unknown or wrong key
             (one sentence naming the table and the key).
     """
-    from core.homepath import config_path
+    from core.homepath import config_path, read_config
 
     where = path or config_path()
-    try:
-        text = where.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadArgument(f"Cannot read the config file {where}: {exc}.") from None
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise BadArgument(f"The config file {where} is not TOML: {exc}.") from None
+    doc = read_config(where)
     tables = doc.get("models", {})
     if not isinstance(tables, dict):
         raise BadArgument(f"In {where}, models must be a table of [models.NAME] tables.")
