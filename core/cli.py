@@ -299,7 +299,7 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     import json
     from dataclasses import asdict
 
-    from core.listing import ListingQueue
+    from core.listing import ListingQueue, PrintedPage
     from core.safetext import safe_lines
 
     shown = 0
@@ -318,16 +318,17 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         pages = queue.printed_pages(status, search=args.search, limit=size, sort=args.sort)
     else:
         pages = queue.pages(status, search=args.search, limit=size, sort=args.sort, max_role=max_role)
+    corrupt = "  (corrupt checkpoint)"
     for page in pages:
         rows = page.rows[: limit - shown] if limit else page.rows
-        lines: list[str] = []  # one write per page: 100,000 print calls cost more than the reads
-        for r in rows:
-            if args.json:
-                lines.append(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1))
-            else:
-                mark = "" if r.state_ok else "  (corrupt checkpoint)"
-                lines.append(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
-            shown += 1
+        lines: list[str]  # one write per page: 100,000 print calls cost more than the reads
+        if isinstance(page, PrintedPage):  # the light listing's tuples (run_id, status, updated_at, state_ok, key)
+            lines = [f"{run:<40} {st:<17} {at}{'' if ok else corrupt}" for run, st, at, ok, _key in rows]
+        elif args.json:
+            lines = [("," if shown or i else "") + "\n" + json.dumps(asdict(r), indent=1) for i, r in enumerate(rows)]
+        else:
+            lines = [f"{r.run_id:<40} {r.status:<17} {r.updated_at}{'' if r.state_ok else corrupt}" for r in rows]
+        shown += len(rows)
         sys.stdout.write("".join(lines) if args.json else safe_lines(lines))  # JSON escapes controls itself
         sys.stdout.flush()
         if limit and shown >= limit:

@@ -99,3 +99,55 @@ def test_cells_counts_ascii_as_the_general_rule_does():
     for text in (string.printable, "T-65273-agent-chat-small-1", "\x00\x1b[31m", ""):
         assert cells(text) == by_rule(text) == len(text)
     assert cells("García") == 6 and cells("漢字") == 4 and cells("e\u0301") == 1
+
+
+def _plans(path, status: str | None) -> str:
+    """The query plan of the listing's first page for ``status`` (``None``: every run)."""
+    from core.stores.sqlite.checkpoint import CheckpointStore
+
+    sql, params = CheckpointStore._page_sql("run_id, status, updated_at, state_ok, updated_ts", status, None, None, None, None)
+    conn = sqlite3.connect(path)
+    try:
+        return " ".join(r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, (*params, 1000)))
+    finally:
+        conn.close()
+
+
+def test_the_listing_reads_its_lines_from_a_covering_index(home: Home):
+    """Issue 27, item 6: every printed column is in the index of the listing's filter and order,
+    so a line never reads the run's row (``state_ok``, after the header's JSON, walked its
+    overflow pages)."""
+    home.run("T-90103")
+    for status in ("waiting_approval", None):
+        plan = _plans(home.store.path, status)
+        assert "COVERING INDEX idx_runs_listing_" in plan and "TEMP B-TREE" not in plan, (status, plan)
+
+
+def test_a_store_with_the_narrow_indexes_gets_the_covering_ones_when_opened(home: Home):
+    """A store made before the covering indexes has the narrow ones of the same order; the first
+    connection that opens it replaces them (no store-format number: nothing stored changes), and
+    the listing prints the same lines."""
+    from core.cli import main
+    from core.stores.sqlite.checkpoint import LISTING_INDEXES
+
+    for repeat in (1, 2):
+        home.run("T-90103", repeat=repeat)
+    path = home.store.path
+    home.store.db.close()
+    conn = sqlite3.connect(path)
+    for name in LISTING_INDEXES:
+        conn.execute(f"DROP INDEX {name}")
+    conn.execute("CREATE INDEX idx_runs_status_updated_ts_run_id ON runs (status, updated_ts, run_id)")
+    conn.execute("CREATE INDEX idx_runs_updated_ts_run_id ON runs (updated_ts, run_id)")
+    conn.commit()
+    conn.close()
+    assert "COVERING" not in _plans(path, "waiting_approval")
+    assert main(["runs", "--home", str(home.root)]) == 0
+    conn = sqlite3.connect(path)
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    finally:
+        conn.close()
+    assert set(LISTING_INDEXES) <= names
+    assert not names & {"idx_runs_status_updated_ts_run_id", "idx_runs_updated_ts_run_id"}
+    assert "COVERING INDEX idx_runs_listing_status" in _plans(path, "waiting_approval")

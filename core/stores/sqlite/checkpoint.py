@@ -204,6 +204,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
         self._check_application(conn)
         if conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT:
             self._repair_triggers(conn)
+            self._add_listing_indexes(conn)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -284,6 +285,27 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
             self.repaired_triggers.extend(t for t in missing if t not in self.repaired_triggers)
 
     @staticmethod
+    def _add_listing_indexes(conn: sqlite3.Connection) -> None:
+        """Give a store made before issue 27 (item 6) the covering indexes of ``resolver runs``
+        (:data:`_LISTING_INDEXES`) in place of the narrow ones they replace, once, in one
+        transaction: about a second per 100,000 runs, the first time any connection opens it.
+        Nothing stored changes (no store-format number): an older resolver reads the file as
+        before, and an index it misses it creates again."""
+        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'")}
+        if set(LISTING_INDEXES) <= have:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for statement in _LISTING_INDEXES:
+                conn.execute(statement)
+            for old in _NARROW_INDEXES:
+                conn.execute(f"DROP INDEX IF EXISTS {old}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+
+    @staticmethod
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
         conn.execute(_CREATE_MODEL_CALLS)
         conn.execute(_CREATE_ENTRIES)  # WITHOUT ROWID (sqlite-utils cannot say so): one B-tree, a step's rows side by side
@@ -321,10 +343,14 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
     def _create_indexes_and_triggers(conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
         runs = db.table("runs")
         for column, _asc in {v for v in SORTS.values()}:
+            if column == LISTED_SORT:  # the covering indexes below serve this sort
+                continue
             runs.create_index(["status", column, "run_id"], if_not_exists=True)
             runs.create_index([column, "run_id"], if_not_exists=True)
+        for statement in _LISTING_INDEXES:
+            conn.execute(statement)
         runs.create_index(["task_id", "created_ts"], if_not_exists=True)
-        for old in ("idx_runs_status_updated_ts", "idx_runs_task_id_updated_ts"):
+        for old in ("idx_runs_status_updated_ts", "idx_runs_task_id_updated_ts", *_NARROW_INDEXES):
             conn.execute(f"DROP INDEX IF EXISTS {old}")
         upsert = "INSERT INTO run_counts (status, n) VALUES (NEW.status, 1) ON CONFLICT(status) DO UPDATE SET n = n + 1;"
         for statement in _split_triggers(upsert):
@@ -969,6 +995,25 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
 APPLICATION_ID = 0x52534C56
 """SQLite ``application_id`` of a checkpoint store (``RSLV``); a file with another non-zero one is
 not adopted. Stores made before issue 13 have 0 and get it at their next migration."""
+
+LISTED_SORT = "updated_ts"
+"""The column of the sorts ``age`` and ``updated``: the default order of every listing."""
+
+LISTING_INDEXES = ("idx_runs_listing_status", "idx_runs_listing_all")
+"""The covering indexes of ``resolver runs`` and the queue's default sorts (issue 27, item 6):
+``(status, updated_ts, run_id)`` and ``(updated_ts, run_id)`` as the filter and the order,
+then the other columns a printed line needs (``status``, ``updated_at``, ``state_ok``), so a
+listing reads its lines from the index alone. Without them each line is a lookup in ``runs``,
+and ``state_ok``, stored after the header's JSON, walks that row's overflow pages: 14,286
+printed lines at 100,000 runs cost 37 ms of CPU warm, 14 ms from the covering index. They
+replace the narrow indexes of the same order (:data:`_NARROW_INDEXES`), so a save updates as
+many indexes as before."""
+
+_LISTING_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS idx_runs_listing_status ON runs (status, updated_ts, run_id, updated_at, state_ok)",
+    "CREATE INDEX IF NOT EXISTS idx_runs_listing_all ON runs (updated_ts, run_id, status, updated_at, state_ok)",
+)
+_NARROW_INDEXES = ("idx_runs_status_updated_ts_run_id", "idx_runs_updated_ts_run_id")
 
 TRIGGERS = frozenset(
     {
