@@ -9,7 +9,11 @@ smoke run with small sizes, ``--only SECTION`` (repeatable) for some sections:
 - ``long``: a 300-step run with 50 KB tool outputs: save cost at step 10 vs 300, bytes written;
 - ``listing``: ``resolver runs --status waiting_approval`` over 100,000 and 1,000,000 runs;
 - ``executor``: approve + execute overhead per operation, transactions and fsyncs per approve;
-- ``startup``: import time of ``resolver --help`` and ``resolver runs``.
+- ``startup``: import time of ``resolver --help`` and ``resolver runs``;
+- ``instructions``: the instructions (valgrind's callgrind) of a step's save, a decision's save
+  and a load beside LangGraph's put and get_tuple, and of the whole ``resolver runs`` process:
+  figures a busy machine does not move (issue 27, item 7; skipped with a sentence without
+  valgrind; about two minutes, 30 s with ``--quick``).
 
 Every figure is printed beside its target with "met" or "MISSED"; nothing is asserted (speed
 lives in benchmarks, never in timed tests). ``anchor`` and ``disk`` need the bench extra
@@ -70,8 +74,8 @@ OWN = "store's own count"
 """Where the store's own commit counter goes beside the traced transactions."""
 PAGE = 200
 """Rows of a page of the queue (the app's page size on release 0.1.0)."""
-SECTIONS = ("anchor", "disk", "long", "listing", "executor", "startup")
-ANCHORED = frozenset({"anchor", "disk"})
+SECTIONS = ("anchor", "disk", "long", "listing", "executor", "startup", "instructions")
+ANCHORED = frozenset({"anchor", "disk", "instructions"})
 """The sections measured beside LangGraph's SqliteSaver: only these need the bench extra."""
 
 
@@ -459,11 +463,14 @@ def bench_long(quick: bool) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def time_cli(argv: list[str], cap: float) -> tuple[float, float, int]:
-    """Run a command; return (seconds to the first line, seconds in all, lines). A process still
-    running after ``cap`` seconds is killed and its missing figures are infinite."""
+def time_cli(argv: list[str], cap: float) -> tuple[float, float, int, float]:
+    """Run a command; return (seconds to the first line, seconds in all, lines, CPU seconds: user
+    + system). A process still running after ``cap`` seconds is killed and its missing figures
+    are infinite."""
+    import resource
     import threading
 
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert proc.stdout is not None
@@ -486,16 +493,24 @@ def time_cli(argv: list[str], cap: float) -> tuple[float, float, int]:
     finally:
         timer.cancel()
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
     if killed.is_set():
-        return first if first is not None else float("inf"), float("inf"), lines
+        return first if first is not None else float("inf"), float("inf"), lines, cpu
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)} failed: {proc.stderr.read()[-500:] if proc.stderr else ''}")
-    return first if first is not None else took, took, lines
+    return first if first is not None else took, took, lines, cpu
 
 
 def bench_listing(quick: bool, templates: Home) -> None:
-    sizes = [(2_000, 3, 0.3, None), (5_000, 1, None, 1.0)] if quick else [(100_000, 3, 0.3, None), (1_000_000, 1, None, 1.0)]
+    sizes = [(2_000, 3, 0.3, None), (5_000, 1, None, 1.0)] if quick else [(100_000, 7, 0.3, None), (1_000_000, 1, None, 1.0)]
     heading("resolver runs --status waiting_approval, whole process, homes of SQL copies of real runs")
+    compiled = subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parent.parent / "core")])
+    print(
+        "  core byte-compiled first, as an install does"
+        + ("" if compiled.returncode == 0 else " (compileall failed: start-up includes compiling)")
+        + "; CPU is user + system time of the process"
+    )
     cap = 120.0 if quick else 400.0
     for n, rounds, whole_target, first_target in sizes:
         root = disk_tmp("bench-listing-")
@@ -510,7 +525,8 @@ def bench_listing(quick: bool, templates: Home) -> None:
             first = median([r[0] for r in results])
             whole = median([r[1] for r in results])
             lines = results[0][2]
-            note = f"{lines:,} lines, {counts['waiting_approval']:,} waiting runs"
+            cpu = median([r[3] for r in results])
+            note = f"CPU {cpu:.2f} s; {lines:,} lines, {counts['waiting_approval']:,} waiting runs"
             if whole_target is not None:
                 figure(
                     f"{n:,} runs: whole process (median of {rounds})",
@@ -522,6 +538,8 @@ def bench_listing(quick: bool, templates: Home) -> None:
                 shown = f"{first:.2f} s" if first != float("inf") else f"> {cap:.0f} s (stopped)"
                 rest = f"whole process {whole:.2f} s" if whole != float("inf") else f"stopped at {cap:.0f} s"
                 figure(f"{n:,} runs: first line", shown + f" ({rest}; {note})", f"< {first_target} s", first < first_target)
+            if whole_target is not None:
+                listing_instructions(argv, quick)
             home = Home(root / "home")
             for status in ("waiting_approval", None):
                 took_page = []
@@ -537,6 +555,19 @@ def bench_listing(quick: bool, templates: Home) -> None:
                 )
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def listing_instructions(argv: list[str], quick: bool) -> None:
+    """The instructions of the whole listing process (callgrind), the figure a busy machine
+    does not move; not counted by ``--quick`` (about 20 s under valgrind)."""
+    import callgrind
+
+    reason = callgrind.why_not()
+    if quick or reason is not None:
+        print(f"    whole-process instructions: not counted ({'--quick' if quick else reason})")
+        return
+    regions, _out = callgrind.counted(argv, whole=True)
+    print(f"    whole-process instructions (callgrind, start-up and imports included): {regions['whole'][0] / 1e6:,.0f} M")
 
 
 def bench_executor(quick: bool) -> None:
@@ -626,14 +657,100 @@ def importtime_total(stderr: str) -> tuple[float, list[tuple[str, float, int]]]:
     return sum(t for _, t, depth in mods if depth == 0), mods
 
 
+# -- instructions (callgrind) ----------------------------------------------------------------------
+
+INSTRUCTION_PAIRS = (
+    ("save-step", "put-step", "save of one step vs put", 1.5),
+    ("save-decision", "put-decision", "save of a decision vs put", 2.0),
+    ("load", "get", "load of the whole state vs get_tuple", 1.0),
+)
+"""(ours, the anchor's, what is compared, target ratio): issue 27's table, in instructions."""
+
+
+def instructions_child(folder: Path, n: int) -> None:
+    """Under callgrind: ``n`` rounds of each measure of :data:`INSTRUCTION_PAIRS`, each call
+    one counted region (:class:`callgrind.Meter`), set-up and a garbage collection outside it;
+    ``n`` empty regions for the marking's own cost."""
+    import gc
+
+    from callgrind import Meter, floor
+
+    meter = Meter()
+    real = RealRun(folder / "real")
+    home = Home(folder / "home", clock=FixedClock(FRIDAY))
+    home.approval_key()
+    anchor = Anchor(folder / "langgraph.sqlite")
+    k = real.typical
+    plans: list[tuple[str, Prepare]] = [
+        ("save-step", save_after(home.store, real.steps[k - 1], real.steps[k])),
+        ("put-step", put_after(anchor, real.steps[k - 1], real.steps[k])),
+        ("save-decision", decision_save(home.store, real.waiting, real.decision, real.decision_kwargs)),
+        ("put-decision", put_after(anchor, real.waiting, real.decision)),
+        ("load", load_of(home.store, real.waiting)),
+        ("get", get_of(anchor, real.waiting)),
+    ]
+    for _label, prepare in plans:  # one call of each first, uncounted: caches and imports warm
+        prepare()()
+    for _ in range(n):
+        for label, prepare in plans:
+            call = prepare()
+            gc.collect()
+            with meter.region(label):
+                call()
+    floor(meter, n)
+    anchor.close()
+    print(json.dumps({"on_valgrind": meter.on_valgrind, "state": kib(real.waiting), "step": k}))
+
+
+def bench_instructions(quick: bool) -> None:
+    import callgrind
+
+    heading("Instructions (valgrind callgrind): save and load beside LangGraph SqliteSaver, and resolver runs")
+    reason = callgrind.why_not()
+    if reason is not None:
+        print(f"  {reason}; the wall-clock sections above stand alone.")
+        return
+    n = 2 if quick else 10
+    root = shm_tmp("bench-instr-")
+    try:
+        argv = [sys.executable, str(Path(__file__).resolve()), "--child-instructions", str(root), str(n)]
+        t = time.perf_counter()
+        regions, out = callgrind.counted(argv)
+        info = json.loads(out.strip().splitlines()[-1])
+        base = median(regions.get("floor", [0]))
+        print(
+            f"  {n} counted calls of each (median, less the marking's own {base:,.0f}), in a driver under callgrind "
+            f"({time.perf_counter() - t:.0f} s); step {info['step']} of T-65273, waiting state {info['state']}"
+        )
+
+        def per_call(label: str) -> float:
+            return median(regions[label]) - base
+
+        for ours, theirs, what, limit in INSTRUCTION_PAIRS:
+            a, b = per_call(ours), per_call(theirs)
+            spread = max(regions[ours]) / min(regions[ours]) - 1
+            figure(
+                f"{what}, instructions",
+                f"{a / 1e3:,.0f}k vs {b / 1e3:,.0f}k = {a / b:.2f}x (ours vary {spread:.1%} between calls)",
+                f"<= {limit:.1f}x",
+                a / b <= limit,
+            )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
     parser.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections (repeatable)")
     parser.add_argument("--child-disk", nargs=3, metavar=("FOLDER", "K", "K_APPROVES"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-instructions", nargs=2, metavar=("FOLDER", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_disk:
         disk_child(args.child_disk[0], int(args.child_disk[1]), int(args.child_disk[2]))
+        return
+    if args.child_instructions:
+        instructions_child(Path(args.child_instructions[0]), int(args.child_instructions[1]))
         return
     only = set(args.only or SECTIONS)
     if only & ANCHORED:
@@ -665,6 +782,8 @@ def main(argv: list[str] | None = None) -> None:
             bench_long(args.quick)
         if "listing" in only and templates is not None:
             bench_listing(args.quick, templates)
+        if "instructions" in only:
+            bench_instructions(args.quick)
     finally:
         shutil.rmtree(templates_root, ignore_errors=True)
     print(f"\nbench_core done in {time.perf_counter() - started:.0f} s")
