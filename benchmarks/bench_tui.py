@@ -21,6 +21,12 @@ what Textual hands the terminal: the compositor's update rendered to the termina
 each wall-clock figure the child prints the main thread's CPU time (``time.thread_time``) over
 the same span: a busy machine stretches the wall clock, far less the CPU a key costs.
 
+Beside them, the instructions of one key to detail painted (issue 27, item 7), counted by
+valgrind's callgrind in another app process on the first home, 20 presses, from the key posted
+to the frame that paints the detail, every thread included (:mod:`callgrind`): the figure to
+compare across changes on a busy machine. Without valgrind a sentence says so; ``--quick`` and
+``--no-instructions`` leave it out.
+
 ``--quick`` uses 2,000 and 5,000 runs and fewer presses (a smoke run); ``--sizes 100000``
 chooses the homes; ``--home DIR`` measures a home already built (kept), e.g. the same home
 before and after a change. Nothing is asserted.
@@ -103,6 +109,9 @@ class Frames:
     def __init__(self, app: Any) -> None:
         self.app = app
         self.seen: list[tuple[float, float, str | None, bool, int]] = []
+        self.on_frame: Callable[[str | None], None] | None = None
+        """Called with the pane's run after each frame of the queue (the instructions' driver
+        stops counting there, in the frame's own call)."""
         self._original = app._display
 
         def display(screen: Any, renderable: Any) -> None:
@@ -117,6 +126,8 @@ class Frames:
                 self.seen.append(
                     (time.perf_counter(), time.thread_time(), pane_run_id(queue), page_shown(queue), queue.table.row_count)
                 )
+                if self.on_frame is not None:
+                    self.on_frame(pane_run_id(queue))
 
         app._display = display
 
@@ -232,6 +243,71 @@ async def child(home_dir: str, presses: int, rounds: int, timeout: float) -> dic
     return out
 
 
+async def instructions_child(home_dir: str, presses: int, timeout: float) -> dict[str, Any]:
+    """Under callgrind: ``presses`` down keys, each counted (:class:`callgrind.Meter`) from the
+    key posted to the frame that paints the next run's detail, the main thread and the
+    worker that reads the detail included; three presses first, uncounted, warm the caches."""
+    from textual import events
+
+    from callgrind import Meter, floor
+
+    meter = Meter()
+    app = make_app(Home(home_dir))
+    warm = 3
+    async with app.run_test(size=(120, 40)) as pilot:
+        frames = Frames(app)
+        await until(lambda: page_shown(queue_of(app)), timeout, "the first page")
+        queue = queue_of(app)
+        await until(lambda: pane_run_id(queue) is not None, timeout, "the first run's detail")
+        await settle(app)
+        for i in range(warm + presses):
+            row = queue.table.cursor_row + 1
+            if row >= queue.table.row_count:
+                await until(lambda row=row: row < queue.table.row_count, timeout, "the next page")
+                await settle(app)
+            target = row_key(queue, row)
+            done: list[bool] = []
+
+            def painted(run: str | None, target: str = target, counting: bool = i >= warm, done: list[bool] = done) -> None:
+                if run == target and not done:
+                    done.append(True)
+                    frames.on_frame = None
+                    if counting:
+                        meter.stop("key")
+
+            frames.on_frame = painted
+            if i >= warm:
+                meter.start()
+            app.post_message(events.Key("down", None))
+            await until(lambda done=done: bool(done), timeout, "the detail painted")
+            await settle(app)
+            await pilot.pause()
+        floor(meter, presses)
+    return {"on_valgrind": meter.on_valgrind}
+
+
+def key_instructions(home: Path, presses: int) -> None:
+    """Print the instructions of one key to detail painted (median over ``presses``), counted
+    by callgrind in a fresh app process on ``home``; a sentence instead without valgrind."""
+    import callgrind
+
+    reason = callgrind.why_not()
+    if reason is not None:
+        print(f"  key to detail, instructions: {reason}")
+        return
+    argv = [sys.executable, str(Path(__file__).resolve()), "--child-instructions", str(home), str(presses)]
+    t = time.perf_counter()
+    regions, _out = callgrind.counted(argv)
+    base = median(regions.get("floor", [0]))
+    keys = [k - base for k in regions["key"]]
+    figure(
+        f"key to detail painted, instructions ({len(keys)} presses under callgrind, {time.perf_counter() - t:.0f} s)",
+        f"median {median(keys) / 1e6:,.2f} M, least {min(keys) / 1e6:,.2f} M, most {max(keys) / 1e6:,.2f} M",
+        "(printed)",
+        None,
+    )
+
+
 # =============================================================================================
 # The parent
 # =============================================================================================
@@ -303,7 +379,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sizes", help="comma-separated numbers of runs of the homes to build (default 100000,1000000)")
     parser.add_argument("--home", type=Path, help="measure this home, already built (kept), instead of building homes")
     parser.add_argument("--child", nargs=4, metavar=("HOME", "PRESSES", "ROUNDS", "TIMEOUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--child-instructions", nargs=2, metavar=("HOME", "PRESSES"), help=argparse.SUPPRESS)
+    parser.add_argument("--no-instructions", action="store_true", help="skip the instruction counts (callgrind)")
     args = parser.parse_args(argv)
+    if args.child_instructions:
+        home_dir, n = args.child_instructions
+        print(json.dumps(asyncio.run(instructions_child(home_dir, int(n), 1800.0))), flush=True)
+        return
     if args.child:
         home, presses, rounds, timeout = args.child
         result = asyncio.run(child(home, int(presses), int(rounds), float(timeout)))
@@ -313,9 +395,12 @@ def main(argv: list[str] | None = None) -> None:
     if args.sizes:
         sizes = [int(x) for x in args.sizes.split(",")]
     presses, rounds, timeout = (30, 1, 120.0) if args.quick else (250, 3, 600.0)
+    counted_presses = 20
     if args.home:
         heading(f"The app on the home {args.home} (a fresh process, headless, 120x40)")
         measure_home(args.home, presses, rounds, timeout, first_target=True)
+        if not args.no_instructions:
+            key_instructions(args.home, counted_presses)
         return
     print(
         f"bench_tui ({'quick' if args.quick else 'full'}): homes of {', '.join(f'{n:,}' for n in sizes)} runs; python {sys.version.split()[0]}"
@@ -331,6 +416,11 @@ def main(argv: list[str] | None = None) -> None:
                 took = build_home(root / "home", n, templates)
                 print(f"  built in {took:.1f} s")
                 measure_home(root / "home", presses, rounds, timeout, first_target=n == sizes[-1])
+                if n == sizes[0] and not args.no_instructions:
+                    if args.quick:
+                        print("  key to detail, instructions: not counted by --quick (two minutes under valgrind)")
+                    else:
+                        key_instructions(root / "home", counted_presses)
             finally:
                 shutil.rmtree(root, ignore_errors=True)
     finally:
