@@ -103,3 +103,29 @@ async def test_a_burst_of_keys_renders_only_runs_under_the_cursor(demo_home):
         assert rendered and all(run == current for run, current in rendered), rendered
         assert queue.table.cursor_row == 5
         assert queue.pane.shown_run == queue.table.current == queue.detail.run_id
+
+
+async def test_rows_drawn_from_the_cache_are_the_rows_drawn_afresh(demo_home):
+    """The table reuses the drawing of a row the cursor is not on (issue 27, item 3): after moves
+    up and down that scroll, and the mouse over a row, the screen is the one a table with empty
+    caches draws, the cursor's row highlighted and no other."""
+    rows = demo_home.queue.page(None).rows
+    assert len(rows) >= 10
+    table = RunTable()
+    async with _One(table).run_test(size=(120, 8)) as pilot:
+        table.replace(Page(rows, None, demo_home.clock.now()))
+        await pilot.pause()
+        for key in ["down"] * 7 + ["up"] * 3 + ["down"] * 5:
+            await pilot.press(key)
+            if key == "up":
+                await pilot.hover(RunTable, offset=(5, 3))
+            await pilot.pause()
+            cached = pilot.app.export_screenshot()
+            table._clear_caches()  # what the stock table draws with nothing remembered
+            table.refresh()
+            await pilot.pause()
+            assert pilot.app.export_screenshot() == cached, (key, table.cursor_row)
+            shown = range(table.header_height, table.scrollable_content_region.height)
+            backgrounds = {y: next(iter(table.render_line(y))).style.bgcolor for y in shown}
+            at = table.cursor_row - round(table.scroll_y) + table.header_height
+            assert [y for y in shown if backgrounds[y] == backgrounds[at]] == [at], (key, backgrounds)
