@@ -11,13 +11,14 @@ smoke run with small sizes, ``--only SECTION`` (repeatable) for some sections:
 - ``executor``: approve + execute overhead per operation, transactions and fsyncs per approve;
 - ``startup``: import time of ``resolver --help`` and ``resolver runs``;
 - ``instructions``: the instructions (valgrind's callgrind) of a step's save, a decision's save
-  and a load beside LangGraph's put and get_tuple, and of the whole ``resolver runs`` process:
-  figures a busy machine does not move (issue 27, item 7; skipped with a sentence without
-  valgrind; about two minutes, 30 s with ``--quick``).
+  and a load beside LangGraph's put and get_tuple: figures a busy machine does not move (issue
+  27, item 7; skipped with a sentence without valgrind; a few minutes, less with ``--quick``).
+  The ``listing`` section counts the whole ``resolver runs`` process the same way (not with
+  ``--quick``).
 
 Every figure is printed beside its target with "met" or "MISSED"; nothing is asserted (speed
-lives in benchmarks, never in timed tests). ``anchor`` and ``disk`` need the bench extra
-(``pip install -e '.[bench]'``) for LangGraph; the other sections run without it. The fsync
+lives in benchmarks, never in timed tests). ``anchor``, ``disk`` and ``instructions`` need
+the bench extra (``pip install -e '.[bench]'``) for LangGraph; the other sections run without it. The fsync
 counts need /usr/bin/strace.
 """
 
@@ -705,7 +706,7 @@ def instructions_child(folder: Path, n: int) -> None:
 def bench_instructions(quick: bool) -> None:
     import callgrind
 
-    heading("Instructions (valgrind callgrind): save and load beside LangGraph SqliteSaver, and resolver runs")
+    heading("Instructions (valgrind callgrind): save and load beside LangGraph SqliteSaver, one call at a time")
     reason = callgrind.why_not()
     if reason is not None:
         print(f"  {reason}; the wall-clock sections above stand alone.")

@@ -87,3 +87,38 @@ def test_bench_tui_quick_prints_every_home() -> None:
 def test_bench_keys_quick_prints_the_cost_of_a_guess() -> None:
     out = run_quick("bench_keys.py")
     assert "## one passphrase guess against a stored key" in out and "guesses/s" in out
+
+
+def test_callgrind_counts_each_marked_region_and_nothing_else(tmp_path) -> None:
+    """benchmarks/callgrind.py (issue 27, item 7): outside valgrind a region counts nothing and
+    the driver runs as usual; under valgrind each region is one count, a loop twice as long
+    counts about twice the instructions, and the start-up is not counted."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        import callgrind
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    meter = callgrind.Meter()
+    assert meter.on_valgrind is False
+    with meter.region("nothing"):
+        pass
+    if not callgrind.available():
+        pytest.skip(callgrind.why_not() or "no valgrind")
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})\n"
+        "from callgrind import Meter, floor\n"
+        "m = Meter()\n"
+        "for label, n in (('short', 20000), ('long', 40000), ('short', 20000)):\n"
+        "    with m.region(label):\n"
+        "        sum(i * i for i in range(n))\n"
+        "floor(m, 2)\n"
+        "print(m.on_valgrind)\n"
+    )
+    regions, out = callgrind.counted([sys.executable, str(driver)], timeout=600)
+    assert out.strip() == "True"
+    assert sorted(regions) == ["floor", "long", "short"] and len(regions["short"]) == 2
+    short, long_ = min(regions["short"]), regions["long"][0]
+    assert 1.8 < long_ / short < 2.2, regions
+    assert max(regions["floor"]) < short / 20, regions
