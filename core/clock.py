@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -220,6 +219,8 @@ class FileClock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_dir():
             raise ResolverError(f"The clock file {self.path} is a folder; remove it, then set the clock again.")
+        import tempfile  # here, not at the top: only setting the clock writes (issue 27, item 6: start-up)
+
         fd, tmp = tempfile.mkstemp(prefix=".clock-", suffix=".tmp", dir=self.path.parent)  # mode 0600
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as f:

@@ -48,8 +48,6 @@ Errors a back-end raises are the core's (:mod:`core.errors`): :class:`~core.erro
 from __future__ import annotations
 
 import os
-import socket
-import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -223,6 +221,9 @@ class Lease:
 
 def lease_owner_name(label: str = "resolver") -> str:
     """A lease owner that names the process: ``label@host:pid:token``."""
+    import socket  # here, not at the top: a listing never takes a lease (issue 27, item 6)
+    import uuid
+
     return f"{label}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
@@ -233,6 +234,8 @@ def holder_alive(owner: str) -> bool:
         host, pid, _token = where.split(":")
     except (IndexError, ValueError):
         return True
+    import socket
+
     if host != socket.gethostname():
         return True
     try:
