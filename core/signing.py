@@ -559,17 +559,6 @@ def registry_lines(root: Path, kind: str, store: str | None = None) -> list[str]
     return out
 
 
-def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
-    """The lines of issue 14 with the audit check: :func:`registry_lines`, then the hash chain,
-    the triggers and (shop home) every signature and the signed head. Never raises."""
-    out = registry_lines(root, kind)
-    try:
-        out += verify_home_audit(root, store, kind).lines()
-    except ResolverError as exc:
-        out.append(f"Audit: cannot be checked: {exc}")
-    return out
-
-
 # -- an unlocked key kept for a while (the app) ---------------------------------------------------
 
 
@@ -688,7 +677,6 @@ __all__ = [
     "Seal",
     "check_approval",
     "decision_message",
-    "doctor_lines",
     "fingerprint",
     "head_check",
     "read_fd_early",
