@@ -19,6 +19,7 @@ the approvers' rows: SQLite files in the folder, or the team store on PostgreSQL
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -175,9 +176,11 @@ class Home:
         self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root, kind=self.kind)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
-    def where_runs_live(self) -> str | None:
+    @functools.cached_property
+    def runs_live_at(self) -> str | None:
         """None for the home folder's SQLite files; for a team store its label for the app's
-        top bar (:func:`core.homepath.team_label`: database and server, no password)."""
+        top bar (:func:`core.homepath.team_label`: database and server, no password). Computed
+        once: a Home's store never changes."""
         from core.homepath import team_label
 
         return None if self.store_url is None else team_label(self.store_url)

@@ -233,7 +233,7 @@ class QueueScreen(Screen):
         """Who is at the keyboard, the simulated clock, the filters with their counts, and the
         table's title (the filter by text and the sort)."""
         self.query_one(TopBar).show(
-            self.approver.name, self.approver.role, self.simulated_now(), self.home.kind, self.home.where_runs_live()
+            self.approver.name, self.approver.role, self.simulated_now(), self.home.kind, self.home.runs_live_at
         )
         self.query_one(FilterBar).show(self.filter_index, self.counts, self.refreshed)
         self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
