@@ -56,6 +56,9 @@ CONNECT_TIMEOUT_S = 5
 POOL_SIZE = 10
 """Connections at most per URL and process (threads of one process share them)."""
 
+PIPELINE = psycopg.Pipeline.is_supported()
+"""Whether the client's libpq has pipeline mode (14 or later; the ``psycopg[binary]`` wheels do)."""
+
 
 def describe(url: str) -> str:
     """The database of ``url`` for a sentence, without its password: ``the PostgreSQL database
@@ -246,6 +249,22 @@ class Database:
         """A transaction: committed at the end, rolled back on any exception (a savepoint when
         this thread is already inside one)."""
         with self.errors(), self._use() as conn, conn.transaction():
+            yield conn
+
+    @contextmanager
+    def pipelined(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction as :meth:`transaction`, in psycopg's pipeline mode: ``BEGIN`` and the
+        statements are sent without waiting, and the server is waited on only when a result is
+        read (a cursor's ``fetchone``) and at ``COMMIT``. A save is then two round trips (its
+        statements with their results, and the commit) instead of one per statement. An error
+        of a queued statement is raised where its results are read, and rolls the transaction
+        back as in :meth:`transaction`. Falls back to :meth:`transaction` where the client's
+        libpq has no pipeline mode (before 14)."""
+        if not PIPELINE:
+            with self.transaction() as conn:
+                yield conn
+            return
+        with self.errors(), self._use() as conn, conn.pipeline(), conn.transaction():
             yield conn
 
     @contextmanager

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import psycopg
 import psycopg.errors
 
-from core.clock import Clock, SystemClock, iso
+from core.clock import SHOP_TZ, Clock, SystemClock, iso
 from core.errors import ResolverError, RunNotFound
 from core.safetext import nfc
 from core.store import (
@@ -51,13 +51,15 @@ from core.store import (
 )
 from core.stores.common import (
     _HEADER_COLS,
+    _SOMETIMES,
     _SUMMARY,
+    LISTS,
     AuditReads,
     CheckpointRows,
     ModelCallJournal,
+    _join,
     _Parts,
     event_dicts,
-    read_parts,
     refuse_save,
     sort_order,
 )
@@ -68,12 +70,75 @@ if TYPE_CHECKING:
     from core.state import TaskState
 
 _SEARCHED = ("task_id", "order_id", "customer", "run_id")
-_INSERT_RUN = (
-    f"INSERT INTO runs (run_id, {', '.join(_HEADER_COLS)}, state_ok, search) "
-    f"VALUES (%s, {', '.join('%s' for _ in _HEADER_COLS)}, true, %s)"
+
+LEASE_UNTIL = (
+    "(SELECT to_char(t AT TIME ZONE z, 'YYYY-MM-DD\"T\"HH24:MI:SS') || "
+    "CASE WHEN o < interval '0' THEN to_char(o, 'HH24:MI') ELSE '+' || to_char(o, 'HH24:MI') END "
+    "FROM (SELECT t, z, (t AT TIME ZONE z) - (t AT TIME ZONE 'UTC') AS o "
+    f"FROM (SELECT date_trunc('second', now() + make_interval(secs => %s)) AS t, '{SHOP_TZ.key}'::text AS z) a) b)"
 )
-_UPDATE_RUN = f"UPDATE runs SET {', '.join(f'{c} = %s' for c in _HEADER_COLS)}, state_ok = true, search = %s"
-_INSERT_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+"""The database's ``now()`` plus ``%s`` seconds as :func:`core.clock.iso` writes a time (ISO 8601
+to the second, in the shop's zone, with its offset): a lease's end computed in the statement that
+stores it, so no ``SELECT now()`` round trip comes first."""
+
+_ENTRY_ARRAYS = "unnest(%s::int[], %s::text[], %s::int[], %s::text[], %s::text[], %s::int[])"
+"""The new ``entries`` rows of a save as six arrays (n, list, seq, body, extra, ref): one
+statement inserts them all, whatever their number."""
+
+
+def _write_sql(header: str) -> str:
+    """The one statement of a save: the header's write (``header``: an ``INSERT ... ON CONFLICT
+    DO NOTHING`` of a new run or the compare-and-set ``UPDATE``, each ``RETURNING 1``) and the
+    insert of the new entries, which happens only when the header was written. Returns
+    ``(headers written, entries inserted)``; an entry whose key is taken is skipped and not
+    counted (the caller then writes them all again)."""
+    return (
+        f"WITH head AS ({header} RETURNING 1), "
+        f"ins AS (INSERT INTO entries (run_id, n, list, seq, body, extra, ref) SELECT %s, * FROM {_ENTRY_ARRAYS} "
+        "WHERE EXISTS (SELECT FROM head) ON CONFLICT DO NOTHING RETURNING 1) "
+        "SELECT (SELECT count(*) FROM head), (SELECT count(*) FROM ins)"
+    )
+
+
+_COLS = ", ".join(_HEADER_COLS)
+_VALUES = ", ".join("%s" for _ in _HEADER_COLS)
+_SET = ", ".join(f"{c} = %s" for c in _HEADER_COLS)
+_SAVE_NEW = _write_sql(
+    f"INSERT INTO runs (run_id, {_COLS}, state_ok, search) VALUES (%s, {_VALUES}, true, %s) ON CONFLICT (run_id) DO NOTHING"
+)
+_SAVE_NEW_LEASED = _write_sql(
+    f"INSERT INTO runs (run_id, {_COLS}, state_ok, search, lease_owner, lease_expires) "
+    f"VALUES (%s, {_VALUES}, true, %s, %s, {LEASE_UNTIL}) ON CONFLICT (run_id) DO NOTHING"
+)
+_SAVE = _write_sql(f"UPDATE runs SET {_SET}, state_ok = true, search = %s WHERE run_id = %s AND version = %s")
+_SAVE_LEASED = _write_sql(
+    f"UPDATE runs SET {_SET}, state_ok = true, search = %s, lease_expires = {LEASE_UNTIL} "
+    "WHERE run_id = %s AND version = %s AND lease_owner = %s"
+)
+_SAVE_RELEASED = _write_sql(
+    f"UPDATE runs SET {_SET}, state_ok = true, search = %s, lease_owner = NULL, lease_expires = NULL "
+    "WHERE run_id = %s AND version = %s AND lease_owner = %s"
+)
+_INSERT_ENTRIES = f"INSERT INTO entries (run_id, n, list, seq, body, extra, ref) SELECT %s, * FROM {_ENTRY_ARRAYS}"
+
+_LOAD = (
+    f"SELECT 0 AS k, NULL::text, state, NULL::text, NULL::int, NULL::text, version, {', '.join(_SOMETIMES)} "
+    "FROM runs WHERE run_id = %s "
+    f"UNION ALL SELECT i.n, i.list, i.body, i.extra, i.ref, e.extra, NULL::bigint, {', '.join('NULL' for _ in _SOMETIMES)} "
+    "FROM entries i LEFT JOIN entries e ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref "
+    "WHERE i.run_id = %s ORDER BY k"
+)
+"""A run's header (``k`` 0) and its entries (``k`` = n, 1 on) in one statement, so one round trip
+and one snapshot (a statement sees one state even in autocommit): the columns as
+:func:`core.stores.common.read_parts` reads them in two."""
+
+
+def _entry_arrays(rows: list[tuple]) -> list[list[Any]]:
+    """The six arrays of :data:`_ENTRY_ARRAYS` from ``entries`` rows ``(run_id, n, list, seq,
+    body, extra, ref)``."""
+    if not rows:
+        return [[], [], [], [], [], []]
+    return [list(column) for column in list(zip(*rows, strict=True))[1:]]
 
 
 def search_text(values: dict[str, Any], run_id: str) -> str:
@@ -151,49 +216,41 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         """
         prep = self._prepare(state)
         run_id = state.run_id
-        values = prep.values
-        search = search_text(values, run_id)
-        with self.db.transaction() as conn:
-            if prep.old == 0:
-                try:
-                    with conn.transaction():
-                        conn.execute(_INSERT_RUN, (run_id, *values.values(), search))
-                except psycopg.errors.UniqueViolation:
-                    raise RunExists(
-                        f"Run {run_id} already exists (another process saved it first); a new run needs a new ID."
-                    ) from None
-                if lease_owner is not None and lease_ttl_s is not None:  # a new run taken by its maker
-                    until = iso(_db_now(conn) + timedelta(seconds=lease_ttl_s))
-                    conn.execute(
-                        "UPDATE runs SET lease_owner = %s, lease_expires = %s WHERE run_id = %s", (lease_owner, until, run_id)
-                    )
-            else:
-                sql = _UPDATE_RUN
-                params: list[Any] = [*values.values(), search]
-                if lease_owner is not None:
-                    until_s = iso(_db_now(conn) + timedelta(seconds=lease_ttl_s)) if lease_ttl_s is not None else None
-                    sql += ", lease_owner = %s, lease_expires = %s WHERE run_id = %s AND version = %s AND lease_owner = %s"
-                    params += [lease_owner if until_s else None, until_s, run_id, prep.old, lease_owner]
-                else:
-                    sql += " WHERE run_id = %s AND version = %s"
-                    params += [run_id, prep.old]
-                if conn.execute(sql, params).rowcount != 1:
-                    self._refuse(conn, run_id, prep.old, lease_owner)
+        values = list(prep.values.values())
+        search = search_text(prep.values, run_id)
+        # Every row from the first when this object did not only append since it was saved or read.
+        rows = prep.rows
+        leased = lease_owner is not None
+        in_one = prep.appended or prep.old == 0  # the rows go in the header's statement
+        if prep.old == 0:
+            sql, params = _SAVE_NEW, [run_id, *values, search]
+            if leased and lease_ttl_s is not None:  # a new run taken by its maker
+                sql, params = _SAVE_NEW_LEASED, [*params, lease_owner, lease_ttl_s]
+        elif leased and lease_ttl_s is not None:
+            sql, params = _SAVE_LEASED, [*values, search, lease_ttl_s, run_id, prep.old, lease_owner]
+        elif leased:
+            sql, params = _SAVE_RELEASED, [*values, search, run_id, prep.old, lease_owner]
+        else:
+            sql, params = _SAVE, [*values, search, run_id, prep.old]
+        with self.db.pipelined() as conn:
+            # Queued, not waited on: the header's write with the new rows, then (a decision) the
+            # audit head's lock and newest row; the server is waited on once, at the fetch.
+            cur = conn.execute(sql, [*params, run_id, *_entry_arrays(rows if in_one else [])], binary=True)
+            if not in_one:
+                conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
+                conn.execute(_INSERT_ENTRIES, [run_id, *_entry_arrays(rows)], binary=True)
+            locked = auditchain.lock(conn) if audit is not None else None
+            written, inserted = cur.fetchone()  # type: ignore[misc]
+            if written != 1:  # rolled back, with the rows queued after it
+                if prep.old == 0:
+                    raise RunExists(f"Run {run_id} already exists (another process saved it first); a new run needs a new ID.")
+                self._refuse(conn, run_id, prep.old, lease_owner)
+            if in_one and inserted != len(rows):  # the rows stored are not the ones this object saw: all again
+                conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
+                conn.execute(_INSERT_ENTRIES, [run_id, *_entry_arrays(self._rows(state, (0, 0, 0)))], binary=True)
             crash_point("row")
-            if not prep.appended:
-                conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
-                crash_point("row")
-            try:
-                with conn.transaction():
-                    for r in prep.rows:
-                        conn.execute(_INSERT_ENTRY, r)
-                        crash_point("row")
-            except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw: all again
-                conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
-                for r in self._rows(state, (0, 0, 0)):
-                    conn.execute(_INSERT_ENTRY, r)
             if audit is not None:
-                auditchain.append(conn, run_id, audit)
+                auditchain.append(conn, run_id, audit, locked)
                 crash_point("row")
         state.version = prep.new
         self._remember(state, prep.new, prep.written)
@@ -214,12 +271,26 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
 
     @staticmethod
     def _read(conn: psycopg.Connection[Any], run_id: str) -> _Parts | None:
-        return read_parts(QmarkConnection(conn), run_id)
+        """The run's checkpoint as stored, in one statement (:data:`_LOAD`), as
+        :func:`core.stores.common.read_parts` gives it; None when there is no run."""
+        got = conn.execute(_LOAD, (run_id, run_id)).fetchall()
+        if not got or got[0][0] != 0:
+            return None
+        head = got[0]
+        dumps = json.JSONEncoder(ensure_ascii=False).encode
+        lists: dict[str, list[str]] = {name: [] for name in LISTS}
+        for _, name, body, extra, ref, referred, *_ in got[1:]:
+            if name == "evidence":
+                body = _join(body, ("result", extra if extra is not None else "null"))
+            elif ref is not None:
+                body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
+            lists.setdefault(name, []).append(body)
+        return _Parts(head[2], head[6], lists["messages"], lists["evidence"], lists["events"], tuple(head[7:]))
 
     def load(self, run_id: str) -> TaskState:
-        """The run's checkpoint, read in one snapshot. Raises RunNotFound, CorruptCheckpoint,
-        UnsupportedSchemaVersion."""
-        with self.db.snapshot() as conn:
+        """The run's checkpoint, read in one statement (one round trip, one snapshot). Raises
+        RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion."""
+        with self.db.read() as conn:
             parts = self._read(conn, run_id)
         if parts is None:
             raise RunNotFound(run_id)
@@ -330,11 +401,11 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         return [self._summary(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        """Runs per status; runs flagged corrupt count under ``"corrupt"`` instead."""
+        """Runs per status; runs flagged corrupt count under ``"corrupt"`` instead. Read from
+        ``run_counts`` (schema migration 7), which triggers keep in every writer's transaction:
+        a few dozen rows whatever the number of runs."""
         with self.db.read() as conn:
-            rows = conn.execute(
-                "SELECT CASE WHEN state_ok THEN status ELSE 'corrupt' END, COUNT(*) FROM runs GROUP BY 1"
-            ).fetchall()
+            rows = conn.execute("SELECT status, sum(n) FROM run_counts GROUP BY status HAVING sum(n) <> 0").fetchall()
         return {status: int(n) for status, n in rows}
 
     def summary(self, run_id: str) -> RunSummary:
@@ -381,14 +452,9 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
 
     def renew_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
         """Extend ``owner``'s lease to the database's now + ``ttl_s``; False when it no longer holds it."""
-        with self.db.transaction() as conn:
-            until = iso(_db_now(conn) + timedelta(seconds=ttl_s))
-            return (
-                conn.execute(
-                    "UPDATE runs SET lease_expires = %s WHERE run_id = %s AND lease_owner = %s", (until, run_id, owner)
-                ).rowcount
-                == 1
-            )
+        with self.db.read() as conn:  # one statement, its own transaction
+            sql = f"UPDATE runs SET lease_expires = {LEASE_UNTIL} WHERE run_id = %s AND lease_owner = %s"
+            return conn.execute(sql, (ttl_s, run_id, owner)).rowcount == 1
 
     def release_lease(self, run_id: str, owner: str) -> None:
         """Give the lease back if ``owner`` still holds it."""
@@ -399,9 +465,8 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
 
     def expire_lease(self, run_id: str) -> None:
         """Mark the run's lease as expired (a second before the database's now)."""
-        with self.db.transaction() as conn:
-            until = iso(_db_now(conn) - timedelta(seconds=1))
-            conn.execute("UPDATE runs SET lease_expires = %s WHERE run_id = %s", (until, run_id))
+        with self.db.read() as conn:  # one statement, its own transaction
+            conn.execute(f"UPDATE runs SET lease_expires = {LEASE_UNTIL} WHERE run_id = %s", (-1.0, run_id))
 
     def clear_dead_lease(self, run_id: str) -> bool:
         """Remove a lease whose holder is gone (expired by the database's clock, or a dead process
