@@ -252,20 +252,43 @@ class Database:
             yield conn
 
     @contextmanager
-    def pipelined(self) -> Iterator[psycopg.Connection[Any]]:
-        """A transaction as :meth:`transaction`, in psycopg's pipeline mode: ``BEGIN`` and the
-        statements are sent without waiting, and the server is waited on only when a result is
-        read (a cursor's ``fetchone``) and at ``COMMIT``. A save is then two round trips (its
-        statements with their results, and the commit) instead of one per statement. An error
-        of a queued statement is raised where its results are read, and rolls the transaction
-        back as in :meth:`transaction`. Falls back to :meth:`transaction` where the client's
-        libpq has no pipeline mode (before 14)."""
-        if not PIPELINE:
-            with self.transaction() as conn:
+    def atomic(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one statement that must write all or nothing: in autocommit the
+        statement is its own transaction (one round trip, no ``BEGIN`` or ``COMMIT``); inside this
+        thread's transaction, a savepoint around it, so its failure does not abort the outer one."""
+        with self.errors(), self._use() as conn:
+            if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 yield conn
-            return
-        with self.errors(), self._use() as conn, conn.pipeline(), conn.transaction():
-            yield conn
+                return
+            with conn.transaction():
+                yield conn
+
+    @contextmanager
+    def pipelined(self) -> Iterator[tuple[psycopg.Connection[Any], Callable[[], None]]]:
+        """A transaction as :meth:`transaction`, in libpq's pipeline mode; yields the connection
+        and ``sync``. ``BEGIN`` and the statements are queued, not waited on: ``sync()`` sends
+        them and waits for all their results at once (a cursor's ``fetchone`` after it reads
+        what came back), and ``COMMIT`` goes with whatever was queued after the last sync. A
+        decision's save is then two round trips (its statements, then the audit row with the
+        commit) instead of one per statement. An error of a queued statement is raised by
+        ``sync()`` or at the end, and the transaction is rolled back. Where the client's libpq
+        has no pipeline mode (before 14), or inside this thread's transaction, it is
+        :meth:`transaction` and ``sync`` does nothing."""
+        with self.errors(), self._use() as conn:
+            if not PIPELINE or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with conn.transaction():
+                    yield conn, lambda: None
+                return
+            done = False
+            try:
+                with conn.pipeline() as pipe:
+                    conn.execute("BEGIN")
+                    yield conn, pipe.sync
+                    conn.execute("COMMIT")
+                done = True
+            finally:
+                if not done and not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    conn.execute("ROLLBACK")
 
     @contextmanager
     def snapshot(self) -> Iterator[psycopg.Connection[Any]]:

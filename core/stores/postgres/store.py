@@ -59,6 +59,7 @@ from core.stores.common import (
     ModelCallJournal,
     _join,
     _Parts,
+    _Prepared,
     event_dicts,
     refuse_save,
     sort_order,
@@ -131,6 +132,10 @@ _LOAD = (
 """A run's header (``k`` 0) and its entries (``k`` = n, 1 on) in one statement, so one round trip
 and one snapshot (a statement sees one state even in autocommit): the columns as
 :func:`core.stores.common.read_parts` reads them in two."""
+
+
+class _Refused(Exception):
+    """A save's header was not written (its compare-and-set failed): roll its transaction back."""
 
 
 def _entry_arrays(rows: list[tuple]) -> list[list[Any]]:
@@ -218,10 +223,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         run_id = state.run_id
         values = list(prep.values.values())
         search = search_text(prep.values, run_id)
-        # Every row from the first when this object did not only append since it was saved or read.
-        rows = prep.rows
         leased = lease_owner is not None
-        in_one = prep.appended or prep.old == 0  # the rows go in the header's statement
         if prep.old == 0:
             sql, params = _SAVE_NEW, [run_id, *values, search]
             if leased and lease_ttl_s is not None:  # a new run taken by its maker
@@ -232,30 +234,72 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
             sql, params = _SAVE_RELEASED, [*values, search, run_id, prep.old, lease_owner]
         else:
             sql, params = _SAVE, [*values, search, run_id, prep.old]
-        with self.db.pipelined() as conn:
-            # Queued, not waited on: the header's write with the new rows, then (a decision) the
-            # audit head's lock and newest row; the server is waited on once, at the fetch.
-            cur = conn.execute(sql, [*params, run_id, *_entry_arrays(rows if in_one else [])], binary=True)
-            if not in_one:
-                conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
-                conn.execute(_INSERT_ENTRIES, [run_id, *_entry_arrays(rows)], binary=True)
-            locked = auditchain.lock(conn) if audit is not None else None
-            written, inserted = cur.fetchone()  # type: ignore[misc]
-            if written != 1:  # rolled back, with the rows queued after it
-                if prep.old == 0:
-                    raise RunExists(f"Run {run_id} already exists (another process saved it first); a new run needs a new ID.")
-                self._refuse(conn, run_id, prep.old, lease_owner)
-            if in_one and inserted != len(rows):  # the rows stored are not the ones this object saw: all again
-                conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
-                conn.execute(_INSERT_ENTRIES, [run_id, *_entry_arrays(self._rows(state, (0, 0, 0)))], binary=True)
-            crash_point("row")
-            if audit is not None:
-                auditchain.append(conn, run_id, audit, locked)
-                crash_point("row")
+        # The rows go in the header's statement when they are the ones appended since this object
+        # was saved or read (or all of a new run's); else all of them again, after a delete.
+        all_again = not (prep.appended or prep.old == 0)
+        written: int | None = None
+        if audit is None and not all_again:
+            crash_point("row")  # the save is one statement: a kill falls before it or after it
+            try:
+                with self.db.atomic() as conn:
+                    written = conn.execute(sql, [*params, run_id, *_entry_arrays(prep.rows)], binary=True).fetchone()[0]  # type: ignore[index]
+            except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw
+                all_again = True
+        if written is None:
+            written = self._save_in_transaction(state, sql, params, prep, all_again, audit, lease_owner)
+        if written != 1:
+            self._refused(run_id, prep.old, lease_owner)
         state.version = prep.new
         self._remember(state, prep.new, prep.written)
         crash_point("save")
         return state
+
+    def _save_in_transaction(
+        self,
+        state: TaskState,
+        sql: str,
+        params: list[Any],
+        prep: _Prepared,
+        all_again: bool,
+        audit: dict[str, Any] | None,
+        lease_owner: str | None,
+    ) -> int:
+        """A save that is more than one statement (a decision's audit row, or every row written
+        again), in one pipelined transaction: the header's statement, the rows and the audit
+        head's lock and newest row are sent together and waited on once; then the audit row and
+        the commit. Returns the headers written (0: refused, nothing written)."""
+        run_id = state.run_id
+        for again in (all_again, True):
+            rows = self._rows(state, (0, 0, 0)) if again and prep.appended else prep.rows
+            try:
+                with self.db.pipelined() as (conn, sync):
+                    cur = conn.execute(sql, [*params, run_id, *_entry_arrays([] if again else rows)], binary=True)
+                    if again:
+                        conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
+                        conn.execute(_INSERT_ENTRIES, [run_id, *_entry_arrays(rows)], binary=True)
+                    locked = auditchain.lock(conn) if audit is not None else None
+                    sync()
+                    written = int(cur.fetchone()[0])  # type: ignore[index]
+                    if written != 1:
+                        raise _Refused
+                    crash_point("row")
+                    if audit is not None:
+                        auditchain.append(conn, run_id, audit, locked)
+                        crash_point("row")
+                return 1
+            except _Refused:
+                return 0
+            except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw: all again
+                if again:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _refused(self, run_id: str, version: int, lease_owner: str | None) -> NoReturn:
+        """Raise why a save wrote nothing: RunExists for a new run, else StaleCheckpoint or LeaseHeld."""
+        if version == 0:
+            raise RunExists(f"Run {run_id} already exists (another process saved it first); a new run needs a new ID.")
+        with self.db.read() as conn:
+            self._refuse(conn, run_id, version, lease_owner)
 
     @staticmethod
     def _refuse(conn: psycopg.Connection[Any], run_id: str, version: int, lease_owner: str | None) -> NoReturn:
