@@ -89,15 +89,15 @@ statement inserts them all, whatever their number."""
 
 def _write_sql(header: str) -> str:
     """The one statement of a save: the header's write (``header``: an ``INSERT ... ON CONFLICT
-    DO NOTHING`` of a new run or the compare-and-set ``UPDATE``, each ``RETURNING 1``) and the
-    insert of the new entries, which happens only when the header was written. Returns
-    ``(headers written, entries inserted)``; an entry whose key is taken is skipped and not
-    counted (the caller then writes them all again)."""
+    DO NOTHING`` of a new run or the compare-and-set ``UPDATE``) and the insert of the new
+    entries, which happens only when the header was written. Returns the number of headers
+    written (0: refused, nothing written). An entry whose key is taken fails the whole statement
+    with a unique violation (the rows stored are not the ones the saving object saw)."""
     return (
         f"WITH head AS ({header} RETURNING 1), "
         f"ins AS (INSERT INTO entries (run_id, n, list, seq, body, extra, ref) SELECT %s, * FROM {_ENTRY_ARRAYS} "
-        "WHERE EXISTS (SELECT FROM head) ON CONFLICT DO NOTHING RETURNING 1) "
-        "SELECT (SELECT count(*) FROM head), (SELECT count(*) FROM ins)"
+        "WHERE EXISTS (SELECT FROM head)) "
+        "SELECT count(*) FROM head"
     )
 
 
