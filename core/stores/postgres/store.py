@@ -82,9 +82,10 @@ LEASE_UNTIL = (
 to the second, in the shop's zone, with its offset): a lease's end computed in the statement that
 stores it, so no ``SELECT now()`` round trip comes first."""
 
-_ENTRY_ARRAYS = "unnest(%s::int[], %s::text[], %s::int[], %s::text[], %s::text[], %s::int[])"
+_ENTRY_ARRAYS = "unnest(%b::int[], %b::text[], %b::int[], %b::text[], %b::text[], %b::int[])"
 """The new ``entries`` rows of a save as six arrays (n, list, seq, body, extra, ref): one
-statement inserts them all, whatever their number."""
+statement inserts them all, whatever their number. Sent in binary (``%b``): a body goes as its
+bytes, never escaped into an array literal."""
 
 
 def _write_sql(header: str) -> str:
