@@ -32,6 +32,18 @@ def home(tmp_path):
         yield Home(tmp_path / "home", clock=FixedClock(FRIDAY), store=url)
 
 
+@pytest.fixture
+def new_store_of():
+    """Another store object on the same schema (another machine's), with its own memory."""
+    from core.queue import queue_columns
+    from core.stores.postgres.store import PostgresStore
+
+    def make(home: Home) -> PostgresStore:
+        return PostgresStore(home.store.url, FixedClock(FRIDAY), summarize=queue_columns)
+
+    return make
+
+
 def round_trips(home: Home, work: Callable[[], object], tmp_path: Path) -> int:
     """How many times the client sent messages and then read the server's answer while ``work``
     ran on this thread's one pooled connection."""
@@ -65,13 +77,41 @@ def test_a_steps_save_is_one_round_trip_and_a_load_one(home, tmp_path):
     assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
 
 
-def test_a_decisions_save_with_its_audit_row_is_two_round_trips(home, tmp_path):
+def test_a_decisions_save_is_two_round_trips_then_one_at_the_tip_the_store_wrote(home, tmp_path):
+    """The first decision reads the audit's tip under its lock (two round trips); the next one,
+    chained to the tip this store wrote last, is one statement that checks the tip is still the
+    newest row."""
     state = home.run("T-65273")
     loaded = home.store.load(state.run_id)
     _step(loaded)
     assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION), tmp_path) == 2
-    assert [r["decision"] for r in home.store.audit(state.run_id)] == ["note"]
+    _step(loaded)
+    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION), tmp_path) == 1
+    assert [r["decision"] for r in home.store.audit(state.run_id)] == ["note", "note"]
     assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
+
+
+def test_a_decision_at_a_tip_another_writer_moved_chains_to_the_new_tip(home, new_store_of):
+    """Two store objects (two machines): each remembers the tip it wrote; a decision of the one
+    whose tip moved is refused by its one statement and done the careful way, chained to the
+    row the other wrote, so the chain stays whole."""
+    from core.auditchain import row_hash
+
+    state = home.run("T-65273")
+    other = new_store_of(home)
+    a, b = home.store.load(state.run_id), None
+    _step(a)
+    home.store.save(a, audit=DECISION)
+    b = other.load(state.run_id)
+    _step(b)
+    other.save(b, audit=DECISION)  # other's first: the careful way, chained to home's row
+    a = home.store.load(state.run_id)
+    _step(a)
+    home.store.save(a, audit=DECISION)  # home remembers its own row as the tip, which moved
+    rows = home.store.audit_rows()
+    assert [r["id"] for r in rows] == [1, 2, 3]
+    for before, row in pairwise(rows):
+        assert row["prev"] == row_hash(before)
 
 
 def test_a_new_runs_save_and_a_lease_renewal_are_one_round_trip_each(home, tmp_path):

@@ -13,8 +13,11 @@ connection (nested transactions become savepoints), as the SQLite helper nests.
 Connections run in autocommit; a write is one ``BEGIN`` ... ``COMMIT`` block
 (:meth:`Database.transaction`) at PostgreSQL's default isolation, ``READ COMMITTED``, with row
 locks where a rule needs one writer at a time (the run's row for a compare-and-set or a lease,
-the audit's one-row head, the register's one-row head). A read that must see one state
-(a load: header and rows) is a ``REPEATABLE READ`` snapshot (:meth:`Database.snapshot`).
+the audit's one-row head, the register's one-row head). A read of several statements that must
+see one state (a run's events, a backup) is a ``REPEATABLE READ`` snapshot
+(:meth:`Database.snapshot`); a load is one statement, which sees one state by itself. A write of
+one statement runs in autocommit (:meth:`Database.atomic`: one round trip), and a transaction
+whose statements need not wait on each other is pipelined (:meth:`Database.pipelined`).
 Every connection waits at most :data:`LOCK_TIMEOUT_S` for a lock (``lock_timeout``), then
 :class:`~core.errors.StoreBusy` says so in one sentence, as SQLite's busy timeout does.
 

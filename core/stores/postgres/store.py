@@ -7,9 +7,20 @@ model calls), made by the migrations of :mod:`core.stores.postgres.schema`. The 
 
 - **Compare-and-set.** A save is ``UPDATE runs ... WHERE run_id = %s AND version = %s`` (and
   ``AND lease_owner = %s`` for the executor); no row updated means someone saved first
-  (StaleCheckpoint) or the lease moved (LeaseHeld). A new run is an ``INSERT`` whose primary key
-  refuses a second maker (RunExists). A decision is single-use the same way: it is a save of the
-  waiting run at the version the decider read, so of two deciders one writes and one is told.
+  (StaleCheckpoint) or the lease moved (LeaseHeld). A new run is an ``INSERT ... ON CONFLICT DO
+  NOTHING`` whose primary key refuses a second maker (RunExists). A decision is single-use the
+  same way: it is a save of the waiting run at the version the decider read, so of two deciders
+  one writes and one is told.
+- **A save is as few round trips as it can be** (issue 23, item 6; issue 27, item 2). A step's
+  save is one statement in autocommit, so its own transaction: the header's write and, only if
+  it was written, the insert of every new ``entries`` row from six arrays (``unnest``), in one
+  CTE; the lease's end is computed in it from the database's ``now()`` (:data:`LEASE_UNTIL`).
+  One round trip, all or nothing. A decision adds its audit row in the same transaction: the
+  header's statement, the audit head's lock and the newest row go in one pipeline
+  (:meth:`~core.stores.postgres.database.Database.pipelined`), then the audit row with the
+  ``COMMIT``: two round trips. When the rows stored are not the ones this object saw (a new
+  row's key is taken), the statement fails with a unique violation and the save is done again
+  in one transaction that deletes the run's rows and writes them all.
 - **The audit** is appended in the save's transaction under a row lock on its one-row head
   (:mod:`core.stores.postgres.audit`), so two deciders never fork the chain.
 - **Leases use the database's clock** (``now()``), not the machine's: executors on machines whose
@@ -17,11 +28,11 @@ model calls), made by the migrations of :mod:`core.stores.postgres.schema`. The 
   every other time; the run's row is locked (``FOR UPDATE``) while a lease is taken or cleared.
   Everything else (``updated_at``, evidence and approval expiry) keeps the home's clock, the
   trainer's in a practice store.
-- **The queue's counts** are a ``GROUP BY`` over the status index (a corrupt run counts under
-  ``corrupt``); the search is a substring of the casefolded, NFC search fields kept in the
-  ``search`` column at every save (Python's ``str.casefold`` on both sides, as the SQLite
-  back-end folds).
-- A load reads header and rows in one ``REPEATABLE READ`` snapshot.
+- **The queue's counts** are the sums of ``run_counts`` (schema migration 7), which triggers on
+  ``runs`` keep in every writer's transaction (a corrupt run counts under ``corrupt``); the search
+  is a substring of the casefolded, NFC search fields kept in the ``search`` column at every save
+  (Python's ``str.casefold`` on both sides, as the SQLite back-end folds).
+- A load is one statement (:data:`_LOAD`: header and rows), so one round trip and one snapshot.
 """
 
 from __future__ import annotations
@@ -37,6 +48,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import psycopg
 import psycopg.errors
 
+from core.auditchain import COLUMNS as AUDIT_COLUMNS
+from core.auditchain import row_hash
 from core.clock import SHOP_TZ, Clock, SystemClock, iso
 from core.errors import ResolverError, RunNotFound
 from core.safetext import nfc
@@ -59,6 +72,7 @@ from core.stores.common import (
     _join,
     _Parts,
     _Prepared,
+    audit_values,
     event_dicts,
     refuse_save,
     sort_order,
@@ -87,16 +101,30 @@ statement inserts them all, whatever their number. Sent in binary (``%b``): a bo
 bytes, never escaped into an array literal."""
 
 
-def _write_sql(header: str) -> str:
+def _write_sql(header: str, *, audited: bool = False) -> str:
     """The one statement of a save: the header's write (``header``: an ``INSERT ... ON CONFLICT
     DO NOTHING`` of a new run or the compare-and-set ``UPDATE``) and the insert of the new
     entries, which happens only when the header was written. Returns the number of headers
     written (0: refused, nothing written). An entry whose key is taken fails the whole statement
-    with a unique violation (the rows stored are not the ones the saving object saw)."""
+    with a unique violation (the rows stored are not the ones the saving object saw).
+
+    ``audited`` (an ``UPDATE`` only): also the audit row, chained to a tip the store remembers,
+    as the decision's fast path (:meth:`PostgresStore._save_decision_at_tip`). The header is
+    written only while the audit's newest ``id`` is still the remembered one (one more ``%s``
+    at the end of its ``WHERE``), and the audit row (its values as the last parameters) only
+    with the header."""
+    if audited:
+        header += " AND (SELECT COALESCE(max(id), 0) FROM audit) = %s"
+    audit = (
+        f", aud AS (INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) SELECT {', '.join(['%s'] * len(AUDIT_COLUMNS))} "
+        "WHERE EXISTS (SELECT FROM head))"
+        if audited
+        else ""
+    )
     return (
         f"WITH head AS ({header} RETURNING 1), "
         f"ins AS (INSERT INTO entries (run_id, n, list, seq, body, extra, ref) SELECT %s, * FROM {_ENTRY_ARRAYS} "
-        "WHERE EXISTS (SELECT FROM head)) "
+        f"WHERE EXISTS (SELECT FROM head)){audit} "
         "SELECT count(*) FROM head"
     )
 
@@ -111,15 +139,18 @@ _SAVE_NEW_LEASED = _write_sql(
     f"INSERT INTO runs (run_id, {_COLS}, state_ok, search, lease_owner, lease_expires) "
     f"VALUES (%s, {_VALUES}, true, %s, %s, {LEASE_UNTIL}) ON CONFLICT (run_id) DO NOTHING"
 )
-_SAVE = _write_sql(f"UPDATE runs SET {_SET}, state_ok = true, search = %s WHERE run_id = %s AND version = %s")
-_SAVE_LEASED = _write_sql(
+_UPDATE = f"UPDATE runs SET {_SET}, state_ok = true, search = %s WHERE run_id = %s AND version = %s"
+_UPDATE_LEASED = (
     f"UPDATE runs SET {_SET}, state_ok = true, search = %s, lease_expires = {LEASE_UNTIL} "
     "WHERE run_id = %s AND version = %s AND lease_owner = %s"
 )
-_SAVE_RELEASED = _write_sql(
+_UPDATE_RELEASED = (
     f"UPDATE runs SET {_SET}, state_ok = true, search = %s, lease_owner = NULL, lease_expires = NULL "
     "WHERE run_id = %s AND version = %s AND lease_owner = %s"
 )
+_SAVE, _SAVE_LEASED, _SAVE_RELEASED = (_write_sql(h) for h in (_UPDATE, _UPDATE_LEASED, _UPDATE_RELEASED))
+_AT_TIP = {_write_sql(h): _write_sql(h, audited=True) for h in (_UPDATE, _UPDATE_LEASED, _UPDATE_RELEASED)}
+"""Each update's statement -> the same with the audit row chained to a remembered tip."""
 _INSERT_ENTRIES = f"INSERT INTO entries (run_id, n, list, seq, body, extra, ref) SELECT %s, * FROM {_ENTRY_ARRAYS}"
 
 _LOAD = (
@@ -181,6 +212,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         self.repairs: list[str] = []
         self.repaired_triggers: list[str] = []
         self._init_rows()
+        self._tip: tuple[str, int] | None = None  # (hash, id) of the audit's newest row after this store's last append
         self._repair_triggers()
 
     def _repair_triggers(self) -> None:
@@ -238,7 +270,11 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         # was saved or read (or all of a new run's); else all of them again, after a delete.
         all_again = not (prep.appended or prep.old == 0)
         written: int | None = None
-        if audit is None and not all_again:
+        if audit is not None and not all_again and sql in _AT_TIP:
+            written = self._save_decision_at_tip(sql, params, run_id, prep.rows, audit)
+            all_again = written is False
+            written = written or None  # None: the careful way below, which also says why
+        elif audit is None and not all_again:
             crash_point("row")  # the save is one statement: a kill falls before it or after it
             try:
                 with self.db.atomic() as conn:
@@ -253,6 +289,31 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         self._remember(state, prep.new, prep.written)
         crash_point("save")
         return state
+
+    def _save_decision_at_tip(
+        self, sql: str, params: list[Any], run_id: str, rows: list[tuple], audit: dict[str, Any]
+    ) -> int | bool | None:
+        """A decision's save in one statement and one round trip, when this store remembers the
+        audit's tip (the hash and ``id`` of the newest row, from its own last append) and the
+        decision was signed over that tip or over none: the header's compare-and-set, the rows and
+        the audit row chained to the tip, written only while the audit's newest ``id`` is still
+        the tip's (the audit is append-only, so that row is the one hashed). Returns 1 when
+        written; None when not tried or nothing was written (a stale version, a moved lease or a
+        moved tip: the caller's careful way tells which); False when a row's key was taken."""
+        tip = self._tip
+        if tip is None or audit.get("prev") not in (None, tip[0]):
+            return None
+        values = (tip[1] + 1, *audit_values(run_id, audit, tip[0]))
+        crash_point("row")  # one statement: a kill falls before it or after it
+        try:
+            with self.db.atomic() as conn:
+                got = conn.execute(_AT_TIP[sql], [*params, tip[1], run_id, *_entry_arrays(rows), *values], binary=True).fetchone()
+        except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw
+            return False
+        if got is None or got[0] != 1:
+            return None
+        self._tip = (row_hash(dict(zip(AUDIT_COLUMNS, values, strict=True))), tip[1] + 1)
+        return 1
 
     def _save_in_transaction(
         self,
@@ -283,9 +344,11 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
                     if written != 1:
                         raise _Refused
                     crash_point("row")
-                    if audit is not None:
-                        auditchain.append(conn, run_id, audit, locked)
+                    row = auditchain.append(conn, run_id, audit, locked) if audit is not None else None
+                    if row is not None:
                         crash_point("row")
+                if row is not None:
+                    self._tip = (row["hash"], int(row["id"]))
                 return 1
             except _Refused:
                 return 0
@@ -309,7 +372,8 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
     def append_audit(self, audit: dict[str, Any]) -> None:
         """Append one audit row outside any save (a refusal, a registry change), chained."""
         with self.db.transaction() as conn:
-            auditchain.append(conn, audit["run_id"], audit)
+            row = auditchain.append(conn, audit["run_id"], audit)
+        self._tip = (row["hash"], int(row["id"]))
 
     # -- load -----------------------------------------------------------------------------------
 
