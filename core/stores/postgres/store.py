@@ -295,19 +295,25 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
     ) -> int | bool | None:
         """A decision's save in one statement and one round trip, when this store remembers the
         audit's tip (the hash and ``id`` of the newest row, from its own last append) and the
-        decision was signed over that tip or over none: the header's compare-and-set, the rows and
-        the audit row chained to the tip, written only while the audit's newest ``id`` is still
-        the tip's (the audit is append-only, so that row is the one hashed). Returns 1 when
+        decision was signed over that tip or over none: under the audit head's lock, as every
+        append, the header's compare-and-set, the rows and the audit row chained to the tip,
+        written only while the audit's newest ``id`` is still the tip's (the audit is
+        append-only, so that row is the one hashed), then the commit. Returns 1 when
         written; None when not tried or nothing was written (a stale version, a moved lease or a
         moved tip: the caller's careful way tells which); False when a row's key was taken."""
         tip = self._tip
         if tip is None or audit.get("prev") not in (None, tip[0]):
             return None
         values = (tip[1] + 1, *audit_values(run_id, audit, tip[0]))
-        crash_point("row")  # one statement: a kill falls before it or after it
+        crash_point("row")  # one round trip: a kill falls before it or after it
         try:
-            with self.db.atomic() as conn:
-                got = conn.execute(_AT_TIP[sql], [*params, tip[1], run_id, *_entry_arrays(rows), *values], binary=True).fetchone()
+            # BEGIN, the audit head's lock, the statement and COMMIT go in one pipeline and are
+            # waited on once; the result is read after the commit (the statement writes nothing
+            # when its checks fail, so committing it then is committing nothing).
+            with self.db.pipelined() as (conn, _sync):
+                conn.execute("SELECT one FROM audit_head FOR UPDATE")
+                cur = conn.execute(_AT_TIP[sql], [*params, tip[1], run_id, *_entry_arrays(rows), *values], binary=True)
+            got = cur.fetchone()
         except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw
             return False
         if got is None or got[0] != 1:
