@@ -183,11 +183,6 @@ def search_text(values: dict[str, Any], run_id: str) -> str:
     return "\n".join((nfc(str(fields.get(c) or "")) or "").casefold() for c in _SEARCHED)
 
 
-def _db_now(conn: psycopg.Connection[Any]) -> datetime:
-    """The database's clock (the transaction's start), timezone-aware."""
-    return conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
-
-
 class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
     """The checkpoint store in the PostgreSQL database (and schema) of ``url`` (see the module's
     docstring); the schema is made or upgraded when it is first opened in a process.
