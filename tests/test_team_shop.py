@@ -224,6 +224,7 @@ def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(
     a = _machine(tmp_path / "a", url, capsys, monkeypatch)
     code, out, err = a("audit", "verify")
     assert code == 0 and "Audit: 2 row(s), chain whole" in out, err
+    assert _kept_counts(url) == {"waiting_approval": 1}  # migration 7 counted the run already there
     stored = _parts(url)
     for name in (SEAL_FILE, HEAD_FILE):
         assert stored[name] == (FROZEN / "home" / name).read_bytes()
@@ -237,4 +238,11 @@ def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(
         code, out, err = machine("audit", "verify")
         assert code == 0 and "Audit: 4 row(s), chain whole" in out, err
     with psycopg.connect(url) as conn:
-        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == [1, 2, 3, 4, 6]
+        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == [1, 2, 3, 4, 6, 7]
+    assert _kept_counts(url) == {"done": 1}  # the approval moved it, counted by migration 7's triggers
+
+
+def _kept_counts(url: str) -> dict[str, int]:
+    """The queue's counts as ``run_counts`` keeps them (migration 7)."""
+    with psycopg.connect(url) as conn:
+        return {s: int(n) for s, n in conn.execute("SELECT status, sum(n) FROM run_counts GROUP BY 1 HAVING sum(n) <> 0")}
