@@ -511,6 +511,30 @@ class TaskState(_Model):
         return next((op for op in self.operations if op.operation_id == operation_id), None)
 
 
+OPENING_MESSAGES = 2
+"""How many of a run's first messages its read side holds (:class:`RunView`): the runner writes
+the system prompt and the ticket as given first (:func:`core.runner.new_state`), and the request
+shows the ticket as given when the ticket's file cannot be read (:func:`core.views.approval_request`)."""
+
+
+class RunView(TaskState):
+    """A run as the read side shows it (issue 27, item 1): the header (status, proposal,
+    approval, operations, usage ...), every evidence and event, and only the first
+    :data:`OPENING_MESSAGES` messages, never the model's whole working context.
+
+    Made only by a store's ``load_view``; everything that displays a run (the app's pane and
+    approve dialog, ``resolver show``, the drift and world-now checks) takes it where it takes a
+    :class:`TaskState`, and the proposal's digest is the same as a whole load's (it covers the
+    proposal only). It is never saved: a store's ``save`` refuses it with
+    :class:`PartialState`, so a partial history cannot be written back over the whole one.
+    Resume and the executor load the whole state (``load``).
+    """
+
+
+class PartialState(ResolverError):
+    """A :class:`RunView` (a read-side load, without the message history) handed to ``save``."""
+
+
 _UNBOUND: dict[str, Any] = {"recipient": "", "evidence_at": None, "preconditions": [], "version": 1}
 """What a proposal saved before schema 4 is given: bound to nothing (its digest unchanged)."""
 

@@ -216,7 +216,15 @@ class CheckpointRows:
         return rows
 
     def _prepare(self, state: TaskState) -> _Prepared:
-        """Stamp ``state.updated_at`` from the clock and work out what its save writes."""
+        """Stamp ``state.updated_at`` from the clock and work out what its save writes. Raises
+        PartialState for a read-side :class:`~core.state.RunView` (nothing is stamped)."""
+        from core.state import PartialState, RunView
+
+        if isinstance(state, RunView):
+            raise PartialState(
+                f"Run {state.run_id} was read for display only (without its message history) and cannot be saved; "
+                "load it whole to change it."
+            )
         now = self.clock.now()
         state.updated_at = now
         old = state.version
@@ -259,30 +267,37 @@ class CheckpointRows:
         written = tuple(values[c] for c in _SOMETIMES)
         return _Prepared(now, old, new, saved, appended, rows, values, written)
 
-    def _build(self, run_id: str, parts: _Parts) -> TaskState:
+    def _build(self, run_id: str, parts: _Parts, view: bool = False) -> TaskState:
+        """The state of ``parts`` validated once: a :class:`~core.state.RunView` with ``view``
+        (parts read by :func:`read_parts` with ``opening``; never remembered for a save), else
+        the whole :class:`~core.state.TaskState`. Raises CorruptCheckpoint, UnsupportedSchemaVersion."""
         from pydantic import ValidationError
 
-        from core.state import SCHEMA_VERSION, TaskState
+        from core.state import SCHEMA_VERSION, RunView, TaskState
 
+        cls = RunView if view else TaskState
         header = parts.header
         if not any(f'"{k}":' in header for k in LISTS):
             text = _join_lists(header, list(zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True)))
             try:
-                state = TaskState.model_validate_json(text)
+                state = cls.model_validate_json(text)
             except ValidationError:
                 state = None
             if state is not None and state.schema_version == SCHEMA_VERSION and state.run_id == run_id:
                 state.version = parts.version
-                self._remember(state, parts.version, parts.columns)
+                if not view:
+                    self._remember(state, parts.version, parts.columns)
                 return state
-        return self._build_carefully(run_id, parts)
+        return self._build_carefully(run_id, parts, view)
 
-    def _build_carefully(self, run_id: str, parts: _Parts) -> TaskState:
+    def _build_carefully(self, run_id: str, parts: _Parts, view: bool = False) -> TaskState:
         """The slow path with precise errors: an older schema version, a corrupt row, or a header
         that still holds its lists (release 0.1.0's whole-state form, or a row edited by hand)."""
         from pydantic import ValidationError
 
-        from core.state import TaskState, migrate
+        from core.state import RunView, TaskState, migrate
+
+        cls = RunView if view else TaskState
 
         try:
             raw = json.loads(parts.header)
@@ -306,7 +321,7 @@ class CheckpointRows:
             ) from exc
         try:
             raw = migrate(raw)
-            state = TaskState.model_validate(raw)
+            state = cls.model_validate(raw)
         except RecursionError:
             self._mark_corrupt(run_id)
             raise CorruptCheckpoint(
@@ -327,7 +342,7 @@ class CheckpointRows:
                 f"Delete it with `resolver reset --run {run_id}` or restore runs.sqlite from a backup."
             )
         state.version = parts.version
-        if not whole:
+        if not whole and not view:
             self._remember(state, parts.version, parts.columns)
         return state
 
@@ -345,16 +360,23 @@ _READ_ENTRIES = (
 )
 
 
-def read_parts(conn: Any, run_id: str) -> _Parts | None:
+_READ_VIEW_ENTRIES = _READ_ENTRIES.replace(" ORDER BY", " AND (i.list <> 'messages' OR i.seq <= ?) ORDER BY")
+"""The read side's rows (issue 27, item 1): every evidence and event, the first messages only."""
+
+
+def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | None:
     """A run's checkpoint as stored, read on ``conn`` (``?`` SQL; the caller holds one read
     transaction for both statements): the header, and each list's element texts with an
-    evidence's result and a tool message's referred content joined back in. None when no run."""
+    evidence's result and a tool message's referred content joined back in. With ``opening``
+    (the read side, :class:`core.state.RunView`) only the first ``opening`` messages are read:
+    the rest of the history is never sent by the database. None when no run."""
     row = conn.execute(_READ_RUN, (run_id,)).fetchone()
     if row is None:
         return None
     dumps = json.JSONEncoder(ensure_ascii=False).encode
     lists: dict[str, list[str]] = {name: [] for name in LISTS}
-    for name, body, extra, ref, referred in conn.execute(_READ_ENTRIES, (run_id,)):
+    rows = conn.execute(_READ_ENTRIES, (run_id,)) if opening is None else conn.execute(_READ_VIEW_ENTRIES, (run_id, opening))
+    for name, body, extra, ref, referred in rows:
         if name == "evidence":
             body = _join(body, ("result", extra if extra is not None else "null"))
         elif ref is not None:

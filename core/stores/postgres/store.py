@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import psycopg
 import psycopg.errors
@@ -65,7 +65,7 @@ from core.stores.postgres import audit as auditchain
 from core.stores.postgres.database import Database, QmarkConnection, database
 
 if TYPE_CHECKING:
-    from core.state import TaskState
+    from core.state import RunView, TaskState
 
 _SEARCHED = ("task_id", "order_id", "customer", "run_id")
 _INSERT_RUN = (
@@ -224,6 +224,17 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         if parts is None:
             raise RunNotFound(run_id)
         return self._build(run_id, parts)
+
+    def load_view(self, run_id: str) -> RunView:
+        """The run as the read side shows it (:class:`core.state.RunView`: no message history
+        past the opening ones), read in one snapshot; never saved. Raises as :meth:`load`."""
+        from core.state import OPENING_MESSAGES
+
+        with self.db.snapshot() as conn:
+            parts = read_parts(QmarkConnection(conn), run_id, OPENING_MESSAGES)
+        if parts is None:
+            raise RunNotFound(run_id)
+        return cast("RunView", self._build(run_id, parts, view=True))
 
     def _mark_corrupt(self, run_id: str) -> None:
         try:

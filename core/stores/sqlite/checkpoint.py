@@ -55,7 +55,7 @@ from contextlib import AbstractContextManager, suppress
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from core.clock import Clock, SystemClock, iso, parse_time
 from core.errors import (
@@ -98,7 +98,7 @@ if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where the
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
     import sqlite_utils
 
-    from core.state import TaskState
+    from core.state import RunView, TaskState
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -582,8 +582,19 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
     # -- load -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _read(conn: sqlite3.Connection, run_id: str) -> _Parts | None:
-        return read_parts(conn, run_id)
+    def _read(conn: sqlite3.Connection, run_id: str, opening: int | None = None) -> _Parts | None:
+        return read_parts(conn, run_id, opening)
+
+    def _read_once(self, run_id: str, opening: int | None) -> _Parts:
+        with self.db.read() as conn:
+            conn.execute("BEGIN")
+            try:
+                parts = self._read(conn, run_id, opening)
+            finally:
+                conn.execute("COMMIT")
+        if parts is None:
+            raise RunNotFound(run_id)
+        return parts
 
     def load(self, run_id: str) -> TaskState:
         """Load and validate a run's checkpoint, migrating older schema versions.
@@ -593,15 +604,14 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
             CorruptCheckpoint: the JSON is broken or does not match ``TaskState``.
             UnsupportedSchemaVersion: a schema version this code cannot migrate.
         """
-        with self.db.read() as conn:
-            conn.execute("BEGIN")
-            try:
-                parts = self._read(conn, run_id)
-            finally:
-                conn.execute("COMMIT")
-        if parts is None:
-            raise RunNotFound(run_id)
-        return self._build(run_id, parts)
+        return self._build(run_id, self._read_once(run_id, None))
+
+    def load_view(self, run_id: str) -> RunView:
+        """The run as the read side shows it (:class:`core.state.RunView`: no message history
+        past the opening ones), in one read transaction; never saved. Raises as :meth:`load`."""
+        from core.state import OPENING_MESSAGES
+
+        return cast("RunView", self._build(run_id, self._read_once(run_id, OPENING_MESSAGES), view=True))
 
     def _mark_corrupt(self, run_id: str) -> None:
         """Flag the row so listings show it as corrupt without reading it (best effort)."""
