@@ -17,6 +17,7 @@ row. A back-end supplies the SQL and :meth:`~CheckpointRows._mark_corrupt`.
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 import threading
@@ -56,6 +57,15 @@ class _Saved:
         self.messages = tuple(state.messages)
         self.evidence = tuple(state.evidence)
         self.events = tuple(state.events)
+
+
+_iso_of = functools.lru_cache(maxsize=4096)(iso)
+""":func:`core.clock.iso` remembered per moment: a run's ``created_at`` and its events' times are
+written at every save and change seldom (issue 27, item 2: no per-save work that does not change
+with the step). Datetimes are immutable and hash by value, so a hit is the same text."""
+
+_dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+"""``json.dumps(value, ensure_ascii=False, allow_nan=False)`` without making an encoder per call."""
 
 
 def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
@@ -198,7 +208,7 @@ class CheckpointRows:
         for seq, e in enumerate(state.evidence[e0:], e0 + 1):
             n += 1
             try:
-                text = json.dumps(e.result, ensure_ascii=False, allow_nan=False)
+                text = _dumps(e.result)
                 by_text.setdefault(text, n)
             except (TypeError, ValueError):  # what json cannot write (a Decimal, a date): pydantic's encoder
                 from pydantic import TypeAdapter
@@ -212,7 +222,7 @@ class CheckpointRows:
             rows.append((run_id, n, "messages", seq, body, None, ref))
         for seq, ev in enumerate(state.events[v0:], v0 + 1):
             n += 1
-            rows.append((run_id, n, "events", seq, ev.model_dump_json(), iso(ev.at), None))
+            rows.append((run_id, n, "events", seq, ev.model_dump_json(), _iso_of(ev.at), None))
         return rows
 
     def _prepare(self, state: TaskState) -> _Prepared:
@@ -247,7 +257,7 @@ class CheckpointRows:
                     state.variant,
                     state.model,
                     state.status,
-                    iso(state.created_at),
+                    _iso_of(state.created_at),
                     iso(now),
                     state.created_at.timestamp(),
                     now.timestamp(),
