@@ -82,3 +82,68 @@ def test_a_view_of_an_older_header_is_migrated_like_a_whole_load(home):
     assert isinstance(view, RunView) and view.proposal == home.store.load(state.run_id).proposal
     with pytest.raises(PartialState):
         home.store.save(view)
+
+
+# -- entries validated when written, checked by their checksum when read back -------------------
+
+
+def _sql(store, team_url: str | None, sql: str, params: tuple = ()) -> None:
+    """Run ``sql`` (``?`` placeholders) on the store's tables behind its back: a damaged disk, a
+    hand edit, or a row written by the release before the checksums."""
+    if team_url is None:
+        import sqlite3
+
+        conn = sqlite3.connect(store.path)
+        try:
+            conn.execute(sql, params)
+            conn.commit()
+        finally:
+            conn.close()
+        return
+    import psycopg
+
+    with psycopg.connect(team_url, autocommit=True) as conn:
+        conn.execute(sql.replace("?", "%s"), params)
+
+
+def test_every_entry_is_written_with_its_checksum(home, team_url):
+    from core.stores.common import entry_checksum
+
+    state = _long_run(home, 1)
+    from core.stores import open_rows
+
+    rows = open_rows(team_url or home.root).export_rows("runs")
+    entries = [r for table, _cols, batch in rows if table == "entries" for r in batch]
+    assert len(entries) == len(state.messages) + len(state.evidence) + len(state.events)
+    assert all(r[7] == entry_checksum(r[4], r[5]) for r in entries)
+
+
+def test_a_row_changed_behind_the_store_is_a_corrupt_checkpoint_though_it_still_validates(home, team_url):
+    state = _long_run(home, 1)
+    good = home.run("T-90103", repeat=1)
+    # still JSON, still a Message: only the checksum can tell
+    _sql(
+        home.store,
+        team_url,
+        "UPDATE entries SET body = replace(body, 'Ticket', 'Tacket') WHERE run_id = ? AND list = 'messages' AND seq = 2",
+        (state.run_id,),
+    )
+    for read in (home.store.load, home.store.load_view):
+        with pytest.raises(CorruptCheckpoint, match=r"entry 2 of its messages changed since it was written"):
+            read(state.run_id)
+    assert {r.run_id: r.state_ok for r in home.store.page()} == {state.run_id: False, good.run_id: True}
+    assert home.store.load(good.run_id).status == "waiting_approval"
+
+
+def test_rows_written_before_the_checksums_are_validated_in_full(home, team_url, new_store):
+    state = _long_run(home, 1)
+    _sql(home.store, team_url, "UPDATE entries SET checksum = NULL WHERE run_id = ?", (state.run_id,))
+    assert new_store(home.store).load(state.run_id).model_dump() == state.model_dump()
+    _sql(  # no checksum to tell: a time out of range is still refused, as before
+        home.store,
+        team_url,
+        "UPDATE entries SET body = replace(body, '\"at\":\"2026', '\"at\":\"0001') WHERE run_id = ? AND list = 'events'",
+        (state.run_id,),
+    )
+    with pytest.raises(CorruptCheckpoint, match="does not match the TaskState schema"):
+        new_store(home.store).load(state.run_id)

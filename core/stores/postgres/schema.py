@@ -38,6 +38,8 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   was kept for indexes made at the same time, which proved unneeded (migration 1's serve every
   page: ``tests/test_pg_queue_plan.py``). Migrations are applied by the numbers missing, not by
   the highest one, so a later number below one applied is never skipped.
+- **8, entries' checksums**: ``entries.checksum``, the CRC-32 of a row's body and extra, written
+  with it and checked when it is read back (issue 27, item 1); older rows keep NULL.
 """
 
 from __future__ import annotations
@@ -154,6 +156,10 @@ STORE_META = (f"CREATE TABLE store_meta (key {C} PRIMARY KEY, value {C} NOT NULL
 SHOP_PARTS = (f"CREATE TABLE shop_parts (name {C} PRIMARY KEY, body bytea NOT NULL, set_at timestamptz NOT NULL DEFAULT now())",)
 """Migration 6: the per-shop parts (:data:`core.store.SHOP_PARTS`), a row each."""
 
+ENTRY_CHECKSUMS = ("ALTER TABLE entries ADD COLUMN checksum bigint",)
+"""Migration 8 (issue 27, item 1): each entry's checksum (:func:`core.stores.common.entry_checksum`),
+written with the row; the rows already there keep NULL and are validated in full when read."""
+
 MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     (1, "the checkpoint store: runs, entries, the audit and its head, the journal of model calls", lambda: STORE),
     (2, "the approvers registry's rows", lambda: REGISTRY),
@@ -164,6 +170,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "the per-shop parts: the registry's seal, the signed audit head, the practice key, the trainer's clock",
         lambda: SHOP_PARTS,
     ),
+    (8, "each entry's checksum, written with the row and checked when it is read back", lambda: ENTRY_CHECKSUMS),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 

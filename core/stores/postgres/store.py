@@ -52,6 +52,7 @@ from core.store import (
 from core.stores.common import (
     _HEADER_COLS,
     _SUMMARY,
+    ENTRY_COLUMNS,
     AuditReads,
     CheckpointRows,
     ModelCallJournal,
@@ -73,7 +74,7 @@ _INSERT_RUN = (
     f"VALUES (%s, {', '.join('%s' for _ in _HEADER_COLS)}, true, %s)"
 )
 _UPDATE_RUN = f"UPDATE runs SET {', '.join(f'{c} = %s' for c in _HEADER_COLS)}, state_ok = true, search = %s"
-_INSERT_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+_INSERT_ENTRY = f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES ({', '.join('%s' for _ in ENTRY_COLUMNS)})"
 
 
 def search_text(values: dict[str, Any], run_id: str) -> str:
