@@ -277,6 +277,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self._repair_triggers(conn)  # what a store of an older format lacks besides (audit_tip, issue 27)
 
     def _check_application(self, conn: sqlite3.Connection) -> None:
         """Refuse a SQLite file that another application marked as its own."""
