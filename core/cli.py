@@ -155,7 +155,7 @@ def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
     from core.errors import ApprovalRefused
     from core.rulebook import Approver, offers
 
-    why = offers(home.queue.load(run_id), Approver(role))[action]
+    why = offers(home.queue.view(run_id), Approver(role))[action]
     if why:
         raise ApprovalRefused(why)
 
@@ -468,7 +468,7 @@ def _show_then_confirm(
 
     shop = home.kind == "shop"
     done = {"approve": "approved", "reject": "rejected"}[verb]
-    state = home.queue.load(args.run)
+    state = home.queue.view(args.run)  # what the person reads; approve() loads the run whole to write
     why = offers(state, who)[verb]
     if why:
         raise ApprovalRefused(why)
@@ -539,7 +539,7 @@ def _after_lock(home: Home, run_id: str, sentence: str) -> str:
     """A locked database during approve: when the approval was saved (the run is executing),
     say that ``resume`` finishes the writes; approving again would be refused."""
     try:
-        status = home.queue.load(run_id).status
+        status = home.queue.view(run_id).status
     except ResolverError:
         return sentence
     if status != "executing":
@@ -592,7 +592,8 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
             return 0
         _print(f"Home: {home.root} ({home.kind})")
         return 0
-    state = home.queue.load(args.run)  # the same status text as the app's pane (core.views)
+    # the same status text as the app's pane (core.views); --json prints the whole state
+    state = home.queue.load(args.run) if args.json else home.queue.view(args.run)
     if args.json:
         _json(_state_json(state, home_kind=home.kind, request=home.queue.request(state)))
         return 0
@@ -609,7 +610,7 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     from core.errors import ApprovalRefused
     from core.rulebook import not_decidable
 
-    current = home.store.load(args.run)  # an unknown or settled run is said before any passphrase (issue 19)
+    current = home.store.load_view(args.run)  # an unknown or settled run is said before any passphrase (issue 19)
     if current.status != "waiting_approval" or current.proposal is None:
         raise ApprovalRefused(not_decidable(current))
     signer = _decider(home, args, required=False)

@@ -454,7 +454,7 @@ class Home:
         """What changed since the agent looked (:class:`core.preconditions.Drift`)."""
         from core.preconditions import drift
 
-        return drift(self.store.load(run_id), self.world())
+        return drift(self.store.load_view(run_id), self.world())
 
     def reject(
         self,

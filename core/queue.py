@@ -34,7 +34,7 @@ from core.data import customer_names, load_policy
 from core.errors import ResolverError
 from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
-from core.state import TaskState, WorldSeen, action_short
+from core.state import RunView, TaskState, WorldSeen, action_short
 from core.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
 from core.store import Store as CheckpointStore
 from core.stores import Place
@@ -222,6 +222,11 @@ class ApprovalQueue:
         UnsupportedSchemaVersion."""
         return self._store.load(run_id)
 
+    def view(self, run_id: str) -> RunView:
+        """One run as the read side shows it (issue 27, item 1: no message history past the
+        opening messages; :class:`core.state.RunView`, never saved). Raises as :meth:`load`."""
+        return self._store.load_view(run_id)
+
     def others(self, task_id: str, run_id: str) -> list[str]:
         """The other runs of ``task_id`` than ``run_id``, oldest first."""
         return [r.run_id for r in self._store.runs_of_task(task_id) if r.run_id != run_id]
@@ -236,7 +241,7 @@ class ApprovalQueue:
         try:
             summary = self._store.summary(run_id)
             others = self.others(summary.task_id, run_id)
-            state = self._store.load(run_id)
+            state = self._store.load_view(run_id)
             trace = trace_lines(self._store.events(run_id)) if state.status == "running" else None
         except ResolverError as exc:
             if summary is None:
@@ -338,7 +343,7 @@ class ApprovalQueue:
     def compare(self, run_a: str, run_b: str, *, oldest_first: bool = False) -> tuple[str, list[str]]:
         """The actions of two runs line by line, and a title ``T-90103: A vs B``; with
         ``oldest_first`` the older run is the ``-`` side. Raises RunNotFound, CorruptCheckpoint."""
-        a, b = self._store.load(run_a), self._store.load(run_b)
+        a, b = self._store.load_view(run_a), self._store.load_view(run_b)
         if oldest_first:
             a, b = sorted((a, b), key=lambda s: (s.created_at, s.run_id))
         return f"{a.task_id}: {a.run_id} vs {b.run_id}", diff_lines(a, b)

@@ -60,7 +60,7 @@ from core.clock import Clock, parse_time, supported
 from core.errors import LeaseHeld, ResolverError, StaleCheckpoint
 
 if TYPE_CHECKING:
-    from core.state import TaskState
+    from core.state import RunView, TaskState
 
 __all__ = [
     "PAGE_SIZE",
@@ -371,12 +371,24 @@ class Store(AuditLog, Protocol):
             StaleCheckpoint: someone saved the run since this copy was read.
             LeaseHeld: ``lease_owner`` no longer holds the lease.
             core.auditchain.AuditMoved: a signed decision's ``prev`` moved.
+            core.state.PartialState: ``state`` is a read-side :meth:`load_view` (nothing written).
             StoreBusy, ReadOnlyFile: nothing was written.
         """
         ...
 
     def load(self, run_id: str) -> TaskState:
         """The run's checkpoint, migrated to the current schema.
+
+        Raises:
+            RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion.
+        """
+        ...
+
+    def load_view(self, run_id: str) -> RunView:
+        """The run as the read side shows it (issue 27, item 1): header, proposal, every evidence
+        and event and the opening messages (:data:`core.state.OPENING_MESSAGES`), never the
+        message history; the proposal's digest is the whole load's. ``save`` refuses it
+        (:class:`core.state.PartialState`): only resume and the executor load the whole state.
 
         Raises:
             RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion.

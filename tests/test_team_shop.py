@@ -216,6 +216,8 @@ def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(
     """The release before migration 6 kept the seal and the head in the folder of the machine that
     wrote them: the first open of that folder on this release upgrades the store and moves them in,
     and from then on a second machine with an empty folder decides and verifies."""
+    from core.stores.postgres.schema import ALL
+
     _restore_schema_4(url)
     shutil.copytree(FROZEN / "home", tmp_path / "a")
     (tmp_path / "a").chmod(0o700)
@@ -238,7 +240,7 @@ def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(
         code, out, err = machine("audit", "verify")
         assert code == 0 and "Audit: 4 row(s), chain whole" in out, err
     with psycopg.connect(url) as conn:
-        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == [1, 2, 3, 4, 6, 7]
+        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == sorted(ALL)
     assert _kept_counts(url) == {"done": 1}  # the approval moved it, counted by migration 7's triggers
 
 

@@ -41,6 +41,7 @@ COPY = ("core", "resolver", "data", "tests", "pyproject.toml")
 G = "tests/test_guards.py::"
 B = "tests/test_boundaries.py::"
 S = "tests/test_shop_integrity.py::"
+R = "tests/conformance/test_read_side_contract.py::"
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,30 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/stores/sqlite/checkpoint.py",
         (("        held = lease_held_by_other(run_id, row[0], row[1], owner, now)\n", "        held = None\n"),),
         (G + "test_guard_lease_a_second_executor_writes_nothing_while_the_first_holds_the_run",),
+    ),
+    Mutant(
+        "partial-save",
+        "a read-side view (no message history) is never saved over the whole run",
+        "core/stores/common.py",
+        (
+            (
+                "        if isinstance(state, RunView):\n            raise PartialState(",
+                "        if False:\n            raise PartialState(",
+            ),
+        ),
+        (R + "test_a_view_is_never_saved_and_the_history_stays_whole",),
+    ),
+    Mutant(
+        "entry-checksum",
+        "an entry whose bytes changed since it was written is a corrupt checkpoint",
+        "core/stores/common.py",
+        (
+            (
+                "elif damaged is None and (type(body) is not str or entry_checksum(body, extra) != checksum):",
+                "elif False:",
+            ),
+        ),
+        (R + "test_a_row_changed_behind_the_store_is_a_corrupt_checkpoint_though_it_still_validates",),
     ),
     Mutant(
         "single-use",

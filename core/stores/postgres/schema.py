@@ -39,8 +39,11 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   page: ``tests/test_pg_queue_plan.py``).
 - **7, the queue's counts**: ``run_counts`` (status, shard, n), kept by triggers on ``runs``
   (:data:`RUN_COUNTS`), so the filter bar's counts read a few dozen rows at any number of runs.
-  Numbers 8 and 9 are taken by changes made at the same time. Migrations are applied by the numbers missing, not by
-  the highest one, so a later number below one applied is never skipped.
+- **8, entries' checksums**: ``entries.checksum``, the CRC-32 of a row's body and extra, written
+  with it and checked when it is read back (issue 27, item 1); older rows keep NULL.
+
+Migrations are applied by the numbers missing, not by the highest one, so a later number below
+one applied is never skipped.
 """
 
 from __future__ import annotations
@@ -219,6 +222,10 @@ an update is counted per row, and only when its status or ``state_ok`` changed (
 clause: a step's save, which keeps its status, runs no trigger function). Every trigger adds to
 its rows in the order of the status, so two transactions never lock them in opposite orders."""
 
+ENTRY_CHECKSUMS = ("ALTER TABLE entries ADD COLUMN checksum bigint",)
+"""Migration 8 (issue 27, item 1): each entry's checksum (:func:`core.stores.common.entry_checksum`),
+written with the row; the rows already there keep NULL and are validated in full when read."""
+
 MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     (1, "the checkpoint store: runs, entries, the audit and its head, the journal of model calls", lambda: STORE),
     (2, "the approvers registry's rows", lambda: REGISTRY),
@@ -230,6 +237,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         lambda: SHOP_PARTS,
     ),
     (7, "the queue's counts per status, kept by triggers on runs", lambda: RUN_COUNTS),
+    (8, "each entry's checksum, written with the row and checked when it is read back", lambda: ENTRY_CHECKSUMS),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import psycopg
 import psycopg.errors
@@ -65,13 +65,13 @@ from core.store import (
 from core.stores.common import (
     _HEADER_COLS,
     _SUMMARY,
-    LISTS,
+    ENTRY_COLUMNS,
     AuditReads,
     CheckpointRows,
     ModelCallJournal,
-    _join,
     _Parts,
     _Prepared,
+    assemble_parts,
     audit_values,
     event_dicts,
     refuse_save,
@@ -81,7 +81,7 @@ from core.stores.postgres import audit as auditchain
 from core.stores.postgres.database import Database, QmarkConnection, database
 
 if TYPE_CHECKING:
-    from core.state import TaskState
+    from core.state import RunView, TaskState
 
 _SEARCHED = ("task_id", "order_id", "customer", "run_id")
 
@@ -95,10 +95,13 @@ LEASE_UNTIL = (
 to the second, in the shop's zone, with its offset): a lease's end computed in the statement that
 stores it, so no ``SELECT now()`` round trip comes first."""
 
-_ENTRY_ARRAYS = "unnest(%b::int[], %b::text[], %b::int[], %b::text[], %b::text[], %b::int[])"
-"""The new ``entries`` rows of a save as six arrays (n, list, seq, body, extra, ref): one
+_ENTRY_ARRAYS = "unnest(%b::int[], %b::text[], %b::int[], %b::text[], %b::text[], %b::int[], %b::bigint[])"
+"""The new ``entries`` rows of a save as seven arrays (n, list, seq, body, extra, ref, checksum): one
 statement inserts them all, whatever their number. Sent in binary (``%b``): a body goes as its
 bytes, never escaped into an array literal."""
+
+
+_ENTRY_COLS = ", ".join(ENTRY_COLUMNS)
 
 
 def _write_sql(header: str, *, audited: bool = False) -> str:
@@ -123,7 +126,7 @@ def _write_sql(header: str, *, audited: bool = False) -> str:
     )
     return (
         f"WITH head AS ({header} RETURNING 1), "
-        f"ins AS (INSERT INTO entries (run_id, n, list, seq, body, extra, ref) SELECT %s, * FROM {_ENTRY_ARRAYS} "
+        f"ins AS (INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTRY_ARRAYS} "
         f"WHERE EXISTS (SELECT FROM head)){audit} "
         "SELECT count(*) FROM head"
     )
@@ -151,18 +154,23 @@ _UPDATE_RELEASED = (
 _SAVE, _SAVE_LEASED, _SAVE_RELEASED = (_write_sql(h) for h in (_UPDATE, _UPDATE_LEASED, _UPDATE_RELEASED))
 _AT_TIP = {_write_sql(h): _write_sql(h, audited=True) for h in (_UPDATE, _UPDATE_LEASED, _UPDATE_RELEASED)}
 """Each update's statement -> the same with the audit row chained to a remembered tip."""
-_INSERT_ENTRIES = f"INSERT INTO entries (run_id, n, list, seq, body, extra, ref) SELECT %s, * FROM {_ENTRY_ARRAYS}"
+_INSERT_ENTRIES = f"INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTRY_ARRAYS}"
 
 _LOAD = (
-    "SELECT 0 AS k, NULL::text, state, NULL::text, NULL::int, NULL::text, version FROM runs WHERE run_id = %s "
+    "SELECT 0 AS k, NULL::text, state, NULL::text, NULL::int, NULL::text, NULL::bigint, version FROM runs WHERE run_id = %s "
     "UNION ALL SELECT i.n, i.list, i.body, i.extra, i.ref, CASE WHEN i.ref IS NOT NULL THEN "
-    "(SELECT e.extra FROM entries e WHERE e.run_id = i.run_id AND e.n = i.ref) END, NULL::bigint "
+    "(SELECT e.extra FROM entries e WHERE e.run_id = i.run_id AND e.n = i.ref) END, i.checksum, NULL::bigint "
     "FROM entries i WHERE i.run_id = %s ORDER BY k"
 )
 """A run's header (``k`` 0, with its version) and its entries (``k`` = n, 1 on, with the text
 a tool message refers to looked up only for the rows that refer) in one statement, so one round
 trip and one snapshot (a statement sees one state even in autocommit). Read in binary: text
-columns come as their bytes, not parsed from the text protocol (a third of a load at step 200)."""
+columns come as their bytes, not parsed from the text protocol (a third of a load at step 200).
+Each entry comes with its checksum (migration 8)."""
+
+_LOAD_VIEW = _LOAD.replace(" ORDER BY k", " AND (i.list <> 'messages' OR i.seq <= %s) ORDER BY k")
+""":data:`_LOAD` for the read side (issue 27, item 1): every evidence and event, the opening
+messages only, so the history is never sent by the database."""
 
 
 class _Refused(Exception):
@@ -170,10 +178,10 @@ class _Refused(Exception):
 
 
 def _entry_arrays(rows: list[tuple]) -> list[list[Any]]:
-    """The six arrays of :data:`_ENTRY_ARRAYS` from ``entries`` rows ``(run_id, n, list, seq,
-    body, extra, ref)``."""
+    """The seven arrays of :data:`_ENTRY_ARRAYS` from ``entries`` rows ``(run_id, n, list, seq,
+    body, extra, ref, checksum)`` (:data:`core.stores.common.ENTRY_COLUMNS`)."""
     if not rows:
-        return [[], [], [], [], [], []]
+        return [[] for _ in ENTRY_COLUMNS[1:]]
     return [list(column) for column in list(zip(*rows, strict=True))[1:]]
 
 
@@ -379,23 +387,19 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
     # -- load -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _read(conn: psycopg.Connection[Any], run_id: str) -> _Parts | None:
-        """The run's checkpoint as stored, in one statement (:data:`_LOAD`), as
-        :func:`core.stores.common.read_parts` gives it; None when there is no run."""
-        got = conn.execute(_LOAD, (run_id, run_id), binary=True).fetchall()
+    def _read(conn: psycopg.Connection[Any], run_id: str, opening: int | None = None) -> _Parts | None:
+        """The run's checkpoint as stored, in one statement (:data:`_LOAD`, or :data:`_LOAD_VIEW`
+        with the ``opening`` messages only), as :func:`core.stores.common.read_parts` gives it;
+        None when there is no run."""
+        if opening is None:
+            got = conn.execute(_LOAD, (run_id, run_id), binary=True).fetchall()
+        else:
+            got = conn.execute(_LOAD_VIEW, (run_id, run_id, opening), binary=True).fetchall()
         if not got or got[0][0] != 0:
             return None
         head = got[0]
-        dumps = json.JSONEncoder(ensure_ascii=False).encode
-        lists: dict[str, list[str]] = {name: [] for name in LISTS}
-        for _, name, body, extra, ref, referred, _ in got[1:]:
-            if name == "evidence":
-                body = _join(body, ("result", extra if extra is not None else "null"))
-            elif ref is not None:
-                body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
-            lists.setdefault(name, []).append(body)
         # No queue columns: this back-end's save writes them all, it never compares them.
-        return _Parts(head[2], head[6], lists["messages"], lists["evidence"], lists["events"], ())
+        return assemble_parts(head[2], head[7], (), (r[1:7] for r in got[1:]))
 
     def load(self, run_id: str) -> TaskState:
         """The run's checkpoint, read in one statement (one round trip, one snapshot). Raises
@@ -405,6 +409,17 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         if parts is None:
             raise RunNotFound(run_id)
         return self._build(run_id, parts)
+
+    def load_view(self, run_id: str) -> RunView:
+        """The run as the read side shows it (:class:`core.state.RunView`: no message history
+        past the opening ones), read in one snapshot; never saved. Raises as :meth:`load`."""
+        from core.state import OPENING_MESSAGES
+
+        with self.db.read() as conn:
+            parts = self._read(conn, run_id, OPENING_MESSAGES)
+        if parts is None:
+            raise RunNotFound(run_id)
+        return cast("RunView", self._build(run_id, parts, view=True))
 
     def _mark_corrupt(self, run_id: str) -> None:
         try:
