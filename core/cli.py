@@ -673,19 +673,17 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
 
     if args.approvers_cmd == "key":
         passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
-        made, path = registry.make_key(args.name, passphrase)
+        key, path = registry.make_key(args.name, passphrase)
         if args.json:
-            _json(
-                {"name": made.name, "public_key": made.public_key, "fingerprint": fingerprint(made.public_key), "file": str(path)}
-            )
+            _json({"name": key.name, "public_key": key.public_key, "fingerprint": fingerprint(key.public_key), "file": str(path)})
             return 0
         _print(
             [
-                f"Made a key for {safe_text(made.name)} on this machine: {path} (mode 0600, encrypted with the passphrase).",
-                f"Public key: {made.public_key}",
-                f"Fingerprint: {fingerprint(made.public_key)}",
+                f"Made a key for {safe_text(key.name)} on this machine: {path} (mode 0600, encrypted with the passphrase).",
+                f"Public key: {key.public_key}",
+                f"Fingerprint: {fingerprint(key.public_key)}",
                 "  Give the public key to the owner, who adds it with "
-                f"`resolver approvers add {safe_text(made.name)} --role ROLE --public-key {made.public_key}`.",
+                f"`resolver approvers add {safe_text(key.name)} --role ROLE --public-key {key.public_key}`.",
             ]
         )
         return 0
