@@ -18,9 +18,23 @@ Files in the home folder (mode 0600):
 
 On a team store (issue 23) the rows are the store's ``approvers`` table and the seal its
 ``shop_parts`` row ``approvers.json`` (:class:`core.store.ShopParts`), so every machine pointed
-at the store reads one registry; the encrypted private keys are in the rows there too. A writer of the
-  database alone can neither edit, add, drop nor un-revoke an entry (an older signed entry
-  replayed no longer matches the seal).
+at the store reads one registry. The encrypted private keys are NOT in the store: each is a file
+on the machine of the approver it belongs to (:mod:`core.keyfiles`, ``keys/`` in that machine's
+home folder, 0700 and 0600), the owner's with the recovery copy, and the rows' ``private_key`` is
+empty and ``recovery_key`` NULL; so a reader of the database has no key to try passphrases on
+offline. A new approver makes their key on their own machine (``approvers key``, :meth:`Registry.make_key`)
+and the owner adds its public key (``approvers add NAME --role ROLE --public-key HEX``); ``add``
+without ``--public-key`` makes the key file on the owner's machine, to be copied. A team store of
+a release before the key files still holds keys in its rows: the first unlock of each on a
+machine writes that machine's key file (fsynced) and then empties the row (:meth:`Registry._settle`);
+``resolver doctor`` and ``resolver store migrate`` count the keys still there.
+
+A SQLite shop home keeps the keys in its rows, as before: the home folder is one machine's, so
+``approvers.sqlite`` (0600) is already per person, and no fixture or format changes. An unlock
+reads the same way in both: this machine's key file first, then the row's key. A writer of the
+database alone can neither edit, add, drop nor un-revoke an entry (an older signed entry
+replayed no longer matches the seal); the owner's signatures and the seal cover the public
+part only, so moving a key between a row and a file needs no signature.
 
 The owner key's fingerprint (:func:`fingerprint`) is printed at ``init`` to be written down;
 ``resolver doctor`` shows it (:func:`doctor_lines`), so a swapped owner key (someone who can
