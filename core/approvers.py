@@ -595,8 +595,11 @@ class Registry:
                 or the file cannot be written. Nothing is written then.
         """
         name = _clean_name(name)
-        if any(name_key(e.name) == name_key(name) for e in self.entries()):
-            raise RegistryError(f"{name} is already in the registry; revoked names are not reused, so choose another name.")
+        present = next((e for e in self.entries() if name_key(e.name) == name_key(name)), None)
+        if present is not None:
+            raise RegistryError(
+                f"{present.name} is already in the registry; revoked names are not reused, so choose another name."
+            )
         held = self.keys.read(name)
         if held is not None:
             raise RegistryError(

@@ -688,6 +688,13 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         )
         return 0
     if args.approvers_cmd == "add":
+        if args.public_key is not None:  # before anything is read or asked: exit 2, nothing written
+            from core.approvers import RegistryError, check_public_key
+
+            try:
+                args.public_key = check_public_key(args.public_key)
+            except RegistryError as exc:
+                raise BadArgument(str(exc)) from None
         registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
         passphrase = ""
         if args.public_key is None:
@@ -1132,17 +1139,6 @@ class _Parser(argparse.ArgumentParser):
         super()._print_message(message, file)
 
 
-def _public_key_arg(text: str) -> str:
-    """``--public-key``: 64 hex digits of an Ed25519 public key (:func:`core.approvers.check_public_key`);
-    anything else is one sentence and exit 2, before anything is read or written."""
-    from core.approvers import RegistryError, check_public_key
-
-    try:
-        return check_public_key(text)
-    except RegistryError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     """The ``resolver`` argument parser (every subcommand also takes ``--home DIR``)."""
     common = _Parser(add_help=False)
@@ -1354,7 +1350,6 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     a.add_argument("--role", required=True, choices=ROLES)
     a.add_argument(
         "--public-key",
-        type=_public_key_arg,
         metavar="HEX",
         default=None,
         help="the public key `approvers key` printed on the approver's machine (then no passphrase of theirs is asked)",

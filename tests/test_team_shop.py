@@ -214,6 +214,16 @@ def _restore_schema_4(url: str) -> None:
                 "ON CONFLICT DO NOTHING",
                 (json.dumps(rows),),
             )
+        # rows loaded with their identity values: each identity goes on after them, as in the old store
+        identities = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE is_identity = 'YES' "
+            "AND table_schema = current_schema()"
+        ).fetchall()
+        for table, column in identities:
+            conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                f"(SELECT COALESCE(max({column}), 0) + 1 FROM {table}), false)"
+            )
 
 
 def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(url, tmp_path, capsys, monkeypatch):
