@@ -75,7 +75,7 @@ def test_a_damaged_key_file_is_one_sentence(tmp_path, body):
     files.path("Ana").write_bytes(body)
     with pytest.raises(KeyFileError, match=r"^The key file .* is damaged \(.*\); copy it again from where the key was made"):
         files.read("Ana")
-    [(path, key, problem)] = files.listing()
+    [(_path, key, problem)] = files.listing()
     assert key is None and "is damaged" in problem
 
 

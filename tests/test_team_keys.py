@@ -64,7 +64,7 @@ def _one_sentence(err: str) -> None:
 def _owner_machine(tmp_path, url, capsys, monkeypatch):
     a = _machine(tmp_path / "a", url, capsys, monkeypatch)
     assert a("init", "--shop")[0] == 0
-    code, out, err = a("approvers", "init", passphrase=GRACE)
+    code, _out, err = a("approvers", "init", passphrase=GRACE)
     assert code == 0, err
     return a
 
