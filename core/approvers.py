@@ -458,7 +458,34 @@ class Registry:
             )
         if not any(e.name == owner and e.public_key == owner_key and e.role == OWNER_ROLE for e in entries):
             out.append(f"the owner {owner} has no entry with the sealed key")
+        if self.team:
+            try:
+                pinned = self.keys.pinned_owner()
+            except KeyFileError as exc:
+                out.insert(0, str(exc).rstrip("."))
+            else:
+                if pinned is not None and pinned != owner_key:
+                    out.insert(
+                        0,
+                        f"the store's owner key {fingerprint(owner_key)} is not the one this machine trusted first, "
+                        f"{fingerprint(pinned)} (kept in {self.keys.pin_path}): someone may have replaced the registry "
+                        "and its owner key; compare both with the fingerprint written down at `approvers init`, and "
+                        "delete the pin only if the owner really made a new registry",
+                    )
         return out
+
+    def _pin_first_sight(self) -> None:
+        """On a team store, keep the owner key of a registry that verifies as the one this
+        machine trusts from now on, if it keeps none yet (:meth:`core.keyfiles.KeyFiles.pin_owner`).
+        Best effort: a folder that cannot be written pins nothing now."""
+        if not self.team:
+            return
+        try:
+            if self.keys.pinned_owner() is None:
+                seal = self.seal()
+                self.keys.pin_owner(seal["owner_key"], seal["owner"])
+        except ResolverError:
+            pass
 
     def valid_entry(self, name: str) -> Entry:
         """The entry of ``name`` if the registry holds, the entry is the owner's and not revoked.
@@ -473,6 +500,7 @@ class Registry:
             raise ApprovalRefused(str(exc)) from None
         if problems:
             raise ApprovalRefused(f"The approvers registry does not verify: {problems[0]}; nothing is decided or executed.")
+        self._pin_first_sight()
         entries = self.entries()
         entry = next((e for e in entries if name_key(e.name) == name_key(name)), None)
         if entry is None:
@@ -690,6 +718,7 @@ class Registry:
         except BaseException:
             self._unmake_key(owner_name, in_row)
             raise
+        self._pin_first_sight()
         if record is not None:
             record(owner, seal)
         return InitResult(owner_name, fingerprint(pub), code)
@@ -840,6 +869,7 @@ class Registry:
         problems = self.problems()
         if problems:
             raise RegistryError(f"The approvers registry does not verify ({problems[0]}); nothing changed.")
+        self._pin_first_sight()
 
     def _fp_or_damaged(self) -> str:
         try:

@@ -16,6 +16,12 @@ Layout, in the machine's home folder (the folder ``--home`` or the config file p
   registry entry's), ``private_key`` (the encrypted key), ``recovery_key`` (the owner's only, or
   null).
 
+The pin (``keys/owner.pin``, JSON: ``format``, ``owner``, ``owner_key``): the owner key of the team
+store the first time this machine trusted it (its first decision or signing there, or the
+owner's ``approvers init``). From then on a registry whose seal names another owner key is
+refused on this machine with both fingerprints: someone who rewrote every table of the store,
+registry and owner key together, no longer passes unnoticed.
+
 A file is written atomically (a temporary file in ``keys/``, fsynced, renamed over the old one,
 then the folder fsynced): a crash leaves the old file or the new one, never half of one. This
 module only stores; what a key means (which entry it belongs to, its passphrase) is
@@ -40,6 +46,12 @@ KEYS_DIR = "keys"
 
 FORMAT = "resolver-key-file-v1"
 """The ``format`` field of a key file written by this release."""
+
+PIN_FILE = "owner.pin"
+"""The file in ``keys/`` pinning the team store's owner key this machine first saw."""
+
+PIN_FORMAT = "resolver-owner-pin-v1"
+"""The ``format`` field of the pin."""
 
 MAX_BYTES = 64 * 1024
 """The largest key file read (a real one is about 400 bytes): a damaged or planted file cannot
@@ -109,6 +121,11 @@ class KeyFiles:
             "recovery_key": key.recovery_key,
         }
         data = (json.dumps(body, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+        return self._write_atomic(path, data)
+
+    def _write_atomic(self, path: Path, data: bytes) -> Path:
+        """Write ``data`` as ``path`` in :attr:`dir`: a temporary file (0600) fsynced, renamed over
+        ``path``, the folder fsynced. Raises KeyFileError."""
         tmp = None
         try:
             self.dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -123,7 +140,7 @@ class KeyFiles:
             tmp = None
             _fsync_dir(self.dir)
         except OSError as exc:
-            raise KeyFileError(f"Cannot write the key file {path}: {exc.strerror or exc}; nothing was changed.") from None
+            raise KeyFileError(f"Cannot write {path}: {exc.strerror or exc}; nothing was changed.") from None
         finally:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
@@ -136,6 +153,40 @@ class KeyFiles:
             self.path(name).unlink(missing_ok=True)
         except OSError as exc:
             raise KeyFileError(f"Cannot delete the key file {self.path(name)}: {exc.strerror or exc}.") from None
+
+    @property
+    def pin_path(self) -> Path:
+        """Where this machine keeps the team store's owner key it first saw (``keys/owner.pin``)."""
+        return self.dir / PIN_FILE
+
+    def pinned_owner(self) -> str | None:
+        """The owner's public key (64 hex digits) this machine pinned, or None when none yet.
+        Raises KeyFileError (one sentence) for a pin that cannot be read or is damaged."""
+        try:
+            with self.pin_path.open("rb") as f:
+                data = f.read(MAX_BYTES + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise KeyFileError(f"Cannot read the owner key pin {self.pin_path}: {exc.strerror or exc}.") from None
+        try:
+            raw = json.loads(data.decode("utf-8"))
+            key = raw["owner_key"] if isinstance(raw, dict) and raw.get("format") == PIN_FORMAT else None
+            if not isinstance(key, str) or len(key) != 64:
+                raise ValueError("no owner key")
+            bytes.fromhex(key)
+        except (ValueError, UnicodeDecodeError, KeyError) as exc:
+            raise KeyFileError(
+                f"The owner key pin {self.pin_path} is damaged ({exc}); compare the owner key's fingerprint with the one "
+                "written down at `approvers init`, then delete the pin (the next decision pins the store's owner key)."
+            ) from None
+        return key
+
+    def pin_owner(self, owner_key: str, owner: str) -> Path:
+        """Keep ``owner_key`` (hex) as the owner key this machine trusts from now on, with the
+        owner's name, atomically (as :meth:`write`). Returns the path. Raises KeyFileError."""
+        body = {"format": PIN_FORMAT, "owner": owner, "owner_key": owner_key}
+        return self._write_atomic(self.pin_path, (json.dumps(body, ensure_ascii=False) + "\n").encode("utf-8"))
 
     def listing(self) -> list[tuple[Path, KeyFile | None, str]]:
         """Every ``*.key`` file of this machine, by file name: ``(path, key or None, problem)``;

@@ -49,7 +49,7 @@ def test_a_rewrite_replaces_the_file_whole_and_a_failed_one_leaves_the_old(tmp_p
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken)
-    with pytest.raises(KeyFileError, match=r"Cannot write the key file .*No space left on device; nothing was changed"):
+    with pytest.raises(KeyFileError, match=r"Cannot write .*/keys/.*No space left on device; nothing was changed"):
         files.write(_key(private="third"))
     monkeypatch.undo()
     assert files.read("Ana").private_key == "second"

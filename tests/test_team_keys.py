@@ -31,7 +31,7 @@ def url():
 
 def _machine(root: Path, url: str, capsys, monkeypatch):
     """The CLI of one machine: its own folder ``root``, the team store at ``url``."""
-    root.mkdir(mode=0o700, exist_ok=True)
+    root.mkdir(mode=0o700, parents=True, exist_ok=True)
     root.chmod(0o700)
     run = shop_cli(root, capsys, monkeypatch)
 
@@ -265,3 +265,53 @@ def test_store_copy_of_a_sqlite_shop_keeps_the_keys_out_of_the_team_store(tmp_pa
         out, err = capsys.readouterr()
         assert code == 0, err
         assert "keys: a team store holds no private keys; copy each approver's key file" in out
+
+
+def test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first(url, tmp_path, capsys, monkeypatch):
+    """The README's limit of a team store: someone who rewrites every table at once replaces the
+    registry and the owner key together. Each machine keeps the owner key it first trusted
+    (``keys/owner.pin``: the owner's at ``approvers init``, an approver's at their first
+    decision); a store whose seal names another owner key is then refused with both fingerprints."""
+    a = _owner_machine(tmp_path, url, capsys, monkeypatch)
+    b = _machine(tmp_path / "b", url, capsys, monkeypatch)
+    code, out, _ = b("approvers", "key", "--name", "Ana", passphrase=ANA)
+    a("approvers", "add", "Ana", "--role", "team_lead", "--public-key", _public_key(out), owner=GRACE)
+    a("run", "T-65273")
+    a("run", "T-97580")
+    code, out, err = b("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    assert code == 0, err
+    first = KeyFiles(a.root).pinned_owner()
+    assert first == KeyFiles(a.root).read("Grace").public_key == KeyFiles(b.root).pinned_owner()
+    assert stat.S_IMODE(KeyFiles(b.root).pin_path.stat().st_mode) == 0o600
+
+    with fresh_schema() as other:  # the attacker's own registry, owner key and Ana entry, moved in whole
+        x = _owner_machine(tmp_path / "x", other, capsys, monkeypatch)
+        code, out, _ = x("approvers", "key", "--name", "Ana", passphrase=ANA)
+        x("approvers", "add", "Ana", "--role", "team_lead", "--public-key", _public_key(out), owner=GRACE)
+        with psycopg.connect(other) as src:
+            rows = src.execute("SELECT name, role, public_key, added_at, revoked_at, signature FROM approvers").fetchall()
+            seal = bytes(src.execute("SELECT body FROM shop_parts WHERE name = 'approvers.json'").fetchone()[0])
+        forged = json.loads(seal)["owner_key"]
+        with psycopg.connect(url) as conn:
+            conn.execute("DELETE FROM approvers")
+            for row in rows:
+                conn.execute(
+                    "INSERT INTO approvers (name, role, public_key, added_at, revoked_at, signature, private_key) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, '')",
+                    row,
+                )
+            conn.execute("UPDATE shop_parts SET body = %s WHERE name = 'approvers.json'", (seal,))
+        shutil.copy2(KeyFiles(x.root).path("Ana"), KeyFiles(b.root).path("Ana"))  # the attacker's Ana key
+    from core.approvers import fingerprint
+
+    code, _, err = b("approve", "--yes", "T-97580-agent-chat-small-1", "--name", "Ana", passphrase=ANA)
+    assert code == 4, err
+    assert f"the store's owner key {fingerprint(forged)} is not the one this machine trusted first, {fingerprint(first)}" in err
+    _one_sentence(err)
+    for machine in (a, b):
+        code, out, err = machine("doctor")
+        assert "is not the one this machine trusted first" in out
+    code, _, err = a("approvers", "add", "Bob", "--role", "agent", passphrase=BOB, owner=GRACE)
+    assert code == 4 and "is not the one this machine trusted first" in err
+    with psycopg.connect(url) as conn:
+        assert conn.execute("SELECT count(*) FROM approvers WHERE name = 'Bob'").fetchone()[0] == 0
