@@ -36,6 +36,11 @@ database alone can neither edit, add, drop nor un-revoke an entry (an older sign
 replayed no longer matches the seal); the owner's signatures and the seal cover the public
 part only, so moving a key between a row and a file needs no signature.
 
+On a team store each machine also pins the owner key it first trusted (``keys/owner.pin``,
+:meth:`core.keyfiles.KeyFiles.pin_owner`): a seal naming another owner key is one of
+:meth:`Registry.problems` there, so a registry replaced with its owner key (every table
+rewritten) is refused on each machine that used the store before.
+
 The owner key's fingerprint (:func:`fingerprint`) is printed at ``init`` to be written down;
 ``resolver doctor`` shows it (:func:`doctor_lines`), so a swapped owner key (someone who can
 write every file of the account) is found by comparing it with the paper.
