@@ -190,20 +190,54 @@ def test_recover_reads_the_recovery_copy_on_the_owners_machine(url, tmp_path, ca
     assert code == 0, err
 
 
-FROZEN = Path(__file__).parent / "fixtures" / "team_store_schema_4"
+FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def test_keys_in_the_rows_of_a_store_of_the_previous_release_move_to_the_machines(url, tmp_path, capsys, monkeypatch):
-    """The frozen team store (written by the release before migration 6, its rows holding Grace's
-    and Ana's encrypted keys): a run waiting over the upgrade is approved by Ana on her machine,
-    whose first unlock writes her key file and empties her row; the owner's first signing moves
-    Grace's key and recovery copy to the owner's machine. doctor and store migrate count what is
-    left; a third machine has no key."""
-    from test_team_shop import _restore_schema_4
+def _restore(url: str, frozen: Path, upto: int) -> None:
+    """Make a frozen store's tables by this resolver's migrations up to ``upto`` (those the old
+    release had) and load its rows, each identity going on after the loaded values."""
+    from core.stores.postgres.schema import MIGRATIONS
 
-    _restore_schema_4(url)
+    tables = json.loads((frozen / "tables.json").read_text(encoding="utf-8"))
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute(
+            "CREATE TABLE resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, _, statements in MIGRATIONS:
+            if version <= upto:
+                for statement in statements():
+                    conn.execute(statement)
+        for table, rows in tables.items():
+            conn.execute(
+                f"INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(null::{table}, %s) "
+                "ON CONFLICT DO NOTHING",
+                (json.dumps(rows),),
+            )
+        identities = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE is_identity = 'YES' "
+            "AND table_schema = current_schema()"
+        ).fetchall()
+        for table, column in identities:
+            conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                f"(SELECT COALESCE(max({column}), 0) + 1 FROM {table}), false)"
+            )
+
+
+@pytest.mark.parametrize("schema", [4, 6])
+def test_keys_in_the_rows_of_a_store_of_the_previous_release_move_to_the_machines(schema, url, tmp_path, capsys, monkeypatch):
+    """The frozen team stores of the two releases before the key files (schema 4: its seal and
+    head in the owner's folder; schema 6, made by 9d8518b: in the store), their rows holding
+    Grace's and Ana's encrypted keys: a run waiting over the upgrade is approved by Ana on her
+    machine, whose first unlock writes her key file and empties her row; the owner's first
+    signing moves Grace's key and recovery copy to the owner's machine. doctor and store
+    migrate count what is left; a third machine has no key."""
+    frozen = FIXTURES / f"team_store_schema_{schema}"
+    _restore(url, frozen, schema)
     assert sorted(r[0] for r in _key_material(url)) == ["Ana", "Grace"]
-    shutil.copytree(FROZEN / "home", tmp_path / "a")
+    if (frozen / "home").is_dir():
+        shutil.copytree(frozen / "home", tmp_path / "a")
     a = _machine(tmp_path / "a", url, capsys, monkeypatch)
     for path in a.root.iterdir():
         path.chmod(0o600)
