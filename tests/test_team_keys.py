@@ -349,3 +349,19 @@ def test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first(url,
     assert code == 4 and "is not the one this machine trusted first" in err
     with psycopg.connect(url) as conn:
         assert conn.execute("SELECT count(*) FROM approvers WHERE name = 'Bob'").fetchone()[0] == 0
+
+
+def test_a_team_store_whose_rows_hold_keys_is_not_copied_into_another(url, capsys):
+    """A team store of the release before (keys in its rows) copied into another team store would
+    carry the keys along: refused with one sentence, nothing written."""
+    from core.cli import main
+    from core.stores import open_rows
+
+    _restore(url, FIXTURES / "team_store_schema_6", 6)
+    with fresh_schema() as other:
+        code = main(["store", "copy", "--from", url, "--to", other])
+        _, err = capsys.readouterr()
+        assert code == 1 and "still holds 2 approver(s)' encrypted keys in its rows" in err
+        assert "let each approver unlock once on their machine" in err
+        _one_sentence(err)
+        assert sum(open_rows(other).row_counts().values()) == 0
