@@ -732,10 +732,12 @@ class Registry:
         """Keep a key made on the spot (``init``, ``add`` without ``--public-key``): on a team
         store in this machine's key file (written and fsynced before the row), returning the
         row's empty key columns; in a SQLite home the row's ``(private_key, recovery_key)``.
-        Raises RegistryError (a key file already there, or one that cannot be written)."""
+        Refused in both when this machine already holds a key file for the name (an unlock
+        reads the file first). Raises RegistryError (a key file already there, or one that
+        cannot be written)."""
+        self._refuse_held(made.name)  # in a SQLite home too: an unlock reads the file first
         if not self.team:
             return made.private_key, made.recovery_key
-        self._refuse_held(made.name)
         self.keys.write(made)
         return "", None
 
@@ -782,8 +784,7 @@ class Registry:
         made: KeyFile | None = None
         if public_key is None:
             _check_passphrase(passphrase, name)
-            if self.team:
-                self._refuse_held(name)
+            self._refuse_held(name)
         owner = self._owner(owner_passphrase)
         if public_key is None:
             key = Ed25519PrivateKey.generate()

@@ -365,3 +365,26 @@ def test_a_team_store_whose_rows_hold_keys_is_not_copied_into_another(url, capsy
         assert "let each approver unlock once on their machine" in err
         _one_sentence(err)
         assert sum(open_rows(other).row_counts().values()) == 0
+
+
+def test_a_sqlite_shop_home_takes_the_two_step_add_too(tmp_path, capsys, monkeypatch):
+    """A SQLite shop home keeps keys in its rows, and reads a key file first: `approvers key` and
+    `add --public-key` work there; a key made on the spot is refused while a key file of that
+    name is on the machine (the file would win at unlock)."""
+    shop = shop_cli(tmp_path / "shop", capsys, monkeypatch)
+    assert shop("init", "--shop")[0] == 0
+    assert shop("approvers", "init", passphrase=GRACE)[0] == 0
+    code, out, err = shop("approvers", "key", "--name", "Ana", passphrase=ANA)
+    assert code == 0, err
+    code, _, err = shop("approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)
+    assert code == 1 and "This machine already holds a key file for Ana" in err
+    code, _, err = shop("approvers", "add", "Ana", "--role", "team_lead", "--public-key", _public_key(out), owner=GRACE)
+    assert code == 0, err
+    assert shop("run", "T-65273")[0] == 0
+    code, out, err = shop("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    assert code == 0 and "Status: done" in out, err
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "shop" / "approvers.sqlite") as conn:
+        rows = dict(conn.execute("SELECT name, private_key FROM approvers"))
+    assert rows["Ana"] == "" and rows["Grace"].startswith("resolver-scrypt-v1$")  # the owner's stays in its row
