@@ -357,7 +357,7 @@ def test_a_team_store_whose_rows_hold_keys_is_not_copied_into_another(url, capsy
     from core.cli import main
     from core.stores import open_rows
 
-    _restore(url, FIXTURES / "team_store_schema_6", 6)
+    _restore(url, FIXTURES / "shop_team_store_schema_6", 6)
     with fresh_schema() as other:
         code = main(["store", "copy", "--from", url, "--to", other])
         _, err = capsys.readouterr()
