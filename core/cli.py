@@ -404,7 +404,19 @@ def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unl
 
     if _named_approver(home, args, required) is None:
         return None
-    return home.unlock(args.name, read_passphrase(f"Passphrase for {args.name}: ", fd=args.passphrase_fd))
+    return _unlock(home, args.name, read_passphrase, f"Passphrase for {args.name}: ", args.passphrase_fd)
+
+
+def _unlock(home: Home, name: str, read: Callable[..., str], prompt: str, fd: int | None) -> Unlocked:
+    """Unlock ``name`` in a shop home: first whether this machine holds their key at all
+    (:meth:`core.approvers.Registry.key_problem`, issue 23), so a missing key file is said before
+    a passphrase is asked; then the passphrase. Raises ApprovalRefused (one sentence)."""
+    from core.errors import ApprovalRefused
+
+    problem = home.registry().key_problem(name) if home.kind == "shop" else None
+    if problem:
+        raise ApprovalRefused(problem)
+    return home.unlock(name, read(prompt, fd=fd))
 
 
 def _named_approver(home: Home, args: argparse.Namespace, required: bool = True) -> Approver | None:
@@ -517,7 +529,7 @@ def cmd_approve(home: Home, args: argparse.Namespace) -> int:
     digest, seen = _show_then_confirm(home, args, "approve", who)
     signer = None
     if home.kind == "shop":
-        signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
+        signer = _unlock(home, args.name, read_passphrase, f"Passphrase for {who.name}: ", args.passphrase_fd)
     role = signer.role if signer else args.role
     try:
         state = home.approve(args.run, role, args.name, digest, interrupt=args.interrupt, signer=signer, seen=seen)
@@ -572,7 +584,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
     digest, _ = _show_then_confirm(home, args, "reject", who)
     signer = None
     if home.kind == "shop":
-        signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
+        signer = _unlock(home, args.name, read_passphrase, f"Passphrase for {who.name}: ", args.passphrase_fd)
     role = signer.role if signer else args.role
     state = home.reject(args.run, role, args.reason, args.name, digest, signer=signer)
     if args.json:
@@ -628,7 +640,8 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
-    """``approvers init|add|list|revoke|recover`` (issue 14): the registry of a shop home."""
+    """``approvers init|key|add|list|revoke|recover`` (issue 14): the registry of a shop home;
+    ``key`` (issue 23) makes a new approver's key on their own machine."""
     from core.approvers import fingerprint
     from core.homekind import require_shop
     from core.safetext import safe_text
@@ -659,21 +672,65 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         return 0
     from core.rulebook import role_label
 
-    if args.approvers_cmd == "add":
-        registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
+    if args.approvers_cmd == "key":
         passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
+        key, path = registry.make_key(args.name, passphrase)
+        if args.json:
+            _json({"name": key.name, "public_key": key.public_key, "fingerprint": fingerprint(key.public_key), "file": str(path)})
+            return 0
+        _print(
+            [
+                f"Made a key for {safe_text(key.name)} on this machine: {path} (mode 0600, encrypted with the passphrase).",
+                f"Public key: {key.public_key}",
+                f"Fingerprint: {fingerprint(key.public_key)}",
+                "  Give the public key to the owner, who adds it with "
+                f"`resolver approvers add {safe_text(key.name)} --role ROLE --public-key {key.public_key}`.",
+            ]
+        )
+        return 0
+    if args.approvers_cmd == "add":
+        if args.public_key is not None:  # before anything is read or asked: exit 2, nothing written
+            from core.approvers import RegistryError, check_public_key
+
+            try:
+                args.public_key = check_public_key(args.public_key)
+            except RegistryError as exc:
+                raise BadArgument(str(exc)) from None
+        registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
+        passphrase = ""
+        if args.public_key is None:
+            passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
         owner_passphrase = read_passphrase(
             "The owner's passphrase, to sign the entry: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
         )
         entry = registry.add(
-            args.name, args.role, passphrase, owner_passphrase, now, record=record("add", args.name.strip(), args.role)
+            args.name,
+            args.role,
+            passphrase,
+            owner_passphrase,
+            now,
+            record=record("add", args.name.strip(), args.role),
+            public_key=args.public_key,
         )
+        kept = registry.keys.path(entry.name) if registry.team and args.public_key is None else None
         if args.json:
-            _json({"name": entry.name, "role": entry.role, "fingerprint": fingerprint(entry.public_key)})
+            _json(
+                {
+                    "name": entry.name,
+                    "role": entry.role,
+                    "fingerprint": fingerprint(entry.public_key),
+                    "key_file": str(kept) if kept else None,
+                }
+            )
             return 0
         _print(
             f"Added {one_line(entry.name)} as {role_label(entry.role)}, key {fingerprint(entry.public_key)}; signed by the owner."
         )
+        if kept is not None:
+            _print(
+                f"  Their encrypted key is on this machine: {kept}. Copy that file into the keys folder of their home "
+                "folder on their machine (mode 0600), or next time let them make it there with `resolver approvers key`."
+            )
         return 0
     if args.approvers_cmd == "revoke":
         owner_passphrase = read_passphrase(
@@ -1279,13 +1336,25 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--reason", required=True)
     p.set_defaults(func=cmd_reject)
 
-    p = sub.add_parser("approvers", parents=[common], help="shop home: the approvers registry (init, add, list, revoke, recover)")
+    p = sub.add_parser(
+        "approvers", parents=[common], help="shop home: the approvers registry (init, key, add, list, revoke, recover)"
+    )
     asub = p.add_subparsers(dest="approvers_cmd", required=True)
     a = asub.add_parser("init", parents=[common, passphrase_fd], help="the owner makes the registry and their key")
     a.add_argument("--name", default="Grace", help="the owner's name (default Grace)")
+    a = asub.add_parser(
+        "key", parents=[common, passphrase_fd], help="a new approver makes their key on their own machine (prints the public key)"
+    )
+    a.add_argument("--name", required=True, help="the new approver's name, as the owner will add it")
     a = asub.add_parser("add", parents=[common, passphrase_fd], help="add an approver (their passphrase, then the owner's)")
     a.add_argument("name", metavar="NAME")
     a.add_argument("--role", required=True, choices=ROLES)
+    a.add_argument(
+        "--public-key",
+        metavar="HEX",
+        default=None,
+        help="the public key `approvers key` printed on the approver's machine (then no passphrase of theirs is asked)",
+    )
     a.add_argument(
         "--owner-passphrase-fd",
         type=int,

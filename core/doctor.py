@@ -272,9 +272,9 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         for text in registry_lines(root, kind, url):
             level = (
                 "ok"
-                if text.startswith(("Owner key:", "Approvers: registry verifies"))
+                if text.startswith(("Owner key:", "Approvers: registry verifies", "Key file:", "Keys:"))
                 else "warn"
-                if "no registry yet" in text
+                if "no registry yet" in text or text.startswith("Keys in the store:")
                 else "FAIL"
             )
             lines.append(_line(level, text))

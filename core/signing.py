@@ -554,8 +554,51 @@ def registry_lines(root: Path, kind: str, store: str | None = None) -> list[str]
                 out.append(f"Owner key: {registry.fingerprint()} (compare with the one written down at `approvers init`)")
                 problems = registry.problems()
                 out.append("Approvers: registry verifies." if not problems else f"Approvers: {'; '.join(problems)}.")
+                out += key_lines(registry)
             except RegistryError as exc:
                 out.append(f"Approvers: {exc}")
+    return out
+
+
+def key_lines(registry: Registry) -> list[str]:
+    """``resolver doctor``'s lines on the approvers' private keys (issue 23): one per key file of
+    this machine (``Key file: ...``, whose approver, and whether it is the registry entry's key;
+    ``Key file problem: ...`` when it is damaged, readable by others, of another key or of no
+    approver), ``Keys: none on this machine`` on a team store without any, and on a team store
+    how many keys are still in its rows (``Keys in the store: ...``, each moves to its
+    approver's machine at their first unlock there). Never raises."""
+    from core.safetext import name_key, one_line
+
+    out: list[str] = []
+    try:
+        entries = {name_key(e.name): e for e in registry.entries()}
+        listing = registry.keys.listing()
+    except ResolverError as exc:
+        return [f"Key file problem: {exc}"]
+    for path, key, problem in listing:
+        if key is None or problem:
+            out.append(f"Key file problem: {problem}")
+            continue
+        entry = entries.get(name_key(key.name))
+        if entry is None:
+            out.append(f"Key file: {path} holds a key for {one_line(key.name)}, who is not in the registry yet.")
+        elif entry.public_key != key.public_key:
+            out.append(
+                f"Key file problem: {path} holds {fingerprint(key.public_key)} for {one_line(key.name)}, but the registry's "
+                f"entry has {fingerprint(entry.public_key)}: it cannot decide."
+            )
+        else:
+            state = "revoked" if entry.revoked else "can decide on this machine"
+            out.append(f"Key file: {path} holds {one_line(entry.name)}'s key {fingerprint(key.public_key)} ({state}).")
+    if registry.team:
+        if not listing:
+            out.append(f"Keys: none on this machine ({registry.keys.dir}); an approver decides where their key file is.")
+        held = registry.keys_in_rows()
+        if held:
+            out.append(
+                f"Keys in the store: {held} approver(s)' encrypted keys are still in the team store's rows (written by an "
+                "earlier release); each moves to its approver's machine at their first unlock there."
+            )
     return out
 
 

@@ -65,6 +65,7 @@ SHOP: tuple[tuple[str, ...], ...] = (
     ("init", "--shop"),
     ("approvers", "init"),
     ("approvers", "add", "Tomás", "--role", "team_lead"),
+    ("approvers", "key", "--name", "Priya"),
     ("approvers", "list"),
     ("approvers", "revoke", "Tomás"),
     ("approvers", "recover"),

@@ -22,8 +22,9 @@ from pg import fresh_schema
 
 GRACE, ANA = "grace-passphrase", "ana-passphrase"
 
-PER_PERSON = {"resolver.log", ".__resolver.lock"}
-"""What a folder on a team store may hold: the machine's own log and its lock (the config file is elsewhere)."""
+PER_PERSON = {"resolver.log", ".__resolver.lock", "keys"}
+"""What a folder on a team store may hold: the machine's own log, its lock and its approvers' key
+files (the config file is elsewhere)."""
 
 
 @pytest.fixture
@@ -56,17 +57,20 @@ def test_two_machines_share_one_shop_on_one_team_store(url, tmp_path, capsys, mo
     assert code == 0 and out.startswith("Made a shop home on the team store"), err
     code, out, err = a("approvers", "init", passphrase=GRACE)
     assert code == 0, err
-    assert a("approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)[0] == 0
+    b_root = tmp_path / "b"
+    b_root.mkdir(mode=0o700)
+    b_root.chmod(0o700)
+    b = _machine(b_root, url, capsys, monkeypatch)
+    code, out, err = b("approvers", "key", "--name", "Ana", passphrase=ANA)  # on Ana's machine
+    assert code == 0, err
+    public = out.split("Public key: ")[1].split()[0]
+    assert a("approvers", "add", "Ana", "--role", "team_lead", "--public-key", public, owner=GRACE)[0] == 0
     assert a("run", "T-65273")[0] == 0
     assert {p.name for p in a.root.iterdir()} <= PER_PERSON  # the kind, seal and head are in the store
     stored = _parts(url)
     assert set(stored) == {SEAL_FILE, HEAD_FILE}
     assert json.loads(stored[SEAL_FILE])["version"] == 2  # init and add
 
-    b_root = tmp_path / "b"
-    b_root.mkdir(mode=0o700)
-    b_root.chmod(0o700)
-    b = _machine(b_root, url, capsys, monkeypatch)
     code, out, _ = b("show", T65273_RUN)
     assert code == 0 and "Status: waiting_approval" in out
     code, out, err = b("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
@@ -209,6 +213,16 @@ def _restore_schema_4(url: str) -> None:
                 f"INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(null::{table}, %s) "
                 "ON CONFLICT DO NOTHING",
                 (json.dumps(rows),),
+            )
+        # rows loaded with their identity values: each identity goes on after them, as in the old store
+        identities = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE is_identity = 'YES' "
+            "AND table_schema = current_schema()"
+        ).fetchall()
+        for table, column in identities:
+            conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                f"(SELECT COALESCE(max({column}), 0) + 1 FROM {table}), false)"
             )
 
 

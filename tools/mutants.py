@@ -392,6 +392,20 @@ MUTANTS: tuple[Mutant, ...] = (
         (S + "test_databases_the_owner_made_read_only_stay_so_and_pay_nothing",),
     ),
     Mutant(
+        "owner-pin",
+        "team store: a machine refuses an owner key other than the one it first trusted (issue 23)",
+        "core/approvers.py",
+        (("                if pinned is not None and pinned != owner_key:", "                if False:"),),
+        ("tests/test_team_keys.py::test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first",),
+    ),
+    Mutant(
+        "key-file-public-key",
+        "a key file for another public key is named as such at unlock (AES-GCM's associated data refuses it anyway, as a wrong passphrase; issue 23)",
+        "core/approvers.py",
+        (("            if local.public_key != entry.public_key:", "            if False:"),),
+        ("tests/test_team_keys.py::test_a_key_file_for_another_public_key_is_caught_at_unlock",),
+    ),
+    Mutant(
         "passphrase-length",
         "a new key's passphrase has at least 12 characters (issue 28)",
         "core/approvers.py",
