@@ -38,6 +38,8 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   was kept for indexes made at the same time, which proved unneeded (migration 1's serve every
   page: ``tests/test_pg_queue_plan.py``). Migrations are applied by the numbers missing, not by
   the highest one, so a later number below one applied is never skipped.
+- **10, the marks of runs** (issue 24): ``run_marks``, one row per claimed, handed-over or snoozed
+  run (:mod:`core.stores.postgres.marks`). Numbers 7 to 9 are kept for other changes.
 """
 
 from __future__ import annotations
@@ -164,8 +166,16 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "the per-shop parts: the registry's seal, the signed audit head, the practice key, the trainer's clock",
         lambda: SHOP_PARTS,
     ),
+    (10, "the marks of runs: claims, hand-overs and snoozes (issue 24)", lambda: _run_marks()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
+
+
+def _run_marks() -> tuple[str, ...]:
+    from core.stores.postgres.marks import RUN_MARKS
+
+    return RUN_MARKS
+
 
 LATEST = MIGRATIONS[-1][0]
 """The schema version this resolver writes."""

@@ -63,6 +63,7 @@ from core.stores.common import (
 )
 from core.stores.postgres import audit as auditchain
 from core.stores.postgres.database import Database, QmarkConnection, database
+from core.stores.postgres.marks import PostgresMarks
 
 if TYPE_CHECKING:
     from core.state import TaskState
@@ -87,7 +88,7 @@ def _db_now(conn: psycopg.Connection[Any]) -> datetime:
     return conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
 
 
-class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
+class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks):
     """The checkpoint store in the PostgreSQL database (and schema) of ``url`` (see the module's
     docstring); the schema is made or upgraded when it is first opened in a process.
 

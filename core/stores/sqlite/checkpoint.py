@@ -93,6 +93,7 @@ from core.stores.common import (
 )
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
+from core.stores.sqlite.marks import MARKS_FORMAT, SqliteMarks, add_run_marks
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
@@ -107,10 +108,11 @@ __all__ = [
     "Counters",
 ]
 
-STORE_FORMAT = 3
+STORE_FORMAT = MARKS_FORMAT
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
-journal, issue 26). Formats 1 and 2 are migrated on open."""
+journal, issue 26), 4 (and ``run_marks``, issue 24: :mod:`core.stores.sqlite.marks`). Older
+formats are migrated on open."""
 
 _READ_HEAD = f"SELECT version, lease_owner, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
 _INSERT_RUN = (
@@ -146,7 +148,7 @@ _CREATE_ENTRIES = (
 )
 
 
-class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
+class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks):
     """SQLite checkpoint store at ``path`` (``runs.sqlite`` in the home folder).
 
     Args:
@@ -226,8 +228,9 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
                     f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
                 )
-            elif fmt == 2:  # issue 26: the journal of model calls
+            elif fmt in (2, 3):  # issue 26: the journal of model calls; issue 24: the marks
                 conn.execute(_CREATE_MODEL_CALLS)
+                add_run_marks(conn)
             elif "runs" in tables:
                 self._migrate_from_0_1_0(conn, db, tables)
             else:
@@ -286,6 +289,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
     @staticmethod
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
         conn.execute(_CREATE_MODEL_CALLS)
+        add_run_marks(conn)
         conn.execute(_CREATE_ENTRIES)  # WITHOUT ROWID (sqlite-utils cannot say so): one B-tree, a step's rows side by side
         if "audit" not in tables:
             db.table("audit").create(
