@@ -15,7 +15,11 @@ RUN = "T-65273-agent-chat-small-1"
 
 
 def _marks_audit(home, run_id: str = RUN) -> list[tuple[str, str, str]]:
-    return [(r["decision"], r["name"], r["detail"]) for r in home.store.audit(run_id) if r["decision"] in ("claim", "release", "handover", "snooze")]
+    return [
+        (r["decision"], r["name"], r["detail"])
+        for r in home.store.audit(run_id)
+        if r["decision"] in ("claim", "release", "handover", "snooze")
+    ]
 
 
 def test_a_claim_stands_for_its_time_is_told_to_others_and_is_released_by_its_claimer(home, clock, new_store):
@@ -96,7 +100,15 @@ def test_a_settled_run_unknown_role_or_empty_note_is_refused_with_nothing_writte
 def test_put_marks_is_a_compare_and_set_with_its_audit_row_in_the_same_transaction(home, clock, new_store):
     state = home.run("T-65273")
     row = {"run_id": RUN, "run_uid": state.run_uid, "claimed_by": "Tomás"}
-    audit = {"run_id": RUN, "decision": "claim", "role": "team_lead", "name": "Tomás", "digest": "", "at": "x", "run_uid": state.run_uid}
+    audit = {
+        "run_id": RUN,
+        "decision": "claim",
+        "role": "team_lead",
+        "name": "Tomás",
+        "digest": "",
+        "at": "x",
+        "run_uid": state.run_uid,
+    }
     assert home.store.put_marks(row, audit, version=0) == 1
     before = home.store.chain_tip()[1]
     other = new_store(home.store)
