@@ -595,6 +595,64 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_watch(home: Home, args: argparse.Namespace) -> int:
+    """``resolver watch [--as ROLE] [--name N] [--once] [--interval S]`` (issue 24, item 3,
+    :mod:`core.watch`): print one line per event for this person (``--json``: one object per
+    line; with ``--once`` one list), run the config file's ``notify`` per event, keep the
+    position in the home folder after each. ``--once`` prints what is new and exits. A notify
+    command that fails stops the watcher with its sentence (exit 1); the next start delivers that
+    event again."""
+    import json
+    import time
+
+    from core.data import load_policy
+    from core.homepath import config_path, read_config
+    from core.safetext import safe_lines
+    from core.watch import Position, new_events, newest_event, notify_command, relevant, run_notify, sweep_lapses
+
+    if args.interval <= 0:
+        raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
+    name = args.name
+    if home.kind == "shop":
+        if args.role:
+            raise BadArgument("In a shop home watch takes --name NAME (the role comes from the approvers registry), not --as.")
+        role = home.registry().valid_entry(name).role if name else None
+    else:
+        role = args.role
+    command = notify_command(read_config(config_path()))
+    position = Position.of(home.root, role, name)
+    if position.fresh:
+        newest = newest_event(home.store)
+        position.start_at(newest)
+        print(f"Watching from event #{newest}: what happens from now on.", file=sys.stderr if args.json else sys.stdout)
+    policy = load_policy()
+    shown: list[dict[str, object]] = []
+    try:
+        while True:
+            sweep_lapses(home.store, home.clock.now(), policy)
+            for event in new_events(home.store, position):
+                if relevant(event, role, name):
+                    if args.json and args.once:
+                        shown.append(json.loads(event.as_json()))
+                    else:
+                        sys.stdout.write(event.as_json() + "\n" if args.json else safe_lines([event.line()]))
+                        sys.stdout.flush()
+                    if command is not None:
+                        why = run_notify(command, event)
+                        if why is not None:
+                            if shown:
+                                _json(shown)
+                            raise ResolverError(f"{why} The watcher stops here; its next start delivers event #{event.id} again.")
+                position.deliver(event.id)
+            if args.once:
+                if args.json:
+                    _json(shown)
+                return 0
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+
+
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
     from core.errors import ApprovalRefused
     from core.rulebook import Approver
@@ -1392,6 +1450,13 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         else:
             p.add_argument("--until", required=True, metavar="TIME", help="ISO 8601 time, or a duration from now (90m, 2h)")
         p.set_defaults(func=cmd_mark)
+
+    p = sub.add_parser("watch", parents=[common], help="print each new event of the queue for you, and run the notify command")
+    p.add_argument("--as", dest="role", choices=ROLES, help="practice home: your role (the requests you may approve)")
+    p.add_argument("--name", help="your name (hand-overs to you; in a shop home your role from the registry)")
+    p.add_argument("--once", action="store_true", help="print what is new since the last time and exit")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between reads (default 1)")
+    p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser("approvers", parents=[common], help="shop home: the approvers registry (init, add, list, revoke, recover)")
     asub = p.add_subparsers(dest="approvers_cmd", required=True)

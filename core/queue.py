@@ -182,8 +182,21 @@ class ApprovalQueue:
         rows, nxt = self._rows(status, search, sort, after, limit, max_role)
         now = self._clock.now()
         if status == "waiting_approval" and rows:
+            self._lapses(rows, now)
             rows = self._unmarked(rows, now, name if max_role is not None else None)
         return Page(rows, nxt, now, status, search, after)
+
+    def _lapses(self, rows: list[RunSummary], now: datetime) -> None:
+        """Write the ``lapse`` event of each request of this waiting page that lapsed with no one
+        acting (issue 24: any read of the queue may, once per request by a compare-and-set;
+        :func:`core.watch.sweep_lapses` loads only rows last saved before the age limit). A
+        store that cannot be written now (read-only, busy) leaves it to the next read."""
+        from contextlib import suppress
+
+        from core.watch import sweep_lapses
+
+        with suppress(ResolverError):
+            sweep_lapses(self._store, now, load_policy(), rows)
 
     def _unmarked(self, rows: list[RunSummary], now: datetime, name: str | None) -> list[RunSummary]:
         """``rows`` of the "waiting" filter without the runs set aside at ``now`` and, for the

@@ -20,6 +20,8 @@
   stores the columns of :data:`core.auditchain.COLUMNS` (``binds`` included) and keeps the table append-only;
 - **marks** (issue 24): :meth:`~Store.run_marks`, :meth:`~Store.put_marks`,
   :meth:`~Store.clear_marks`: who claimed a run, to whom it was handed, until when it is set aside;
+- **events** (issue 24): :meth:`~Store.queue_events`, :meth:`~Store.record_lapse`: what a watcher
+  tells people, written by the store in the transaction of the write that makes each;
 - **housekeeping**: :meth:`~Store.has_history`, :meth:`~Store.approvals_in_flight`,
   :attr:`~Store.repairs` (what opening it repaired, for ``resolver doctor``),
   :meth:`~Store.backup` (a consistent copy), :meth:`~Store.scrubbed` (deletes that leave nothing
@@ -543,6 +545,19 @@ class Store(AuditLog, Protocol):
 
     def clear_marks(self, run_ids: list[str] | None = None) -> None:
         """Delete the marks of ``run_ids`` (None: every run's), when the runs are deleted or reset."""
+        ...
+
+    # -- the queue's events (issue 24: :mod:`core.stores.events`) -------------------------------
+
+    def queue_events(self, after: int, limit: int = 500) -> list[dict[str, Any]]:
+        """Up to ``limit`` events with an ID above ``after``, lowest ID first, each a dict of
+        :data:`core.stores.events.EVENT_COLUMNS` (written by the store's triggers in the
+        transaction of the write that made each)."""
+        ...
+
+    def record_lapse(self, run_id: str, digest: str, at: str, required_role: str | None) -> bool:
+        """Write the ``lapse`` event of one request (run and ``digest``) unless written already
+        (a compare-and-set on a unique index); True when this call wrote it."""
         ...
 
     def overwrite_checkpoint(self, run_id: str, change: Callable[[str], str]) -> None:

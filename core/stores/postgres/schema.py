@@ -38,8 +38,9 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   was kept for indexes made at the same time, which proved unneeded (migration 1's serve every
   page: ``tests/test_pg_queue_plan.py``). Migrations are applied by the numbers missing, not by
   the highest one, so a later number below one applied is never skipped.
-- **10, the marks of runs** (issue 24): ``run_marks``, one row per claimed, handed-over or snoozed
-  run (:mod:`core.stores.postgres.marks`). Numbers 7 to 9 are kept for other changes.
+- **10, the marks of runs and the queue's events** (issue 24): ``run_marks``, one row per
+  claimed, handed-over or snoozed run, and ``queue_events`` with the triggers that write it
+  (:mod:`core.stores.postgres.marks`). Numbers 7 to 9 are kept for other changes.
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "the per-shop parts: the registry's seal, the signed audit head, the practice key, the trainer's clock",
         lambda: SHOP_PARTS,
     ),
-    (10, "the marks of runs: claims, hand-overs and snoozes (issue 24)", lambda: _run_marks()),
+    (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events (issue 24)", lambda: _run_marks()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 

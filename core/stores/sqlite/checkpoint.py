@@ -289,7 +289,6 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     @staticmethod
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
         conn.execute(_CREATE_MODEL_CALLS)
-        add_run_marks(conn)
         conn.execute(_CREATE_ENTRIES)  # WITHOUT ROWID (sqlite-utils cannot say so): one B-tree, a step's rows side by side
         if "audit" not in tables:
             db.table("audit").create(
@@ -320,6 +319,8 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         conn.execute(_AUDIT_TIP_TRIGGER)
         if "run_counts" not in tables:
             db.table("run_counts").create({"status": str, "n": int}, pk="status", not_null={"n"})
+        if "runs" in tables or "runs" in db.table_names():
+            add_run_marks(conn)  # issue 24: the marks and the queue's events (format 4)
 
     @staticmethod
     def _create_indexes_and_triggers(conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
