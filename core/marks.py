@@ -25,8 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 from core.clock import Clock, iso, parse_time
 from core.errors import ApprovalRefused, StaleCheckpoint
-from core.policy import check_role
-from core.rulebook import not_decidable
 from core.safetext import name_key, not_one_line, not_plain_name, one_line
 
 if TYPE_CHECKING:
@@ -198,6 +196,8 @@ def snooze_deadline(state: TaskState, policy: PolicyData) -> datetime:
 
 
 def _waiting(store: Store, run_id: str) -> TaskState:
+    from core.rulebook import not_decidable
+
     state = store.load(run_id)
     if state.status != "waiting_approval" or state.proposal is None:
         raise ApprovalRefused(not_decidable(state))
@@ -205,6 +205,8 @@ def _waiting(store: Store, run_id: str) -> TaskState:
 
 
 def _who(role: str, name: str | None) -> str:
+    from core.policy import check_role
+
     check_role(role)
     said = not_plain_name(name)
     if said:

@@ -165,9 +165,9 @@ def test_check_fails_on_an_older_store_until_migrate_upgrades_it(tmp_path, capsy
     assert code == 1 and "run `resolver store migrate` first" in out
     code, out, err = _store(capsys, "migrate", "--home", str(old))
     assert code == 0, err
-    assert "version 0 before, 3 after (migrated from 0)" in out
+    assert "version 0 before, 4 after (migrated from 0)" in out
     code, out, err = _store(capsys, "migrate", "--home", str(old))
-    assert "version 3 before, 3 after (already this resolver's)" in out
+    assert "version 4 before, 4 after (already this resolver's)" in out
     code, out, _err = _store(capsys, "check", "--home", str(old))
     assert code == 0, out
 

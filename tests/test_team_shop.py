@@ -237,4 +237,4 @@ def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(
         code, out, err = machine("audit", "verify")
         assert code == 0 and "Audit: 4 row(s), chain whole" in out, err
     with psycopg.connect(url) as conn:
-        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == [1, 2, 3, 4, 6]
+        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == [1, 2, 3, 4, 6, 10]

@@ -241,6 +241,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self._repair_triggers(conn)  # what a store of the current format would have had made on open (audit_tip)
 
     def _check_application(self, conn: sqlite3.Connection) -> None:
         """Refuse a SQLite file that another application marked as its own."""
