@@ -290,6 +290,9 @@ class ApprovalQueue:
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
         detail = describe(state, approver, others, trace, keys, tickets=self._root / TICKETS)
         if state.status == "waiting_approval" and state.proposal is not None:
+            marked = self.marks(state).lines(self._clock.now())  # issue 24: the claim, hand-over, snooze
+            if marked:
+                detail = replace(detail, notes=[*marked, *detail.notes])
             return self._with_world_now(state, detail, approver)
         vs = approved_vs_current(state)
         return replace(detail, body=[*vs, "", *detail.body]) if vs else detail

@@ -131,3 +131,16 @@ def test_deleting_or_resetting_runs_clears_their_marks(home, clock):
     home.mark("snooze", RUN, "agent", "Ana", until=clock.now() + timedelta(hours=1))
     home.reset()
     assert home.store.run_marks() == {}
+
+
+def test_the_detail_of_a_marked_run_says_its_marks_first(home, clock):
+    """The app's pane and every face reading :meth:`core.queue.ApprovalQueue.run` show the claim
+    and the hand-over's note, made one line (issue 19's untrusted text)."""
+    from core.rulebook import Approver
+
+    home.run("T-65273")
+    home.mark("claim", RUN, "team_lead", "Tomás")
+    detail = home.queue.run(RUN, Approver("grace", "Grace"))
+    assert detail.notes[0] == "Tomás is on it (claimed 17:00, until 17:30)."
+    home.mark("handover", RUN, "team_lead", "Tomás", to="Ana", note="[bold]look[/] here")
+    assert home.queue.run(RUN, Approver("grace", "Grace")).notes[0] == "Handed to Ana by Tomás at 17:00: [bold]look[/] here"
