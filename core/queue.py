@@ -290,9 +290,15 @@ class ApprovalQueue:
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
         detail = describe(state, approver, others, trace, keys, tickets=self._root / TICKETS)
         if state.status == "waiting_approval" and state.proposal is not None:
-            marked = self.marks(state).lines(self._clock.now())  # issue 24: the claim, hand-over, snooze
+            marks = self.marks(state)  # issue 24: the claim, hand-over, snooze
+            now = self._clock.now()
+            marked = marks.lines(now)
             if marked:
-                detail = replace(detail, notes=[*marked, *detail.notes])
+                from core.safetext import name_key
+
+                mine = marks.claimed(now) and name_key(marks.claimed_by or "") == name_key(approver.name or "")
+                claim = None if mine else marks.claim_line(now)
+                detail = replace(detail, notes=[*marked, *detail.notes], claim=claim, my_claim=mine)
             return self._with_world_now(state, detail, approver)
         vs = approved_vs_current(state)
         return replace(detail, body=[*vs, "", *detail.body]) if vs else detail
