@@ -608,7 +608,7 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
     from core.data import load_policy
     from core.homepath import config_path, read_config
     from core.safetext import safe_lines
-    from core.watch import Position, new_events, newest_event, notify_command, relevant, run_notify, sweep_lapses
+    from core.watch import LAPSE_SWEEP_S, Position, new_events, newest_event, notify_command, relevant, run_notify, sweep_lapses
 
     if args.interval <= 0:
         raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
@@ -627,9 +627,12 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
         print(f"Watching from event #{newest}: what happens from now on.", file=sys.stderr if args.json else sys.stdout)
     policy = load_policy()
     shown: list[dict[str, object]] = []
+    swept = 0.0
     try:
         while True:
-            sweep_lapses(home.store, home.clock.now(), policy)
+            if time.monotonic() - swept >= LAPSE_SWEEP_S or args.once:  # lapses come by the hour, not the second
+                sweep_lapses(home.store, home.clock.now(), policy)
+                swept = time.monotonic()
             for event in new_events(home.store, position):
                 if relevant(event, role, name):
                     if args.json and args.once:

@@ -39,12 +39,15 @@ if TYPE_CHECKING:
     from core.data import PolicyData
     from core.store import RunSummary, Store
 
-__all__ = ["WINDOW", "Event", "Position", "notify_command", "relevant", "run_notify", "sweep_lapses"]
+__all__ = ["LAPSE_SWEEP_S", "WINDOW", "Event", "Position", "notify_command", "relevant", "run_notify", "sweep_lapses"]
 
 WINDOW = 200
 """How many IDs behind its position a watcher reads again (PostgreSQL's IDs are not commit order:
 a transaction that took an ID commits after a later one; 200 concurrent writers is far more than
 a shop has)."""
+
+LAPSE_SWEEP_S = 60.0
+"""How often a running watcher looks for lapsed requests, in seconds (``--once`` always does)."""
 
 NOTIFY_TIMEOUT_S = 30.0
 """How long a notify command may take, in seconds, before it counts as failed."""
@@ -219,22 +222,25 @@ def run_notify(command: list[str], event: Event) -> str | None:
 def sweep_lapses(store: Store, now: datetime, policy: PolicyData, rows: list[RunSummary] | None = None) -> int:
     """Write the ``lapse`` event of every waiting request whose evidence is older than the
     policy's ``evidence_max_age_s`` at ``now`` (once per request: a compare-and-set), among
-    ``rows`` (a page of the waiting queue: only those last saved before the limit, which are
-    lapsed for sure, are loaded) or, with None, every waiting run (the watcher's pass). Returns
-    how many events this call wrote."""
+    ``rows`` (a page of the waiting queue) or, with None, the whole waiting queue (the watcher's
+    pass). Only runs last saved before the limit are loaded: a request's evidence is read before
+    it is saved, so those have lapsed for sure, and a run saved since (a refresh) has new
+    evidence. (A run set back to waiting after its approval lapsed at execution has a
+    ``refusal`` event at once and its ``lapse`` once it was saved that long ago.) Returns how
+    many events this call wrote."""
     from core.preconditions import evidence_time
 
     limit = timedelta(seconds=policy.evidence_max_age_s)
+    cutoff = (now - limit).timestamp()
     if rows is not None:
-        cutoff = (now - limit).timestamp()
         candidates = [r.run_id for r in rows if r.status == "waiting_approval" and r.updated_ts <= cutoff]
-    else:
+    else:  # the waiting queue oldest first (its index), up to the first run saved after the limit
         candidates = []
-        after = None
+        after: RunSummary | None = None
         while True:
             page = store.page("waiting_approval", sort="age", after=after, limit=500)
-            candidates += [r.run_id for r in page]
-            if len(page) < 500:
+            candidates += [r.run_id for r in page if r.updated_ts <= cutoff]
+            if len(page) < 500 or page[-1].updated_ts > cutoff:
                 break
             after = page[-1]
     wrote = 0
