@@ -167,7 +167,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "the per-shop parts: the registry's seal, the signed audit head, the practice key, the trainer's clock",
         lambda: SHOP_PARTS,
     ),
-    (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events (issue 24)", lambda: _run_marks()),
+    (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events", lambda: _run_marks()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
