@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from core import __version__
@@ -318,14 +318,21 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         pages = queue.printed_pages(status, search=args.search, limit=size, sort=args.sort)
     else:
         pages = queue.pages(status, search=args.search, limit=size, sort=args.sort, max_role=max_role)
+    marks, now = queue.marks_now()  # issue 24: claims, hand-overs and snoozes that stand now
     for page in pages:
-        rows = page.rows[: limit - shown] if limit else page.rows
+        rows = page.rows
+        if marks:
+            rows = [r for r in rows if not _marked_out(marks.get(r.run_id), r.status, status, max_role, args.name, now)]
+        rows = rows[: limit - shown] if limit else rows
         lines: list[str] = []  # one write per page: 100,000 print calls cost more than the reads
         for r in rows:
+            m = marks.get(r.run_id) if r.status == "waiting_approval" else None
             if args.json:
-                lines.append(("," if shown else "") + "\n" + json.dumps(asdict(r), indent=1))
+                extra = {"marks": m.lines(now)} if m is not None else {}
+                lines.append(("," if shown else "") + "\n" + json.dumps({**asdict(r), **extra}, indent=1))
             else:
                 mark = "" if r.state_ok else "  (corrupt checkpoint)"
+                mark += f"  ({m.short(now)})" if m is not None else ""
                 lines.append(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
             shown += 1
         sys.stdout.write("".join(lines) if args.json else safe_lines(lines))  # JSON escapes controls itself
@@ -351,6 +358,17 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         else:
             _print("No saved runs. Start one with `resolver run T-65273`.")
     return 0
+
+
+def _marked_out(m: Any, run_status: str, status: str | None, max_role: str | None, name: str | None, now: Any) -> bool:
+    """Whether a listed run leaves the listing for its marks (issue 24): a run set aside leaves
+    ``--status waiting_approval`` until its time; a run handed to someone else leaves ``--mine``
+    of ``--name``. ``m``: its standing :class:`core.marks.RunMarks`, or None."""
+    from core.marks import hides_from_mine
+
+    if m is None or run_status != "waiting_approval" or status != "waiting_approval":
+        return False
+    return bool(m.snoozed(now)) or (max_role is not None and hides_from_mine(m, name))
 
 
 def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
@@ -495,6 +513,9 @@ def _show_then_confirm(
         lines, refused = home.queue.world_now(state, seen)
     decision = replace(decision, world=tuple(lines))
     said = approve_dialog(decision, who, question=False) if verb == "approve" else reject_dialog(decision, who)
+    claimed = _claimed_by_other(home, state, who.name)
+    if claimed:  # issue 24: a colleague is on it; deciding anyway is allowed, after being told
+        said = [claimed, "", *said]
     if verb == "reject":
         said += ["", "Reason:", *block(args.reason)]
     out = sys.stderr if args.json else sys.stdout
@@ -512,6 +533,139 @@ def _show_then_confirm(
         if not _ask(f"{verb.capitalize()}? [y/N] "):
             raise ApprovalRefused(f"Not {done}: you answered No. Nothing changed.")
     return (args.digest.strip() if args.digest else decision.digest), seen
+
+
+def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | None:
+    """``Tomás is on it (claimed 12:03, until 12:33).`` when someone other than ``name`` holds a
+    standing claim on ``state``'s run (issue 24), else None."""
+    from core.safetext import name_key
+
+    marks = home.queue.marks(state)
+    now = home.clock.now()
+    line = marks.claim_line(now)
+    if line is None or (name and name_key(marks.claimed_by or "") == name_key(name)):
+        return None
+    return str(line)
+
+
+def _mark_time(text: str, now: datetime) -> datetime:
+    """``snooze --until``: an ISO 8601 time (as ``clock set`` reads it, America/Toronto without an
+    offset) or a duration from now (as ``prune --older-than`` reads it: ``90m``, ``2h``, ``1d``).
+    Raises BadArgument (exit 2)."""
+    from core.clock import parse_time
+
+    try:
+        return parse_time(text)
+    except ValueError:
+        pass
+    try:
+        return now + parse_duration(text)
+    except BadArgument:
+        raise BadArgument(
+            f"Cannot read the time {text!r}: use ISO 8601 (2026-10-12T15:00:00-04:00) or a duration from now (90m, 2h)."
+        ) from None
+
+
+def cmd_mark(home: Home, args: argparse.Namespace) -> int:
+    """``claim RUN [--release]``, ``handover RUN --to NAME --note TEXT``, ``snooze RUN --until
+    TIME`` (issue 24, :mod:`core.marks`): checked as a decision is (``--as`` in a practice home,
+    ``--name`` and the passphrase in a shop home), recorded in the audit, signed in a shop home."""
+    from core.errors import ApprovalRefused
+    from core.safetext import one_line
+
+    said = not_plain_name(args.name)
+    if said:
+        raise ApprovalRefused(said.replace("Nothing was decided", "Nothing was marked"))
+    kind = args.command
+    extra: dict[str, Any] = {}
+    if kind == "claim" and args.release:
+        kind = "release"
+    elif kind == "snooze":
+        extra["until"] = _mark_time(args.until, home.clock.now())
+    elif kind == "handover":
+        extra.update(to=args.to, note=args.note)
+    who = _named_approver(home, args)
+    if home.kind != "shop" and not args.name:
+        raise ApprovalRefused(f"Say who you are with --name NAME (and --as ROLE): a {args.command} names its maker.")
+    signer = None
+    if who is not None:
+        from core.signing import read_passphrase
+
+        signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
+    marks = home.mark(kind, args.run, signer.role if signer else args.role, args.name, signer=signer, **extra)
+    now = home.clock.now()
+    if args.json:
+        _json({"run_id": args.run, "marked": kind, "marks": marks.lines(now)})
+        return 0
+    done = {
+        "claim": f"Claimed {args.run}.",
+        "release": f"Released your claim on {args.run}.",
+        "handover": f"Handed {args.run} to {one_line(marks.handed_to or '')}.",
+        "snooze": f"Set {args.run} aside.",
+    }[kind]
+    _print([done, *marks.lines(now)])
+    return 0
+
+
+def cmd_watch(home: Home, args: argparse.Namespace) -> int:
+    """``resolver watch [--as ROLE] [--name N] [--once] [--interval S]`` (issue 24, item 3,
+    :mod:`core.watch`): print one line per event for this person (``--json``: one object per
+    line; with ``--once`` one list), run the config file's ``notify`` per event, keep the
+    position in the home folder after each. ``--once`` prints what is new and exits. A notify
+    command that fails stops the watcher with its sentence (exit 1); the next start delivers that
+    event again."""
+    import json
+    import time
+
+    from core.data import load_policy
+    from core.homepath import config_path, read_config
+    from core.safetext import safe_lines
+    from core.watch import LAPSE_SWEEP_S, Position, new_events, newest_event, notify_command, relevant, run_notify, sweep_lapses
+
+    if args.interval <= 0:
+        raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
+    name = args.name
+    if home.kind == "shop":
+        if args.role:
+            raise BadArgument("In a shop home watch takes --name NAME (the role comes from the approvers registry), not --as.")
+        role = home.registry().valid_entry(name).role if name else None
+    else:
+        role = args.role
+    command = notify_command(read_config(config_path()))
+    position = Position.of(home.root, role, name)
+    if position.fresh:
+        newest = newest_event(home.store)
+        position.start_at(newest)
+        print(f"Watching from event #{newest}: what happens from now on.", file=sys.stderr if args.json else sys.stdout)
+    policy = load_policy()
+    shown: list[dict[str, object]] = []
+    swept = 0.0
+    try:
+        while True:
+            if time.monotonic() - swept >= LAPSE_SWEEP_S or args.once:  # lapses come by the hour, not the second
+                sweep_lapses(home.store, home.clock.now(), policy)
+                swept = time.monotonic()
+            for event in new_events(home.store, position):
+                if relevant(event, role, name):
+                    if args.json and args.once:
+                        shown.append(json.loads(event.as_json()))
+                    else:
+                        sys.stdout.write(event.as_json() + "\n" if args.json else safe_lines([event.line()]))
+                        sys.stdout.flush()
+                    if command is not None:
+                        why = run_notify(command, event)
+                        if why is not None:
+                            if shown:
+                                _json(shown)
+                            raise ResolverError(f"{why} The watcher stops here; its next start delivers event #{event.id} again.")
+                position.deliver(event.id)
+            if args.once:
+                if args.json:
+                    _json(shown)
+                return 0
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
 
 
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
@@ -607,11 +761,15 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
     # the same status text as the app's pane (core.views); --json prints the whole state
     state = home.queue.load(args.run) if args.json else home.queue.view(args.run)
     if args.json:
-        _json(_state_json(state, home_kind=home.kind, request=home.queue.request(state)))
+        marks = home.queue.marks(state).lines(home.clock.now()) if state.status == "waiting_approval" else []
+        _json(_state_json(state, home_kind=home.kind, request=home.queue.request(state), marks=marks))
         return 0
     if state.status == "waiting_approval" and state.proposal is not None:
         lines, refused = home.queue.world_now(state)
         _print([*lines, *([f"Approve is refused now: {refused}"] if refused else []), ""])
+        marked = home.queue.marks(state).lines(home.clock.now())  # issue 24: claim, hand-over, snooze
+        if marked:
+            _print([*marked, ""])
     _print(home.queue.proposal(state))
     _print(["", f"Status: {state.status}", *status_lines(state), *approved_vs_current(state), f"Home: {home.kind}"])
     return 0
@@ -1335,6 +1493,31 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--yes", action="store_true", help="shop home: decide without the question Reject? [y/N]")
     p.add_argument("--reason", required=True)
     p.set_defaults(func=cmd_reject)
+
+    for command, text in (
+        ("claim", "say you are on a waiting run (--release: no longer); it lapses after claim_minutes (30)"),
+        ("handover", "hand a waiting run to a named colleague with a note; it shows under their --mine"),
+        ("snooze", "set a waiting run aside until a time (never past its request's expiry)"),
+    ):
+        p = sub.add_parser(command, parents=[common, passphrase_fd], help=text)
+        p.add_argument("run", metavar="RUN")
+        p.add_argument("--as", dest="role", choices=ROLES, help="practice home: your role (refused in a shop home)")
+        p.add_argument("--name", help="who you are (a shop home asks for your passphrase)")
+        if command == "claim":
+            p.add_argument("--release", action="store_true", help="release your claim")
+        elif command == "handover":
+            p.add_argument("--to", required=True, metavar="NAME", help="the colleague (shop home: an approver of the registry)")
+            p.add_argument("--note", required=True, metavar="TEXT", help="what they should look at (one line)")
+        else:
+            p.add_argument("--until", required=True, metavar="TIME", help="ISO 8601 time, or a duration from now (90m, 2h)")
+        p.set_defaults(func=cmd_mark)
+
+    p = sub.add_parser("watch", parents=[common], help="print each new event of the queue for you, and run the notify command")
+    p.add_argument("--as", dest="role", choices=ROLES, help="practice home: your role (the requests you may approve)")
+    p.add_argument("--name", help="your name (hand-overs to you; in a shop home your role from the registry)")
+    p.add_argument("--once", action="store_true", help="print what is new since the last time and exit")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between reads (default 1)")
+    p.set_defaults(func=cmd_watch)
 
     p = sub.add_parser(
         "approvers", parents=[common], help="shop home: the approvers registry (init, key, add, list, revoke, recover)"

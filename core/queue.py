@@ -164,20 +164,65 @@ class ApprovalQueue:
         after: str | None = None,
         limit: int = PAGE_SIZE,
         max_role: str | None = None,
+        name: str | None = None,
     ) -> Page:
         """One page of run summaries for ``status`` (None: every status) and ``search`` (ticket,
         order, customer or run ID, a substring), from the opaque cursor ``after`` (None: the
         first page; a page's ``next`` gives the following one). Waiting runs come oldest first,
         the others newest first. ``max_role`` (a role name) keeps only runs whose proposal needs
         that role or a lower one, with a readable checkpoint: with ``waiting_approval``, the runs
-        that approver may approve (the "mine" filter, issue 12).
+        that approver may approve (the "mine" filter, issue 12). With ``waiting_approval`` a run
+        set aside until later is left out until its time, and with ``max_role`` and ``name`` a
+        run handed to another named colleague (issue 24: :mod:`core.marks`).
 
         Raises:
             ResolverError: the cursor cannot be read.
             UnknownRole: ``max_role`` is not a role of the policy.
         """
         rows, nxt = self._rows(status, search, sort, after, limit, max_role)
-        return Page(rows, nxt, self._clock.now(), status, search, after)
+        now = self._clock.now()
+        if status == "waiting_approval" and rows:
+            self._lapses(rows, now)
+            rows = self._unmarked(rows, now, name if max_role is not None else None)
+        return Page(rows, nxt, now, status, search, after)
+
+    def _lapses(self, rows: list[RunSummary], now: datetime) -> None:
+        """Write the ``lapse`` event of each request of this waiting page that lapsed with no one
+        acting (issue 24: any read of the queue may, once per request by a compare-and-set;
+        :func:`core.watch.sweep_lapses` loads only rows last saved before the age limit). A
+        store that cannot be written now (read-only, busy) leaves it to the next read."""
+        from contextlib import suppress
+
+        from core.watch import sweep_lapses
+
+        with suppress(ResolverError):
+            sweep_lapses(self._store, now, load_policy(), rows)
+
+    def _unmarked(self, rows: list[RunSummary], now: datetime, name: str | None) -> list[RunSummary]:
+        """``rows`` of the "waiting" filter without the runs set aside at ``now`` and, for the
+        "mine" of ``name``, the runs handed to someone else (issue 24). A page may come back
+        shorter than its limit; its cursor still follows its last row as read."""
+        from core.marks import hides_from_mine, standing
+
+        marks = standing(self._store.run_marks([r.run_id for r in rows]), now)
+        if not marks:
+            return rows
+        return [r for r in rows if not ((m := marks.get(r.run_id)) is not None and (m.snoozed(now) or hides_from_mine(m, name)))]
+
+    def marks_now(self) -> tuple[dict[str, Any], datetime]:
+        """The marks that stand now (issue 24) by run ID (:class:`core.marks.RunMarks`) and the
+        home's clock time they were read at, as :meth:`core.listing.ListingQueue.marks_now`."""
+        from core.marks import standing
+
+        now = self._clock.now()
+        return standing(self._store.run_marks(), now), now
+
+    def marks(self, state: TaskState) -> Any:
+        """The marks of ``state``'s run (:class:`core.marks.RunMarks`; none from an older run that
+        a reset gave the same readable ID)."""
+        from core.marks import read_marks
+
+        return read_marks(self._store, state)
 
     def pages(
         self,
@@ -187,12 +232,13 @@ class ApprovalQueue:
         limit: int = 1000,
         sort: str | None = None,
         max_role: str | None = None,
+        name: str | None = None,
     ) -> Iterator[Page]:
         """Every page in turn (``resolver runs`` prints each as it comes), in ``sort`` order and
-        with ``max_role``'s runs only, as :meth:`page`."""
+        with ``max_role``'s runs only (and ``name``'s "mine"), as :meth:`page`."""
         after: str | None = None
         while True:
-            page = self.page(status, search=search, after=after, limit=limit, sort=sort, max_role=max_role)
+            page = self.page(status, search=search, after=after, limit=limit, sort=sort, max_role=max_role, name=name)
             yield page
             if page.next is None:
                 return
@@ -249,6 +295,15 @@ class ApprovalQueue:
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
         detail = describe(state, approver, others, trace, keys, tickets=self._root / TICKETS)
         if state.status == "waiting_approval" and state.proposal is not None:
+            marks = self.marks(state)  # issue 24: the claim, hand-over, snooze
+            now = self._clock.now()
+            marked = marks.lines(now)
+            if marked:
+                from core.safetext import name_key
+
+                mine = marks.claimed(now) and name_key(marks.claimed_by or "") == name_key(approver.name or "")
+                claim = None if mine else marks.claim_line(now)
+                detail = replace(detail, notes=[*marked, *detail.notes], claim=claim, my_claim=mine)
             return self._with_world_now(state, detail, approver)
         vs = approved_vs_current(state)
         return replace(detail, body=[*vs, "", *detail.body]) if vs else detail

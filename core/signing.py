@@ -39,6 +39,7 @@ from core.approvers import SEAL_FILE, Registry, RegistryError, Unlocked, fingerp
 from core.auditchain import REGISTRY_PREFIX
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
+from core.marks import MARK_DECISIONS
 from core.stores import Place, is_team_store, register_entries, world_path
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def decision_message(
 def row_message(row: dict[str, Any]) -> bytes:
     """:func:`decision_message` of an audit row as stored: what its ``sig`` signed. A reason
     (``detail``) is signed by a rejection, a refresh and a registry change, never by an approval."""
-    signs_detail = row["decision"] in ("reject", "refresh") or str(row["decision"]).startswith(REGISTRY_PREFIX)
+    signs_detail = row["decision"] in ("reject", "refresh", *MARK_DECISIONS) or str(row["decision"]).startswith(REGISTRY_PREFIX)
     return decision_message(
         row["decision"],
         row["run_uid"] or "",
@@ -314,9 +315,10 @@ def _unbound(state: TaskState, row: dict[str, Any]) -> str | None:
     return None
 
 
-SIGNED_DECISIONS = ("approve", "reject", "refresh")
-"""The audit rows an approver signs in a shop home: the two decisions, and a refresh (it voids
-approvals). Rows the system writes (``refused:...``) carry no signature."""
+SIGNED_DECISIONS = ("approve", "reject", "refresh", *MARK_DECISIONS)
+"""The audit rows an approver signs in a shop home: the two decisions, a refresh (it voids
+approvals), and the marks of issue 24 (claim, release, hand-over, snooze: their ``detail``, the
+note or the time, is signed too). Rows the system writes (``refused:...``) carry no signature."""
 
 
 def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:

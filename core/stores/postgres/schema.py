@@ -41,6 +41,10 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   (:data:`RUN_COUNTS`), so the filter bar's counts read a few dozen rows at any number of runs.
 - **8, entries' checksums**: ``entries.checksum``, the CRC-32 of a row's body and extra, written
   with it and checked when it is read back (issue 27, item 1); older rows keep NULL.
+- **10, the marks of runs and the queue's events** (issue 24): ``run_marks``, one row per
+  claimed, handed-over or snoozed run, and ``queue_events`` with the triggers that write it
+  (:mod:`core.stores.postgres.marks`). Number 9 is unused (kept for a change made at the same
+  time that needed none).
 
 Migrations are applied by the numbers missing, not by the highest one, so a later number below
 one applied is never skipped.
@@ -238,8 +242,16 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     ),
     (7, "the queue's counts per status, kept by triggers on runs", lambda: RUN_COUNTS),
     (8, "each entry's checksum, written with the row and checked when it is read back", lambda: ENTRY_CHECKSUMS),
+    (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events", lambda: _run_marks()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
+
+
+def _run_marks() -> tuple[str, ...]:
+    from core.stores.postgres.marks import RUN_MARKS
+
+    return RUN_MARKS
+
 
 LATEST = MIGRATIONS[-1][0]
 """The schema version this resolver writes."""

@@ -79,6 +79,7 @@ from core.stores.common import (
 )
 from core.stores.postgres import audit as auditchain
 from core.stores.postgres.database import Database, QmarkConnection, database
+from core.stores.postgres.marks import PostgresMarks
 
 if TYPE_CHECKING:
     from core.state import RunView, TaskState
@@ -191,7 +192,7 @@ def search_text(values: dict[str, Any], run_id: str) -> str:
     return "\n".join((nfc(str(fields.get(c) or "")) or "").casefold() for c in _SEARCHED)
 
 
-class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
+class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks):
     """The checkpoint store in the PostgreSQL database (and schema) of ``url`` (see the module's
     docstring); the schema is made or upgraded when it is first opened in a process.
 

@@ -99,6 +99,7 @@ from core.stores.common import (
 )
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
+from core.stores.sqlite.marks import MARKS_FORMAT, SqliteMarks, add_run_marks
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
@@ -113,10 +114,11 @@ __all__ = [
     "Counters",
 ]
 
-STORE_FORMAT = 4
+STORE_FORMAT = MARKS_FORMAT
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
-journal, issue 26), 4 (and each entry's ``checksum``, issue 27). Formats 1 to 3 are migrated on
+journal, issue 26), 4 (and each entry's ``checksum``, issue 27), 5 (and ``run_marks`` and
+``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`). Formats 1 to 4 are migrated on
 open."""
 
 _READ_HEAD = f"SELECT version, lease_owner, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
@@ -183,7 +185,7 @@ are validated in full when read, as before (a migration that checksummed them wo
 bytes no save validated)."""
 
 
-class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
+class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks):
     """SQLite checkpoint store at ``path`` (``runs.sqlite`` in the home folder).
 
     Args:
@@ -263,10 +265,11 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
                     f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
                 )
-            elif fmt in (2, 3):
+            elif fmt in (2, 3, 4):
                 conn.execute(_CREATE_MODEL_CALLS)  # format 3, issue 26: the journal of model calls
                 if "checksum" not in {r[1] for r in conn.execute("PRAGMA table_info(entries)")}:
                     conn.execute(_ADD_CHECKSUM)  # format 4, issue 27: each entry's checksum
+                add_run_marks(conn)  # format 5, issue 24: the marks and the queue's events
             elif "runs" in tables:
                 self._migrate_from_0_1_0(conn, db, tables)
             else:
@@ -356,6 +359,8 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
         conn.execute(_AUDIT_TIP_TRIGGER)
         if "run_counts" not in tables:
             db.table("run_counts").create({"status": str, "n": int}, pk="status", not_null={"n"})
+        if "runs" in tables or "runs" in db.table_names():
+            add_run_marks(conn)  # issue 24: the marks and the queue's events (format 4)
 
     @staticmethod
     def _create_indexes_and_triggers(conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
