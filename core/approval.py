@@ -226,7 +226,7 @@ def overlapping_effects(store: CheckpointStore, state: TaskState) -> str | None:
         if other.status == "executing":
             return f"{other.run_id} of the same ticket is executing; one effect per ticket: wait for it, or reject this run."
         try:
-            done = store.load(other.run_id)
+            done = store.load_view(other.run_id)  # its operations and events: the read side
         except Exception:  # an unreadable run cannot prove it did nothing: fail closed
             return f"{other.run_id} of the same ticket cannot be read, so it may already have acted; reject this run."
         for op in done.operations:

@@ -18,9 +18,28 @@ Files in the home folder (mode 0600):
 
 On a team store (issue 23) the rows are the store's ``approvers`` table and the seal its
 ``shop_parts`` row ``approvers.json`` (:class:`core.store.ShopParts`), so every machine pointed
-at the store reads one registry; the encrypted private keys are in the rows there too. A writer of the
-  database alone can neither edit, add, drop nor un-revoke an entry (an older signed entry
-  replayed no longer matches the seal).
+at the store reads one registry. The encrypted private keys are NOT in the store: each is a file
+on the machine of the approver it belongs to (:mod:`core.keyfiles`, ``keys/`` in that machine's
+home folder, 0700 and 0600), the owner's with the recovery copy, and the rows' ``private_key`` is
+empty and ``recovery_key`` NULL; so a reader of the database has no key to try passphrases on
+offline. A new approver makes their key on their own machine (``approvers key``, :meth:`Registry.make_key`)
+and the owner adds its public key (``approvers add NAME --role ROLE --public-key HEX``); ``add``
+without ``--public-key`` makes the key file on the owner's machine, to be copied. A team store of
+a release before the key files still holds keys in its rows: the first unlock of each on a
+machine writes that machine's key file (fsynced) and then empties the row (:meth:`Registry._settle`);
+``resolver doctor`` and ``resolver store migrate`` count the keys still there.
+
+A SQLite shop home keeps the keys in its rows, as before: the home folder is one machine's, so
+``approvers.sqlite`` (0600) is already per person, and no fixture or format changes. An unlock
+reads the same way in both: this machine's key file first, then the row's key. A writer of the
+database alone can neither edit, add, drop nor un-revoke an entry (an older signed entry
+replayed no longer matches the seal); the owner's signatures and the seal cover the public
+part only, so moving a key between a row and a file needs no signature.
+
+On a team store each machine also pins the owner key it first trusted (``keys/owner.pin``,
+:meth:`core.keyfiles.KeyFiles.pin_owner`): a seal naming another owner key is one of
+:meth:`Registry.problems` there, so a registry replaced with its owner key (every table
+rewritten) is refused on each machine that used the store before.
 
 The owner key's fingerprint (:func:`fingerprint`) is printed at ``init`` to be written down;
 ``resolver doctor`` shows it (:func:`doctor_lines`), so a swapped owner key (someone who can
@@ -35,7 +54,7 @@ import json
 import secrets
 import unicodedata
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -47,6 +66,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
+from core.keyfiles import KeyFile, KeyFileError, KeyFiles
 from core.safetext import name_key, one_line
 
 ROLES = ("agent", "team_lead", "grace")
@@ -358,11 +378,15 @@ class Registry:
         self.root = Path(root)
         self.path = self.root / REGISTRY_DB
         self.seal_path = self.root / SEAL_FILE
-        from core.stores import open_registry_rows, open_shop_parts
+        from core.stores import is_team_store, open_registry_rows, open_shop_parts
 
         self._rows = open_registry_rows(store if store is not None else self.root)
         self.parts = open_shop_parts(self.root, store)
         """Where the seal is (:class:`core.store.ShopParts`): the folder's files or the team store's rows."""
+        self.team = store is not None and is_team_store(store)
+        """True when the rows are a team store's: new keys are then written to :attr:`keys` only."""
+        self.keys = KeyFiles(self.root)
+        """This machine's key files (:class:`core.keyfiles.KeyFiles`, ``keys/`` in the home folder)."""
 
     def exists(self) -> bool:
         """True once ``approvers init`` made the registry (its seal exists; something in its
@@ -439,7 +463,34 @@ class Registry:
             )
         if not any(e.name == owner and e.public_key == owner_key and e.role == OWNER_ROLE for e in entries):
             out.append(f"the owner {owner} has no entry with the sealed key")
+        if self.team:
+            try:
+                pinned = self.keys.pinned_owner()
+            except KeyFileError as exc:
+                out.insert(0, str(exc).rstrip("."))
+            else:
+                if pinned is not None and pinned != owner_key:
+                    out.insert(
+                        0,
+                        f"the store's owner key {fingerprint(owner_key)} is not the one this machine trusted first, "
+                        f"{fingerprint(pinned)} (kept in {self.keys.pin_path}): someone may have replaced the registry "
+                        "and its owner key; compare both with the fingerprint written down at `approvers init`, and "
+                        "delete the pin only if the owner really made a new registry",
+                    )
         return out
+
+    def _pin_first_sight(self) -> None:
+        """On a team store, keep the owner key of a registry that verifies as the one this
+        machine trusts from now on, if it keeps none yet (:meth:`core.keyfiles.KeyFiles.pin_owner`).
+        Best effort: a folder that cannot be written pins nothing now."""
+        if not self.team:
+            return
+        try:
+            if self.keys.pinned_owner() is None:
+                seal = self.seal()
+                self.keys.pin_owner(seal["owner_key"], seal["owner"])
+        except ResolverError:
+            pass
 
     def valid_entry(self, name: str) -> Entry:
         """The entry of ``name`` if the registry holds, the entry is the owner's and not revoked.
@@ -454,6 +505,7 @@ class Registry:
             raise ApprovalRefused(str(exc)) from None
         if problems:
             raise ApprovalRefused(f"The approvers registry does not verify: {problems[0]}; nothing is decided or executed.")
+        self._pin_first_sight()
         entries = self.entries()
         entry = next((e for e in entries if name_key(e.name) == name_key(name)), None)
         if entry is None:
@@ -466,31 +518,132 @@ class Registry:
         return entry
 
     def unlock(self, name: str, passphrase: str) -> Unlocked:
-        """Unlock ``name``'s private key with their passphrase.
+        """Unlock ``name``'s private key with their passphrase: the key file on this machine
+        (:class:`core.keyfiles.KeyFiles`), or the row's key of a SQLite home or of a team store
+        written before keys moved to the machines (which this unlock moves to this machine's
+        file, :meth:`_settle`).
 
         Raises:
-            ApprovalRefused: the registry does not verify, ``name`` is unknown or revoked, or the
+            ApprovalRefused: the registry does not verify, ``name`` is unknown or revoked, this
+                machine holds no key for ``name`` (the sentence says where it looked and how to
+                make or copy it), its key file is for another public key or damaged, or the
                 passphrase is wrong (the same sentence for every wrong passphrase).
         """
         entry = self.valid_entry(name)
-        key = _decrypt(entry.private_key, passphrase or "", entry.public_key)
+        try:
+            stored, in_row = self._stored_key(entry)
+        except KeyFileError as exc:
+            raise ApprovalRefused(str(exc)) from None
+        key = _decrypt(stored.private_key, passphrase or "", entry.public_key)
         if key is None or public_hex(key) != entry.public_key:
             raise ApprovalRefused(f"Wrong passphrase for {entry.name}: nothing was decided.")
-        self._upgrade(entry, key, passphrase)
+        self._settle(entry, stored, in_row, key, passphrase)
         return Unlocked(entry.name, entry.role, key)
 
-    def _upgrade(self, entry: Entry, key: Ed25519PrivateKey, passphrase: str) -> None:
-        """Encrypt a key of an earlier release (:func:`is_legacy`) again in :data:`KEY_FORMAT`,
-        once its passphrase unlocked it (issue 28). Best effort: a registry that cannot be
-        written now (read-only) keeps the old key, and the unlock goes on."""
-        if not is_legacy(entry.private_key):
-            return
-        stronger = _encrypt(key, passphrase)
+    def key_problem(self, name: str) -> str | None:
+        """Why ``name`` cannot be unlocked on this machine whatever the passphrase (no key here,
+        a key file for another key, a damaged file), one sentence, or None: asked before a
+        passphrase is (the CLI's approve and reject). Never raises for a registry problem:
+        :meth:`valid_entry` says those."""
+        entry = next((e for e in self.entries() if name_key(e.name) == name_key(name)), None)
+        if entry is None or entry.revoked:
+            return None
         try:
-            with self._rows.change() as tx:
-                tx.replace_key(entry.name, entry.private_key, stronger)
+            self._stored_key(entry)
+        except ResolverError as exc:
+            return str(exc)
+        return None
+
+    def _stored_key(self, entry: Entry) -> tuple[KeyFile, bool]:
+        """``entry``'s encrypted key and whether it came from the row (else this machine's key
+        file): the file wins when there is one; the row's key is read when it still holds one
+        (a SQLite home, or a team store written before issue 23's key files).
+
+        Raises:
+            ApprovalRefused: no key anywhere for ``entry`` on this machine, or a key file for
+                another public key (one sentence each).
+            KeyFileError: the key file is damaged or belongs to another name.
+        """
+        local = self.keys.read(entry.name)
+        if local is not None:
+            if local.public_key != entry.public_key:
+                raise ApprovalRefused(
+                    f"The key file {self.keys.path(entry.name)} on this machine holds the key {fingerprint(local.public_key)}, "
+                    f"but the registry's entry for {entry.name} has the key {fingerprint(entry.public_key)}: the owner added "
+                    "another public key; nothing was decided."
+                )
+            return local, False
+        if entry.private_key:
+            return KeyFile(entry.name, entry.public_key, entry.private_key, entry.recovery_key), True
+        raise ApprovalRefused(
+            f"This machine holds no key for {entry.name} (looked for {self.keys.path(entry.name)}): decide on the machine "
+            f"where `resolver approvers key --name {one_line(entry.name)}` made it, or copy that file here (mode 0600); "
+            "nothing was decided."
+        )
+
+    def _settle(self, entry: Entry, stored: KeyFile, in_row: bool, key: Ed25519PrivateKey, passphrase: str) -> None:
+        """After ``key`` was unlocked with ``passphrase``: encrypt a key of an earlier release
+        (:func:`is_legacy`) again in :data:`KEY_FORMAT` (issue 28), and on a team store move a
+        key still in its row to this machine's key file (issue 23): the file is written and
+        fsynced first, then the row's key columns are emptied in one change, only while they
+        still hold what was read. Best effort: a file or row that cannot be written now keeps
+        the key where it is, and the unlock goes on."""
+        private = _encrypt(key, passphrase) if is_legacy(stored.private_key) else stored.private_key
+        if in_row and self.team:
+            try:
+                self.keys.write(KeyFile(entry.name, entry.public_key, private, stored.recovery_key))
+                with self._rows.change() as tx:
+                    now = next((r for r in tx.rows() if r[0] == entry.name), None)
+                    if now is not None and now[6] == stored.private_key:
+                        tx.set_keys(entry.name, "", None)
+            except ResolverError:
+                pass
+            return
+        if private == stored.private_key:
+            return
+        try:
+            if in_row:
+                with self._rows.change() as tx:
+                    tx.replace_key(entry.name, stored.private_key, private)
+            else:
+                self.keys.write(KeyFile(entry.name, entry.public_key, private, stored.recovery_key))
         except ResolverError:
             pass
+
+    def keys_in_rows(self) -> int:
+        """How many entries still hold an encrypted key in their row: on a team store, the
+        keys not yet moved to their approvers' machines (each moves at its first unlock there);
+        for ``resolver doctor`` and ``resolver store migrate``."""
+        return sum(1 for e in self.entries() if e.private_key or e.recovery_key)
+
+    def make_key(self, name: str, passphrase: str) -> tuple[KeyFile, Path]:
+        """The new approver's step on their own machine (issue 23): a new Ed25519 key pair,
+        the private key encrypted with ``passphrase`` into this machine's key file; returns the
+        file's contents and path. The owner then adds its public key (``approvers add NAME
+        --role ROLE --public-key HEX``), without this passphrase.
+
+        Raises:
+            RegistryError: a bad name, ``name`` already in the registry, this machine already
+                holding a key file for ``name``, the passphrase refused (:func:`_check_passphrase`),
+                or the file cannot be written. Nothing is written then.
+        """
+        name = _clean_name(name)
+        present = next((e for e in self.entries() if name_key(e.name) == name_key(name)), None)
+        if present is not None:
+            raise RegistryError(
+                f"{present.name} is already in the registry; revoked names are not reused, so choose another name."
+            )
+        held = self.keys.read(name)
+        if held is not None:
+            raise RegistryError(
+                f"This machine already holds a key for {held.name} ({self.keys.path(name)}, public key {held.public_key}); "
+                "the owner adds it with `resolver approvers add NAME --role ROLE --public-key HEX`, or move the file away "
+                "to make another."
+            )
+        _check_passphrase(passphrase, name)
+        key = Ed25519PrivateKey.generate()
+        made = KeyFile(name, public_hex(key), _encrypt(key, passphrase))
+        return made, self.keys.write(made)
 
     def fingerprint(self) -> str:
         """The owner key's fingerprint from the seal. Raises RegistryError."""
@@ -501,11 +654,28 @@ class Registry:
     def _owner(self, passphrase: str) -> Unlocked:
         seal = self.seal()
         entry = next((e for e in self.entries() if e.name == seal["owner"]), None)
-        key = _decrypt(entry.private_key, passphrase or "", seal["owner_key"]) if entry else None
-        if entry is None or key is None or public_hex(key) != seal["owner_key"]:
+        if entry is None:
+            raise RegistryError(f"The owner {seal['owner']} has no entry; nothing changed.")
+        try:
+            stored, in_row = self._stored_key(entry)
+        except ResolverError as exc:
+            raise RegistryError(str(exc).replace("nothing was decided", "nothing changed")) from None
+        key = _decrypt(stored.private_key, passphrase or "", seal["owner_key"])
+        if key is None or public_hex(key) != seal["owner_key"]:
             raise RegistryError(f"Wrong passphrase for the owner {seal['owner']}: nothing changed.")
-        self._upgrade(entry, key, passphrase)
+        self._settle(entry, stored, in_row, key, passphrase)
         return Unlocked(seal["owner"], OWNER_ROLE, key)
+
+    def _refuse_held(self, name: str) -> None:
+        """Refuse to make a key on the spot for ``name`` when this machine holds a key file for
+        that name already (it would be replaced). Raises RegistryError."""
+        held = self.keys.read(name)
+        if held is not None:
+            raise RegistryError(
+                f"This machine already holds a key file for {held.name} ({self.keys.path(name)}); add that key with "
+                f"`resolver approvers add {one_line(held.name)} --role ROLE --public-key {held.public_key}`, or move the "
+                "file away."
+            )
 
     def _write_seal(self, tx: ApproverChange, owner: Unlocked, now: datetime, first: bool = False) -> dict[str, Any]:
         """Write ``approvers.json`` (:attr:`parts`: on a team store in the change's own
@@ -545,41 +715,95 @@ class Registry:
         owner = Unlocked(owner_name, OWNER_ROLE, key)
         sig = owner.sign(entry_message(owner_name, OWNER_ROLE, pub, at, None))
         private, recovery = _encrypt(key, passphrase), _encrypt(key, code)  # before the write lock: each costs a guess
-        with self._rows.change() as tx:
-            tx.insert((owner_name, OWNER_ROLE, pub, at, None, sig, private, recovery))
-            seal = self._write_seal(tx, owner, now, first=True)
+        in_row = self._made_key(KeyFile(owner_name, pub, private, recovery))
+        try:
+            with self._rows.change() as tx:
+                tx.insert((owner_name, OWNER_ROLE, pub, at, None, sig, *in_row))
+                seal = self._write_seal(tx, owner, now, first=True)
+        except BaseException:
+            self._unmake_key(owner_name, in_row)
+            raise
+        self._pin_first_sight()
         if record is not None:
             record(owner, seal)
         return InitResult(owner_name, fingerprint(pub), code)
 
+    def _made_key(self, made: KeyFile) -> tuple[str, str | None]:
+        """Keep a key made on the spot (``init``, ``add`` without ``--public-key``): on a team
+        store in this machine's key file (written and fsynced before the row), returning the
+        row's empty key columns; in a SQLite home the row's ``(private_key, recovery_key)``.
+        Refused in both when this machine already holds a key file for the name (an unlock
+        reads the file first). Raises RegistryError (a key file already there, or one that
+        cannot be written)."""
+        self._refuse_held(made.name)  # in a SQLite home too: an unlock reads the file first
+        if not self.team:
+            return made.private_key, made.recovery_key
+        self.keys.write(made)
+        return "", None
+
+    def _unmake_key(self, name: str, in_row: tuple[str, str | None]) -> None:
+        """Delete the key file :meth:`_made_key` wrote when its entry was not written."""
+        if not in_row[0]:
+            with suppress(KeyFileError):
+                self.keys.remove(name)
+
     def add(
-        self, name: str, role: str, passphrase: str, owner_passphrase: str, now: datetime, record: RegistryChange | None = None
+        self,
+        name: str,
+        role: str,
+        passphrase: str,
+        owner_passphrase: str,
+        now: datetime,
+        record: RegistryChange | None = None,
+        public_key: str | None = None,
     ) -> Entry:
-        """Add ``name`` with ``role``: a new key pair encrypted with their ``passphrase``, the
-        entry signed with the owner's key (unlocked by ``owner_passphrase``).
+        """Add ``name`` with ``role``, the entry signed with the owner's key (unlocked by
+        ``owner_passphrase``). With ``public_key`` (64 hex digits, made on the approver's own
+        machine by :meth:`make_key`) the entry takes that key and ``passphrase`` is not used;
+        without it a new key pair is made here, encrypted with ``passphrase``: in a SQLite home
+        into the row, on a team store into this machine's key file (:meth:`_made_key`), which the
+        approver then copies to their machine.
 
         Raises:
-            RegistryError: no registry, an unknown role, a name already present, a short
-                passphrase, or the owner's passphrase is wrong. Nothing changes.
+            RegistryError: no registry, an unknown role, a name already present, a malformed
+                public key or one another entry has, a refused passphrase, a key file already
+                on this machine for ``name``, or the owner's passphrase is wrong. Nothing changes.
         """
         name = _clean_name(name)
         if role not in ROLES:
             raise RegistryError(f"Unknown role {role!r}: an approver is one of {', '.join(ROLES)}.")
+        if public_key is not None:
+            public_key = check_public_key(public_key)
         self._require_whole()
-        if any(name_key(e.name) == name_key(name) for e in self.entries()):
+        entries = self.entries()
+        if any(name_key(e.name) == name_key(name) for e in entries):
             raise RegistryError(f"{name} is already in the registry; revoked names are not reused.")
-        _check_passphrase(passphrase, name)
+        taken = next((e for e in entries if public_key is not None and e.public_key == public_key), None)
+        if taken is not None:
+            raise RegistryError(f"The public key {fingerprint(taken.public_key)} is {taken.name}'s already; nothing changed.")
+        made: KeyFile | None = None
+        if public_key is None:
+            _check_passphrase(passphrase, name)
+            self._refuse_held(name)
         owner = self._owner(owner_passphrase)
-        key = Ed25519PrivateKey.generate()
-        pub, at = public_hex(key), iso(now)
-        sig = owner.sign(entry_message(name, role, pub, at, None))
-        private = _encrypt(key, passphrase)  # before the write lock: it costs a guess
-        with self._rows.change() as tx:
-            tx.insert((name, role, pub, at, None, sig, private, None))
-            seal = self._write_seal(tx, owner, now)
+        if public_key is None:
+            key = Ed25519PrivateKey.generate()
+            made = KeyFile(name, public_hex(key), _encrypt(key, passphrase))  # before the write lock: it costs a guess
+            public_key = made.public_key
+        at = iso(now)
+        sig = owner.sign(entry_message(name, role, public_key, at, None))
+        in_row = self._made_key(made) if made is not None else ("", None)
+        try:
+            with self._rows.change() as tx:
+                tx.insert((name, role, public_key, at, None, sig, *in_row))
+                seal = self._write_seal(tx, owner, now)
+        except BaseException:
+            if made is not None:
+                self._unmake_key(name, in_row)
+            raise
         if record is not None:
             record(owner, seal)
-        return Entry(name, role, pub, at, None, sig, "")
+        return Entry(name, role, public_key, at, None, sig, "")
 
     def revoke(self, name: str, owner_passphrase: str, now: datetime, record: RegistryChange | None = None) -> Entry:
         """Revoke ``name`` (from now on none of their decisions executes); signed by the owner.
@@ -620,14 +844,25 @@ class Registry:
         self._require_whole()
         seal = self.seal()
         entry = next(e for e in self.entries() if e.name == seal["owner"])
-        key = _decrypt(entry.recovery_key or "", code.strip().upper(), seal["owner_key"])
+        try:
+            stored, in_row = self._stored_key(entry)
+        except ResolverError as exc:
+            raise RegistryError(str(exc).replace("nothing was decided", "nothing changed")) from None
+        key = _decrypt(stored.recovery_key or "", code.strip().upper(), seal["owner_key"])
         if key is None or public_hex(key) != seal["owner_key"]:
             raise RegistryError("Wrong recovery code: nothing changed.")
         _check_passphrase(new_passphrase, entry.name)
         new_code = "-".join(secrets.token_hex(2).upper() for _ in range(6))
         private, recovery = _encrypt(key, new_passphrase), _encrypt(key, new_code)  # before the write lock: each costs a guess
+        to_file = self.team or not in_row
+        if to_file:  # written and fsynced before the row's copy is emptied
+            self.keys.write(KeyFile(entry.name, entry.public_key, private, recovery))
         with self._rows.change() as tx:
-            tx.set_keys(entry.name, private, recovery)
+            if to_file:
+                if entry.private_key or entry.recovery_key:
+                    tx.set_keys(entry.name, "", None)
+            else:
+                tx.set_keys(entry.name, private, recovery)
             owner = Unlocked(entry.name, OWNER_ROLE, key)
             seal = self._write_seal(
                 tx, owner, now or datetime.now().astimezone()
@@ -640,6 +875,7 @@ class Registry:
         problems = self.problems()
         if problems:
             raise RegistryError(f"The approvers registry does not verify ({problems[0]}); nothing changed.")
+        self._pin_first_sight()
 
     def _fp_or_damaged(self) -> str:
         try:
@@ -664,6 +900,23 @@ def nearest(name: str, names: list[str]) -> str:
     keys = {name_key(n): n for n in names}
     near = difflib.get_close_matches(name_key(name), list(keys), n=3, cutoff=0.6)
     return f" (did you mean {' or '.join(one_line(keys[k]) for k in near)}?)" if near else ""
+
+
+def check_public_key(text: str) -> str:
+    """``text`` as a public key for ``approvers add --public-key``: 64 hex digits (spaces and a
+    ``0x`` prefix dropped, lower-cased) that are an Ed25519 public key. Raises RegistryError
+    with one sentence."""
+    hexed = "".join((text or "").split()).lower().removeprefix("0x")
+    try:
+        if len(hexed) != 64:
+            raise ValueError
+        Ed25519PublicKey.from_public_bytes(bytes.fromhex(hexed))
+    except ValueError:
+        raise RegistryError(
+            "A public key is the 64 hex digits `resolver approvers key --name NAME` printed on the approver's machine; "
+            f"{one_line(text)[:80]!r} is not one."
+        ) from None
+    return hexed
 
 
 def _clean_name(name: str) -> str:

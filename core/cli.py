@@ -21,7 +21,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal
 
 from core import __version__
@@ -155,7 +155,7 @@ def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
     from core.errors import ApprovalRefused
     from core.rulebook import Approver, offers
 
-    why = offers(home.queue.load(run_id), Approver(role))[action]
+    why = offers(home.queue.view(run_id), Approver(role))[action]
     if why:
         raise ApprovalRefused(why)
 
@@ -313,22 +313,35 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         print("[", end="")
     size = min(1000, limit or 1000)
     queue = home.queue
+    marks, now = queue.marks_now()  # issue 24: claims, hand-overs and snoozes that stand now
     pages: Iterator[Any]
-    if isinstance(queue, ListingQueue) and not args.json:
+    if isinstance(queue, ListingQueue) and not args.json and not marks:  # no marks to show or filter by
         pages = queue.printed_pages(status, search=args.search, limit=size, sort=args.sort)
     else:
         pages = queue.pages(status, search=args.search, limit=size, sort=args.sort, max_role=max_role)
     corrupt = "  (corrupt checkpoint)"
     for page in pages:
-        rows = page.rows[: limit - shown] if limit else page.rows
         lines: list[str]  # one write per page: 100,000 print calls cost more than the reads
         if isinstance(page, PrintedPage):  # the light listing's tuples (run_id, status, updated_at, state_ok, key)
-            lines = [f"{run:<40} {st:<17} {at}{'' if ok else corrupt}" for run, st, at, ok, _key in rows]
-        elif args.json:
-            lines = [("," if shown or i else "") + "\n" + json.dumps(asdict(r), indent=1) for i, r in enumerate(rows)]
+            printed = page.rows[: limit - shown] if limit else page.rows
+            lines = [f"{run:<40} {st:<17} {at}{'' if ok else corrupt}" for run, st, at, ok, _key in printed]
+            shown += len(printed)
         else:
-            lines = [f"{r.run_id:<40} {r.status:<17} {r.updated_at}{'' if r.state_ok else corrupt}" for r in rows]
-        shown += len(rows)
+            rows = page.rows
+            if marks:
+                rows = [r for r in rows if not _marked_out(marks.get(r.run_id), r.status, status, max_role, args.name, now)]
+            rows = rows[: limit - shown] if limit else rows
+            lines = []
+            for r in rows:
+                m = marks.get(r.run_id) if r.status == "waiting_approval" else None
+                if args.json:
+                    extra = {"marks": m.lines(now)} if m is not None else {}
+                    lines.append(("," if shown else "") + "\n" + json.dumps({**asdict(r), **extra}, indent=1))
+                else:
+                    mark = "" if r.state_ok else corrupt
+                    mark += f"  ({m.short(now)})" if m is not None else ""
+                    lines.append(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
+                shown += 1
         sys.stdout.write("".join(lines) if args.json else safe_lines(lines))  # JSON escapes controls itself
         sys.stdout.flush()
         if limit and shown >= limit:
@@ -352,6 +365,17 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         else:
             _print("No saved runs. Start one with `resolver run T-65273`.")
     return 0
+
+
+def _marked_out(m: Any, run_status: str, status: str | None, max_role: str | None, name: str | None, now: Any) -> bool:
+    """Whether a listed run leaves the listing for its marks (issue 24): a run set aside leaves
+    ``--status waiting_approval`` until its time; a run handed to someone else leaves ``--mine``
+    of ``--name``. ``m``: its standing :class:`core.marks.RunMarks`, or None."""
+    from core.marks import hides_from_mine
+
+    if m is None or run_status != "waiting_approval" or status != "waiting_approval":
+        return False
+    return bool(m.snoozed(now)) or (max_role is not None and hides_from_mine(m, name))
 
 
 def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
@@ -405,7 +429,19 @@ def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unl
 
     if _named_approver(home, args, required) is None:
         return None
-    return home.unlock(args.name, read_passphrase(f"Passphrase for {args.name}: ", fd=args.passphrase_fd))
+    return _unlock(home, args.name, read_passphrase, f"Passphrase for {args.name}: ", args.passphrase_fd)
+
+
+def _unlock(home: Home, name: str, read: Callable[..., str], prompt: str, fd: int | None) -> Unlocked:
+    """Unlock ``name`` in a shop home: first whether this machine holds their key at all
+    (:meth:`core.approvers.Registry.key_problem`, issue 23), so a missing key file is said before
+    a passphrase is asked; then the passphrase. Raises ApprovalRefused (one sentence)."""
+    from core.errors import ApprovalRefused
+
+    problem = home.registry().key_problem(name) if home.kind == "shop" else None
+    if problem:
+        raise ApprovalRefused(problem)
+    return home.unlock(name, read(prompt, fd=fd))
 
 
 def _named_approver(home: Home, args: argparse.Namespace, required: bool = True) -> Approver | None:
@@ -469,7 +505,7 @@ def _show_then_confirm(
 
     shop = home.kind == "shop"
     done = {"approve": "approved", "reject": "rejected"}[verb]
-    state = home.queue.load(args.run)
+    state = home.queue.view(args.run)  # what the person reads; approve() loads the run whole to write
     why = offers(state, who)[verb]
     if why:
         raise ApprovalRefused(why)
@@ -484,6 +520,9 @@ def _show_then_confirm(
         lines, refused = home.queue.world_now(state, seen)
     decision = replace(decision, world=tuple(lines))
     said = approve_dialog(decision, who, question=False) if verb == "approve" else reject_dialog(decision, who)
+    claimed = _claimed_by_other(home, state, who.name)
+    if claimed:  # issue 24: a colleague is on it; deciding anyway is allowed, after being told
+        said = [claimed, "", *said]
     if verb == "reject":
         said += ["", "Reason:", *block(args.reason)]
     out = sys.stderr if args.json else sys.stdout
@@ -503,6 +542,139 @@ def _show_then_confirm(
     return (args.digest.strip() if args.digest else decision.digest), seen
 
 
+def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | None:
+    """``Tomás is on it (claimed 12:03, until 12:33).`` when someone other than ``name`` holds a
+    standing claim on ``state``'s run (issue 24), else None."""
+    from core.safetext import name_key
+
+    marks = home.queue.marks(state)
+    now = home.clock.now()
+    line = marks.claim_line(now)
+    if line is None or (name and name_key(marks.claimed_by or "") == name_key(name)):
+        return None
+    return str(line)
+
+
+def _mark_time(text: str, now: datetime) -> datetime:
+    """``snooze --until``: an ISO 8601 time (as ``clock set`` reads it, America/Toronto without an
+    offset) or a duration from now (as ``prune --older-than`` reads it: ``90m``, ``2h``, ``1d``).
+    Raises BadArgument (exit 2)."""
+    from core.clock import parse_time
+
+    try:
+        return parse_time(text)
+    except ValueError:
+        pass
+    try:
+        return now + parse_duration(text)
+    except BadArgument:
+        raise BadArgument(
+            f"Cannot read the time {text!r}: use ISO 8601 (2026-10-12T15:00:00-04:00) or a duration from now (90m, 2h)."
+        ) from None
+
+
+def cmd_mark(home: Home, args: argparse.Namespace) -> int:
+    """``claim RUN [--release]``, ``handover RUN --to NAME --note TEXT``, ``snooze RUN --until
+    TIME`` (issue 24, :mod:`core.marks`): checked as a decision is (``--as`` in a practice home,
+    ``--name`` and the passphrase in a shop home), recorded in the audit, signed in a shop home."""
+    from core.errors import ApprovalRefused
+    from core.safetext import one_line
+
+    said = not_plain_name(args.name)
+    if said:
+        raise ApprovalRefused(said.replace("Nothing was decided", "Nothing was marked"))
+    kind = args.command
+    extra: dict[str, Any] = {}
+    if kind == "claim" and args.release:
+        kind = "release"
+    elif kind == "snooze":
+        extra["until"] = _mark_time(args.until, home.clock.now())
+    elif kind == "handover":
+        extra.update(to=args.to, note=args.note)
+    who = _named_approver(home, args)
+    if home.kind != "shop" and not args.name:
+        raise ApprovalRefused(f"Say who you are with --name NAME (and --as ROLE): a {args.command} names its maker.")
+    signer = None
+    if who is not None:
+        from core.signing import read_passphrase
+
+        signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
+    marks = home.mark(kind, args.run, signer.role if signer else args.role, args.name, signer=signer, **extra)
+    now = home.clock.now()
+    if args.json:
+        _json({"run_id": args.run, "marked": kind, "marks": marks.lines(now)})
+        return 0
+    done = {
+        "claim": f"Claimed {args.run}.",
+        "release": f"Released your claim on {args.run}.",
+        "handover": f"Handed {args.run} to {one_line(marks.handed_to or '')}.",
+        "snooze": f"Set {args.run} aside.",
+    }[kind]
+    _print([done, *marks.lines(now)])
+    return 0
+
+
+def cmd_watch(home: Home, args: argparse.Namespace) -> int:
+    """``resolver watch [--as ROLE] [--name N] [--once] [--interval S]`` (issue 24, item 3,
+    :mod:`core.watch`): print one line per event for this person (``--json``: one object per
+    line; with ``--once`` one list), run the config file's ``notify`` per event, keep the
+    position in the home folder after each. ``--once`` prints what is new and exits. A notify
+    command that fails stops the watcher with its sentence (exit 1); the next start delivers that
+    event again."""
+    import json
+    import time
+
+    from core.data import load_policy
+    from core.homepath import config_path, read_config
+    from core.safetext import safe_lines
+    from core.watch import LAPSE_SWEEP_S, Position, new_events, newest_event, notify_command, relevant, run_notify, sweep_lapses
+
+    if args.interval <= 0:
+        raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
+    name = args.name
+    if home.kind == "shop":
+        if args.role:
+            raise BadArgument("In a shop home watch takes --name NAME (the role comes from the approvers registry), not --as.")
+        role = home.registry().valid_entry(name).role if name else None
+    else:
+        role = args.role
+    command = notify_command(read_config(config_path()))
+    position = Position.of(home.root, role, name)
+    if position.fresh:
+        newest = newest_event(home.store)
+        position.start_at(newest)
+        print(f"Watching from event #{newest}: what happens from now on.", file=sys.stderr if args.json else sys.stdout)
+    policy = load_policy()
+    shown: list[dict[str, object]] = []
+    swept = 0.0
+    try:
+        while True:
+            if time.monotonic() - swept >= LAPSE_SWEEP_S or args.once:  # lapses come by the hour, not the second
+                sweep_lapses(home.store, home.clock.now(), policy)
+                swept = time.monotonic()
+            for event in new_events(home.store, position):
+                if relevant(event, role, name):
+                    if args.json and args.once:
+                        shown.append(json.loads(event.as_json()))
+                    else:
+                        sys.stdout.write(event.as_json() + "\n" if args.json else safe_lines([event.line()]))
+                        sys.stdout.flush()
+                    if command is not None:
+                        why = run_notify(command, event)
+                        if why is not None:
+                            if shown:
+                                _json(shown)
+                            raise ResolverError(f"{why} The watcher stops here; its next start delivers event #{event.id} again.")
+                position.deliver(event.id)
+            if args.once:
+                if args.json:
+                    _json(shown)
+                return 0
+            time.sleep(args.interval)
+    except KeyboardInterrupt:
+        return 0
+
+
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
     from core.errors import ApprovalRefused
     from core.rulebook import Approver
@@ -518,7 +690,7 @@ def cmd_approve(home: Home, args: argparse.Namespace) -> int:
     digest, seen = _show_then_confirm(home, args, "approve", who)
     signer = None
     if home.kind == "shop":
-        signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
+        signer = _unlock(home, args.name, read_passphrase, f"Passphrase for {who.name}: ", args.passphrase_fd)
     role = signer.role if signer else args.role
     try:
         state = home.approve(args.run, role, args.name, digest, interrupt=args.interrupt, signer=signer, seen=seen)
@@ -540,7 +712,7 @@ def _after_lock(home: Home, run_id: str, sentence: str) -> str:
     """A locked database during approve: when the approval was saved (the run is executing),
     say that ``resume`` finishes the writes; approving again would be refused."""
     try:
-        status = home.queue.load(run_id).status
+        status = home.queue.view(run_id).status
     except ResolverError:
         return sentence
     if status != "executing":
@@ -573,7 +745,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
     digest, _ = _show_then_confirm(home, args, "reject", who)
     signer = None
     if home.kind == "shop":
-        signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
+        signer = _unlock(home, args.name, read_passphrase, f"Passphrase for {who.name}: ", args.passphrase_fd)
     role = signer.role if signer else args.role
     state = home.reject(args.run, role, args.reason, args.name, digest, signer=signer)
     if args.json:
@@ -593,13 +765,18 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
             return 0
         _print(f"Home: {home.root} ({home.kind})")
         return 0
-    state = home.queue.load(args.run)  # the same status text as the app's pane (core.views)
+    # the same status text as the app's pane (core.views); --json prints the whole state
+    state = home.queue.load(args.run) if args.json else home.queue.view(args.run)
     if args.json:
-        _json(_state_json(state, home_kind=home.kind, request=home.queue.request(state)))
+        marks = home.queue.marks(state).lines(home.clock.now()) if state.status == "waiting_approval" else []
+        _json(_state_json(state, home_kind=home.kind, request=home.queue.request(state), marks=marks))
         return 0
     if state.status == "waiting_approval" and state.proposal is not None:
         lines, refused = home.queue.world_now(state)
         _print([*lines, *([f"Approve is refused now: {refused}"] if refused else []), ""])
+        marked = home.queue.marks(state).lines(home.clock.now())  # issue 24: claim, hand-over, snooze
+        if marked:
+            _print([*marked, ""])
     _print(home.queue.proposal(state))
     _print(["", f"Status: {state.status}", *status_lines(state), *approved_vs_current(state), f"Home: {home.kind}"])
     return 0
@@ -610,7 +787,7 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     from core.errors import ApprovalRefused
     from core.rulebook import not_decidable
 
-    current = home.store.load(args.run)  # an unknown or settled run is said before any passphrase (issue 19)
+    current = home.store.load_view(args.run)  # an unknown or settled run is said before any passphrase (issue 19)
     if current.status != "waiting_approval" or current.proposal is None:
         raise ApprovalRefused(not_decidable(current))
     signer = _decider(home, args, required=False)
@@ -628,7 +805,8 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
-    """``approvers init|add|list|revoke|recover`` (issue 14): the registry of a shop home."""
+    """``approvers init|key|add|list|revoke|recover`` (issue 14): the registry of a shop home;
+    ``key`` (issue 23) makes a new approver's key on their own machine."""
     from core.approvers import fingerprint
     from core.homekind import require_shop
     from core.safetext import safe_text
@@ -659,21 +837,65 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         return 0
     from core.rulebook import role_label
 
-    if args.approvers_cmd == "add":
-        registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
+    if args.approvers_cmd == "key":
         passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
+        key, path = registry.make_key(args.name, passphrase)
+        if args.json:
+            _json({"name": key.name, "public_key": key.public_key, "fingerprint": fingerprint(key.public_key), "file": str(path)})
+            return 0
+        _print(
+            [
+                f"Made a key for {safe_text(key.name)} on this machine: {path} (mode 0600, encrypted with the passphrase).",
+                f"Public key: {key.public_key}",
+                f"Fingerprint: {fingerprint(key.public_key)}",
+                "  Give the public key to the owner, who adds it with "
+                f"`resolver approvers add {safe_text(key.name)} --role ROLE --public-key {key.public_key}`.",
+            ]
+        )
+        return 0
+    if args.approvers_cmd == "add":
+        if args.public_key is not None:  # before anything is read or asked: exit 2, nothing written
+            from core.approvers import RegistryError, check_public_key
+
+            try:
+                args.public_key = check_public_key(args.public_key)
+            except RegistryError as exc:
+                raise BadArgument(str(exc)) from None
+        registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
+        passphrase = ""
+        if args.public_key is None:
+            passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
         owner_passphrase = read_passphrase(
             "The owner's passphrase, to sign the entry: ", fd=args.owner_passphrase_fd, env=OWNER_PASSPHRASE_ENV
         )
         entry = registry.add(
-            args.name, args.role, passphrase, owner_passphrase, now, record=record("add", args.name.strip(), args.role)
+            args.name,
+            args.role,
+            passphrase,
+            owner_passphrase,
+            now,
+            record=record("add", args.name.strip(), args.role),
+            public_key=args.public_key,
         )
+        kept = registry.keys.path(entry.name) if registry.team and args.public_key is None else None
         if args.json:
-            _json({"name": entry.name, "role": entry.role, "fingerprint": fingerprint(entry.public_key)})
+            _json(
+                {
+                    "name": entry.name,
+                    "role": entry.role,
+                    "fingerprint": fingerprint(entry.public_key),
+                    "key_file": str(kept) if kept else None,
+                }
+            )
             return 0
         _print(
             f"Added {one_line(entry.name)} as {role_label(entry.role)}, key {fingerprint(entry.public_key)}; signed by the owner."
         )
+        if kept is not None:
+            _print(
+                f"  Their encrypted key is on this machine: {kept}. Copy that file into the keys folder of their home "
+                "folder on their machine (mode 0600), or next time let them make it there with `resolver approvers key`."
+            )
         return 0
     if args.approvers_cmd == "revoke":
         owner_passphrase = read_passphrase(
@@ -1279,13 +1501,50 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p.add_argument("--reason", required=True)
     p.set_defaults(func=cmd_reject)
 
-    p = sub.add_parser("approvers", parents=[common], help="shop home: the approvers registry (init, add, list, revoke, recover)")
+    for command, text in (
+        ("claim", "say you are on a waiting run (--release: no longer); it lapses after claim_minutes (30)"),
+        ("handover", "hand a waiting run to a named colleague with a note; it shows under their --mine"),
+        ("snooze", "set a waiting run aside until a time (never past its request's expiry)"),
+    ):
+        p = sub.add_parser(command, parents=[common, passphrase_fd], help=text)
+        p.add_argument("run", metavar="RUN")
+        p.add_argument("--as", dest="role", choices=ROLES, help="practice home: your role (refused in a shop home)")
+        p.add_argument("--name", help="who you are (a shop home asks for your passphrase)")
+        if command == "claim":
+            p.add_argument("--release", action="store_true", help="release your claim")
+        elif command == "handover":
+            p.add_argument("--to", required=True, metavar="NAME", help="the colleague (shop home: an approver of the registry)")
+            p.add_argument("--note", required=True, metavar="TEXT", help="what they should look at (one line)")
+        else:
+            p.add_argument("--until", required=True, metavar="TIME", help="ISO 8601 time, or a duration from now (90m, 2h)")
+        p.set_defaults(func=cmd_mark)
+
+    p = sub.add_parser("watch", parents=[common], help="print each new event of the queue for you, and run the notify command")
+    p.add_argument("--as", dest="role", choices=ROLES, help="practice home: your role (the requests you may approve)")
+    p.add_argument("--name", help="your name (hand-overs to you; in a shop home your role from the registry)")
+    p.add_argument("--once", action="store_true", help="print what is new since the last time and exit")
+    p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between reads (default 1)")
+    p.set_defaults(func=cmd_watch)
+
+    p = sub.add_parser(
+        "approvers", parents=[common], help="shop home: the approvers registry (init, key, add, list, revoke, recover)"
+    )
     asub = p.add_subparsers(dest="approvers_cmd", required=True)
     a = asub.add_parser("init", parents=[common, passphrase_fd], help="the owner makes the registry and their key")
     a.add_argument("--name", default="Grace", help="the owner's name (default Grace)")
+    a = asub.add_parser(
+        "key", parents=[common, passphrase_fd], help="a new approver makes their key on their own machine (prints the public key)"
+    )
+    a.add_argument("--name", required=True, help="the new approver's name, as the owner will add it")
     a = asub.add_parser("add", parents=[common, passphrase_fd], help="add an approver (their passphrase, then the owner's)")
     a.add_argument("name", metavar="NAME")
     a.add_argument("--role", required=True, choices=ROLES)
+    a.add_argument(
+        "--public-key",
+        metavar="HEX",
+        default=None,
+        help="the public key `approvers key` printed on the approver's machine (then no passphrase of theirs is asked)",
+    )
     a.add_argument(
         "--owner-passphrase-fd",
         type=int,

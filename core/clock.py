@@ -60,14 +60,15 @@ def supported(value: datetime, what: str = "The time") -> datetime:
         TimeOutOfRange: naive, an offset with seconds (Toronto before 1895), or out of range.
     """
     offset = value.utcoffset()
-    shown = value.isoformat()
     if offset is None:
-        raise TimeOutOfRange(f"{what} {shown} has no UTC offset; give one, e.g. 2026-10-12T09:00:00-04:00.")
+        raise TimeOutOfRange(f"{what} {value.isoformat()} has no UTC offset; give one, e.g. 2026-10-12T09:00:00-04:00.")
     if not EARLIEST <= value < END:
-        raise TimeOutOfRange(f"{what} {shown} is outside the times resolver supports; use a time from {SUPPORTED_RANGE}.")
-    if offset.total_seconds() % 60:
         raise TimeOutOfRange(
-            f"{what} {shown} has a UTC offset with seconds, which resolver cannot keep; use a time from {SUPPORTED_RANGE}."
+            f"{what} {value.isoformat()} is outside the times resolver supports; use a time from {SUPPORTED_RANGE}."
+        )
+    if offset.seconds % 60 or offset.microseconds:  # whole minutes (a timedelta's seconds are 0 to 86399, any sign)
+        raise TimeOutOfRange(
+            f"{what} {value.isoformat()} has a UTC offset with seconds, which resolver cannot keep; use a time from {SUPPORTED_RANGE}."
         )
     return value
 

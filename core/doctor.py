@@ -10,6 +10,7 @@ opens the databases read-only and never creates or repairs anything (issue 13).
 
 from __future__ import annotations
 
+import re
 import stat
 import sys
 from importlib import metadata
@@ -21,6 +22,8 @@ from core.home import FILE_MODE, HOME_MODE, HomeLocation
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
 """The triggers that keep the audit append-only (:mod:`core.stores.sqlite.checkpoint`)."""
 DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs", "concurrent-log-handler")
+TEAM_DEPENDENCIES = ("psycopg", "psycopg-pool")
+"""The ``postgres`` extra (issue 23), checked when the home's store is a team store."""
 KEY_MIN_BYTES = 32
 """The approval key's length when resolver makes it (:func:`core.approval.load_key`)."""
 
@@ -112,11 +115,13 @@ def _database_lines(path: Path, label: str, triggers: tuple[str, ...] = ()) -> l
 
 
 def _floor(package: str) -> str | None:
+    """The ``>=`` floor pyproject.toml declares for ``package`` (exact name, extras ignored), or None."""
     try:
         for req in metadata.requires("resolver") or []:
-            name = req.split(";")[0]
-            if name.replace("_", "-").lower().startswith(package) and ">=" in name:
-                return name.split(">=", 1)[1].split(",")[0].strip(" )")
+            spec = req.split(";")[0]
+            name = re.split(r"[\[<>=!~ ]", spec, maxsplit=1)[0]
+            if name.replace("_", "-").lower() == package and ">=" in spec:
+                return spec.split(">=", 1)[1].split(",")[0].strip(" )")
     except metadata.PackageNotFoundError:
         return None
     return None
@@ -132,11 +137,13 @@ def _version_tuple(text: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-def _dependency_lines() -> list[str]:
+def _dependency_lines(team: bool = False) -> list[str]:
+    """One line per runtime dependency (installed version against the declared floor); a team
+    store adds the ``postgres`` extra's packages (:data:`TEAM_DEPENDENCIES`)."""
     from core.stores.sqlite.files import SQLITE_VERSION
 
     lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {SQLITE_VERSION}")]
-    for package in DEPENDENCIES:
+    for package in DEPENDENCIES + (TEAM_DEPENDENCIES if team else ()):
         try:
             have = metadata.version(package)
         except metadata.PackageNotFoundError:
@@ -241,7 +248,7 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
                 f"(the folder is made {HOME_MODE:04o}).",
             )
         )
-        lines += _dependency_lines()
+        lines += _dependency_lines(where.store.url is not None)
         return lines, 1
     url = where.store.url
     from core.stores import team_store_lines
@@ -265,9 +272,9 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         for text in registry_lines(root, kind, url):
             level = (
                 "ok"
-                if text.startswith(("Owner key:", "Approvers: registry verifies"))
+                if text.startswith(("Owner key:", "Approvers: registry verifies", "Key file:", "Keys:"))
                 else "warn"
-                if "no registry yet" in text
+                if "no registry yet" in text or text.startswith("Keys in the store:")
                 else "FAIL"
             )
             lines.append(_line(level, text))
@@ -277,5 +284,5 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
         lines += _audit_lines(root, kind)
         lines += _database_lines(root / "larkfield.sqlite", "practice world")
-    lines += _dependency_lines()
+    lines += _dependency_lines(url is not None)
     return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

@@ -19,12 +19,13 @@ the approvers' rows: SQLite files in the folder, or the team store on PostgreSQL
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from core.approval import approve, load_key, load_stored_key, reject
 from core.auditchain import AuditMoved
@@ -40,6 +41,7 @@ from core.homepath import (  # noqa: F401  (re-exported: where the home is, and 
     config_home,
     config_path,
     locate_home,
+    read_config,
     resolve_home,
 )
 from core.log import command_log
@@ -63,6 +65,8 @@ from core.stores import (
 )
 from core.tickets import TICKETS
 from core.world import World, WorldMissing
+
+_T = TypeVar("_T")
 
 if TYPE_CHECKING:
     from core.approvers import Registry, Unlocked
@@ -175,9 +179,11 @@ class Home:
         self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root, kind=self.kind)
         """The read side: pages, counts, the detail of a run, trace, compare, audit, changes."""
 
-    def where_runs_live(self) -> str | None:
+    @functools.cached_property
+    def runs_live_at(self) -> str | None:
         """None for the home folder's SQLite files; for a team store its label for the app's
-        top bar (:func:`core.homepath.team_label`: database and server, no password)."""
+        top bar (:func:`core.homepath.team_label`: database and server, no password). Computed
+        once: a Home's store never changes."""
         from core.homepath import team_label
 
         return None if self.store_url is None else team_label(self.store_url)
@@ -451,7 +457,7 @@ class Home:
         """What changed since the agent looked (:class:`core.preconditions.Drift`)."""
         from core.preconditions import drift
 
-        return drift(self.store.load(run_id), self.world())
+        return drift(self.store.load_view(run_id), self.world())
 
     def reject(
         self,
@@ -548,7 +554,7 @@ class Home:
         return DecisionSigner(signer)
 
     @staticmethod
-    def _signed(decide: Callable[[], TaskState]) -> TaskState:
+    def _signed(decide: Callable[[], _T]) -> _T:
         """Decide; a signed decision that met another decision's audit row between signing and
         saving (AuditMoved) is signed again over the new newest row, up to 3 times."""
         for _ in range(2):
@@ -581,6 +587,55 @@ class Home:
                     f"{self.parts.label('audit.head')} cannot be written ({exc.strerror or exc}): put a readable file back in its "
                     f"place or move it aside, {then}."
                 ) from None
+
+    # -- marks: claim, hand over, set aside (issue 24) --------------------------------------------
+
+    def mark(
+        self, kind: str, run_id: str, role: str, name: str | None = None, *, signer: Unlocked | None = None, **args: Any
+    ) -> Any:
+        """Claim (``kind`` ``claim``), release, hand over (``to``, ``note``) or snooze (``until``, a
+        datetime) the waiting run ``run_id`` as ``role`` and ``name`` (see :mod:`core.marks`).
+        In a shop home ``signer`` is the approver unlocked by :meth:`unlock` (role and name are
+        theirs, the audit row is signed and ``audit.head`` moves), and a hand-over's recipient
+        must be an approver of the registry (their name as registered). A claim lasts the config
+        file's ``claim_minutes`` (:data:`core.marks.CLAIM_MINUTES` when absent). Returns the
+        :class:`core.marks.RunMarks` as written.
+
+        Raises:
+            ApprovalRefused: the checks of :mod:`core.marks`, an unknown or revoked recipient, a
+                shop home without a signer. Nothing is written then.
+        """
+        from core import marks
+        from core.data import load_policy
+
+        decider = self._decider(signer)
+        if decider is not None:
+            role, name = decider.role, decider.name
+        policy = load_policy()
+        minutes = marks.claim_minutes(read_config(config_path()))
+        write: dict[str, Callable[[], Any]] = {
+            "claim": lambda: marks.claim(self.store, run_id, role, name, self.clock, minutes=minutes, signer=decider),
+            "release": lambda: marks.release(self.store, run_id, role, name, self.clock, signer=decider),
+            "handover": lambda: marks.handover(
+                self.store, run_id, role, name, self._recipient(args["to"]), args["note"], self.clock, signer=decider
+            ),
+            "snooze": lambda: marks.snooze(self.store, run_id, role, name, args["until"], self.clock, policy, signer=decider),
+        }
+        try:
+            done = self._signed(write[kind])
+        except ResolverError as exc:
+            self.log.info("%s %s by %s (%s) refused: %s", kind, run_id, role, name or "-", exc)
+            raise
+        self.log.info("%s %s by %s (%s)", kind, run_id, role, name or "-")
+        self._seal_head(signer, kind, run_id)
+        return done
+
+    def _recipient(self, to: str) -> str:
+        """A hand-over's recipient: in a shop home the registry's entry (its name as registered;
+        an unknown or revoked name is refused with the registry's sentence), elsewhere ``to``."""
+        if self.kind == "shop" and to and to.strip():
+            return self.registry().valid_entry(to.strip()).name
+        return to
 
     # -- the world outside any run --------------------------------------------------------------
 
@@ -617,6 +672,7 @@ class Home:
                 "detail": f"deleted run {run_id} and its events (reset --run)",
             }
         self.store.delete(run_id, audit)
+        self.store.clear_marks([run_id])  # issue 24: a new run given this readable ID starts unmarked
 
     def reset(self, everything: bool = False) -> int:
         """Delete the saved runs (and with ``everything`` rebuild the practice world).
@@ -634,6 +690,7 @@ class Home:
             return {"decision": "reset", "role": "", "name": "", "digest": "", "at": at, "detail": f"{what}{world} ({flag})"}
 
         n = self.store.reset(row)
+        self.store.clear_marks()
         if everything:
             reset_world(self.world_at)
         return n

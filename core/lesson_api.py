@@ -58,14 +58,16 @@ def team_store() -> str | None:
     return locate_home().store.url
 
 
-def _practice_team_home(url: str) -> Path:
-    """The lesson's home folder, refused (ShopRefused) when it or its team store ``url`` is a
-    shop's: the lesson's API never reaches a shop store, whatever folder points at it (issue 23)."""
+def _practice_team_clock(url: str, clock: Clock | None) -> Clock:
+    """``clock``, or the practice clock of the lesson's home on the team store ``url`` (the
+    trainer's, kept in the store); either way refused (ShopRefused) when the home folder or the
+    store is a shop's: the lesson's API never reaches a shop store, whatever folder points at it
+    (issue 23). Shared by :class:`CheckpointStore` and :class:`World`."""
     from core.homekind import team_kind
 
     root = home_root()
     require_practice(root, LESSON_API, team_kind(root, url))
-    return root
+    return clock or home_clock(root, url, "practice")
 
 
 def practice_db() -> Place:
@@ -97,8 +99,7 @@ class CheckpointStore(_SqliteStore):
         url = team_store() if path is None else None
         if url is None:
             return super().__new__(cls)
-        root = _practice_team_home(url)
-        return open_store(url, clock or home_clock(root, url, "practice"), summarize=queue_columns)
+        return open_store(url, _practice_team_clock(url, clock), summarize=queue_columns)
 
     def __init__(self, path: Path | str | None = None, clock: Clock | None = None) -> None:
         where = Path(path) if path is not None else home_root() / "runs.sqlite"
@@ -146,8 +147,7 @@ class World(SqliteWorld):
         url = str(path) if path is not None and is_team_store(path) else (team_store() if path is None else None)
         if url is None:
             return super().__new__(cls)
-        root = _practice_team_home(url)
-        return open_world(url, clock or home_clock(root, url, "practice"), faults=faults, actor=ticket_id)
+        return open_world(url, _practice_team_clock(url, clock), faults=faults, actor=ticket_id)
 
     def __init__(
         self,
@@ -229,7 +229,7 @@ def run_task(
     if url is None:
         require_practice(Path(world.path).parent, LESSON_API)
     else:
-        _practice_team_home(str(url))
+        _practice_team_clock(str(url), world.clock)  # refuses a shop folder or store
     if state is None:
         state = new_state(task, variant, model, _runner.run_id_for(task.task_id, variant, model, 1), world.clock)
     if (state.task_id, state.variant, state.model) != (task.task_id, variant, model):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -21,6 +22,7 @@ from core.stores.sqlite.checkpoint import STORE_FORMAT, CheckpointStore
 from core.stores.sqlite.files import store_format
 
 if TYPE_CHECKING:
+    from core.marks import RunMarks
     from core.state import TaskState
 
 __all__ = ["ListingHome", "ListingPage", "ListingQueue", "PrintedPage", "PrintedRow", "listing_home"]
@@ -59,8 +61,23 @@ class ListingQueue:
     """The two reads ``resolver runs`` makes, with the same order and pages as
     :meth:`core.queue.ApprovalQueue.pages` and :meth:`core.queue.ApprovalQueue.total`."""
 
-    def __init__(self, store: CheckpointStore) -> None:
+    def __init__(self, store: CheckpointStore, root: Path | None = None) -> None:
         self._store = store
+        self._root = root
+
+    def marks_now(self) -> tuple[dict[str, RunMarks], datetime]:
+        """The marks that stand now (issue 24: claims, hand-overs, snoozes) by run ID, and the
+        home's clock time they were read at (the trainer's, in a practice home). The clock is
+        read only when some run is marked: an unmarked home lists as fast as before."""
+        from core.marks import standing
+
+        rows = self._store.run_marks()
+        if not rows:
+            return {}, datetime.now().astimezone()
+        from core.homekind import home_clock
+
+        now = home_clock(self._root).now() if self._root is not None else self._store.clock.now()
+        return standing(rows, now), now
 
     def pages(
         self,
@@ -135,4 +152,4 @@ def listing_home(root: Path) -> ListingHome | None:
     home_kind(root)  # a shop home whose home.json was lost lists nothing either (issue 28)
     if store_format(path) != STORE_FORMAT:
         return None
-    return ListingHome(root, ListingQueue(CheckpointStore(path, summarize=_queue_columns)))
+    return ListingHome(root, ListingQueue(CheckpointStore(path, summarize=_queue_columns), root))

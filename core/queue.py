@@ -34,7 +34,7 @@ from core.data import customer_names, load_policy
 from core.errors import ResolverError
 from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
-from core.state import TaskState, WorldSeen, action_short
+from core.state import RunView, TaskState, WorldSeen, action_short
 from core.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
 from core.store import Store as CheckpointStore
 from core.stores import Place
@@ -164,20 +164,65 @@ class ApprovalQueue:
         after: str | None = None,
         limit: int = PAGE_SIZE,
         max_role: str | None = None,
+        name: str | None = None,
     ) -> Page:
         """One page of run summaries for ``status`` (None: every status) and ``search`` (ticket,
         order, customer or run ID, a substring), from the opaque cursor ``after`` (None: the
         first page; a page's ``next`` gives the following one). Waiting runs come oldest first,
         the others newest first. ``max_role`` (a role name) keeps only runs whose proposal needs
         that role or a lower one, with a readable checkpoint: with ``waiting_approval``, the runs
-        that approver may approve (the "mine" filter, issue 12).
+        that approver may approve (the "mine" filter, issue 12). With ``waiting_approval`` a run
+        set aside until later is left out until its time, and with ``max_role`` and ``name`` a
+        run handed to another named colleague (issue 24: :mod:`core.marks`).
 
         Raises:
             ResolverError: the cursor cannot be read.
             UnknownRole: ``max_role`` is not a role of the policy.
         """
         rows, nxt = self._rows(status, search, sort, after, limit, max_role)
-        return Page(rows, nxt, self._clock.now(), status, search, after)
+        now = self._clock.now()
+        if status == "waiting_approval" and rows:
+            self._lapses(rows, now)
+            rows = self._unmarked(rows, now, name if max_role is not None else None)
+        return Page(rows, nxt, now, status, search, after)
+
+    def _lapses(self, rows: list[RunSummary], now: datetime) -> None:
+        """Write the ``lapse`` event of each request of this waiting page that lapsed with no one
+        acting (issue 24: any read of the queue may, once per request by a compare-and-set;
+        :func:`core.watch.sweep_lapses` loads only rows last saved before the age limit). A
+        store that cannot be written now (read-only, busy) leaves it to the next read."""
+        from contextlib import suppress
+
+        from core.watch import sweep_lapses
+
+        with suppress(ResolverError):
+            sweep_lapses(self._store, now, load_policy(), rows)
+
+    def _unmarked(self, rows: list[RunSummary], now: datetime, name: str | None) -> list[RunSummary]:
+        """``rows`` of the "waiting" filter without the runs set aside at ``now`` and, for the
+        "mine" of ``name``, the runs handed to someone else (issue 24). A page may come back
+        shorter than its limit; its cursor still follows its last row as read."""
+        from core.marks import hides_from_mine, standing
+
+        marks = standing(self._store.run_marks([r.run_id for r in rows]), now)
+        if not marks:
+            return rows
+        return [r for r in rows if not ((m := marks.get(r.run_id)) is not None and (m.snoozed(now) or hides_from_mine(m, name)))]
+
+    def marks_now(self) -> tuple[dict[str, Any], datetime]:
+        """The marks that stand now (issue 24) by run ID (:class:`core.marks.RunMarks`) and the
+        home's clock time they were read at, as :meth:`core.listing.ListingQueue.marks_now`."""
+        from core.marks import standing
+
+        now = self._clock.now()
+        return standing(self._store.run_marks(), now), now
+
+    def marks(self, state: TaskState) -> Any:
+        """The marks of ``state``'s run (:class:`core.marks.RunMarks`; none from an older run that
+        a reset gave the same readable ID)."""
+        from core.marks import read_marks
+
+        return read_marks(self._store, state)
 
     def pages(
         self,
@@ -187,12 +232,13 @@ class ApprovalQueue:
         limit: int = 1000,
         sort: str | None = None,
         max_role: str | None = None,
+        name: str | None = None,
     ) -> Iterator[Page]:
         """Every page in turn (``resolver runs`` prints each as it comes), in ``sort`` order and
-        with ``max_role``'s runs only, as :meth:`page`."""
+        with ``max_role``'s runs only (and ``name``'s "mine"), as :meth:`page`."""
         after: str | None = None
         while True:
-            page = self.page(status, search=search, after=after, limit=limit, sort=sort, max_role=max_role)
+            page = self.page(status, search=search, after=after, limit=limit, sort=sort, max_role=max_role, name=name)
             yield page
             if page.next is None:
                 return
@@ -222,6 +268,11 @@ class ApprovalQueue:
         UnsupportedSchemaVersion."""
         return self._store.load(run_id)
 
+    def view(self, run_id: str) -> RunView:
+        """One run as the read side shows it (issue 27, item 1: no message history past the
+        opening messages; :class:`core.state.RunView`, never saved). Raises as :meth:`load`."""
+        return self._store.load_view(run_id)
+
     def others(self, task_id: str, run_id: str) -> list[str]:
         """The other runs of ``task_id`` than ``run_id``, oldest first."""
         return [r.run_id for r in self._store.runs_of_task(task_id) if r.run_id != run_id]
@@ -236,7 +287,7 @@ class ApprovalQueue:
         try:
             summary = self._store.summary(run_id)
             others = self.others(summary.task_id, run_id)
-            state = self._store.load(run_id)
+            state = self._store.load_view(run_id)
             trace = trace_lines(self._store.events(run_id)) if state.status == "running" else None
         except ResolverError as exc:
             if summary is None:
@@ -244,6 +295,15 @@ class ApprovalQueue:
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
         detail = describe(state, approver, others, trace, keys, tickets=self._root / TICKETS)
         if state.status == "waiting_approval" and state.proposal is not None:
+            marks = self.marks(state)  # issue 24: the claim, hand-over, snooze
+            now = self._clock.now()
+            marked = marks.lines(now)
+            if marked:
+                from core.safetext import name_key
+
+                mine = marks.claimed(now) and name_key(marks.claimed_by or "") == name_key(approver.name or "")
+                claim = None if mine else marks.claim_line(now)
+                detail = replace(detail, notes=[*marked, *detail.notes], claim=claim, my_claim=mine)
             return self._with_world_now(state, detail, approver)
         vs = approved_vs_current(state)
         return replace(detail, body=[*vs, "", *detail.body]) if vs else detail
@@ -338,7 +398,7 @@ class ApprovalQueue:
     def compare(self, run_a: str, run_b: str, *, oldest_first: bool = False) -> tuple[str, list[str]]:
         """The actions of two runs line by line, and a title ``T-90103: A vs B``; with
         ``oldest_first`` the older run is the ``-`` side. Raises RunNotFound, CorruptCheckpoint."""
-        a, b = self._store.load(run_a), self._store.load(run_b)
+        a, b = self._store.load_view(run_a), self._store.load_view(run_b)
         if oldest_first:
             a, b = sorted((a, b), key=lambda s: (s.created_at, s.run_id))
         return f"{a.task_id}: {a.run_id} vs {b.run_id}", diff_lines(a, b)

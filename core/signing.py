@@ -39,6 +39,7 @@ from core.approvers import SEAL_FILE, Registry, RegistryError, Unlocked, fingerp
 from core.auditchain import REGISTRY_PREFIX
 from core.clock import iso
 from core.errors import ApprovalRefused, ResolverError
+from core.marks import MARK_DECISIONS
 from core.stores import Place, is_team_store, register_entries, world_path
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def decision_message(
 def row_message(row: dict[str, Any]) -> bytes:
     """:func:`decision_message` of an audit row as stored: what its ``sig`` signed. A reason
     (``detail``) is signed by a rejection, a refresh and a registry change, never by an approval."""
-    signs_detail = row["decision"] in ("reject", "refresh") or str(row["decision"]).startswith(REGISTRY_PREFIX)
+    signs_detail = row["decision"] in ("reject", "refresh", *MARK_DECISIONS) or str(row["decision"]).startswith(REGISTRY_PREFIX)
     return decision_message(
         row["decision"],
         row["run_uid"] or "",
@@ -314,9 +315,10 @@ def _unbound(state: TaskState, row: dict[str, Any]) -> str | None:
     return None
 
 
-SIGNED_DECISIONS = ("approve", "reject", "refresh")
-"""The audit rows an approver signs in a shop home: the two decisions, and a refresh (it voids
-approvals). Rows the system writes (``refused:...``) carry no signature."""
+SIGNED_DECISIONS = ("approve", "reject", "refresh", *MARK_DECISIONS)
+"""The audit rows an approver signs in a shop home: the two decisions, a refresh (it voids
+approvals), and the marks of issue 24 (claim, release, hand-over, snooze: their ``detail``, the
+note or the time, is signed too). Rows the system writes (``refused:...``) carry no signature."""
 
 
 def row_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
@@ -554,19 +556,51 @@ def registry_lines(root: Path, kind: str, store: str | None = None) -> list[str]
                 out.append(f"Owner key: {registry.fingerprint()} (compare with the one written down at `approvers init`)")
                 problems = registry.problems()
                 out.append("Approvers: registry verifies." if not problems else f"Approvers: {'; '.join(problems)}.")
+                out += key_lines(registry)
             except RegistryError as exc:
                 out.append(f"Approvers: {exc}")
     return out
 
 
-def doctor_lines(root: Path, store: CheckpointStore, kind: str) -> list[str]:
-    """The lines of issue 14 with the audit check: :func:`registry_lines`, then the hash chain,
-    the triggers and (shop home) every signature and the signed head. Never raises."""
-    out = registry_lines(root, kind)
+def key_lines(registry: Registry) -> list[str]:
+    """``resolver doctor``'s lines on the approvers' private keys (issue 23): one per key file of
+    this machine (``Key file: ...``, whose approver, and whether it is the registry entry's key;
+    ``Key file problem: ...`` when it is damaged, readable by others, of another key or of no
+    approver), ``Keys: none on this machine`` on a team store without any, and on a team store
+    how many keys are still in its rows (``Keys in the store: ...``, each moves to its
+    approver's machine at their first unlock there). Never raises."""
+    from core.safetext import name_key, one_line
+
+    out: list[str] = []
     try:
-        out += verify_home_audit(root, store, kind).lines()
+        entries = {name_key(e.name): e for e in registry.entries()}
+        listing = registry.keys.listing()
     except ResolverError as exc:
-        out.append(f"Audit: cannot be checked: {exc}")
+        return [f"Key file problem: {exc}"]
+    for path, key, problem in listing:
+        if key is None or problem:
+            out.append(f"Key file problem: {problem}")
+            continue
+        entry = entries.get(name_key(key.name))
+        if entry is None:
+            out.append(f"Key file: {path} holds a key for {one_line(key.name)}, who is not in the registry yet.")
+        elif entry.public_key != key.public_key:
+            out.append(
+                f"Key file problem: {path} holds {fingerprint(key.public_key)} for {one_line(key.name)}, but the registry's "
+                f"entry has {fingerprint(entry.public_key)}: it cannot decide."
+            )
+        else:
+            state = "revoked" if entry.revoked else "can decide on this machine"
+            out.append(f"Key file: {path} holds {one_line(entry.name)}'s key {fingerprint(key.public_key)} ({state}).")
+    if registry.team:
+        if not listing:
+            out.append(f"Keys: none on this machine ({registry.keys.dir}); an approver decides where their key file is.")
+        held = registry.keys_in_rows()
+        if held:
+            out.append(
+                f"Keys in the store: {held} approver(s)' encrypted keys are still in the team store's rows (written by an "
+                "earlier release); each moves to its approver's machine at their first unlock there."
+            )
     return out
 
 
@@ -688,7 +722,6 @@ __all__ = [
     "Seal",
     "check_approval",
     "decision_message",
-    "doctor_lines",
     "fingerprint",
     "head_check",
     "read_fd_early",

@@ -18,6 +18,10 @@
   :meth:`~AuditLog.signed_approvals`, which :func:`core.auditchain.verify_audit` reads to verify
   the chain. The hashing of a row (:func:`core.auditchain.row_hash`) is the core's; a back-end
   stores the columns of :data:`core.auditchain.COLUMNS` (``binds`` included) and keeps the table append-only;
+- **marks** (issue 24): :meth:`~Store.run_marks`, :meth:`~Store.put_marks`,
+  :meth:`~Store.clear_marks`: who claimed a run, to whom it was handed, until when it is set aside;
+- **events** (issue 24): :meth:`~Store.queue_events`, :meth:`~Store.record_lapse`: what a watcher
+  tells people, written by the store in the transaction of the write that makes each;
 - **housekeeping**: :meth:`~Store.has_history`, :meth:`~Store.approvals_in_flight`,
   :attr:`~Store.repairs` (what opening it repaired, for ``resolver doctor``),
   :meth:`~Store.backup` (a consistent copy), :meth:`~Store.scrubbed` (deletes that leave nothing
@@ -58,7 +62,7 @@ from core.clock import Clock, parse_time, supported
 from core.errors import LeaseHeld, ResolverError, StaleCheckpoint
 
 if TYPE_CHECKING:
-    from core.state import TaskState
+    from core.state import RunView, TaskState
 
 __all__ = [
     "PAGE_SIZE",
@@ -374,12 +378,24 @@ class Store(AuditLog, Protocol):
             StaleCheckpoint: someone saved the run since this copy was read.
             LeaseHeld: ``lease_owner`` no longer holds the lease.
             core.auditchain.AuditMoved: a signed decision's ``prev`` moved.
+            core.state.PartialState: ``state`` is a read-side :meth:`load_view` (nothing written).
             StoreBusy, ReadOnlyFile: nothing was written.
         """
         ...
 
     def load(self, run_id: str) -> TaskState:
         """The run's checkpoint, migrated to the current schema.
+
+        Raises:
+            RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion.
+        """
+        ...
+
+    def load_view(self, run_id: str) -> RunView:
+        """The run as the read side shows it (issue 27, item 1): header, proposal, every evidence
+        and event and the opening messages (:data:`core.state.OPENING_MESSAGES`), never the
+        message history; the proposal's digest is the whole load's. ``save`` refuses it
+        (:class:`core.state.PartialState`): only resume and the executor load the whole state.
 
         Raises:
             RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion.
@@ -523,6 +539,40 @@ class Store(AuditLog, Protocol):
     def backup(self, target: Path) -> None:
         """Write a consistent copy of the whole store to the new file ``target`` (mode 0600),
         while other processes go on using it. Raises ResolverError with one sentence."""
+        ...
+
+    # -- marks (issue 24: claim, hand-over, snooze; :mod:`core.stores.marks`) ------------------
+
+    def run_marks(self, run_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        """The marks rows of ``run_ids`` (None: every marked run) by run ID, each a dict of
+        :data:`core.stores.marks.MARK_COLUMNS`; an unmarked run is absent."""
+        ...
+
+    def put_marks(self, row: dict[str, Any], audit: dict[str, Any], *, version: int) -> int:
+        """Write one run's marks ``row``, a compare-and-set on ``version`` (0: no row yet), with
+        ``audit`` appended in the same transaction; returns the new version.
+
+        Raises:
+            StaleCheckpoint: the marks changed since ``version`` was read; nothing was written.
+            core.auditchain.AuditMoved: a signed row's ``prev`` moved; nothing was written.
+        """
+        ...
+
+    def clear_marks(self, run_ids: list[str] | None = None) -> None:
+        """Delete the marks of ``run_ids`` (None: every run's), when the runs are deleted or reset."""
+        ...
+
+    # -- the queue's events (issue 24: :mod:`core.stores.events`) -------------------------------
+
+    def queue_events(self, after: int, limit: int = 500) -> list[dict[str, Any]]:
+        """Up to ``limit`` events with an ID above ``after``, lowest ID first, each a dict of
+        :data:`core.stores.events.EVENT_COLUMNS` (written by the store's triggers in the
+        transaction of the write that made each)."""
+        ...
+
+    def record_lapse(self, run_id: str, digest: str, at: str, required_role: str | None) -> bool:
+        """Write the ``lapse`` event of one request (run and ``digest``) unless written already
+        (a compare-and-set on a unique index); True when this call wrote it."""
         ...
 
     def overwrite_checkpoint(self, run_id: str, change: Callable[[str], str]) -> None:

@@ -18,6 +18,15 @@ practice HMAC key ``approval.key``, the trainer's ``clock.json``, a shop's seal
 ``approvers.json`` and signed ``audit.head``) is copied when both ends are folders; for a team
 store the report names the files it did not copy (they are not in the store yet).
 
+No key material reaches a team store (issue 23): an approver's encrypted private key lives on
+their machine (:mod:`core.keyfiles`). Copying a SQLite home into a team store writes the keys its
+rows hold as key files of that SQLite folder (fsynced before any row is written; the folder then
+decides for them on the team store, and each other approver's file is copied to their machine),
+and the team store's rows get empty key columns; a team store whose rows still hold keys of an
+earlier release is not copied into another team store (each approver unlocks once first). Copying
+a team store into a folder says where the key files are; folder to folder, the rows keep their
+keys and the ``keys/`` files are copied too.
+
 Then the copy is verified (:func:`verify_copy`): rows per table, each run's version and proposal
 digest (each run loaded from both ends), the target's audit chain
 (:func:`core.auditchain.verify_audit`) and its tip against the source's, and the operations
@@ -33,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ResolverError
+from core.keyfiles import KEYS_DIR, KeyFile, KeyFiles
 from core.store import StoreRows
 from core.stores import Place, is_team_store, open_rows, open_store, register_entries, store_version, world_path
 from core.stores.common import COPY_PARTS
@@ -145,6 +155,15 @@ def copy_store(source: Place, target: Place) -> StoreReport:
                 f"{_label(target)[:1].upper()}{_label(target)[1:]} was made for a {recorded} home and the source is a "
                 f"{kind} home's; a store keeps its kind: copy into a new schema or database."
             )
+    keys = _keys_in_rows(src)
+    if is_team_store(target) and keys and is_team_store(source):
+        raise ResolverError(
+            f"{_label(source)[:1].upper()}{_label(source)[1:]} still holds {len(keys)} approver(s)' encrypted keys in its "
+            "rows (an earlier release's); a team store is given none: let each approver unlock once on their machine "
+            "(which moves the key there), then copy."
+        )
+    if is_team_store(target) and keys:
+        _check_key_files(Path(source), keys)
     report = StoreReport([f"Copying {_label(source)} into {_label(target)}:"])
     if is_team_store(target) and kind is not None:  # first: no home of the other kind takes it meanwhile
         from core.stores import store_kind
@@ -159,7 +178,11 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         if not src.has_part(part):
             report.lines.append(f"  {part}: none in the source")
             continue
-        written = dst.import_rows(part, src.export_rows(part))
+        batches = src.export_rows(part)
+        if part == "registry" and is_team_store(target):
+            report.lines.append(_keys_to_files(Path(source), keys) if keys else "  keys: none in the source's rows")
+            batches = _without_keys(batches)
+        written = dst.import_rows(part, batches)
         shown = ", ".join(f"{written[t]} {t}" for t in tables)
         if part == "world":
             shown = f"{len(tables)} tables, {written['operations']} register entries"
@@ -168,10 +191,80 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         report.lines.append(f"  {part}: {shown}, one transaction")
     if is_team_store(target):
         report.lines.append(_files_not_copied(source))
+    elif is_team_store(source) and src.has_part("registry"):
+        report.lines.append(
+            f"  keys: a team store holds no private keys; copy each approver's key file from {KEYS_DIR}/ of their "
+            f"machine's home folder into {Path(target) / KEYS_DIR} (a home reads its key files first)"
+        )
     verified = verify_copy(source, target)
     report.lines += verified.lines
     report.problems += verified.problems
     return report
+
+
+def _keys_in_rows(rows: StoreRows) -> list[KeyFile]:
+    """The encrypted keys the source's approvers rows hold (a SQLite home's, or a team store's
+    of a release before issue 23's key files), as key files to write."""
+    out = []
+    for table, columns, batch in rows.export_rows("registry"):
+        if table != "approvers":
+            continue
+        for row in batch:
+            values = dict(zip(columns, row, strict=True))
+            if values.get("private_key"):
+                out.append(KeyFile(values["name"], values["public_key"], values["private_key"], values.get("recovery_key")))
+    return out
+
+
+def _check_key_files(folder: Path, keys: list[KeyFile]) -> None:
+    """Refuse a copy into a team store when the source folder already holds a key file of
+    another public key for one of ``keys``' approvers (it would be replaced). Raises
+    ResolverError; nothing was written."""
+    files = KeyFiles(folder)
+    for key in keys:
+        held = files.read(key.name)
+        if held is not None and held.public_key != key.public_key:
+            raise ResolverError(
+                f"{files.path(key.name)} holds another key than {key.name}'s entry; move it away before copying "
+                "(nothing was written)."
+            )
+
+
+def _keys_to_files(folder: Path, keys: list[KeyFile]) -> str:
+    """Write each approver's encrypted key of the SQLite source's rows as a key file of the
+    source folder (:class:`core.keyfiles.KeyFiles`, fsynced before any row reaches the team
+    store), keeping a file already there for the same key; returns the report's line."""
+    files = KeyFiles(folder)
+    for key in keys:
+        if files.read(key.name) is None:
+            files.write(key)
+    return (
+        f"  keys: {len(keys)} encrypted private key(s) kept out of the team store, as key files in {files.dir} "
+        "(mode 0600): this folder decides for them on the team store; copy each other approver's file to their machine"
+    )
+
+
+def _without_keys(batches: Any) -> Any:
+    """``batches`` of the registry with the ``private_key`` and ``recovery_key`` columns emptied
+    (a team store holds no key material, issue 23)."""
+    for table, columns, rows in batches:
+        if table == "approvers":
+            i, j = columns.index("private_key"), columns.index("recovery_key")
+            rows = [tuple("" if k == i else None if k == j else v for k, v in enumerate(row)) for row in rows]
+        yield table, columns, rows
+
+
+def _copy_key_files(source: Path, target: Path) -> str | None:
+    """Copy a SQLite source folder's key files (``keys/*.key``) into the target folder (0700,
+    each file 0600); returns the report's line, or None when there are none."""
+    files = KeyFiles(source)
+    listing = [key for _path, key, _problem in files.listing() if key is not None]
+    if not listing:
+        return None
+    into = KeyFiles(target)
+    for key in listing:
+        into.write(key)
+    return f"  key files: {len(listing)} copied into {into.dir} (mode 0600)"
 
 
 def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
@@ -203,7 +296,9 @@ def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
         with os.fdopen(fd, "wb") as out, path.open("rb") as src:
             shutil.copyfileobj(src, out)
         copied.append(name)
-    return [f"  files: {', '.join(copied) if copied else 'none in the source'}{' copied (mode 0600)' if copied else ''}"]
+    lines = [f"  files: {', '.join(copied) if copied else 'none in the source'}{' copied (mode 0600)' if copied else ''}"]
+    key_files = _copy_key_files(Path(source), target)
+    return lines if key_files is None else [*lines, key_files]
 
 
 def _files_not_copied(source: Place) -> str:
@@ -345,4 +440,13 @@ def migrate_store(where: Place) -> StoreReport:
         open_world(world)
     after, _latest = store_version(where)
     said = "already this resolver's" if before == after else f"migrated from {before}"
-    return StoreReport([f"{_label(where)[:1].upper()}{_label(where)[1:]}: version {before} before, {after} after ({said})."])
+    report = StoreReport([f"{_label(where)[:1].upper()}{_label(where)[1:]}: version {before} before, {after} after ({said})."])
+    if is_team_store(where):
+        held = len(_keys_in_rows(open_rows(where)))
+        report.lines.append(
+            f"  keys: {held} approver(s)' encrypted keys still in the store's rows (an earlier release's); each moves to "
+            "its approver's machine at their first unlock there"
+            if held
+            else "  keys: none in the store's rows (each approver's key is a file on their machine)"
+        )
+    return report

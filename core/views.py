@@ -471,6 +471,11 @@ class RunDetail:
     others: list[str] = field(default_factory=list)
     decision: Decision | None = None
     error: str | None = None
+    claim: str | None = None
+    """Issue 24: ``Tomás is on it (claimed 12:03, until 12:33).`` while someone other than the
+    reader holds a standing claim on the waiting run (a face says it before a decision), else None."""
+    my_claim: bool = False
+    """Issue 24: the reader holds a standing claim on the waiting run (the app's ``c`` releases it)."""
 
 
 def unreadable_detail(

@@ -11,15 +11,23 @@ from core.errors import ResolverError
 from core.home import Home, locate_home
 from core.homekind import require_practice
 
+MIN_REFRESH_S = 0.5
+"""The shortest auto-refresh interval, seconds: each refresh reads the queue's page and counts,
+so a new user's ``--refresh 0.001`` kept a core at 100 % for nothing a person can see."""
+
 
 def _seconds(text: str) -> float:
-    """A refresh interval: 0 (off) or more seconds."""
+    """A refresh interval: 0 (off), or :data:`MIN_REFRESH_S` seconds or more."""
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError("the refresh interval is 0 (off) or a positive number of seconds")
+    if 0 < value < MIN_REFRESH_S:
+        raise argparse.ArgumentTypeError(
+            f"the refresh interval is 0 (off) or at least {MIN_REFRESH_S:g} seconds (each refresh reads the queue)"
+        )
     return value
 
 

@@ -111,6 +111,15 @@ KEYS: list[Key] = [
         palette="Resume the highlighted run",
     ),
     Key(
+        "queue",
+        "claim",
+        "c",
+        "c",
+        "Claim",
+        "claim the highlighted waiting run (everyone sees you are on it, for claim_minutes) or release your claim",
+        palette="Claim or release the highlighted run",
+    ),
+    Key(
         "queue", "trace", "t", "t", "Trace", "trace of the highlighted run", rule="trace", palette="Trace of the highlighted run"
     ),
     Key(

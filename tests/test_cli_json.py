@@ -36,6 +36,14 @@ PRACTICE: tuple[tuple[str, ...], ...] = (
     ("runs", "--mine", "--as", "team_lead", "--sort", "amount"),
     ("show",),
     ("show", T65273_RUN),
+    ("claim", T65273_RUN, "--as", "team_lead", "--name", "Tomás"),
+    ("handover", T65273_RUN, "--as", "team_lead", "--name", "Tomás", "--to", "Ana", "--note", "check the capture"),
+    ("snooze", T65273_RUN, "--as", "agent", "--name", "Ana", "--until", "1h"),
+    ("runs",),  # a marked waiting run's row has `marks`
+    ("watch", "--once", "--as", "grace"),  # the first start: from now on, an empty list
+    ("reject", "T-90103-agent-chat-small-1", "--as", "grace", "--name", "Grace", "--reason", "a handed_to_person event"),
+    ("watch", "--once", "--as", "grace"),
+    ("show", T65273_RUN),
     ("trace", T65273_RUN),
     ("resume", T65273_RUN),
     ("refresh", "T-90103-agent-chat-small-2"),
@@ -65,6 +73,7 @@ SHOP: tuple[tuple[str, ...], ...] = (
     ("init", "--shop"),
     ("approvers", "init"),
     ("approvers", "add", "Tomás", "--role", "team_lead"),
+    ("approvers", "key", "--name", "Priya"),
     ("approvers", "list"),
     ("approvers", "revoke", "Tomás"),
     ("approvers", "recover"),

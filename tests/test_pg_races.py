@@ -29,7 +29,8 @@ def test_eight_approvers_at_once_one_wins_the_rest_are_told_in_one_sentence(url,
 
 def test_a_sigkill_at_every_crash_point_of_approve_and_resume_writes_each_operation_once(url, tmp_path):
     points = crash_points(tmp_path / "home", url)
-    assert {p.split(":")[0] for p in points} == set(KINDS) and len(points) >= 20, points
+    # 17 since a step's save is one statement (6 saves, 7 rows, 2 calls, 2 writes; 23 before)
+    assert {p.split(":")[0] for p in points} == set(KINDS) and len(points) >= 15, points
     for point in points:
         got = sweep_round(tmp_path / "home", url, point)
         assert got.reached, point

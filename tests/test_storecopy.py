@@ -13,6 +13,7 @@ from core.clock import FixedClock
 from core.home import Home
 from core.storecopy import HOME_FILES, copy_store, verify_copy
 from core.stores import open_rows, register_entries, store_path
+from core.stores.sqlite.checkpoint import STORE_FORMAT
 
 from helpers import MONDAY, copy_frozen_home, shop_cli
 from pg import fresh_schema
@@ -165,9 +166,9 @@ def test_check_fails_on_an_older_store_until_migrate_upgrades_it(tmp_path, capsy
     assert code == 1 and "run `resolver store migrate` first" in out
     code, out, err = _store(capsys, "migrate", "--home", str(old))
     assert code == 0, err
-    assert "version 0 before, 3 after (migrated from 0)" in out
+    assert f"version 0 before, {STORE_FORMAT} after (migrated from 0)" in out
     code, out, err = _store(capsys, "migrate", "--home", str(old))
-    assert "version 3 before, 3 after (already this resolver's)" in out
+    assert f"version {STORE_FORMAT} before, {STORE_FORMAT} after (already this resolver's)" in out
     code, out, _err = _store(capsys, "check", "--home", str(old))
     assert code == 0, out
 

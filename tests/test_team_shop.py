@@ -22,8 +22,9 @@ from pg import fresh_schema
 
 GRACE, ANA = "grace-passphrase", "ana-passphrase"
 
-PER_PERSON = {"resolver.log", ".__resolver.lock"}
-"""What a folder on a team store may hold: the machine's own log and its lock (the config file is elsewhere)."""
+PER_PERSON = {"resolver.log", ".__resolver.lock", "keys"}
+"""What a folder on a team store may hold: the machine's own log, its lock and its approvers' key
+files (the config file is elsewhere)."""
 
 
 @pytest.fixture
@@ -56,17 +57,20 @@ def test_two_machines_share_one_shop_on_one_team_store(url, tmp_path, capsys, mo
     assert code == 0 and out.startswith("Made a shop home on the team store"), err
     code, out, err = a("approvers", "init", passphrase=GRACE)
     assert code == 0, err
-    assert a("approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)[0] == 0
+    b_root = tmp_path / "b"
+    b_root.mkdir(mode=0o700)
+    b_root.chmod(0o700)
+    b = _machine(b_root, url, capsys, monkeypatch)
+    code, out, err = b("approvers", "key", "--name", "Ana", passphrase=ANA)  # on Ana's machine
+    assert code == 0, err
+    public = out.split("Public key: ")[1].split()[0]
+    assert a("approvers", "add", "Ana", "--role", "team_lead", "--public-key", public, owner=GRACE)[0] == 0
     assert a("run", "T-65273")[0] == 0
     assert {p.name for p in a.root.iterdir()} <= PER_PERSON  # the kind, seal and head are in the store
     stored = _parts(url)
     assert set(stored) == {SEAL_FILE, HEAD_FILE}
     assert json.loads(stored[SEAL_FILE])["version"] == 2  # init and add
 
-    b_root = tmp_path / "b"
-    b_root.mkdir(mode=0o700)
-    b_root.chmod(0o700)
-    b = _machine(b_root, url, capsys, monkeypatch)
     code, out, _ = b("show", T65273_RUN)
     assert code == 0 and "Status: waiting_approval" in out
     code, out, err = b("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
@@ -210,12 +214,24 @@ def _restore_schema_4(url: str) -> None:
                 "ON CONFLICT DO NOTHING",
                 (json.dumps(rows),),
             )
+        # rows loaded with their identity values: each identity goes on after them, as in the old store
+        identities = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE is_identity = 'YES' "
+            "AND table_schema = current_schema()"
+        ).fetchall()
+        for table, column in identities:
+            conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                f"(SELECT COALESCE(max({column}), 0) + 1 FROM {table}), false)"
+            )
 
 
 def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(url, tmp_path, capsys, monkeypatch):
     """The release before migration 6 kept the seal and the head in the folder of the machine that
     wrote them: the first open of that folder on this release upgrades the store and moves them in,
     and from then on a second machine with an empty folder decides and verifies."""
+    from core.stores.postgres.schema import ALL
+
     _restore_schema_4(url)
     shutil.copytree(FROZEN / "home", tmp_path / "a")
     (tmp_path / "a").chmod(0o700)
@@ -224,6 +240,7 @@ def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(
     a = _machine(tmp_path / "a", url, capsys, monkeypatch)
     code, out, err = a("audit", "verify")
     assert code == 0 and "Audit: 2 row(s), chain whole" in out, err
+    assert _kept_counts(url) == {"waiting_approval": 1}  # migration 7 counted the run already there
     stored = _parts(url)
     for name in (SEAL_FILE, HEAD_FILE):
         assert stored[name] == (FROZEN / "home" / name).read_bytes()
@@ -237,4 +254,11 @@ def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(
         code, out, err = machine("audit", "verify")
         assert code == 0 and "Audit: 4 row(s), chain whole" in out, err
     with psycopg.connect(url) as conn:
-        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == [1, 2, 3, 4, 6]
+        assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == sorted(ALL)
+    assert _kept_counts(url) == {"done": 1}  # the approval moved it, counted by migration 7's triggers
+
+
+def _kept_counts(url: str) -> dict[str, int]:
+    """The queue's counts as ``run_counts`` keeps them (migration 7)."""
+    with psycopg.connect(url) as conn:
+        return {s: int(n) for s, n in conn.execute("SELECT status, sum(n) FROM run_counts GROUP BY 1 HAVING sum(n) <> 0")}

@@ -80,6 +80,15 @@ def test_doctor_says_which_store_and_checks_it(url, tmp_path, capsys):
     assert "Store: postgresql://" in out and "(from --store)" in out
     assert "team store: the PostgreSQL database" in out and "schema version" in out and "audit: " in out
     assert "runs.sqlite" not in out
+    # the postgres extra is checked against its own floor (psycopg's is 3.2.1, not psycopg-pool's 3.2)
+    assert "psycopg " in out and "(>= 3.2.1)" in out and "psycopg-pool " in out
+
+
+def test_doctor_of_a_sqlite_home_does_not_list_the_postgres_extra(tmp_path, capsys):
+    home = str(tmp_path / "h")
+    assert _cli(capsys, "run", "T-65273", "--home", home)[0] == 0
+    code, out, _ = _cli(capsys, "doctor", "--home", home)
+    assert code == 0 and "psycopg" not in out and "sqlite-utils " in out
 
 
 def test_doctor_on_an_unreachable_team_store_is_a_fail_line(tmp_path, capsys):

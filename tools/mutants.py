@@ -41,6 +41,7 @@ COPY = ("core", "resolver", "data", "tests", "pyproject.toml")
 G = "tests/test_guards.py::"
 B = "tests/test_boundaries.py::"
 S = "tests/test_shop_integrity.py::"
+R = "tests/conformance/test_read_side_contract.py::"
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,30 @@ MUTANTS: tuple[Mutant, ...] = (
         (G + "test_guard_lease_a_second_executor_writes_nothing_while_the_first_holds_the_run",),
     ),
     Mutant(
+        "partial-save",
+        "a read-side view (no message history) is never saved over the whole run",
+        "core/stores/common.py",
+        (
+            (
+                "        if isinstance(state, RunView):\n            raise PartialState(",
+                "        if False:\n            raise PartialState(",
+            ),
+        ),
+        (R + "test_a_view_is_never_saved_and_the_history_stays_whole",),
+    ),
+    Mutant(
+        "entry-checksum",
+        "an entry whose bytes changed since it was written is a corrupt checkpoint",
+        "core/stores/common.py",
+        (
+            (
+                "elif damaged is None and (type(body) is not str or entry_checksum(body, extra) != checksum):",
+                "elif False:",
+            ),
+        ),
+        (R + "test_a_row_changed_behind_the_store_is_a_corrupt_checkpoint_though_it_still_validates",),
+    ),
+    Mutant(
         "single-use",
         "a run is decided once (only a waiting run can be approved)",
         "core/approval.py",
@@ -365,6 +390,20 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/stores/sqlite/database.py",
         (("        self.refuse_read_only()\n", "\n"),),
         (S + "test_databases_the_owner_made_read_only_stay_so_and_pay_nothing",),
+    ),
+    Mutant(
+        "owner-pin",
+        "team store: a machine refuses an owner key other than the one it first trusted (issue 23)",
+        "core/approvers.py",
+        (("                if pinned is not None and pinned != owner_key:", "                if False:"),),
+        ("tests/test_team_keys.py::test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first",),
+    ),
+    Mutant(
+        "key-file-public-key",
+        "a key file for another public key is named as such at unlock (AES-GCM's associated data refuses it anyway, as a wrong passphrase; issue 23)",
+        "core/approvers.py",
+        (("            if local.public_key != entry.public_key:", "            if False:"),),
+        ("tests/test_team_keys.py::test_a_key_file_for_another_public_key_is_caught_at_unlock",),
     ),
     Mutant(
         "passphrase-length",

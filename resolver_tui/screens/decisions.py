@@ -208,6 +208,20 @@ class Decisions:
 
         return guarded(run_id, work)
 
+    def claim(self, run_id: str, release: bool) -> Message:
+        """Claim the waiting run ``run_id``, or with ``release`` release this approver's claim
+        (issue 24, :meth:`core.home.Home.mark`); in a shop home signed with the unlocked key."""
+
+        def work() -> Message:
+            kind = "release" if release else "claim"
+            marks = self.home.mark(kind, run_id, self.approver.role, self.approver.name, signer=self.unlocked)
+            said = f"Released your claim on {run_id}." if release else f"Claimed {run_id}."
+            return Finished(
+                run_id, [said, *marks.lines(self.home.clock.now())], self.home.queue.run(run_id, self.approver, keys=self.keys)
+            )
+
+        return guarded(run_id, work)
+
     def reject(self, run_id: str, digest: str, reason: str, others: list[str]) -> Message:
         """Reject what was read (``digest``) with ``reason``."""
 

@@ -233,7 +233,7 @@ class QueueScreen(Screen):
         """Who is at the keyboard, the simulated clock, the filters with their counts, and the
         table's title (the filter by text and the sort)."""
         self.query_one(TopBar).show(
-            self.approver.name, self.approver.role, self.simulated_now(), self.home.kind, self.home.where_runs_live()
+            self.approver.name, self.approver.role, self.simulated_now(), self.home.kind, self.home.runs_live_at
         )
         self.query_one(FilterBar).show(self.filter_index, self.counts, self.refreshed)
         self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
@@ -591,6 +591,26 @@ class QueueScreen(Screen):
         self.busy = run_id
         self.errors.pop(run_id, None)
 
+    def action_claim(self) -> None:
+        """Claim the highlighted waiting run, or release this approver's claim on it (issue 24).
+        In a shop home the claim is signed: the key must be unlocked in this session."""
+        d = self.detail
+        run_id = self.table.current
+        if run_id is None or d is None or d.run_id != run_id or self.busy or self.opening:
+            return
+        if d.status != "waiting_approval":
+            self.notify(f"{key_for('claim')}: only a waiting run is claimed; {run_id} is {d.status}.", markup=False)
+            return
+        if self.home.kind == "shop" and self.unlocked is None:
+            self.notify(
+                f"{key_for('claim')}: a claim is signed with your key; it is unlocked at your first approve in this session.",
+                severity="warning",
+                markup=False,
+            )
+            return
+        self._start(run_id)
+        self._in_thread("action", partial(self.decisions.claim, run_id, d.my_claim))
+
     def action_approve(self) -> None:
         """Read the highlighted run again (its lookups run again, no model call), then open the
         approve dialog on what that read returned (:meth:`dialog_ready`)."""
@@ -615,6 +635,8 @@ class QueueScreen(Screen):
             )
             return
         body = approve_dialog(decision, self.approver)
+        if message.detail.claim:  # issue 24: a colleague is on it; the dialog (default No) says so first
+            body = [message.detail.claim, "", *body]
         title = f"Approve run {decision.run_id}?"
         others = message.detail.others
 
@@ -655,7 +677,10 @@ class QueueScreen(Screen):
                 self._start(decision.run_id)
                 self._in_thread("action", partial(self.decisions.reject, decision.run_id, decision.digest, reason, d.others))
 
-        self.app.push_screen(RejectScreen(f"Reject run {decision.run_id}?", reject_dialog(decision, self.approver)), answered)
+        body = reject_dialog(decision, self.approver)
+        if d.claim:  # issue 24: a colleague is on it
+            body = [d.claim, "", *body]
+        self.app.push_screen(RejectScreen(f"Reject run {decision.run_id}?", body), answered)
 
     def action_resume(self) -> None:
         d = self.detail

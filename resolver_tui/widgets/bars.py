@@ -41,7 +41,7 @@ class TopBar(Static):
     """Below this width (characters) the bar drops the app's name and says less."""
 
     def show(self, name: str, role: str, now: datetime | None, kind: str = "practice", team: str | None = None) -> None:
-        """``team``: the team store's label (:meth:`core.home.Home.where_runs_live`), shown after
+        """``team``: the team store's label (:meth:`core.home.Home.runs_live_at`), shown after
         the kind so an approver knows whose queue this is; None for the home folder's files."""
         narrow = 0 < self.size.width < self.NARROW
         sep = " · " if narrow else "  ·  "

@@ -100,3 +100,41 @@ async def test_the_app_forgets_an_unlocked_key_after_the_idle_time(tmp_path):
         await settle(pilot)
         assert home.store.load(other).status == "waiting_approval"
         assert app.screen.unlocked is None
+
+
+async def test_the_dialog_says_where_a_missing_key_file_was_looked_for(tmp_path):
+    """Issue 23, item 3: on a team store Ana's key is a file on her machine. The app on another
+    machine (an empty ``keys/``) says in one sentence where it looked and how to make or copy the
+    key; nothing is decided, nothing crashes, and the dialog can be tried again."""
+    from core.homekind import init_home
+    from core.keyfiles import KeyFiles
+
+    from pg import fresh_schema
+
+    with fresh_schema() as url:
+        root, anas = tmp_path / "grace", tmp_path / "ana"
+        init_home(root, shop=True)
+        home = Home(root, store=url)
+        now = SystemClock().now()
+        Registry(root, store=url).init("Grace", "grace-passphrase", now)
+        made, _ = Registry(anas, store=url).make_key("Ana", "ana-passphrase")  # on Ana's machine
+        Registry(root, store=url).add("Ana", "team_lead", "", "grace-passphrase", now, public_key=made.public_key)
+        home.run("T-65273")
+        app = make_app(home, "team_lead", "Ana")
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            run_id = app.screen.selected_id
+            await pilot.press("a")
+            await settle(pilot)
+            assert isinstance(app.screen, PassphraseApproveScreen)
+            await type_text(pilot, "ana-passphrase")
+            await pilot.press("enter")
+            await settle(pilot)
+            said = f"This machine holds no key for Ana (looked for {KeyFiles(root).path('Ana')})"
+            assert app.screen.last_failure is not None and app.screen.last_failure[1].startswith(said)
+            assert any(said in n.message and n.severity == "error" for n in app._notifications)
+            assert home.store.load(run_id).status == "waiting_approval"
+            assert app.screen.unlocked is None
+            await pilot.press("a")  # asked again, not stuck
+            await settle(pilot)
+            assert isinstance(app.screen, PassphraseApproveScreen)

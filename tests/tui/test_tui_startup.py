@@ -214,3 +214,22 @@ def test_in_a_shop_home_the_app_runs_as_the_registrys_approver_with_the_registry
     config.write_text('name = "Tomas Q"\nrole = "team_lead"\n', encoding="utf-8")
     with pytest.raises(ApprovalRefused, match="is not an approver of this shop home"):
         approver_at(home, args)
+
+
+@pytest.mark.parametrize(("given", "kept"), [("0", 0.0), ("0.5", 0.5), ("2", 2.0), ("30", 30.0)])
+def test_the_refresh_interval_is_off_or_at_least_half_a_second(given, kept):
+    from resolver_tui.__main__ import parse_args
+
+    assert parse_args(["--refresh", given]).refresh == kept
+
+
+@pytest.mark.parametrize("given", ["0.001", "0.1", "-1", "inf", "nan", "soon"])
+def test_a_refresh_interval_that_would_spin_or_is_not_a_number_is_one_sentence(given, capsys):
+    """A new user's finding: ``--refresh 0.001`` was accepted and kept a core at 100 %."""
+    from resolver_tui.__main__ import parse_args
+
+    with pytest.raises(SystemExit) as exc:
+        parse_args(["--refresh", given])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--refresh" in err and "Traceback" not in err

@@ -17,6 +17,7 @@ __all__ = [
     "MONDAY",
     "make_app",
     "monday_home",
+    "open_approve",
     "pane_text",
     "screen_text",
     "select",
@@ -80,6 +81,16 @@ async def select(pilot, run_id: str) -> None:
     await settle(pilot)
     assert queue.selected_id == run_id
     assert queue.detail is not None and queue.detail.run_id == run_id
+
+
+async def open_approve(pilot, run_id: str):
+    """Settle, put the cursor on ``run_id``, press ``a`` and settle: the screen the key opened
+    (the approve dialog, or the passphrase dialog in a shop home)."""
+    await settle(pilot)
+    await select(pilot, run_id)
+    await pilot.press("a")
+    await settle(pilot)
+    return pilot.app.screen
 
 
 def pane_text(app) -> str:

@@ -22,31 +22,50 @@ from core.stores.common import audit_values
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM audit"
 
 
+_NEWEST = f"SELECT {', '.join(COLUMNS)}, (SELECT COUNT(*) FROM audit) FROM audit ORDER BY id DESC LIMIT 1"
+"""The newest row and the number of rows, in one statement (one snapshot, so they agree)."""
+
+
 def last_hash(conn: psycopg.Connection[Any]) -> tuple[str, int]:
     """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit."""
-    row = conn.execute(
-        f"SELECT {', '.join(COLUMNS)}, (SELECT COUNT(*) FROM audit) FROM audit ORDER BY id DESC LIMIT 1"
-    ).fetchone()  # one statement, one snapshot: the newest row and the count agree
+    return _tip(conn.execute(_NEWEST).fetchone())
+
+
+def _tip(row: Any) -> tuple[str, int]:
     if row is None:
         return GENESIS, 0
     return row_hash(tuple(row[:-1])), int(row[-1])
 
 
-def append(conn: psycopg.Connection[Any], run_id: str, audit: dict[str, Any]) -> dict[str, Any]:
+def lock(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
+    """Take the lock on the audit's head and ask for the newest row, in the caller's transaction;
+    returns the cursor to hand to :func:`append`. In pipeline mode
+    (:meth:`core.stores.postgres.database.Database.pipelined`) both statements are only queued,
+    so a save sends them with its own and waits once. The newest row is read by a statement
+    after the lock's, so under ``READ COMMITTED`` it sees every row committed before the lock
+    was granted."""
+    conn.execute("SELECT one FROM audit_head FOR UPDATE")
+    return conn.execute(_NEWEST)
+
+
+def append(
+    conn: psycopg.Connection[Any], run_id: str, audit: dict[str, Any], locked: psycopg.Cursor[Any] | None = None
+) -> dict[str, Any]:
     """Append one audit row, chained to the row before it, inside the caller's transaction, under
-    the lock on the audit's head (see the module's docstring). ``audit`` as
+    the lock on the audit's head (see the module's docstring; ``locked``: the cursor of
+    :func:`lock` when the caller already took it, else it is taken here). ``audit`` as
     :func:`core.stores.sqlite.audit.append`'s. Returns the row as written with its ``hash`` and
     the chain's new ``length``.
 
     Raises:
         AuditMoved: ``audit["prev"]`` is no longer the newest row's hash; nothing is written.
     """
-    conn.execute("SELECT one FROM audit_head FOR UPDATE")
-    prev, n = last_hash(conn)
+    newest_row = (locked if locked is not None else lock(conn)).fetchone()
+    prev, n = _tip(newest_row)
     if audit.get("prev") is not None and audit["prev"] != prev:
         raise AuditMoved("Another decision was recorded while this one was signed; decide again.")
-    newest = conn.execute("SELECT COALESCE(MAX(id), 0) FROM audit").fetchone()[0]  # type: ignore[index]
-    values = (int(newest) + 1, *audit_values(run_id, audit, prev))
+    newest = int(newest_row[0]) if newest_row is not None else 0  # COLUMNS starts with id
+    values = (newest + 1, *audit_values(run_id, audit, prev))
     conn.execute(f"INSERT INTO audit ({', '.join(COLUMNS)}) VALUES ({', '.join(['%s'] * len(values))})", values)
     row = dict(zip(COLUMNS, values, strict=True))
     row["hash"] = row_hash(row)

@@ -13,8 +13,11 @@ connection (nested transactions become savepoints), as the SQLite helper nests.
 Connections run in autocommit; a write is one ``BEGIN`` ... ``COMMIT`` block
 (:meth:`Database.transaction`) at PostgreSQL's default isolation, ``READ COMMITTED``, with row
 locks where a rule needs one writer at a time (the run's row for a compare-and-set or a lease,
-the audit's one-row head, the register's one-row head). A read that must see one state
-(a load: header and rows) is a ``REPEATABLE READ`` snapshot (:meth:`Database.snapshot`).
+the audit's one-row head, the register's one-row head). A read of several statements that must
+see one state (a run's events, a backup) is a ``REPEATABLE READ`` snapshot
+(:meth:`Database.snapshot`); a load is one statement, which sees one state by itself. A write of
+one statement runs in autocommit (:meth:`Database.atomic`: one round trip), and a transaction
+whose statements need not wait on each other is pipelined (:meth:`Database.pipelined`).
 Every connection waits at most :data:`LOCK_TIMEOUT_S` for a lock (``lock_timeout``), then
 :class:`~core.errors.StoreBusy` says so in one sentence, as SQLite's busy timeout does.
 
@@ -55,6 +58,9 @@ CONNECT_TIMEOUT_S = 5
 
 POOL_SIZE = 10
 """Connections at most per URL and process (threads of one process share them)."""
+
+PIPELINE = psycopg.Pipeline.is_supported()
+"""Whether the client's libpq has pipeline mode (14 or later; the ``psycopg[binary]`` wheels do)."""
 
 
 def describe(url: str) -> str:
@@ -247,6 +253,45 @@ class Database:
         this thread is already inside one)."""
         with self.errors(), self._use() as conn, conn.transaction():
             yield conn
+
+    @contextmanager
+    def atomic(self) -> Iterator[psycopg.Connection[Any]]:
+        """A connection for one statement that must write all or nothing: in autocommit the
+        statement is its own transaction (one round trip, no ``BEGIN`` or ``COMMIT``); inside this
+        thread's transaction, a savepoint around it, so its failure does not abort the outer one."""
+        with self.errors(), self._use() as conn:
+            if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                yield conn
+                return
+            with conn.transaction():
+                yield conn
+
+    @contextmanager
+    def pipelined(self) -> Iterator[tuple[psycopg.Connection[Any], Callable[[], None]]]:
+        """A transaction as :meth:`transaction`, in libpq's pipeline mode; yields the connection
+        and ``sync``. ``BEGIN`` and the statements are queued, not waited on: ``sync()`` sends
+        them and waits for all their results at once (a cursor's ``fetchone`` after it reads
+        what came back), and ``COMMIT`` goes with whatever was queued after the last sync. A
+        decision's save is then two round trips (its statements, then the audit row with the
+        commit) instead of one per statement. An error of a queued statement is raised by
+        ``sync()`` or at the end, and the transaction is rolled back. Where the client's libpq
+        has no pipeline mode (before 14), or inside this thread's transaction, it is
+        :meth:`transaction` and ``sync`` does nothing."""
+        with self.errors(), self._use() as conn:
+            if not PIPELINE or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with conn.transaction():
+                    yield conn, lambda: None
+                return
+            done = False
+            try:
+                with conn.pipeline() as pipe:
+                    conn.execute("BEGIN")
+                    yield conn, pipe.sync
+                    conn.execute("COMMIT")
+                done = True
+            finally:
+                if not done and not conn.closed and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                    conn.execute("ROLLBACK")
 
     @contextmanager
     def snapshot(self) -> Iterator[psycopg.Connection[Any]]:

@@ -6,6 +6,12 @@ the SQLite back-end's, an identity ``n`` keeping the order rows were added in, a
 on ``lower(name)`` (a name is one entry whatever its case). ``registry_made`` holds a row once a
 change made the registry (:meth:`PostgresApproverRows.exists`). The writes are the shared
 :class:`core.stores.common.RegistryChange`, each change one transaction.
+
+Since issue 23's key files the rows hold no key material: ``private_key`` is '' and
+``recovery_key`` NULL (each approver's encrypted key is a file on their machine,
+:mod:`core.keyfiles`); a store of an earlier release keeps its keys in the rows until each is
+moved at its first unlock (:meth:`core.approvers.Registry.unlock`). The columns stay, so no
+migration was needed.
 """
 
 from __future__ import annotations

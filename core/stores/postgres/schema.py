@@ -36,8 +36,18 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   practice HMAC key ``approval.key``, the trainer's ``clock.json``), so every machine pointed at
   the store shares them (:class:`core.stores.postgres.parts.PostgresParts`). Number 5 is unused: it
   was kept for indexes made at the same time, which proved unneeded (migration 1's serve every
-  page: ``tests/test_pg_queue_plan.py``). Migrations are applied by the numbers missing, not by
-  the highest one, so a later number below one applied is never skipped.
+  page: ``tests/test_pg_queue_plan.py``).
+- **7, the queue's counts**: ``run_counts`` (status, shard, n), kept by triggers on ``runs``
+  (:data:`RUN_COUNTS`), so the filter bar's counts read a few dozen rows at any number of runs.
+- **8, entries' checksums**: ``entries.checksum``, the CRC-32 of a row's body and extra, written
+  with it and checked when it is read back (issue 27, item 1); older rows keep NULL.
+- **10, the marks of runs and the queue's events** (issue 24): ``run_marks``, one row per
+  claimed, handed-over or snoozed run, and ``queue_events`` with the triggers that write it
+  (:mod:`core.stores.postgres.marks`). Number 9 is unused (kept for a change made at the same
+  time that needed none).
+
+Migrations are applied by the numbers missing, not by the highest one, so a later number below
+one applied is never skipped.
 """
 
 from __future__ import annotations
@@ -154,6 +164,72 @@ STORE_META = (f"CREATE TABLE store_meta (key {C} PRIMARY KEY, value {C} NOT NULL
 SHOP_PARTS = (f"CREATE TABLE shop_parts (name {C} PRIMARY KEY, body bytea NOT NULL, set_at timestamptz NOT NULL DEFAULT now())",)
 """Migration 6: the per-shop parts (:data:`core.store.SHOP_PARTS`), a row each."""
 
+COUNT_SHARDS = 8
+"""Rows per status in ``run_counts``: a writer adds to the row of its server process
+(``pg_backend_pid() % COUNT_SHARDS``), so writers on different connections seldom wait on one row."""
+
+_KEY = "CASE WHEN {t}.state_ok THEN {t}.status ELSE 'corrupt' END"
+
+RUN_COUNTS = (
+    f"CREATE TABLE run_counts (status {C} NOT NULL, shard integer NOT NULL, n bigint NOT NULL, PRIMARY KEY (status, shard))",
+    f"""CREATE FUNCTION resolver_run_counts_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO run_counts (status, shard, n)
+    SELECT {_KEY.format(t="r")}, pg_backend_pid() % {COUNT_SHARDS}, count(*) FROM new_rows r GROUP BY 1 ORDER BY 1
+    ON CONFLICT (status, shard) DO UPDATE SET n = run_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END
+$$""",
+    f"""CREATE FUNCTION resolver_run_counts_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO run_counts (status, shard, n)
+    SELECT {_KEY.format(t="r")}, pg_backend_pid() % {COUNT_SHARDS}, -count(*) FROM old_rows r GROUP BY 1 ORDER BY 1
+    ON CONFLICT (status, shard) DO UPDATE SET n = run_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END
+$$""",
+    f"""CREATE FUNCTION resolver_run_counts_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO run_counts (status, shard, n)
+    SELECT k, pg_backend_pid() % {COUNT_SHARDS}, d
+    FROM (VALUES ({_KEY.format(t="OLD")}, -1), ({_KEY.format(t="NEW")}, 1)) v (k, d) ORDER BY k
+    ON CONFLICT (status, shard) DO UPDATE SET n = run_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END
+$$""",
+    """CREATE FUNCTION resolver_run_counts_cleared() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM run_counts;
+    RETURN NULL;
+END
+$$""",
+    "CREATE TRIGGER runs_counted_insert AFTER INSERT ON runs REFERENCING NEW TABLE AS new_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION resolver_run_counts_added()",
+    "CREATE TRIGGER runs_counted_delete AFTER DELETE ON runs REFERENCING OLD TABLE AS old_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION resolver_run_counts_removed()",
+    f"CREATE TRIGGER runs_counted_update AFTER UPDATE OF status, state_ok ON runs FOR EACH ROW "
+    f"WHEN (({_KEY.format(t='OLD')}) IS DISTINCT FROM ({_KEY.format(t='NEW')})) "
+    "EXECUTE FUNCTION resolver_run_counts_moved()",
+    "CREATE TRIGGER runs_counted_truncate AFTER TRUNCATE ON runs FOR EACH STATEMENT EXECUTE FUNCTION resolver_run_counts_cleared()",
+    # The runs already there, counted under the triggers' lock on the table (no writer can slip between).
+    f"INSERT INTO run_counts (status, shard, n) SELECT {_KEY.format(t='runs')}, 0, count(*) FROM runs GROUP BY 1",
+)
+"""Migration 7: the queue's counts kept as rows (:meth:`core.stores.postgres.store.PostgresStore.counts`
+sums them) instead of a ``GROUP BY`` over every run, which took 0.5 s at 1,000,000 runs (issue 27).
+
+Triggers, not the save's own SQL, keep them, so every writer of ``runs`` is counted alike: a save,
+a delete, a reset, ``resolver store copy``'s import, a row flagged corrupt, SQL written by hand.
+A run counts under its status, or ``corrupt`` when ``state_ok`` is false. Inserts and deletes
+are counted per statement (one row per status touched, from the statement's transition table,
+so a bulk insert of a million runs is one update per status, not a million updates of one row);
+an update is counted per row, and only when its status or ``state_ok`` changed (the ``WHEN``
+clause: a step's save, which keeps its status, runs no trigger function). Every trigger adds to
+its rows in the order of the status, so two transactions never lock them in opposite orders."""
+
+ENTRY_CHECKSUMS = ("ALTER TABLE entries ADD COLUMN checksum bigint",)
+"""Migration 8 (issue 27, item 1): each entry's checksum (:func:`core.stores.common.entry_checksum`),
+written with the row; the rows already there keep NULL and are validated in full when read."""
+
 MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     (1, "the checkpoint store: runs, entries, the audit and its head, the journal of model calls", lambda: STORE),
     (2, "the approvers registry's rows", lambda: REGISTRY),
@@ -164,8 +240,18 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "the per-shop parts: the registry's seal, the signed audit head, the practice key, the trainer's clock",
         lambda: SHOP_PARTS,
     ),
+    (7, "the queue's counts per status, kept by triggers on runs", lambda: RUN_COUNTS),
+    (8, "each entry's checksum, written with the row and checked when it is read back", lambda: ENTRY_CHECKSUMS),
+    (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events", lambda: _run_marks()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
+
+
+def _run_marks() -> tuple[str, ...]:
+    from core.stores.postgres.marks import RUN_MARKS
+
+    return RUN_MARKS
+
 
 LATEST = MIGRATIONS[-1][0]
 """The schema version this resolver writes."""

@@ -7,9 +7,20 @@ model calls), made by the migrations of :mod:`core.stores.postgres.schema`. The 
 
 - **Compare-and-set.** A save is ``UPDATE runs ... WHERE run_id = %s AND version = %s`` (and
   ``AND lease_owner = %s`` for the executor); no row updated means someone saved first
-  (StaleCheckpoint) or the lease moved (LeaseHeld). A new run is an ``INSERT`` whose primary key
-  refuses a second maker (RunExists). A decision is single-use the same way: it is a save of the
-  waiting run at the version the decider read, so of two deciders one writes and one is told.
+  (StaleCheckpoint) or the lease moved (LeaseHeld). A new run is an ``INSERT ... ON CONFLICT DO
+  NOTHING`` whose primary key refuses a second maker (RunExists). A decision is single-use the
+  same way: it is a save of the waiting run at the version the decider read, so of two deciders
+  one writes and one is told.
+- **A save is as few round trips as it can be** (issue 23, item 6; issue 27, item 2). A step's
+  save is one statement in autocommit, so its own transaction: the header's write and, only if
+  it was written, the insert of every new ``entries`` row from six arrays (``unnest``), in one
+  CTE; the lease's end is computed in it from the database's ``now()`` (:data:`LEASE_UNTIL`).
+  One round trip, all or nothing. A decision adds its audit row in the same transaction: the
+  header's statement, the audit head's lock and the newest row go in one pipeline
+  (:meth:`~core.stores.postgres.database.Database.pipelined`), then the audit row with the
+  ``COMMIT``: two round trips. When the rows stored are not the ones this object saw (a new
+  row's key is taken), the statement fails with a unique violation and the save is done again
+  in one transaction that deletes the run's rows and writes them all.
 - **The audit** is appended in the save's transaction under a row lock on its one-row head
   (:mod:`core.stores.postgres.audit`), so two deciders never fork the chain.
 - **Leases use the database's clock** (``now()``), not the machine's: executors on machines whose
@@ -17,11 +28,11 @@ model calls), made by the migrations of :mod:`core.stores.postgres.schema`. The 
   every other time; the run's row is locked (``FOR UPDATE``) while a lease is taken or cleared.
   Everything else (``updated_at``, evidence and approval expiry) keeps the home's clock, the
   trainer's in a practice store.
-- **The queue's counts** are a ``GROUP BY`` over the status index (a corrupt run counts under
-  ``corrupt``); the search is a substring of the casefolded, NFC search fields kept in the
-  ``search`` column at every save (Python's ``str.casefold`` on both sides, as the SQLite
-  back-end folds).
-- A load reads header and rows in one ``REPEATABLE READ`` snapshot.
+- **The queue's counts** are the sums of ``run_counts`` (schema migration 7), which triggers on
+  ``runs`` keep in every writer's transaction (a corrupt run counts under ``corrupt``); the search
+  is a substring of the casefolded, NFC search fields kept in the ``search`` column at every save
+  (Python's ``str.casefold`` on both sides, as the SQLite back-end folds).
+- A load is one statement (:data:`_LOAD`: header and rows), so one round trip and one snapshot.
 """
 
 from __future__ import annotations
@@ -32,12 +43,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import psycopg
 import psycopg.errors
 
-from core.clock import Clock, SystemClock, iso
+from core.auditchain import COLUMNS as AUDIT_COLUMNS
+from core.auditchain import row_hash
+from core.clock import SHOP_TZ, Clock, SystemClock, iso
 from core.errors import ResolverError, RunNotFound
 from core.safetext import nfc
 from core.store import (
@@ -52,28 +65,125 @@ from core.store import (
 from core.stores.common import (
     _HEADER_COLS,
     _SUMMARY,
+    ENTRY_COLUMNS,
     AuditReads,
     CheckpointRows,
     ModelCallJournal,
     _Parts,
+    _Prepared,
+    assemble_parts,
+    audit_values,
     event_dicts,
-    read_parts,
     refuse_save,
     sort_order,
 )
 from core.stores.postgres import audit as auditchain
 from core.stores.postgres.database import Database, QmarkConnection, database
+from core.stores.postgres.marks import PostgresMarks
 
 if TYPE_CHECKING:
-    from core.state import TaskState
+    from core.state import RunView, TaskState
 
 _SEARCHED = ("task_id", "order_id", "customer", "run_id")
-_INSERT_RUN = (
-    f"INSERT INTO runs (run_id, {', '.join(_HEADER_COLS)}, state_ok, search) "
-    f"VALUES (%s, {', '.join('%s' for _ in _HEADER_COLS)}, true, %s)"
+
+LEASE_UNTIL = (
+    "(SELECT to_char(t AT TIME ZONE z, 'YYYY-MM-DD\"T\"HH24:MI:SS') || "
+    "CASE WHEN o < interval '0' THEN to_char(o, 'HH24:MI') ELSE '+' || to_char(o, 'HH24:MI') END "
+    "FROM (SELECT t, z, (t AT TIME ZONE z) - (t AT TIME ZONE 'UTC') AS o "
+    f"FROM (SELECT date_trunc('second', now() + make_interval(secs => %s)) AS t, '{SHOP_TZ.key}'::text AS z) a) b)"
 )
-_UPDATE_RUN = f"UPDATE runs SET {', '.join(f'{c} = %s' for c in _HEADER_COLS)}, state_ok = true, search = %s"
-_INSERT_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (%s, %s, %s, %s, %s, %s, %s)"
+"""The database's ``now()`` plus ``%s`` seconds as :func:`core.clock.iso` writes a time (ISO 8601
+to the second, in the shop's zone, with its offset): a lease's end computed in the statement that
+stores it, so no ``SELECT now()`` round trip comes first."""
+
+_ENTRY_ARRAYS = "unnest(%b::int[], %b::text[], %b::int[], %b::text[], %b::text[], %b::int[], %b::bigint[])"
+"""The new ``entries`` rows of a save as seven arrays (n, list, seq, body, extra, ref, checksum): one
+statement inserts them all, whatever their number. Sent in binary (``%b``): a body goes as its
+bytes, never escaped into an array literal."""
+
+
+_ENTRY_COLS = ", ".join(ENTRY_COLUMNS)
+
+
+def _write_sql(header: str, *, audited: bool = False) -> str:
+    """The one statement of a save: the header's write (``header``: an ``INSERT ... ON CONFLICT
+    DO NOTHING`` of a new run or the compare-and-set ``UPDATE``) and the insert of the new
+    entries, which happens only when the header was written. Returns the number of headers
+    written (0: refused, nothing written). An entry whose key is taken fails the whole statement
+    with a unique violation (the rows stored are not the ones the saving object saw).
+
+    ``audited`` (an ``UPDATE`` only): also the audit row, chained to a tip the store remembers,
+    as the decision's fast path (:meth:`PostgresStore._save_decision_at_tip`). The header is
+    written only while the audit's newest ``id`` is still the remembered one (one more ``%s``
+    at the end of its ``WHERE``), and the audit row (its values as the last parameters) only
+    with the header."""
+    if audited:
+        header += " AND (SELECT COALESCE(max(id), 0) FROM audit) = %s"
+    audit = (
+        f", aud AS (INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) SELECT {', '.join(['%s'] * len(AUDIT_COLUMNS))} "
+        "WHERE EXISTS (SELECT FROM head))"
+        if audited
+        else ""
+    )
+    return (
+        f"WITH head AS ({header} RETURNING 1), "
+        f"ins AS (INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTRY_ARRAYS} "
+        f"WHERE EXISTS (SELECT FROM head)){audit} "
+        "SELECT count(*) FROM head"
+    )
+
+
+_COLS = ", ".join(_HEADER_COLS)
+_VALUES = ", ".join("%s" for _ in _HEADER_COLS)
+_SET = ", ".join(f"{c} = %s" for c in _HEADER_COLS)
+_SAVE_NEW = _write_sql(
+    f"INSERT INTO runs (run_id, {_COLS}, state_ok, search) VALUES (%s, {_VALUES}, true, %s) ON CONFLICT (run_id) DO NOTHING"
+)
+_SAVE_NEW_LEASED = _write_sql(
+    f"INSERT INTO runs (run_id, {_COLS}, state_ok, search, lease_owner, lease_expires) "
+    f"VALUES (%s, {_VALUES}, true, %s, %s, {LEASE_UNTIL}) ON CONFLICT (run_id) DO NOTHING"
+)
+_UPDATE = f"UPDATE runs SET {_SET}, state_ok = true, search = %s WHERE run_id = %s AND version = %s"
+_UPDATE_LEASED = (
+    f"UPDATE runs SET {_SET}, state_ok = true, search = %s, lease_expires = {LEASE_UNTIL} "
+    "WHERE run_id = %s AND version = %s AND lease_owner = %s"
+)
+_UPDATE_RELEASED = (
+    f"UPDATE runs SET {_SET}, state_ok = true, search = %s, lease_owner = NULL, lease_expires = NULL "
+    "WHERE run_id = %s AND version = %s AND lease_owner = %s"
+)
+_SAVE, _SAVE_LEASED, _SAVE_RELEASED = (_write_sql(h) for h in (_UPDATE, _UPDATE_LEASED, _UPDATE_RELEASED))
+_AT_TIP = {_write_sql(h): _write_sql(h, audited=True) for h in (_UPDATE, _UPDATE_LEASED, _UPDATE_RELEASED)}
+"""Each update's statement -> the same with the audit row chained to a remembered tip."""
+_INSERT_ENTRIES = f"INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTRY_ARRAYS}"
+
+_LOAD = (
+    "SELECT 0 AS k, NULL::text, state, NULL::text, NULL::int, NULL::text, NULL::bigint, version FROM runs WHERE run_id = %s "
+    "UNION ALL SELECT i.n, i.list, i.body, i.extra, i.ref, CASE WHEN i.ref IS NOT NULL THEN "
+    "(SELECT e.extra FROM entries e WHERE e.run_id = i.run_id AND e.n = i.ref) END, i.checksum, NULL::bigint "
+    "FROM entries i WHERE i.run_id = %s ORDER BY k"
+)
+"""A run's header (``k`` 0, with its version) and its entries (``k`` = n, 1 on, with the text
+a tool message refers to looked up only for the rows that refer) in one statement, so one round
+trip and one snapshot (a statement sees one state even in autocommit). Read in binary: text
+columns come as their bytes, not parsed from the text protocol (a third of a load at step 200).
+Each entry comes with its checksum (migration 8)."""
+
+_LOAD_VIEW = _LOAD.replace(" ORDER BY k", " AND (i.list <> 'messages' OR i.seq <= %s) ORDER BY k")
+""":data:`_LOAD` for the read side (issue 27, item 1): every evidence and event, the opening
+messages only, so the history is never sent by the database."""
+
+
+class _Refused(Exception):
+    """A save's header was not written (its compare-and-set failed): roll its transaction back."""
+
+
+def _entry_arrays(rows: list[tuple]) -> list[list[Any]]:
+    """The seven arrays of :data:`_ENTRY_ARRAYS` from ``entries`` rows ``(run_id, n, list, seq,
+    body, extra, ref, checksum)`` (:data:`core.stores.common.ENTRY_COLUMNS`)."""
+    if not rows:
+        return [[] for _ in ENTRY_COLUMNS[1:]]
+    return [list(column) for column in list(zip(*rows, strict=True))[1:]]
 
 
 def search_text(values: dict[str, Any], run_id: str) -> str:
@@ -82,12 +192,7 @@ def search_text(values: dict[str, Any], run_id: str) -> str:
     return "\n".join((nfc(str(fields.get(c) or "")) or "").casefold() for c in _SEARCHED)
 
 
-def _db_now(conn: psycopg.Connection[Any]) -> datetime:
-    """The database's clock (the transaction's start), timezone-aware."""
-    return conn.execute("SELECT now()").fetchone()[0]  # type: ignore[index]
-
-
-class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
+class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks):
     """The checkpoint store in the PostgreSQL database (and schema) of ``url`` (see the module's
     docstring); the schema is made or upgraded when it is first opened in a process.
 
@@ -111,6 +216,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         self.repairs: list[str] = []
         self.repaired_triggers: list[str] = []
         self._init_rows()
+        self._tip: tuple[str, int] | None = None  # (hash, id) of the audit's newest row after this store's last append
         self._repair_triggers()
 
     def _repair_triggers(self) -> None:
@@ -151,54 +257,122 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         """
         prep = self._prepare(state)
         run_id = state.run_id
-        values = prep.values
-        search = search_text(values, run_id)
-        with self.db.transaction() as conn:
-            if prep.old == 0:
-                try:
-                    with conn.transaction():
-                        conn.execute(_INSERT_RUN, (run_id, *values.values(), search))
-                except psycopg.errors.UniqueViolation:
-                    raise RunExists(
-                        f"Run {run_id} already exists (another process saved it first); a new run needs a new ID."
-                    ) from None
-                if lease_owner is not None and lease_ttl_s is not None:  # a new run taken by its maker
-                    until = iso(_db_now(conn) + timedelta(seconds=lease_ttl_s))
-                    conn.execute(
-                        "UPDATE runs SET lease_owner = %s, lease_expires = %s WHERE run_id = %s", (lease_owner, until, run_id)
-                    )
-            else:
-                sql = _UPDATE_RUN
-                params: list[Any] = [*values.values(), search]
-                if lease_owner is not None:
-                    until_s = iso(_db_now(conn) + timedelta(seconds=lease_ttl_s)) if lease_ttl_s is not None else None
-                    sql += ", lease_owner = %s, lease_expires = %s WHERE run_id = %s AND version = %s AND lease_owner = %s"
-                    params += [lease_owner if until_s else None, until_s, run_id, prep.old, lease_owner]
-                else:
-                    sql += " WHERE run_id = %s AND version = %s"
-                    params += [run_id, prep.old]
-                if conn.execute(sql, params).rowcount != 1:
-                    self._refuse(conn, run_id, prep.old, lease_owner)
-            crash_point("row")
-            if not prep.appended:
-                conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
-                crash_point("row")
+        values = list(prep.values.values())
+        search = search_text(prep.values, run_id)
+        leased = lease_owner is not None
+        if prep.old == 0:
+            sql, params = _SAVE_NEW, [run_id, *values, search]
+            if leased and lease_ttl_s is not None:  # a new run taken by its maker
+                sql, params = _SAVE_NEW_LEASED, [*params, lease_owner, lease_ttl_s]
+        elif leased and lease_ttl_s is not None:
+            sql, params = _SAVE_LEASED, [*values, search, lease_ttl_s, run_id, prep.old, lease_owner]
+        elif leased:
+            sql, params = _SAVE_RELEASED, [*values, search, run_id, prep.old, lease_owner]
+        else:
+            sql, params = _SAVE, [*values, search, run_id, prep.old]
+        # The rows go in the header's statement when they are the ones appended since this object
+        # was saved or read (or all of a new run's); else all of them again, after a delete.
+        all_again = not (prep.appended or prep.old == 0)
+        written: int | None = None
+        if audit is not None and not all_again and sql in _AT_TIP:
+            written = self._save_decision_at_tip(sql, params, run_id, prep.rows, audit)
+            all_again = written is False
+            written = written or None  # None: the careful way below, which also says why
+        elif audit is None and not all_again:
+            crash_point("row")  # the save is one statement: a kill falls before it or after it
             try:
-                with conn.transaction():
-                    for r in prep.rows:
-                        conn.execute(_INSERT_ENTRY, r)
-                        crash_point("row")
-            except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw: all again
-                conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
-                for r in self._rows(state, (0, 0, 0)):
-                    conn.execute(_INSERT_ENTRY, r)
-            if audit is not None:
-                auditchain.append(conn, run_id, audit)
-                crash_point("row")
+                with self.db.atomic() as conn:
+                    written = conn.execute(sql, [*params, run_id, *_entry_arrays(prep.rows)], binary=True).fetchone()[0]  # type: ignore[index]
+            except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw
+                all_again = True
+        if written is None:
+            written = self._save_in_transaction(state, sql, params, prep, all_again, audit, lease_owner)
+        if written != 1:
+            self._refused(run_id, prep.old, lease_owner)
         state.version = prep.new
         self._remember(state, prep.new, prep.written)
         crash_point("save")
         return state
+
+    def _save_decision_at_tip(
+        self, sql: str, params: list[Any], run_id: str, rows: list[tuple], audit: dict[str, Any]
+    ) -> int | bool | None:
+        """A decision's save in one statement and one round trip, when this store remembers the
+        audit's tip (the hash and ``id`` of the newest row, from its own last append) and the
+        decision was signed over that tip or over none: under the audit head's lock, as every
+        append, the header's compare-and-set, the rows and the audit row chained to the tip,
+        written only while the audit's newest ``id`` is still the tip's (the audit is
+        append-only, so that row is the one hashed), then the commit. Returns 1 when
+        written; None when not tried or nothing was written (a stale version, a moved lease or a
+        moved tip: the caller's careful way tells which); False when a row's key was taken."""
+        tip = self._tip
+        if tip is None or audit.get("prev") not in (None, tip[0]):
+            return None
+        values = (tip[1] + 1, *audit_values(run_id, audit, tip[0]))
+        crash_point("row")  # one round trip: a kill falls before it or after it
+        try:
+            # BEGIN, the audit head's lock, the statement and COMMIT go in one pipeline and are
+            # waited on once; the result is read after the commit (the statement writes nothing
+            # when its checks fail, so committing it then is committing nothing).
+            with self.db.pipelined() as (conn, _sync):
+                conn.execute("SELECT one FROM audit_head FOR UPDATE")
+                cur = conn.execute(_AT_TIP[sql], [*params, tip[1], run_id, *_entry_arrays(rows), *values], binary=True)
+            got = cur.fetchone()
+        except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw
+            return False
+        if got is None or got[0] != 1:
+            return None
+        self._tip = (row_hash(dict(zip(AUDIT_COLUMNS, values, strict=True))), tip[1] + 1)
+        return 1
+
+    def _save_in_transaction(
+        self,
+        state: TaskState,
+        sql: str,
+        params: list[Any],
+        prep: _Prepared,
+        all_again: bool,
+        audit: dict[str, Any] | None,
+        lease_owner: str | None,
+    ) -> int:
+        """A save that is more than one statement (a decision's audit row, or every row written
+        again), in one pipelined transaction: the header's statement, the rows and the audit
+        head's lock and newest row are sent together and waited on once; then the audit row and
+        the commit. Returns the headers written (0: refused, nothing written)."""
+        run_id = state.run_id
+        for again in (all_again, True):
+            rows = self._rows(state, (0, 0, 0)) if again and prep.appended else prep.rows
+            try:
+                with self.db.pipelined() as (conn, sync):
+                    cur = conn.execute(sql, [*params, run_id, *_entry_arrays([] if again else rows)], binary=True)
+                    if again:
+                        conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
+                        conn.execute(_INSERT_ENTRIES, [run_id, *_entry_arrays(rows)], binary=True)
+                    locked = auditchain.lock(conn) if audit is not None else None
+                    sync()
+                    written = int(cur.fetchone()[0])  # type: ignore[index]
+                    if written != 1:
+                        raise _Refused
+                    crash_point("row")
+                    row = auditchain.append(conn, run_id, audit, locked) if audit is not None else None
+                    if row is not None:
+                        crash_point("row")
+                if row is not None:
+                    self._tip = (row["hash"], int(row["id"]))
+                return 1
+            except _Refused:
+                return 0
+            except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw: all again
+                if again:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _refused(self, run_id: str, version: int, lease_owner: str | None) -> NoReturn:
+        """Raise why a save wrote nothing: RunExists for a new run, else StaleCheckpoint or LeaseHeld."""
+        if version == 0:
+            raise RunExists(f"Run {run_id} already exists (another process saved it first); a new run needs a new ID.")
+        with self.db.read() as conn:
+            self._refuse(conn, run_id, version, lease_owner)
 
     @staticmethod
     def _refuse(conn: psycopg.Connection[Any], run_id: str, version: int, lease_owner: str | None) -> NoReturn:
@@ -208,22 +382,45 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
     def append_audit(self, audit: dict[str, Any]) -> None:
         """Append one audit row outside any save (a refusal, a registry change), chained."""
         with self.db.transaction() as conn:
-            auditchain.append(conn, audit["run_id"], audit)
+            row = auditchain.append(conn, audit["run_id"], audit)
+        self._tip = (row["hash"], int(row["id"]))
 
     # -- load -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _read(conn: psycopg.Connection[Any], run_id: str) -> _Parts | None:
-        return read_parts(QmarkConnection(conn), run_id)
+    def _read(conn: psycopg.Connection[Any], run_id: str, opening: int | None = None) -> _Parts | None:
+        """The run's checkpoint as stored, in one statement (:data:`_LOAD`, or :data:`_LOAD_VIEW`
+        with the ``opening`` messages only), as :func:`core.stores.common.read_parts` gives it;
+        None when there is no run."""
+        if opening is None:
+            got = conn.execute(_LOAD, (run_id, run_id), binary=True).fetchall()
+        else:
+            got = conn.execute(_LOAD_VIEW, (run_id, run_id, opening), binary=True).fetchall()
+        if not got or got[0][0] != 0:
+            return None
+        head = got[0]
+        # No queue columns: this back-end's save writes them all, it never compares them.
+        return assemble_parts(head[2], head[7], (), (r[1:7] for r in got[1:]))
 
     def load(self, run_id: str) -> TaskState:
-        """The run's checkpoint, read in one snapshot. Raises RunNotFound, CorruptCheckpoint,
-        UnsupportedSchemaVersion."""
-        with self.db.snapshot() as conn:
+        """The run's checkpoint, read in one statement (one round trip, one snapshot). Raises
+        RunNotFound, CorruptCheckpoint, UnsupportedSchemaVersion."""
+        with self.db.read() as conn:
             parts = self._read(conn, run_id)
         if parts is None:
             raise RunNotFound(run_id)
         return self._build(run_id, parts)
+
+    def load_view(self, run_id: str) -> RunView:
+        """The run as the read side shows it (:class:`core.state.RunView`: no message history
+        past the opening ones), read in one snapshot; never saved. Raises as :meth:`load`."""
+        from core.state import OPENING_MESSAGES
+
+        with self.db.read() as conn:
+            parts = self._read(conn, run_id, OPENING_MESSAGES)
+        if parts is None:
+            raise RunNotFound(run_id)
+        return cast("RunView", self._build(run_id, parts, view=True))
 
     def _mark_corrupt(self, run_id: str) -> None:
         try:
@@ -330,11 +527,11 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
         return [self._summary(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        """Runs per status; runs flagged corrupt count under ``"corrupt"`` instead."""
+        """Runs per status; runs flagged corrupt count under ``"corrupt"`` instead. Read from
+        ``run_counts`` (schema migration 7), which triggers keep in every writer's transaction:
+        a few dozen rows whatever the number of runs."""
         with self.db.read() as conn:
-            rows = conn.execute(
-                "SELECT CASE WHEN state_ok THEN status ELSE 'corrupt' END, COUNT(*) FROM runs GROUP BY 1"
-            ).fetchall()
+            rows = conn.execute("SELECT status, sum(n) FROM run_counts GROUP BY status HAVING sum(n) <> 0").fetchall()
         return {status: int(n) for status, n in rows}
 
     def summary(self, run_id: str) -> RunSummary:
@@ -381,14 +578,9 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
 
     def renew_lease(self, run_id: str, owner: str, ttl_s: float) -> bool:
         """Extend ``owner``'s lease to the database's now + ``ttl_s``; False when it no longer holds it."""
-        with self.db.transaction() as conn:
-            until = iso(_db_now(conn) + timedelta(seconds=ttl_s))
-            return (
-                conn.execute(
-                    "UPDATE runs SET lease_expires = %s WHERE run_id = %s AND lease_owner = %s", (until, run_id, owner)
-                ).rowcount
-                == 1
-            )
+        with self.db.read() as conn:  # one statement, its own transaction
+            sql = f"UPDATE runs SET lease_expires = {LEASE_UNTIL} WHERE run_id = %s AND lease_owner = %s"
+            return conn.execute(sql, (ttl_s, run_id, owner)).rowcount == 1
 
     def release_lease(self, run_id: str, owner: str) -> None:
         """Give the lease back if ``owner`` still holds it."""
@@ -399,9 +591,8 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal):
 
     def expire_lease(self, run_id: str) -> None:
         """Mark the run's lease as expired (a second before the database's now)."""
-        with self.db.transaction() as conn:
-            until = iso(_db_now(conn) - timedelta(seconds=1))
-            conn.execute("UPDATE runs SET lease_expires = %s WHERE run_id = %s", (until, run_id))
+        with self.db.read() as conn:  # one statement, its own transaction
+            conn.execute(f"UPDATE runs SET lease_expires = {LEASE_UNTIL} WHERE run_id = %s", (-1.0, run_id))
 
     def clear_dead_lease(self, run_id: str) -> bool:
         """Remove a lease whose holder is gone (expired by the database's clock, or a dead process

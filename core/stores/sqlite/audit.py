@@ -17,6 +17,19 @@ from core.auditchain import COLUMNS, GENESIS, TRIGGERS, AuditMoved, as_row, ends
 from core.stores.common import audit_values
 
 
+def _columns(conn: sqlite3.Connection) -> set[str]:
+    """The audit table's columns: ``PRAGMA table_info`` until all of :data:`COLUMNS` are there,
+    then remembered on the connection (:class:`core.stores.sqlite.database.Connection`; a plain
+    ``sqlite3`` connection asks every time)."""
+    known = getattr(conn, "known", None)
+    if known is not None and "audit" in known:
+        return known["audit"]
+    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+    if known is not None and have >= set(COLUMNS):
+        known["audit"] = have
+    return have
+
+
 def ensure_columns(conn: sqlite3.Connection) -> None:
     """Add ``prev`` and ``sig`` (a store made before issue 14) and ``binds`` (before the head was
     signed into each row, issue 28) to the audit table if it lacks them: the migration of those
@@ -24,7 +37,7 @@ def ensure_columns(conn: sqlite3.Connection) -> None:
 
     Runs inside the caller's transaction; existing rows keep NULL (the unchained prefix, rows
     signed over the chain's hash alone). A file its owner left read-only is read as it is."""
-    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+    have = _columns(conn)
     if not have:
         return
     for name in ("prev", "sig", "binds"):
@@ -40,7 +53,7 @@ def ensure_columns(conn: sqlite3.Connection) -> None:
 def _select(conn: sqlite3.Connection) -> str:
     """``SELECT`` of :data:`~core.auditchain.COLUMNS` from the audit, with NULL for a column an
     older store lacks (only when that store could not be given it: a read-only file)."""
-    have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
+    have = _columns(conn)
     return f"SELECT {', '.join(c if c in have else f'NULL AS {c}' for c in COLUMNS)} FROM audit"
 
 

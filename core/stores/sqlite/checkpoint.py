@@ -15,7 +15,9 @@
   ROWID``, so a step's rows sit side by side in one B-tree page. A tool output is stored once:
   an evidence row keeps its result in ``extra``, and the tool message that repeats it refers to
   that row (``ref``) instead of holding a second copy. An event keeps its time (ISO 8601, to the
-  second) in ``extra`` for the trace.
+  second) in ``extra`` for the trace. ``checksum`` (format 4, issue 27) is the CRC-32 of ``body``
+  and ``extra`` (:func:`core.stores.common.entry_checksum`): a row is validated when written and
+  checked by it when read back; a format-3 store gets the column when opened, its rows NULL.
 - ``audit``: append-only record of every decision (see :mod:`core.approval`); triggers refuse
   any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
 - ``audit_tip``: one row, the audit chain's length (its number of rows), kept by a trigger in the
@@ -33,8 +35,11 @@ A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.stores.
 compare-and-set on ``version``: a writer holding a stale copy gets
 :class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
 two row writes of a save leaves the previous whole checkpoint (the transaction never commits).
-A load reads header and rows in one read transaction, joins them into one JSON text and
-validates it once (``TaskState.model_validate_json``); anything unusual (an older schema, a
+A step's save is the header's compare-and-set (one UPDATE) plus one multi-row INSERT of the
+step's entries (issue 27, item 2). A load reads header and rows in one read transaction, checks
+each row's checksum, joins them into one JSON text and validates it once
+(``TaskState.model_validate_json``, the checks made in Python skipped for trusted rows:
+:data:`core.state.TRUSTED`); ``load_view`` reads only what the read side shows; anything unusual (an older schema, a
 corrupt row, a header in release 0.1.0's whole-state form) takes the careful path with its own
 clear error.
 
@@ -55,7 +60,7 @@ from contextlib import AbstractContextManager, suppress
 from datetime import datetime, timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from core.clock import Clock, SystemClock, iso, parse_time
 from core.errors import (
@@ -81,6 +86,7 @@ from core.stores.common import (
     _HEADER_EXCLUDE,
     _SOMETIMES,
     _SUMMARY,
+    ENTRY_COLUMNS,
     LISTS,
     AuditReads,
     CheckpointRows,
@@ -93,12 +99,13 @@ from core.stores.common import (
 )
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
+from core.stores.sqlite.marks import MARKS_FORMAT, SqliteMarks, add_run_marks
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
     import sqlite_utils
 
-    from core.state import TaskState
+    from core.state import RunView, TaskState
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -107,10 +114,12 @@ __all__ = [
     "Counters",
 ]
 
-STORE_FORMAT = 3
+STORE_FORMAT = MARKS_FORMAT
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
-journal, issue 26). Formats 1 and 2 are migrated on open."""
+journal, issue 26), 4 (and each entry's ``checksum``, issue 27), 5 (and ``run_marks`` and
+``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`). Formats 1 to 4 are migrated on
+open."""
 
 _READ_HEAD = f"SELECT version, lease_owner, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
 _INSERT_RUN = (
@@ -130,7 +139,32 @@ def _update_sql(changed: tuple[str, ...], lease: bool) -> str:
     return f"UPDATE runs SET {', '.join(sets)} WHERE {where}"
 
 
-_INSERT_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
+_INSERT_ENTRY = f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_INSERT_UNCHECKED_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
+"""A row of release 0.1.0's whole state split at migration: never validated as written, so
+without a checksum (validated in full when read)."""
+_ENTRY_BATCH = 120
+"""Rows per multi-row INSERT of entries: 8 parameters each, 960 a statement, under SQLite's
+oldest limit of 999 variables (32,766 since 3.32); a step adds 2 to 6 rows, so one statement,
+and a whole rewrite of a 300-step run takes ten."""
+
+
+@lru_cache(maxsize=64)
+def _insert_entries_sql(n: int) -> str:
+    """``INSERT INTO entries`` of ``n`` rows in one statement (issue 27, item 2: a step's save is
+    the header's compare-and-set plus one insert). Cached, so each size is prepared once."""
+    return _INSERT_ENTRY + ", (?, ?, ?, ?, ?, ?, ?, ?)" * (n - 1)
+
+
+def _insert_entries(conn: sqlite3.Connection, rows: list[tuple]) -> None:
+    """Insert ``rows`` (:data:`ENTRY_COLUMNS` each) in one statement per :data:`_ENTRY_BATCH`
+    rows, reaching the crash point ``row`` after each statement (before the commit)."""
+    for i in range(0, len(rows), _ENTRY_BATCH):
+        batch = rows[i : i + _ENTRY_BATCH]
+        conn.execute(_insert_entries_sql(len(batch)), [v for r in batch for v in r])
+        crash_point("row")
+
+
 _READ_ENTRIES = (
     "SELECT i.list, i.body, i.extra, i.ref, e.extra FROM entries i LEFT JOIN entries e "
     "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = ? ORDER BY i.n"
@@ -142,11 +176,16 @@ _CREATE_MODEL_CALLS = (
 )
 _CREATE_ENTRIES = (
     "CREATE TABLE IF NOT EXISTS entries (run_id TEXT NOT NULL, n INTEGER NOT NULL, list TEXT NOT NULL, "
-    "seq INTEGER NOT NULL, body TEXT NOT NULL, extra TEXT, ref INTEGER, PRIMARY KEY (run_id, n)) WITHOUT ROWID"
+    "seq INTEGER NOT NULL, body TEXT NOT NULL, extra TEXT, ref INTEGER, checksum INTEGER, PRIMARY KEY (run_id, n)) "
+    "WITHOUT ROWID"
 )
+_ADD_CHECKSUM = "ALTER TABLE entries ADD COLUMN checksum INTEGER"
+"""Store format 4 (issue 27, item 1): each entry's checksum; the rows already there keep NULL and
+are validated in full when read, as before (a migration that checksummed them would vouch for
+bytes no save validated)."""
 
 
-class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
+class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks):
     """SQLite checkpoint store at ``path`` (``runs.sqlite`` in the home folder).
 
     Args:
@@ -227,8 +266,11 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
                     f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
                 )
-            elif fmt == 2:  # issue 26: the journal of model calls
-                conn.execute(_CREATE_MODEL_CALLS)
+            elif fmt in (2, 3, 4):
+                conn.execute(_CREATE_MODEL_CALLS)  # format 3, issue 26: the journal of model calls
+                if "checksum" not in {r[1] for r in conn.execute("PRAGMA table_info(entries)")}:
+                    conn.execute(_ADD_CHECKSUM)  # format 4, issue 27: each entry's checksum
+                add_run_marks(conn)  # format 5, issue 24: the marks and the queue's events
             elif "runs" in tables:
                 self._migrate_from_0_1_0(conn, db, tables)
             else:
@@ -239,6 +281,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
+        self._repair_triggers(conn)  # what a store of an older format lacks besides (audit_tip, issue 27)
 
     def _check_application(self, conn: sqlite3.Connection) -> None:
         """Refuse a SQLite file that another application marked as its own."""
@@ -339,6 +382,8 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
         conn.execute(_AUDIT_TIP_TRIGGER)
         if "run_counts" not in tables:
             db.table("run_counts").create({"status": str, "n": int}, pk="status", not_null={"n"})
+        if "runs" in tables or "runs" in db.table_names():
+            add_run_marks(conn)  # issue 24: the marks and the queue's events (format 4)
 
     @staticmethod
     def _create_indexes_and_triggers(conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
@@ -475,7 +520,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
                         extra = iso(parse_time(item.get("at", "")))
                     except (ValueError, TypeError, ResolverError):
                         extra = str(item.get("at", ""))
-                conn.execute(_INSERT_ENTRY, (run_id, n, name, seq, dumps(item), extra, None))
+                conn.execute(_INSERT_UNCHECKED_ENTRY, (run_id, n, name, seq, dumps(item), extra, None))
         header = {k: v for k, v in raw.items() if k not in _HEADER_EXCLUDE}
         columns: dict[str, Any] = {}
         with suppress(ValueError, TypeError, ResolverError):
@@ -578,13 +623,10 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
                 conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
                 crash_point("row")
             try:
-                for r in rows:
-                    conn.execute(_INSERT_ENTRY, r)
-                    crash_point("row")
+                _insert_entries(conn, rows)
             except sqlite3.IntegrityError:  # the rows on disk are not the ones this object saw: all again
                 conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
-                for r in self._rows(state, (0, 0, 0)):
-                    conn.execute(_INSERT_ENTRY, r)
+                _insert_entries(conn, self._rows(state, (0, 0, 0)))
             if audit is not None:
                 auditchain.append(conn, run_id, audit)  # issue 14: chained to the row before it
                 crash_point("row")
@@ -609,8 +651,19 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
     # -- load -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _read(conn: sqlite3.Connection, run_id: str) -> _Parts | None:
-        return read_parts(conn, run_id)
+    def _read(conn: sqlite3.Connection, run_id: str, opening: int | None = None) -> _Parts | None:
+        return read_parts(conn, run_id, opening)
+
+    def _read_once(self, run_id: str, opening: int | None) -> _Parts:
+        with self.db.read() as conn:
+            conn.execute("BEGIN")
+            try:
+                parts = self._read(conn, run_id, opening)
+            finally:
+                conn.execute("COMMIT")
+        if parts is None:
+            raise RunNotFound(run_id)
+        return parts
 
     def load(self, run_id: str) -> TaskState:
         """Load and validate a run's checkpoint, migrating older schema versions.
@@ -620,15 +673,14 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal):
             CorruptCheckpoint: the JSON is broken or does not match ``TaskState``.
             UnsupportedSchemaVersion: a schema version this code cannot migrate.
         """
-        with self.db.read() as conn:
-            conn.execute("BEGIN")
-            try:
-                parts = self._read(conn, run_id)
-            finally:
-                conn.execute("COMMIT")
-        if parts is None:
-            raise RunNotFound(run_id)
-        return self._build(run_id, parts)
+        return self._build(run_id, self._read_once(run_id, None))
+
+    def load_view(self, run_id: str) -> RunView:
+        """The run as the read side shows it (:class:`core.state.RunView`: no message history
+        past the opening ones), in one read transaction; never saved. Raises as :meth:`load`."""
+        from core.state import OPENING_MESSAGES
+
+        return cast("RunView", self._build(run_id, self._read_once(run_id, OPENING_MESSAGES), view=True))
 
     def _mark_corrupt(self, run_id: str) -> None:
         """Flag the row so listings show it as corrupt without reading it (best effort)."""

@@ -55,6 +55,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from core.errors import ResolverError, StoreBusy
 
@@ -103,6 +104,20 @@ def _file_id(path: Path) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     return (st.st_dev, st.st_ino)
+
+
+class Connection(sqlite3.Connection):
+    """A ``sqlite3`` connection that can carry what was learnt about its file's schema while it
+    is open (:attr:`known`, e.g. the audit's columns once all are there: issue 27, item 2, no
+    ``PRAGMA table_info`` inside every decision). Columns are only ever added, a file replaced
+    under it gets a new connection (:meth:`Database.connection`), and a rolled-back write
+    transaction forgets everything (:meth:`Database.immediate`), so nothing known goes stale."""
+
+    known: dict[str, Any]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.known = {}
 
 
 FILE_MODE = 0o600
@@ -168,6 +183,7 @@ class Database:
     # -- connections ------------------------------------------------------------------------------
 
     def _open(self) -> sqlite3.Connection:
+        """A new connection (:class:`Connection`) to the file, in WAL with ``synchronous=FULL``."""
         _private_file(self.path)
         target: str | Path = self.path
         if not self._writable():  # its owner made it read-only: SQLite must not write it either, even as root
@@ -179,6 +195,7 @@ class Database:
                 isolation_level=None,
                 cached_statements=STATEMENT_CACHE,
                 uri=isinstance(target, str),
+                factory=Connection,
             )
         except sqlite3.Error as exc:
             raise ResolverError(f"Cannot open {self.label} {self.path}: {exc}.") from exc
@@ -336,6 +353,8 @@ class Database:
                 except BaseException:
                     if conn.in_transaction:
                         conn.execute("ROLLBACK")
+                    if isinstance(conn, Connection):  # what it learnt may have been rolled back
+                        conn.known.clear()
                     with self._lock:
                         self.counters.rollbacks += 1
                     raise

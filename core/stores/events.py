@@ -1,0 +1,71 @@
+"""The queue's events (issue 24, item 3): what a watcher tells people, the SQL both back-ends share.
+
+``queue_events`` holds one row per event, with an ``id`` a watcher keeps its place by and a
+notify command drops a repeat by. The rows are written **by triggers**, so each is in the same
+transaction as the write that makes it, whichever code path saves:
+
+- ``request``: a run's status becomes ``waiting_approval`` (a new approval request);
+- ``handed_to_person``: a run's status becomes ``handed_to_person`` (a rejection, a refusal at
+  the write, a stop);
+- ``claim`` and ``handover``: a run's marks get a new claim or a new hand-over (``run_marks``);
+- ``refusal``: an audit row whose decision starts with ``refused`` (a lapse at execution, a
+  precondition, a world that changed, an unauthorized approval);
+- ``lapse``: a waiting request whose evidence became too old to approve with no one acting,
+  written once per request (run and digest) by :meth:`QueueEventRows.record_lapse`, a
+  compare-and-set on a unique index, by the watcher or a read of the waiting queue
+  (:func:`core.watch.sweep_lapses`).
+
+(Not ``events``: release 0.1.0's store had a table of that name, which its migration drops.)
+
+On SQLite ``id`` is in commit order (writers take turns). On PostgreSQL it comes from an
+identity sequence, taken before commit, so a row may become visible after a higher one: a
+watcher reads again a window behind its place and drops the IDs it has seen (:mod:`core.watch`).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from typing import Any
+
+__all__ = ["EVENT_COLUMNS", "EVENT_KINDS", "QueueEventRows"]
+
+EVENT_KINDS = ("request", "claim", "handover", "lapse", "refusal", "handed_to_person")
+"""The kinds of event, in the words of issue 24."""
+
+EVENT_COLUMNS = ("id", "kind", "run_id", "at", "name", "role", "to_name", "required_role", "detail")
+"""The columns of ``queue_events``: the event's ID, kind, run, time (ISO 8601 with offset), who
+made it and their role (None for the system's), to whom (a hand-over), the role the run's
+proposal needs (for "a request for my role"), and ``detail`` (a claim's end, a note, a refusal's
+sentence, a lapse's digest)."""
+
+_SELECT = f"SELECT {', '.join(EVENT_COLUMNS)} FROM queue_events"
+
+
+class QueueEventRows:
+    """``queue_events`` over ``?`` SQL, for both back-ends (the ``_journal_write`` and
+    ``_journal_read`` transactions of :class:`core.stores.common.ModelCallJournal`)."""
+
+    def _journal_write(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def _journal_read(self) -> AbstractContextManager[Any]:
+        raise NotImplementedError
+
+    def queue_events(self, after: int, limit: int = 500) -> list[dict[str, Any]]:
+        """Up to ``limit`` events with an ID above ``after``, lowest ID first, each a dict of
+        :data:`EVENT_COLUMNS`."""
+        with self._journal_read() as conn:
+            rows = conn.execute(f"{_SELECT} WHERE id > ? ORDER BY id LIMIT ?", (after, limit)).fetchall()
+        return [dict(zip(EVENT_COLUMNS, tuple(r), strict=True)) for r in rows]
+
+    def record_lapse(self, run_id: str, digest: str, at: str, required_role: str | None) -> bool:
+        """Write the ``lapse`` event of the request ``digest`` of ``run_id`` unless it is written
+        already (a unique index on run and digest: of two writers at once, one writes). Returns
+        True when this call wrote it."""
+        with self._journal_write() as conn:
+            cur = conn.execute(
+                "INSERT INTO queue_events (kind, run_id, at, required_role, detail) VALUES ('lapse', ?, ?, ?, ?) "
+                "ON CONFLICT (run_id, detail) WHERE kind = 'lapse' DO NOTHING",
+                (run_id, at, required_role, digest),
+            )
+            return bool(cur.rowcount == 1)

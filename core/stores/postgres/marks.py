@@ -1,0 +1,74 @@
+"""``run_marks`` and ``queue_events`` in the team store (issue 24): migration 10's tables, the
+triggers that write the events in the transaction of the write that makes them
+(:mod:`core.stores.events`), and the PostgreSQL side of :class:`core.stores.marks.RunMarksRows`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.stores.events import QueueEventRows
+from core.stores.marks import RunMarksRows
+from core.stores.postgres import audit as auditchain
+
+__all__ = ["RUN_MARKS", "PostgresMarks"]
+
+_C = 'text COLLATE "C"'
+
+RUN_MARKS = (
+    f"CREATE TABLE run_marks (run_id {_C} PRIMARY KEY, run_uid {_C}, version bigint NOT NULL, claimed_by {_C}, "
+    f"claimed_role {_C}, claimed_at {_C}, claim_until {_C}, handed_to {_C}, handed_by {_C}, handed_at {_C}, "
+    f"handed_note {_C}, snoozed_by {_C}, snoozed_at {_C}, snooze_until {_C})",
+    f"CREATE TABLE queue_events (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, kind {_C} NOT NULL, "
+    f"run_id {_C} NOT NULL, at {_C} NOT NULL, name {_C}, role {_C}, to_name {_C}, required_role {_C}, detail {_C})",
+    "CREATE UNIQUE INDEX queue_events_lapse ON queue_events (run_id, detail) WHERE kind = 'lapse'",
+    """CREATE FUNCTION resolver_queue_event_run() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.status IN ('waiting_approval', 'handed_to_person')
+       AND (TG_OP = 'INSERT' OR NEW.status IS DISTINCT FROM OLD.status) THEN
+        INSERT INTO queue_events (kind, run_id, at, required_role) VALUES (
+            CASE NEW.status WHEN 'waiting_approval' THEN 'request' ELSE 'handed_to_person' END,
+            NEW.run_id, NEW.updated_at, NEW.required_role);
+    END IF;
+    RETURN NULL;
+END
+$$""",
+    "CREATE TRIGGER queue_event_run AFTER INSERT OR UPDATE OF status ON runs FOR EACH ROW "
+    "EXECUTE FUNCTION resolver_queue_event_run()",
+    """CREATE FUNCTION resolver_queue_event_refusal() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO queue_events (kind, run_id, at, name, role, required_role, detail) VALUES ('refusal', NEW.run_id,
+        NEW.at, NEW.name, NEW.role, (SELECT required_role FROM runs WHERE run_id = NEW.run_id), NEW.detail);
+    RETURN NULL;
+END
+$$""",
+    "CREATE TRIGGER queue_event_refusal AFTER INSERT ON audit FOR EACH ROW WHEN (NEW.decision LIKE 'refused%') "
+    "EXECUTE FUNCTION resolver_queue_event_refusal()",
+    """CREATE FUNCTION resolver_queue_event_marks() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    needed text := (SELECT required_role FROM runs WHERE run_id = NEW.run_id);
+BEGIN
+    IF NEW.claimed_at IS NOT NULL AND (TG_OP = 'INSERT' OR NEW.claimed_at IS DISTINCT FROM OLD.claimed_at) THEN
+        INSERT INTO queue_events (kind, run_id, at, name, role, required_role, detail)
+        VALUES ('claim', NEW.run_id, NEW.claimed_at, NEW.claimed_by, NEW.claimed_role, needed, NEW.claim_until);
+    END IF;
+    IF NEW.handed_at IS NOT NULL AND (TG_OP = 'INSERT' OR NEW.handed_at IS DISTINCT FROM OLD.handed_at
+                                      OR NEW.handed_to IS DISTINCT FROM OLD.handed_to) THEN
+        INSERT INTO queue_events (kind, run_id, at, name, to_name, required_role, detail)
+        VALUES ('handover', NEW.run_id, NEW.handed_at, NEW.handed_by, NEW.handed_to, needed, NEW.handed_note);
+    END IF;
+    RETURN NULL;
+END
+$$""",
+    "CREATE TRIGGER queue_event_marks AFTER INSERT OR UPDATE ON run_marks FOR EACH ROW "
+    "EXECUTE FUNCTION resolver_queue_event_marks()",
+)
+"""Migration 10: the marks of runs (claim, hand-over, snooze), one row per marked run, and the
+queue's events with the triggers that write them (:mod:`core.stores.events`)."""
+
+
+class PostgresMarks(RunMarksRows, QueueEventRows):
+    """The team store's marks: its transaction (``_journal_write``, a ``?``-SQL connection) and
+    its audit append under the audit head's lock (:func:`core.stores.postgres.audit.append`)."""
+
+    def _marks_audit(self, conn: Any, run_id: str, audit: dict[str, Any]) -> None:
+        auditchain.append(conn.conn, run_id, audit)

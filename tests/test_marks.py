@@ -1,0 +1,152 @@
+"""Claim, hand over, set aside on the CLI (issue 24, item 2): ``resolver claim``, ``handover`` and
+``snooze`` checked as decisions are (exit 4 for a refusal, 2 for a time that cannot be read),
+shown by ``runs`` and ``show`` with untrusted text made safe, told before approve; in a shop home
+signed by their maker and verified by ``audit verify``; a home of the previous store format
+upgrades and its waiting run is claimed and still approves."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+from core.cli import main
+from core.clock import FixedClock
+from core.home import Home
+from core.marks import CLAIM_MINUTES, claim_minutes
+from core.stores.sqlite.checkpoint import STORE_FORMAT
+
+from helpers import shop_cli
+
+RUN = "T-65273-agent-chat-small-1"
+
+
+@pytest.fixture
+def cli(tmp_path, capsys):
+    root = tmp_path / "home"
+
+    def run(*argv: str) -> tuple[int, str, str]:
+        code = main([*argv, "--home", str(root)])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    assert run("run", "T-65273")[0] == 0
+    return run
+
+
+def test_claim_handover_snooze_on_the_cli_with_refusals_as_sentences(cli):
+    code, out, _ = cli("claim", RUN, "--as", "team_lead", "--name", "Tomás")
+    assert code == 0 and out.startswith(f"Claimed {RUN}.\nTomás is on it (claimed ")
+    code, _, err = cli("claim", RUN, "--as", "grace", "--name", "Grace")
+    assert code == 4 and err.startswith("Tomás is on it (claimed ") and err.count("\n") == 1
+    code, out, _ = cli("runs")
+    assert out.rstrip().endswith("(claimed by Tomás)")
+    code, _, err = cli("claim", RUN, "--as", "grace")
+    assert code == 4 and "--name NAME" in err
+    code, _, err = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "tomorrowish")
+    assert code == 2 and err.startswith("Cannot read the time 'tomorrowish'")
+    code, _, err = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "2020-01-01T09:00:00")
+    assert code == 4 and "is not after now" in err
+    code, out, _ = cli("handover", RUN, "--as", "team_lead", "--name", "Tomás", "--to", "Ana", "--note", "see [/]\x1b[31mred")
+    assert code == 0 and "Handed to Ana by Tomás at " in out and ": see [/]red" in out and "\x1b" not in out
+    assert cli("runs", "--mine", "--as", "grace", "--name", "Grace")[1].startswith("None of the 1 saved run(s)")
+    assert cli("runs", "--mine", "--as", "team_lead", "--name", "ana")[1].startswith(RUN)
+    code, out, _ = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "2h")
+    assert code == 0 and "Set aside by Ana until " in out
+    assert cli("runs", "--status", "waiting_approval")[1].startswith("No runs match status waiting_approval")
+    code, out, _ = cli("show", RUN)
+    assert "Handed to Ana by Tomás" in out and "Set aside by Ana until " in out and "\x1b" not in out
+    audit = cli("audit", RUN)[1]
+    assert [w for w in ("claim by Tomás", "handover by Tomás", "snooze by Ana") if w in audit] == [
+        "claim by Tomás",
+        "handover by Tomás",
+        "snooze by Ana",
+    ]
+
+
+def test_approve_tells_of_a_colleagues_claim_first_then_decides(cli):
+    assert cli("claim", RUN, "--as", "team_lead", "--name", "Tomás")[0] == 0
+    code, out, _ = cli("approve", RUN, "--as", "grace", "--name", "Grace")
+    assert code == 0 and out.startswith("Tomás is on it (claimed ")
+    assert cli("claim", RUN, "--as", "team_lead", "--name", "Tomás")[0] == 4  # settled: nothing to claim
+
+
+def test_claim_minutes_comes_from_the_config_file(tmp_path, capsys, monkeypatch):
+    assert claim_minutes({}) == CLAIM_MINUTES == 30 and claim_minutes({"claim_minutes": 5}) == 5
+    config = tmp_path / "config.toml"
+    config.write_text("claim_minutes = 0\n", encoding="utf-8")
+    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+    root = tmp_path / "home"
+    assert main(["run", "T-65273", "--home", str(root)]) == 0
+    capsys.readouterr()
+    assert main(["claim", RUN, "--as", "agent", "--name", "Ana", "--home", str(root)]) == 4
+    assert "claim_minutes must be a whole number of minutes from 1 to 1440, not 0" in capsys.readouterr().err
+    config.write_text("claim_minutes = 5\n", encoding="utf-8")
+    assert main(["claim", RUN, "--as", "agent", "--name", "Ana", "--home", str(root)]) == 0
+    out = capsys.readouterr().out
+    start, until = out.split("(claimed ")[1].split(")")[0].split(", until ")
+    h1, m1 = map(int, start.split(":"))
+    h2, m2 = map(int, until.split(":"))
+    assert (h2 * 60 + m2 - h1 * 60 - m1) % 1440 == 5
+
+
+ANA, GRACE = "ana-passphrase", "grace-passphrase"
+
+
+def test_in_a_shop_home_marks_are_signed_by_their_maker_and_the_audit_verifies(tmp_path, capsys, monkeypatch):
+    shop = shop_cli(tmp_path / "shop", capsys, monkeypatch)
+    assert shop("init", "--shop")[0] == 0
+    assert shop("approvers", "init", passphrase=GRACE)[0] == 0
+    assert shop("approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)[0] == 0
+    assert shop("run", "T-65273")[0] == 0
+    code, _, err = shop("claim", RUN, "--as", "team_lead", "--name", "Ana", passphrase=ANA)
+    assert code == 4 and "--as is refused in a shop home" in err
+    code, _, err = shop("claim", RUN, "--name", "Zed", passphrase=ANA)
+    assert code == 4 and "Zed" in err
+    code, _, err = shop("claim", RUN, "--name", "Ana", passphrase="wrong")
+    assert code == 4
+    assert shop("claim", RUN, "--name", "Ana", passphrase=ANA)[0] == 0
+    code, _, err = shop("handover", RUN, "--name", "Ana", "--to", "Nobody", "--note", "yours", passphrase=ANA)
+    assert code == 4 and "Nobody" in err
+    assert shop("handover", RUN, "--name", "Ana", "--to", "grace", "--note", "over 100", passphrase=ANA)[0] == 0
+    assert shop("snooze", RUN, "--name", "Grace", "--until", "1h", passphrase=GRACE)[0] == 0
+    conn = sqlite3.connect(tmp_path / "shop" / "runs.sqlite")
+    rows = conn.execute("SELECT decision, name, detail, sig FROM audit WHERE run_id = ? ORDER BY id", (RUN,)).fetchall()
+    conn.close()
+    assert [(d, n) for d, n, _, _ in rows] == [("claim", "Ana"), ("handover", "Ana"), ("snooze", "Grace")]
+    assert rows[1][2] == "to Grace: over 100" and all(sig for *_, sig in rows)
+    code, out, err = shop("audit", "verify")
+    assert code == 0 and "chain whole" in out, err
+    # a note edited in the table no longer verifies: the note is signed
+    conn = sqlite3.connect(tmp_path / "shop" / "runs.sqlite")
+    conn.execute("DROP TRIGGER audit_no_update")
+    conn.execute("UPDATE audit SET detail = 'to Grace: refund 1000' WHERE decision = 'handover'")
+    conn.commit()
+    conn.close()
+    code, out, err = shop("audit", "verify")
+    assert code != 0 and "its signature does not verify" in out + err, out + err
+
+
+FIXTURE = Path(__file__).parent / "fixtures" / "store_before_issue_27"
+
+
+def test_a_home_of_the_previous_store_format_upgrades_and_its_waiting_run_is_claimed_and_approves(tmp_path):
+    """The frozen format-3 home (made by the release before issue 27, see its README) gets
+    ``run_marks`` on open; its waiting run takes a claim and still approves and executes."""
+    root = tmp_path / "home"
+    shutil.copytree(FIXTURE, root)
+    for path in root.iterdir():
+        path.chmod(0o600)
+    with sqlite3.connect(root / "runs.sqlite") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+        assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_marks'").fetchone()
+    home = Home(root, clock=FixedClock("2026-10-09T17:00:00-04:00"))
+    with sqlite3.connect(root / "runs.sqlite") as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 5
+    assert home.store.run_marks() == {}
+    home.mark("claim", "T-65273-waiting-2", "team_lead", "Tomás")
+    assert home.approve("T-65273-waiting-2", "team_lead", "Grace").status == "done"
+    from core.auditchain import verify_audit
+
+    assert verify_audit(home.store).problems == []

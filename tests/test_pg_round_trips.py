@@ -1,0 +1,165 @@
+"""A save and a load on PostgreSQL wait on the server as few times as the work needs (issue 23,
+item 6; issue 27, item 2): counted from libpq's own trace of the messages sent and received
+(``PQtrace``), a round trip being the client's messages followed by the server's answer. A
+step's save is one statement in autocommit (one round trip); a decision's is one pipelined
+transaction (the header, its rows and the audit head's lock, then the audit row with the
+``COMMIT``: two); a load is one statement. LangGraph's ``PostgresSaver.put`` takes two to
+three. The rare path, rows stored that are not the ones the saving object saw, still rewrites
+them all in one transaction."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from contextlib import contextmanager
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+from core.clock import FixedClock
+from core.errors import StaleCheckpoint
+from core.home import Home
+from core.store import RunExists
+from psycopg.pq import Trace
+
+from helpers import FRIDAY
+from pg import fresh_schema
+
+
+@pytest.fixture
+def home(tmp_path):
+    with fresh_schema() as url:
+        yield Home(tmp_path / "home", clock=FixedClock(FRIDAY), store=url)
+
+
+@pytest.fixture
+def new_store_of():
+    """Another store object on the same schema (another machine's), with its own memory."""
+    from core.queue import queue_columns
+    from core.stores.postgres.store import PostgresStore
+
+    def make(home: Home) -> PostgresStore:
+        return PostgresStore(home.store.url, FixedClock(FRIDAY), summarize=queue_columns)
+
+    return make
+
+
+def round_trips(home: Home, work: Callable[[], object], tmp_path: Path) -> int:
+    """How many times the client sent messages and then read the server's answer while ``work``
+    ran on this thread's one pooled connection."""
+    trace = tmp_path / "trace"
+    with home.store.db.read() as conn:
+        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        conn.pgconn.trace(fd)
+        conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
+        try:
+            work()
+        finally:
+            conn.pgconn.untrace()
+            os.close(fd)
+    sides = [line.split("\t", 1)[0] for line in trace.read_text().splitlines()]
+    return sum(1 for a, b in pairwise(sides) if (a, b) == ("F", "B"))
+
+
+def _step(state) -> None:
+    state.log("note", "one more step", n=len(state.events))
+
+
+DECISION = {"decision": "note", "role": "agent", "name": "Amira", "digest": "d", "at": FRIDAY}
+
+
+def test_a_steps_save_is_one_round_trip_and_a_load_one(home, tmp_path):
+    state = home.run("T-65273")
+    loaded = home.store.load(state.run_id)
+    _step(loaded)
+    assert round_trips(home, lambda: home.store.save(loaded), tmp_path) == 1
+    assert round_trips(home, lambda: home.store.load(state.run_id), tmp_path) == 1
+    assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
+
+
+def test_a_decisions_save_is_two_round_trips_then_one_at_the_tip_the_store_wrote(home, tmp_path):
+    """The first decision reads the audit's tip under its lock (two round trips); the next one,
+    chained to the tip this store wrote last, is one statement that checks the tip is still the
+    newest row."""
+    state = home.run("T-65273")
+    loaded = home.store.load(state.run_id)
+    _step(loaded)
+    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION), tmp_path) == 2
+    _step(loaded)
+    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION), tmp_path) == 1
+    assert [r["decision"] for r in home.store.audit(state.run_id)] == ["note", "note"]
+    assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
+
+
+def test_a_decision_at_a_tip_another_writer_moved_chains_to_the_new_tip(home, new_store_of):
+    """Two store objects (two machines): each remembers the tip it wrote; a decision of the one
+    whose tip moved is refused by its one statement and done the careful way, chained to the
+    row the other wrote, so the chain stays whole."""
+    from core.auditchain import row_hash
+
+    state = home.run("T-65273")
+    other = new_store_of(home)
+    a, b = home.store.load(state.run_id), None
+    _step(a)
+    home.store.save(a, audit=DECISION)
+    b = other.load(state.run_id)
+    _step(b)
+    other.save(b, audit=DECISION)  # other's first: the careful way, chained to home's row
+    a = home.store.load(state.run_id)
+    _step(a)
+    home.store.save(a, audit=DECISION)  # home remembers its own row as the tip, which moved
+    rows = home.store.audit_rows()
+    assert [r["id"] for r in rows] == [1, 2, 3]
+    for before, row in pairwise(rows):
+        assert row["prev"] == row_hash(before)
+
+
+def test_a_new_runs_save_and_a_lease_renewal_are_one_round_trip_each(home, tmp_path):
+    state = home.run("T-65273")
+    copy = state.model_copy(update={"run_id": "r-new", "version": 0}, deep=True)
+    assert round_trips(home, lambda: home.store.save(copy, lease_owner="me:1", lease_ttl_s=30), tmp_path) == 1
+    assert home.store.summary("r-new").lease_owner == "me:1"
+    assert round_trips(home, lambda: home.store.renew_lease("r-new", "me:1", 60), tmp_path) == 1
+
+
+@contextmanager
+def _stranger_rows(home: Home, run_id: str, first_n: int):
+    """Entries rows written by someone else under the keys the next save would use."""
+    with home.store.db.read() as conn:
+        conn.execute(
+            "INSERT INTO entries (run_id, n, list, seq, body) SELECT %s, g, 'events', g, '{}' FROM generate_series(%s::int, %s::int) g",
+            (run_id, first_n, first_n + 2),
+        )
+    yield
+
+
+@pytest.mark.parametrize("audit", [None, DECISION], ids=["step", "decision"])
+def test_rows_stored_that_the_object_did_not_see_are_all_written_again(home, audit):
+    state = home.run("T-65273")
+    loaded = home.store.load(state.run_id)
+    with home.store.db.read() as conn:
+        stored = conn.execute("SELECT COUNT(*) FROM entries WHERE run_id = %s", (state.run_id,)).fetchone()[0]
+    _step(loaded)
+    with _stranger_rows(home, state.run_id, stored + 1):
+        home.store.save(loaded, audit=audit)
+    assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
+    with home.store.db.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM entries WHERE run_id = %s", (state.run_id,)).fetchone()[0] == stored + 1
+
+
+@pytest.mark.parametrize("audit", [None, DECISION], ids=["step", "decision"])
+def test_a_refused_save_writes_nothing_neither_rows_nor_audit(home, audit):
+    state = home.run("T-65273")
+    first, second = home.store.load(state.run_id), home.store.load(state.run_id)
+    _step(first)
+    home.store.save(first)
+    _step(second)
+    _step(second)
+    with pytest.raises(StaleCheckpoint):
+        home.store.save(second, audit=audit)
+    assert home.store.load(state.run_id).model_dump() == first.model_dump()
+    assert home.store.audit(state.run_id) == []
+    copy = state.model_copy(update={"version": 0}, deep=True)
+    with pytest.raises(RunExists):
+        home.store.save(copy, audit=audit)
+    assert home.store.load(state.run_id).model_dump() == first.model_dump()

@@ -1,0 +1,71 @@
+"""The queue's counts on PostgreSQL are kept rows (schema migration 7, issue 27): ``run_counts``,
+kept by triggers on ``runs`` in every writer's transaction, agree with a ``GROUP BY`` of the runs
+after every kind of write (a save that moves a status, a new run, a delete, a run flagged
+corrupt, a reset, a bulk insert), and a store at schema 6 is counted when it is upgraded.
+(The frozen schema-4 shop, upgraded through 6 and 7 and then approved, is in
+``tests/test_team_shop.py``.)"""
+
+from __future__ import annotations
+
+import pytest
+from core.clock import FixedClock
+from core.home import Home
+from core.stores.postgres.database import forget
+
+from helpers import FRIDAY
+from pg import fresh_schema
+from pg_bulk import copy_runs
+
+
+@pytest.fixture
+def home(tmp_path):
+    with fresh_schema() as url:
+        yield Home(tmp_path / "home", clock=FixedClock(FRIDAY), store=url)
+
+
+def grouped(home: Home) -> dict[str, int]:
+    """What the counts were before migration 7: a GROUP BY over every run."""
+    with home.store.db.read() as conn:
+        rows = conn.execute("SELECT CASE WHEN state_ok THEN status ELSE 'corrupt' END, COUNT(*) FROM runs GROUP BY 1")
+        return {s: int(n) for s, n in rows}
+
+
+def test_the_kept_counts_follow_every_kind_of_write(home):
+    waiting = home.run("T-65273")
+    assert home.store.counts() == grouped(home) == {"waiting_approval": 1}
+    done = home.run("T-90103", repeat=1)
+    home.approve(done.run_id, "agent", "Amira")
+    assert home.store.counts() == grouped(home) == {"waiting_approval": 1, "done": 1}
+    home.store.overwrite_checkpoint(waiting.run_id, lambda text: "not json")
+    assert home.store.counts() == grouped(home) == {"corrupt": 1, "done": 1}
+    with home.store.db.read() as conn:
+        copy_runs(conn, 500)
+    assert home.store.counts() == grouped(home) and sum(home.store.counts().values()) == 500
+    home.store.delete(done.run_id)
+    assert home.store.counts() == grouped(home) and sum(home.store.counts().values()) == 499
+    home.store.reset()
+    assert home.store.counts() == grouped(home) == {}
+
+
+def test_a_store_at_schema_6_is_counted_when_upgraded_and_its_waiting_run_still_approves(home):
+    """A store as schema 6 left it (migration 7's table, triggers and functions dropped, its
+    number removed: what a store written by the release before holds), with a waiting run, a
+    done run and a corrupt one, opened again: migration 7 counts what is there."""
+    waiting = home.run("T-65273")
+    done = home.run("T-90103", repeat=1)
+    home.approve(done.run_id, "agent", "Amira")
+    broken = home.run("T-65273", repeat=2)
+    home.store.overwrite_checkpoint(broken.run_id, lambda text: "not json")
+    url = home.store.url
+    with home.store.db.read() as conn:
+        for trigger in ("insert", "delete", "update", "truncate"):
+            conn.execute(f"DROP TRIGGER runs_counted_{trigger} ON runs")
+        for function in ("added", "removed", "moved", "cleared"):
+            conn.execute(f"DROP FUNCTION resolver_run_counts_{function}()")
+        conn.execute("DROP TABLE run_counts")
+        conn.execute("DELETE FROM resolver_migrations WHERE version = 7")
+    forget(url)
+    again = Home(home.root, clock=FixedClock(FRIDAY), store=url)
+    assert again.store.counts() == grouped(again) == {"waiting_approval": 1, "done": 1, "corrupt": 1}
+    again.approve(waiting.run_id, "team_lead", "Tomas")
+    assert again.store.counts() == grouped(again) == {"done": 2, "corrupt": 1}

@@ -1,0 +1,90 @@
+"""Issue 27, item 2: a step's save is the header's compare-and-set plus one insert of the step's
+entries, and a decision does not ask SQLite for the audit's columns every time (SQLite back-end:
+the statements are traced on the store's own connection; no timing is asserted)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from core.clock import FixedClock
+from core.errors import StaleCheckpoint
+from core.home import Home
+from core.state import Evidence, Message
+from core.stores.sqlite.database import Connection
+
+FRIDAY = "2026-10-09T17:00:00-04:00"
+
+
+def _traced(home: Home, work) -> list[str]:
+    statements: list[str] = []
+    conn = home.store.db.connection()
+    conn.set_trace_callback(statements.append)
+    try:
+        work()
+    finally:
+        conn.set_trace_callback(None)
+    # SQLite reports each trigger program a statement starts as that statement again: one each
+    out: list[str] = []
+    for s in statements:
+        if not s.startswith("--") and (not out or out[-1] != s):
+            out.append(s)
+    return out
+
+
+def test_a_step_save_is_one_update_and_one_insert(tmp_path):
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    state = home.run("T-65273")
+    state.step += 1
+    result = {"order_id": state.order_id, "status": "shipped"}
+    state.messages.append(Message(role="assistant", step=state.step, content='{"tool": "get_order"}'))
+    state.evidence.append(Evidence(step=state.step, tool="get_order", args={"order_id": state.order_id}, result=result))
+    state.messages.append(Message(role="tool", step=state.step, content=json.dumps(result)))
+    state.log("tool_call", "step: get_order")
+    statements = _traced(home, lambda: home.store.save(state))
+    verbs = [s.split(None, 2)[:2] for s in statements]
+    assert verbs == [["BEGIN", "IMMEDIATE"], ["UPDATE", "runs"], ["INSERT", "INTO"], ["COMMIT"]]
+    assert statements[2].count(f"), ('{state.run_id}',") == 3  # the four new entries in one statement
+    back = Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store.load(state.run_id)
+    assert back.model_dump() == state.model_dump()
+
+
+def test_a_whole_rewrite_of_a_long_history_is_batched_and_complete(tmp_path):
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    state = home.run("T-65273")
+    for i in range(150):  # 300 more messages: more than one batch of rows
+        state.messages.append(Message(role="assistant", step=i, content=f"turn {i}"))
+        state.messages.append(Message(role="tool", step=i, content=json.dumps({"i": i})))
+    state.messages = list(state.messages)  # reassigned: the save rewrites every row
+    home.store.save(state)
+    back = Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store.load(state.run_id)
+    assert back.model_dump() == state.model_dump()
+
+
+def test_decisions_ask_the_audit_columns_once_per_connection(tmp_path):
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    first = home.run("T-90103", repeat=1)
+    second = home.run("T-65273")
+    home.approval_key()
+    conn = home.store.db.connection()
+    assert isinstance(conn, Connection)
+    home.approve(first.run_id, "agent", "Amira")  # the first decision on this connection asks
+    assert "audit" in conn.known
+    again = _traced(home, lambda: home.approve(second.run_id, "team_lead", "Grace"))
+    assert not [s for s in again if "table_info(audit)" in s]
+    assert [r["decision"] for r in home.store.audit()][-2:] and home.store.load(second.run_id).status == "done"
+
+
+def test_a_rolled_back_write_forgets_what_the_connection_learnt(tmp_path):
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    state = home.run("T-65273")
+    home.store.append_audit(
+        {"run_id": state.run_id, "decision": "note", "role": "", "name": "t", "digest": "", "at": FRIDAY, "detail": ""}
+    )
+    conn = home.store.db.connection()
+    assert "audit" in conn.known
+    stale = home.store.load(state.run_id)
+    home.store.save(home.store.load(state.run_id))
+    with pytest.raises(StaleCheckpoint):
+        home.store.save(stale)
+    assert conn.known == {}
