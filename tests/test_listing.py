@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from core.home import Home
@@ -123,31 +124,32 @@ def test_the_listing_reads_its_lines_from_a_covering_index(home: Home):
         assert "COVERING INDEX idx_runs_listing_" in plan and "TEMP B-TREE" not in plan, (status, plan)
 
 
-def test_a_store_with_the_narrow_indexes_gets_the_covering_ones_when_opened(home: Home):
-    """A store made before the covering indexes has the narrow ones of the same order; the first
-    connection that opens it replaces them (no store-format number: nothing stored changes), and
-    the listing prints the same lines."""
+def test_a_store_of_format_3_gets_the_covering_indexes_in_its_migration(tmp_path):
+    """The frozen format-3 home (``tests/fixtures/store_format_3``, made by the release before)
+    has the narrow indexes of the same order; its migration to format 5 replaces them in the
+    same transaction, and the listing then reads its lines from the covering one."""
+    import shutil
+
     from core.cli import main
     from core.stores.sqlite.checkpoint import LISTING_INDEXES
 
-    for repeat in (1, 2):
-        home.run("T-90103", repeat=repeat)
-    path = home.store.path
-    home.store.db.close()
-    conn = sqlite3.connect(path)
-    for name in LISTING_INDEXES:
-        conn.execute(f"DROP INDEX {name}")
-    conn.execute("CREATE INDEX idx_runs_status_updated_ts_run_id ON runs (status, updated_ts, run_id)")
-    conn.execute("CREATE INDEX idx_runs_updated_ts_run_id ON runs (updated_ts, run_id)")
-    conn.commit()
-    conn.close()
-    assert "COVERING" not in _plans(path, "waiting_approval")
-    assert main(["runs", "--home", str(home.root)]) == 0
-    conn = sqlite3.connect(path)
-    try:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    finally:
-        conn.close()
-    assert set(LISTING_INDEXES) <= names
-    assert not names & {"idx_runs_status_updated_ts_run_id", "idx_runs_updated_ts_run_id"}
+    root = tmp_path / "home"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "store_format_3", root, ignore=shutil.ignore_patterns("README.md"))
+    for p in root.iterdir():
+        p.chmod(0o600)
+    path = root / "runs.sqlite"
+
+    def names() -> set[str]:
+        conn = sqlite3.connect(path)
+        try:
+            return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        finally:
+            conn.close()
+
+    assert {"idx_runs_status_updated_ts_run_id", "idx_runs_updated_ts_run_id"} <= names()
+    assert not set(LISTING_INDEXES) & names()
+    Home(root).store.db.close()  # opened for writing once: migrated
+    assert set(LISTING_INDEXES) <= names()
+    assert not names() & {"idx_runs_status_updated_ts_run_id", "idx_runs_updated_ts_run_id"}
     assert "COVERING INDEX idx_runs_listing_status" in _plans(path, "waiting_approval")
+    assert main(["runs", "--home", str(root)]) == 0

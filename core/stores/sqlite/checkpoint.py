@@ -243,7 +243,6 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         self._check_application(conn)
         if conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT:
             self._repair_triggers(conn)
-            self._add_listing_indexes(conn)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -271,6 +270,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                 if "checksum" not in {r[1] for r in conn.execute("PRAGMA table_info(entries)")}:
                     conn.execute(_ADD_CHECKSUM)  # format 4, issue 27: each entry's checksum
                 add_run_marks(conn)  # format 5, issue 24: the marks and the queue's events
+                self._add_listing_indexes(conn)  # and format 5's covering indexes (issue 27, item 6)
             elif "runs" in tables:
                 self._migrate_from_0_1_0(conn, db, tables)
             else:
@@ -329,25 +329,15 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
 
     @staticmethod
     def _add_listing_indexes(conn: sqlite3.Connection) -> None:
-        """Give a store made before issue 27 (item 6) the covering indexes of ``resolver runs``
-        (:data:`_LISTING_INDEXES`) in place of the narrow ones they replace, once, in one
-        transaction, the first time any connection opens it (36 s at 1,000,000 runs on a loaded
-        2-core machine, once).
-        Nothing stored changes (no store-format number): an older resolver reads the file as
-        before, and an index it misses it creates again."""
-        have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'runs'")}
-        if set(LISTING_INDEXES) <= have:
-            return
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            for statement in _LISTING_INDEXES:
-                conn.execute(statement)
-            for old in _NARROW_INDEXES:
-                conn.execute(f"DROP INDEX IF EXISTS {old}")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-        conn.execute("COMMIT")
+        """Give a store of format 2 to 4 the covering indexes of ``resolver runs``
+        (:data:`_LISTING_INDEXES`) in place of the narrow ones they replace, inside the migration
+        to format 5 (its transaction): once, the first time the store is opened for writing
+        (36 s at 1,000,000 runs on a loaded 2-core machine). A store of format 5 was made with
+        them (:meth:`_create_indexes_and_triggers`)."""
+        for statement in _LISTING_INDEXES:
+            conn.execute(statement)
+        for old in _NARROW_INDEXES:
+            conn.execute(f"DROP INDEX IF EXISTS {old}")
 
     @staticmethod
     def _create_side_tables(conn: sqlite3.Connection, db: sqlite_utils.Database, tables: set[str]) -> None:
