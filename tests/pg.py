@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -86,3 +87,41 @@ def team_store(backend: str) -> Iterator[str | None]:
         return
     with fresh_schema() as url:
         yield url
+
+
+def restore_frozen(url: str, folder: Path, versions: Iterable[int]) -> None:
+    """Make a frozen team store again in the schema of ``url``: its tables by this resolver's
+    migrations of the numbers the old release had applied (``versions``), then every row of
+    ``folder/tables.json`` (``{table: [row, ...]}``, the ``resolver_migrations`` rows included),
+    each identity going on after the loaded values as it did in the old store."""
+    import json
+
+    import psycopg
+    from core.stores.postgres.schema import MIGRATIONS
+
+    wanted = set(versions)
+    tables = json.loads((folder / "tables.json").read_text(encoding="utf-8"))
+    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        conn.execute(
+            "CREATE TABLE resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
+            "applied_at timestamptz NOT NULL DEFAULT now())"
+        )
+        for version, _, statements in MIGRATIONS:
+            if version in wanted:
+                for statement in statements():
+                    conn.execute(statement)
+        for table, rows in tables.items():
+            conn.execute(
+                f"INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(null::{table}, %s) "
+                "ON CONFLICT DO NOTHING",
+                (json.dumps(rows),),
+            )
+        identities = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns WHERE is_identity = 'YES' "
+            "AND table_schema = current_schema()"
+        ).fetchall()
+        for table, column in identities:
+            conn.execute(
+                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
+                f"(SELECT COALESCE(max({column}), 0) + 1 FROM {table}), false)"
+            )

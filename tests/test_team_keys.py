@@ -18,7 +18,7 @@ import pytest
 from core.keyfiles import KeyFiles
 
 from helpers import T65273_RUN, shop_cli
-from pg import fresh_schema
+from pg import fresh_schema, restore_frozen
 
 GRACE, ANA, BOB = "grace-passphrase", "ana-passphrase", "bob-s long passphrase"
 
@@ -196,33 +196,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 def _restore(url: str, frozen: Path, upto: int) -> None:
     """Make a frozen store's tables by this resolver's migrations up to ``upto`` (those the old
     release had) and load its rows, each identity going on after the loaded values."""
-    from core.stores.postgres.schema import MIGRATIONS
-
-    tables = json.loads((frozen / "tables.json").read_text(encoding="utf-8"))
-    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-        conn.execute(
-            "CREATE TABLE resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
-            "applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for version, _, statements in MIGRATIONS:
-            if version <= upto:
-                for statement in statements():
-                    conn.execute(statement)
-        for table, rows in tables.items():
-            conn.execute(
-                f"INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(null::{table}, %s) "
-                "ON CONFLICT DO NOTHING",
-                (json.dumps(rows),),
-            )
-        identities = conn.execute(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE is_identity = 'YES' "
-            "AND table_schema = current_schema()"
-        ).fetchall()
-        for table, column in identities:
-            conn.execute(
-                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
-                f"(SELECT COALESCE(max({column}), 0) + 1 FROM {table}), false)"
-            )
+    restore_frozen(url, frozen, range(1, upto + 1))
 
 
 @pytest.mark.parametrize("schema", [4, 6])

@@ -18,7 +18,7 @@ from core.auditchain import HEAD_FILE
 from core.errors import ShopRefused
 
 from helpers import T65273_RUN, shop_cli
-from pg import fresh_schema
+from pg import fresh_schema, restore_frozen
 
 GRACE, ANA = "grace-passphrase", "ana-passphrase"
 
@@ -196,34 +196,7 @@ FROZEN = Path(__file__).parent / "fixtures" / "team_store_schema_4"
 
 def _restore_schema_4(url: str) -> None:
     """Make the frozen store's tables by migrations 1 to 4 and load its rows."""
-    from core.stores.postgres.schema import MIGRATIONS
-
-    tables = json.loads((FROZEN / "tables.json").read_text(encoding="utf-8"))
-    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-        conn.execute(
-            "CREATE TABLE resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
-            "applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for version, _, statements in MIGRATIONS:
-            if version <= 4:
-                for statement in statements():
-                    conn.execute(statement)
-        for table, rows in tables.items():
-            conn.execute(
-                f"INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(null::{table}, %s) "
-                "ON CONFLICT DO NOTHING",
-                (json.dumps(rows),),
-            )
-        # rows loaded with their identity values: each identity goes on after them, as in the old store
-        identities = conn.execute(
-            "SELECT table_name, column_name FROM information_schema.columns WHERE is_identity = 'YES' "
-            "AND table_schema = current_schema()"
-        ).fetchall()
-        for table, column in identities:
-            conn.execute(
-                f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
-                f"(SELECT COALESCE(max({column}), 0) + 1 FROM {table}), false)"
-            )
+    restore_frozen(url, FROZEN, range(1, 5))
 
 
 def test_a_shop_on_a_schema_4_team_store_moves_its_seal_and_head_into_the_store(url, tmp_path, capsys, monkeypatch):

@@ -14,9 +14,9 @@ import pytest
 from core.clock import FixedClock
 from core.home import Home
 from core.stores.common import entry_checksum
-from core.stores.postgres.schema import ALL, MIGRATIONS
+from core.stores.postgres.schema import ALL
 
-from pg import fresh_schema
+from pg import fresh_schema, restore_frozen
 
 FROZEN = Path(__file__).parent / "fixtures" / "team_store_schema_6"
 FRIDAY = "2026-10-09T17:00:00-04:00"
@@ -33,21 +33,7 @@ def _restore(url: str) -> None:
     tables = json.loads((FROZEN / "tables.json").read_text(encoding="utf-8"))
     had = {row["version"] for row in tables["resolver_migrations"]}
     assert had == {1, 2, 3, 4, 6}
-    with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
-        conn.execute(
-            "CREATE TABLE resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
-            "applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        for version, _, statements in MIGRATIONS:
-            if version in had:
-                for statement in statements():
-                    conn.execute(statement)
-        for table, rows in tables.items():
-            conn.execute(
-                f"INSERT INTO {table} OVERRIDING SYSTEM VALUE SELECT * FROM json_populate_recordset(null::{table}, %s) "
-                "ON CONFLICT DO NOTHING",
-                (json.dumps(rows),),
-            )
+    restore_frozen(url, FROZEN, had)
 
 
 def _entries(url: str) -> list[tuple]:
