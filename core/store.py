@@ -74,6 +74,7 @@ __all__ = [
     "AuditRow",
     "CrashHook",
     "Lease",
+    "QueueChanges",
     "QueueColumns",
     "RunExists",
     "RunSummary",
@@ -643,6 +644,36 @@ class StoreRows(Protocol):
     def recorded_kind(self) -> str | None:
         """The kind of home (``practice`` or ``shop``) the store records of itself, or None
         where it records none (a SQLite store: its folder's ``home.json`` says)."""
+
+
+class QueueChanges(Protocol):
+    """A listener of a store's live queue (issue 24, item 1): PostgreSQL's ``LISTEN`` on the
+    channel its triggers ``NOTIFY`` (:class:`core.stores.postgres.listen.QueueListener`). A
+    SQLite store has none (:func:`core.stores.queue_listener` gives None): its readers poll."""
+
+    def start(
+        self,
+        on_change: Callable[[list[tuple[str, str | None]]], object],
+        on_state: Callable[[str], object] | None = None,
+    ) -> None:
+        """Listen in a thread of its own; returns at once. ``on_change`` gets each batch of
+        ``(kind, run_id)`` changes (run_id None: many runs), ``on_state`` ``"lost"`` when the
+        connection drops and ``"reconnected"`` when it listens again (what was sent in between
+        is lost: read the queue again). Both are called on the listener's thread."""
+        ...
+
+    def listening(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds until the first ``LISTEN`` is done; True when it is."""
+        ...
+
+    def stop(self) -> None:
+        """Stop listening and wait for the thread to end."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        """True while the listener's thread runs."""
+        ...
 
 
 SHOP_PARTS = ("approvers.json", "audit.head", "approval.key", "clock.json")
