@@ -44,6 +44,9 @@ CHANNEL_PREFIX = "resolver_queue_"
 MANY = 100
 """Runs added or deleted by one statement above which one notification stands for them all."""
 
+BURST_S = 0.02
+"""Seconds the listener gathers the notifications that follow a first one into its batch."""
+
 _CHANNEL_SQL = f"'{CHANNEL_PREFIX}' || md5(TG_TABLE_SCHEMA)"
 
 NOTIFY_TRIGGERS = (
@@ -199,17 +202,13 @@ class QueueListener:
                 conn.close()
 
     def _listen(self, conn: psycopg.Connection[Any], on_change: Changed) -> None:
+        # Each generator is consumed to its end, never left by ``break``: psycopg takes every
+        # notification of a packet at once, and those not yet yielded would be lost with it.
         while not self._stop.is_set():
-            batch: list[tuple[str, str | None]] = []
-            for note in conn.notifies(timeout=self.wait):
-                batch.append(_parse(note.payload))
-                break  # then take what else arrived with it, without waiting long
+            batch = [_parse(note.payload) for note in conn.notifies(timeout=self.wait, stop_after=1)]
             if not batch:
                 continue
-            for note in conn.notifies(timeout=0.02):
-                batch.append(_parse(note.payload))
-                if len(batch) >= 1000:
-                    break
+            batch += [_parse(note.payload) for note in conn.notifies(timeout=BURST_S)]  # what came with it
             on_change(batch)
 
 
