@@ -188,6 +188,8 @@ def copy_store(source: Place, target: Place) -> StoreReport:
             shown = f"{len(tables)} tables, {written['operations']} register entries"
         elif part == "audit":
             shown = f"{written['audit']} row(s), verbatim"
+        elif part == "events":
+            shown = f"{written['queue_events']} queue event(s), their IDs kept"
         report.lines.append(f"  {part}: {shown}, one transaction")
     if is_team_store(target):
         report.lines.append(_files_not_copied(source))
