@@ -597,7 +597,7 @@ class StoreRows(Protocol):
     ``runs.sqlite``, ``larkfield.sqlite`` and ``approvers.sqlite``, or a PostgreSQL URL).
 
     The parts and their tables are :data:`core.stores.common.COPY_PARTS` (``runs``, ``audit``,
-    ``registry``, ``world``), the columns of each table :func:`core.stores.common.copy_columns`:
+    ``events``, ``registry``, ``world``), the columns of each table :func:`core.stores.common.copy_columns`:
     the ones both back-ends keep, so a row read from one is written into the other unchanged
     (``state_ok`` read as 0 or 1 on both). The audit's rows are copied verbatim, ``id`` and
     ``prev`` included, so the hash chain is the same chain; the register's ``seq`` numbers too.

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from core.clock import FixedClock
 from core.home import Home
-from resolver_tui.screens.queue import RECONNECTED
+from resolver_tui.screens.queue import LOST, RECONNECTED
 from tui_helpers import MONDAY, make_app, pane_text, select, settle
 
 from pg import fresh_schema
@@ -80,7 +80,8 @@ async def test_a_listener_that_reconnects_says_so_and_reads_the_queue_again(tmp_
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
             await until(pilot, lambda: queue.live_state == "reconnected", "the reconnection")
-            assert RECONNECTED in [n.message for n in app._notifications]
+            told = [n.message for n in app._notifications]
+            assert LOST in told and RECONNECTED in told and told.index(LOST) < told.index(RECONNECTED)
             other.mark("claim", RUN, "grace", "Ana")  # heard on the new connection
             await until(pilot, lambda: "Ana is on it" in pane_text(app), "a claim after the reconnection")
         assert not queue.live.alive
