@@ -237,6 +237,7 @@ class QueueScreen(Screen):
     @on(LiveState)
     def live_state_changed(self, message: LiveState) -> None:
         self.live_state = message.state
+        self._show_bars()
         if message.state == "lost":
             self.notify(LOST, severity="warning", markup=False, timeout=10)
         else:
@@ -297,12 +298,16 @@ class QueueScreen(Screen):
         return now
 
     def _show_bars(self) -> None:
-        """Who is at the keyboard, the simulated clock, the filters with their counts, and the
-        table's title (the filter by text and the sort)."""
+        """Who is at the keyboard, the simulated clock, the filters with their counts and the time
+        of the last read (on a team store: ``, live``, or ``, live updates lost`` while the
+        listener reconnects), and the table's title (the filter by text and the sort)."""
         self.query_one(TopBar).show(
             self.approver.name, self.approver.role, self.simulated_now(), self.home.kind, self.home.runs_live_at
         )
-        self.query_one(FilterBar).show(self.filter_index, self.counts, self.refreshed)
+        stamp = self.refreshed
+        if self.live is not None and stamp:  # a team store: whether changes arrive as they are made
+            stamp += ", live updates lost" if self.live_state == "lost" else ", live"
+        self.query_one(FilterBar).show(self.filter_index, self.counts, stamp)
         self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
 
     # -- workers --------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.screens.queue import LOST, RECONNECTED
-from tui_helpers import MONDAY, make_app, pane_text, select, settle
+from tui_helpers import MONDAY, make_app, pane_text, screen_text, select, settle
 
 from pg import fresh_schema
 
@@ -46,6 +46,7 @@ async def test_a_claim_a_handover_and_a_decision_elsewhere_reach_the_app_by_noti
             await settle(pilot)
             await select(pilot, RUN)
             assert queue.live.listening(GUARD_S)
+            assert ", live" in screen_text(app)  # the filter bar: "refreshed 09:00:02, live"
             heard = queue.live_heard
 
             other.mark("claim", RUN, "grace", "Ana")
