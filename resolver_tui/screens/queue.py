@@ -698,6 +698,7 @@ class QueueScreen(Screen):
     def dialog_ready(self, message: DialogReady) -> None:
         self.opening = ""
         self._update_offered()
+        self.call_after_refresh(self._live_refresh)  # changes heard while the run was read (a dialog waits for them)
         if message.detail.run_id != self.table.current or not self._take(message.detail):
             return  # the cursor moved while the run was read: nothing opens
         why = self.why_not("approve")
