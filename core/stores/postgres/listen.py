@@ -121,7 +121,8 @@ class QueueListener:
     :attr:`retry` seconds, and says ``"reconnected"`` once it listens again: notifications sent
     in between are lost (``NOTIFY`` is not stored), so the user reads the queue again.
     :meth:`stop` ends the thread within about :attr:`wait` seconds (it is never left running
-    at exit).
+    at exit). Nothing is said when the first connection fails: the listener keeps trying, and
+    its user, which opened the store a moment before, reads as it did.
 
     Args:
         url: the team store's libpq URL (:mod:`core.stores.postgres.database`).
@@ -162,7 +163,9 @@ class QueueListener:
         return self._listening.wait(timeout)
 
     def stop(self) -> None:
-        """Ask the thread to stop and wait for it (at most a wait and a connection's close)."""
+        """Ask the thread to stop and wait for it: at most :attr:`wait` seconds and a connection's
+        close, or, while the server cannot be reached, the attempt under way (at most
+        :data:`~core.stores.postgres.database.CONNECT_TIMEOUT_S`)."""
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():
