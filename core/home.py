@@ -51,7 +51,7 @@ from core.queue import ApprovalQueue, queue_columns
 from core.record import RECORDINGS
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState, WorldSeen
-from core.store import ShopParts, Store, lease_owner_name
+from core.store import QueueChanges, ShopParts, Store, lease_owner_name
 from core.stores import (
     Place,
     adopt_folder_parts,
@@ -59,6 +59,7 @@ from core.stores import (
     open_shop_parts,
     open_store,
     open_world,
+    queue_listener,
     reset_world,
     store_path,
     world_path,
@@ -187,6 +188,13 @@ class Home:
         from core.homepath import team_label
 
         return None if self.store_url is None else team_label(self.store_url)
+
+    def queue_changes(self) -> QueueChanges | None:
+        """A listener of the live queue (issue 24, item 1), not started: on a team store a
+        ``LISTEN`` on its channel (:class:`core.store.QueueChanges`), which hears every save,
+        decision, claim and hand-over of any machine at its commit; None on the home folder's
+        SQLite files, where the app polls (:attr:`ResolverApp.refresh_interval`)."""
+        return None if self.store_url is None else queue_listener(self.store_url)
 
     @classmethod
     def at(cls, where: HomeLocation, clock: Clock | None = None, *, read_only: bool = False) -> Home:

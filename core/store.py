@@ -72,6 +72,7 @@ __all__ = [
     "AuditRow",
     "CrashHook",
     "Lease",
+    "QueueChanges",
     "QueueColumns",
     "RunExists",
     "RunSummary",
@@ -599,7 +600,7 @@ class StoreRows(Protocol):
     ``runs.sqlite``, ``larkfield.sqlite`` and ``approvers.sqlite``, or a PostgreSQL URL).
 
     The parts and their tables are :data:`core.stores.common.COPY_PARTS` (``runs``, ``audit``,
-    ``registry``, ``world``), the columns of each table :func:`core.stores.common.copy_columns`:
+    ``events``, ``registry``, ``world``), the columns of each table :func:`core.stores.common.copy_columns`:
     the ones both back-ends keep, so a row read from one is written into the other unchanged
     (``state_ok`` read as 0 or 1 on both). The audit's rows are copied verbatim, ``id`` and
     ``prev`` included, so the hash chain is the same chain; the register's ``seq`` numbers too.
@@ -646,6 +647,36 @@ class StoreRows(Protocol):
     def recorded_kind(self) -> str | None:
         """The kind of home (``practice`` or ``shop``) the store records of itself, or None
         where it records none (a SQLite store: its folder's ``home.json`` says)."""
+
+
+class QueueChanges(Protocol):
+    """A listener of a store's live queue (issue 24, item 1): PostgreSQL's ``LISTEN`` on the
+    channel its triggers ``NOTIFY`` (:class:`core.stores.postgres.listen.QueueListener`). A
+    SQLite store has none (:func:`core.stores.queue_listener` gives None): its readers poll."""
+
+    def start(
+        self,
+        on_change: Callable[[list[tuple[str, str | None]]], object],
+        on_state: Callable[[str], object] | None = None,
+    ) -> None:
+        """Listen in a thread of its own; returns at once. ``on_change`` gets each batch of
+        ``(kind, run_id)`` changes (run_id None: many runs), ``on_state`` ``"lost"`` when the
+        connection drops and ``"reconnected"`` when it listens again (what was sent in between
+        is lost: read the queue again). Both are called on the listener's thread."""
+        ...
+
+    def listening(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds until the first ``LISTEN`` is done; True when it is."""
+        ...
+
+    def stop(self) -> None:
+        """Stop listening and wait for the thread to end."""
+        ...
+
+    @property
+    def alive(self) -> bool:
+        """True while the listener's thread runs."""
+        ...
 
 
 SHOP_PARTS = ("approvers.json", "audit.head", "approval.key", "clock.json")

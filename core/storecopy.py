@@ -6,8 +6,10 @@ A store is at a :data:`core.stores.Place`: a SQLite home FOLDER (``sqlite:///FOL
 :func:`copy_store` reads every row of the source through the contract's
 :class:`core.store.StoreRows` and writes it into the target, part by part, one transaction per
 part (:data:`core.stores.common.COPY_PARTS`): the runs (headers with their versions and queue
-columns, the lists' rows, the journal of model calls), the audit verbatim (ids, ``prev`` and
-signatures unchanged, so the hash chain is the same chain), the approvers' rows and the practice
+columns, the lists' rows, the journal of model calls, the runs' marks), the audit verbatim (ids,
+``prev`` and signatures unchanged, so the hash chain is the same chain), the queue's events with
+their IDs (issue 24: those the target's triggers wrote as the runs and the audit went in are
+replaced by the source's), the approvers' rows and the practice
 world with its operations register (its ``seq`` numbers kept). A target that already holds runs,
 audit rows, approvers or register entries is refused before anything is written: nothing is
 merged. The store's kind goes with it: a team store records the source's kind
@@ -188,6 +190,8 @@ def copy_store(source: Place, target: Place) -> StoreReport:
             shown = f"{len(tables)} tables, {written['operations']} register entries"
         elif part == "audit":
             shown = f"{written['audit']} row(s), verbatim"
+        elif part == "events":
+            shown = f"{written['queue_events']} queue event(s), their IDs kept"
         report.lines.append(f"  {part}: {shown}, one transaction")
     if is_team_store(target):
         report.lines.append(_files_not_copied(source))

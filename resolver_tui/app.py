@@ -34,7 +34,9 @@ class ResolverApp(App):
         role: the approver's role (``agent``, ``team_lead``, ``grace``): no default, nobody is
             a team lead unless they said so (``resolver_tui.__main__.who``).
         name: the approver's name, recorded with each decision (default: the role's label).
-        refresh_interval: seconds between automatic refreshes (None or 0: off).
+        refresh_interval: seconds between automatic refreshes (None or 0: off); on a team store,
+            whose changes arrive as they are made (issue 24), a safety net of at least
+            :data:`~resolver_tui.screens.queue.LIVE_SAFETY_NET_S`.
         demo: load the demo queue at start when the home is empty.
         trainer: list the trainer's moments in the palette (when :mod:`core.lesson` exists).
 

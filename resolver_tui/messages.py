@@ -103,3 +103,20 @@ class MomentDone(Message):
         self.name = name
         self.lines = lines
         self.error = error
+
+
+class QueueChanged(Message):
+    """The team store's listener heard changes (issue 24, item 1): ``changes`` is a batch of
+    ``(kind, run_id)`` (run_id None: many runs), sent by any machine at its commit."""
+
+    def __init__(self, changes: list[tuple[str, str | None]]) -> None:
+        super().__init__()
+        self.changes = changes
+
+
+class LiveState(Message):
+    """The listener's connection dropped (``lost``) or listens again (``reconnected``)."""
+
+    def __init__(self, state: str) -> None:
+        super().__init__()
+        self.state = state

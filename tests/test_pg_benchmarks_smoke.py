@@ -1,5 +1,6 @@
-"""The PostgreSQL benchmarks still run (issue 23): the quick mode of ``bench_pg.py`` and
-``pg_races.py`` exits 0, prints its headings, and in the races no rule is broken.
+"""The PostgreSQL benchmarks still run (issues 23 and 24): the quick mode of ``bench_pg.py``,
+``pg_races.py`` and ``bench_live.py`` exits 0, prints its headings, and in the races no rule is
+broken.
 
 No timing is asserted (speed lives in the printed figures, never in timed tests). The anchor
 section is skipped without the bench extra's ``langgraph-checkpoint-postgres``."""
@@ -43,3 +44,10 @@ def test_pg_races_quick_breaks_no_rule() -> None:
     assert "== Two resumes of one loop killed after step 1, 2 rounds" in out, out
     assert "MISSED" not in out.split("== SIGKILL", 1)[1].replace("(printed)", ""), out
     assert "pg_races done" in out
+
+
+def test_bench_live_quick_prints_the_delay_from_commit_to_repaint() -> None:
+    out = run_quick("bench_live.py")
+    assert "== A colleague's claim or release, from its commit to the other app's repaint (6 changes)" in out, out
+    assert "commit to repaint, median" in out and "commit to repaint, p95" in out
+    assert "bench_live done" in out

@@ -236,3 +236,43 @@ def test_check_of_a_team_store_that_cannot_be_reached_is_a_fail_line(capsys):
     code, out, err = _store(capsys, "check", "--store", "postgresql://127.0.0.1:1/test")
     assert code == 1 and err == ""
     assert "FAIL: Cannot reach the PostgreSQL database test on 127.0.0.1:1:" in out
+
+
+def test_the_marks_and_the_queue_events_go_to_postgresql_and_back(tmp_path):
+    """Issue 24's tables travel with the runs: each run's marks, and the queue's events with
+    their IDs (a watcher's place), SQLite -> PostgreSQL -> SQLite; the events the target's
+    triggers write as the runs, marks and audit go in are replaced by the source's, so the
+    counts and the rows are equal, and the next event's ID follows the copied ones."""
+    from datetime import timedelta
+
+    from core.stores.events import EVENT_COLUMNS
+
+    run = "T-65273-agent-chat-small-1"
+    home = Home(tmp_path / "a", clock=FixedClock(MONDAY))
+    home.run("T-65273")
+    home.run("T-90103")
+    home.mark("claim", run, "grace", "Ana")
+    home.mark("handover", run, "grace", "Ana", to="Tomás", note="yours")
+    other = home.store.page("waiting_approval", limit=10)[-1].run_id
+    home.mark("snooze", other, "grace", "Ana", until=home.clock.now() + timedelta(hours=1))
+    home.store.record_lapse(run, "digest-1", "2026-01-05T09:00:00+00:00", "grace")
+    home.reject(other, "grace", "not now", "Ana")
+    source_events = home.store.queue_events(0)
+    source_marks = home.store.run_marks()
+    assert {"request", "claim", "handover", "lapse", "handed_to_person"} <= {e["kind"] for e in source_events}
+    assert source_marks[run]["handed_to"] == "Tomás" and source_marks[other]["snooze_until"]
+    with fresh_schema() as url:
+        there = copy_store(tmp_path / "a", url)
+        assert there.ok, there.lines
+        assert any("queue event(s), their IDs kept" in line for line in there.lines)
+        back = copy_store(url, tmp_path / "b")
+        assert back.ok, back.lines
+        team = Home(tmp_path / "t", clock=FixedClock(MONDAY), store=url)
+        assert team.store.queue_events(0) == source_events and team.store.run_marks() == source_marks
+        team.mark("claim", run, "team_lead", "Tomás")  # the next ID follows the copied ones
+        assert team.store.queue_events(source_events[-1]["id"])[0]["kind"] == "claim"
+    copied = Home(tmp_path / "b", clock=FixedClock(MONDAY))
+    assert copied.store.queue_events(0) == source_events and copied.store.run_marks() == source_marks
+    counts = open_rows(tmp_path / "b").row_counts()
+    assert counts["queue_events"] == len(source_events) and counts["run_marks"] == len(source_marks)
+    assert list(source_events[0]) == list(EVENT_COLUMNS)

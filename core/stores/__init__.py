@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from core.approvers import ApproverRows
     from core.clock import Clock
     from core.data import Fault
-    from core.store import ShopParts, Store, StoreRows, Summarize
+    from core.store import QueueChanges, ShopParts, Store, StoreRows, Summarize
     from core.world import World
 
 BACKENDS: tuple[str, ...] = ("sqlite", "postgres")
@@ -224,6 +224,16 @@ def team_store_lines(url: str) -> list[tuple[str, str]]:
     """``resolver doctor``'s lines on the team store at ``url`` (:func:`core.stores.postgres.schema_lines`):
     ``(level, text)`` pairs, changing nothing. Never raises."""
     return list(_postgres().schema_lines(url))
+
+
+def queue_listener(where: Place) -> QueueChanges | None:
+    """The live queue's listener of the store at ``where`` (not started): PostgreSQL's
+    ``LISTEN`` (:class:`core.stores.postgres.listen.QueueListener`); None for a SQLite file,
+    whose readers poll. Raises ResolverError when psycopg is missing for a URL."""
+    if not is_team_store(where):
+        return None
+    listener: QueueChanges = _postgres().queue_listener(str(where))
+    return listener
 
 
 def open_rows(where: Place) -> StoreRows:

@@ -692,15 +692,19 @@ WORLD_TABLES = (
 services did, and the operations register."""
 
 COPY_PARTS: dict[str, tuple[str, ...]] = {
-    "runs": ("runs", "entries", "model_calls"),
+    "runs": ("runs", "entries", "model_calls", "run_marks"),
     "audit": ("audit",),
+    "events": ("queue_events",),
     "registry": ("approvers",),
     "world": WORLD_TABLES,
 }
 """The parts of a store that ``resolver store copy`` moves, each written in one transaction:
 part -> its tables, in the order they are written. ``runs``: headers with their versions and
-queue columns, the lists' rows, the journal of model calls; ``audit``: the hash-chained rows,
-verbatim; ``registry``: the approvers' rows; ``world``: the practice world's tables and the
+queue columns, the lists' rows, the journal of model calls, the runs' marks (claims, hand-overs,
+snoozes); ``audit``: the hash-chained rows, verbatim; ``events``: the queue's events with their
+IDs (a watcher's place and a notify command's key for a repeat), after the runs and the audit,
+whose rows make the target's triggers write events of their own as they go in: those are
+replaced by the source's, which are the record (:mod:`core.stores.events`); ``registry``: the approvers' rows; ``world``: the practice world's tables and the
 operations register (its ``seq`` numbers kept)."""
 
 GUARDED = ("runs", "audit", "approvers", "operations")
@@ -730,8 +734,12 @@ def copy_columns(table: str) -> tuple[str, ...]:
     back-end's own columns, PostgreSQL's ``runs.n`` and ``runs.search``, SQLite's rowid, are
     made again by the target). Raises KeyError for a table not in :data:`COPY_PARTS`."""
     from core.auditchain import COLUMNS
+    from core.stores.events import EVENT_COLUMNS
+    from core.stores.marks import MARK_COLUMNS
 
     fixed: dict[str, tuple[str, ...]] = {
+        "run_marks": MARK_COLUMNS,
+        "queue_events": EVENT_COLUMNS,
         "runs": ("run_id", *_HEADER_COLS, "lease_owner", "lease_expires", "state_ok"),
         "entries": ENTRY_COLUMNS,
         "model_calls": ("run_id", "step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at"),

@@ -33,7 +33,17 @@ from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.keys import bindings, core_keys, key_for, rule_keys
-from resolver_tui.messages import ChangesFound, DetailLoaded, DialogReady, Failed, Finished, LinesReady, PageLoaded
+from resolver_tui.messages import (
+    ChangesFound,
+    DetailLoaded,
+    DialogReady,
+    Failed,
+    Finished,
+    LinesReady,
+    LiveState,
+    PageLoaded,
+    QueueChanged,
+)
 from resolver_tui.screens.decisions import Decisions
 from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, PickRunScreen, RejectScreen
 from resolver_tui.screens.text import CompareScreen, HistoryScreen, TraceScreen
@@ -95,13 +105,29 @@ def empty_text(root: Path, kind: str, loading_demo: bool) -> str:
     )
 
 
+LIVE_SAFETY_NET_S = 30.0
+"""On a team store, whose changes arrive by notification, the timer's refresh is kept as a safety
+net at no less than this many seconds (a change missed in a way the listener cannot see)."""
+
+RECONNECTED = "Live updates reconnected; queue re-read."
+LOST = "Live updates stopped: the connection to the team store dropped; reconnecting."
+
+
 class QueueScreen(Screen):
     """The approvals queue of ``home`` as ``approver``.
+
+    On a team store the queue is live (issue 24, item 1): a listener (``home.queue_changes()``)
+    hears every change any machine commits and the screen reads the first page and the shown
+    run's detail again, once per burst (a change heard while a page is in flight, an action runs
+    or a dialog is open is read when that ends). A listener that loses its connection says so,
+    and once it listens again the screen says :data:`RECONNECTED` and reads the queue again (what
+    was sent in between is lost). On the home folder's SQLite files the timer polls.
 
     Args:
         home: the home folder (writes) with its read side ``home.queue``.
         approver: who is at the keyboard (role and name).
-        refresh_interval: seconds between automatic refreshes (None: off).
+        refresh_interval: seconds between automatic refreshes (None: off); on a team store at
+            least :data:`LIVE_SAFETY_NET_S`, a safety net behind the notifications.
         lease_owner: the lease owner this app executes as.
         load_demo_if_empty: load the demo queue when the first page finds the home empty.
     """
@@ -130,7 +156,14 @@ class QueueScreen(Screen):
         super().__init__(id="queue")
         self.home = home
         self.approver = approver
+        self.live = home.queue_changes()
+        """The live queue's listener on a team store (None on SQLite files: the timer polls)."""
+        if self.live is not None and refresh_interval:
+            refresh_interval = max(refresh_interval, LIVE_SAFETY_NET_S)
         self.refresh_interval = refresh_interval
+        self.live_due = False  # a change was heard and the queue is not read again yet
+        self.live_heard = 0  # batches of changes heard (for tests and the benchmark)
+        self.live_state = ""  # the listener's last word: "", "lost" or "reconnected"
         self.load_demo_if_empty = load_demo_if_empty
         self.decisions = Decisions(home, approver, lease_owner or home.lease_owner("resolver-tui"), core_keys())
         self.key_labels = {action: f"{k.shown} {k.label.lower()}" for action, k in rule_keys().items()}
@@ -178,12 +211,47 @@ class QueueScreen(Screen):
         self.reload()
         if self.refresh_interval:
             self.set_interval(self.refresh_interval, self.refresh_on_timer)
+        if self.live is not None:
+            self.live.start(lambda changes: self.post_message(QueueChanged(changes)), lambda s: self.post_message(LiveState(s)))
+
+    def on_unmount(self) -> None:
+        """The app exits: the listener's thread stops (within a fraction of a second)."""
+        if self.live is not None:
+            self.live.stop()
 
     def on_screen_resume(self) -> None:
         """A dialog or a screen of lines closed: the focus returns to the queue (issue 18)."""
         self.remove_class("-covered")
         if self.table.display:
             self.set_focus(self.table)
+        self._live_refresh()
+
+    # -- the live queue (a team store) ----------------------------------------------------------
+
+    @on(QueueChanged)
+    def queue_changed(self, message: QueueChanged) -> None:
+        self.live_heard += 1
+        self.live_due = True
+        self._live_refresh()
+
+    @on(LiveState)
+    def live_state_changed(self, message: LiveState) -> None:
+        self.live_state = message.state
+        self._show_bars()
+        if message.state == "lost":
+            self.notify(LOST, severity="warning", markup=False, timeout=10)
+        else:
+            self.notify(RECONNECTED, markup=False, timeout=10)
+            self.live_due = True
+            self._live_refresh()
+
+    def _live_refresh(self) -> None:
+        """Read the queue again for the changes heard, unless a dialog is open, an action runs or
+        a load is in flight (then when that ends: the changes heard meanwhile make one read)."""
+        ready = self.is_mounted and self.app.screen is self and not self.busy and not self.opening
+        if self.live_due and ready and not self.page_in_flight():
+            self.live_due = False
+            self.reload()
 
     def on_screen_suspend(self) -> None:
         """A dialog or a screen of lines opened over the queue: under 100 columns its toasts are
@@ -230,12 +298,16 @@ class QueueScreen(Screen):
         return now
 
     def _show_bars(self) -> None:
-        """Who is at the keyboard, the simulated clock, the filters with their counts, and the
-        table's title (the filter by text and the sort)."""
+        """Who is at the keyboard, the simulated clock, the filters with their counts and the time
+        of the last read (on a team store: ``, live``, or ``, live updates lost`` while the
+        listener reconnects), and the table's title (the filter by text and the sort)."""
         self.query_one(TopBar).show(
             self.approver.name, self.approver.role, self.simulated_now(), self.home.kind, self.home.runs_live_at
         )
-        self.query_one(FilterBar).show(self.filter_index, self.counts, self.refreshed)
+        stamp = self.refreshed
+        if self.live is not None and stamp:  # a team store: whether changes arrive as they are made
+            stamp += ", live updates lost" if self.live_state == "lost" else ", live"
+        self.query_one(FilterBar).show(self.filter_index, self.counts, stamp)
         self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
 
     # -- workers --------------------------------------------------------------------------------
@@ -411,6 +483,7 @@ class QueueScreen(Screen):
         self._update_offered()
         if self.is_mounted:
             self._show_detail()
+            self._live_refresh()
 
     def watch_empty(self) -> None:
         self._update_offered()
@@ -625,6 +698,7 @@ class QueueScreen(Screen):
     def dialog_ready(self, message: DialogReady) -> None:
         self.opening = ""
         self._update_offered()
+        self.call_after_refresh(self._live_refresh)  # changes heard while the run was read (a dialog waits for them)
         if message.detail.run_id != self.table.current or not self._take(message.detail):
             return  # the cursor moved while the run was read: nothing opens
         why = self.why_not("approve")
@@ -792,7 +866,10 @@ class QueueScreen(Screen):
         self.app.push_screen(screen(message.title, message.lines, id=message.kind))
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """The one handler for worker errors: every one becomes a visible sentence, never a crash."""
+        """The one handler for worker errors: every one becomes a visible sentence, never a crash.
+        A page load that ended lets the changes heard meanwhile be read (the live queue)."""
+        if event.worker.group == "page" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            self._live_refresh()
         if event.state == WorkerState.ERROR:
             error = event.worker.error
             self.busy = ""

@@ -38,6 +38,7 @@ __all__ = [
     "open_shop_parts",
     "open_store",
     "open_world",
+    "queue_listener",
     "recorded_kind",
     "register_entries",
     "reset_world",
@@ -126,6 +127,16 @@ def open_rows(url: str) -> Any:
     from core.stores.postgres.rows import PostgresRows
 
     return PostgresRows(url)
+
+
+def queue_listener(url: str) -> Any:
+    """A listener of the team store's live queue at ``url``, not started
+    (:class:`core.stores.postgres.listen.QueueListener`). Raises ResolverError when psycopg is
+    not installed."""
+    _need_psycopg()
+    from core.stores.postgres.listen import QueueListener
+
+    return QueueListener(url)
 
 
 def schema_version_of(url: str) -> int | None:

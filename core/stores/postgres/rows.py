@@ -94,13 +94,23 @@ class PostgresRows:
                 conn.execute(f"TRUNCATE {', '.join(tables)}")
             if part == "registry":
                 conn.execute("INSERT INTO registry_made VALUES (true) ON CONFLICT DO NOTHING")
+            if part == "events":  # the events the triggers wrote as the copied rows went in: the source's replace them
+                conn.execute("DELETE FROM queue_events")
             for batch in batches:
                 check_batch(part, batch)
                 table, columns, rows = batch
                 names, values = _prepared(table, columns, rows, search_text)
+                overriding = " OVERRIDING SYSTEM VALUE" if table == "queue_events" else ""  # the source's IDs kept
                 with conn.cursor() as cur:
-                    cur.executemany(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(['%s'] * len(names))})", values)
+                    cur.executemany(
+                        f"INSERT INTO {table} ({', '.join(names)}){overriding} VALUES ({', '.join(['%s'] * len(names))})", values
+                    )
                 written[table] += len(rows)
+            if part == "events":  # the next event's ID follows the copied ones
+                conn.execute(
+                    "SELECT setval(pg_get_serial_sequence('queue_events', 'id'), "
+                    "(SELECT COALESCE(max(id), 0) + 1 FROM queue_events), false)"
+                )
         return written
 
 

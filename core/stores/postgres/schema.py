@@ -45,6 +45,9 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   claimed, handed-over or snoozed run, and ``queue_events`` with the triggers that write it
   (:mod:`core.stores.postgres.marks`). Number 9 is unused (kept for a change made at the same
   time that needed none).
+- **11, the live queue** (issue 24, item 1): triggers on ``runs``, ``run_marks`` and
+  ``queue_events`` that send ``NOTIFY`` on the store's channel at each change the queue shows
+  (:mod:`core.stores.postgres.listen`); nothing is stored.
 
 Migrations are applied by the numbers missing, not by the highest one, so a later number below
 one applied is never skipped.
@@ -243,6 +246,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     (7, "the queue's counts per status, kept by triggers on runs", lambda: RUN_COUNTS),
     (8, "each entry's checksum, written with the row and checked when it is read back", lambda: ENTRY_CHECKSUMS),
     (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events", lambda: _run_marks()),
+    (11, "the queue's notifications: NOTIFY at each change of a run, its marks or the queue's events", lambda: _notify()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -251,6 +255,12 @@ def _run_marks() -> tuple[str, ...]:
     from core.stores.postgres.marks import RUN_MARKS
 
     return RUN_MARKS
+
+
+def _notify() -> tuple[str, ...]:
+    from core.stores.postgres.listen import NOTIFY_TRIGGERS
+
+    return NOTIFY_TRIGGERS
 
 
 LATEST = MIGRATIONS[-1][0]

@@ -22,7 +22,7 @@ RUNS_FILE = "runs.sqlite"
 WORLD_FILE = "larkfield.sqlite"
 REGISTRY_FILE = "approvers.sqlite"
 
-_FILES = {"runs": RUNS_FILE, "audit": RUNS_FILE, "world": WORLD_FILE, "registry": REGISTRY_FILE}
+_FILES = {"runs": RUNS_FILE, "audit": RUNS_FILE, "events": RUNS_FILE, "world": WORLD_FILE, "registry": REGISTRY_FILE}
 
 
 class SqliteRows:
@@ -46,7 +46,7 @@ class SqliteRows:
 
     def _database(self, part: str) -> Database:
         """The part's database, opened as the home opens it (made on first use, migrated on open)."""
-        key = "runs" if part == "audit" else part
+        key = "runs" if part in ("audit", "events") else part
         if key not in self._dbs:
             self._dbs[key] = self._open(key)
         return self._dbs[key]
@@ -117,6 +117,8 @@ class SqliteRows:
             if part == "world":
                 for table in tables:
                     conn.execute(f"DELETE FROM {table}")
+            if part == "events":  # the events the triggers wrote as the copied rows went in: the source's replace them
+                conn.execute("DELETE FROM queue_events")
             for batch in batches:
                 check_batch(part, batch)
                 table, columns, rows = batch

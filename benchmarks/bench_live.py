@@ -1,0 +1,142 @@
+"""How soon a change committed on one connection shows in another app on the same team store
+(issue 24, item 1: the live queue by PostgreSQL's NOTIFY).
+
+``python benchmarks/bench_live.py`` makes a schema of its own on the tests' server
+(``RESOLVER_TEST_PG``, else ``postgresql://127.0.0.1:5432/test``), saves a waiting run, starts the
+approvals app on it (Textual's headless ``run_test``, 160x40, polling off: ``refresh_interval=None``)
+with the run in the pane, and then, 30 times, a colleague on another connection (a second
+:class:`~core.home.Home` in a thread, its own pooled connection) claims or releases the run. Each
+delay is from the colleague's commit (the moment ``Home.mark`` returns, just after the server
+acknowledged the commit: the delay is, if anything, under-stated by that acknowledgement's trip)
+to the first frame the app hands its terminal that shows the change in the pane (the claim's
+sentence there or gone). A frame is the compositor's update rendered to the terminal's text, as
+``bench_tui.py`` takes it. Prints the median and p95; target under 1 s (issue 24).
+
+``--quick``: 6 changes (a smoke run). Nothing is asserted; the schema is dropped at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from core.clock import FixedClock
+from core.home import Home
+
+from harness import figure, heading, median, ms, pct
+
+RUN = "T-65273-agent-chat-small-1"
+MONDAY = "2026-01-05T09:00:00+00:00"
+TARGET_S = 1.0
+GUARD_S = 30.0
+
+
+def _server() -> str:
+    import os
+
+    import psycopg
+
+    for url in (os.environ.get("RESOLVER_TEST_PG") or "", "postgresql://127.0.0.1:5432/test", "postgresql:///test"):
+        if not url:
+            continue
+        try:
+            psycopg.connect(url, connect_timeout=3, autocommit=True).close()
+            return url
+        except psycopg.Error:
+            continue
+    sys.exit("PostgreSQL is not reachable: set RESOLVER_TEST_PG to a server's URL.")
+
+
+class Frames:
+    """Every frame the app hands its terminal: ``(time, whether the pane shows a claim)``."""
+
+    def __init__(self, app: Any) -> None:
+        self.seen: list[tuple[float, bool | None]] = []
+        original = app._display
+
+        def display(screen: Any, renderable: Any) -> None:
+            original(screen, renderable)
+            if renderable is None or app._batch_count:
+                return
+            render = getattr(renderable, "render_segments", None)
+            if render is not None:
+                render(app.console)
+            queue = getattr(app, "queue", None)
+            if queue is not None and screen is queue and queue.pane.shown_run == RUN and queue.detail is not None:
+                self.seen.append((time.perf_counter(), queue.detail.claim is not None))
+
+        app._display = display
+
+    def first(self, since: float, claimed: bool) -> float | None:
+        for t, shown in self.seen:
+            if t >= since and shown is claimed:
+                return t
+        return None
+
+
+async def measure(url: str, changes: int) -> list[float]:
+    from resolver_tui.app import ResolverApp
+
+    root = Path(tempfile.mkdtemp(prefix="bench-live-"))
+    mine = Home(root / "a", clock=FixedClock(MONDAY), store=url)
+    mine.run("T-65273")
+    other = Home(root / "b", clock=FixedClock(MONDAY), store=url)
+    app = ResolverApp(mine, "team_lead", "Tomás", refresh_interval=None)
+    delays: list[float] = []
+    async with app.run_test(size=(160, 40)) as pilot:
+        frames = Frames(app)
+        queue = app.queue
+        end = time.monotonic() + GUARD_S
+        while not (queue.pane.shown_run == RUN and queue.detail is not None and queue.live.listening(0)):
+            if time.monotonic() > end:
+                sys.exit("The app never showed the run.")
+            await pilot.pause(0.02)
+        for i in range(changes):
+            claim = i % 2 == 0
+            await asyncio.to_thread(other.mark, "claim" if claim else "release", RUN, "grace", "Ana")
+            committed = time.perf_counter()
+            end = time.monotonic() + GUARD_S
+            while (shown := frames.first(committed, claim)) is None:
+                if time.monotonic() > end:
+                    sys.exit(f"Change {i + 1} never showed.")
+                await pilot.pause(0.005)
+            delays.append(shown - committed)
+            await pilot.pause(0.05)  # the next change starts after this one's reads are done
+    return delays
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help="6 changes, for a smoke run")
+    args = parser.parse_args(argv)
+    changes = 6 if args.quick else 30
+    print(f"bench_live ({'quick' if args.quick else 'full'}): {changes} changes; python {sys.version.split()[0]}")
+    import psycopg
+    from core.stores.postgres.database import forget
+
+    server = _server()
+    schema = f"bench_live_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+    url = f"{server}{'&' if '?' in server else '?'}options=-csearch_path%3D{schema}"
+    try:
+        heading(f"A colleague's claim or release, from its commit to the other app's repaint ({changes} changes)")
+        delays = asyncio.run(measure(url, changes))
+        figure("commit to repaint, median", ms(median(delays)), f"< {TARGET_S:.0f} s", median(delays) < TARGET_S)
+        figure("commit to repaint, p95", ms(pct(delays, 95)), f"< {TARGET_S:.0f} s", pct(delays, 95) < TARGET_S)
+        figure("commit to repaint, worst", ms(max(delays)), "", None)
+    finally:
+        forget(url)
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA {schema} CASCADE")
+    print("\nbench_live done")
+
+
+if __name__ == "__main__":
+    main()

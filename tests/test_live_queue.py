@@ -1,0 +1,143 @@
+"""The live queue's notifications on PostgreSQL (issue 24, item 1; migration 11): what sends,
+what is heard by whom, and a store at the previous schema upgraded.
+
+The waits are on what the listener heard, with a deadline only as a guard. That something is
+*not* sent is shown by order: PostgreSQL delivers notifications in commit order, so a change
+that would have been heard before a later committed one, and was not, was never sent."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from core.clock import FixedClock
+from core.home import Home
+
+from helpers import MONDAY
+from pg import fresh_schema
+
+RUN = "T-65273-agent-chat-small-1"
+GUARD_S = 30.0
+
+
+class Heard:
+    """What a listener heard, gathered from its thread."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[str, str | None]] = []
+        self.states: list[str] = []
+        self.lock = threading.Lock()
+
+    def change(self, batch: list[tuple[str, str | None]]) -> None:
+        with self.lock:
+            self.changes.extend(batch)
+
+    def state(self, state: str) -> None:
+        with self.lock:
+            self.states.append(state)
+
+    def until(self, *pairs: tuple[str, str | None], after: int = 0) -> list[tuple[str, str | None]]:
+        """Wait until each of ``pairs`` was heard after the first ``after`` changes; the changes
+        heard until then (all of them)."""
+        end = time.monotonic() + GUARD_S
+        while True:
+            with self.lock:
+                if set(pairs) <= set(self.changes[after:]):
+                    return list(self.changes)
+            assert time.monotonic() < end, f"{pairs} were never all heard after {after}: {self.changes}"
+            time.sleep(0.01)
+
+
+def _listen(home: Home) -> tuple[Heard, object]:
+    listener = home.queue_changes()
+    assert listener is not None
+    heard = Heard()
+    listener.start(heard.change, heard.state)
+    assert listener.listening(GUARD_S)
+    return heard, listener
+
+
+def test_a_save_a_claim_a_handover_and_a_decision_are_each_heard(tmp_path):
+    with fresh_schema() as url:
+        home = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)
+        heard, listener = _listen(home)
+        try:
+            home.run("T-65273")
+            n = len(heard.until(("run", RUN), ("request", RUN)))
+            home.mark("claim", RUN, "grace", "Ana")
+            n = len(heard.until(("claim", RUN), ("marks", RUN), after=n))
+            home.mark("release", RUN, "grace", "Ana")  # no event of its own: the marks' row is heard
+            n = len(heard.until(("marks", RUN), after=n))
+            home.mark("handover", RUN, "grace", "Ana", to="Tomás", note="yours")
+            n = len(heard.until(("handover", RUN), ("marks", RUN), after=n))
+            home.approve(RUN, "grace", "Ana")
+            heard.until(("run", RUN), after=n)
+        finally:
+            listener.stop()
+        assert not listener.alive
+
+
+def test_a_rolled_back_change_and_another_schemas_change_are_not_heard(tmp_path):
+    import psycopg
+
+    with fresh_schema() as url, fresh_schema() as elsewhere:
+        home = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)
+        home.run("T-65273")
+        other = Home(tmp_path / "b", clock=FixedClock(MONDAY), store=elsewhere)
+        heard, listener = _listen(home)
+        try:
+            with psycopg.connect(url) as conn:  # one transaction, rolled back
+                conn.execute("UPDATE runs SET version = version + 1 WHERE run_id = %s", (RUN,))
+                conn.rollback()
+            other.run("T-90103")  # committed, in another schema
+            home.mark("claim", RUN, "grace", "Ana")  # committed after both
+            changes = heard.until(("claim", RUN))
+        finally:
+            listener.stop()
+        assert ("run", RUN) not in changes and not any(run and run.startswith("T-90103") for _, run in changes), changes
+
+
+def test_a_store_at_schema_10_is_upgraded_and_its_waiting_run_approves_and_is_heard(tmp_path):
+    """The release before migration 11 left a run waiting: this release's first open adds the
+    triggers (nothing stored changes), and the approval is heard and executes."""
+    import psycopg
+    from core.stores.postgres.database import forget
+    from core.stores.postgres.schema import ALL
+
+    with fresh_schema() as url:
+        Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url).run("T-65273")
+        forget(url)
+        with psycopg.connect(url, autocommit=True) as conn, conn.transaction():  # back to what migration 10 left
+            for trigger, table in (
+                ("runs_notify_update", "runs"),
+                ("runs_notify_insert", "runs"),
+                ("runs_notify_delete", "runs"),
+                ("run_marks_notify", "run_marks"),
+                ("queue_events_notify", "queue_events"),
+            ):
+                conn.execute(f"DROP TRIGGER {trigger} ON {table}")
+            for function in (
+                "resolver_notify_run",
+                "resolver_notify_runs_added",
+                "resolver_notify_marks",
+                "resolver_notify_event",
+            ):
+                conn.execute(f"DROP FUNCTION {function}()")
+            conn.execute("DELETE FROM resolver_migrations WHERE version = 11")
+            assert max(r[0] for r in conn.execute("SELECT version FROM resolver_migrations")) == 10
+        home = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)
+        with psycopg.connect(url) as conn:
+            assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY 1")] == sorted(ALL)
+        heard, listener = _listen(home)
+        try:
+            assert home.approve(RUN, "grace", "Ana").status == "done"
+            heard.until(("run", RUN))
+        finally:
+            listener.stop()
+
+
+def test_the_channel_is_the_schemas_and_fits_postgresqls_limit():
+    from core.stores.postgres.listen import channel
+
+    assert channel("t_1") != channel("t_2")
+    assert len(channel("x" * 63)) <= 63 and channel("x" * 63).startswith("resolver_queue_")

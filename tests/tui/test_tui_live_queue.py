@@ -1,0 +1,99 @@
+"""The live queue on a team store (issue 24, item 1): with polling off, a claim, a hand-over and
+a decision made on another connection reach the app by PostgreSQL's NOTIFY; a listener whose
+connection drops reconnects, says so and reads the queue again; the listener's thread ends with
+the app. Each wait is on a predicate of the app's state, with a deadline only as a guard."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from core.clock import FixedClock
+from core.home import Home
+from resolver_tui.screens.queue import LOST, RECONNECTED
+from tui_helpers import MONDAY, make_app, pane_text, screen_text, select, settle
+
+from pg import fresh_schema
+
+RUN = "T-65273-agent-chat-small-1"
+GUARD_S = 30.0
+"""Seconds after which a wait fails (a guard against a hang, not a speed target: see
+benchmarks/bench_live.py for the delay)."""
+
+
+async def until(pilot, predicate: Callable[[], bool], what: str) -> None:
+    """Let the app run until ``predicate`` holds; fail after :data:`GUARD_S` saying ``what``."""
+    end = time.monotonic() + GUARD_S
+    while not predicate():
+        assert time.monotonic() < end, f"the app never showed {what}"
+        await pilot.pause(0.02)
+
+
+def _homes(tmp_path, url: str) -> tuple[Home, Home]:
+    mine = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)
+    other = Home(tmp_path / "b", clock=FixedClock(MONDAY), store=url)
+    return mine, other
+
+
+async def test_a_claim_a_handover_and_a_decision_elsewhere_reach_the_app_by_notification(tmp_path):
+    with fresh_schema() as url:
+        mine, other = _homes(tmp_path, url)
+        mine.run("T-65273")
+        app = make_app(mine)  # refresh_interval=None: no timer, only notifications
+        async with app.run_test(size=(160, 40)) as pilot:
+            queue = app.queue
+            assert queue.live is not None and queue.refresh_interval is None
+            await settle(pilot)
+            await select(pilot, RUN)
+            assert queue.live.listening(GUARD_S)
+            assert ", live" in screen_text(app)  # the filter bar: "refreshed 09:00:02, live"
+            heard = queue.live_heard
+
+            other.mark("claim", RUN, "grace", "Ana")
+            await until(pilot, lambda: "Ana is on it (claimed 09:00, until 09:30)." in pane_text(app), "Ana's claim")
+            assert queue.live_heard > heard
+
+            other.mark("handover", RUN, "grace", "Ana", to="Tomás", note="yours")
+            await until(pilot, lambda: "Handed to Tomás by Ana at 09:00: yours" in pane_text(app), "the hand-over")
+
+            assert other.approve(RUN, "grace", "Ana").status == "done"
+            await until(  # the waiting filter shown: the run leaves it, and the counts move
+                pilot,
+                lambda: RUN not in queue.summaries and queue.counts.get("done") == 1 and not queue.counts.get("waiting_approval"),
+                "the approval's outcome",
+            )
+        assert not queue.live.alive  # the listener's thread ended with the app
+
+
+async def test_a_listener_that_reconnects_says_so_and_reads_the_queue_again(tmp_path):
+    import psycopg
+
+    with fresh_schema() as url:
+        mine, other = _homes(tmp_path, url)
+        mine.run("T-65273")
+        app = make_app(mine)
+        async with app.run_test(size=(160, 40)) as pilot:
+            queue = app.queue
+            await settle(pilot)
+            await select(pilot, RUN)
+            assert queue.live.listening(GUARD_S)
+            pid = queue.live.pid
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            await until(pilot, lambda: queue.live_state == "reconnected", "the reconnection")
+            told = [n.message for n in app._notifications]
+            assert LOST in told and RECONNECTED in told and told.index(LOST) < told.index(RECONNECTED)
+            other.mark("claim", RUN, "grace", "Ana")  # heard on the new connection
+            await until(pilot, lambda: "Ana is on it" in pane_text(app), "a claim after the reconnection")
+        assert not queue.live.alive
+
+
+async def test_the_home_folder_has_no_listener_and_polls(tmp_path):
+    home = Home(tmp_path / "h", clock=FixedClock(MONDAY))
+    assert home.queue_changes() is None
+    from resolver_tui.app import ResolverApp
+
+    app = ResolverApp(home, "team_lead", "Tomás")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        assert app.queue.live is None and app.queue.refresh_interval == 2.0
