@@ -49,6 +49,7 @@ write every file of the account) is found by comparing it with the paper.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import json
 import secrets
@@ -193,10 +194,56 @@ def public_hex(key: Ed25519PrivateKey) -> str:
     return key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw).hex()
 
 
+_P = 2**255 - 19
+"""The field prime of Ed25519 (RFC 8032, 5.1)."""
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+"""The curve constant ``d`` of edwards25519 (RFC 8032, 5.1)."""
+
+
+@functools.lru_cache(maxsize=1024)
+def weak_public_key(raw: bytes) -> str | None:
+    """Why the 32 bytes ``raw`` may not be an approver's Ed25519 public key, or None when they
+    may: not a point of the curve in its canonical encoding, or a point of small order (the
+    identity and the other 7 points ``P`` with ``8P`` the identity).
+
+    A small-order key lets anyone forge a signature that verifies for every message (with the
+    key ``01 00 … 00``, the signature ``01 00 … 00`` followed by 32 zero bytes does, and
+    OpenSSL's verify accepts it: a new user's trial approved and paid a refund under a name
+    nobody held a key for). RFC 8032 verification does not refuse such keys; libsodium does.
+    Decoded as RFC 8032 5.1.3 says, then doubled three times (affine twisted Edwards, ``a = -1``)."""
+    if len(raw) != 32:
+        return "it is not 32 bytes"
+    y = int.from_bytes(raw, "little") & ((1 << 255) - 1)
+    sign = raw[31] >> 7
+    if y >= _P:
+        return "it is not in canonical form"
+    x2 = (y * y - 1) * pow(_D * y * y + 1, _P - 2, _P) % _P
+    x = pow(x2, (_P + 3) // 8, _P)
+    if (x * x - x2) % _P:
+        x = x * pow(2, (_P - 1) // 4, _P) % _P
+    if (x * x - x2) % _P:
+        return "it is not a point of the curve"
+    if x == 0 and sign:
+        return "it is not in canonical form"
+    if x & 1 != sign:
+        x = _P - x
+    for _ in range(3):  # 8P
+        xy = x * y % _P
+        t = _D * xy * xy % _P
+        x, y = 2 * xy * pow(1 + t, _P - 2, _P) % _P, (y * y + x * x) * pow(1 - t, _P - 2, _P) % _P
+    if (x, y) == (0, 1):
+        return "it is a point of small order, for which anyone can make a signature that verifies"
+    return None
+
+
 def verify_hex(public_key_hex: str, signature_hex: str, message: bytes) -> bool:
-    """True when ``signature_hex`` is a valid Ed25519 signature of ``message`` by the key."""
+    """True when ``signature_hex`` is a valid Ed25519 signature of ``message`` by the key; never
+    for a key :func:`weak_public_key` refuses (a signature by it proves nothing)."""
     try:
-        Ed25519PublicKey.from_public_bytes(bytes.fromhex(public_key_hex)).verify(bytes.fromhex(signature_hex), message)
+        raw = bytes.fromhex(public_key_hex)
+        if weak_public_key(raw) is not None:
+            return False
+        Ed25519PublicKey.from_public_bytes(raw).verify(bytes.fromhex(signature_hex), message)
     except (InvalidSignature, ValueError, TypeError):
         return False
     return True
@@ -916,6 +963,12 @@ def check_public_key(text: str) -> str:
             "A public key is the 64 hex digits `resolver approvers key --name NAME` printed on the approver's machine; "
             f"{one_line(text)[:80]!r} is not one."
         ) from None
+    weak = weak_public_key(bytes.fromhex(hexed))
+    if weak is not None:
+        raise RegistryError(
+            f"The public key {hexed[:16]}… is refused: {weak}. Make the approver's key with "
+            "`resolver approvers key --name NAME` on their machine; nothing changed."
+        )
     return hexed
 
 

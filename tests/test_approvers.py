@@ -480,3 +480,65 @@ def test_a_refresh_saved_before_refreshes_were_signed_still_verifies(staffed):
     refresh(home.store, home.world(), "T-65273-agent-chat-small-1", home.clock, role="grace", name="Grace")
     code, out, err = staffed("audit", "verify")
     assert code != 0 and "signature does not verify" in out + err
+
+
+# -- a new user's trial: an approver added with a small-order public key ----------------------------
+
+WEAK_KEYS = (
+    "00" * 32,  # order 4
+    "01" + "00" * 31,  # the identity
+    "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",  # order 8
+    "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",  # order 8
+    "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",  # order 2
+    "0000000000000000000000000000000000000000000000000000000000000080",  # order 4, the other sign
+    "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",  # p + 1: the identity, not canonical
+)
+
+
+@pytest.mark.parametrize("weak", WEAK_KEYS)
+def test_a_small_order_public_key_is_refused_at_add_and_never_verifies(staffed, weak):
+    """A new user's finding: ``approvers add Ann --public-key 0100…00`` was taken, and with it the
+    signature ``01 00…00`` + 32 zero bytes verifies for every message (OpenSSL accepts it), so a
+    refund was paid in Ann's name with no key held by anyone."""
+    from core.approvers import verify_hex, weak_public_key
+
+    before = _registry_rows(staffed.root)
+    code, _, err = staffed("approvers", "add", "Ann", "--role", "team_lead", "--public-key", weak, owner=GRACE)
+    assert code == 2 and "is refused" in err and "Traceback" not in err
+    assert _registry_rows(staffed.root) == before
+    assert weak_public_key(bytes.fromhex(weak)) is not None
+    assert not verify_hex(weak, "01" + "00" * 63, b"any message at all")
+    assert not verify_hex(weak, "00" * 64, b"any message at all")
+
+
+def test_real_keys_are_not_called_weak():
+    from core.approvers import public_hex, verify_hex, weak_public_key
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    for _ in range(50):
+        key = Ed25519PrivateKey.generate()
+        assert weak_public_key(bytes.fromhex(public_hex(key))) is None
+        assert verify_hex(public_hex(key), key.sign(b"m").hex(), b"m")
+
+
+def test_a_decision_signed_for_a_small_order_key_the_last_release_took_pays_nothing(staffed, monkeypatch):
+    """The trial's attack end to end: Ann's entry holds ``01 00…00`` (an owner-signed entry, as the
+    release before this check wrote it), and her decision carries the signature that verifies for
+    every message under it. Nothing is paid, and ``audit verify`` names the row."""
+    from core import approvers as approvers_module
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    weak = "01" + "00" * 31
+    monkeypatch.setattr(approvers_module, "check_public_key", lambda text: text)  # the last release's add
+    assert staffed("approvers", "add", "Ann", "--role", "team_lead", "--public-key", weak, owner=GRACE)[0] == 0
+    monkeypatch.undo()
+
+    forged = approvers_module.Unlocked("Ann", "team_lead", Ed25519PrivateKey.generate())
+    monkeypatch.setattr(approvers_module.Unlocked, "sign", lambda self, message: "01" + "00" * 63)
+    monkeypatch.setattr(approvers_module.Registry, "key_problem", lambda self, name: None)
+    monkeypatch.setattr(approvers_module.Registry, "unlock", lambda self, name, passphrase: forged)
+    staffed("approve", "--yes", T65273_RUN, "--name", "Ann", passphrase="anything at all")
+    monkeypatch.undo()
+    assert _changes(staffed.root) == 0
+    code, out, err = staffed("audit", "verify")
+    assert code == 1 and "signature does not verify" in out + err

@@ -399,6 +399,13 @@ MUTANTS: tuple[Mutant, ...] = (
         ("tests/test_team_keys.py::test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first",),
     ),
     Mutant(
+        "weak-public-key",
+        "a signature under a small-order Ed25519 key (one anyone can sign for) never verifies (a new user's trial)",
+        "core/approvers.py",
+        (("        if weak_public_key(raw) is not None:\n            return False\n", ""),),
+        ("tests/test_approvers.py::test_a_decision_signed_for_a_small_order_key_the_last_release_took_pays_nothing",),
+    ),
+    Mutant(
         "key-file-public-key",
         "a key file for another public key is named as such at unlock (AES-GCM's associated data refuses it anyway, as a wrong passphrase; issue 23)",
         "core/approvers.py",
