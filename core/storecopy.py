@@ -45,7 +45,7 @@ from typing import Any
 
 from core.errors import ResolverError
 from core.keyfiles import KEYS_DIR, KeyFile, KeyFiles
-from core.store import StoreRows
+from core.store import SHOP_PARTS, ShopParts, StoreRows
 from core.stores import Place, is_team_store, open_rows, open_store, register_entries, store_version, world_path
 from core.stores.common import COPY_PARTS
 
@@ -193,9 +193,9 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         elif part == "events":
             shown = f"{written['queue_events']} queue event(s), their IDs kept"
         report.lines.append(f"  {part}: {shown}, one transaction")
-    if is_team_store(target):
-        report.lines.append(_files_not_copied(source))
-    elif is_team_store(source) and src.has_part("registry"):
+    if is_team_store(source) or is_team_store(target):
+        report.lines.append(_copy_parts(source, target))
+    if not is_team_store(target) and is_team_store(source) and src.has_part("registry"):
         report.lines.append(
             f"  keys: a team store holds no private keys; copy each approver's key file from {KEYS_DIR}/ of their "
             f"machine's home folder into {Path(target) / KEYS_DIR} (a home reads its key files first)"
@@ -278,19 +278,13 @@ def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
         target.mkdir(parents=True, exist_ok=True, mode=0o700)
     except OSError as exc:
         raise ResolverError(f"Cannot make the folder {target}: {exc.strerror or exc}.") from None
-    if is_team_store(source):
+    if is_team_store(source):  # the per-shop parts come from the store's shop_parts (_copy_parts)
         if kind == "shop":
             from core.homekind import init_home
 
             init_home(target, shop=True)
-            return [
-                "  files: home.json written (a shop home); the team store holds no files yet: copy approvers.json, "
-                "audit.head and approval.key from the home folder that uses it"
-            ]
-        return [
-            "  files: none (a team store holds no files yet): copy approval.key and clock.json from the home folder "
-            "that uses it, if it has them"
-        ]
+            return ["  files: home.json written (a shop home)"]
+        return []
     copied = []
     for name in HOME_FILES:
         path = Path(source) / name
@@ -305,16 +299,35 @@ def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
     return lines if key_files is None else [*lines, key_files]
 
 
-def _files_not_copied(source: Place) -> str:
-    if is_team_store(source):
-        return "  files: none (both are team stores; the per-shop files stay with the folders that use them)"
-    present = [name for name in HOME_FILES if (Path(source) / name).is_file()]
-    if not present:
-        return "  files: none in the source folder"
-    return (
-        f"  files NOT copied (a team store holds no files yet): {', '.join(present)}; keep them in the home folder "
-        "that uses the team store"
-    )
+def _parts_at(place: Place) -> ShopParts:
+    """The per-shop parts of the store at ``place`` (:class:`core.store.ShopParts`): a folder's
+    files, or a team store's ``shop_parts`` rows."""
+    from core.stores import open_shop_parts
+
+    return open_shop_parts("", str(place)) if is_team_store(place) else open_shop_parts(Path(place))
+
+
+def _copy_parts(source: Place, target: Place) -> str:
+    """Copy every per-shop part (:data:`core.store.SHOP_PARTS`: the owner's registry seal, the
+    signed audit head, the practice HMAC key, the trainer's clock) the source holds into the
+    target, when either is a team store (folder to folder they are among the files copied):
+    without the seal and the head the copy of a shop could decide nothing (a new user's trial:
+    the copy said "Verified" and its audit failed). Returns the report's line."""
+    src, dst = _parts_at(source), _parts_at(target)
+    copied = []
+    for name in SHOP_PARTS:
+        data = src.read(name)
+        if data is not None:
+            dst.write(name, data)
+            copied.append(name)
+    into = "the team store's shop_parts" if is_team_store(target) else f"files of {target} (mode 0600)"
+    return f"  per-shop parts: {', '.join(copied)} copied into {into}" if copied else "  per-shop parts: none in the source"
+
+
+def _parts_problems(source: Place, target: Place) -> list[str]:
+    """The per-shop parts that differ between source and target (missing in one, or other bytes)."""
+    src, dst = _parts_at(source), _parts_at(target)
+    return [f"per-shop part {name}: not the source's" for name in SHOP_PARTS if src.read(name) != dst.read(name)]
 
 
 def verify_copy(source: Place, target: Place) -> StoreReport:
@@ -327,6 +340,7 @@ def verify_copy(source: Place, target: Place) -> StoreReport:
     from core.queue import queue_columns
 
     report = StoreReport(["Verified:"])
+    report.problems += _parts_problems(source, target)
     src_rows, dst_rows = open_rows(source), open_rows(target)
     a, b = src_rows.row_counts(), dst_rows.row_counts()
     unequal = [f"{t} {a.get(t, 0)} in the source, {b.get(t, 0)} in the target" for t in a if a.get(t, 0) != b.get(t, 0)]

@@ -66,7 +66,7 @@ def test_the_demo_home_moves_to_postgresql_and_back_and_pays_once(demo_home, tmp
         assert code == 0, err
         _equal(out, runs)
         assert "kind: practice, recorded in the team store" in out
-        assert "files NOT copied (a team store holds no files yet): approval.key" in out
+        assert "per-shop parts: approval.key copied into the team store's shop_parts" in out
 
         back = tmp_path / "back"
         code, out, err = _store(capsys, "copy", "--from", url, "--to", f"sqlite://{back}")
@@ -75,13 +75,12 @@ def test_the_demo_home_moves_to_postgresql_and_back_and_pays_once(demo_home, tmp
         assert open_rows(back).row_counts() == open_rows(source).row_counts() == open_rows(url).row_counts()
         assert Home(back, clock=FixedClock(MONDAY)).store.chain_tip() == tip
 
-        assert "copy approval.key and clock.json from the home folder that uses it" in out
-        # the per-shop files stay in the folders (the report said so): the operator carries the key
-        # that signed the demo's approval in flight, or its run could not be verified
+        assert f"per-shop parts: approval.key copied into files of {back} (mode 0600)" in out
+        # the key that signed the demo's approval in flight went with the store both ways (the
+        # store's shop_parts, then the folder's file): its run is verified and paid once
+        assert (back / "approval.key").read_bytes() == (source / "approval.key").read_bytes()
         on_pg = tmp_path / "on-pg"
         on_pg.mkdir(mode=0o700)
-        for folder in (on_pg, back):
-            shutil.copy2(source / "approval.key", folder / "approval.key")
         _paid_once(Home(on_pg, clock=FixedClock(MONDAY), store=url))
         _paid_once(Home(back, clock=FixedClock(MONDAY)))
     assert [e for e in register_entries(demo_home.world_at) if e["actor"] == WAITING] == []  # the source paid nothing
@@ -212,17 +211,26 @@ def test_a_shop_store_keeps_its_kind_through_two_team_stores_and_back(tmp_path, 
         code, out, err = _store(capsys, "copy", "--from", f"sqlite://{shop.root}", "--to", first)
         assert code == 0, err
         assert "kind: shop, recorded in the team store" in out
-        assert "files NOT copied (a team store holds no files yet): home.json, approvers.json, audit.head;" in out
+        assert "per-shop parts: approvers.json, audit.head copied into the team store's shop_parts" in out
         code, out, err = _store(capsys, "copy", "--from", first, "--to", second)  # PostgreSQL to PostgreSQL
         assert code == 0, err
         _equal(out, 1)
+        # a new user's trial: the copy of a team store had no seal and no head, said "Verified", and
+        # could decide nothing; now the per-shop parts go with it, and its audit verifies
+        assert "per-shop parts: approvers.json, audit.head copied into the team store's shop_parts" in out
+        from core.cli import main
+
+        assert main(["audit", "verify", "--home", str(tmp_path / "on-second"), "--store", second]) == 0, capsys.readouterr()
         assert open_rows(second).recorded_kind() == "shop"
         assert open_rows(second).row_counts()["approvers"] == 1
         back = tmp_path / "back"
         code, out, err = _store(capsys, "copy", "--from", second, "--to", f"sqlite://{back}")
         assert code == 0, err
         assert "home.json written (a shop home)" in out
+        assert f"per-shop parts: approvers.json, audit.head copied into files of {back} (mode 0600)" in out
         assert home_kind(back) == "shop"
+        capsys.readouterr()
+        assert main(["audit", "verify", "--home", str(back)]) == 0, capsys.readouterr()
         assert open_rows(back).row_counts() == open_rows(shop.root).row_counts()
         # a team store made for a practice home refuses a shop store's rows, nothing written
         with fresh_schema() as practice:
