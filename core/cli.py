@@ -571,6 +571,8 @@ def _mark_time(text: str, now: datetime) -> datetime:
         raise BadArgument(
             f"Cannot read the time {text!r}: use ISO 8601 (2026-10-12T15:00:00-04:00) or a duration from now (90m, 2h)."
         ) from None
+    except OverflowError:  # a new user's 99999999h: past the last date Python keeps
+        raise BadArgument(f"The time {text!r} from now is past any date resolver keeps; give a nearer one.") from None
 
 
 def cmd_mark(home: Home, args: argparse.Namespace) -> int:

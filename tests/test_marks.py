@@ -46,6 +46,8 @@ def test_claim_handover_snooze_on_the_cli_with_refusals_as_sentences(cli):
     assert code == 4 and "--name NAME" in err
     code, _, err = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "tomorrowish")
     assert code == 2 and err.startswith("Cannot read the time 'tomorrowish'")
+    code, _, err = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "99999999h")  # a new user's trial
+    assert code == 2 and "past any date resolver keeps" in err and "OverflowError" not in err
     code, _, err = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "2020-01-01T09:00:00")
     assert code == 4 and "is not after now" in err
     code, out, _ = cli("handover", RUN, "--as", "team_lead", "--name", "Tomás", "--to", "Ana", "--note", "see [/]\x1b[31mred")
