@@ -132,7 +132,8 @@ class RunMarks:
         """``Tomás is on it (claimed 12:03, until 12:33).`` while a claim stands, else None."""
         if not self.claimed(now) or self.claimed_at is None or self.claim_until is None:
             return None
-        return f"{one_line(self.claimed_by or '')} is on it (claimed {_hm(self.claimed_at)}, until {_hm(self.claim_until)})."
+        until = _hm(self.claim_until) if iso(self.claim_until)[:10] == iso(self.claimed_at)[:10] else _day_hm(self.claim_until)
+        return f"{one_line(self.claimed_by or '')} is on it (claimed {_hm(self.claimed_at)}, until {until})."
 
     def lines(self, now: datetime) -> list[str]:
         """What every face shows of the marks at ``now``, one line each (untrusted text made one
@@ -166,6 +167,16 @@ class RunMarks:
 
 def _hm(at: datetime) -> str:
     return iso(at)[11:16]
+
+
+def _day_hm(at: datetime) -> str:
+    """``2026-10-13 12:03``: a time on another day than the one it is read beside."""
+    return f"{iso(at)[:10]} {_hm(at)}"
+
+
+NOTE_MAX = 500
+"""The longest hand-over note, characters: one line a colleague reads in the pane and the
+listing (a new user's 5,000-character note was taken whole)."""
 
 
 def standing(rows: dict[str, dict[str, Any]], now: datetime) -> dict[str, RunMarks]:
@@ -358,6 +369,12 @@ def handover(
     said = not_one_line(note, "note")
     if said:
         raise ApprovalRefused(said.replace("nothing was decided", "nothing was handed over"))
+    if len(note.strip()) > NOTE_MAX:
+        raise ApprovalRefused(
+            f"A hand-over note is one line of at most {NOTE_MAX} characters ({len(note.strip())} given); nothing was handed over."
+        )
+    if name_key(to.strip()) == name_key(name):
+        raise ApprovalRefused(f"{one_line(name)} cannot hand a run to themself; nothing was handed over.")
     state = _waiting(store, run_id)
     now = clock.now()
     marks = read_marks(store, state)

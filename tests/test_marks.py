@@ -152,3 +152,31 @@ def test_a_home_of_the_previous_store_format_upgrades_and_its_waiting_run_is_cla
     from core.auditchain import verify_audit
 
     assert verify_audit(home.store).problems == []
+
+
+def test_a_hand_over_to_oneself_or_with_a_note_too_long_is_refused(cli):
+    """A new user's trial: ``handover RUN --name Bea --to bea`` was taken, and so was a 5,000-character note."""
+    from core.marks import NOTE_MAX
+
+    code, _, err = cli("handover", RUN, "--as", "team_lead", "--name", "Bea", "--to", "bea", "--note", "yours")
+    assert code == 4 and "cannot hand a run to themself" in err
+    code, _, err = cli("handover", RUN, "--as", "team_lead", "--name", "Bea", "--to", "Ana", "--note", "x" * (NOTE_MAX + 1))
+    assert code == 4 and f"at most {NOTE_MAX} characters" in err
+    assert "to Ana" not in cli("runs")[1] and "to Bea" not in cli("runs")[1]
+    code, out, _ = cli("show", RUN)
+    assert "Handed to" not in out
+    code, out, _ = cli("handover", RUN, "--as", "team_lead", "--name", "Bea", "--to", "Ana", "--note", "x" * NOTE_MAX)
+    assert code == 0
+
+
+def test_a_claim_that_ends_on_another_day_says_the_day():
+    """A new user's trial: with ``claim_minutes = 1440`` the claim read "claimed 08:39, until 08:39"."""
+    from core.clock import parse_time
+    from core.marks import RunMarks
+
+    at = parse_time("2026-10-12T08:39:00-04:00")
+    later = parse_time("2026-10-13T08:39:00-04:00")
+    marks = RunMarks(RUN, claimed_by="Bea", claimed_at=at, claim_until=later)
+    assert marks.claim_line(at) == "Bea is on it (claimed 08:39, until 2026-10-13 08:39)."
+    same_day = RunMarks(RUN, claimed_by="Bea", claimed_at=at, claim_until=parse_time("2026-10-12T09:09:00-04:00"))
+    assert same_day.claim_line(at) == "Bea is on it (claimed 08:39, until 09:09)."
