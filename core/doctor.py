@@ -235,7 +235,7 @@ def _team_kind(root: Path, url: str, usable: bool) -> str:
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
     otherwise). Never creates or changes a file."""
-    from core.homekind import home_kind, shop_evidence
+    from core.homekind import folder_kind, home_kind, shop_evidence
     from core.state import SCHEMA_VERSION
 
     root = where.path
@@ -256,8 +256,15 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     usable = url is None or team_store_lines(url)[-1][0] == "ok"  # else the per-shop parts are not read
     try:
         kind = home_kind(root) if url is None else _team_kind(root, url, usable)
-        kept = "" if url is None else " (recorded in the team store)"
-        lines.append(_line("ok", f"kind: {kind}{kept}; checkpoints are read at schema version {SCHEMA_VERSION}"))
+        if url is not None and not usable:  # the store keeps the kind: not read, so not said (a new user's trial)
+            lines.append(
+                _line(
+                    "warn", f"kind: not known (the team store cannot be read; this folder's own: {folder_kind(root) or 'none'})"
+                )
+            )
+        else:
+            kept = "" if url is None else " (recorded in the team store)"
+            lines.append(_line("ok", f"kind: {kind}{kept}; checkpoints are read at schema version {SCHEMA_VERSION}"))
     except ResolverError as exc:  # a lost or unreadable home.json is a line, and the rest is still checked (issue 28)
         kind = "shop" if shop_evidence(root) else "practice"
         lines.append(_line("FAIL", str(exc)))

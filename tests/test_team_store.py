@@ -95,6 +95,8 @@ def test_doctor_on_an_unreachable_team_store_is_a_fail_line(tmp_path, capsys):
     (tmp_path / "h").mkdir(mode=0o700)
     code, out, err = _cli(capsys, "doctor", "--home", str(tmp_path / "h"), "--store", "postgresql://nobody:pw@127.0.0.1:1/none")
     assert code == 1 and "FAIL  team store: cannot reach" in out and "pw" not in out + err and "Traceback" not in err
+    # a new user's trial: it said "ok kind: practice (recorded in the team store)" of a store it never read
+    assert "ok    kind:" not in out and "kind: not known (the team store cannot be read" in out
 
 
 @pytest.mark.parametrize("argv", [("backup", "BK"), ("restore", "BK")])
