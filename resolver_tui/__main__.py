@@ -85,6 +85,11 @@ def approver_at(home: Home, args: argparse.Namespace, ask=input) -> tuple[str, s
         ResolverError: as :func:`who`; ApprovalRefused (one sentence, with the nearest names):
             a name the registry does not hold, a revoked approver, a registry that does not verify.
     """
+    if home.kind == "shop" and args.name and not args.role and home.registry().exists():
+        # --name says who; the registry says the role: nothing to ask or save (a new user's trial:
+        # the first-start question came anyway, and its answer overwrote the config file)
+        entry = home.registry().valid_entry(args.name)
+        return entry.role, entry.name
     role, name = who(args, home.kind, ask)
     if home.kind == "shop" and home.registry().exists():
         entry = home.registry().valid_entry(name)

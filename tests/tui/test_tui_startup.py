@@ -233,3 +233,25 @@ def test_a_refresh_interval_that_would_spin_or_is_not_a_number_is_one_sentence(g
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "--refresh" in err and "Traceback" not in err
+
+
+def test_name_in_a_shop_home_with_a_registry_asks_nothing_and_saves_nothing(tmp_path, monkeypatch):
+    """A new user's trial: ``resolver-tui --name Bea`` on a shop store still asked who was at the
+    keyboard and the role, and saved the answer (Grace) over the file while the app ran as Bea."""
+    from core.approvers import Registry
+    from core.clock import SystemClock
+    from resolver_tui.__main__ import approver_at, parse_args
+
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    registry = Registry(root)
+    registry.init("Grace", "grace-passphrase", SystemClock().now())
+    registry.add("Bea", "team_lead", "bea-passphrase-long", "grace-passphrase", SystemClock().now())
+    config = tmp_path / "none" / "me.toml"
+    monkeypatch.setenv("RESOLVER_CONFIG", str(config))
+
+    def ask(_prompt: str = "") -> str:
+        raise AssertionError("asked")
+
+    assert approver_at(Home(root), parse_args(["--home", str(root), "--name", "bea"]), ask) == ("team_lead", "Bea")
+    assert not config.exists()
