@@ -49,14 +49,16 @@ class DialogReady(Message):
 
 
 class Finished(Message):
-    """An approve, reject, resume or demo load finished; ``lines`` say what happened and
-    ``detail`` is the run after it (None for the demo)."""
+    """An approve, reject, resume, mark or demo load finished; ``lines`` say what happened and
+    ``detail`` is the run after it (None for the demo); ``set_aside``: the run was snoozed, so it
+    left the waiting filters though its status did not (issue 24)."""
 
-    def __init__(self, run_id: str | None, lines: list[str], detail: RunDetail | None = None) -> None:
+    def __init__(self, run_id: str | None, lines: list[str], detail: RunDetail | None = None, set_aside: bool = False) -> None:
         super().__init__()
         self.run_id = run_id
         self.lines = lines
         self.detail = detail
+        self.set_aside = set_aside
 
 
 class Failed(Message):

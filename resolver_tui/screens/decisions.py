@@ -222,6 +222,43 @@ class Decisions:
 
         return guarded(run_id, work)
 
+    def mark(self, run_id: str, kind: str, to: str = "", note: str = "", until: str = "") -> Message:
+        """Hand the waiting run ``run_id`` over (``kind`` ``handover``: to colleague ``to`` with
+        ``note``) or snooze it (``snooze``: ``until``, as ``resolver snooze --until`` reads it, ISO
+        8601 or a duration from now such as ``90m``) through :meth:`core.home.Home.mark`, the
+        command line's path (issue 24); in a shop home signed with the unlocked key. Core's
+        refusal (an unknown colleague, a blank note, a time past the run's expiry, a settled run,
+        a time it cannot read) comes back as :class:`Failed` with its sentence; nothing is written
+        then."""
+
+        def work() -> Message:
+            from core.cli import mark_time
+            from core.safetext import one_line
+
+            if kind == "snooze":
+                marks = self.home.mark(
+                    kind,
+                    run_id,
+                    self.approver.role,
+                    self.approver.name,
+                    signer=self.unlocked,
+                    until=mark_time(until, self.home.clock.now()),
+                )
+                said = f"Set {run_id} aside."
+            else:
+                marks = self.home.mark(
+                    kind, run_id, self.approver.role, self.approver.name, signer=self.unlocked, to=to, note=note
+                )
+                said = f"Handed {run_id} to {one_line(marks.handed_to or '')}."
+            return Finished(
+                run_id,
+                [said, *marks.lines(self.home.clock.now())],
+                self.home.queue.run(run_id, self.approver, keys=self.keys),
+                set_aside=kind == "snooze",
+            )
+
+        return guarded(run_id, work)
+
     def reject(self, run_id: str, digest: str, reason: str, others: list[str]) -> Message:
         """Reject what was read (``digest``) with ``reason``."""
 
