@@ -112,7 +112,7 @@ class Decisions:
             )
         else:
             page = queue.page(status, search=search, after=after, sort=sort, limit=PAGE_ROWS)
-        return PageLoaded(page, queue.counts(), serial, select)
+        return PageLoaded(page, queue.counts(), serial, select, aside=queue.set_aside())
 
     def detail(self, run_id: str) -> DetailLoaded:
         """The run's detail (a waiting run's lookups run again: no model call)."""

@@ -172,6 +172,8 @@ class QueueScreen(Screen):
         self.sort: str | None = None
         self.following = False  # the one-run view the screen switched to after an action
         self.counts: dict[str, int] = {}
+        self.aside = 0
+        """How many waiting runs are set aside now (issue 24; the waiting count leaves them out)."""
         self.next_page: str | None = None
         self.loading_more = False
         self.page_serial = 0
@@ -307,7 +309,7 @@ class QueueScreen(Screen):
         stamp = self.refreshed
         if self.live is not None and stamp:  # a team store: whether changes arrive as they are made
             stamp += ", live updates lost" if self.live_state == "lost" else ", live"
-        self.query_one(FilterBar).show(self.filter_index, self.counts, stamp)
+        self.query_one(FilterBar).show(self.filter_index, self.counts, stamp, aside=self.aside)
         self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
 
     # -- workers --------------------------------------------------------------------------------
@@ -366,6 +368,7 @@ class QueueScreen(Screen):
         if message.serial != self.page_serial or page.status != self.status or page.search != self.search:
             return  # an older load, or a filter no longer shown
         self.counts = message.counts
+        self.aside = message.aside
         self.refreshed = page.now.strftime("%H:%M:%S")
         self.empty = not sum(message.counts.values())
         self._show_bars()

@@ -7,6 +7,7 @@ typed before the dialog was drawn answer nothing; on a run that is not waiting t
 from __future__ import annotations
 
 from resolver_tui.screens.dialogs import MarkScreen
+from resolver_tui.widgets.bars import FilterBar
 from textual import events
 from textual.keys import _character_to_key
 from tui_helpers import make_app, monday_home, pane_text, select, settle, type_text
@@ -69,6 +70,7 @@ async def test_z_snoozes_the_run_for_a_duration_and_the_pane_shows_it(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         await select(pilot, RUN)
+        assert "[1 waiting approval 1]" in str(app.queue.query_one(FilterBar).render())
         await pilot.press("z")
         await settle(pilot)
         assert isinstance(app.screen, MarkScreen)
@@ -77,6 +79,8 @@ async def test_z_snoozes_the_run_for_a_duration_and_the_pane_shows_it(tmp_path):
         await settle(pilot)
         assert marks_written(home) == ["snooze"]
         assert "Set aside by Tomás until 2026-" in pane_text(app)
+        bar = str(app.queue.query_one(FilterBar).render())  # the waiting count leaves the run set aside out; "all" still counts it
+        assert "1 waiting approval 0 " in bar and "[7 all 1]" in bar
 
 
 async def test_a_snooze_past_the_runs_expiry_or_unreadable_is_refused_and_writes_nothing(tmp_path):
