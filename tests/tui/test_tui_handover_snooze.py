@@ -79,7 +79,9 @@ async def test_z_snoozes_the_run_for_a_duration_and_the_pane_shows_it(tmp_path):
         await settle(pilot)
         assert marks_written(home) == ["snooze"]
         assert "Set aside by Tomás until 2026-" in pane_text(app)
-        bar = str(app.queue.query_one(FilterBar).render())  # the waiting count leaves the run set aside out; "all" still counts it
+        bar = str(
+            app.queue.query_one(FilterBar).render()
+        )  # the waiting count leaves the run set aside out; "all" still counts it
         assert "1 waiting approval 0 " in bar and "[7 all 1]" in bar
 
 
