@@ -555,8 +555,8 @@ def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | N
     return str(line)
 
 
-def _mark_time(text: str, now: datetime) -> datetime:
-    """``snooze --until``: an ISO 8601 time (as ``clock set`` reads it, America/Toronto without an
+def mark_time(text: str, now: datetime) -> datetime:
+    """``snooze --until`` (and the app's snooze dialog): an ISO 8601 time (as ``clock set`` reads it, America/Toronto without an
     offset) or a duration from now (as ``prune --older-than`` reads it: ``90m``, ``2h``, ``1d``).
     Raises BadArgument (exit 2)."""
     from core.clock import parse_time
@@ -590,7 +590,7 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
     if kind == "claim" and args.release:
         kind = "release"
     elif kind == "snooze":
-        extra["until"] = _mark_time(args.until, home.clock.now())
+        extra["until"] = mark_time(args.until, home.clock.now())
     elif kind == "handover":
         extra.update(to=args.to, note=args.note)
     who = _named_approver(home, args)

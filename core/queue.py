@@ -245,8 +245,27 @@ class ApprovalQueue:
             after = page.next
 
     def counts(self) -> dict[str, int]:
-        """Runs per status (statuses with no run are absent)."""
+        """Runs per status (statuses with no run are absent): every saved run, a run set aside
+        too (the store's counts table; the "all" filter lists them all)."""
         return self._store.counts()
+
+    def set_aside(self) -> int:
+        """How many waiting runs are set aside now (issue 24, a snooze not over): what the
+        "waiting" filter's count leaves out, as :meth:`page`'s waiting filter does. The store's
+        counts table (SQLite's and PostgreSQL's ``run_counts``) counts every waiting run; the
+        snoozes are read from ``run_marks`` (one row per marked run) and each snoozed run's
+        status checked, so this costs one small query plus one summary per snoozed run."""
+        from contextlib import suppress
+
+        from core.marks import standing
+
+        now = self._clock.now()
+        aside = 0
+        for run_id, marks in standing(self._store.run_marks(), now).items():
+            if marks.snoozed(now):
+                with suppress(ResolverError):  # deleted since, or unreadable: not waiting
+                    aside += self._store.summary(run_id).status == "waiting_approval"
+        return aside
 
     def total(self) -> int:
         """How many runs are saved, whatever their status."""

@@ -120,6 +120,24 @@ KEYS: list[Key] = [
         palette="Claim or release the highlighted run",
     ),
     Key(
+        "queue",
+        "handover",
+        "o",
+        "o",
+        "Hand over",
+        "hand the highlighted waiting run over to a colleague, with a one-line note (a dialog asks both)",
+        palette="Hand the highlighted run over",
+    ),
+    Key(
+        "queue",
+        "snooze",
+        "z",
+        "z",
+        "Snooze",
+        "snooze: set the highlighted waiting run aside until a time (ISO 8601 or a duration such as 90m)",
+        palette="Snooze the highlighted run",
+    ),
+    Key(
         "queue", "trace", "t", "t", "Trace", "trace of the highlighted run", rule="trace", palette="Trace of the highlighted run"
     ),
     Key(
@@ -240,7 +258,7 @@ KEYS: list[Key] = [
         footer=True,
     ),
     Key("confirm", "app.focus_next", "left,right,tab", "left / right", "Move", "approve dialog: move between Approve and No"),
-    Key("dialog", "cancel", "escape", "esc", "Cancel", "reject, passphrase or pick dialog: cancel"),
+    Key("dialog", "cancel", "escape", "esc", "Cancel", "reject, hand-over, snooze, passphrase or pick dialog: cancel"),
     Key("lines", "dismiss", "escape,q", "esc / q", "Close", "trace, history or compare: close", footer=True),
     Key("lines", "scroll('down')", "j", "j", "Down", "trace, history or compare: scroll down"),
     Key("lines", "scroll('up')", "k", "k", "Up", "trace, history or compare: scroll up"),

@@ -16,14 +16,16 @@ from textual.message import Message
 
 class PageLoaded(Message):
     """A page of the queue and the counts per status; ``serial`` is the load it answers
-    (older loads are dropped) and ``select`` the run to put the cursor on."""
+    (older loads are dropped) and ``select`` the run to put the cursor on; ``aside`` how many
+    waiting runs are set aside now (issue 24: the "waiting" count leaves them out)."""
 
-    def __init__(self, page: Page, counts: dict[str, int], serial: int, select: str | None = None) -> None:
+    def __init__(self, page: Page, counts: dict[str, int], serial: int, select: str | None = None, aside: int = 0) -> None:
         super().__init__()
         self.page = page
         self.counts = counts
         self.serial = serial
         self.select = select
+        self.aside = aside
 
 
 class DetailLoaded(Message):
@@ -49,14 +51,16 @@ class DialogReady(Message):
 
 
 class Finished(Message):
-    """An approve, reject, resume or demo load finished; ``lines`` say what happened and
-    ``detail`` is the run after it (None for the demo)."""
+    """An approve, reject, resume, mark or demo load finished; ``lines`` say what happened and
+    ``detail`` is the run after it (None for the demo); ``set_aside``: the run was snoozed, so it
+    left the waiting filters though its status did not (issue 24)."""
 
-    def __init__(self, run_id: str | None, lines: list[str], detail: RunDetail | None = None) -> None:
+    def __init__(self, run_id: str | None, lines: list[str], detail: RunDetail | None = None, set_aside: bool = False) -> None:
         super().__init__()
         self.run_id = run_id
         self.lines = lines
         self.detail = detail
+        self.set_aside = set_aside
 
 
 class Failed(Message):

@@ -112,7 +112,7 @@ class Decisions:
             )
         else:
             page = queue.page(status, search=search, after=after, sort=sort, limit=PAGE_ROWS)
-        return PageLoaded(page, queue.counts(), serial, select)
+        return PageLoaded(page, queue.counts(), serial, select, aside=queue.set_aside())
 
     def detail(self, run_id: str) -> DetailLoaded:
         """The run's detail (a waiting run's lookups run again: no model call)."""
@@ -218,6 +218,43 @@ class Decisions:
             said = f"Released your claim on {run_id}." if release else f"Claimed {run_id}."
             return Finished(
                 run_id, [said, *marks.lines(self.home.clock.now())], self.home.queue.run(run_id, self.approver, keys=self.keys)
+            )
+
+        return guarded(run_id, work)
+
+    def mark(self, run_id: str, kind: str, to: str = "", note: str = "", until: str = "") -> Message:
+        """Hand the waiting run ``run_id`` over (``kind`` ``handover``: to colleague ``to`` with
+        ``note``) or snooze it (``snooze``: ``until``, as ``resolver snooze --until`` reads it, ISO
+        8601 or a duration from now such as ``90m``) through :meth:`core.home.Home.mark`, the
+        command line's path (issue 24); in a shop home signed with the unlocked key. Core's
+        refusal (an unknown colleague, a blank note, a time past the run's expiry, a settled run,
+        a time it cannot read) comes back as :class:`Failed` with its sentence; nothing is written
+        then."""
+
+        def work() -> Message:
+            from core.cli import mark_time
+            from core.safetext import one_line
+
+            if kind == "snooze":
+                marks = self.home.mark(
+                    kind,
+                    run_id,
+                    self.approver.role,
+                    self.approver.name,
+                    signer=self.unlocked,
+                    until=mark_time(until, self.home.clock.now()),
+                )
+                said = f"Set {run_id} aside."
+            else:
+                marks = self.home.mark(
+                    kind, run_id, self.approver.role, self.approver.name, signer=self.unlocked, to=to, note=note
+                )
+                said = f"Handed {run_id} to {one_line(marks.handed_to or '')}."
+            return Finished(
+                run_id,
+                [said, *marks.lines(self.home.clock.now())],
+                self.home.queue.run(run_id, self.approver, keys=self.keys),
+                set_aside=kind == "snooze",
             )
 
         return guarded(run_id, work)

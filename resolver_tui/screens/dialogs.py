@@ -100,8 +100,11 @@ class ReasonInput(Input):
             super().__init__()
             self.sentence = sentence
 
+    what = "reason"
+    """What the line is, for the refusal's sentence (``reason``, ``note``)."""
+
     def _on_paste(self, event: events.Paste) -> None:
-        said = not_one_line(event.text, "reason")
+        said = not_one_line(event.text, self.what)
         if said:
             event.prevent_default()  # Input's own handler would keep the first line
             event.stop()
@@ -152,6 +155,71 @@ class RejectScreen(Fenced[str | None]):
     @on(Button.Pressed)
     def pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "reject":
+            self._submit()
+        else:
+            self.dismiss(None)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class NoteInput(ReasonInput):
+    """The hand-over dialog's note: one line, a paste with line breaks refused whole."""
+
+    what = "note"
+
+
+class MarkScreen(Fenced[dict[str, str] | None]):
+    """Hand over or snooze a waiting run (issue 24): one line per field, returned as
+    ``{field id: text}`` (stripped), or None when cancelled (Esc or Cancel).
+
+    ``fields`` are ``(id, label, placeholder)``; the title, labels and body are shown literally.
+    The dialog checks nothing itself: core's refusal (:meth:`core.home.Home.mark`) is its word.
+    """
+
+    BINDINGS = bindings("dialog")
+
+    def __init__(self, title: str, body: list[str], fields: list[tuple[str, str, str]], yes: str) -> None:
+        super().__init__()
+        self.title_text = title
+        self.body = body
+        self.fields = fields
+        self.yes = yes
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="dialog", classes="dialog"):
+            yield Static(plain(self.title_text, "bold"), id="dialog-title")
+            yield FoldedLines(self.body, id="dialog-body")
+            for field_id, label, placeholder in self.fields:
+                yield Label(plain(label))
+                box = NoteInput if field_id == "note" else ReasonInput
+                yield box(placeholder=placeholder, id=field_id, compact=True)
+            yield Static("", id="mark-error", markup=False)
+            with Horizontal(classes="buttons"):
+                yield Button(plain(self.yes), id="yes", variant="warning", compact=True)
+                yield Button("Cancel", id="cancel", variant="primary", compact=True)
+
+    def on_mount(self) -> None:
+        self.query(Input).first().focus()
+
+    def _submit(self) -> None:
+        self.dismiss({field_id: self.query_one(f"#{field_id}", Input).value.strip() for field_id, _, _ in self.fields})
+
+    @on(ReasonInput.Refused)
+    def refused(self, event: ReasonInput.Refused) -> None:
+        self.query_one("#mark-error", Static).update(event.sentence)
+
+    @on(Input.Submitted)
+    def submitted(self, event: Input.Submitted) -> None:
+        inputs = list(self.query(Input))
+        if event.input is inputs[-1]:
+            self._submit()
+        else:  # Enter in the first line moves on to the next
+            inputs[inputs.index(event.input) + 1].focus()
+
+    @on(Button.Pressed)
+    def pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "yes":
             self._submit()
         else:
             self.dismiss(None)

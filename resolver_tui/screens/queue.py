@@ -45,7 +45,7 @@ from resolver_tui.messages import (
     QueueChanged,
 )
 from resolver_tui.screens.decisions import Decisions
-from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen, PickRunScreen, RejectScreen
+from resolver_tui.screens.dialogs import ConfirmScreen, MarkScreen, PassphraseApproveScreen, PickRunScreen, RejectScreen
 from resolver_tui.screens.text import CompareScreen, HistoryScreen, TraceScreen
 from resolver_tui.widgets.bars import ALL, FILTERS, MINE, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
@@ -172,6 +172,8 @@ class QueueScreen(Screen):
         self.sort: str | None = None
         self.following = False  # the one-run view the screen switched to after an action
         self.counts: dict[str, int] = {}
+        self.aside = 0
+        """How many waiting runs are set aside now (issue 24; the waiting count leaves them out)."""
         self.next_page: str | None = None
         self.loading_more = False
         self.page_serial = 0
@@ -307,7 +309,7 @@ class QueueScreen(Screen):
         stamp = self.refreshed
         if self.live is not None and stamp:  # a team store: whether changes arrive as they are made
             stamp += ", live updates lost" if self.live_state == "lost" else ", live"
-        self.query_one(FilterBar).show(self.filter_index, self.counts, stamp)
+        self.query_one(FilterBar).show(self.filter_index, self.counts, stamp, aside=self.aside)
         self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
 
     # -- workers --------------------------------------------------------------------------------
@@ -366,6 +368,7 @@ class QueueScreen(Screen):
         if message.serial != self.page_serial or page.status != self.status or page.search != self.search:
             return  # an older load, or a filter no longer shown
         self.counts = message.counts
+        self.aside = message.aside
         self.refreshed = page.now.strftime("%H:%M:%S")
         self.empty = not sum(message.counts.values())
         self._show_bars()
@@ -664,25 +667,63 @@ class QueueScreen(Screen):
         self.busy = run_id
         self.errors.pop(run_id, None)
 
-    def action_claim(self) -> None:
-        """Claim the highlighted waiting run, or release this approver's claim on it (issue 24).
-        In a shop home the claim is signed: the key must be unlocked in this session."""
+    def _markable(self, action: str, word: str) -> RunDetail | None:
+        """The highlighted run's detail when ``action`` (``claim``, ``handover``, ``snooze``; the
+        key named from :data:`~resolver_tui.keys.KEYS`) may mark it now, else None, with a notice
+        saying why: only a waiting run is marked, and in a shop home a mark is signed, so the key
+        must be unlocked in this session (issue 24)."""
         d = self.detail
         run_id = self.table.current
         if run_id is None or d is None or d.run_id != run_id or self.busy or self.opening:
-            return
+            return None
         if d.status != "waiting_approval":
-            self.notify(f"{key_for('claim')}: only a waiting run is claimed; {run_id} is {d.status}.", markup=False)
-            return
+            self.notify(f"{key_for(action)}: only a waiting run is {word}; {run_id} is {d.status}.", markup=False)
+            return None
         if self.home.kind == "shop" and self.unlocked is None:
             self.notify(
-                f"{key_for('claim')}: a claim is signed with your key; it is unlocked at your first approve in this session.",
+                f"{key_for(action)}: a {action.replace('handover', 'hand-over')} is signed with your key; "
+                "it is unlocked at your first approve in this session.",
                 severity="warning",
                 markup=False,
             )
-            return
-        self._start(run_id)
-        self._in_thread("action", partial(self.decisions.claim, run_id, d.my_claim))
+            return None
+        return d
+
+    def action_claim(self) -> None:
+        """Claim the highlighted waiting run, or release this approver's claim on it (issue 24).
+        In a shop home the claim is signed: the key must be unlocked in this session."""
+        d = self._markable("claim", "claimed")
+        if d is not None:
+            self._start(d.run_id)
+            self._in_thread("action", partial(self.decisions.claim, d.run_id, d.my_claim))
+
+    def _mark_dialog(self, d: RunDetail, kind: str, title: str, fields: list[tuple[str, str, str]], yes: str) -> None:
+        """Open the hand-over or snooze dialog on run ``d``; its answer is written in a thread
+        (:meth:`Decisions.mark`), core's refusal shown as a notice (nothing written)."""
+        run_id = d.run_id
+
+        def answered(values: dict[str, str] | None) -> None:
+            self.set_focus(self.table)
+            if values is not None:
+                self._start(run_id)
+                self._in_thread("action", partial(self.decisions.mark, run_id, kind, **values))
+
+        body = [line for line in (d.claim,) if line]
+        self.app.push_screen(MarkScreen(title, body, fields, yes), answered)
+
+    def action_handover(self) -> None:
+        """Hand the highlighted waiting run over to a colleague with a one-line note (issue 24)."""
+        d = self._markable("handover", "handed over")
+        if d is not None:
+            fields = [("to", "To (the colleague's name):", "name"), ("note", "Note (one line, required):", "note")]
+            self._mark_dialog(d, "handover", f"Hand run {d.run_id} over", fields, "Hand over")
+
+    def action_snooze(self) -> None:
+        """Set the highlighted waiting run aside until a time (issue 24)."""
+        d = self._markable("snooze", "snoozed")
+        if d is not None:
+            fields = [("until", "Until (ISO 8601, 2026-10-12T15:00, or a duration from now: 90m, 2h):", "90m")]
+            self._mark_dialog(d, "snooze", f"Snooze run {d.run_id}", fields, "Snooze")
 
     def action_approve(self) -> None:
         """Read the highlighted run again (its lookups run again, no model call), then open the
@@ -833,8 +874,9 @@ class QueueScreen(Screen):
         if detail is not None and self.detail is not None and self.detail.run_id == message.run_id:
             self.detail = detail
             self._show_detail()
-        if detail is not None and message.run_id and self.status not in (None, detail.status):
-            # The run left this filter: follow it, so its outcome stays in the pane.
+        if detail is not None and message.run_id and (self.status not in (None, detail.status) or message.set_aside):
+            # The run left this filter (a snoozed run leaves the waiting ones): follow it, so its
+            # outcome stays in the pane.
             self.show_only(message.run_id)
             self.notify(
                 f"Showing {message.run_id} under all statuses; press {key_for('status(0)')} for the waiting queue.",

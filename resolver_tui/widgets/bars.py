@@ -66,15 +66,19 @@ SHORT = {
 """Each filter's shorter names, for narrower terminals: ``(short, shortest)``."""
 
 
-def filter_texts(active: int, counts: dict[str, int], level: int) -> list[str]:
+def filter_texts(active: int, counts: dict[str, int], level: int, aside: int = 0) -> list[str]:
     """The filters as the bar shows them at ``level`` (0: full names and counts; 1: short names;
     2: shortest names; 3: shortest names without counts: counts go before names). The active
-    filter is in brackets, so a text capture shows it (``[1 waiting 8]``)."""
+    filter is in brackets, so a text capture shows it (``[1 waiting 8]``). ``aside``: the waiting
+    runs set aside now, left out of the waiting count as the waiting filter leaves them out
+    (issue 24; "all" still counts them)."""
     total = sum(counts.values())  # "corrupt" included: "all" lists every run
     out = []
     for i, (status, label) in enumerate(FILTERS):
         name = label if level == 0 else SHORT[status][0 if level == 1 else 1]
         n = total if status is None else counts.get(status, 0)
+        if status == "waiting_approval":
+            n = max(n - aside, 0)
         counted = status != MINE and level < 3  # mine has no count: it would read every waiting run
         text = f"{i + 1} {name} {n}" if counted else f"{i + 1} {name}"
         out.append(f"[{text}]" if i == active else text)
@@ -86,13 +90,14 @@ class FilterBar(Static):
     corrupt count when there is one, and the refresh time when it fits. Every filter always
     shows: a narrower terminal gets shorter names, then no counts (issue 18)."""
 
-    def show(self, active: int, counts: dict[str, int], refreshed: str = "") -> None:
+    def show(self, active: int, counts: dict[str, int], refreshed: str = "", aside: int = 0) -> None:
         """``active``: the index in :data:`FILTERS`; ``counts``: runs per status;
-        ``refreshed``: the time of the last read (``09:00:02``), shown when it fits."""
+        ``refreshed``: the time of the last read (``09:00:02``), shown when it fits; ``aside``:
+        the waiting runs set aside now (:func:`filter_texts`)."""
         width = self.size.width or 200
         corrupt = f"corrupt {counts['corrupt']}" if counts.get("corrupt") else ""  # never under a status (issue 12)
         for level in range(4):
-            texts = filter_texts(active, counts, level) + ([corrupt] if corrupt else [])
+            texts = filter_texts(active, counts, level, aside) + ([corrupt] if corrupt else [])
             used = sum(map(cell_len, texts)) + len(texts) - 1  # cells, not characters (issue 19)
             if used <= width or level == 3:
                 break

@@ -57,6 +57,23 @@ def test_a_snoozed_run_leaves_waiting_until_its_time_and_comes_back_by_itself(ho
     assert _marks_audit(home) == [("snooze", "Ana", "until 2026-10-09T19:00:00-04:00")]
 
 
+def test_the_waiting_count_leaves_out_the_runs_set_aside_until_their_time(home, clock):
+    home.run("T-65273")
+    home.run("T-90103")
+    queue = home.queue
+    assert queue.counts()["waiting_approval"] == 2 and queue.set_aside() == 0
+    home.mark("snooze", RUN, "agent", "Ana", until=clock.now() + timedelta(hours=2))
+    assert queue.set_aside() == 1
+    assert queue.counts()["waiting_approval"] - queue.set_aside() == len(queue.page("waiting_approval").rows) == 1
+    assert queue.total() == 2  # every saved run, one set aside too
+    home.mark("snooze", "T-90103-agent-chat-small-1", "agent", "Ana", until=clock.now() + timedelta(hours=1))
+    assert queue.set_aside() == 2
+    clock.sleep(3600)  # the second is back by itself
+    assert queue.set_aside() == 1
+    home.reject(RUN, "team_lead", "not this one", "Tomás")  # settled while set aside: no longer waiting
+    assert queue.set_aside() == 0 and queue.counts()["waiting_approval"] == 1
+
+
 def test_a_snooze_in_the_past_or_beyond_the_requests_expiry_is_refused_with_nothing_written(home, clock):
     home.run("T-65273")
     with pytest.raises(ApprovalRefused, match="is not after now"):
