@@ -76,13 +76,22 @@ def row_hash(row: dict[str, Any] | tuple) -> str:
     """SHA-256 (hex) of an audit row's canonical JSON: a list of the :data:`HASHED` values
     (NULL as ``null``) followed by ``binds`` when it is set, separators without spaces, UTF-8.
     ``row`` is a dict of :data:`COLUMNS` or a tuple in their order."""
-    if not isinstance(row, dict):
-        row = as_row(row)
-    values = [row.get(c) for c in HASHED]
-    if row.get("binds") is not None:
-        values.append(row["binds"])
-    text = json.dumps(values, ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    if isinstance(row, dict):
+        values = [row.get(c) for c in HASHED]
+        binds = row.get("binds")
+    else:
+        values = [f"blob:{v.hex()}" if isinstance(v, bytes) else v for v in row]  # as :func:`as_row` reads it
+        if len(values) != len(COLUMNS):
+            raise ValueError(f"an audit row has {len(COLUMNS)} columns, not {len(values)}")
+        binds = values.pop()
+    if binds is not None:
+        values.append(binds)
+    return hashlib.sha256(_encode_row(values).encode("utf-8")).hexdigest()
+
+
+_encode_row = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+"""``json.dumps(values, ensure_ascii=False, separators=(",", ":"))`` without making an encoder per
+row (issue 27: a decision hashes the newest row before appending its own)."""
 
 
 def make_binds(length: int, prev: str, *, world: str | None = None, ops: list[str] | None = None) -> str:

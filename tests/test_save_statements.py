@@ -88,3 +88,38 @@ def test_a_rolled_back_write_forgets_what_the_connection_learnt(tmp_path):
     with pytest.raises(StaleCheckpoint):
         home.store.save(stale)
     assert conn.known == {}
+
+
+def test_the_rows_and_header_a_save_writes_are_model_dump_json_s_text(tmp_path):
+    """Issue 27: a save serialises through the model class's serializer (``_json_of``); the text
+    must be exactly ``model_dump_json``'s, for the header and every kind of entry (an excluded
+    result, an excluded content, a non-ASCII text, a Decimal, a time)."""
+    from decimal import Decimal
+
+    from core.stores.common import _HEADER_EXCLUDE, _json_of
+
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    state = home.run("T-65273")
+    assert state.proposal is not None
+    state.messages.append(Message(role="tool", step=9, content="Zoë — “ok” \u2028 </script>", tool_call_id="c1"))
+    state.evidence.append(Evidence(step=9, tool="t", args={"x": Decimal("1.10")}, result={"é": [1, None, "—"]}))
+    checks = [(state, _HEADER_EXCLUDE), (state, None), (state.proposal, None)]
+    checks += [(m, None) for m in state.messages] + [(m, {"content"}) for m in state.messages]
+    checks += [(e, {"result"}) for e in state.evidence] + [(e, None) for e in state.events]
+    for model, exclude in checks:
+        assert _json_of(model, exclude) == model.model_dump_json(exclude=exclude)
+
+
+def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
+    """Issue 27: ``row_hash`` of a row as read (a tuple, a BLOB read as ``blob:<hex>``) is the
+    hash of the same row as a dict; a tuple of the wrong length is a ValueError, never a hash."""
+    from core.auditchain import COLUMNS, as_row, row_hash
+
+    values = (7, "r", "approve", "team_lead", "Grace", "d" * 64, FRIDAY, "Zoë — ok", "u", "0" * 64, "s", None)
+    assert row_hash(values) == row_hash(as_row(values))
+    bound = (*values[:-1], '{"head":"1:x"}')
+    assert row_hash(bound) == row_hash(as_row(bound)) != row_hash(values)
+    blob = (*values[:7], b"\x00\xff", *values[8:])
+    assert row_hash(blob) == row_hash(as_row(blob))
+    with pytest.raises(ValueError):
+        row_hash(values[: len(COLUMNS) - 1])

@@ -47,6 +47,10 @@ LISTS = ("messages", "evidence", "events")
 """TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
 
 _HEADER_EXCLUDE: set[str] = set(LISTS)
+_NO_RESULT = {"result"}
+"""What an evidence row's body leaves out: its result is kept in ``extra``."""
+_NO_CONTENT = {"content"}
+"""What a tool message's body leaves out when it refers to an evidence row (``ref``)."""
 
 
 class _Saved:
@@ -76,7 +80,7 @@ def entry_checksum(body: str, extra: str | None) -> int:
     once in 4 billion."""
     crc = zlib.crc32(body.encode("utf-8"))
     if extra is not None:
-        crc = zlib.crc32(b"\0" + extra.encode("utf-8"), crc)
+        crc = zlib.crc32(extra.encode("utf-8"), zlib.crc32(b"\0", crc))  # the same CRC, no joined copy
     return crc
 
 
@@ -84,6 +88,19 @@ _iso_of = functools.lru_cache(maxsize=4096)(iso)
 """:func:`core.clock.iso` remembered per moment: a run's ``created_at`` and its events' times are
 written at every save and change seldom (issue 27, item 2: no per-save work that does not change
 with the step). Datetimes are immutable and hash by value, so a hit is the same text."""
+
+_timestamp_of = functools.lru_cache(maxsize=4096)(datetime.timestamp)
+""":meth:`datetime.timestamp` remembered per moment, as :data:`_iso_of` (a run's ``created_ts`` is
+written at every save and never changes)."""
+
+
+def _json_of(model: BaseModel, exclude: set[str] | None = None) -> str:
+    """``model.model_dump_json(exclude=exclude)``, the same text, through the model class's
+    serializer without :meth:`~pydantic.BaseModel.model_dump_json`'s keyword handling in Python
+    (issue 27, item 2: about 6,500 instructions of a save's five dumps each; equality with
+    ``model_dump_json`` is tested in ``tests/test_save_statements.py``)."""
+    return type(model).__pydantic_serializer__.to_json(model, exclude=exclude).decode()
+
 
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 """``json.dumps(value, ensure_ascii=False, allow_nan=False)`` without making an encoder per call."""
@@ -240,16 +257,16 @@ class CheckpointRows:
                 from pydantic import TypeAdapter
 
                 text = TypeAdapter(Any).dump_json(e.result).decode()
-            body = e.model_dump_json(exclude={"result"})
+            body = _json_of(e, _NO_RESULT)
             rows.append((run_id, n, "evidence", seq, body, text, None, entry_checksum(body, text)))
         for seq, m in enumerate(state.messages[m0:], m0 + 1):
             n += 1
             ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
-            body = m.model_dump_json() if ref is None else m.model_dump_json(exclude={"content"})
+            body = _json_of(m, None if ref is None else _NO_CONTENT)
             rows.append((run_id, n, "messages", seq, body, None, ref, entry_checksum(body, None)))
         for seq, ev in enumerate(state.events[v0:], v0 + 1):
             n += 1
-            body, at = ev.model_dump_json(), _iso_of(ev.at)
+            body, at = _json_of(ev), _iso_of(ev.at)
             rows.append((run_id, n, "events", seq, body, at, None, entry_checksum(body, at)))
         return rows
 
@@ -272,7 +289,7 @@ class CheckpointRows:
         start = (len(saved.messages), len(saved.evidence), len(saved.events)) if saved is not None and appended else (0, 0, 0)
         state.version = new
         try:
-            header = state.model_dump_json(exclude=_HEADER_EXCLUDE)
+            header = _json_of(state, _HEADER_EXCLUDE)
         finally:
             state.version = old
         cols = self.summarize(state)
@@ -287,7 +304,7 @@ class CheckpointRows:
                     state.status,
                     _iso_of(state.created_at),
                     iso(now),
-                    state.created_at.timestamp(),
+                    _timestamp_of(state.created_at),
                     now.timestamp(),
                     new,
                     cols["customer"],

@@ -87,13 +87,15 @@ def length(conn: sqlite3.Connection) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0])
 
 
-def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict[str, Any]:
+def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any], *, hashed: bool = True) -> dict[str, Any]:
     """Append one audit row, chained to the row before it, inside the caller's transaction.
 
     ``audit`` holds ``decision``, ``role``, ``name``, ``digest``, ``at`` and optionally
     ``detail``, ``run_uid``, ``sig``, ``binds`` and ``prev``: a signed decision names the
     ``prev`` it signed, and if another row was appended since, the save is refused. Returns the row as
-    written (``id`` and ``prev`` included) with its ``hash`` and the chain's new ``length``.
+    written (``id`` and ``prev`` included) with the chain's new ``length`` and, unless ``hashed``
+    is False, its ``hash`` (a caller that drops the row skips hashing it: issue 27, item 2, a
+    decision's save hashed the long request text of its own row for nothing).
 
     Raises:
         AuditMoved: ``audit["prev"]`` is no longer the newest row's hash (another decision
@@ -105,7 +107,8 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any]) -> dict
     values = audit_values(run_id, audit, prev)
     cur = conn.execute(f"INSERT INTO audit ({', '.join(COLUMNS[1:])}) VALUES ({', '.join('?' * len(values))})", values)
     row = dict(zip(COLUMNS, (cur.lastrowid, *values), strict=True))
-    row["hash"] = row_hash(row)
+    if hashed:
+        row["hash"] = row_hash(row)
     row["length"] = n + 1
     return row
 

@@ -618,7 +618,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                 conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
                 _insert_entries(conn, self._rows(state, (0, 0, 0)))
             if audit is not None:
-                auditchain.append(conn, run_id, audit)  # issue 14: chained to the row before it
+                auditchain.append(conn, run_id, audit, hashed=False)  # issue 14: chained to the row before it
                 crash_point("row")
         state.version = new
         self._remember(state, new, written)
@@ -630,7 +630,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         expiry) that changes no checkpoint (issue 11). ``audit`` has ``run_id``, ``decision``,
         ``role``, ``name``, ``digest``, ``at``, ``detail`` and ``run_uid``."""
         with self.db.immediate() as conn:
-            auditchain.append(conn, audit["run_id"], audit)  # chained like every other row (issue 14)
+            auditchain.append(conn, audit["run_id"], audit, hashed=False)  # chained like every other row (issue 14)
 
     @staticmethod
     def _refuse(conn: sqlite3.Connection, run_id: str, version: int, lease_owner: str | None) -> NoReturn:
