@@ -123,3 +123,18 @@ def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
     assert row_hash(blob) == row_hash(as_row(blob))
     with pytest.raises(ValueError):
         row_hash(values[: len(COLUMNS) - 1])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [1, "a", None, "Zoë “quoted” \\ \n \t \x00 \u2028 </x>", "", 0, -5, 10**20],
+        [True, 1.5, "x"],  # not what an audit row holds: the encoder's own text, whatever it is
+        [],
+    ],
+)
+def test_an_audit_row_s_json_is_json_dumps_text(values):
+    """Issue 27: ``_encode_row`` writes the text ``json.dumps`` writes (the hash covers it)."""
+    from core.auditchain import _encode_row
+
+    assert _encode_row(values) == json.dumps(values, ensure_ascii=False, separators=(",", ":"))

@@ -54,7 +54,14 @@ def _select(conn: sqlite3.Connection) -> str:
     """``SELECT`` of :data:`~core.auditchain.COLUMNS` from the audit, with NULL for a column an
     older store lacks (only when that store could not be given it: a read-only file)."""
     have = _columns(conn)
+    if have >= _ALL:
+        return _SELECT_ALL
     return f"SELECT {', '.join(c if c in have else f'NULL AS {c}' for c in COLUMNS)} FROM audit"
+
+
+_ALL = frozenset(COLUMNS)
+_SELECT_ALL = f"SELECT {', '.join(COLUMNS)} FROM audit"
+"""The select of a store with every column (issue 27: built once, not at every decision)."""
 
 
 def last_hash(conn: sqlite3.Connection) -> tuple[str, int]:
