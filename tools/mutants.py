@@ -237,7 +237,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/stores/common.py",
         (
             (
-                "elif damaged is None and (type(body) is not str or entry_checksum(body, extra) != checksum):",
+                "elif damaged is None and (type(body) is not kind or entry_checksum(body, extra) != checksum):",
                 "elif False:",
             ),
         ),

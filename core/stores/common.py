@@ -31,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from core.clock import iso
 from core.errors import CorruptCheckpoint, LeaseHeld, ResolverError, StaleCheckpoint
@@ -68,19 +68,20 @@ class _Saved:
         self.events = tuple(state.events)
 
 
-def entry_checksum(body: str, extra: str | None) -> int:
+def entry_checksum(body: str | bytes, extra: str | bytes | None) -> int:
     """The checksum of an ``entries`` row (issue 27, item 1): CRC-32 (:func:`zlib.crc32`, 0 to
     2**32 - 1) of ``body`` in UTF-8, then, when ``extra`` is not None, of a zero byte and
-    ``extra`` (so None and ``""`` differ).
+    ``extra`` (so None and ``""`` differ). Text is given as ``str`` or as its UTF-8 ``bytes``
+    (the SQLite store reads its rows as stored bytes: :func:`read_parts`); both give one CRC.
 
     CRC-32 because it guards against damage, not an adversary (whoever can rewrite a row can
     rewrite its checksum; decisions are guarded by the signed, chained audit), it is in the
     standard library, in C, about 1 GB/s (a 200-step run's rows in 0.3 ms), and any change of up
     to 32 consecutive bits, or any error of odd weight, is caught; a random change slips through
     once in 4 billion."""
-    crc = zlib.crc32(body.encode("utf-8"))
-    if extra is not None:
-        crc = zlib.crc32(extra.encode("utf-8"), zlib.crc32(b"\0", crc))  # the same CRC, no joined copy
+    crc = zlib.crc32(body if isinstance(body, bytes) else body.encode("utf-8"))
+    if extra is not None:  # the CRC of the zero byte and extra, without joining them in a copy
+        crc = zlib.crc32(extra if isinstance(extra, bytes) else extra.encode("utf-8"), zlib.crc32(b"\0", crc))
     return crc
 
 
@@ -103,6 +104,7 @@ def _json_of(model: BaseModel, exclude: set[str] | None = None) -> str:
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+_encode_text = json.JSONEncoder(ensure_ascii=False).encode
 """``json.dumps(value, ensure_ascii=False, allow_nan=False)`` without making an encoder per call."""
 
 
@@ -112,25 +114,33 @@ def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
     return len(now) >= n and all(map(operator.is_, now[:n], before))
 
 
-def _join(obj: str, *fields: tuple[str, str]) -> str:
-    """Add ``"name":json`` fields to the JSON object text ``obj`` (which ends with ``}``), in one
-    allocation (a state of 300 steps with 50 KB tool outputs is 30 MB of text)."""
-    pieces = [obj[:-1]]
-    sep = "" if obj == "{}" else ","
-    for name, value in fields:
-        pieces += (sep, '"', name, '":', value)
-        sep = ","
-    pieces.append("}")
-    return "".join(pieces)
+def _join(obj: Any, name: str, value: Any) -> Any:
+    """Add the field ``"name":value`` (``value`` a JSON text) to the JSON object text ``obj``
+    (which ends with ``}``), in one allocation; ``obj`` and ``value`` are both ``str`` or both
+    UTF-8 ``bytes`` (what the SQLite store reads, issue 27), and so is the result."""
+    if type(obj) is bytes:
+        return b"".join((obj[:-1], b"" if obj == b"{}" else b",", b'"', name.encode(), b'":', value, b"}"))
+    return "".join((obj[:-1], "" if obj == "{}" else ",", '"', name, '":', value, "}"))
 
 
-def _join_lists(obj: str, lists: Sequence[tuple[str, list[str]]]) -> str:
-    """Add ``"name":[item,...]`` arrays of JSON texts to the JSON object text ``obj``."""
-    pieces = [obj[:-1]]
-    sep = "" if obj == "{}" else ","
+def _join_lists(obj: str | bytes, lists: Sequence[tuple[str, list[Any]]]) -> str | bytes:
+    """Add ``"name":[item,...]`` arrays of JSON texts to the JSON object text ``obj``; all ``str``,
+    or all UTF-8 ``bytes`` (the SQLite store's rows as stored, handed to pydantic as they are, so
+    the joined text of a state is never encoded to UTF-8 again: issue 27, 73k of a typical load's
+    1,030k instructions)."""
+    if type(obj) is bytes:
+        chunks = [obj[:-1]]
+        sep = b"" if obj == b"{}" else b","
+        for name, items in lists:
+            chunks += (sep, b'"', name.encode(), b'":[', b",".join(items), b"]")
+            sep = b","
+        chunks.append(b"}")
+        return b"".join(chunks)
+    pieces = [cast(str, obj)[:-1]]
+    comma = "" if obj == "{}" else ","
     for name, items in lists:
-        pieces += (sep, '"', name, '":[', ",".join(items), "]")
-        sep = ","
+        pieces += (comma, '"', name, '":[', ",".join(items), "]")
+        comma = ","
     pieces.append("}")
     return "".join(pieces)
 
@@ -173,11 +183,11 @@ class _Parts:
     ``trusted`` when every entry had a checksum and it matched, ``damaged`` the sentence part
     naming the first entry whose checksum did not."""
 
-    header: str
+    header: str | bytes
     version: int
-    messages: list[str]
-    evidence: list[str]
-    events: list[str]
+    messages: list[Any]
+    evidence: list[Any]
+    events: list[Any]
     columns: tuple
     trusted: bool = False
     damaged: str | None = None
@@ -340,8 +350,9 @@ class CheckpointRows:
                 f"checksum does not match); nothing was changed. Delete it with `resolver reset --run {run_id}` "
                 "or restore runs.sqlite from a backup."
             )
-        header = parts.header
-        if not any(f'"{k}":' in header for k in LISTS):
+        header: Any = parts.header
+        keys = _LIST_KEYS_BYTES if type(header) is bytes else _LIST_KEYS
+        if not any(k in header for k in keys):
             text = _join_lists(header, list(zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True)))
             try:
                 state = cls.model_validate_json(text, context=TRUSTED if parts.trusted else None)
@@ -417,12 +428,17 @@ class CheckpointRows:
         return RunSummary(*values)
 
 
-_READ_RUN = f"SELECT state, version, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
+_LIST_KEYS = tuple(f'"{k}":' for k in LISTS)
+_LIST_KEYS_BYTES = tuple(k.encode() for k in _LIST_KEYS)
+"""How a header that still holds a list (release 0.1.0's whole state) shows it, as text and as bytes."""
+
+_READ_RUN = f"SELECT CAST(state AS BLOB), version, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
 ENTRY_COLUMNS = ("run_id", "n", "list", "seq", "body", "extra", "ref", "checksum")
 """The ``entries`` table's columns, in the order of :meth:`CheckpointRows._rows`' tuples."""
 
 _READ_ENTRIES = (
-    "SELECT i.list, i.body, i.extra, i.ref, e.extra, i.checksum FROM entries i LEFT JOIN entries e "
+    "SELECT i.list, CAST(i.body AS BLOB), CAST(i.extra AS BLOB), i.ref, e.extra, i.checksum FROM entries i "
+    "LEFT JOIN entries e "
     "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = ? ORDER BY i.n"
 )
 
@@ -439,6 +455,8 @@ def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | N
     the rest of the history is never sent by the database. Each entry's checksum is checked
     (:func:`entry_checksum`): ``trusted`` when all had one and matched, ``damaged`` names the
     first that did not. None when no run."""
+    # header, bodies and extras as the stored UTF-8 bytes (CAST AS BLOB): checksummed, joined and
+    # handed to pydantic as they are, never decoded to str and encoded back (issue 27)
     row = conn.execute(_READ_RUN, (run_id,)).fetchone()
     if row is None:
         return None
@@ -446,24 +464,26 @@ def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | N
     return assemble_parts(row[0], row[1], tuple(row[2:]), rows)
 
 
-def assemble_parts(header: str, version: int, columns: tuple, rows: Iterable[Sequence[Any]]) -> _Parts:
+def assemble_parts(header: str | bytes, version: int, columns: tuple, rows: Iterable[Sequence[Any]]) -> _Parts:
     """A run's :class:`_Parts` from its header text, version, queue columns and ``entries``
     rows ``(list, body, extra, ref, referred, checksum)`` in the order written, as each back-end
     reads them: an evidence's result and a tool message's referred content joined back in, and
     each checksum checked (:func:`entry_checksum`): ``trusted`` when all had one and matched,
     ``damaged`` names the first that did not."""
-    dumps = json.JSONEncoder(ensure_ascii=False).encode
-    lists: dict[str, list[str]] = {name: [] for name in LISTS}
+    raw = type(header) is bytes
+    kind, null = (bytes, b"null") if raw else (str, "null")
+    lists: dict[str, list[Any]] = {name: [] for name in LISTS}
     trusted, damaged = True, None
     for name, body, extra, ref, referred, checksum in rows:
         if checksum is None:  # written before the checksums (store format 4, PostgreSQL 8): validated in full
             trusted = False
-        elif damaged is None and (type(body) is not str or entry_checksum(body, extra) != checksum):
+        elif damaged is None and (type(body) is not kind or entry_checksum(body, extra) != checksum):
             damaged = f"entry {len(lists.get(name, ())) + 1} of its {name}"
         if name == "evidence":
-            body = _join(body, ("result", extra if extra is not None else "null"))
+            body = _join(body, "result", extra if type(extra) is kind else null)
         elif ref is not None:
-            body = _join(body, ("content", dumps(referred) if referred is not None else "null"))
+            content = _encode_text(referred) if referred is not None else "null"
+            body = _join(body, "content", content.encode() if raw else content)
         lists.setdefault(name, []).append(body)
     return _Parts(header, version, lists["messages"], lists["evidence"], lists["events"], columns, trusted, damaged)
 
