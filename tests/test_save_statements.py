@@ -5,6 +5,7 @@ the statements are traced on the store's own connection; no timing is asserted).
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from core.clock import FixedClock
@@ -138,3 +139,33 @@ def test_an_audit_row_s_json_is_json_dumps_text(values):
     from core.auditchain import _encode_row
 
     assert _encode_row(values) == json.dumps(values, ensure_ascii=False, separators=(",", ":"))
+
+
+def test_rows_read_as_stored_bytes_that_are_not_utf8_are_a_corrupt_checkpoint_not_a_traceback(tmp_path):
+    """Issue 27: the SQLite store reads bodies and the header as their stored bytes (CAST AS BLOB)
+    and hands them to pydantic as they are. A body rewritten as bytes that are not UTF-8, with a
+    checksum made to match (only the checksum was right), and a header stored as such a BLOB, are
+    each the corrupt-checkpoint sentence; a non-ASCII body written by a save round-trips."""
+    from core.errors import CorruptCheckpoint
+    from core.stores.common import entry_checksum
+
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    state = home.run("T-65273")
+    state.messages.append(Message(role="assistant", step=9, content="Zoë — “ok” \u2028 𝄞"))
+    home.store.save(state)
+    assert Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store.load(state.run_id).model_dump() == state.model_dump()
+    path = home.store.path
+    bad = b'{"role":"user","content":"\xff\xfe","step":0,"tool_call_id":"","arguments":""}'
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE entries SET body = ?, checksum = ? WHERE run_id = ? AND list = 'messages' AND seq = 2",
+            (bad, entry_checksum(bad, None), state.run_id),
+        )
+    for read in ("load", "load_view"):
+        with pytest.raises(CorruptCheckpoint, match=f"The checkpoint of run {state.run_id} is corrupt"):
+            getattr(Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store, read)(state.run_id)
+    other = home.run("T-90103", repeat=1)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE runs SET state = ? WHERE run_id = ?", (b'{"run_id":"\xff"}', other.run_id))
+    with pytest.raises(CorruptCheckpoint, match=f"The checkpoint of run {other.run_id} is corrupt"):
+        Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store.load(other.run_id)
