@@ -158,8 +158,9 @@ _AT_TIP = {_write_sql(h): _write_sql(h, audited=True) for h in (_UPDATE, _UPDATE
 _INSERT_ENTRIES = f"INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTRY_ARRAYS}"
 
 _LOAD = (
-    "SELECT 0 AS k, NULL::text, state, NULL::text, NULL::int, NULL::text, NULL::bigint, version FROM runs WHERE run_id = %s "
-    "UNION ALL SELECT i.n, i.list, i.body, i.extra, i.ref, CASE WHEN i.ref IS NOT NULL THEN "
+    "SELECT 0 AS k, NULL::text, convert_to(state, 'UTF8'), NULL::bytea, NULL::int, NULL::text, NULL::bigint, version "
+    "FROM runs WHERE run_id = %s "
+    "UNION ALL SELECT i.n, i.list, convert_to(i.body, 'UTF8'), convert_to(i.extra, 'UTF8'), i.ref, CASE WHEN i.ref IS NOT NULL THEN "
     "(SELECT e.extra FROM entries e WHERE e.run_id = i.run_id AND e.n = i.ref) END, i.checksum, NULL::bigint "
     "FROM entries i WHERE i.run_id = %s ORDER BY k"
 )
@@ -167,7 +168,9 @@ _LOAD = (
 a tool message refers to looked up only for the rows that refer) in one statement, so one round
 trip and one snapshot (a statement sees one state even in autocommit). Read in binary: text
 columns come as their bytes, not parsed from the text protocol (a third of a load at step 200).
-Each entry comes with its checksum (migration 8)."""
+Each entry comes with its checksum (migration 8). The header, bodies and extras come as their
+UTF-8 bytes (``convert_to``, never ``::bytea``, which would read backslashes as escapes), checked,
+joined and handed to pydantic as they are: never decoded to ``str`` and encoded back (issue 27)."""
 
 _LOAD_VIEW = _LOAD.replace(" ORDER BY k", " AND (i.list <> 'messages' OR i.seq <= %s) ORDER BY k")
 """:data:`_LOAD` for the read side (issue 27, item 1): every evidence and event, the opening
