@@ -152,7 +152,15 @@ def test_rows_read_as_stored_bytes_that_are_not_utf8_are_a_corrupt_checkpoint_no
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     state = home.run("T-65273")
     state.messages.append(Message(role="assistant", step=9, content="Zoë — “ok” \u2028 𝄞"))
+    result = {"note": 'Zoë "q" \\ \n\t\x01 — 𝄞 </x>', "n": [1, None]}
+    state.evidence.append(Evidence(step=9, tool="get_order", args={"order_id": "LK-1"}, result=result))
+    state.messages.append(Message(role="tool", step=9, content=json.dumps(result, ensure_ascii=False)))
     home.store.save(state)
+    with sqlite3.connect(home.store.path) as conn:  # the tool message refers to the evidence's row
+        assert conn.execute("SELECT COUNT(*) FROM entries WHERE run_id = ? AND ref IS NOT NULL", (state.run_id,)).fetchone()[0]
+    for read in ("load", "load_view"):
+        back = getattr(Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store, read)(state.run_id)
+        assert back.evidence == state.evidence
     assert Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store.load(state.run_id).model_dump() == state.model_dump()
     path = home.store.path
     bad = b'{"role":"user","content":"\xff\xfe","step":0,"tool_call_id":"","arguments":""}'
