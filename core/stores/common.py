@@ -437,8 +437,8 @@ ENTRY_COLUMNS = ("run_id", "n", "list", "seq", "body", "extra", "ref", "checksum
 """The ``entries`` table's columns, in the order of :meth:`CheckpointRows._rows`' tuples."""
 
 _READ_ENTRIES = (
-    "SELECT i.list, CAST(i.body AS BLOB), CAST(i.extra AS BLOB), i.ref, "
-    "CASE WHEN i.ref IS NOT NULL THEN CAST(json_quote(e.extra) AS BLOB) END, i.checksum FROM entries i LEFT JOIN entries e "
+    "SELECT i.list, CAST(i.body AS BLOB), CAST(i.extra AS BLOB), i.ref, e.extra, i.checksum FROM entries i "
+    "LEFT JOIN entries e "
     "ON i.ref IS NOT NULL AND e.run_id = i.run_id AND e.n = i.ref WHERE i.run_id = ? ORDER BY i.n"
 )
 
@@ -467,10 +467,7 @@ def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | N
 def assemble_parts(header: str | bytes, version: int, columns: tuple, rows: Iterable[Sequence[Any]]) -> _Parts:
     """A run's :class:`_Parts` from its header text, version, queue columns and ``entries``
     rows ``(list, body, extra, ref, referred, checksum)`` in the order written, as each back-end
-    reads them (texts as ``str``, or as UTF-8 ``bytes`` when ``header`` is; ``referred``, the
-    text a tool message refers to, as ``str``, or as ``bytes`` already quoted as a JSON string,
-    which SQLite's ``json_quote`` does in C: issue 27, a load at step 200 decoded, escaped and
-    encoded back 200 tool outputs in Python): an evidence's result and a tool message's referred content joined back in, and
+    reads them: an evidence's result and a tool message's referred content joined back in, and
     each checksum checked (:func:`entry_checksum`): ``trusted`` when all had one and matched,
     ``damaged`` names the first that did not."""
     raw = type(header) is bytes
@@ -485,11 +482,8 @@ def assemble_parts(header: str | bytes, version: int, columns: tuple, rows: Iter
         if name == "evidence":
             body = _join(body, "result", extra if type(extra) is kind else null)
         elif ref is not None:
-            if type(referred) is bytes:  # SQLite: the referred text already as a JSON string (json_quote)
-                body = _join(body, "content", referred if raw else referred.decode())
-            else:
-                content = _encode_text(referred) if referred is not None else "null"
-                body = _join(body, "content", content.encode() if raw else content)
+            content = _encode_text(referred) if referred is not None else "null"
+            body = _join(body, "content", content.encode() if raw else content)
         lists.setdefault(name, []).append(body)
     return _Parts(header, version, lists["messages"], lists["evidence"], lists["events"], columns, trusted, damaged)
 
