@@ -36,7 +36,8 @@ compare-and-set on ``version``: a writer holding a stale copy gets
 :class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
 two row writes of a save leaves the previous whole checkpoint (the transaction never commits).
 A step's save is the header's compare-and-set (one UPDATE) plus one multi-row INSERT of the
-step's entries (issue 27, item 2). A load reads header and rows in one read transaction, checks
+step's entries (issue 27, item 2). A load reads header and rows in one read transaction as
+their stored UTF-8 bytes (``CAST AS BLOB``: never decoded to ``str`` and encoded back), checks
 each row's checksum, joins them into one JSON text and validates it once
 (``TaskState.model_validate_json``, the checks made in Python skipped for trusted rows:
 :data:`core.state.TRUSTED`); ``load_view`` reads only what the read side shows; anything unusual (an older schema, a
