@@ -180,3 +180,17 @@ def test_a_claim_that_ends_on_another_day_says_the_day():
     assert marks.claim_line(at) == "Bea is on it (claimed 08:39, until 2026-10-13 08:39)."
     same_day = RunMarks(RUN, claimed_by="Bea", claimed_at=at, claim_until=parse_time("2026-10-12T09:09:00-04:00"))
     assert same_day.claim_line(at) == "Bea is on it (claimed 08:39, until 09:09)."
+
+
+@pytest.mark.parametrize("decide", [("approve",), ("reject", "--reason", "a typo")])
+def test_a_claim_or_snooze_of_a_decided_run_says_its_state_and_that_there_is_nothing_to_mark(cli, decide):
+    """A new user's trial (issue 24): a claim of a done run answered "already approved", as if
+    the claim were a decision; it says the run's status and that there is nothing to claim."""
+    assert cli(*decide, RUN, "--as", "grace", "--name", "Grace", "--yes")[0] in (0, 5)
+    status, did = ("done", "approved") if decide[0] == "approve" else ("handed_to_person", "rejected")
+    for verb, argv in (("claim", ("claim",)), ("snooze", ("snooze", "--until", "1h")), ("release", ("claim", "--release"))):
+        code, out, err = cli(*argv[:1], RUN, *argv[1:], "--as", "team_lead", "--name", "Tomás")
+        assert code == 4 and out == "", err
+        assert err.startswith(f"Run {RUN} is {status} ({did} by Grace (role grace) at "), err
+        assert err.rstrip().endswith(f"; there is nothing to {verb}. Nothing changed.") and err.count("\n") == 1, err
+        assert "already" not in err
