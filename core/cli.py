@@ -378,6 +378,22 @@ def _marked_out(m: Any, run_status: str, status: str | None, max_role: str | Non
     return bool(m.snoozed(now)) or (max_role is not None and hides_from_mine(m, name))
 
 
+def _config_name(name: str | None) -> str | None:
+    """``--name`` as given, else the config file's ``name`` (:func:`core.approver_config.load`,
+    who is at the keyboard, as the app reads it), else None. For ``runs --mine`` and ``watch``
+    (a new user's trial: ``watch`` without ``--name`` ignored the file's name).
+
+    Raises:
+        ResolverError: a config file that cannot be read (its sentence).
+    """
+    if name:
+        return name
+    from core.approver_config import load
+
+    config = load()
+    return nfc(config.name) if config else None  # issue 19: names in NFC on the way in
+
+
 def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
     """``runs --mine``: the role whose runs are listed, from ``--as ROLE`` in a practice home or
     the approvers registry for ``--name NAME`` in a shop home (no passphrase: a listing decides
@@ -389,9 +405,15 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
     from core.home import Home as WholeHome
 
     whole = home if isinstance(home, WholeHome) else WholeHome(home.root)
+    args.name = _config_name(args.name)
     if whole.kind == "shop":
-        if args.role or not args.name:
+        if args.role:
             raise BadArgument("In a shop home --mine takes --name NAME (the role comes from the approvers registry), not --as.")
+        if not args.name:
+            raise BadArgument(
+                "In a shop home --mine needs your name: --mine --name NAME (or name = \"...\" in the config file), "
+                "and the role comes from the approvers registry."
+            )
         return whole.registry().valid_entry(args.name).role
     if not args.role:
         raise BadArgument("--mine needs the approver's role in a practice home: --mine --as ROLE.")
@@ -633,7 +655,7 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
-    name = args.name
+    name = _config_name(args.name)
     if home.kind == "shop":
         if args.role:
             raise BadArgument("In a shop home watch takes --name NAME (the role comes from the approvers registry), not --as.")
@@ -1397,7 +1419,9 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     )
     p.add_argument("--mine", action="store_true", help="only the waiting runs this approver may approve (with --as or --name)")
     p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role of --mine")
-    p.add_argument("--name", help="shop home: the approver of --mine (their role from the registry)")
+    p.add_argument(
+        "--name", help="the approver of --mine (shop home: their role from the registry); default: the config file's name"
+    )
     p.set_defaults(func=cmd_runs)
 
     for name, func, text in (
@@ -1523,7 +1547,9 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
 
     p = sub.add_parser("watch", parents=[common], help="print each new event of the queue for you, and run the notify command")
     p.add_argument("--as", dest="role", choices=ROLES, help="practice home: your role (the requests you may approve)")
-    p.add_argument("--name", help="your name (hand-overs to you; in a shop home your role from the registry)")
+    p.add_argument(
+        "--name", help="your name (hand-overs to you; in a shop home your role from the registry); default: the config file's name"
+    )
     p.add_argument("--once", action="store_true", help="print what is new since the last time and exit")
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between reads (default 1)")
     p.set_defaults(func=cmd_watch)
