@@ -335,8 +335,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
             for r in rows:
                 m = marks.get(r.run_id) if r.status == "waiting_approval" else None
                 if args.json:
-                    extra = {"marks": m.lines(now)} if m is not None else {}
-                    lines.append(("," if shown else "") + "\n" + json.dumps({**asdict(r), **extra}, indent=1))
+                    row = {**asdict(r), "marks": m.lines(now) if m is not None else []}  # always the key (a new user's trial)
+                    lines.append(("," if shown else "") + "\n" + json.dumps(row, indent=1))
                 else:
                     mark = "" if r.state_ok else corrupt
                     mark += f"  ({m.short(now)})" if m is not None else ""
