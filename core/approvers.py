@@ -434,6 +434,12 @@ class Registry:
         """True when the rows are a team store's: new keys are then written to :attr:`keys` only."""
         self.keys = KeyFiles(self.root)
         """This machine's key files (:class:`core.keyfiles.KeyFiles`, ``keys/`` in the home folder)."""
+        from core.homepath import mask_password
+
+        self.shown = f"the team store {mask_password(store)}" if self.team and store else str(self.root)
+        """Where the registry is, as sentences name it: the home folder, or ``the team store URL``
+        with its password masked as ``doctor`` prints it (a new user's trial: ``approvers init``
+        on a team store named the folder)."""
 
     def exists(self) -> bool:
         """True once ``approvers init`` made the registry (its seal exists; something in its
@@ -472,7 +478,7 @@ class Registry:
             return raw
         except FileNotFoundError:
             raise RegistryError(
-                f"{self.root} has no approvers registry yet: the owner makes it with `resolver approvers init`."
+                f"{self.shown[:1].upper()}{self.shown[1:]} has no approvers registry yet: the owner makes it with `resolver approvers init`."
             ) from None
         except (OSError, ValueError) as exc:
             raise RegistryError(
@@ -753,7 +759,7 @@ class Registry:
             RegistryError: the registry exists already, or the passphrase is refused (:func:`_check_passphrase`).
         """
         if self.exists() or any(True for _ in self.entries()):
-            raise RegistryError(f"{self.root} already has an approvers registry (owner key {self._fp_or_damaged()}).")
+            raise RegistryError(f"{self.shown[:1].upper()}{self.shown[1:]} already has an approvers registry (owner key {self._fp_or_damaged()}).")
         owner_name = _clean_name(owner_name)
         _check_passphrase(passphrase, owner_name)
         key = Ed25519PrivateKey.generate()

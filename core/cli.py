@@ -851,7 +851,7 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             return 0
         _print(
             [
-                f"Made the approvers registry of {home.root}; owner {safe_text(made.owner)} (role grace).",
+                f"Made the approvers registry of {registry.shown}; owner {safe_text(made.owner)} (role grace).",
                 f"Owner key fingerprint: {made.fingerprint}",
                 "  Write it down: `resolver doctor` shows it, compare the two.",
                 f"Recovery code (shown once): {made.recovery_code}",
