@@ -221,6 +221,8 @@ def test_keys_in_the_rows_of_a_store_of_the_previous_release_move_to_the_machine
     assert "Keys in the store: 2 approver(s)' encrypted keys are still in the team store's rows" in out
     code, out, _ = a("store", "migrate")
     assert "keys: 2 approver(s)' encrypted keys still in the store's rows" in out
+    code, out, _ = a("store", "check")  # a new user's trial: check did not count them
+    assert "keys: 2 approver(s)' encrypted keys still in the store's rows" in out
 
     b = _machine(tmp_path / "b", url, capsys, monkeypatch)
     assert b("refresh", T65273_RUN, "--name", "Ana", passphrase="ana-passphrase")[0] == 0
@@ -242,6 +244,7 @@ def test_keys_in_the_rows_of_a_store_of_the_previous_release_move_to_the_machine
     assert _key_material(url) == []
     code, out, _ = a("store", "migrate")
     assert "keys: none in the store's rows" in out
+    assert "keys: none in the store's rows" in a("store", "check")[1]
     for machine in (a, b):
         code, out, err = machine("audit", "verify")
         assert code == 0 and "chain whole" in out, err
