@@ -978,6 +978,25 @@ def check_public_key(text: str) -> str:
     return hexed
 
 
+def check_fingerprint(given: str, public_key_hex: str) -> None:
+    """Refuse ``public_key_hex`` when its :func:`fingerprint` is not ``given`` (what
+    ``approvers key`` printed on the approver's machine, passed as ``add --fingerprint``): an
+    owner's typo in ``--public-key`` would otherwise take the name for good, since revoked names
+    are not reused (a new user's trial, issue 23). ``given`` is compared without its ``SHA256:``
+    prefix, spaces or case, so ``SHA256:5eb0 2d8b ...`` and ``5eb02d8b...`` are the same.
+
+    Raises:
+        RegistryError: one sentence naming both fingerprints; nothing was written.
+    """
+    said = fingerprint(public_key_hex)
+    wanted = "".join((given or "").split()).lower().removeprefix("sha256:")
+    if wanted != "".join(said.split()).lower().removeprefix("sha256:"):
+        raise RegistryError(
+            f"The public key's fingerprint is {said}, not the {one_line(given)[:60]!r} given with --fingerprint: "
+            "check the key against what `resolver approvers key` printed on the approver's machine; nothing was written."
+        )
+
+
 def _clean_name(name: str) -> str:
     name = unicodedata.normalize("NFC", name or "").strip()
     if not name or len(name) > 60 or not all(ch.isalnum() or ch in " .-_'" for ch in name):

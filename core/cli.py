@@ -872,20 +872,27 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
                 f"Made a key for {safe_text(key.name)} on this machine: {path} (mode 0600, encrypted with the passphrase).",
                 f"Public key: {key.public_key}",
                 f"Fingerprint: {fingerprint(key.public_key)}",
-                "  Give the public key to the owner, who adds it with "
-                f"`resolver approvers add {safe_text(key.name)} --role ROLE --public-key {key.public_key}`.",
+                "  Give the public key and its fingerprint to the owner, who adds it with "
+                f"`{PROG} approvers add {_shell_word(key.name)} --role ROLE --public-key {key.public_key} "
+                f"--fingerprint {_shell_word(fingerprint(key.public_key))}` (a key of another fingerprint is refused).",
             ]
         )
         return 0
     if args.approvers_cmd == "add":
         if args.public_key is not None:  # before anything is read or asked: exit 2, nothing written
-            from core.approvers import RegistryError, check_public_key
+            from core.approvers import RegistryError, check_fingerprint, check_public_key
 
             try:
                 args.public_key = check_public_key(args.public_key)
+                if args.fingerprint is not None:  # a typo in the key is caught before anything is written
+                    check_fingerprint(args.fingerprint, args.public_key)
             except RegistryError as exc:
                 raise BadArgument(str(exc)) from None
+        elif args.fingerprint is not None:
+            raise BadArgument("--fingerprint checks the key given with --public-key; give both, or neither.")
         registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
+        if args.public_key is not None and args.fingerprint is None:
+            _confirm_fingerprint(args.name, args.public_key)
         passphrase = ""
         if args.public_key is None:
             passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
@@ -902,6 +909,8 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             public_key=args.public_key,
         )
         kept = registry.keys.path(entry.name) if registry.team and args.public_key is None else None
+        if args.public_key is not None and args.fingerprint is None and not sys.stdin.isatty():
+            _told_fingerprint(entry.name, args.public_key)
         if args.json:
             _json(
                 {
@@ -976,6 +985,53 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     if problems:
         raise ResolverError(f"The approvers registry does not verify: {'; '.join(problems)}.")
     return 0
+
+
+def _shell_word(text: str) -> str:
+    """``text`` as one word of a command line to copy (:func:`shlex.quote`, on one line)."""
+    import shlex
+
+    return shlex.quote(one_line(text))
+
+
+def _confirm_fingerprint(name: str, public_key: str) -> None:
+    """``approvers add NAME --public-key HEX`` without ``--fingerprint`` (a new user's trial: a
+    typo in the key took the name for good): on a terminal, show the key's fingerprint and ask
+    whether it is the one ``approvers key`` printed (anything but y refuses, exit 4, nothing
+    written); without a terminal (a script) go on: :func:`_told_fingerprint` says the
+    fingerprint once the key is added.
+
+    Raises:
+        ApprovalRefused: the owner did not confirm.
+    """
+    from core.approvers import fingerprint
+    from core.errors import ApprovalRefused
+    from core.safetext import safe_text
+
+    said = fingerprint(public_key)
+    if not sys.stdin.isatty():  # said once the key is added (:func:`_told_fingerprint`)
+        return
+    print(safe_text(f"The public key's fingerprint is {said}."), file=sys.stderr)
+    if not _ask(f"Is it the one `approvers key` printed on {safe_text(one_line(name))}'s machine? [y/N] "):
+        raise ApprovalRefused(
+            f"Not added: the fingerprint was not confirmed. Nothing was written; check the key, or pass --fingerprint {said!r}."
+        )
+
+
+def _told_fingerprint(name: str, public_key: str) -> None:
+    """After ``approvers add NAME --public-key HEX`` without ``--fingerprint`` and without a
+    terminal: the added key's fingerprint on stderr (for the script's log), to compare with the
+    one ``approvers key`` printed."""
+    from core.approvers import fingerprint
+    from core.safetext import safe_text
+
+    print(
+        safe_text(
+            f"The key added for {one_line(name)} has the fingerprint {fingerprint(public_key)}; compare it with the one "
+            "`resolver approvers key` printed on their machine (--fingerprint checks it before anything is written)."
+        ),
+        file=sys.stderr,
+    )
 
 
 def _audit_verify(home: Home, as_json: bool = False) -> int:
@@ -1572,6 +1628,13 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         metavar="HEX",
         default=None,
         help="the public key `approvers key` printed on the approver's machine (then no passphrase of theirs is asked)",
+    )
+    a.add_argument(
+        "--fingerprint",
+        metavar="FP",
+        default=None,
+        help="the fingerprint `approvers key` printed beside the key: a key of another fingerprint is refused, nothing written "
+        "(without it a terminal asks to confirm the fingerprint)",
     )
     a.add_argument(
         "--owner-passphrase-fd",
