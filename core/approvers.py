@@ -759,7 +759,9 @@ class Registry:
             RegistryError: the registry exists already, or the passphrase is refused (:func:`_check_passphrase`).
         """
         if self.exists() or any(True for _ in self.entries()):
-            raise RegistryError(f"{self.shown[:1].upper()}{self.shown[1:]} already has an approvers registry (owner key {self._fp_or_damaged()}).")
+            raise RegistryError(
+                f"{self.shown[:1].upper()}{self.shown[1:]} already has an approvers registry (owner key {self._fp_or_damaged()})."
+            )
         owner_name = _clean_name(owner_name)
         _check_passphrase(passphrase, owner_name)
         key = Ed25519PrivateKey.generate()

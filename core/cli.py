@@ -411,7 +411,7 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
             raise BadArgument("In a shop home --mine takes --name NAME (the role comes from the approvers registry), not --as.")
         if not args.name:
             raise BadArgument(
-                "In a shop home --mine needs your name: --mine --name NAME (or name = \"...\" in the config file), "
+                'In a shop home --mine needs your name: --mine --name NAME (or name = "..." in the config file), '
                 "and the role comes from the approvers registry."
             )
         return whole.registry().valid_entry(args.name).role
@@ -1604,7 +1604,8 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     p = sub.add_parser("watch", parents=[common], help="print each new event of the queue for you, and run the notify command")
     p.add_argument("--as", dest="role", choices=ROLES, help="practice home: your role (the requests you may approve)")
     p.add_argument(
-        "--name", help="your name (hand-overs to you; in a shop home your role from the registry); default: the config file's name"
+        "--name",
+        help="your name (hand-overs to you; in a shop home your role from the registry); default: the config file's name",
     )
     p.add_argument("--once", action="store_true", help="print what is new since the last time and exit")
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between reads (default 1)")
