@@ -1078,6 +1078,7 @@ def _say_long_build(line: str) -> None:
 
     print(line, file=sys.stderr, flush=True)
 
+
 TRIGGERS = frozenset(
     {
         "audit_no_update",
