@@ -1011,8 +1011,11 @@ def _confirm_fingerprint(name: str, public_key: str) -> None:
     said = fingerprint(public_key)
     if not sys.stdin.isatty():  # said once the key is added (:func:`_told_fingerprint`)
         return
-    print(safe_text(f"The public key's fingerprint is {said}."), file=sys.stderr)
-    if not _ask(f"Is it the one `approvers key` printed on {safe_text(one_line(name))}'s machine? [y/N] "):
+    question = (
+        f"The public key's fingerprint is {said}.\nIs it the one `approvers key` printed on {one_line(name)}'s machine? [y/N] "
+    )
+    print(safe_text(question), end="", file=sys.stderr, flush=True)  # stderr: stdout stays the result's (--json)
+    if not _ask(""):
         raise ApprovalRefused(
             f"Not added: the fingerprint was not confirmed. Nothing was written; check the key, or pass --fingerprint {said!r}."
         )

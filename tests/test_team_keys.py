@@ -424,7 +424,11 @@ def test_a_typo_in_the_public_key_is_caught_by_its_fingerprint_before_anything_i
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # a script: it goes on and says the fingerprint
     code, out, err = shop("approvers", "add", "Bob", "--role", "agent", "--public-key", typo, owner=GRACE)
     assert code == 0 and f"The key added for Bob has the fingerprint {fingerprint(typo)}" in err, err
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))  # the owner compared the fingerprints: yes adds
+    code, out, err = shop("approvers", "add", "Cy", "--role", "agent", "--public-key", _typo(typo), owner=GRACE)
+    assert code == 0 and out.startswith("Added Cy as agent") and "[y/N]" in err + out, err
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
     compact = fingerprint(public).removeprefix("SHA256:").replace(" ", "").upper()  # spaces, prefix and case aside
     code, out, err = shop(*add, "--public-key", public, "--fingerprint", compact, owner=GRACE)
     assert code == 0 and out.startswith(f"Added Ana Lee as team lead, key {fingerprint(public)}"), err
-    assert entries() == ["Grace", "Bob", "Ana Lee"]
+    assert entries() == ["Grace", "Bob", "Cy", "Ana Lee"]
