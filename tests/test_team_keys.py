@@ -425,7 +425,11 @@ def test_a_typo_in_the_public_key_is_caught_by_its_fingerprint_before_anything_i
     code, out, err = shop("approvers", "add", "Bob", "--role", "agent", "--public-key", typo, owner=GRACE)
     assert code == 0 and f"The key added for Bob has the fingerprint {fingerprint(typo)}" in err, err
     monkeypatch.setattr("sys.stdin", Terminal("y\n"))  # the owner compared the fingerprints: yes adds
-    code, out, err = shop("approvers", "add", "Cy", "--role", "agent", "--public-key", _typo(typo), owner=GRACE)
+    from core.approvers import public_hex
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    cy = public_hex(Ed25519PrivateKey.generate())
+    code, out, err = shop("approvers", "add", "Cy", "--role", "agent", "--public-key", cy, owner=GRACE)
     assert code == 0 and out.startswith("Added Cy as agent") and "[y/N]" in err + out, err
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     compact = fingerprint(public).removeprefix("SHA256:").replace(" ", "").upper()  # spaces, prefix and case aside
