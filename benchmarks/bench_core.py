@@ -52,6 +52,7 @@ from harness import (
     advance,
     approve_and_execute,
     build_home,
+    chosen_sections,
     cli_argv,
     count_runs,
     disk_tmp,
@@ -66,6 +67,7 @@ from harness import (
     ms,
     pct,
     reset_world,
+    section_parser,
     service_call_owner,
     shm_tmp,
     store_commits,
@@ -760,9 +762,7 @@ def bench_instructions(quick: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections (repeatable)")
+    parser = section_parser(__doc__, SECTIONS)
     parser.add_argument("--child-disk", nargs=3, metavar=("FOLDER", "K", "K_APPROVES"), help=argparse.SUPPRESS)
     parser.add_argument("--child-instructions", nargs=2, metavar=("FOLDER", "N"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -772,7 +772,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.child_instructions:
         instructions_child(Path(args.child_instructions[0]), int(args.child_instructions[1]))
         return
-    only = set(args.only or SECTIONS)
+    only = set(chosen_sections(args.only, SECTIONS))
     if only & ANCHORED:
         try:
             import langgraph.checkpoint.sqlite  # noqa: F401

@@ -26,21 +26,19 @@ Every figure is printed beside its target with "met" or "MISSED"; nothing is ass
 
 from __future__ import annotations
 
-import argparse
 import gc
-import os
 import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from core.stores.postgres.trace import round_trips
 
 from bench_core import (
     Anchor,
@@ -55,7 +53,19 @@ from bench_core import (
     ratio_line,
     save_after,
 )
-from harness import TEMPLATES, RealRun, figure, fresh_copy, heading, make_templates, median, ms, shm_tmp
+from harness import (
+    TEMPLATES,
+    RealRun,
+    chosen_sections,
+    figure,
+    fresh_copy,
+    heading,
+    make_templates,
+    median,
+    ms,
+    section_parser,
+    shm_tmp,
+)
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 SECTIONS = ("anchor", "queue")
@@ -119,26 +129,6 @@ def read_of(store: Any, state: Any) -> Prepare:
             return store._read(conn, rid)
 
     return lambda: read
-
-
-def round_trips(conn: Any, call: Callable[[], object]) -> int:
-    """How many times the client sent messages to the server and then read its answer while
-    ``call`` ran on ``conn`` (libpq's trace of the protocol's messages, ``PQtrace``). For
-    resolver, ``conn`` is this thread's pooled connection, held open so the store's calls use it."""
-    from psycopg.pq import Trace
-
-    with tempfile.TemporaryDirectory(prefix="bench-pg-trace-") as folder:
-        path = Path(folder) / "trace"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        conn.pgconn.trace(fd)
-        conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
-        try:
-            call()
-        finally:
-            conn.pgconn.untrace()
-            os.close(fd)
-        sides = [line.split("\t", 1)[0] for line in path.read_text().splitlines()]
-    return sum(1 for a, b in pairwise(sides) if (a, b) == ("F", "B"))
 
 
 def _setting(conn: Any, name: str) -> str:
@@ -285,11 +275,8 @@ def bench_queue(quick: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
-    parser.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections (repeatable)")
-    args = parser.parse_args(argv)
-    only = [s for s in SECTIONS if s in set(args.only or SECTIONS)]
+    args = section_parser(__doc__, SECTIONS).parse_args(argv)
+    only = chosen_sections(args.only, SECTIONS)
     if "anchor" in only:
         try:
             import langgraph.checkpoint.postgres  # noqa: F401

@@ -10,6 +10,7 @@ the rewritten store, so the same scripts give the "before" and the "after" figur
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -21,7 +22,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,23 @@ def service_call_owner() -> tuple[type, str]:
 # =============================================================================================
 # Printing
 # =============================================================================================
+
+
+def section_parser(doc: str | None, sections: Sequence[str]) -> argparse.ArgumentParser:
+    """The command line every benchmark script shares (``bench_core.py``, ``bench_pg.py``; the
+    duplicate finder flagged their two copies): ``--quick`` for a smoke run with small sizes and
+    ``--only SECTION`` (repeatable, one of ``sections``). ``doc``: the script's docstring, whose
+    first line describes it. A script adds its own options to the parser returned."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke run")
+    parser.add_argument("--only", action="append", choices=sections, help="run only these sections (repeatable)")
+    return parser
+
+
+def chosen_sections(only: Sequence[str] | None, sections: Sequence[str]) -> list[str]:
+    """The sections ``--only`` chose (all of ``sections`` without it), in the order of ``sections``."""
+    wanted = set(only or sections)
+    return [s for s in sections if s in wanted]
 
 
 def heading(text: str) -> None:

@@ -434,6 +434,12 @@ class Registry:
         """True when the rows are a team store's: new keys are then written to :attr:`keys` only."""
         self.keys = KeyFiles(self.root)
         """This machine's key files (:class:`core.keyfiles.KeyFiles`, ``keys/`` in the home folder)."""
+        from core.homepath import mask_password
+
+        self.shown = f"the team store {mask_password(store)}" if self.team and store else str(self.root)
+        """Where the registry is, as sentences name it: the home folder, or ``the team store URL``
+        with its password masked as ``doctor`` prints it (a new user's trial: ``approvers init``
+        on a team store named the folder)."""
 
     def exists(self) -> bool:
         """True once ``approvers init`` made the registry (its seal exists; something in its
@@ -472,7 +478,7 @@ class Registry:
             return raw
         except FileNotFoundError:
             raise RegistryError(
-                f"{self.root} has no approvers registry yet: the owner makes it with `resolver approvers init`."
+                f"{self.shown[:1].upper()}{self.shown[1:]} has no approvers registry yet: the owner makes it with `resolver approvers init`."
             ) from None
         except (OSError, ValueError) as exc:
             raise RegistryError(
@@ -753,7 +759,9 @@ class Registry:
             RegistryError: the registry exists already, or the passphrase is refused (:func:`_check_passphrase`).
         """
         if self.exists() or any(True for _ in self.entries()):
-            raise RegistryError(f"{self.root} already has an approvers registry (owner key {self._fp_or_damaged()}).")
+            raise RegistryError(
+                f"{self.shown[:1].upper()}{self.shown[1:]} already has an approvers registry (owner key {self._fp_or_damaged()})."
+            )
         owner_name = _clean_name(owner_name)
         _check_passphrase(passphrase, owner_name)
         key = Ed25519PrivateKey.generate()
@@ -970,6 +978,25 @@ def check_public_key(text: str) -> str:
             "`resolver approvers key --name NAME` on their machine; nothing changed."
         )
     return hexed
+
+
+def check_fingerprint(given: str, public_key_hex: str) -> None:
+    """Refuse ``public_key_hex`` when its :func:`fingerprint` is not ``given`` (what
+    ``approvers key`` printed on the approver's machine, passed as ``add --fingerprint``): an
+    owner's typo in ``--public-key`` would otherwise take the name for good, since revoked names
+    are not reused (a new user's trial, issue 23). ``given`` is compared without its ``SHA256:``
+    prefix, spaces or case, so ``SHA256:5eb0 2d8b ...`` and ``5eb02d8b...`` are the same.
+
+    Raises:
+        RegistryError: one sentence naming both fingerprints; nothing was written.
+    """
+    said = fingerprint(public_key_hex)
+    wanted = "".join((given or "").split()).lower().removeprefix("sha256:")
+    if wanted != "".join(said.split()).lower().removeprefix("sha256:"):
+        raise RegistryError(
+            f"The public key's fingerprint is {said}, not the {one_line(given)[:60]!r} given with --fingerprint: "
+            "check the key against what `resolver approvers key` printed on the approver's machine; nothing was written."
+        )
 
 
 def _clean_name(name: str) -> str:

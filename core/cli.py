@@ -335,8 +335,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
             for r in rows:
                 m = marks.get(r.run_id) if r.status == "waiting_approval" else None
                 if args.json:
-                    extra = {"marks": m.lines(now)} if m is not None else {}
-                    lines.append(("," if shown else "") + "\n" + json.dumps({**asdict(r), **extra}, indent=1))
+                    row = {**asdict(r), "marks": m.lines(now) if m is not None else []}  # always the key (a new user's trial)
+                    lines.append(("," if shown else "") + "\n" + json.dumps(row, indent=1))
                 else:
                     mark = "" if r.state_ok else corrupt
                     mark += f"  ({m.short(now)})" if m is not None else ""
@@ -378,6 +378,22 @@ def _marked_out(m: Any, run_status: str, status: str | None, max_role: str | Non
     return bool(m.snoozed(now)) or (max_role is not None and hides_from_mine(m, name))
 
 
+def _config_name(name: str | None) -> str | None:
+    """``--name`` as given, else the config file's ``name`` (:func:`core.approver_config.load`,
+    who is at the keyboard, as the app reads it), else None. For ``runs --mine`` and ``watch``
+    (a new user's trial: ``watch`` without ``--name`` ignored the file's name).
+
+    Raises:
+        ResolverError: a config file that cannot be read (its sentence).
+    """
+    if name:
+        return name
+    from core.approver_config import load
+
+    config = load()
+    return nfc(config.name) if config else None  # issue 19: names in NFC on the way in
+
+
 def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
     """``runs --mine``: the role whose runs are listed, from ``--as ROLE`` in a practice home or
     the approvers registry for ``--name NAME`` in a shop home (no passphrase: a listing decides
@@ -389,9 +405,15 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
     from core.home import Home as WholeHome
 
     whole = home if isinstance(home, WholeHome) else WholeHome(home.root)
+    args.name = _config_name(args.name)
     if whole.kind == "shop":
-        if args.role or not args.name:
+        if args.role:
             raise BadArgument("In a shop home --mine takes --name NAME (the role comes from the approvers registry), not --as.")
+        if not args.name:
+            raise BadArgument(
+                'In a shop home --mine needs your name: --mine --name NAME (or name = "..." in the config file), '
+                "and the role comes from the approvers registry."
+            )
         return whole.registry().valid_entry(args.name).role
     if not args.role:
         raise BadArgument("--mine needs the approver's role in a practice home: --mine --as ROLE.")
@@ -633,7 +655,7 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
 
     if args.interval <= 0:
         raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
-    name = args.name
+    name = _config_name(args.name)
     if home.kind == "shop":
         if args.role:
             raise BadArgument("In a shop home watch takes --name NAME (the role comes from the approvers registry), not --as.")
@@ -829,7 +851,7 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             return 0
         _print(
             [
-                f"Made the approvers registry of {home.root}; owner {safe_text(made.owner)} (role grace).",
+                f"Made the approvers registry of {registry.shown}; owner {safe_text(made.owner)} (role grace).",
                 f"Owner key fingerprint: {made.fingerprint}",
                 "  Write it down: `resolver doctor` shows it, compare the two.",
                 f"Recovery code (shown once): {made.recovery_code}",
@@ -850,20 +872,27 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
                 f"Made a key for {safe_text(key.name)} on this machine: {path} (mode 0600, encrypted with the passphrase).",
                 f"Public key: {key.public_key}",
                 f"Fingerprint: {fingerprint(key.public_key)}",
-                "  Give the public key to the owner, who adds it with "
-                f"`resolver approvers add {safe_text(key.name)} --role ROLE --public-key {key.public_key}`.",
+                "  Give the public key and its fingerprint to the owner, who adds it with "
+                f"`{PROG} approvers add {_shell_word(key.name)} --role ROLE --public-key {key.public_key} "
+                f"--fingerprint {_shell_word(fingerprint(key.public_key))}` (a key of another fingerprint is refused).",
             ]
         )
         return 0
     if args.approvers_cmd == "add":
         if args.public_key is not None:  # before anything is read or asked: exit 2, nothing written
-            from core.approvers import RegistryError, check_public_key
+            from core.approvers import RegistryError, check_fingerprint, check_public_key
 
             try:
                 args.public_key = check_public_key(args.public_key)
+                if args.fingerprint is not None:  # a typo in the key is caught before anything is written
+                    check_fingerprint(args.fingerprint, args.public_key)
             except RegistryError as exc:
                 raise BadArgument(str(exc)) from None
+        elif args.fingerprint is not None:
+            raise BadArgument("--fingerprint checks the key given with --public-key; give both, or neither.")
         registry.valid_entry(registry.seal()["owner"])  # a damaged registry is said before any passphrase is asked
+        if args.public_key is not None and args.fingerprint is None:
+            _confirm_fingerprint(args.name, args.public_key)
         passphrase = ""
         if args.public_key is None:
             passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
@@ -880,6 +909,8 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             public_key=args.public_key,
         )
         kept = registry.keys.path(entry.name) if registry.team and args.public_key is None else None
+        if args.public_key is not None and args.fingerprint is None and not sys.stdin.isatty():
+            _told_fingerprint(entry.name, args.public_key)
         if args.json:
             _json(
                 {
@@ -954,6 +985,56 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     if problems:
         raise ResolverError(f"The approvers registry does not verify: {'; '.join(problems)}.")
     return 0
+
+
+def _shell_word(text: str) -> str:
+    """``text`` as one word of a command line to copy (:func:`shlex.quote`, on one line)."""
+    import shlex
+
+    return shlex.quote(one_line(text))
+
+
+def _confirm_fingerprint(name: str, public_key: str) -> None:
+    """``approvers add NAME --public-key HEX`` without ``--fingerprint`` (a new user's trial: a
+    typo in the key took the name for good): on a terminal, show the key's fingerprint and ask
+    whether it is the one ``approvers key`` printed (anything but y refuses, exit 4, nothing
+    written); without a terminal (a script) go on: :func:`_told_fingerprint` says the
+    fingerprint once the key is added.
+
+    Raises:
+        ApprovalRefused: the owner did not confirm.
+    """
+    from core.approvers import fingerprint
+    from core.errors import ApprovalRefused
+    from core.safetext import safe_text
+
+    said = fingerprint(public_key)
+    if not sys.stdin.isatty():  # said once the key is added (:func:`_told_fingerprint`)
+        return
+    question = (
+        f"The public key's fingerprint is {said}.\nIs it the one `approvers key` printed on {one_line(name)}'s machine? [y/N] "
+    )
+    print(safe_text(question), end="", file=sys.stderr, flush=True)  # stderr: stdout stays the result's (--json)
+    if not _ask(""):
+        raise ApprovalRefused(
+            f"Not added: the fingerprint was not confirmed. Nothing was written; check the key, or pass --fingerprint {said!r}."
+        )
+
+
+def _told_fingerprint(name: str, public_key: str) -> None:
+    """After ``approvers add NAME --public-key HEX`` without ``--fingerprint`` and without a
+    terminal: the added key's fingerprint on stderr (for the script's log), to compare with the
+    one ``approvers key`` printed."""
+    from core.approvers import fingerprint
+    from core.safetext import safe_text
+
+    print(
+        safe_text(
+            f"The key added for {one_line(name)} has the fingerprint {fingerprint(public_key)}; compare it with the one "
+            "`resolver approvers key` printed on their machine (--fingerprint checks it before anything is written)."
+        ),
+        file=sys.stderr,
+    )
 
 
 def _audit_verify(home: Home, as_json: bool = False) -> int:
@@ -1397,7 +1478,9 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     )
     p.add_argument("--mine", action="store_true", help="only the waiting runs this approver may approve (with --as or --name)")
     p.add_argument("--as", dest="role", choices=ROLES, help="practice home: the role of --mine")
-    p.add_argument("--name", help="shop home: the approver of --mine (their role from the registry)")
+    p.add_argument(
+        "--name", help="the approver of --mine (shop home: their role from the registry); default: the config file's name"
+    )
     p.set_defaults(func=cmd_runs)
 
     for name, func, text in (
@@ -1523,7 +1606,10 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
 
     p = sub.add_parser("watch", parents=[common], help="print each new event of the queue for you, and run the notify command")
     p.add_argument("--as", dest="role", choices=ROLES, help="practice home: your role (the requests you may approve)")
-    p.add_argument("--name", help="your name (hand-overs to you; in a shop home your role from the registry)")
+    p.add_argument(
+        "--name",
+        help="your name (hand-overs to you; in a shop home your role from the registry); default: the config file's name",
+    )
     p.add_argument("--once", action="store_true", help="print what is new since the last time and exit")
     p.add_argument("--interval", type=float, default=1.0, metavar="S", help="seconds between reads (default 1)")
     p.set_defaults(func=cmd_watch)
@@ -1546,6 +1632,13 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
         metavar="HEX",
         default=None,
         help="the public key `approvers key` printed on the approver's machine (then no passphrase of theirs is asked)",
+    )
+    a.add_argument(
+        "--fingerprint",
+        metavar="FP",
+        default=None,
+        help="the fingerprint `approvers key` printed beside the key: a key of another fingerprint is refused, nothing written "
+        "(without it a terminal asks to confirm the fingerprint)",
     )
     a.add_argument(
         "--owner-passphrase-fd",

@@ -206,12 +206,14 @@ def snooze_deadline(state: TaskState, policy: PolicyData) -> datetime:
     return evidence_time(state) + timedelta(seconds=policy.evidence_max_age_s)
 
 
-def _waiting(store: Store, run_id: str) -> TaskState:
-    from core.rulebook import not_decidable
+def _waiting(store: Store, run_id: str, verb: str) -> TaskState:
+    """The run ``run_id`` if it waits for a decision. Raises ApprovalRefused with
+    :func:`core.rulebook.nothing_to_mark` (its status, who decided it) when it does not."""
+    from core.rulebook import nothing_to_mark
 
     state = store.load(run_id)
     if state.status != "waiting_approval" or state.proposal is None:
-        raise ApprovalRefused(not_decidable(state))
+        raise ApprovalRefused(nothing_to_mark(state, verb))
     return state
 
 
@@ -308,7 +310,7 @@ def claim(
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
     name = _who(role, name)
-    state = _waiting(store, run_id)
+    state = _waiting(store, run_id, "claim")
     now = clock.now()
     marks = read_marks(store, state)
     if marks.claimed(now) and name_key(marks.claimed_by or "") != name_key(name):
@@ -328,7 +330,7 @@ def release(
             the checks of :func:`claim`. Nothing is written.
     """
     name = _who(role, name)
-    state = _waiting(store, run_id)
+    state = _waiting(store, run_id, "release")
     now = clock.now()
     marks = read_marks(store, state)
     if not marks.claimed(now):
@@ -375,7 +377,7 @@ def handover(
         )
     if name_key(to.strip()) == name_key(name):
         raise ApprovalRefused(f"{one_line(name)} cannot hand a run to themself; nothing was handed over.")
-    state = _waiting(store, run_id)
+    state = _waiting(store, run_id, "hand over")
     now = clock.now()
     marks = read_marks(store, state)
     to, note = to.strip(), note.strip()
@@ -411,7 +413,7 @@ def snooze(
             :func:`claim`. Nothing is written.
     """
     name = _who(role, name)
-    state = _waiting(store, run_id)
+    state = _waiting(store, run_id, "snooze")
     now = clock.now()
     if until <= now:
         raise ApprovalRefused(f"{iso(until)} is not after now ({iso(now)}); snooze until a later time. Nothing was set aside.")

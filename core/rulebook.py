@@ -90,6 +90,15 @@ def not_decidable(state: TaskState) -> str:
     return f"Run {state.run_id} is {state.status}, not waiting_approval; there is nothing to decide."
 
 
+def nothing_to_mark(state: TaskState, verb: str) -> str:
+    """Why a run that is not waiting cannot be claimed, released, handed over or snoozed
+    (``verb``, issue 24): its status, who decided it and when, and that there is nothing to
+    ``verb`` (a new user's trial: a claim of a done run said only "already approved").
+    ``Run X is done (approved by Grace (role grace) at ...); there is nothing to claim.``"""
+    who = decided_by(state)
+    return f"Run {state.run_id} is {state.status}{f' ({who})' if who else ''}; there is nothing to {verb}. Nothing changed."
+
+
 def role_too_low(run_id: str, role: str, needed: str) -> str:
     """``You are agent: run T-65273-agent-chat-small-1 needs team lead or above.``"""
     return f"You are {role_label(role)}: run {run_id} needs {who_may_approve(needed)}."

@@ -214,8 +214,11 @@ def run_notify(command: list[str], event: Event) -> str | None:
         return f"The notify command took more than {NOTIFY_TIMEOUT_S:.0f} s for event #{event.id}."
     except OSError as exc:
         return f"The notify command cannot run ({exc.strerror or exc})."
-    if done.returncode != 0:
-        return f"The notify command exited {done.returncode} for event #{event.id}: {one_line(done.stderr.strip()[:200])}"
+    if done.returncode != 0:  # one sentence, whatever the command printed (a new user's trial: a double space)
+        said = one_line(done.stderr.strip()[:200]).strip()
+        if said and not said.endswith((".", "!", "?")):
+            said += "."
+        return f"The notify command exited {done.returncode} for event #{event.id}" + (f": {said}" if said else ".")
     return None
 
 

@@ -162,3 +162,17 @@ def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_document
 @pytest.mark.parametrize("command", sorted(set(_commands()) - NOT_A_RESULT))
 def test_the_parser_takes_json_on(command):
     assert any("--json" in a.option_strings for a in build_parser()._subparsers._group_actions[0].choices[command]._actions)  # type: ignore[union-attr]
+
+
+def test_every_row_of_runs_json_has_marks_an_empty_list_when_none_stands(tmp_path, capsys):
+    """A new user's trial: ``runs --json`` left ``marks`` out of the rows of runs without any, so a
+    script reading ``row["marks"]`` failed on them; every row has the same keys."""
+    home = ["--home", str(tmp_path / "home")]
+    for argv in (("run", "T-65273"), ("run", "T-90103"), ("claim", T65273_RUN, "--as", "team_lead", "--name", "Tomás")):
+        assert main([*argv, *home]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--json", *home]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 2 and len({frozenset(r) for r in rows}) == 1 and "marks" in rows[0]
+    marks = {r["run_id"]: r["marks"] for r in rows}
+    assert marks["T-90103-agent-chat-small-1"] == [] and marks[T65273_RUN][0].startswith("Tomás is on it (claimed ")

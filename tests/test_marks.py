@@ -180,3 +180,73 @@ def test_a_claim_that_ends_on_another_day_says_the_day():
     assert marks.claim_line(at) == "Bea is on it (claimed 08:39, until 2026-10-13 08:39)."
     same_day = RunMarks(RUN, claimed_by="Bea", claimed_at=at, claim_until=parse_time("2026-10-12T09:09:00-04:00"))
     assert same_day.claim_line(at) == "Bea is on it (claimed 08:39, until 09:09)."
+
+
+@pytest.mark.parametrize("decide", [("approve",), ("reject", "--reason", "a typo")])
+def test_a_claim_or_snooze_of_a_decided_run_says_its_state_and_that_there_is_nothing_to_mark(cli, decide):
+    """A new user's trial (issue 24): a claim of a done run answered "already approved", as if
+    the claim were a decision; it says the run's status and that there is nothing to claim."""
+    assert cli(*decide, RUN, "--as", "grace", "--name", "Grace", "--yes")[0] in (0, 5)
+    status, did = ("done", "approved") if decide[0] == "approve" else ("handed_to_person", "rejected")
+    for verb, argv in (("claim", ("claim",)), ("snooze", ("snooze", "--until", "1h")), ("release", ("claim", "--release"))):
+        code, out, err = cli(*argv[:1], RUN, *argv[1:], "--as", "team_lead", "--name", "Tomás")
+        assert code == 4 and out == "", err
+        assert err.startswith(f"Run {RUN} is {status} ({did} by Grace (role grace) at "), err
+        assert err.rstrip().endswith(f"; there is nothing to {verb}. Nothing changed.") and err.count("\n") == 1, err
+        assert "already" not in err
+
+
+def _config(text: str) -> None:
+    import os
+
+    Path(os.environ["RESOLVER_CONFIG"]).write_text(text, encoding="utf-8")
+
+
+def test_watch_without_name_is_the_config_files_name(cli):
+    """A new user's trial: ``watch`` without ``--name`` ignored the config file's ``name``, so a
+    hand-over to a colleague reached this watcher (and its position was no one's)."""
+    _config('name = "Ana"\n')
+    assert cli("watch", "--once", "--as", "team_lead")[0] == 0
+    assert cli("handover", RUN, "--as", "grace", "--name", "Grace", "--to", "Tomás", "--note", "yours")[0] == 0
+    code, out, _ = cli("watch", "--once", "--as", "team_lead")
+    assert code == 0 and "handed to" not in out, out  # Tomás's, not Ana's
+    assert cli("handover", RUN, "--as", "grace", "--name", "Grace", "--to", "Ana", "--note", "yours now")[0] == 0
+    code, out, _ = cli("watch", "--once", "--as", "team_lead")
+    assert code == 0 and out.endswith("handed to Ana by Grace: yours now\n"), out
+    assert cli("watch", "--once", "--as", "team_lead", "--name", "Ana")[1] == ""  # the same watcher: its position
+
+
+def test_runs_mine_in_a_shop_home_without_name_says_to_give_a_name_not_as(tmp_path, capsys, monkeypatch):
+    """A new user's trial: ``runs --mine`` without ``--name`` in a shop home said "... not --as"
+    when no ``--as`` was given; with the config file's name it lists that approver's runs."""
+    shop = shop_cli(tmp_path / "shop", capsys, monkeypatch)
+    assert shop("init", "--shop")[0] == 0
+    assert shop("approvers", "init", passphrase=GRACE)[0] == 0
+    assert shop("run", "T-65273")[0] == 0
+    code, out, err = shop("runs", "--mine")
+    assert code == 2 and out == "" and "--as" not in err and err.count("\n") == 1, err
+    assert err.startswith("In a shop home --mine needs your name: --mine --name NAME")
+    code, _, err = shop("runs", "--mine", "--as", "grace", "--name", "Grace")
+    assert code == 2 and "not --as" in err
+    _config('name = "Grace"\n')
+    code, out, _ = shop("runs", "--mine")
+    assert code == 0 and out.startswith(RUN), out
+
+
+def test_a_failing_notify_command_is_one_sentence_with_single_spaces(cli, tmp_path):
+    """A new user's trial: the notify-failure sentence had a double space (an empty stderr left
+    ``: `` before the CLI's next sentence)."""
+    import sys
+
+    from core.watch import Event, run_notify
+
+    event = Event(id=7, kind="claim", run_id=RUN, at="2026-10-12T09:00:00-04:00", name="Ana")
+    silent = run_notify([sys.executable, "-c", "raise SystemExit(3)"], event)
+    said = run_notify([sys.executable, "-c", "import sys; sys.exit('disk full')"], event)
+    assert silent == "The notify command exited 3 for event #7."
+    assert said == "The notify command exited 1 for event #7: disk full."
+    _config(f'notify = "{sys.executable} -c \\"raise SystemExit(3)\\""\n')
+    cli("watch", "--once")
+    assert cli("claim", RUN, "--as", "team_lead", "--name", "Tomás")[0] == 0
+    code, _, err = cli("watch", "--once")
+    assert code == 1 and "  " not in err and err.startswith("The notify command exited 3 for event #"), err

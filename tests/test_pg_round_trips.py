@@ -9,18 +9,16 @@ them all in one transaction."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from contextlib import contextmanager
 from itertools import pairwise
-from pathlib import Path
 
 import pytest
 from core.clock import FixedClock
 from core.errors import StaleCheckpoint
 from core.home import Home
 from core.store import RunExists
-from psycopg.pq import Trace
+from core.stores.postgres.trace import round_trips as trace_round_trips
 
 from helpers import FRIDAY
 from pg import fresh_schema
@@ -44,21 +42,12 @@ def new_store_of():
     return make
 
 
-def round_trips(home: Home, work: Callable[[], object], tmp_path: Path) -> int:
+def round_trips(home: Home, work: Callable[[], object]) -> int:
     """How many times the client sent messages and then read the server's answer while ``work``
-    ran on this thread's one pooled connection."""
-    trace = tmp_path / "trace"
+    ran on this thread's one pooled connection (:func:`core.stores.postgres.trace.round_trips`,
+    the benchmark's count too)."""
     with home.store.db.read() as conn:
-        fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        conn.pgconn.trace(fd)
-        conn.pgconn.set_trace_flags(Trace.SUPPRESS_TIMESTAMPS | Trace.REGRESS_MODE)
-        try:
-            work()
-        finally:
-            conn.pgconn.untrace()
-            os.close(fd)
-    sides = [line.split("\t", 1)[0] for line in trace.read_text().splitlines()]
-    return sum(1 for a, b in pairwise(sides) if (a, b) == ("F", "B"))
+        return trace_round_trips(conn, work)
 
 
 def _step(state) -> None:
@@ -68,25 +57,25 @@ def _step(state) -> None:
 DECISION = {"decision": "note", "role": "agent", "name": "Amira", "digest": "d", "at": FRIDAY}
 
 
-def test_a_steps_save_is_one_round_trip_and_a_load_one(home, tmp_path):
+def test_a_steps_save_is_one_round_trip_and_a_load_one(home):
     state = home.run("T-65273")
     loaded = home.store.load(state.run_id)
     _step(loaded)
-    assert round_trips(home, lambda: home.store.save(loaded), tmp_path) == 1
-    assert round_trips(home, lambda: home.store.load(state.run_id), tmp_path) == 1
+    assert round_trips(home, lambda: home.store.save(loaded)) == 1
+    assert round_trips(home, lambda: home.store.load(state.run_id)) == 1
     assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
 
 
-def test_a_decisions_save_is_two_round_trips_then_one_at_the_tip_the_store_wrote(home, tmp_path):
+def test_a_decisions_save_is_two_round_trips_then_one_at_the_tip_the_store_wrote(home):
     """The first decision reads the audit's tip under its lock (two round trips); the next one,
     chained to the tip this store wrote last, is one statement that checks the tip is still the
     newest row."""
     state = home.run("T-65273")
     loaded = home.store.load(state.run_id)
     _step(loaded)
-    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION), tmp_path) == 2
+    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION)) == 2
     _step(loaded)
-    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION), tmp_path) == 1
+    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION)) == 1
     assert [r["decision"] for r in home.store.audit(state.run_id)] == ["note", "note"]
     assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
 
@@ -114,12 +103,12 @@ def test_a_decision_at_a_tip_another_writer_moved_chains_to_the_new_tip(home, ne
         assert row["prev"] == row_hash(before)
 
 
-def test_a_new_runs_save_and_a_lease_renewal_are_one_round_trip_each(home, tmp_path):
+def test_a_new_runs_save_and_a_lease_renewal_are_one_round_trip_each(home):
     state = home.run("T-65273")
     copy = state.model_copy(update={"run_id": "r-new", "version": 0}, deep=True)
-    assert round_trips(home, lambda: home.store.save(copy, lease_owner="me:1", lease_ttl_s=30), tmp_path) == 1
+    assert round_trips(home, lambda: home.store.save(copy, lease_owner="me:1", lease_ttl_s=30)) == 1
     assert home.store.summary("r-new").lease_owner == "me:1"
-    assert round_trips(home, lambda: home.store.renew_lease("r-new", "me:1", 60), tmp_path) == 1
+    assert round_trips(home, lambda: home.store.renew_lease("r-new", "me:1", 60)) == 1
 
 
 @contextmanager

@@ -221,6 +221,8 @@ def test_keys_in_the_rows_of_a_store_of_the_previous_release_move_to_the_machine
     assert "Keys in the store: 2 approver(s)' encrypted keys are still in the team store's rows" in out
     code, out, _ = a("store", "migrate")
     assert "keys: 2 approver(s)' encrypted keys still in the store's rows" in out
+    code, out, _ = a("store", "check")  # a new user's trial: check did not count them
+    assert "keys: 2 approver(s)' encrypted keys still in the store's rows" in out
 
     b = _machine(tmp_path / "b", url, capsys, monkeypatch)
     assert b("refresh", T65273_RUN, "--name", "Ana", passphrase="ana-passphrase")[0] == 0
@@ -242,6 +244,7 @@ def test_keys_in_the_rows_of_a_store_of_the_previous_release_move_to_the_machine
     assert _key_material(url) == []
     code, out, _ = a("store", "migrate")
     assert "keys: none in the store's rows" in out
+    assert "keys: none in the store's rows" in a("store", "check")[1]
     for machine in (a, b):
         code, out, err = machine("audit", "verify")
         assert code == 0 and "chain whole" in out, err
@@ -362,3 +365,74 @@ def test_a_sqlite_shop_home_takes_the_two_step_add_too(tmp_path, capsys, monkeyp
     with sqlite3.connect(tmp_path / "shop" / "approvers.sqlite") as conn:
         rows = dict(conn.execute("SELECT name, private_key FROM approvers"))
     assert rows["Ana"] == "" and rows["Grace"].startswith("resolver-scrypt-v1$")  # the owner's stays in its row
+
+
+def _typo(public: str) -> str:
+    """``public`` with one hex digit mistyped, still a well-formed Ed25519 public key (the typo
+    check_public_key cannot catch)."""
+    from core.approvers import RegistryError, check_public_key
+
+    for i in range(len(public)):
+        for digit in "0123456789abcdef":
+            if digit == public[i]:
+                continue
+            typed = public[:i] + digit + public[i + 1 :]
+            try:
+                return check_public_key(typed)
+            except RegistryError:
+                continue
+    raise AssertionError("no well-formed typo")
+
+
+def test_a_typo_in_the_public_key_is_caught_by_its_fingerprint_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    """A new user's trial: a typo in ``approvers add NAME --public-key HEX`` took the name for
+    good (revoked names are not reused). ``approvers key`` prints the ``add`` command with
+    ``--fingerprint``; ``add`` refuses a key of another fingerprint (exit 2, both fingerprints,
+    nothing written); without it a terminal asks to confirm, and a script is told the fingerprint."""
+    import io
+    import shlex
+
+    from core.approvers import Registry, fingerprint
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    shop = shop_cli(tmp_path / "shop", capsys, monkeypatch)
+    assert shop("init", "--shop")[0] == 0
+    assert shop("approvers", "init", passphrase=GRACE)[0] == 0
+    code, out, err = shop("approvers", "key", "--name", "Ana Lee", passphrase=ANA)
+    assert code == 0, err
+    public = _public_key(out)
+    printed = shlex.split(out.split("adds it with `")[1].split("`")[0])
+    assert printed == [
+        "resolver", "approvers", "add", "Ana Lee", "--role", "ROLE", "--public-key", public, "--fingerprint", fingerprint(public)
+    ]  # fmt: skip
+    typo = _typo(public)
+    entries = lambda: [e.name for e in Registry(tmp_path / "shop").entries()]  # noqa: E731
+    add = ["approvers", "add", "Ana Lee", "--role", "team_lead"]
+    code, out, err = shop(*add, "--public-key", typo, "--fingerprint", fingerprint(public), owner=GRACE)
+    assert code == 2 and out == "" and entries() == ["Grace"], err
+    assert f"fingerprint is {fingerprint(typo)}, not the '{fingerprint(public)}' given with --fingerprint" in err
+    _one_sentence(err)
+    code, _, err = shop(*add, "--fingerprint", fingerprint(public), owner=GRACE)
+    assert code == 2 and "--fingerprint checks the key given with --public-key" in err and entries() == ["Grace"]
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))  # a terminal: the fingerprint shown, No refuses
+    code, out, err = shop(*add, "--public-key", typo, owner=GRACE)
+    assert code == 4 and f"The public key's fingerprint is {fingerprint(typo)}." in err and entries() == ["Grace"], err
+    assert "Not added: the fingerprint was not confirmed. Nothing was written" in err
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # a script: it goes on and says the fingerprint
+    code, out, err = shop("approvers", "add", "Bob", "--role", "agent", "--public-key", typo, owner=GRACE)
+    assert code == 0 and f"The key added for Bob has the fingerprint {fingerprint(typo)}" in err, err
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))  # the owner compared the fingerprints: yes adds
+    from core.approvers import public_hex
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    cy = public_hex(Ed25519PrivateKey.generate())
+    code, out, err = shop("approvers", "add", "Cy", "--role", "agent", "--public-key", cy, owner=GRACE)
+    assert code == 0 and out.startswith("Added Cy as agent") and "[y/N]" in err + out, err
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    compact = fingerprint(public).removeprefix("SHA256:").replace(" ", "").upper()  # spaces, prefix and case aside
+    code, out, err = shop(*add, "--public-key", public, "--fingerprint", compact, owner=GRACE)
+    assert code == 0 and out.startswith(f"Added Ana Lee as team lead, key {fingerprint(public)}"), err
+    assert entries() == ["Grace", "Bob", "Cy", "Ana Lee"]

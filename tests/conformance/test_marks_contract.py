@@ -101,7 +101,7 @@ def test_a_settled_run_unknown_role_or_empty_note_is_refused_with_nothing_writte
 
     state = home.run("T-90103")
     home.approve(state.run_id, "team_lead", "Grace")
-    with pytest.raises(ApprovalRefused, match=r"was already approved by Grace .* Nothing changed"):
+    with pytest.raises(ApprovalRefused, match=r"is done \(approved by Grace .*\); there is nothing to claim\. Nothing changed"):
         home.mark("claim", state.run_id, "team_lead", "Tomás")
     home.run("T-65273")
     with pytest.raises(ApprovalRefused, match="needs a note"):
