@@ -22,7 +22,7 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from core import __version__
 from core.errors import BadArgument, ResolverError, StoreBusy, WorldChanged
@@ -494,11 +494,15 @@ def _named_approver(home: Home, args: argparse.Namespace, required: bool = True)
     return Approver(entry.role, entry.name)
 
 
-def _ask(question: str) -> bool:
+def _ask(question: str, out: TextIO | None = None) -> bool:
     """Ask ``question`` on the terminal (``Approve? [y/N]``): True for y or yes, anything else
-    (Enter, end of input, Ctrl-C) is No: nothing was started, so there is nothing to resume."""
+    (Enter, end of input, Ctrl-C) is No: nothing was started, so there is nothing to resume.
+
+    The question is written to ``out`` (standard output by default; standard error under
+    ``--json``, where standard output holds only the result's JSON)."""
+    print(question, end="", file=out or sys.stdout, flush=True)
     try:
-        answer = input(question)
+        answer = input("")
     except (EOFError, KeyboardInterrupt):
         print(file=sys.stderr)
         return False
@@ -559,7 +563,7 @@ def _show_then_confirm(
                 f"Nothing was {done}: there is no terminal to ask on. Read the request above and pass "
                 f"--digest {decision.digest[:12]} (the decision binds what you read) or --yes."
             )
-        if not _ask(f"{verb.capitalize()}? [y/N] "):
+        if not _ask(f"{verb.capitalize()}? [y/N] ", out):
             raise ApprovalRefused(f"Not {done}: you answered No. Nothing changed.")
     return (args.digest.strip() if args.digest else decision.digest), seen
 

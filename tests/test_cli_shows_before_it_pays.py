@@ -199,3 +199,15 @@ def test_ending_the_input_at_the_question_or_the_passphrase_is_a_sentence(shop, 
     code, out, err = shop("approve", T65273_RUN, "--name", "Tomás")
     assert code in (1, 4) and "unexpected error" not in err and "nothing changed" in err, (out, err)
     assert _status(shop) == "waiting_approval"
+
+
+def test_under_json_the_question_goes_to_stderr_and_stdout_is_only_the_json(shop, monkeypatch):
+    """A new user's trial: under --json on a terminal, ``Approve? [y/N]`` was written to stdout
+    before the result, so the output was not JSON."""
+    import json
+
+    monkeypatch.setattr("sys.stdin", Terminal("y\n"))
+    code, out, err = shop("approve", T65273_RUN, "--name", "Tomás", "--json", passphrase=TOMAS)
+    assert code == 0, err
+    assert "Approve? [y/N]" in err and "Approve? [y/N]" not in out
+    assert json.loads(out)["status"] and _status(shop) == "done"
