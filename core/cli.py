@@ -624,8 +624,12 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
         raise ApprovalRefused(f"Say who you are with --name NAME (and --as ROLE): a {args.command} names its maker.")
     signer = None
     if who is not None:
+        from core.rulebook import nothing_to_mark
         from core.signing import read_passphrase
 
+        seen = home.queue.view(args.run)  # refused before the passphrase is asked (a trial finding)
+        if seen.status != "waiting_approval" or seen.proposal is None:
+            raise ApprovalRefused(nothing_to_mark(seen, kind))
         signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
     marks = home.mark(kind, args.run, signer.role if signer else args.role, args.name, signer=signer, **extra)
     now = home.clock.now()

@@ -211,3 +211,14 @@ def test_under_json_the_question_goes_to_stderr_and_stdout_is_only_the_json(shop
     assert code == 0, err
     assert "Approve? [y/N]" in err and "Approve? [y/N]" not in out
     assert json.loads(out)["status"] and _status(shop) == "done"
+
+
+def test_a_claim_of_a_done_run_in_a_shop_home_is_refused_before_the_passphrase(shop, monkeypatch):
+    """A trial finding: ``claim`` of a done run asked for the passphrase, then said there was
+    nothing to claim."""
+    code, _, err = shop("approve", T65273_RUN, "--name", "Tomás", "--yes", passphrase=TOMAS)
+    assert code == 0, err
+    prompts = _asked(monkeypatch)
+    code, _, err = shop("claim", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)
+    assert code == 4 and "there is nothing to claim" in err, err
+    assert prompts == []
