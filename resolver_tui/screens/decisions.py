@@ -25,6 +25,7 @@ from resolver_tui.messages import (
     DialogReady,
     Failed,
     Finished,
+    KeyUnlocked,
     LinesReady,
     OperationDone,
     PageLoaded,
@@ -205,6 +206,18 @@ class Decisions:
                 seen=seen,
             )
             return Finished(run_id, after_approve(state), self.home.queue.describe(state, self.approver, others, keys=self.keys))
+
+        return guarded(run_id, work)
+
+    def unlock(self, run_id: str, action: str, passphrase: str) -> Message:
+        """Unlock the approver's key with ``passphrase`` for the mark ``action`` on ``run_id``
+        (issue 24: in a shop home a claim, hand-over or snooze is signed, and ``c``, ``o`` and
+        ``z`` ask the passphrase first when the key is locked); kept in :attr:`unlocked` for the
+        session. A wrong passphrase comes back as :class:`Failed` with core's sentence."""
+
+        def work() -> Message:
+            self.unlocked = self.home.unlock(self.approver.name, passphrase)
+            return KeyUnlocked(run_id, action)
 
         return guarded(run_id, work)
 

@@ -267,13 +267,15 @@ class PassphraseApproveScreen(Fenced[str | None]):
 
     BINDINGS = bindings("dialog")
 
-    def __init__(self, title: str, body: list[str], who: str, seal: str | None = None) -> None:
-        """``seal``: as for :class:`ConfirmScreen`, kept on screen above the passphrase box."""
+    def __init__(self, title: str, body: list[str], who: str, seal: str | None = None, yes: str = "Approve") -> None:
+        """``seal``: as for :class:`ConfirmScreen`, kept on screen above the passphrase box;
+        ``yes``: the button's word (``Unlock`` when a mark asks the passphrase, issue 24)."""
         super().__init__()
         self.title_text = title
         self.body = body
         self.who = who
         self.seal = seal
+        self.yes = yes
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
@@ -286,7 +288,7 @@ class PassphraseApproveScreen(Fenced[str | None]):
                 yield Input(placeholder="passphrase", password=True, id="passphrase")
                 yield Static("", id="passphrase-error", markup=False)
                 with Horizontal(classes="buttons"):
-                    yield Button("Approve", id="yes", variant="warning")
+                    yield Button(plain(self.yes), id="yes", variant="warning")
                     yield Button("Cancel", id="no", variant="primary")
 
     def on_mount(self) -> None:
