@@ -307,10 +307,10 @@ class QueueScreen(Screen):
         self.query_one(TopBar).show(
             self.approver.name, self.approver.role, self.simulated_now(), self.home.kind, self.home.runs_live_at
         )
-        stamp = self.refreshed
-        if self.live is not None and stamp:  # a team store: whether changes arrive as they are made
-            stamp += ", live updates lost" if self.live_state == "lost" else ", live"
-        self.query_one(FilterBar).show(self.filter_index, self.counts, stamp, aside=self.aside)
+        live = ""  # a team store: whether changes arrive as they are made
+        if self.live is not None:
+            live = "live updates lost" if self.live_state == "lost" else "live"
+        self.query_one(FilterBar).show(self.filter_index, self.counts, self.refreshed, aside=self.aside, live=live)
         self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
 
     # -- workers --------------------------------------------------------------------------------
