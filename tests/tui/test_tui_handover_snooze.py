@@ -39,7 +39,7 @@ async def test_o_hands_the_run_over_with_a_note_and_the_pane_shows_it(tmp_path):
         await settle(pilot)
         assert not isinstance(app.screen, MarkScreen)
         assert marks_written(home) == ["handover"]
-        assert "Handed to Ana by Tomás at 09:00: [b]check[/b] the tracking first" in pane_text(app)
+        assert pane_text(app).count("Handed to Ana by Tomás at 09:00: [b]check[/b] the tracking first") == 1  # once, not twice
 
 
 async def test_a_hand_over_without_a_note_is_refused_with_cores_sentence_and_writes_nothing(tmp_path):
