@@ -36,6 +36,13 @@ class StoreBusy(ResolverError):
     (PostgreSQL) timeout."""
 
 
+class ConnectionLost(ResolverError):
+    """A team store's connection failed under a statement (the server ended it, or cannot be
+    reached): the pool's dead idle connections are dropped before this is raised, so a read made
+    again connects anew (the app's reads do so once, issue 24). A write is never made again by
+    the caller: whether it committed is unknown until the run is read."""
+
+
 class ApprovalRefused(ResolverError):
     """An approve or reject that was refused, with nothing changed."""
 

@@ -644,6 +644,11 @@ class StoreRows(Protocol):
         """
         ...
 
+    def copied(self) -> None:
+        """Called once at the end of a copy into this place: a team store tells its listeners to
+        read the whole queue again (its :meth:`import_rows` sends no notification per run, issue
+        24); a SQLite store does nothing (its readers poll)."""
+
     def recorded_kind(self) -> str | None:
         """The kind of home (``practice`` or ``shop``) the store records of itself, or None
         where it records none (a SQLite store: its folder's ``home.json`` says)."""

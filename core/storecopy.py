@@ -195,6 +195,7 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         report.lines.append(f"  {part}: {shown}, one transaction")
     if is_team_store(source) or is_team_store(target):
         report.lines.append(_copy_parts(source, target))
+    dst.copied()  # a team store's listeners read the whole queue again, once
     if not is_team_store(target) and is_team_store(source) and src.has_part("registry"):
         report.lines.append(
             f"  keys: a team store holds no private keys; copy each approver's key file from {KEYS_DIR}/ of their "

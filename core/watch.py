@@ -75,8 +75,12 @@ class Event:
         the CLI prints it through :mod:`core.safetext`."""
         who = one_line(self.name or "")
         needs = f" (needs {ROLE_LABELS.get(self.required_role or '', self.required_role or '?')})" if self.required_role else ""
+        request = f"new approval request{needs}"
+        if self.detail:  # a refresh (SQLite format 6, PostgreSQL migration 13): by whom, the new digest
+            by = f" by {who}" if who else ""
+            request = f"approval request refreshed{by}, new digest {one_line(self.detail)[:12]}{needs}"
         said = {
-            "request": f"new approval request{needs}",
+            "request": request,
             "claim": f"claimed by {who}",
             "handover": f"handed to {one_line(self.to_name or '')} by {who}: {one_line(self.detail or '')}",
             "lapse": f"the request lapsed with no one acting{needs}; refresh it to decide",

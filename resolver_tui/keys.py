@@ -184,7 +184,8 @@ KEYS: list[Key] = [
         "R",
         "R",
         "Refresh",
-        "refresh now (it also refreshes itself: every 2 s, or --refresh SECONDS)",
+        "refresh now (it also refreshes itself: a home folder every 2 s or --refresh SECONDS; a team store live, "
+        "as changes are made, with a 30 s safety net)",
         palette="Refresh the queue",
     ),
     Key(

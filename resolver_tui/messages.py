@@ -124,3 +124,13 @@ class LiveState(Message):
     def __init__(self, state: str) -> None:
         super().__init__()
         self.state = state
+
+
+class KeyUnlocked(Message):
+    """The shop-home approver's key was unlocked for a mark (issue 24): ``action`` (``claim``,
+    ``handover`` or ``snooze``) goes on, on run ``run_id`` if it is still highlighted."""
+
+    def __init__(self, run_id: str, action: str) -> None:
+        super().__init__()
+        self.run_id = run_id
+        self.action = action

@@ -89,11 +89,14 @@ def team_store(backend: str) -> Iterator[str | None]:
         yield url
 
 
-def restore_frozen(url: str, folder: Path, versions: Iterable[int]) -> None:
+def restore_frozen(url: str, folder: Path, versions: Iterable[int], *, verbatim: bool = False) -> None:
     """Make a frozen team store again in the schema of ``url``: its tables by this resolver's
     migrations of the numbers the old release had applied (``versions``), then every row of
     ``folder/tables.json`` (``{table: [row, ...]}``, the ``resolver_migrations`` rows included),
-    each identity going on after the loaded values as it did in the old store."""
+    each identity going on after the loaded values as it did in the old store. ``verbatim``: the
+    rows go in with the triggers off (``session_replication_role = replica``, a superuser's), for
+    a store whose triggers write rows of their own (``queue_events``, ``run_counts``: loading its
+    runs would write them twice)."""
     import json
 
     import psycopg
@@ -102,6 +105,8 @@ def restore_frozen(url: str, folder: Path, versions: Iterable[int]) -> None:
     wanted = set(versions)
     tables = json.loads((folder / "tables.json").read_text(encoding="utf-8"))
     with psycopg.connect(url, autocommit=True) as conn, conn.transaction():
+        if verbatim:
+            conn.execute("SET LOCAL session_replication_role = replica")
         conn.execute(
             "CREATE TABLE resolver_migrations (version integer PRIMARY KEY, description text NOT NULL, "
             "applied_at timestamptz NOT NULL DEFAULT now())"

@@ -123,7 +123,9 @@ def test_a_store_at_schema_10_is_upgraded_and_its_waiting_run_approves_and_is_he
                 "resolver_notify_event",
             ):
                 conn.execute(f"DROP FUNCTION {function}()")
-            conn.execute("DELETE FROM resolver_migrations WHERE version = 11")
+            conn.execute("DROP TRIGGER queue_event_refresh ON audit")  # and migration 13's
+            conn.execute("DROP FUNCTION resolver_queue_event_refresh()")
+            conn.execute("DELETE FROM resolver_migrations WHERE version IN (11, 13)")
             assert max(r[0] for r in conn.execute("SELECT version FROM resolver_migrations")) == 10
         home = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)
         with psycopg.connect(url) as conn:
@@ -141,3 +143,40 @@ def test_the_channel_is_the_schemas_and_fits_postgresqls_limit():
 
     assert channel("t_1") != channel("t_2")
     assert len(channel("x" * 63)) <= 63 and channel("x" * 63).startswith("resolver_queue_")
+
+
+def test_a_store_copy_into_postgresql_sends_one_notification_to_read_the_queue_again(demo_home):
+    """``resolver store copy`` writes its rows quietly (migration 13's ``resolver.quiet``) and
+    then sends one ``{"kind": "queue", "run_id": null}``: the demo queue's runs, marks and events
+    made one notification each before. A marker committed after the copy shows nothing else came
+    (PostgreSQL delivers in commit order)."""
+    import psycopg
+    from core.storecopy import copy_store
+    from core.stores.postgres.listen import REREAD, QueueListener, channel
+
+    runs = len(demo_home.store.page(None, limit=1000))
+    assert runs > 5
+    with fresh_schema() as url:
+        Home(demo_home.root.parent / "empty", clock=FixedClock(MONDAY), store=url)  # the schema, made before listening
+        heard = Heard()
+        listener = QueueListener(url)
+        listener.start(heard.change, heard.state)
+        try:
+            assert listener.listening(GUARD_S)
+            report = copy_store(demo_home.root, url)
+            assert report.ok, report.lines
+            with psycopg.connect(url, autocommit=True) as conn:
+                schema = conn.execute("SELECT current_schema()").fetchone()[0]
+                conn.execute('SELECT pg_notify(%s, \'{"kind": "marker"}\')', (channel(schema),))
+            changes = heard.until(("marker", None))
+        finally:
+            listener.stop()
+        assert changes == [(REREAD, None), ("marker", None)]
+        other = Home(demo_home.root.parent / "t", clock=FixedClock(MONDAY), store=url)  # and a later write is heard again
+        heard, listener = _listen(other)
+        try:
+            run = other.store.page("waiting_approval", limit=1)[0].run_id
+            other.mark("claim", run, "team_lead", "Tomás")
+            heard.until(("claim", run), ("marks", run))
+        finally:
+            listener.stop()

@@ -4,7 +4,9 @@
 notify command drops a repeat by. The rows are written **by triggers**, so each is in the same
 transaction as the write that makes it, whichever code path saves:
 
-- ``request``: a run's status becomes ``waiting_approval`` (a new approval request);
+- ``request``: a run's status becomes ``waiting_approval`` (a new approval request), or a waiting
+  run's request is refreshed (its audit row ``refresh``: SQLite format 6, PostgreSQL migration 13;
+  ``name`` and ``role`` say who, ``detail`` is the new digest);
 - ``handed_to_person``: a run's status becomes ``handed_to_person`` (a rejection, a refusal at
   the write, a stop);
 - ``claim`` and ``handover``: a run's marks get a new claim or a new hand-over (``run_marks``);

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
-from core.errors import ResolverError, ResumeChanged, WorldChanged
+from core.errors import ConnectionLost, ResolverError, ResumeChanged, WorldChanged
 from core.home import Home
 from core.views import Approver, after_approve, after_reject, after_resume, changes_lines, history_lines
 from textual.message import Message
@@ -25,6 +25,7 @@ from resolver_tui.messages import (
     DialogReady,
     Failed,
     Finished,
+    KeyUnlocked,
     LinesReady,
     OperationDone,
     PageLoaded,
@@ -50,6 +51,21 @@ def guarded(run_id: str | None, work: Callable[[], Message]) -> Message:
         return Failed(run_id, str(exc), list(exc.lines))
     except ResolverError as exc:
         return Failed(run_id, str(exc))
+
+
+M = TypeVar("M", bound=Message)
+
+
+def read_again(read: Callable[[], M]) -> M:
+    """``read()``, made once more when a team store's connection was lost under it
+    (:class:`core.errors.ConnectionLost`: the pool dropped its dead connections, so the second
+    read connects anew). For reads only: ``R`` after the server ended every connection reads the
+    queue quietly instead of showing the dead connection's error (issue 24). A second failure
+    is raised with its sentence."""
+    try:
+        return read()
+    except ConnectionLost:
+        return read()
 
 
 @dataclass
@@ -103,25 +119,29 @@ class Decisions:
         """A page of :data:`~resolver_tui.widgets.run_table.PAGE_ROWS` runs (``after`` None: the
         first) in ``sort`` and the counts; ``serial`` numbers the load (an older one is dropped)."""
         queue = self.home.queue
-        if status == MINE:  # the waiting runs I may approve: the role needed is within mine
-            page = replace(
-                queue.page(
-                    "waiting_approval", search=search, after=after, sort=sort, max_role=self.approver.role, limit=PAGE_ROWS
-                ),
-                status=MINE,
-            )
-        else:
-            page = queue.page(status, search=search, after=after, sort=sort, limit=PAGE_ROWS)
-        return PageLoaded(page, queue.counts(), serial, select, aside=queue.set_aside())
+
+        def read() -> PageLoaded:
+            if status == MINE:  # the waiting runs I may approve: the role needed is within mine
+                page = replace(
+                    queue.page(
+                        "waiting_approval", search=search, after=after, sort=sort, max_role=self.approver.role, limit=PAGE_ROWS
+                    ),
+                    status=MINE,
+                )
+            else:
+                page = queue.page(status, search=search, after=after, sort=sort, limit=PAGE_ROWS)
+            return PageLoaded(page, queue.counts(), serial, select, aside=queue.set_aside())
+
+        return read_again(read)
 
     def detail(self, run_id: str) -> DetailLoaded:
         """The run's detail (a waiting run's lookups run again: no model call)."""
-        return DetailLoaded(self.home.queue.run(run_id, self.approver, keys=self.keys))
+        return read_again(lambda: DetailLoaded(self.home.queue.run(run_id, self.approver, keys=self.keys)))
 
     def dialog(self, run_id: str, kind: str) -> DialogReady:
         """The run's detail read again for the ``kind`` dialog (``approve``): the lookups run
         again, so the dialog shows the world as it is (issue 18)."""
-        return DialogReady(self.home.queue.run(run_id, self.approver, keys=self.keys), kind)
+        return read_again(lambda: DialogReady(self.home.queue.run(run_id, self.approver, keys=self.keys), kind))
 
     def trace(self, run_id: str) -> Message:
         """The run's trace, or why it cannot be read."""
@@ -208,6 +228,18 @@ class Decisions:
 
         return guarded(run_id, work)
 
+    def unlock(self, run_id: str, action: str, passphrase: str) -> Message:
+        """Unlock the approver's key with ``passphrase`` for the mark ``action`` on ``run_id``
+        (issue 24: in a shop home a claim, hand-over or snooze is signed, and ``c``, ``o`` and
+        ``z`` ask the passphrase first when the key is locked); kept in :attr:`unlocked` for the
+        session. A wrong passphrase comes back as :class:`Failed` with core's sentence."""
+
+        def work() -> Message:
+            self.unlocked = self.home.unlock(self.approver.name, passphrase)
+            return KeyUnlocked(run_id, action)
+
+        return guarded(run_id, work)
+
     def claim(self, run_id: str, release: bool) -> Message:
         """Claim the waiting run ``run_id``, or with ``release`` release this approver's claim
         (issue 24, :meth:`core.home.Home.mark`); in a shop home signed with the unlocked key."""
@@ -250,12 +282,10 @@ class Decisions:
                     kind, run_id, self.approver.role, self.approver.name, signer=self.unlocked, to=to, note=note
                 )
                 said = f"Handed {run_id} to {one_line(marks.handed_to or '')}."
-            return Finished(
-                run_id,
-                [said, *marks.lines(self.home.clock.now())],
-                self.home.queue.run(run_id, self.approver, keys=self.keys),
-                set_aside=kind == "snooze",
-            )
+            detail = self.home.queue.run(run_id, self.approver, keys=self.keys)
+            shown = {line.strip() for line in (*detail.notes, *detail.body)}  # the pane's own lines of the marks
+            lines = [said, *(line for line in marks.lines(self.home.clock.now()) if line.strip() not in shown)]
+            return Finished(run_id, lines, detail, set_aside=kind == "snooze")
 
         return guarded(run_id, work)
 

@@ -7,7 +7,7 @@ They show untrusted text (actions, names) as literal content only.
 from __future__ import annotations
 
 import time
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from core.views import not_one_line
 from textual import events, on
@@ -48,6 +48,23 @@ class Fenced(ModalScreen[T]):
         return self.drawn_at is not None and event.time >= self.drawn_at
 
 
+def dialog_head(title: str, body: list[str]) -> tuple[Static, FoldedLines]:
+    """A dialog's title (bold) and body, both shown literally (never parsed as markup)."""
+    return Static(plain(title, "bold"), id="dialog-title"), FoldedLines(body, id="dialog-body")
+
+
+def button_row(
+    yes: str, yes_id: str, variant: Literal["warning", "error"], no: str, no_id: str, *, compact: bool = True
+) -> Horizontal:
+    """A dialog's row of two buttons: ``yes`` (its id ``yes_id``, its ``variant``: warning or
+    error) and ``no`` (``no_id``, primary), the labels shown literally."""
+    return Horizontal(
+        Button(plain(yes), id=yes_id, variant=variant, compact=compact),
+        Button(plain(no), id=no_id, variant="primary", compact=compact),
+        classes="buttons",
+    )
+
+
 class ConfirmScreen(Fenced[bool]):
     """Ask yes or no about a destructive step; Enter, Esc and ``n`` all mean No.
 
@@ -67,14 +84,11 @@ class ConfirmScreen(Fenced[bool]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Static(plain(self.title_text, "bold"), id="dialog-title")
-            yield FoldedLines(self.body, id="dialog-body")
+            yield from dialog_head(self.title_text, self.body)
             with Vertical(classes="dialog-foot"):  # docked: on screen while the body scrolls
                 if self.seal:
                     yield Static(plain(self.seal, "bold"), id="dialog-seal")
-                with Horizontal(classes="buttons"):
-                    yield Button(plain(self.yes), id="yes", variant="warning", compact=True)
-                    yield Button("No", id="no", variant="primary", compact=True)
+                yield button_row(self.yes, "yes", "warning", "No", "no")
 
     def on_mount(self) -> None:
         self.query_one("#no", Button).focus(scroll_visible=False)
@@ -123,14 +137,11 @@ class RejectScreen(Fenced[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Static(plain(self.title_text, "bold"), id="dialog-title")
-            yield FoldedLines(self.body, id="dialog-body")
+            yield from dialog_head(self.title_text, self.body)
             yield Label("Reason (required): what is wrong with the proposal?")
             yield ReasonInput(placeholder="reason", id="reason", compact=True)
             yield Static("", id="reason-error", markup=False)
-            with Horizontal(classes="buttons"):
-                yield Button("Reject", id="reject", variant="error", compact=True)
-                yield Button("Cancel", id="cancel", variant="primary", compact=True)
+            yield button_row("Reject", "reject", "error", "Cancel", "cancel")
 
     def on_mount(self) -> None:
         self.query_one("#reason", Input).focus()
@@ -188,16 +199,13 @@ class MarkScreen(Fenced[dict[str, str] | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Static(plain(self.title_text, "bold"), id="dialog-title")
-            yield FoldedLines(self.body, id="dialog-body")
+            yield from dialog_head(self.title_text, self.body)
             for field_id, label, placeholder in self.fields:
                 yield Label(plain(label))
                 box = NoteInput if field_id == "note" else ReasonInput
                 yield box(placeholder=placeholder, id=field_id, compact=True)
             yield Static("", id="mark-error", markup=False)
-            with Horizontal(classes="buttons"):
-                yield Button(plain(self.yes), id="yes", variant="warning", compact=True)
-                yield Button("Cancel", id="cancel", variant="primary", compact=True)
+            yield button_row(self.yes, "yes", "warning", "Cancel", "cancel")
 
     def on_mount(self) -> None:
         self.query(Input).first().focus()
@@ -267,27 +275,26 @@ class PassphraseApproveScreen(Fenced[str | None]):
 
     BINDINGS = bindings("dialog")
 
-    def __init__(self, title: str, body: list[str], who: str, seal: str | None = None) -> None:
-        """``seal``: as for :class:`ConfirmScreen`, kept on screen above the passphrase box."""
+    def __init__(self, title: str, body: list[str], who: str, seal: str | None = None, yes: str = "Approve") -> None:
+        """``seal``: as for :class:`ConfirmScreen`, kept on screen above the passphrase box;
+        ``yes``: the button's word (``Unlock`` when a mark asks the passphrase, issue 24)."""
         super().__init__()
         self.title_text = title
         self.body = body
         self.who = who
         self.seal = seal
+        self.yes = yes
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="dialog"):
-            yield Static(plain(self.title_text, "bold"), id="dialog-title")
-            yield FoldedLines(self.body, id="dialog-body")
+            yield from dialog_head(self.title_text, self.body)
             with Vertical(classes="dialog-foot"):  # docked: on screen while the body scrolls
                 if self.seal:
                     yield Static(plain(self.seal, "bold"), id="dialog-seal")
                 yield Label(plain(f"Passphrase for {self.who} (kept until key_idle_minutes pass without a decision):"))
                 yield Input(placeholder="passphrase", password=True, id="passphrase")
                 yield Static("", id="passphrase-error", markup=False)
-                with Horizontal(classes="buttons"):
-                    yield Button("Approve", id="yes", variant="warning")
-                    yield Button("Cancel", id="no", variant="primary")
+                yield button_row(self.yes, "yes", "warning", "Cancel", "no", compact=False)
 
     def on_mount(self) -> None:
         self.query_one("#passphrase", Input).focus(scroll_visible=False)

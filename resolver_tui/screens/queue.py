@@ -39,6 +39,7 @@ from resolver_tui.messages import (
     DialogReady,
     Failed,
     Finished,
+    KeyUnlocked,
     LinesReady,
     LiveState,
     PageLoaded,
@@ -306,10 +307,10 @@ class QueueScreen(Screen):
         self.query_one(TopBar).show(
             self.approver.name, self.approver.role, self.simulated_now(), self.home.kind, self.home.runs_live_at
         )
-        stamp = self.refreshed
-        if self.live is not None and stamp:  # a team store: whether changes arrive as they are made
-            stamp += ", live updates lost" if self.live_state == "lost" else ", live"
-        self.query_one(FilterBar).show(self.filter_index, self.counts, stamp, aside=self.aside)
+        live = ""  # a team store: whether changes arrive as they are made
+        if self.live is not None:
+            live = "live updates lost" if self.live_state == "lost" else "live"
+        self.query_one(FilterBar).show(self.filter_index, self.counts, self.refreshed, aside=self.aside, live=live)
         self.table.caption(self.search, self.following, dict(SORTS).get(self.sort, "") if self.sort else "")
 
     # -- workers --------------------------------------------------------------------------------
@@ -669,9 +670,10 @@ class QueueScreen(Screen):
 
     def _markable(self, action: str, word: str) -> RunDetail | None:
         """The highlighted run's detail when ``action`` (``claim``, ``handover``, ``snooze``; the
-        key named from :data:`~resolver_tui.keys.KEYS`) may mark it now, else None, with a notice
-        saying why: only a waiting run is marked, and in a shop home a mark is signed, so the key
-        must be unlocked in this session (issue 24)."""
+        key named from :data:`~resolver_tui.keys.KEYS`) may mark it now, else None: only a
+        waiting run is marked (a notice says why). In a shop home a mark is signed: while the key
+        is locked the passphrase dialog opens first, and the action goes on once it is unlocked
+        (:meth:`key_unlocked`; issue 24)."""
         d = self.detail
         run_id = self.table.current
         if run_id is None or d is None or d.run_id != run_id or self.busy or self.opening:
@@ -680,14 +682,33 @@ class QueueScreen(Screen):
             self.notify(f"{key_for(action)}: only a waiting run is {word}; {run_id} is {d.status}.", markup=False)
             return None
         if self.home.kind == "shop" and self.unlocked is None:
-            self.notify(
-                f"{key_for(action)}: a {action.replace('handover', 'hand-over')} is signed with your key; "
-                "it is unlocked at your first approve in this session.",
-                severity="warning",
-                markup=False,
-            )
+            self._unlock_for(run_id, action)
             return None
         return d
+
+    def _unlock_for(self, run_id: str, action: str) -> None:
+        """Ask the passphrase (the approve dialog's box), unlock the key in a thread, then go on
+        with ``action`` (:class:`KeyUnlocked`); a wrong passphrase is core's sentence."""
+        noun = {"claim": "claim", "handover": "hand-over", "snooze": "snooze"}[action]
+
+        def typed(passphrase: str | None) -> None:
+            self.set_focus(self.table)
+            if passphrase:
+                self._start(run_id)
+                self._in_thread("action", partial(self.decisions.unlock, run_id, action, passphrase))
+
+        body = [f"A {noun} is signed with your key. Unlock it for this session (as your first approve does), then go on."]
+        screen = PassphraseApproveScreen(f"Unlock your key: {noun} run {run_id}", body, self.approver.name, yes="Unlock")
+        self.app.push_screen(screen, typed)
+
+    @on(KeyUnlocked)
+    def key_unlocked(self, message: KeyUnlocked) -> None:
+        """The key is unlocked: the mark goes on, on the run the cursor is on if it is still the
+        one the passphrase was asked for (else the next press of the key does it)."""
+        self.busy = ""
+        self.set_focus(self.table)
+        if self.table.current == message.run_id:
+            {"claim": self.action_claim, "handover": self.action_handover, "snooze": self.action_snooze}[message.action]()
 
     def action_claim(self) -> None:
         """Claim the highlighted waiting run, or release this approver's claim on it (issue 24).

@@ -90,23 +90,43 @@ class FilterBar(Static):
     corrupt count when there is one, and the refresh time when it fits. Every filter always
     shows: a narrower terminal gets shorter names, then no counts (issue 18)."""
 
-    def show(self, active: int, counts: dict[str, int], refreshed: str = "", aside: int = 0) -> None:
+    def show(self, active: int, counts: dict[str, int], refreshed: str = "", aside: int = 0, live: str = "") -> None:
         """``active``: the index in :data:`FILTERS`; ``counts``: runs per status;
         ``refreshed``: the time of the last read (``09:00:02``), shown when it fits; ``aside``:
-        the waiting runs set aside now (:func:`filter_texts`)."""
+        the waiting runs set aside now (:func:`filter_texts`); ``live``: on a team store
+        ``live`` or ``live updates lost`` (issue 24), said after the time (``refreshed 09:00:02,
+        live``) or, where that does not fit (80 columns), alone (``live``, ``not live``) with
+        shorter filter names if need be: whether changes arrive matters more than when the last
+        read was."""
         width = self.size.width or 200
         corrupt = f"corrupt {counts['corrupt']}" if counts.get("corrupt") else ""  # never under a status (issue 12)
-        for level in range(4):
+
+        def layout(level: int) -> tuple[list[str], int]:
             texts = filter_texts(active, counts, level, aside) + ([corrupt] if corrupt else [])
-            used = sum(map(cell_len, texts)) + len(texts) - 1  # cells, not characters (issue 19)
+            return texts, sum(map(cell_len, texts)) + len(texts) - 1  # cells, not characters (issue 19)
+
+        for level in range(4):
+            texts, used = layout(level)
             if used <= width or level == 3:
                 break
+        stamp = f"  refreshed {refreshed}" if refreshed else ""
+        if stamp and live:
+            stamp += f", {live}"
+        if stamp and used + cell_len(stamp) > width:
+            stamp = ""
+            short = "  " + ("not live" if live == "live updates lost" else live) if live else ""
+            for shorter in range(level, 3) if short else ():
+                texts, used = layout(shorter)
+                if used + cell_len(short) <= width:
+                    stamp = short
+                    break
+            if not stamp:
+                texts, used = layout(level)
         parts: list = []
         for i, text in enumerate(texts):
             styled = i == active or (corrupt and i == len(texts) - 1)
             parts += [" " if i else "", (text, "reverse bold") if styled else text]
-        stamp = f"  refreshed {refreshed}" if refreshed else ""
-        if stamp and used + cell_len(stamp) <= width:
+        if stamp:
             parts.append(stamp)
         self.update(Content.assemble(*parts))
 

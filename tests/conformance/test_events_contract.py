@@ -96,6 +96,29 @@ def test_watch_once_delivers_after_a_restart_without_repeats_and_notify_reads_js
     assert len({e["id"] for e in sent}) == 3 and sent[2]["to_name"] == "Ana"
 
 
+def test_a_refreshed_request_is_one_new_request_event_and_watch_says_refreshed(home, team_url, capsys):
+    """A refresh keeps the run waiting (no status change) but voids every approval of the old
+    digest: its audit row writes one ``request`` event naming who refreshed and the new digest
+    (SQLite format 6, PostgreSQL migration 13), and ``resolver watch --once`` prints it."""
+    where = ["--home", str(home.root), *(["--store", team_url] if team_url else [])]
+    assert main(["clock", "set", "2026-10-09T17:00:00-04:00", *where]) == 0
+    assert main(["watch", "--once", "--as", "team_lead", *where]) == 0
+    home.run("T-65273")
+    before = home.store.load(RUN).proposal.digest
+    after = home.refresh(RUN, "grace", "Grace").proposal.digest
+    assert after != before
+    events = home.store.queue_events(0)
+    assert [(e["kind"], e["name"], e["detail"]) for e in events] == [("request", None, None), ("request", "Grace", after)]
+    assert events[1]["required_role"] == "team_lead" and events[1]["role"] == "grace"
+    capsys.readouterr()
+    assert main(["watch", "--once", "--as", "team_lead", *where]) == 0
+    said = [line.split(": ", 1)[1] for line in capsys.readouterr().out.splitlines()]
+    assert said == [
+        "new approval request (needs team lead)",
+        f"approval request refreshed by Grace, new digest {after[:12]} (needs team lead)",
+    ]
+
+
 def test_a_failing_notify_stops_the_watcher_and_the_event_comes_again(home, team_url, tmp_path, capsys, monkeypatch):
     config = tmp_path / "config.toml"
     fail = tmp_path / "fail.py"

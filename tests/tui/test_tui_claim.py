@@ -5,7 +5,7 @@ dialogs of a run a colleague claimed say so first (the dialog still defaults to 
 from __future__ import annotations
 
 from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
-from tui_helpers import make_app, monday_home, pane_text, select, settle
+from tui_helpers import make_app, monday_home, open_key, pane_text, settle
 
 RUN = "T-65273-agent-chat-small-1"
 
@@ -15,10 +15,7 @@ async def test_c_claims_the_highlighted_run_and_c_again_releases_it(tmp_path):
     home.run("T-65273")
     app = make_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await select(pilot, RUN)
-        await pilot.press("c")
-        await settle(pilot)
+        await open_key(pilot, RUN, "c")
         assert "Tomás is on it (claimed 09:00, until 09:30)." in pane_text(app)
         assert [r["decision"] for r in home.store.audit(RUN)] == ["claim"]
         await pilot.press("c")
@@ -35,15 +32,11 @@ async def test_deciding_a_run_a_colleague_claimed_says_so_first(tmp_path):
     home.mark("claim", RUN, "grace", "Ana")
     app = make_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await select(pilot, RUN)
+        assert isinstance(await open_key(pilot, RUN, "a"), ConfirmScreen)
         text = pane_text(app)
         assert (
             "Ana is on it (claimed 09:00, until 09:30)." in text and "Handed to Tomás by Ana at 09:00: [b]over[/b] to you" in text
         )
-        await pilot.press("a")
-        await settle(pilot)
-        assert isinstance(app.screen, ConfirmScreen)
         assert app.screen.body[0] == "Ana is on it (claimed 09:00, until 09:30)."
         await pilot.press("enter")  # the default is No
         await settle(pilot)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from core.views import Approver, approve_dialog
 from resolver_tui.screens.dialogs import ConfirmScreen
 from textual.widgets import Button
-from tui_helpers import make_app, open_approve, screen_text, settle
+from tui_helpers import make_app, open_key, screen_text, settle
 
 T65273 = "T-65273-agent-chat-small-1"
 TWIN = "T-90103-agent-chat-small-2"
@@ -28,7 +28,7 @@ def _dialog_shows_its_top_and_no(app, run_id: str, first_action: str) -> None:
 async def test_the_approve_dialog_at_80x24_shows_the_actions_and_the_no_button_at_once(demo_home):
     app = make_app(demo_home, role="grace", name="Grace")
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_approve(pilot, T65273)
+        await open_key(pilot, T65273, "a")
         _dialog_shows_its_top_and_no(app, T65273, "request_refund")
         await pilot.press("enter")  # No, the default: nothing approved
         await settle(pilot)
@@ -92,7 +92,7 @@ async def test_a_tall_approve_dialog_keeps_the_digest_and_who_on_screen_at_80x24
 async def test_the_approve_key_opens_a_dialog_with_its_seal(demo_home):
     app = make_app(demo_home, role="grace", name="Grace")
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_approve(pilot, T65273)
+        await open_key(pilot, T65273, "a")
         assert isinstance(app.screen, ConfirmScreen)
         _seal_on_screen(app, demo_home.store.load(T65273).proposal.digest, GRACE.label)
         await pilot.press("enter")
@@ -108,7 +108,7 @@ async def test_the_shop_passphrase_dialog_keeps_the_digest_and_who_on_screen_at_
     home = _shop(tmp_path)
     app = make_app(home, "team_lead", "Ana")
     async with app.run_test(size=(80, 24)) as pilot:
-        await open_approve(pilot, T65273)
+        await open_key(pilot, T65273, "a")
         assert isinstance(app.screen, PassphraseApproveScreen)
         _seal_on_screen(app, home.store.load(T65273).proposal.digest, Approver("team_lead", "Ana").label)
         await pilot.press("escape")

@@ -10,7 +10,7 @@ from resolver_tui.screens.dialogs import MarkScreen
 from resolver_tui.widgets.bars import FilterBar
 from textual import events
 from textual.keys import _character_to_key
-from tui_helpers import make_app, monday_home, pane_text, select, settle, type_text
+from tui_helpers import make_app, monday_home, open_key, pane_text, select, settle, type_text
 
 RUN = "T-65273-agent-chat-small-1"
 
@@ -30,10 +30,7 @@ async def test_o_hands_the_run_over_with_a_note_and_the_pane_shows_it(tmp_path):
     home.run("T-65273")
     app = make_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await select(pilot, RUN)
-        await pilot.press("o")
-        await settle(pilot)
+        await open_key(pilot, RUN, "o")
         assert isinstance(app.screen, MarkScreen)
         await type_text(pilot, "Ana")
         await pilot.press("enter")  # on to the note
@@ -42,7 +39,7 @@ async def test_o_hands_the_run_over_with_a_note_and_the_pane_shows_it(tmp_path):
         await settle(pilot)
         assert not isinstance(app.screen, MarkScreen)
         assert marks_written(home) == ["handover"]
-        assert "Handed to Ana by Tomás at 09:00: [b]check[/b] the tracking first" in pane_text(app)
+        assert pane_text(app).count("Handed to Ana by Tomás at 09:00: [b]check[/b] the tracking first") == 1  # once, not twice
 
 
 async def test_a_hand_over_without_a_note_is_refused_with_cores_sentence_and_writes_nothing(tmp_path):
@@ -50,10 +47,7 @@ async def test_a_hand_over_without_a_note_is_refused_with_cores_sentence_and_wri
     home.run("T-65273")
     app = make_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await select(pilot, RUN)
-        await pilot.press("o")
-        await settle(pilot)
+        await open_key(pilot, RUN, "o")
         await type_text(pilot, "Ana")
         await pilot.press("enter", "enter")
         await settle(pilot)
@@ -68,12 +62,8 @@ async def test_z_snoozes_the_run_for_a_duration_and_the_pane_shows_it(tmp_path):
     home.run("T-65273")
     app = make_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await select(pilot, RUN)
+        assert isinstance(await open_key(pilot, RUN, "z"), MarkScreen)
         assert "[1 waiting approval 1]" in str(app.queue.query_one(FilterBar).render())
-        await pilot.press("z")
-        await settle(pilot)
-        assert isinstance(app.screen, MarkScreen)
         await type_text(pilot, "90m")
         await pilot.press("enter")
         await settle(pilot)
@@ -90,11 +80,8 @@ async def test_a_snooze_past_the_runs_expiry_or_unreadable_is_refused_and_writes
     home.run("T-65273")
     app = make_app(home)
     async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
-        await select(pilot, RUN)
         for typed, said in (("30d", "approval request expires at"), ("soon", "Cannot read the time 'soon'")):
-            await pilot.press("z")
-            await settle(pilot)
+            await open_key(pilot, RUN, "z")
             await type_text(pilot, typed)
             await pilot.press("enter")
             await settle(pilot)
@@ -129,11 +116,8 @@ async def test_on_a_run_that_is_not_waiting_the_keys_say_why_and_open_nothing(tm
         await settle(pilot)
         await pilot.press("7")  # every run
         await settle(pilot)
-        await select(pilot, RUN)
         for key, word in (("o", "handed over"), ("z", "snoozed")):
-            await pilot.press(key)
-            await settle(pilot)
-            assert not isinstance(app.screen, MarkScreen)
+            assert not isinstance(await open_key(pilot, RUN, key), MarkScreen)
             assert any(
                 f"{key}: only a waiting run is {word}; {RUN} is handed_to_person." in n.message for n in app._notifications
             )

@@ -80,7 +80,11 @@ async def test_a_listener_that_reconnects_says_so_and_reads_the_queue_again(tmp_
             pid = queue.live.pid
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
-            await until(pilot, lambda: queue.live_state == "reconnected", "the reconnection")
+            await until(  # the notice is posted to the app after the state is set: wait for both
+                pilot,
+                lambda: queue.live_state == "reconnected" and RECONNECTED in [n.message for n in app._notifications],
+                "the reconnection",
+            )
             told = [n.message for n in app._notifications]
             assert LOST in told and RECONNECTED in told and told.index(LOST) < told.index(RECONNECTED)
             other.mark("claim", RUN, "grace", "Ana")  # heard on the new connection
@@ -97,3 +101,58 @@ async def test_the_home_folder_has_no_listener_and_polls(tmp_path):
     async with app.run_test(size=(120, 30)) as pilot:
         await settle(pilot)
         assert app.queue.live is None and app.queue.refresh_interval == 2.0
+
+
+async def test_r_after_every_connection_of_the_app_was_killed_reconnects_quietly(tmp_path):
+    """The server ended every connection of the app's pool (a restart, a failover, an
+    administrator): the next ``R`` reads the queue on new connections and says nothing of the
+    dead ones (it said "Cannot use …: terminating connection due to administrator command")."""
+    import psycopg
+
+    with fresh_schema() as url:
+        mine, other = _homes(tmp_path, url)
+        mine.run("T-65273")
+        app = make_app(mine)
+        async with app.run_test(size=(160, 40)) as pilot:
+            queue = app.queue
+            await settle(pilot)
+            await select(pilot, RUN)
+            pool = mine.store.db.pool
+            pids = [conn.info.backend_pid for conn in list(pool._pool)]  # the idle connections the next reads take
+            assert pids
+            queue.live.stop()  # no notification: only R reads the queue again
+            await until(pilot, lambda: not queue.live.alive, "the listener stopped")
+            other.mark("claim", RUN, "grace", "Ana")
+            with psycopg.connect(url, autocommit=True) as conn:
+                for pid in pids:
+                    conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            told = len(app._notifications)
+            await pilot.press("R")
+            await settle(pilot)
+            await until(pilot, lambda: "Ana is on it (claimed 09:00, until 09:30)." in pane_text(app), "the claim read by R")
+            assert [n.message for n in list(app._notifications)[told:]] == []
+
+
+async def test_at_80_columns_the_filter_bar_still_says_live_and_not_live(tmp_path):
+    """At 80x24 "refreshed 09:00:02, live" does not fit beside the filters: the bar says
+    ``live`` alone (and ``not live`` while the listener reconnects), every filter still shown."""
+    import psycopg
+
+    with fresh_schema() as url:
+        mine, _ = _homes(tmp_path, url)
+        mine.run("T-65273")
+        app = make_app(mine)
+        async with app.run_test(size=(80, 24)) as pilot:
+            queue = app.queue
+            await settle(pilot)
+            assert queue.live.listening(GUARD_S)
+            bar = lambda: next(line for line in screen_text(app).splitlines() if "8 mine" in line)  # noqa: E731
+            await until(pilot, lambda: bar().rstrip().endswith("8 mine  live"), "live at 80 columns")
+            assert "[1 wait 1]" in bar() and len(bar().rstrip()) <= 80
+            with psycopg.connect(url, autocommit=True) as conn:
+                conn.execute("SELECT pg_terminate_backend(%s)", (queue.live.pid,))
+            # the listener tries again after a second (QueueListener.retry): the bar says so meanwhile
+            await until(pilot, lambda: bar().rstrip().endswith("8 mine  not live"), "not live at 80 columns")
+            await until(
+                pilot, lambda: queue.live_state == "reconnected" and bar().rstrip().endswith("8 mine  live"), "live again"
+            )

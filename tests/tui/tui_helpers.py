@@ -17,7 +17,7 @@ __all__ = [
     "MONDAY",
     "make_app",
     "monday_home",
-    "open_approve",
+    "open_key",
     "pane_text",
     "screen_text",
     "select",
@@ -83,12 +83,13 @@ async def select(pilot, run_id: str) -> None:
     assert queue.detail is not None and queue.detail.run_id == run_id
 
 
-async def open_approve(pilot, run_id: str):
-    """Settle, put the cursor on ``run_id``, press ``a`` and settle: the screen the key opened
-    (the approve dialog, or the passphrase dialog in a shop home)."""
+async def open_key(pilot, run_id: str, key: str):
+    """Settle, put the cursor on ``run_id``, press ``key`` and settle: the screen the key opened
+    (``a``: the approve dialog, or the passphrase dialog in a shop home; ``o``, ``z``: the mark
+    dialog, or in a shop home with the key locked the passphrase dialog first)."""
     await settle(pilot)
     await select(pilot, run_id)
-    await pilot.press("a")
+    await pilot.press(key)
     await settle(pilot)
     return pilot.app.screen
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ import psycopg.errors
 import psycopg.rows
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from core.errors import ResolverError, StoreBusy
+from core.errors import ConnectionLost, ResolverError, StoreBusy
 
 LOCK_TIMEOUT_S = 5.0
 """Seconds a statement waits for a lock another connection holds before StoreBusy."""
@@ -218,9 +218,20 @@ class Database:
         except psycopg.errors.InvalidSchemaName as exc:
             raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} has no such schema ({_first_line(exc)}).") from None
         except psycopg.OperationalError as exc:
-            raise ResolverError(f"Cannot use {self.label}: {_first_line(exc)}.") from None
+            self._drop_dead()
+            raise ConnectionLost(f"Cannot use {self.label}: {_first_line(exc)}.") from None
         except psycopg.Error as exc:
             raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} failed: {_first_line(exc)}.") from None
+
+    def _drop_dead(self) -> None:
+        """After a connection failed: test the pool's idle connections and drop those the server
+        ended (all of them, after a restart), so the next use connects anew instead of failing
+        once per dead connection (issue 24)."""
+        pool = getattr(self, "pool", None)
+        if pool is None or pool.closed:
+            return
+        with suppress(psycopg.Error):
+            pool.check()
 
     # -- use --------------------------------------------------------------------------------------
 

@@ -12,7 +12,8 @@ hand-over, a snooze, a delete, ``resolver store copy``'s import, SQL written by 
 Each sends ``pg_notify(channel, payload)`` with the payload a small JSON object,
 ``{"kind": TABLE_OR_EVENT, "run_id": RUN}``. A statement that adds or deletes more than
 :data:`MANY` runs (a copy, a reset) sends one ``{"kind": "runs", "run_id": null}`` instead of one
-per run. ``NOTIFY`` is transactional: PostgreSQL delivers at commit, never a rolled-back change,
+per run. ``resolver store copy`` writes quietly (:data:`QUIET`, migration 13) and then sends one
+``{"kind": "queue", "run_id": null}`` (:data:`REREAD`): read the whole queue again. ``NOTIFY`` is transactional: PostgreSQL delivers at commit, never a rolled-back change,
 and drops repeats of one payload within a transaction.
 
 **The channel** is ``resolver_queue_`` and the MD5 of the schema's name (:func:`channel`), so the
@@ -36,7 +37,18 @@ from psycopg import sql
 
 from core.stores.postgres.database import CONNECT_TIMEOUT_S
 
-__all__ = ["CHANNEL_PREFIX", "MANY", "NOTIFY_TRIGGERS", "QueueListener", "channel"]
+__all__ = [
+    "CHANNEL_PREFIX",
+    "MANY",
+    "NOTIFY_TRIGGERS",
+    "QUIET",
+    "QUIET_NOTIFY",
+    "REREAD",
+    "QueueListener",
+    "channel",
+    "notify_reread",
+    "quiet",
+]
 
 CHANNEL_PREFIX = "resolver_queue_"
 """The start of every store's channel name; the MD5 of its schema's name follows."""
@@ -49,9 +61,22 @@ BURST_S = 0.02
 
 _CHANNEL_SQL = f"'{CHANNEL_PREFIX}' || md5(TG_TABLE_SCHEMA)"
 
-NOTIFY_TRIGGERS = (
-    f"""CREATE FUNCTION resolver_notify_run() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
+QUIET = "resolver.quiet"
+"""A transaction-local setting (``SELECT set_config('resolver.quiet', 'on', true)``) under which
+the notify triggers send nothing (migration 13): ``resolver store copy`` writes its rows quietly
+and sends one :data:`REREAD` at the end (:func:`notify_reread`) instead of one per run."""
+
+REREAD = "queue"
+"""The ``kind`` of the notification that stands for the whole queue (``run_id`` null): read
+everything again (sent at the end of ``resolver store copy`` into a team store)."""
+
+
+def _notify_functions(create: str, guard: str) -> tuple[str, ...]:
+    """The four notify functions, made by ``create`` (``CREATE FUNCTION`` for migration 11,
+    ``CREATE OR REPLACE FUNCTION`` for 13), each starting with ``guard`` (13: :data:`QUIET`)."""
+    return (
+        f"""{create} resolver_notify_run() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN{guard}
     IF TG_OP = 'DELETE' OR NEW.status IS DISTINCT FROM OLD.status OR NEW.version IS DISTINCT FROM OLD.version
        OR NEW.state_ok IS DISTINCT FROM OLD.state_ok THEN
         PERFORM pg_notify({_CHANNEL_SQL},
@@ -60,11 +85,10 @@ BEGIN
     RETURN NULL;
 END
 $$""",
-    "CREATE TRIGGER runs_notify_update AFTER UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION resolver_notify_run()",
-    f"""CREATE FUNCTION resolver_notify_runs_added() RETURNS trigger LANGUAGE plpgsql AS $$
+        f"""{create} resolver_notify_runs_added() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
     r record;
-BEGIN
+BEGIN{guard}
     IF (SELECT count(*) FROM changed_rows) > {MANY} THEN
         PERFORM pg_notify({_CHANNEL_SQL}, json_build_object('kind', 'runs', 'run_id', NULL)::text);
     ELSE
@@ -75,28 +99,59 @@ BEGIN
     RETURN NULL;
 END
 $$""",
-    "CREATE TRIGGER runs_notify_insert AFTER INSERT ON runs REFERENCING NEW TABLE AS changed_rows "
-    "FOR EACH STATEMENT EXECUTE FUNCTION resolver_notify_runs_added()",
-    "CREATE TRIGGER runs_notify_delete AFTER DELETE ON runs REFERENCING OLD TABLE AS changed_rows "
-    "FOR EACH STATEMENT EXECUTE FUNCTION resolver_notify_runs_added()",
-    f"""CREATE FUNCTION resolver_notify_marks() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
+        f"""{create} resolver_notify_marks() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN{guard}
     PERFORM pg_notify({_CHANNEL_SQL},
         json_build_object('kind', 'marks', 'run_id', CASE TG_OP WHEN 'DELETE' THEN OLD.run_id ELSE NEW.run_id END)::text);
     RETURN NULL;
 END
 $$""",
-    "CREATE TRIGGER run_marks_notify AFTER INSERT OR UPDATE OR DELETE ON run_marks FOR EACH ROW "
-    "EXECUTE FUNCTION resolver_notify_marks()",
-    f"""CREATE FUNCTION resolver_notify_event() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
+        f"""{create} resolver_notify_event() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN{guard}
     PERFORM pg_notify({_CHANNEL_SQL}, json_build_object('kind', NEW.kind, 'run_id', NEW.run_id)::text);
     RETURN NULL;
 END
 $$""",
+    )
+
+
+_RUN, _ADDED, _MARKS, _EVENT = _notify_functions("CREATE FUNCTION", "")
+
+NOTIFY_TRIGGERS = (
+    _RUN,
+    "CREATE TRIGGER runs_notify_update AFTER UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION resolver_notify_run()",
+    _ADDED,
+    "CREATE TRIGGER runs_notify_insert AFTER INSERT ON runs REFERENCING NEW TABLE AS changed_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION resolver_notify_runs_added()",
+    "CREATE TRIGGER runs_notify_delete AFTER DELETE ON runs REFERENCING OLD TABLE AS changed_rows "
+    "FOR EACH STATEMENT EXECUTE FUNCTION resolver_notify_runs_added()",
+    _MARKS,
+    "CREATE TRIGGER run_marks_notify AFTER INSERT OR UPDATE OR DELETE ON run_marks FOR EACH ROW "
+    "EXECUTE FUNCTION resolver_notify_marks()",
+    _EVENT,
     "CREATE TRIGGER queue_events_notify AFTER INSERT ON queue_events FOR EACH ROW EXECUTE FUNCTION resolver_notify_event()",
 )
 """Migration 11: the triggers that send the queue's notifications (see the module's docstring)."""
+
+QUIET_NOTIFY = _notify_functions(
+    "CREATE OR REPLACE FUNCTION", f"\n    IF current_setting('{QUIET}', true) = 'on' THEN\n        RETURN NULL;\n    END IF;"
+)
+"""Migration 13's part of the notifications: the same functions, silent while :data:`QUIET` is on."""
+
+
+def notify_reread(conn: Any) -> None:
+    """Send the one :data:`REREAD` notification (``{"kind": "queue", "run_id": null}``) on the
+    channel of ``conn``'s schema: its listeners read the whole queue again. Delivered when
+    ``conn``'s transaction commits (at once under autocommit)."""
+    conn.execute(
+        f"SELECT pg_notify('{CHANNEL_PREFIX}' || md5(current_schema()), json_build_object('kind', %s::text, 'run_id', NULL)::text)",
+        (REREAD,),
+    )
+
+
+def quiet(conn: Any) -> None:
+    """Make the notify triggers silent until ``conn``'s transaction ends (:data:`QUIET`)."""
+    conn.execute(f"SELECT set_config('{QUIET}', 'on', true)")
 
 
 def channel(schema: str) -> str:

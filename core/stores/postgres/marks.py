@@ -10,7 +10,7 @@ from core.stores.events import QueueEventRows
 from core.stores.marks import RunMarksRows
 from core.stores.postgres import audit as auditchain
 
-__all__ = ["RUN_MARKS", "PostgresMarks"]
+__all__ = ["REFRESH_EVENT", "RUN_MARKS", "PostgresMarks"]
 
 _C = 'text COLLATE "C"'
 
@@ -64,6 +64,23 @@ $$""",
 )
 """Migration 10: the marks of runs (claim, hand-over, snooze), one row per marked run, and the
 queue's events with the triggers that write them (:mod:`core.stores.events`)."""
+
+
+REFRESH_EVENT = (
+    """CREATE FUNCTION resolver_queue_event_refresh() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO queue_events (kind, run_id, at, name, role, required_role, detail) VALUES ('request', NEW.run_id,
+        NEW.at, NEW.name, NEW.role, (SELECT required_role FROM runs WHERE run_id = NEW.run_id), NEW.digest);
+    RETURN NULL;
+END
+$$""",
+    "CREATE TRIGGER queue_event_refresh AFTER INSERT ON audit FOR EACH ROW WHEN (NEW.decision = 'refresh') "
+    "EXECUTE FUNCTION resolver_queue_event_refresh()",
+)
+"""Migration 13's event: a refreshed request (its audit row, decision ``refresh``, written in the
+refresh's transaction) is a ``request`` event again, naming who refreshed and the new digest
+(:mod:`core.stores.events`). The run's status stays ``waiting_approval``, so the status trigger
+writes nothing."""
 
 
 class PostgresMarks(RunMarksRows, QueueEventRows):

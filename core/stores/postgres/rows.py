@@ -16,6 +16,7 @@ from typing import Any
 
 from core.stores.common import _HEADER_COLS, COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
 from core.stores.postgres.database import Database, database
+from core.stores.postgres.listen import notify_reread, quiet
 
 
 def _select(table: str, columns: tuple[str, ...]) -> str:
@@ -60,6 +61,13 @@ class PostgresRows:
             row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
         return str(row[0]) if row else None
 
+    def copied(self) -> None:
+        """Tell the store's listeners to read the whole queue again (one
+        :data:`~core.stores.postgres.listen.REREAD` notification): :meth:`import_rows` writes
+        quietly, so a copy of a million runs sends one notification, not a million (issue 24)."""
+        with self.db.transaction() as conn:
+            notify_reread(conn)
+
     def export_rows(self, part: str) -> Iterator[Batch]:
         """The part's rows in batches, in one snapshot (see :meth:`core.store.StoreRows.export_rows`)."""
         tables = COPY_PARTS[part]
@@ -84,6 +92,7 @@ class PostgresRows:
         if part == "world":
             build(self.db)  # the tables' head row, as a first open makes it
         with self.db.transaction() as conn:
+            quiet(conn)  # issue 24: no notification per run; the copy sends one re-read at its end (copied)
             if part == "audit":
                 conn.execute("SELECT one FROM audit_head FOR UPDATE")
             if part == "world":

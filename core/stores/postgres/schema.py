@@ -247,6 +247,11 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     (8, "each entry's checksum, written with the row and checked when it is read back", lambda: ENTRY_CHECKSUMS),
     (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events", lambda: _run_marks()),
     (11, "the queue's notifications: NOTIFY at each change of a run, its marks or the queue's events", lambda: _notify()),
+    (
+        13,
+        "a refreshed request is a new request event; notifications silent during a store copy, then one to read all again",
+        lambda: _refresh_and_quiet(),
+    ),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -261,6 +266,13 @@ def _notify() -> tuple[str, ...]:
     from core.stores.postgres.listen import NOTIFY_TRIGGERS
 
     return NOTIFY_TRIGGERS
+
+
+def _refresh_and_quiet() -> tuple[str, ...]:
+    from core.stores.postgres.listen import QUIET_NOTIFY
+    from core.stores.postgres.marks import REFRESH_EVENT
+
+    return (*REFRESH_EVENT, *QUIET_NOTIFY)
 
 
 LATEST = MIGRATIONS[-1][0]

@@ -100,7 +100,7 @@ from core.stores.common import (
 )
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
-from core.stores.sqlite.marks import MARKS_FORMAT, SqliteMarks, add_run_marks
+from core.stores.sqlite.marks import REFRESH_FORMAT, SqliteMarks, add_run_marks
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
@@ -115,12 +115,12 @@ __all__ = [
     "Counters",
 ]
 
-STORE_FORMAT = MARKS_FORMAT
+STORE_FORMAT = REFRESH_FORMAT
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
 journal, issue 26), 4 (and each entry's ``checksum``, issue 27), 5 (and ``run_marks`` and
-``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`). Formats 1 to 4 are migrated on
-open."""
+``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
+refreshed request a new request event, issue 24). Formats 1 to 5 are migrated on open."""
 
 _READ_HEAD = f"SELECT version, lease_owner, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
 _INSERT_RUN = (
@@ -266,11 +266,13 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
                     f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
                 )
+            elif fmt == 5:
+                add_run_marks(conn)  # format 6, issue 24: a refreshed request's event (the tables are there)
             elif fmt in (2, 3, 4):
                 conn.execute(_CREATE_MODEL_CALLS)  # format 3, issue 26: the journal of model calls
                 if "checksum" not in {r[1] for r in conn.execute("PRAGMA table_info(entries)")}:
                     conn.execute(_ADD_CHECKSUM)  # format 4, issue 27: each entry's checksum
-                add_run_marks(conn)  # format 5, issue 24: the marks and the queue's events
+                add_run_marks(conn)  # formats 5 and 6, issue 24: the marks and the queue's events
                 self._add_listing_indexes(conn)  # and format 5's covering indexes (issue 27, item 6)
             elif "runs" in tables:
                 self._migrate_from_0_1_0(conn, db, tables)

@@ -11,11 +11,16 @@ from core.stores.events import QueueEventRows
 from core.stores.marks import RunMarksRows
 from core.stores.sqlite import audit as auditchain
 
-__all__ = ["EVENT_TRIGGERS", "MARKS_FORMAT", "SqliteMarks", "add_run_marks"]
+__all__ = ["EVENT_TRIGGERS", "MARKS_FORMAT", "REFRESH_FORMAT", "SqliteMarks", "add_run_marks"]
 
 MARKS_FORMAT = 5
 """The store format (``PRAGMA user_version``) that brings ``run_marks`` and ``queue_events``
 (format 4 brought the entries' checksums, issue 27)."""
+
+REFRESH_FORMAT = 6
+"""The store format that makes a refreshed request a ``request`` event again (the trigger
+``queue_event_refresh``): a refresh keeps the run's status, so format 5's status triggers wrote
+nothing for it."""
 
 CREATE_RUN_MARKS = (
     "CREATE TABLE IF NOT EXISTS run_marks (run_id TEXT PRIMARY KEY, run_uid TEXT, version INTEGER NOT NULL, "
@@ -64,14 +69,20 @@ EVENT_TRIGGERS = {
         "AFTER UPDATE ON run_marks WHEN NEW.handed_at IS NOT NULL AND (NEW.handed_at IS NOT OLD.handed_at "
         f"OR NEW.handed_to IS NOT OLD.handed_to) BEGIN {_HANDOVER_EVENT} END"
     ),
+    "queue_event_refresh": (  # format 6: a refreshed request (its audit row) is a new request event
+        "AFTER INSERT ON audit WHEN NEW.decision = 'refresh' BEGIN INSERT INTO queue_events "
+        "(kind, run_id, at, name, role, required_role, detail) VALUES ('request', NEW.run_id, NEW.at, NEW.name, "
+        f"NEW.role, {_ROLE_OF}, NEW.digest); END"
+    ),
 }
 """The triggers that write ``queue_events`` (:mod:`core.stores.events`), by name."""
 
 
 def add_run_marks(conn: sqlite3.Connection) -> None:
-    """The step to format :data:`MARKS_FORMAT`: create the empty ``run_marks`` and
-    ``queue_events`` tables (a run saved before them has no marks and made no event) and the
-    triggers that write the events. Idempotent; runs inside the caller's transaction, after the
+    """The steps to formats :data:`MARKS_FORMAT` and :data:`REFRESH_FORMAT`: create the empty
+    ``run_marks`` and ``queue_events`` tables (a run saved before them has no marks and made no
+    event) and the triggers that write the events (format 6 adds ``queue_event_refresh`` to a
+    format-5 store's). Idempotent; runs inside the caller's transaction, after the
     ``runs`` and ``audit`` tables exist."""
     conn.execute(CREATE_RUN_MARKS)
     for statement in CREATE_QUEUE_EVENTS:

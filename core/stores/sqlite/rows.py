@@ -104,6 +104,9 @@ class SqliteRows:
                 while rows := cur.fetchmany(COPY_BATCH):
                     yield table, columns, [tuple(r) for r in rows]
 
+    def copied(self) -> None:
+        """Nothing: a SQLite store's readers poll (:meth:`core.store.StoreRows.copied`)."""
+
     def import_rows(self, part: str, batches: Iterable[Batch]) -> dict[str, int]:
         """Write the part's rows in one ``BEGIN IMMEDIATE`` transaction (see
         :meth:`core.store.StoreRows.import_rows`). Raises StoreNotEmpty, ResolverError."""
