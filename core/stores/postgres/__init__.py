@@ -44,6 +44,7 @@ __all__ = [
     "reset_world",
     "schema_lines",
     "schema_version_of",
+    "setup_roles",
     "store_kind",
 ]
 
@@ -192,6 +193,10 @@ def store_kind(url: str, kind: str) -> str:
     from core.stores.postgres.database import database
 
     db = database(url)
+    with db.read() as conn:  # a user of a store with role separation may only read it (issue 25)
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
+    if row:
+        return str(row[0])
     with db.transaction() as conn:
         conn.execute("INSERT INTO store_meta (key, value) VALUES ('kind', %s) ON CONFLICT (key) DO NOTHING", (kind,))
         row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
@@ -236,3 +241,31 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
     else:
         lines.append(("ok", f"team store: schema version {have} (migrations in resolver_migrations)"))
     return lines
+
+
+def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping: dict[str, str]) -> list[str]:
+    """``resolver store roles setup`` (issue 25): role separation in the team store at ``url``,
+    which must be a database administrator's connection (one that may create roles and change
+    owners); the schema is migrated first. Returns the lines to print. Raises ResolverError
+    (one sentence), see :func:`core.stores.postgres.roles.setup_roles`."""
+    _need_psycopg()
+    import psycopg
+
+    from core.errors import ResolverError
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, database, describe, forget
+    from core.stores.postgres.roles import setup_roles as setup
+
+    database(url)  # made or upgraded to the latest migration
+    forget(url)
+    label = describe(url)
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            return setup(conn, tables_role, users, mapping)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ResolverError(
+            f"The user of {label} may not set up roles ({first}); run this with a database administrator's URL. Nothing was changed."
+        ) from None
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ResolverError(f"Cannot set up roles in {label}: {first}. Nothing was changed.") from None

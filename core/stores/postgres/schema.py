@@ -49,6 +49,11 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   ``queue_events`` that send ``NOTIFY`` on the store's channel at each change the queue shows
   (:mod:`core.stores.postgres.listen`); nothing is stored.
 
+- **12, role separation** (issue 25): ``approvers.db_user``, the policy's limits and the
+  catalog's prices in SQL, ``decided``, ``store_roles``, and the functions a separated store
+  records decisions through (:mod:`core.stores.postgres.roles`); nothing changes until
+  ``resolver store roles setup`` runs.
+
 Migrations are applied by the numbers missing, not by the highest one, so a later number below
 one applied is never skipped.
 """
@@ -247,6 +252,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     (8, "each entry's checksum, written with the row and checked when it is read back", lambda: ENTRY_CHECKSUMS),
     (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events", lambda: _run_marks()),
     (11, "the queue's notifications: NOTIFY at each change of a run, its marks or the queue's events", lambda: _notify()),
+    (12, "role separation: approvers' database users, the policy in SQL, the decision functions and guards", lambda: _roles()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -261,6 +267,12 @@ def _notify() -> tuple[str, ...]:
     from core.stores.postgres.listen import NOTIFY_TRIGGERS
 
     return NOTIFY_TRIGGERS
+
+
+def _roles() -> tuple[str, ...]:
+    from core.stores.postgres.roles import migration_12
+
+    return migration_12()
 
 
 LATEST = MIGRATIONS[-1][0]

@@ -274,7 +274,9 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         # was saved or read (or all of a new run's); else all of them again, after a delete.
         all_again = not (prep.appended or prep.old == 0)
         written: int | None = None
-        if audit is not None and not all_again and sql in _AT_TIP:
+        if audit is not None and self.db.separated:  # issue 25: only the store's function records a decision
+            written = self._decide_through_function(state, prep, audit)
+        elif audit is not None and not all_again and sql in _AT_TIP:
             written = self._save_decision_at_tip(sql, params, run_id, prep.rows, audit)
             all_again = written is False
             written = written or None  # None: the careful way below, which also says why
@@ -293,6 +295,33 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         self._remember(state, prep.new, prep.written)
         crash_point("save")
         return state
+
+    def _decide_through_function(self, state: TaskState, prep: _Prepared, audit: dict[str, Any]) -> int:
+        """A decision's save on a store with role separation (issue 25): one call of
+        ``resolver_decide`` (:data:`core.stores.postgres.roles.DECIDE`), which checks the caller's
+        registry entry, the role the stored proposal needs and the new header, then writes the
+        header, the new events and the chained audit row as the tables' owner. Returns 1 when
+        written, 0 when the version moved (the caller says who won). Raises ApprovalRefused (the
+        function's sentence), AuditMoved."""
+        if prep.old == 0 or not prep.appended:
+            from core.errors import ApprovalRefused
+
+            raise ApprovalRefused(
+                f"Run {state.run_id} changed since it was read; read it again, then decide. Nothing was recorded."
+            )
+        header = {**prep.values, "search": search_text(prep.values, state.run_id)}
+        crash_point("row")
+        with self.db.atomic() as conn:
+            got = conn.execute(
+                "SELECT resolver_decide(%s, %s, %s::jsonb, %b::int[], %b::text[], %b::int[], %b::text[], %b::text[], "
+                "%b::int[], %b::bigint[], %s::jsonb)",
+                [state.run_id, prep.old, json.dumps(header), *_entry_arrays(prep.rows), json.dumps(audit)],
+            ).fetchone()
+        audit_id = int(got[0]) if got else 0
+        if audit_id == 0:
+            return 0
+        self._tip = None  # the function chained the row; the next decision asks the tip again
+        return 1
 
     def _save_decision_at_tip(
         self, sql: str, params: list[Any], run_id: str, rows: list[tuple], audit: dict[str, Any]
@@ -380,7 +409,14 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         raise refuse_save(run_id, version, row[0] if row else 0, row[1] if row else None, lease_owner)
 
     def append_audit(self, audit: dict[str, Any]) -> None:
-        """Append one audit row outside any save (a refusal, a registry change), chained."""
+        """Append one audit row outside any save (a refusal, a registry change), chained. On a
+        store with role separation (issue 25) a refusal goes through ``resolver_refusal``, which
+        writes it as the caller's registry entry."""
+        if self.db.separated and str(audit.get("decision", "")).startswith("refused:"):
+            with self.db.atomic() as conn:
+                conn.execute("SELECT resolver_refusal(%s, %s::jsonb)", (audit["run_id"], json.dumps(audit)))
+            self._tip = None
+            return
         with self.db.transaction() as conn:
             row = auditchain.append(conn, audit["run_id"], audit)
         self._tip = (row["hash"], int(row["id"]))
