@@ -252,3 +252,94 @@ def test_a_team_lead_approves_through_the_cli_as_their_user_and_the_refund_is_pa
         decided = conn.execute("SELECT run_id, decision FROM decided").fetchall()
     assert ("Ana", "team_lead") in [(r[0], r[1]) for r in rows]
     assert decided == [(T65273_RUN, "approve")]
+
+
+def test_marks_name_their_maker_and_the_function_writes_their_audit_row(shop, users):
+    """Claims, hand-overs and snoozes on a separated store: made through the CLI as the approver's
+    user (their audit rows by ``resolver_note``, as their registry entry); a mark naming someone
+    else, written by hand, is refused."""
+    cli, urls = shop
+    code, out, err = cli("ana", "claim", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    assert code == 0, err
+    code, out, err = cli("ana", "handover", T65273_RUN, "--to", "Bob", "--note", "yours", "--name", "Ana", passphrase=ANA)
+    assert code == 0, err
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        rows = conn.execute("SELECT decision, name, role FROM audit WHERE run_id = %s ORDER BY id", (T65273_RUN,)).fetchall()
+    assert [tuple(r) for r in rows][-2:] == [("claim", "Ana", "team_lead"), ("handover", "Ana", "team_lead")]
+    bob = urls["bob"]
+    assert "A mark names its maker" in _refused(
+        bob,
+        "UPDATE run_marks SET claimed_by = 'Ana', claimed_role = 'team_lead', claimed_at = 'x' WHERE run_id = %s",
+        (T65273_RUN,),
+    )
+    assert "A mark names its maker" in _refused(
+        bob, "UPDATE run_marks SET handed_by = 'Ana', handed_to = 'Bob', handed_at = 'y' WHERE run_id = %s", (T65273_RUN,)
+    )
+    assert "permission denied" in _refused(urls["runner"], "DELETE FROM run_marks")
+    assert "Only an approver marks a run" in _refused(
+        urls["owner"],  # a user mapped to no entry
+        "UPDATE run_marks SET snoozed_by = 'Ana', snoozed_at = 'z' WHERE run_id = %s",
+        (T65273_RUN,),
+    )
+    call = "SELECT resolver_note(%s, %s::jsonb)"
+    forged = json.dumps({"decision": "claim", "role": "team_lead", "name": "Ana", "digest": "", "at": ""})
+    assert "names Ana (team_lead), but the database user" in _refused(bob, call, (T65273_RUN, forged))
+    approve = json.dumps({"decision": "approve", "role": "agent", "name": "Bob", "digest": "", "at": ""})
+    assert "is not recorded this way" in _refused(bob, call, (T65273_RUN, approve))
+    code, out, err = cli("bob", "audit", "verify")
+    assert code == 0 and "chain whole" in out, out + err
+
+
+def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_through_the_function(
+    users, tmp_path, capsys, monkeypatch
+):
+    """A shop store of the previous format (the frozen schema-6 shop, brought to migration 11 by
+    the migrations of the release before this one, as a store in use was), T-65273 waiting over
+    the upgrade: migration 12 applies on the next open, role separation is set up, and Ana, as
+    her own database user, refreshes and approves it through the CLI; the refund is paid once."""
+    from pathlib import Path
+
+    from core.stores.postgres import schema
+    from core.stores.postgres.database import forget
+
+    from pg import restore_frozen
+
+    frozen = Path(__file__).parent / "fixtures" / "shop_team_store_schema_6"
+    with fresh_schema() as admin:
+        restore_frozen(admin, frozen, [1, 2, 3, 4, 6])
+        before = tuple(m for m in schema.MIGRATIONS if m[0] <= 11)
+        with monkeypatch.context() as m:  # the previous release: migrations up to 11
+            m.setattr(schema, "MIGRATIONS", before)
+            m.setattr(schema, "ALL", frozenset(v for v, _, _ in before))
+            m.setattr(schema, "LATEST", 11)
+            from core.stores.postgres import schema_version_of
+            from core.stores.postgres.database import database
+
+            database(admin)
+            assert schema_version_of(admin) == 11
+            forget(admin)
+        run = shop_cli(tmp_path / "home", capsys, monkeypatch)
+        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
+
+        def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
+            return run(*argv, "--store", urls[kind], **kw)
+
+        code, out, err = cli("admin", "show", T65273_RUN)
+        assert code == 0 and "Status: waiting_approval" in out, err
+        assert schema_version_of(admin) == 12
+        with psycopg.connect(admin, autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM policy_limits").fetchone()[0] == 8  # type: ignore[index]
+        # Ana's first unlock moves her key out of the row (a registry write: before the separation).
+        code, _, err = cli("admin", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)
+        assert code == 0, err
+        code, out, err = cli(
+            "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--approver", f"Ana={users['ana']}"
+        )
+        assert code == 0, err
+        code, _, err = cli("ana", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)
+        assert code == 0, err
+        code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
+        assert code == 0 and "Status: done" in out, err
+        assert _refunds(admin) == 1
+        code, out, err = cli("ana", "audit", "verify")
+        assert code == 0 and "chain whole" in out, out + err

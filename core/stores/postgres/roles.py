@@ -13,8 +13,8 @@ store never set up):
 - ``decided``: one row per decision recorded by :data:`DECIDE` (the run, the audit row's ``id``
   and the IDs of the operations approved); the register's guard reads it.
 - ``store_roles``: one row once ``store roles setup`` ran (the role that owns the tables).
-- the functions: ``resolver_decide`` (a decision: approve or reject), ``resolver_refusal`` (an
-  approver's refusal row), ``resolver_put_head`` (the signed ``audit.head``), each ``SECURITY
+- the functions: ``resolver_decide`` (a decision: approve or reject), ``resolver_note`` (a refusal,
+  refresh or mark's audit row), ``resolver_put_head`` (the signed ``audit.head``), each ``SECURITY
   DEFINER`` with ``search_path`` pinned to the store's schema; the guards
   ``resolver_guard_runs`` and ``resolver_guard_register`` (``SECURITY INVOKER``: they see the
   caller's ``current_user``), whose triggers only ``setup`` creates.
@@ -278,7 +278,7 @@ chained to the real tip. Returns the audit row's ``id``, or 0 when the version m
 caller's compare-and-set lost). Refusals raise SQLSTATE ``RS403`` (``RS409``: the audit moved
 since the decision was signed)."""
 
-REFUSAL = f"""CREATE FUNCTION resolver_refusal(p_run_id text, p_audit jsonb) RETURNS bigint
+NOTE = f"""CREATE FUNCTION resolver_note(p_run_id text, p_audit jsonb) RETURNS bigint
 LANGUAGE plpgsql SECURITY DEFINER AS $$
 DECLARE
     who text;
@@ -286,15 +286,24 @@ DECLARE
     tip audit;
     prev text;
     next_id bigint;
-BEGIN{_CALLER}
-    IF p_audit->>'decision' NOT LIKE 'refused:%' THEN
-        RAISE EXCEPTION 'Only a refusal is recorded this way, not %; nothing was recorded.', p_audit->>'decision'
-            USING ERRCODE = 'RS403';
+    kind text := p_audit->>'decision';
+BEGIN
+    IF kind = 'refused' OR kind LIKE 'refused:%' THEN
+        -- A refusal only stops a write: recorded as given (the executor's user is mapped to no entry).
+        who := p_audit->>'name';
+        their_role := p_audit->>'role';
+    ELSIF kind IN ('refresh', 'claim', 'release', 'handover', 'snooze') THEN{_CALLER.replace(chr(10) + "    ", chr(10) + "        ")}
+    ELSE
+        RAISE EXCEPTION 'A % row is not recorded this way (decisions go through resolver_decide, registry rows are the owner''s); nothing was recorded.',
+            kind USING ERRCODE = 'RS403';
     END IF;{_APPEND}
     RETURN next_id;
 END
 $$"""
-"""An approver's refusal row (``refused:evidence``, ``refused:world``, ...), as their entry."""
+"""An audit row that is not a decision, in the caller's transaction: a refusal (``refused``,
+``refused:...``, recorded as given: it names the approval it stops, and a refusal can only stop
+a write), or a refresh or a mark (claim, release, hand-over, snooze) as the caller's
+registry entry only."""
 
 PUT_HEAD = f"""CREATE FUNCTION resolver_put_head(p_body bytea) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER AS $$
@@ -334,8 +343,10 @@ BEGIN
             USING ERRCODE = 'RS403';
     END IF;
     IF NEW.state IS DISTINCT FROM OLD.state AND (
-        (NEW.state::jsonb->'approval') IS DISTINCT FROM (OLD.state::jsonb->'approval')
-        OR (NEW.state::jsonb->'rejection') IS DISTINCT FROM (OLD.state::jsonb->'rejection')) THEN
+        (NULLIF(NEW.state::jsonb->'approval', 'null'::jsonb) IS NOT NULL
+         AND (NEW.state::jsonb->'approval') IS DISTINCT FROM (OLD.state::jsonb->'approval'))
+        OR (NULLIF(NEW.state::jsonb->'rejection', 'null'::jsonb) IS NOT NULL
+            AND (NEW.state::jsonb->'rejection') IS DISTINCT FROM (OLD.state::jsonb->'rejection'))) THEN
         RAISE EXCEPTION 'The decision of run % is recorded only by resolver_decide.', OLD.run_id USING ERRCODE = 'RS403';
     END IF;
     RETURN NEW;
@@ -343,7 +354,8 @@ END
 $$"""
 """The guard of ``runs`` (``SECURITY INVOKER``): a write made outside the decision function (its
 ``current_user`` not the owning role) may not set or change an approval or a rejection in the
-header, nor move a waiting run to ``executing`` or ``done``, nor insert a decided run."""
+header, nor move a waiting run to ``executing`` or ``done``, nor insert a decided run. It may
+clear one (the executor refusing an approval it no longer accepts): clearing only stops."""
 
 GUARD_REGISTER = f"""CREATE FUNCTION resolver_guard_register() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -354,7 +366,9 @@ BEGIN
         RAISE EXCEPTION 'The % table is written only by the services, one row per approved operation.', TG_TABLE_NAME
             USING ERRCODE = 'RS403';
     END IF;
-    IF NOT EXISTS (SELECT 1 FROM decided WHERE decision = 'approve' AND NEW.operation_id = ANY (ops)) THEN
+    IF NOT EXISTS (SELECT 1 FROM decided d JOIN runs r ON r.run_id = d.run_id AND r.state::jsonb->>'run_uid' = d.run_uid
+                   WHERE d.decision = 'approve' AND NEW.operation_id = ANY (d.ops) AND r.status = 'executing'
+                   AND NULLIF(r.state::jsonb->'approval', 'null'::jsonb) IS NOT NULL) THEN
         RAISE EXCEPTION 'Operation % was planned by no recorded approval; nothing was written.', NEW.operation_id
             USING ERRCODE = 'RS403';
     END IF;
@@ -362,7 +376,35 @@ BEGIN
 END
 $$"""
 """The guard of the register and of the tables of what the services did: a row only for an
-operation a decision recorded by :data:`DECIDE` approved; no update or delete."""
+operation a decision recorded by :data:`DECIDE` approved, of a run executing with its approval
+still in place; no update or delete."""
+
+GUARD_MARKS = f"""CREATE FUNCTION resolver_guard_marks() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    who text;
+    their_role text;
+BEGIN
+    IF current_user = {_OWNING} OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        RETURN COALESCE(NEW, OLD);
+    END IF;
+    SELECT a.name, a.role INTO who, their_role FROM approvers a WHERE a.db_user = session_user AND a.revoked_at IS NULL;
+    IF TG_OP = 'DELETE' OR who IS NULL THEN
+        RAISE EXCEPTION 'Only an approver marks a run, as their own entry (the database user % is none).', session_user
+            USING ERRCODE = 'RS403';
+    END IF;
+    IF (NEW.claimed_by IS NOT NULL AND (TG_OP = 'INSERT' OR NEW.claimed_at IS DISTINCT FROM OLD.claimed_at)
+        AND (NEW.claimed_by IS DISTINCT FROM who OR NEW.claimed_role IS DISTINCT FROM their_role))
+       OR (NEW.handed_by IS NOT NULL AND (TG_OP = 'INSERT' OR NEW.handed_at IS DISTINCT FROM OLD.handed_at)
+           AND NEW.handed_by IS DISTINCT FROM who)
+       OR (NEW.snoozed_by IS NOT NULL AND (TG_OP = 'INSERT' OR NEW.snoozed_at IS DISTINCT FROM OLD.snoozed_at)
+           AND NEW.snoozed_by IS DISTINCT FROM who) THEN
+        RAISE EXCEPTION 'A mark names its maker: the database user % is %.', session_user, who USING ERRCODE = 'RS403';
+    END IF;
+    RETURN NEW;
+END
+$$"""
+"""The guard of ``run_marks``: a claim, hand-over or snooze written outside the owning role names
+the caller's own registry entry (by ``session_user``), never another's; no delete."""
 
 ROLES_MIGRATION: tuple[str, ...] = (
     f"ALTER TABLE approvers ADD COLUMN db_user {C}",
@@ -376,15 +418,16 @@ ROLES_MIGRATION: tuple[str, ...] = (
     ROW_HASH,
     NEEDED_ROLE,
     DECIDE,
-    REFUSAL,
+    NOTE,
     PUT_HEAD,
     GUARD_RUNS,
     GUARD_REGISTER,
+    GUARD_MARKS,
     # The definer functions' search path: the store's schema, then pg_temp last (never first).
     """DO $$ BEGIN
         EXECUTE format('ALTER FUNCTION resolver_decide(text, bigint, jsonb, int[], text[], int[], text[], text[], int[], '
                        'bigint[], jsonb) SET search_path = %I, pg_catalog, pg_temp', current_schema());
-        EXECUTE format('ALTER FUNCTION resolver_refusal(text, jsonb) SET search_path = %I, pg_catalog, pg_temp', current_schema());
+        EXECUTE format('ALTER FUNCTION resolver_note(text, jsonb) SET search_path = %I, pg_catalog, pg_temp', current_schema());
         EXECUTE format('ALTER FUNCTION resolver_put_head(bytea) SET search_path = %I, pg_catalog, pg_temp', current_schema());
     END $$""",
 )
@@ -398,7 +441,7 @@ def migration_12() -> tuple[str, ...]:
 
 DEFINER_FUNCTIONS = (
     "resolver_decide(text, bigint, jsonb, int[], text[], int[], text[], text[], int[], bigint[], jsonb)",
-    "resolver_refusal(text, jsonb)",
+    "resolver_note(text, jsonb)",
     "resolver_put_head(bytea)",
 )
 
@@ -437,8 +480,8 @@ def _grants(kind: str, world: tuple[str, ...], effects: tuple[str, ...]) -> list
     return {
         "runner": runs,
         "executor": runs + execute,
-        "approver": runs + execute,
-        "owner": runs + execute + owner,
+        "approver": [*runs, *execute, "GRANT INSERT, UPDATE ON run_marks TO {u}"],
+        "owner": [*runs, *execute, "GRANT INSERT, UPDATE ON run_marks TO {u}", *owner],
     }[kind]
 
 
@@ -525,6 +568,11 @@ def setup_roles(
             conn.execute(
                 f"CREATE TRIGGER {table}_guard BEFORE INSERT OR UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION resolver_guard_runs()"
             )
+        conn.execute("DROP TRIGGER IF EXISTS run_marks_guard ON run_marks")
+        conn.execute(
+            "CREATE TRIGGER run_marks_guard BEFORE INSERT OR UPDATE OR DELETE ON run_marks FOR EACH ROW "
+            "EXECUTE FUNCTION resolver_guard_marks()"
+        )
         effects = tuple(EFFECT_TABLES_COLUMNS)
         for table in effects:
             conn.execute(f"DROP TRIGGER IF EXISTS {table}_guard ON {table}")
