@@ -70,6 +70,7 @@ def shop(users, tmp_path, capsys, monkeypatch):
         def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
             return run(*argv, "--store", urls[kind], **kw)
 
+        cli.root = run.root  # type: ignore[attr-defined]
         assert cli("admin", "init", "--shop")[0] == 0
         assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
         for name, role, phrase in (("Ana", "team_lead", ANA), ("Bob", "agent", BOB)):

@@ -198,6 +198,9 @@ class Database:
                 self._configure(first)
                 if on_open is not None:
                     on_open(first, self.label)
+                    from core.stores.postgres.roles import separated
+
+                    self._separated = separated(first)  # asked at the open, so no save pays a round trip for it
             finally:
                 first.close()
             self.pool = ConnectionPool(
@@ -221,7 +224,7 @@ class Database:
         """True when the store was set up with role separation (issue 25,
         :func:`core.stores.postgres.roles.separated`) and this URL's user is no superuser: its
         decisions, refusal rows and audit head then go through the store's functions. Asked
-        once per process and URL."""
+        once per process and URL (at the open, after the migrations)."""
         if self._separated is None:
             from core.stores.postgres.roles import separated
 

@@ -604,7 +604,9 @@ def setup_roles(
 
 def separated(conn: psycopg.Connection[Any]) -> bool:
     """True when the store was set up with role separation and this connection's user is not a
-    superuser (an administrator's connection keeps the direct path)."""
+    superuser (an administrator's connection keeps the direct path). False before migration 12."""
+    if conn.execute("SELECT to_regclass('store_roles')").fetchone()[0] is None:  # type: ignore[index]
+        return False
     row = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM store_roles) AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
     ).fetchone()
