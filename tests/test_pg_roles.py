@@ -344,3 +344,44 @@ def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_throug
         assert _refunds(admin) == 1
         code, out, err = cli("ana", "audit", "verify")
         assert code == 0 and "chain whole" in out, out + err
+
+
+def test_setup_refuses_bad_input_with_one_sentence_and_changes_nothing(shop, users, tmp_path, capsys, monkeypatch):
+    cli, urls = shop
+    cases = (
+        (("--approver", "Ana"), 2, "--approver takes NAME=USER"),
+        (("--approver", "Nobody=" + users["bob"]), 1, "No approver named Nobody in the registry"),
+        (("--owner-user", "no_such_user_r25"), 1, "There is no database user no_such_user_r25"),
+        (("--owner-user", "Robert'); DROP TABLE runs;--"), 1, "is not a plain database role name"),
+        (("--tables-role", users["ana"]), 1, f"The role {users['ana']} may log in"),
+    )
+    for extra, code_wanted, said in cases:
+        code, out, err = cli("admin", "store", "roles", "setup", "--tables-role", users["tables"], *extra)
+        assert code == code_wanted and said in err and out == "", (extra, code, err)
+        assert len(err.strip().splitlines()) == 1, err
+    code, out, err = cli("ana", "store", "roles", "setup", "--tables-role", users["tables"])
+    assert code == 1 and "run this with a database administrator's URL" in err and "Traceback" not in err, err
+    sqlite = shop_cli(tmp_path / "practice", capsys, monkeypatch)
+    code, _, err = sqlite("store", "roles", "setup")
+    assert code == 2 and "Role separation is for a team store" in err
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        mapped = dict(conn.execute("SELECT name, db_user FROM approvers WHERE db_user IS NOT NULL").fetchall())
+    assert mapped == {"Ana": users["ana"], "Bob": users["bob"]}
+
+
+def test_the_executors_user_finishes_an_approval_once_and_the_runner_cannot(shop):
+    """Ana's approval is recorded, then her process stops before the first write; the executor's
+    own database user (mapped to no entry) resumes it and pays the refund once. The runner's user
+    cannot write the world."""
+    cli, urls = shop
+    code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
+    assert code == 3, out + err
+    assert _status(urls["admin"]) == "executing" and _refunds(urls["admin"]) == 0
+    code, out, err = cli("runner", "resume", T65273_RUN)
+    assert code != 0 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, out + err
+    assert _refunds(urls["admin"]) == 0
+    code, out, err = cli("executor", "resume", T65273_RUN)
+    assert code == 0 and "Status: done" in out, out + err
+    assert _refunds(urls["admin"]) == 1
+    code, out, err = cli("executor", "resume", T65273_RUN)
+    assert _refunds(urls["admin"]) == 1
