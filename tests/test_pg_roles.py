@@ -238,7 +238,7 @@ def test_only_the_owner_alters_the_registry_and_nobody_the_audit(shop, users):
     assert owners == {users["tables"]}
 
 
-def test_a_team_lead_approves_through_the_cli_as_their_user_and_the_refund_is_paid_once(shop):
+def test_a_team_lead_approves_through_the_cli_as_their_user_and_the_refund_is_paid_once(shop, users):
     cli, urls = shop
     admin = urls["admin"]
     code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
@@ -248,6 +248,9 @@ def test_a_team_lead_approves_through_the_cli_as_their_user_and_the_refund_is_pa
     assert code == 4 and _refunds(admin) == 1
     code, out, err = cli("bob", "audit", "verify")
     assert code == 0 and "chain whole" in out, out + err
+    code, out, err = cli("ana", "doctor")
+    assert f"role separation on (tables owned by {users['tables']}); this user, {users['ana']}, is approver Ana (team_lead)" in out
+    assert "is mapped to no approver" in cli("admin", "doctor")[1]
     with psycopg.connect(admin, autocommit=True) as conn:
         rows = conn.execute("SELECT name, role, db_user FROM approvers ORDER BY n").fetchall()
         decided = conn.execute("SELECT run_id, decision FROM decided").fetchall()

@@ -224,6 +224,7 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
             server = conn.info.parameter_status("server_version") or "?"
             schema = conn.execute("SELECT current_schema()").fetchone()
             have = schema_version(conn) if schema and schema[0] else -1
+            roles = _roles_line(conn) if have >= 12 else None
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return [("FAIL", f"team store: cannot reach {label}: {first}")]
@@ -240,7 +241,25 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
         lines.append(("warn", f"team store: schema version {have}; the next command that writes upgrades it to {LATEST}"))
     else:
         lines.append(("ok", f"team store: schema version {have} (migrations in resolver_migrations)"))
+    if roles is not None:
+        lines.insert(-1, roles)
     return lines
+
+
+def _roles_line(conn: Any) -> tuple[str, str]:
+    """``doctor``'s line on role separation (issue 25): off, or on with the tables' role and
+    what this connection's user is (an approver's entry, or mapped to none)."""
+    from core.safetext import safe_text
+
+    row = conn.execute("SELECT tables_role FROM store_roles").fetchone()
+    if row is None:
+        return ("ok", "team store: role separation off (every machine's user may write every table; see `store roles setup`)")
+    me = conn.execute(
+        "SELECT session_user, (SELECT name || ' (' || role || ')' FROM approvers WHERE db_user = session_user "
+        "AND revoked_at IS NULL)"
+    ).fetchone()
+    who = f"approver {safe_text(me[1])}" if me[1] else "mapped to no approver"
+    return ("ok", f"team store: role separation on (tables owned by {row[0]}); this user, {me[0]}, is {who}")
 
 
 def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping: dict[str, str]) -> list[str]:
