@@ -249,7 +249,9 @@ def test_a_team_lead_approves_through_the_cli_as_their_user_and_the_refund_is_pa
     code, out, err = cli("bob", "audit", "verify")
     assert code == 0 and "chain whole" in out, out + err
     code, out, err = cli("ana", "doctor")
-    assert f"role separation on (tables owned by {users['tables']}); this user, {users['ana']}, is approver Ana (team_lead)" in out
+    assert (
+        f"role separation on (tables owned by {users['tables']}); this user, {users['ana']}, is approver Ana (team_lead)" in out
+    )
     assert "is mapped to no approver" in cli("admin", "doctor")[1]
     with psycopg.connect(admin, autocommit=True) as conn:
         rows = conn.execute("SELECT name, role, db_user FROM approvers ORDER BY n").fetchall()
