@@ -372,6 +372,13 @@ def test_setup_refuses_bad_input_with_one_sentence_and_changes_nothing(shop, use
     with psycopg.connect(urls["admin"], autocommit=True) as conn:
         mapped = dict(conn.execute("SELECT name, db_user FROM approvers WHERE db_user IS NOT NULL").fetchall())
     assert mapped == {"Ana": users["ana"], "Bob": users["bob"]}
+    from test_cli_json import documented_keys
+
+    code, out, err = cli("admin", "store", "roles", "setup", "--tables-role", users["tables"], "--json")  # again: changes nothing
+    assert code == 0, err
+    printed = json.loads(out)
+    assert printed["ok"] is True and printed["lines"][0].endswith(f"now belong to {users['tables']} (NOLOGIN).")
+    assert set(printed) == documented_keys()["store roles"]
 
 
 def test_the_executors_user_finishes_an_approval_once_and_the_runner_cannot(shop):
