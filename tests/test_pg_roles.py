@@ -397,3 +397,32 @@ def test_the_executors_user_finishes_an_approval_once_and_the_runner_cannot(shop
     assert _refunds(urls["admin"]) == 1
     code, out, err = cli("executor", "resume", T65273_RUN)
     assert _refunds(urls["admin"]) == 1
+
+
+def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(shop, users):
+    """The owner, as the owner's database user, adds an approver (registry row, audit row, seal and
+    head); an approver's user may not; the administrator maps the new one, who claims, and whose
+    rejection above their role the database refuses too; audit verify passes."""
+    cli, urls = shop
+    code, _, err = cli("owner", "approvers", "add", "Carl", "--role", "agent", passphrase="carl-passphrase", owner=GRACE)
+    assert code == 0, err
+    code, _, err = cli("ana", "approvers", "add", "Dora", "--role", "grace", passphrase="dora-passphrase", owner=GRACE)
+    assert code != 0 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, err
+    code, _, err = cli(
+        "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--approver", f"Carl={users['runner']}"
+    )
+    assert code == 0, err
+    code, _, err = cli("runner", "claim", T65273_RUN, "--name", "Carl", passphrase="carl-passphrase")
+    assert code == 0, err
+    code, _, err = cli("runner", "reject", T65273_RUN, "--reason", "not ours", "--name", "Carl", passphrase="carl-passphrase")
+    assert code == 4 and "needs team lead or above" in err, err
+    from core.approval import reject
+    from core.errors import ApprovalRefused
+    from core.queue import queue_columns
+    from core.stores import open_store
+
+    with pytest.raises(ApprovalRefused, match=r"Carl is agent, and run .* needs team_lead or above"):
+        reject(open_store(urls["runner"], summarize=queue_columns), T65273_RUN, "team_lead", "not ours", "Carl")
+    assert _status(urls["admin"]) == "waiting_approval" and _refunds(urls["admin"]) == 0
+    code, out, err = cli("bob", "audit", "verify")
+    assert code == 0 and "chain whole" in out, out + err

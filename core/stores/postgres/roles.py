@@ -215,7 +215,7 @@ BEGIN{_CALLER}
     IF NULLIF(old->'approval', 'null'::jsonb) IS NOT NULL OR NULLIF(old->'rejection', 'null'::jsonb) IS NOT NULL THEN
         RAISE EXCEPTION 'Run % was already decided; nothing was recorded.', p_run_id USING ERRCODE = 'RS403';
     END IF;
-    IF kind = 'approve' THEN
+    IF kind IN ('approve', 'reject') THEN  -- who may reject: as for approve
         needed := resolver_needed_role(old->'proposal'->'actions');
         IF {_RANK.format("their_role")} < {_RANK.format("needed")} THEN
             RAISE EXCEPTION '% is %, and run % needs % or above; nothing was recorded.', who, their_role, p_run_id, needed
@@ -272,7 +272,8 @@ END
 $$"""
 """A decision (approve or reject) as one write, checked here whoever calls: the caller's
 registry entry by ``session_user`` (never a column the caller wrote), the run waiting at the
-version read, the role its stored proposal needs under the SQL policy, the new header equal to
+version read, the role its stored proposal needs under the SQL policy (for a rejection too, as
+the approval code asks), the new header equal to
 the old but for the decision's fields, the decision's role and name the entry's, the audit row
 chained to the real tip. Returns the audit row's ``id``, or 0 when the version moved (the
 caller's compare-and-set lost). Refusals raise SQLSTATE ``RS403`` (``RS409``: the audit moved
