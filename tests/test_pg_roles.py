@@ -35,14 +35,15 @@ def _as_user(url: str, user: str) -> str:
 
 @pytest.fixture
 def users():
-    """Six roles with unique names (tables' owner, owner, runner, executor, Ana, Bob), dropped after."""
+    """Seven roles with unique names (tables' owner, owner, runner, executor, Ana, Bob, and a
+    stranger the setup names nowhere), dropped after."""
     server = server_url()
     with psycopg.connect(server, autocommit=True) as conn:
         may = conn.execute("SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").fetchone()
         if not may or not may[0]:
             pytest.skip("the tests' PostgreSQL role may not create roles (CREATEROLE), so role separation cannot be tried")
         tag = uuid.uuid4().hex[:8]
-        made = {k: f"r25_{k}_{tag}" for k in ("tables", "owner", "runner", "executor", "ana", "bob")}
+        made = {k: f"r25_{k}_{tag}" for k in ("tables", "owner", "runner", "executor", "ana", "bob", "stranger")}
         for kind, name in made.items():
             conn.execute(f"CREATE ROLE {name} {'NOLOGIN' if kind == 'tables' else 'LOGIN'}")
     try:
@@ -227,6 +228,10 @@ def test_only_the_owner_alters_the_registry_and_nobody_the_audit(shop, users):
     assert "go back to fewer rows" in _refused(
         urls["ana"], "SELECT resolver_put_head(convert_to('{\"length\": 1}', 'UTF8'))"
     )  # an approver may write the signed head only forward
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
+    for table in ("runs", "approvers", "audit"):
+        assert "permission denied for schema" in _refused(urls["stranger"], f"SELECT count(*) FROM {schema}.{table}")
     owner = urls["owner"]
     assert "permission denied" in _refused(owner, "UPDATE audit SET name = 'Eve'")  # the owner may only append
     assert "permission denied" in _refused(owner, "DELETE FROM audit")
