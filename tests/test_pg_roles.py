@@ -292,6 +292,13 @@ def test_marks_name_their_maker_and_the_function_writes_their_audit_row(shop, us
         "UPDATE run_marks SET snoozed_by = 'Ana', snoozed_at = 'z' WHERE run_id = %s",
         (T65273_RUN,),
     )
+    # A lapse is the one event a user writes (whoever reads the queue first); any other is the triggers'.
+    with psycopg.connect(bob, autocommit=True) as conn:
+        conn.execute("INSERT INTO queue_events (kind, run_id, at, detail) VALUES ('lapse', %s, '', 'd')", (T65273_RUN,))
+    assert "row-level security" in _refused(
+        bob, "INSERT INTO queue_events (kind, run_id, at, to_name) VALUES ('handover', %s, '', 'Bob')", (T65273_RUN,)
+    )
+    assert "permission denied" in _refused(bob, "DELETE FROM queue_events")
     call = "SELECT resolver_note(%s, %s::jsonb)"
     forged = json.dumps({"decision": "claim", "role": "team_lead", "name": "Ana", "digest": "", "at": ""})
     assert "names Ana (team_lead), but the database user" in _refused(bob, call, (T65273_RUN, forged))
@@ -340,12 +347,15 @@ def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_throug
         assert schema_version_of(admin) == 12
         with psycopg.connect(admin, autocommit=True) as conn:
             assert conn.execute("SELECT count(*) FROM policy_limits").fetchone()[0] == 8  # type: ignore[index]
-        # Ana's first unlock moves her key out of the row (a registry write: before the separation).
-        code, _, err = cli("admin", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)
-        assert code == 0, err
         code, out, err = cli(
             "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--approver", f"Ana={users['ana']}"
         )
+        assert code == 0, err
+        code, out, err = cli("ana", "watch", "--once")  # a reader of the queue, as her user
+        assert code == 0, err
+        # Ana's first unlock moves her key out of the row: a registry write, made by the administrator's
+        # connection (her own user may not write the registry).
+        code, _, err = cli("admin", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)
         assert code == 0, err
         code, _, err = cli("ana", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)
         assert code == 0, err

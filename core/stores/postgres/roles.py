@@ -30,7 +30,8 @@ direct write from one made through a function:
 user        may write
 ==========  =================================================================================
 runner      runs (steps; never an approval or a rejection, never a run leaving
-            ``waiting_approval`` for ``executing``), entries, model_calls
+            ``waiting_approval`` for ``executing``), entries, model_calls, and a ``lapse``
+            event (row-level security on ``queue_events``: no other kind)
 executor    the runner's, and the practice world; the register and the tables of what the
             services did only for an operation a recorded approval planned (``decided``)
 approver    the executor's (``resolver approve`` carries the approval out at once); decisions,
@@ -464,6 +465,7 @@ KINDS = ("owner", "runner", "executor", "approver")
 def _grants(kind: str, world: tuple[str, ...], effects: tuple[str, ...]) -> list[str]:
     """``GRANT`` statements (with ``{u}`` for the user) giving ``kind`` its rights (the module's table)."""
     runs = [
+        "GRANT INSERT ON queue_events TO {u}",
         "GRANT INSERT, UPDATE ON runs TO {u}",
         "GRANT INSERT, DELETE ON entries TO {u}",
         "GRANT INSERT, UPDATE ON model_calls TO {u}",
@@ -569,6 +571,13 @@ def setup_roles(
             conn.execute(
                 f"CREATE TRIGGER {table}_guard BEFORE INSERT OR UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION resolver_guard_runs()"
             )
+        # A lapse (informational, written once by whoever reads the queue first) is the one event
+        # a user may insert; the others are the triggers', which run as the tables' role.
+        conn.execute("ALTER TABLE queue_events ENABLE ROW LEVEL SECURITY")
+        conn.execute("DROP POLICY IF EXISTS queue_events_read ON queue_events")
+        conn.execute("DROP POLICY IF EXISTS queue_events_lapse ON queue_events")
+        conn.execute("CREATE POLICY queue_events_read ON queue_events FOR SELECT USING (true)")
+        conn.execute("CREATE POLICY queue_events_lapse ON queue_events FOR INSERT WITH CHECK (kind = 'lapse')")
         conn.execute("DROP TRIGGER IF EXISTS run_marks_guard ON run_marks")
         conn.execute(
             "CREATE TRIGGER run_marks_guard BEFORE INSERT OR UPDATE OR DELETE ON run_marks FOR EACH ROW "
