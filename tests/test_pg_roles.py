@@ -401,6 +401,10 @@ def test_the_executors_user_finishes_an_approval_once_and_the_runner_cannot(shop
     own database user (mapped to no entry) resumes it and pays the refund once. The runner's user
     cannot write the world."""
     cli, urls = shop
+    code, out, err = cli("runner", "run", "T-90104")  # the runner's own user saves a new run's steps
+    assert code == 0 and "Approval needed" in out, out + err
+    code, out, err = cli("runner", "runs", "--status", "waiting_approval")
+    assert code == 0 and "T-90104" in out and T65273_RUN in out, out + err
     code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
     assert code == 3, out + err
     assert _status(urls["admin"]) == "executing" and _refunds(urls["admin"]) == 0
