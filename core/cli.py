@@ -1367,6 +1367,8 @@ def cmd_store(args: argparse.Namespace) -> int:
     folder). Exit 0 when all is equal or well, 1 when something differs or fails."""
     from core import storecopy
 
+    if args.store_cmd == "roles":
+        return _store_roles(args)
     if args.store_cmd == "copy":
         report = storecopy.copy_store(_store_place(args.from_url, "--from"), _store_place(args.to_url, "--to"))
     else:
@@ -1381,6 +1383,33 @@ def cmd_store(args: argparse.Namespace) -> int:
     else:
         _print(report.all_lines())
     return 0 if report.ok else EXIT_ERROR
+
+
+def _store_roles(args: argparse.Namespace) -> int:
+    """``resolver store roles setup`` (issue 25): role separation in the team store chosen as every
+    command chooses it, with that URL's (an administrator's) rights. Exit 2 for a mapping that
+    is not NAME=USER or a store that is not a team store."""
+    from core.homepath import locate_home
+    from core.stores.postgres import setup_roles
+
+    mapping: dict[str, str] = {}
+    for item in args.approvers:
+        name, sep, user = item.partition("=")
+        if not sep or not name.strip() or not user.strip():
+            raise BadArgument(f"--approver takes NAME=USER (the registry's name, the database user), not {item!r}.")
+        mapping[name.strip()] = user.strip()
+    where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
+    if where.store.url is None:
+        raise BadArgument(
+            "Role separation is for a team store (PostgreSQL): give --store postgresql://… with an administrator's user."
+        )
+    users = {"owner": args.owner_users, "runner": args.runner_users, "executor": args.executor_users}
+    lines = setup_roles(where.store.url, args.tables_role, users, mapping)
+    if args.json:
+        _json({"ok": True, "lines": lines})
+    else:
+        _print(lines)
+    return 0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -1724,6 +1753,23 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
     s.add_argument("--to", dest="to_url", required=True, metavar="URL", help="an empty store: sqlite:///FOLDER or postgresql://…")
     ssub.add_parser("check", parents=[common], help="reachable, its version, rows per table, the audit chain")
     ssub.add_parser("migrate", parents=[common], help="open the store (its migrations run), the version before and after")
+    s = ssub.add_parser(
+        "roles",
+        parents=[common],
+        help="team store: a database user per kind of user, with named rights (run with an administrator's URL)",
+    )
+    s.add_argument("roles_action", choices=["setup"], metavar="setup")
+    s.add_argument("--tables-role", default="resolver_tables", metavar="ROLE", help="the NOLOGIN role that owns the tables")
+    for kind in ("owner", "runner", "executor"):
+        s.add_argument(f"--{kind}-user", dest=f"{kind}_users", action="append", default=[], metavar="USER")
+    s.add_argument(
+        "--approver",
+        dest="approvers",
+        action="append",
+        default=[],
+        metavar="NAME=USER",
+        help="map the registry's approver NAME to the database user USER (repeatable)",
+    )
     p.set_defaults(func=None)
 
     p = sub.add_parser("exercise", parents=[common], help="the exercises of seeds 000 and 001, runnable")

@@ -130,3 +130,24 @@ def restore_frozen(url: str, folder: Path, versions: Iterable[int], *, verbatim:
                 f"SELECT setval(pg_get_serial_sequence('{table}', '{column}'), "
                 f"(SELECT COALESCE(max({column}), 0) + 1 FROM {table}), false)"
             )
+
+
+def undo_migration_12(conn) -> None:
+    """Take migration 12 (issue 25, role separation) out of the schema of ``conn``, in its
+    transaction: its column, tables and functions dropped and its row deleted, so a test can
+    build what an earlier migration left."""
+    conn.execute("ALTER TABLE approvers DROP COLUMN db_user")
+    for table in ("policy_limits", "catalog_prices", "decided", "store_roles"):
+        conn.execute(f"DROP TABLE {table}")
+    for function in (
+        "resolver_row_hash(audit)",
+        "resolver_needed_role(jsonb)",
+        "resolver_decide(text, bigint, jsonb, int[], text[], int[], text[], text[], int[], bigint[], jsonb)",
+        "resolver_note(text, jsonb)",
+        "resolver_put_head(bytea)",
+        "resolver_guard_runs()",
+        "resolver_guard_register()",
+        "resolver_guard_marks()",
+    ):
+        conn.execute(f"DROP FUNCTION {function}")
+    conn.execute("DELETE FROM resolver_migrations WHERE version = 12")

@@ -19,6 +19,10 @@ README = (ROOT / "README.md").read_text(encoding="utf-8")
 NOT_A_RESULT = {"tui"}
 """Commands that print no result: ``tui`` replaces the process with the app."""
 
+ON_A_SERVER = {"store roles"}
+"""Commands that need a team store and a database administrator (``store roles setup``, issue
+25): their ``--json`` output is checked against the README's table in ``tests/test_pg_roles.py``."""
+
 NOT_SEEN: dict[str, set[str]] = {}
 """Documented keys the examples here do not reach (none yet)."""
 
@@ -147,6 +151,7 @@ def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_document
         if name in NOT_A_RESULT:
             continue
         expected |= {f"{name} {s}" for s in subs} if subs else {name}
+    expected -= ON_A_SERVER
     assert expected == set(seen), f"commands without a --json example: {expected - set(seen)}"
     documented = documented_keys()
     for key, outputs in seen.items():

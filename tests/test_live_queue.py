@@ -14,7 +14,7 @@ from core.clock import FixedClock
 from core.home import Home
 
 from helpers import MONDAY
-from pg import fresh_schema
+from pg import fresh_schema, undo_migration_12
 
 RUN = "T-65273-agent-chat-small-1"
 GUARD_S = 30.0
@@ -126,6 +126,7 @@ def test_a_store_at_schema_10_is_upgraded_and_its_waiting_run_approves_and_is_he
             conn.execute("DROP TRIGGER queue_event_refresh ON audit")  # and migration 13's
             conn.execute("DROP FUNCTION resolver_queue_event_refresh()")
             conn.execute("DELETE FROM resolver_migrations WHERE version IN (11, 13)")
+            undo_migration_12(conn)
             assert max(r[0] for r in conn.execute("SELECT version FROM resolver_migrations")) == 10
         home = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)
         with psycopg.connect(url) as conn:

@@ -447,6 +447,13 @@ MUTANTS: tuple[Mutant, ...] = (
         (('    return "shop" if made == "shop" else "practice"', '    return folder or "practice"'),),
         ("tests/test_team_store.py::test_a_practice_folder_never_reaches_a_shop_store",),
     ),
+    Mutant(
+        "db-decide-role",
+        "a separated team store's resolver_decide refuses a role below the one the stored proposal needs (issue 25)",
+        "core/stores/postgres/roles.py",
+        (('        IF {_RANK.format("their_role")} < {_RANK.format("needed")} THEN', "        IF false THEN"),),
+        ("tests/test_pg_roles.py::test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow",),
+    ),
 )
 """Every hand mutant: one guard disabled each."""
 

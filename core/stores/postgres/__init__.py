@@ -44,6 +44,7 @@ __all__ = [
     "reset_world",
     "schema_lines",
     "schema_version_of",
+    "setup_roles",
     "store_kind",
 ]
 
@@ -192,6 +193,10 @@ def store_kind(url: str, kind: str) -> str:
     from core.stores.postgres.database import database
 
     db = database(url)
+    with db.read() as conn:  # a user of a store with role separation may only read it (issue 25)
+        row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
+    if row:
+        return str(row[0])
     with db.transaction() as conn:
         conn.execute("INSERT INTO store_meta (key, value) VALUES ('kind', %s) ON CONFLICT (key) DO NOTHING", (kind,))
         row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
@@ -219,6 +224,7 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
             server = conn.info.parameter_status("server_version") or "?"
             schema = conn.execute("SELECT current_schema()").fetchone()
             have = schema_version(conn) if schema and schema[0] else -1
+            roles = _roles_line(conn) if have >= 12 else None
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return [("FAIL", f"team store: cannot reach {label}: {first}")]
@@ -235,4 +241,50 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
         lines.append(("warn", f"team store: schema version {have}; the next command that writes upgrades it to {LATEST}"))
     else:
         lines.append(("ok", f"team store: schema version {have} (migrations in resolver_migrations)"))
+    if roles is not None:
+        lines.insert(-1, roles)
     return lines
+
+
+def _roles_line(conn: Any) -> tuple[str, str]:
+    """``doctor``'s line on role separation (issue 25): off, or on with the tables' role and
+    what this connection's user is (an approver's entry, or mapped to none)."""
+    from core.safetext import safe_text
+
+    row = conn.execute("SELECT tables_role FROM store_roles").fetchone()
+    if row is None:
+        return ("ok", "team store: role separation off (every machine's user may write every table; see `store roles setup`)")
+    me = conn.execute(
+        "SELECT session_user, (SELECT name || ' (' || role || ')' FROM approvers WHERE db_user = session_user "
+        "AND revoked_at IS NULL)"
+    ).fetchone()
+    who = f"approver {safe_text(me[1])}" if me[1] else "mapped to no approver"
+    return ("ok", f"team store: role separation on (tables owned by {row[0]}); this user, {me[0]}, is {who}")
+
+
+def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping: dict[str, str]) -> list[str]:
+    """``resolver store roles setup`` (issue 25): role separation in the team store at ``url``,
+    which must be a database administrator's connection (one that may create roles and change
+    owners); the schema is migrated first. Returns the lines to print. Raises ResolverError
+    (one sentence), see :func:`core.stores.postgres.roles.setup_roles`."""
+    _need_psycopg()
+    import psycopg
+
+    from core.errors import ResolverError
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, database, describe, forget
+    from core.stores.postgres.roles import setup_roles as setup
+
+    database(url)  # made or upgraded to the latest migration
+    forget(url)
+    label = describe(url)
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+            return setup(conn, tables_role, users, mapping)
+    except psycopg.errors.InsufficientPrivilege as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ResolverError(
+            f"The user of {label} may not set up roles ({first}); run this with a database administrator's URL. Nothing was changed."
+        ) from None
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise ResolverError(f"Cannot set up roles in {label}: {first}. Nothing was changed.") from None

@@ -137,6 +137,30 @@ class QmarkConnection:
         return cur.execute(sql)
 
 
+@contextmanager
+def _refusals(label: str) -> Iterator[None]:
+    """A separated store's refusals (issue 25) as sentences: SQLSTATE ``RS403`` (a function's or
+    guard's refusal) is ApprovalRefused with the database's message, ``RS409`` AuditMoved, a
+    privilege the user lacks a ResolverError naming it. Anything else passes."""
+    try:
+        yield
+    except psycopg.Error as exc:
+        if exc.sqlstate not in ("RS403", "RS409") and not isinstance(exc, psycopg.errors.InsufficientPrivilege):
+            raise
+        from core.auditchain import AuditMoved
+        from core.errors import ApprovalRefused
+
+        message = (exc.diag.message_primary or _first_line(exc)).strip()
+        if exc.sqlstate == "RS409":
+            raise AuditMoved(message) from None
+        if exc.sqlstate == "RS403":
+            raise ApprovalRefused(message) from None
+        raise ResolverError(
+            f"{label[:1].upper()}{label[1:]} refused this write to its user ({message.rstrip('.')}); a store with role "
+            "separation lets each user write only its own part (README, Run a team queue)."
+        ) from None
+
+
 class _Local(threading.local):
     conn: psycopg.Connection[Any] | None = None
     depth: int = 0
@@ -164,6 +188,7 @@ class Database:
         self.label = describe(url)
         self.path = Path(self.label)
         self._local = _Local()
+        self._separated: bool | None = None
         with self.errors():
             try:
                 first = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
@@ -173,6 +198,9 @@ class Database:
                 self._configure(first)
                 if on_open is not None:
                     on_open(first, self.label)
+                    from core.stores.postgres.roles import separated
+
+                    self._separated = separated(first)  # asked at the open, so no save pays a round trip for it
             finally:
                 first.close()
             self.pool = ConnectionPool(
@@ -191,6 +219,19 @@ class Database:
     def _configure(conn: psycopg.Connection[Any]) -> None:
         conn.execute(f"SET lock_timeout = '{int(LOCK_TIMEOUT_S * 1000)}ms'")
 
+    @property
+    def separated(self) -> bool:
+        """True when the store was set up with role separation (issue 25,
+        :func:`core.stores.postgres.roles.separated`) and this URL's user is no superuser: its
+        decisions, refusal rows and audit head then go through the store's functions. Asked
+        once per process and URL (at the open, after the migrations)."""
+        if self._separated is None:
+            from core.stores.postgres.roles import separated
+
+            with self.read() as conn:
+                self._separated = separated(conn)
+        return self._separated
+
     def close(self) -> None:
         """Close the pool (every connection; a later use raises)."""
         self.pool.close()
@@ -200,10 +241,14 @@ class Database:
     @contextmanager
     def errors(self) -> Iterator[None]:
         """PostgreSQL's errors as sentences: a lock held too long or no free connection is
-        StoreBusy; a constraint's error passes as it is; anything else is a ResolverError."""
+        StoreBusy; a constraint's error passes as it is; a refusal of a separated store's
+        function or guard (SQLSTATE ``RS403``, issue 25) is ApprovalRefused with its message,
+        ``RS409`` AuditMoved; a privilege the user lacks is one sentence naming it; anything
+        else is a ResolverError."""
         started = time.monotonic()
         try:
-            yield
+            with _refusals(self.label):
+                yield
         except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
             raise StoreBusy(
                 f"{self.label[:1].upper()}{self.label[1:]} stayed locked by another writer for "

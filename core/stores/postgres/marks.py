@@ -88,4 +88,11 @@ class PostgresMarks(RunMarksRows, QueueEventRows):
     its audit append under the audit head's lock (:func:`core.stores.postgres.audit.append`)."""
 
     def _marks_audit(self, conn: Any, run_id: str, audit: dict[str, Any]) -> None:
+        """The mark's audit row, in the mark's transaction; on a store with role separation
+        (issue 25) through ``resolver_note``, as the caller's registry entry."""
+        if self.db.separated:  # type: ignore[attr-defined]
+            import json
+
+            conn.conn.execute("SELECT resolver_note(%s, %s::jsonb)", (run_id, json.dumps(audit)))
+            return
         auditchain.append(conn.conn, run_id, audit)

@@ -48,6 +48,13 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
 - **11, the live queue** (issue 24, item 1): triggers on ``runs``, ``run_marks`` and
   ``queue_events`` that send ``NOTIFY`` on the store's channel at each change the queue shows
   (:mod:`core.stores.postgres.listen`); nothing is stored.
+- **12, role separation** (issue 25): ``approvers.db_user``, the policy's limits and the
+  catalog's prices in SQL, ``decided``, ``store_roles``, and the functions a separated store
+  records decisions through (:mod:`core.stores.postgres.roles`); nothing changes until
+  ``resolver store roles setup`` runs.
+- **13, refreshed requests and quiet copies** (issue 24): a trigger on a refresh's audit row
+  writes a new ``request`` event, and the notify functions send nothing while the
+  transaction-local setting ``resolver.quiet`` is on (``store copy`` sends one re-read at its end).
 
 Migrations are applied by the numbers missing, not by the highest one, so a later number below
 one applied is never skipped.
@@ -247,6 +254,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
     (8, "each entry's checksum, written with the row and checked when it is read back", lambda: ENTRY_CHECKSUMS),
     (10, "the marks of runs (claims, hand-overs, snoozes) and the queue's events", lambda: _run_marks()),
     (11, "the queue's notifications: NOTIFY at each change of a run, its marks or the queue's events", lambda: _notify()),
+    (12, "role separation: approvers' database users, the policy in SQL, the decision functions and guards", lambda: _roles()),
     (
         13,
         "a refreshed request is a new request event; notifications silent during a store copy, then one to read all again",
@@ -266,6 +274,12 @@ def _notify() -> tuple[str, ...]:
     from core.stores.postgres.listen import NOTIFY_TRIGGERS
 
     return NOTIFY_TRIGGERS
+
+
+def _roles() -> tuple[str, ...]:
+    from core.stores.postgres.roles import migration_12
+
+    return migration_12()
 
 
 def _refresh_and_quiet() -> tuple[str, ...]:

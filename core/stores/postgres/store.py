@@ -49,7 +49,7 @@ import psycopg
 import psycopg.errors
 
 from core.auditchain import COLUMNS as AUDIT_COLUMNS
-from core.auditchain import row_hash
+from core.auditchain import REGISTRY_PREFIX, row_hash
 from core.clock import SHOP_TZ, Clock, SystemClock, iso
 from core.errors import ResolverError, RunNotFound
 from core.safetext import nfc
@@ -277,7 +277,12 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         # was saved or read (or all of a new run's); else all of them again, after a delete.
         all_again = not (prep.appended or prep.old == 0)
         written: int | None = None
-        if audit is not None and not all_again and sql in _AT_TIP:
+        separated = audit is not None and self.db.separated  # issue 25: rows through the store's functions
+        if separated and audit is not None and audit["decision"] in ("approve", "reject"):
+            written = self._decide_through_function(state, prep, audit)
+        elif separated:
+            written = self._save_in_transaction(state, sql, params, prep, all_again, audit, lease_owner, noted=True)
+        elif audit is not None and not all_again and sql in _AT_TIP:
             written = self._save_decision_at_tip(sql, params, run_id, prep.rows, audit)
             all_again = written is False
             written = written or None  # None: the careful way below, which also says why
@@ -296,6 +301,33 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         self._remember(state, prep.new, prep.written)
         crash_point("save")
         return state
+
+    def _decide_through_function(self, state: TaskState, prep: _Prepared, audit: dict[str, Any]) -> int:
+        """A decision's save on a store with role separation (issue 25): one call of
+        ``resolver_decide`` (:data:`core.stores.postgres.roles.DECIDE`), which checks the caller's
+        registry entry, the role the stored proposal needs and the new header, then writes the
+        header, the new events and the chained audit row as the tables' owner. Returns 1 when
+        written, 0 when the version moved (the caller says who won). Raises ApprovalRefused (the
+        function's sentence), AuditMoved."""
+        if prep.old == 0 or not prep.appended:
+            from core.errors import ApprovalRefused
+
+            raise ApprovalRefused(
+                f"Run {state.run_id} changed since it was read; read it again, then decide. Nothing was recorded."
+            )
+        header = {**prep.values, "search": search_text(prep.values, state.run_id)}
+        crash_point("row")
+        with self.db.atomic() as conn:
+            got = conn.execute(
+                "SELECT resolver_decide(%s, %s, %s::jsonb, %b::int[], %b::text[], %b::int[], %b::text[], %b::text[], "
+                "%b::int[], %b::bigint[], %s::jsonb)",
+                [state.run_id, prep.old, json.dumps(header), *_entry_arrays(prep.rows), json.dumps(audit)],
+            ).fetchone()
+        audit_id = int(got[0]) if got else 0
+        if audit_id == 0:
+            return 0
+        self._tip = None  # the function chained the row; the next decision asks the tip again
+        return 1
 
     def _save_decision_at_tip(
         self, sql: str, params: list[Any], run_id: str, rows: list[tuple], audit: dict[str, Any]
@@ -337,11 +369,15 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         all_again: bool,
         audit: dict[str, Any] | None,
         lease_owner: str | None,
+        *,
+        noted: bool = False,
     ) -> int:
         """A save that is more than one statement (a decision's audit row, or every row written
         again), in one pipelined transaction: the header's statement, the rows and the audit
         head's lock and newest row are sent together and waited on once; then the audit row and
-        the commit. Returns the headers written (0: refused, nothing written)."""
+        the commit. Returns the headers written (0: refused, nothing written). ``noted`` (a store
+        with role separation, issue 25): the audit row goes through ``resolver_note`` in the same
+        transaction (a refresh, or the executor's refusal)."""
         run_id = state.run_id
         for again in (all_again, True):
             rows = self._rows(state, (0, 0, 0)) if again and prep.appended else prep.rows
@@ -351,12 +387,16 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
                     if again:
                         conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
                         conn.execute(_INSERT_ENTRIES, [run_id, *_entry_arrays(rows)], binary=True)
-                    locked = auditchain.lock(conn) if audit is not None else None
+                    locked = auditchain.lock(conn) if audit is not None and not noted else None
                     sync()
                     written = int(cur.fetchone()[0])  # type: ignore[index]
                     if written != 1:
                         raise _Refused
                     crash_point("row")
+                    if noted and audit is not None:
+                        conn.execute("SELECT resolver_note(%s, %s::jsonb)", (run_id, json.dumps(audit)))
+                        self._tip = None
+                        return 1
                     row = auditchain.append(conn, run_id, audit, locked) if audit is not None else None
                     if row is not None:
                         crash_point("row")
@@ -383,7 +423,14 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         raise refuse_save(run_id, version, row[0] if row else 0, row[1] if row else None, lease_owner)
 
     def append_audit(self, audit: dict[str, Any]) -> None:
-        """Append one audit row outside any save (a refusal, a registry change), chained."""
+        """Append one audit row outside any save (a refusal, a registry change), chained. On a
+        store with role separation (issue 25) every row but the owner's registry rows goes through
+        ``resolver_note`` (:data:`core.stores.postgres.roles.NOTE`)."""
+        if self.db.separated and not str(audit.get("decision", "")).startswith(REGISTRY_PREFIX):
+            with self.db.atomic() as conn:
+                conn.execute("SELECT resolver_note(%s, %s::jsonb)", (audit["run_id"], json.dumps(audit)))
+            self._tip = None
+            return
         with self.db.transaction() as conn:
             row = auditchain.append(conn, audit["run_id"], audit)
         self._tip = (row["hash"], int(row["id"]))

@@ -1,0 +1,447 @@
+"""A team store that refuses what a role may not do (issue 25): ``resolver store roles setup``
+gives the agent's runner, the executor, each approver and the owner a database user of its own,
+the tables belong to a NOLOGIN role, and decisions go only through ``resolver_decide``.
+
+Each test makes its roles with unique names and drops them; when the connecting role may not
+create roles the tests skip with the reason. The done-when of the issue: a database user mapped
+to an ``agent`` entry cannot record an approval of T-65273's 119.00 refund through the CLI, the
+code path the app uses (:meth:`core.home.Home.approve` and a forged role under it), or plain SQL
+(every table, and a direct call of the function), each try counting 0 refunds; a user that is not
+the owner cannot alter the registry or the audit; a team lead mapped to their user approves
+through the CLI and the refund is paid once.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+from helpers import T65273_RUN, shop_cli
+from pg import fresh_schema, server_url
+
+GRACE, ANA, BOB = "grace-passphrase", "ana-passphrase", "bob-passphrase"
+
+
+def _as_user(url: str, user: str) -> str:
+    """``url`` (a libpq URL choosing a schema) connecting as ``user`` instead."""
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit((parts.scheme, f"{user}@{host}", parts.path, parts.query, parts.fragment))
+
+
+@pytest.fixture
+def users():
+    """Seven roles with unique names (tables' owner, owner, runner, executor, Ana, Bob, and a
+    stranger the setup names nowhere), dropped after."""
+    server = server_url()
+    with psycopg.connect(server, autocommit=True) as conn:
+        may = conn.execute("SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").fetchone()
+        if not may or not may[0]:
+            pytest.skip("the tests' PostgreSQL role may not create roles (CREATEROLE), so role separation cannot be tried")
+        tag = uuid.uuid4().hex[:8]
+        made = {k: f"r25_{k}_{tag}" for k in ("tables", "owner", "runner", "executor", "ana", "bob", "stranger")}
+        for kind, name in made.items():
+            conn.execute(f"CREATE ROLE {name} {'NOLOGIN' if kind == 'tables' else 'LOGIN'}")
+    try:
+        yield made
+    finally:
+        from core.stores.postgres.database import _databases, forget
+
+        for url in [u for u in _databases if any(n in u for n in made.values())]:
+            forget(url)
+        with psycopg.connect(server, autocommit=True) as conn:
+            for name in made.values():
+                conn.execute(f"DROP OWNED BY {name} CASCADE")
+                conn.execute(f"DROP ROLE {name}")
+
+
+@pytest.fixture
+def shop(users, tmp_path, capsys, monkeypatch):
+    """A shop on a fresh schema: registry Grace (owner), Ana (team lead), Bob (agent); T-65273
+    waiting; role separation set up by the administrator's URL. Yields ``(cli, urls)``:
+    ``cli(user, *argv, **passphrases)`` runs the CLI connected as that kind's user."""
+    with fresh_schema() as admin:
+        run = shop_cli(tmp_path / "home", capsys, monkeypatch)
+        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
+
+        def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
+            return run(*argv, "--store", urls[kind], **kw)
+
+        cli.root = run.root  # type: ignore[attr-defined]
+        assert cli("admin", "init", "--shop")[0] == 0
+        assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
+        for name, role, phrase in (("Ana", "team_lead", ANA), ("Bob", "agent", BOB)):
+            code, _, err = cli("admin", "approvers", "add", name, "--role", role, passphrase=phrase, owner=GRACE)
+            assert code == 0, err
+        assert cli("admin", "run", "T-65273")[0] == 0
+        code, out, err = cli(
+            "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--owner-user", users["owner"],
+            "--runner-user", users["runner"], "--executor-user", users["executor"],
+            "--approver", f"Ana={users['ana']}", "--approver", f"Bob={users['bob']}",
+        )  # fmt: skip
+        assert code == 0, err
+        assert f"approver Bob is database user {users['bob']}" in out
+        yield cli, urls
+
+
+def _refunds(admin: str) -> int:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        return int(conn.execute("SELECT count(*) FROM refunds").fetchone()[0])  # type: ignore[index]
+
+
+def _status(admin: str) -> str:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        return str(conn.execute("SELECT status FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0])  # type: ignore[index]
+
+
+def _refused(url: str, statement: str, params: tuple = ()) -> str:
+    """Run ``statement`` as the user of ``url``; returns the database's refusal (fails if it was not refused)."""
+    with psycopg.connect(url, autocommit=True) as conn:
+        try:
+            conn.execute(statement, params)
+        except psycopg.Error as exc:
+            return str(exc.diag.message_primary or exc)
+    raise AssertionError(f"not refused: {statement}")
+
+
+def _approved_header(admin: str, role: str, name: str) -> tuple[int, dict, list[str]]:
+    """The waiting run's version and header, with an approval by ``name`` (``role``) and its
+    operations as the approval code would plan them, and their IDs."""
+    from core.approval import plan_operations
+    from core.state import TaskState
+
+    with psycopg.connect(admin, autocommit=True) as conn:
+        version, text = conn.execute("SELECT version, state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()  # type: ignore[misc]
+    header = json.loads(text)
+    state = TaskState.model_validate({**header, "messages": [], "evidence": [], "events": []})
+    ops = plan_operations(state)
+    header["status"] = "executing"
+    header["version"] = version + 1
+    header["operations"] = [op.model_dump(mode="json") for op in ops]
+    header["approval"] = {
+        "role": role, "name": name, "at": header["updated_at"],
+        "digest": state.proposal.digest, "signature": "forged", "proposal": None, "world": None,
+    }  # fmt: skip
+    return version, header, [op.operation_id for op in ops]
+
+
+def test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow(shop, users):
+    cli, urls = shop
+    admin, bob = urls["admin"], urls["bob"]
+    assert _status(admin) == "waiting_approval"
+
+    # The CLI, as Bob with his own key: refused, nothing paid.
+    code, _, err = cli("bob", "approve", "--yes", T65273_RUN, "--name", "Bob", passphrase=BOB)
+    assert code == 4 and "team lead" in err, err
+    assert _refunds(admin) == 0
+
+    # The code path the app uses (Home.approve), with a client that lies about Bob's role: the
+    # database recomputes the role from the stored proposal and Bob's registry entry.
+    from core.approval import approve
+    from core.errors import ApprovalRefused
+    from core.queue import queue_columns
+    from core.stores import open_store
+
+    store = open_store(bob, summarize=queue_columns)
+    with pytest.raises(ApprovalRefused, match=r"Bob is agent, and run .* needs team_lead or above"):
+        approve(store, b"k" * 32, T65273_RUN, "team_lead", "Bob")
+    with pytest.raises(ApprovalRefused, match=r"Bob is agent, and run .* needs team_lead or above"):
+        approve(store, b"k" * 32, T65273_RUN, "team_lead", "Ana")  # a name and role that are not his entry's
+    assert _status(admin) == "waiting_approval" and _refunds(admin) == 0
+
+    # Plain SQL on every table Bob can reach, and a direct call of the function.
+    version, header, ops = _approved_header(admin, "team_lead", "Ana")
+    text = json.dumps(header)
+    for url in (bob, urls["runner"], urls["executor"], urls["owner"]):
+        assert "resolver_decide" in _refused(url, "UPDATE runs SET state = %s WHERE run_id = %s", (text, T65273_RUN))
+        assert "only through resolver_decide" in _refused(
+            url, "UPDATE runs SET status = 'executing' WHERE run_id = %s", (T65273_RUN,)
+        )
+        assert "may not carry a decision" in _refused(
+            url,
+            "INSERT INTO runs (run_id, task_id, status, updated_at, version, state) VALUES ('forged', 'T-65273', 'executing', '', 1, %s)",
+            (text,),
+        )
+        world = "permission denied" if url == urls["runner"] else "planned by no recorded approval"  # the runner has no world
+        assert world in _refused(
+            url,
+            "INSERT INTO refunds (refund_id, operation_id, order_id, amount, at, actor) VALUES ('R1', %s, 'LK-507862', '119.00', '', 'x')",
+            (ops[0],),
+        )
+        assert world in _refused(
+            url,
+            "INSERT INTO operations (operation_id, service, args, result, at, actor, seq) VALUES (%s, 'refund', '{}', '{}', '', 'x', 99)",
+            (ops[0],),
+        )
+    for statement in (
+        "INSERT INTO audit (id, run_id, decision, role, name) VALUES (999, 'x', 'approve', 'team_lead', 'Ana')",
+        "INSERT INTO decided (audit_id, run_id, run_uid, decision, ops) VALUES (999, 'x', 'x', 'approve', '{}')",
+        "UPDATE store_roles SET tables_role = current_user",
+        "UPDATE policy_limits SET max_amount = 1000000",
+        "DELETE FROM run_marks",
+    ):
+        assert "permission denied" in _refused(bob, statement)
+    call = (
+        "SELECT resolver_decide(%s, %s, %s::jsonb, '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], '{}'::text[], "
+        "'{}'::int[], '{}'::bigint[], %s::jsonb)"
+    )
+    audit = {
+        "decision": "approve",
+        "role": "agent",
+        "name": "Bob",
+        "digest": header["approval"]["digest"],
+        "at": "",
+        "run_uid": header["run_uid"],
+    }
+    bob_header = {**header, "approval": {**header["approval"], "role": "agent", "name": "Bob"}}
+    params = (
+        T65273_RUN,
+        version,
+        json.dumps({"status": "executing", "version": version + 1, "state": json.dumps(bob_header)}),
+        json.dumps(audit),
+    )
+    assert "needs team_lead or above" in _refused(bob, call, params)
+    assert "not mapped to an approver" in _refused(urls["runner"], call, params)
+    assert _status(admin) == "waiting_approval" and _refunds(admin) == 0
+
+
+def test_only_the_owner_alters_the_registry_and_nobody_the_audit(shop, users):
+    _, urls = shop
+    for kind in ("ana", "bob", "runner", "executor"):
+        url = urls[kind]
+        for statement in (
+            "UPDATE approvers SET role = 'grace' WHERE name = 'Bob'",
+            "INSERT INTO approvers (name, role, public_key, added_at, signature, private_key) VALUES ('Eve', 'grace', 'k', '', 's', '')",
+            "DELETE FROM approvers WHERE name = 'Ana'",
+            "UPDATE approvers SET db_user = current_user WHERE name = 'Ana'",
+            "UPDATE shop_parts SET body = 'x' WHERE name = 'approvers.json'",
+            "DELETE FROM shop_parts",
+            "UPDATE audit SET name = 'Eve'",
+            "DELETE FROM audit",
+            "INSERT INTO audit (id, run_id, decision) VALUES (999, '(approvers)', 'add')",
+        ):
+            assert "permission denied" in _refused(url, statement), (kind, statement)
+    assert "go back to fewer rows" in _refused(
+        urls["ana"], "SELECT resolver_put_head(convert_to('{\"length\": 1}', 'UTF8'))"
+    )  # an approver may write the signed head only forward
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
+    for table in ("runs", "approvers", "audit"):
+        assert "permission denied for schema" in _refused(urls["stranger"], f"SELECT count(*) FROM {schema}.{table}")
+    owner = urls["owner"]
+    assert "permission denied" in _refused(owner, "UPDATE audit SET name = 'Eve'")  # the owner may only append
+    assert "permission denied" in _refused(owner, "DELETE FROM audit")
+    assert "must be owner" in _refused(owner, "ALTER TABLE audit DISABLE TRIGGER audit_no_delete")
+    with psycopg.connect(owner, autocommit=True) as conn:  # the owner's user may change the registry's rows
+        assert conn.execute("UPDATE approvers SET added_at = added_at WHERE name = 'Bob'").rowcount == 1
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        owners = {r[0] for r in conn.execute("SELECT tableowner FROM pg_tables WHERE schemaname = current_schema()")}
+    assert owners == {users["tables"]}
+
+
+def test_a_team_lead_approves_through_the_cli_as_their_user_and_the_refund_is_paid_once(shop, users):
+    cli, urls = shop
+    admin = urls["admin"]
+    code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    assert code == 0 and "Status: done" in out, err
+    assert _refunds(admin) == 1
+    code, _, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    assert code == 4 and _refunds(admin) == 1
+    code, out, err = cli("bob", "audit", "verify")
+    assert code == 0 and "chain whole" in out, out + err
+    code, out, err = cli("ana", "doctor")
+    assert (
+        f"role separation on (tables owned by {users['tables']}); this user, {users['ana']}, is approver Ana (team_lead)" in out
+    )
+    assert "is mapped to no approver" in cli("admin", "doctor")[1]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        rows = conn.execute("SELECT name, role, db_user FROM approvers ORDER BY n").fetchall()
+        decided = conn.execute("SELECT run_id, decision FROM decided").fetchall()
+    assert ("Ana", "team_lead") in [(r[0], r[1]) for r in rows]
+    assert decided == [(T65273_RUN, "approve")]
+
+
+def test_marks_name_their_maker_and_the_function_writes_their_audit_row(shop, users):
+    """Claims, hand-overs and snoozes on a separated store: made through the CLI as the approver's
+    user (their audit rows by ``resolver_note``, as their registry entry); a mark naming someone
+    else, written by hand, is refused."""
+    cli, urls = shop
+    code, out, err = cli("ana", "claim", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    assert code == 0, err
+    code, out, err = cli("ana", "handover", T65273_RUN, "--to", "Bob", "--note", "yours", "--name", "Ana", passphrase=ANA)
+    assert code == 0, err
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        rows = conn.execute("SELECT decision, name, role FROM audit WHERE run_id = %s ORDER BY id", (T65273_RUN,)).fetchall()
+    assert [tuple(r) for r in rows][-2:] == [("claim", "Ana", "team_lead"), ("handover", "Ana", "team_lead")]
+    bob = urls["bob"]
+    assert "A mark names its maker" in _refused(
+        bob,
+        "UPDATE run_marks SET claimed_by = 'Ana', claimed_role = 'team_lead', claimed_at = 'x' WHERE run_id = %s",
+        (T65273_RUN,),
+    )
+    assert "A mark names its maker" in _refused(
+        bob, "UPDATE run_marks SET handed_by = 'Ana', handed_to = 'Bob', handed_at = 'y' WHERE run_id = %s", (T65273_RUN,)
+    )
+    assert "permission denied" in _refused(urls["runner"], "DELETE FROM run_marks")
+    assert "Only an approver marks a run" in _refused(
+        urls["owner"],  # a user mapped to no entry
+        "UPDATE run_marks SET snoozed_by = 'Ana', snoozed_at = 'z' WHERE run_id = %s",
+        (T65273_RUN,),
+    )
+    # A lapse is the one event a user writes (whoever reads the queue first); any other is the triggers'.
+    with psycopg.connect(bob, autocommit=True) as conn:
+        conn.execute("INSERT INTO queue_events (kind, run_id, at, detail) VALUES ('lapse', %s, '', 'd')", (T65273_RUN,))
+    assert "row-level security" in _refused(
+        bob, "INSERT INTO queue_events (kind, run_id, at, to_name) VALUES ('handover', %s, '', 'Bob')", (T65273_RUN,)
+    )
+    assert "permission denied" in _refused(bob, "DELETE FROM queue_events")
+    call = "SELECT resolver_note(%s, %s::jsonb)"
+    forged = json.dumps({"decision": "claim", "role": "team_lead", "name": "Ana", "digest": "", "at": ""})
+    assert "names Ana (team_lead), but the database user" in _refused(bob, call, (T65273_RUN, forged))
+    approve = json.dumps({"decision": "approve", "role": "agent", "name": "Bob", "digest": "", "at": ""})
+    assert "is not recorded this way" in _refused(bob, call, (T65273_RUN, approve))
+    code, out, err = cli("bob", "audit", "verify")
+    assert code == 0 and "chain whole" in out, out + err
+
+
+def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_through_the_function(
+    users, tmp_path, capsys, monkeypatch
+):
+    """A shop store of the previous format (the frozen schema-6 shop, brought to migration 11 by
+    the migrations of the release before this one, as a store in use was), T-65273 waiting over
+    the upgrade: migration 12 applies on the next open, role separation is set up, and Ana, as
+    her own database user, refreshes and approves it through the CLI; the refund is paid once."""
+    from pathlib import Path
+
+    from core.stores.postgres import schema
+    from core.stores.postgres.database import forget
+
+    from pg import restore_frozen
+
+    frozen = Path(__file__).parent / "fixtures" / "shop_team_store_schema_6"
+    with fresh_schema() as admin:
+        restore_frozen(admin, frozen, [1, 2, 3, 4, 6])
+        before = tuple(m for m in schema.MIGRATIONS if m[0] <= 11)
+        with monkeypatch.context() as m:  # the previous release: migrations up to 11
+            m.setattr(schema, "MIGRATIONS", before)
+            m.setattr(schema, "ALL", frozenset(v for v, _, _ in before))
+            m.setattr(schema, "LATEST", 11)
+            from core.stores.postgres import schema_version_of
+            from core.stores.postgres.database import database
+
+            database(admin)
+            assert schema_version_of(admin) == 11
+            forget(admin)
+        run = shop_cli(tmp_path / "home", capsys, monkeypatch)
+        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
+
+        def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
+            return run(*argv, "--store", urls[kind], **kw)
+
+        code, out, err = cli("admin", "show", T65273_RUN)
+        assert code == 0 and "Status: waiting_approval" in out, err
+        assert schema_version_of(admin) == 12
+        with psycopg.connect(admin, autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM policy_limits").fetchone()[0] == 8  # type: ignore[index]
+        code, out, err = cli(
+            "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--approver", f"Ana={users['ana']}"
+        )
+        assert code == 0, err
+        code, out, err = cli("ana", "watch", "--once")  # a reader of the queue, as her user
+        assert code == 0, err
+        # Ana's first unlock moves her key out of the row: a registry write, made by the administrator's
+        # connection (her own user may not write the registry).
+        code, _, err = cli("admin", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)
+        assert code == 0, err
+        code, _, err = cli("ana", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)
+        assert code == 0, err
+        code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
+        assert code == 0 and "Status: done" in out, err
+        assert _refunds(admin) == 1
+        code, out, err = cli("ana", "audit", "verify")
+        assert code == 0 and "chain whole" in out, out + err
+
+
+def test_setup_refuses_bad_input_with_one_sentence_and_changes_nothing(shop, users, tmp_path, capsys, monkeypatch):
+    cli, urls = shop
+    cases = (
+        (("--approver", "Ana"), 2, "--approver takes NAME=USER"),
+        (("--approver", "Nobody=" + users["bob"]), 1, "No approver named Nobody in the registry"),
+        (("--owner-user", "no_such_user_r25"), 1, "There is no database user no_such_user_r25"),
+        (("--owner-user", "Robert'); DROP TABLE runs;--"), 1, "is not a plain database role name"),
+        (("--tables-role", users["ana"]), 1, f"The role {users['ana']} may log in"),
+    )
+    for extra, code_wanted, said in cases:
+        code, out, err = cli("admin", "store", "roles", "setup", "--tables-role", users["tables"], *extra)
+        assert code == code_wanted and said in err and out == "", (extra, code, err)
+        assert len(err.strip().splitlines()) == 1, err
+    code, out, err = cli("ana", "store", "roles", "setup", "--tables-role", users["tables"])
+    assert code == 1 and "run this with a database administrator's URL" in err and "Traceback" not in err, err
+    sqlite = shop_cli(tmp_path / "practice", capsys, monkeypatch)
+    code, _, err = sqlite("store", "roles", "setup")
+    assert code == 2 and "Role separation is for a team store" in err
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        mapped = dict(conn.execute("SELECT name, db_user FROM approvers WHERE db_user IS NOT NULL").fetchall())
+    assert mapped == {"Ana": users["ana"], "Bob": users["bob"]}
+    from test_cli_json import documented_keys
+
+    code, out, err = cli("admin", "store", "roles", "setup", "--tables-role", users["tables"], "--json")  # again: changes nothing
+    assert code == 0, err
+    printed = json.loads(out)
+    assert printed["ok"] is True and printed["lines"][0].endswith(f"now belong to {users['tables']} (NOLOGIN).")
+    assert set(printed) == documented_keys()["store roles"]
+
+
+def test_the_executors_user_finishes_an_approval_once_and_the_runner_cannot(shop):
+    """Ana's approval is recorded, then her process stops before the first write; the executor's
+    own database user (mapped to no entry) resumes it and pays the refund once. The runner's user
+    cannot write the world."""
+    cli, urls = shop
+    code, out, err = cli("runner", "run", "T-90104")  # the runner's own user saves a new run's steps
+    assert code == 0 and "Approval needed" in out, out + err
+    code, out, err = cli("runner", "runs", "--status", "waiting_approval")
+    assert code == 0 and "T-90104" in out and T65273_RUN in out, out + err
+    code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
+    assert code == 3, out + err
+    assert _status(urls["admin"]) == "executing" and _refunds(urls["admin"]) == 0
+    code, out, err = cli("runner", "resume", T65273_RUN)
+    assert code != 0 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, out + err
+    assert _refunds(urls["admin"]) == 0
+    code, out, err = cli("executor", "resume", T65273_RUN)
+    assert code == 0 and "Status: done" in out, out + err
+    assert _refunds(urls["admin"]) == 1
+    code, out, err = cli("executor", "resume", T65273_RUN)
+    assert _refunds(urls["admin"]) == 1
+
+
+def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(shop, users):
+    """The owner, as the owner's database user, adds an approver (registry row, audit row, seal and
+    head); an approver's user may not; the administrator maps the new one, who claims, and whose
+    rejection above their role the database refuses too; audit verify passes."""
+    cli, urls = shop
+    code, _, err = cli("owner", "approvers", "add", "Carl", "--role", "agent", passphrase="carl-passphrase", owner=GRACE)
+    assert code == 0, err
+    code, _, err = cli("ana", "approvers", "add", "Dora", "--role", "grace", passphrase="dora-passphrase", owner=GRACE)
+    assert code != 0 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, err
+    code, _, err = cli(
+        "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--approver", f"Carl={users['runner']}"
+    )
+    assert code == 0, err
+    code, _, err = cli("runner", "claim", T65273_RUN, "--name", "Carl", passphrase="carl-passphrase")
+    assert code == 0, err
+    code, _, err = cli("runner", "reject", T65273_RUN, "--reason", "not ours", "--name", "Carl", passphrase="carl-passphrase")
+    assert code == 4 and "needs team lead or above" in err, err
+    from core.approval import reject
+    from core.errors import ApprovalRefused
+    from core.queue import queue_columns
+    from core.stores import open_store
+
+    with pytest.raises(ApprovalRefused, match=r"Carl is agent, and run .* needs team_lead or above"):
+        reject(open_store(urls["runner"], summarize=queue_columns), T65273_RUN, "team_lead", "not ours", "Carl")
+    assert _status(urls["admin"]) == "waiting_approval" and _refunds(urls["admin"]) == 0
+    code, out, err = cli("bob", "audit", "verify")
+    assert code == 0 and "chain whole" in out, out + err
