@@ -344,7 +344,7 @@ def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_throug
 
         code, out, err = cli("admin", "show", T65273_RUN)
         assert code == 0 and "Status: waiting_approval" in out, err
-        assert schema_version_of(admin) == 12
+        assert schema_version_of(admin) == schema.LATEST == 13  # 12 (roles) and 13 (refresh events)
         with psycopg.connect(admin, autocommit=True) as conn:
             assert conn.execute("SELECT count(*) FROM policy_limits").fetchone()[0] == 8  # type: ignore[index]
         code, out, err = cli(
