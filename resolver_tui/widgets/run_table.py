@@ -310,9 +310,11 @@ class RunTable(DataTable):
                     self.update_cell(s.run_id, key, styled(key, value, self.run_width), update_width=True)
 
     def mark_corrupt(self, run_id: str) -> None:
-        """Show ``corrupt`` in the run's status cell (its checkpoint could not be read)."""
+        """Show ``corrupt`` in the run's status cell (its checkpoint could not be read). A run
+        shown as corrupt already is left alone: a cell's update makes the table draw every
+        visible row again (issue 27, item 3: each key onto a corrupt run redrew them all)."""
         self.broken.add(run_id)
-        if run_id in self.summaries:
+        if run_id in self.summaries and self.cells[run_id][-1] != "corrupt":
             cells = self.cells[run_id]
             self.cells[run_id] = (*cells[:-1], "corrupt")
             if "status" in self.shown:

@@ -129,3 +129,28 @@ async def test_rows_drawn_from_the_cache_are_the_rows_drawn_afresh(demo_home):
             backgrounds = {y: next(iter(table.render_line(y))).style.bgcolor for y in shown}
             at = table.cursor_row - round(table.scroll_y) + table.header_height
             assert [y for y in shown if backgrounds[y] == backgrounds[at]] == [at], (key, backgrounds)
+
+
+async def test_a_run_shown_corrupt_already_is_not_updated_again(demo_home, monkeypatch):
+    """Each key onto a corrupt run marked its status cell again, and a cell's update makes the
+    table draw every visible row afresh (issue 27, item 3): found on the benchmark's home, whose
+    copies all read back corrupt. The first mark updates the cell; later ones touch nothing."""
+    rows = demo_home.queue.page(None).rows
+    table = RunTable()
+    updates: list[tuple[str, str]] = []
+    real_update = RunTable.update_cell
+
+    def update_cell(self, row_key, column_key, value, **kwargs) -> None:
+        updates.append((str(row_key), str(column_key)))
+        real_update(self, row_key, column_key, value, **kwargs)
+
+    monkeypatch.setattr(RunTable, "update_cell", update_cell)
+    async with _One(table).run_test(size=(120, 12)) as pilot:
+        table.replace(Page(rows, None, demo_home.clock.now()))
+        await pilot.pause()
+        run_id = rows[1].run_id
+        for _ in range(3):
+            table.mark_corrupt(run_id)
+            await pilot.pause()
+        assert updates == [(run_id, "status")]
+        assert table.cells[run_id][-1] == "corrupt" and "corrupt" in str(table.get_row(run_id))
