@@ -154,3 +154,25 @@ async def test_a_run_shown_corrupt_already_is_not_updated_again(demo_home, monke
             await pilot.pause()
         assert updates == [(run_id, "status")]
         assert table.cells[run_id][-1] == "corrupt" and "corrupt" in str(table.get_row(run_id))
+
+
+async def test_the_pane_shows_its_folded_lines_as_they_are_and_never_wraps_them_again():
+    """The pane's sections are folded by core (issue 19) and Textual does not wrap them again
+    (issue 27, item 3: re-wrapping folded lines was a fifth of a paint): each folded line is one
+    row, and a line wider than its section (between a resize and its new fold) stays one row
+    ending in ``…``, never a second row starting with the middle of the text."""
+    from resolver_tui.widgets.detail_pane import DetailPane
+    from textual.content import Content
+
+    pane = DetailPane()
+    async with _One(pane).run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        body = pane.query_one("#detail-body", FoldedLines)
+        body.set_lines(["Reason: " + "word " * 12])
+        await pilot.pause()
+        folded = body._shown.split("\n")
+        assert len(folded) > 1 and all(len(line) < body.content_size.width for line in folded)
+        assert [body.render_line(y).text.rstrip() for y in range(len(folded))] == [line.rstrip() for line in folded]
+        body.update(Content("Reason: " + "x" * 60), layout=False)  # as if the width had just shrunk
+        await pilot.pause()
+        assert body.render_line(0).text.rstrip().endswith("…") and body.render_line(1).text.strip() == ""
