@@ -176,3 +176,52 @@ async def test_the_pane_shows_its_folded_lines_as_they_are_and_never_wraps_them_
         body.update(Content("Reason: " + "x" * 60), layout=False)  # as if the width had just shrunk
         await pilot.pause()
         assert body.render_line(0).text.rstrip().endswith("…") and body.render_line(1).text.strip() == ""
+
+
+async def test_each_cell_is_drawn_as_the_stock_table_draws_it(demo_home):
+    """RunTable draws its body cells without Rich's padding layers and keeps each cell's text as
+    drawn (issue 27, item 3): every cell of every visible row, with the cursor on one row and
+    the mouse over another, after a page appended, a cell updated and a run marked corrupt, is
+    segment for segment what the stock DataTable draws (styles, zebra, meta for clicks)."""
+    from rich.segment import Segment
+    from textual.widgets import DataTable
+
+    rows = demo_home.queue.page(None).rows
+    assert len(rows) >= 10
+    long_name = replace(rows[4], customer="Ōtsuka 大塚 Éloïse-Marguerite de la Fontaine", total_amount="1234567.89")
+    table = RunTable()
+    now = demo_home.clock.now()
+
+    def stock(row: int, column: int, base, width: int, cursor: bool, hover: bool):
+        table._cell_render_cache.clear()
+        return DataTable._render_cell(table, row, column, base, width, cursor, hover)
+
+    async with _One(table).run_test(size=(100, 14)) as pilot:
+        table.replace(Page([*rows[:4], long_name], None, now))
+        await pilot.pause()
+        table.append(Page(rows[5:], None, now))
+        table.mark_corrupt(rows[1].run_id)
+        table.move_cursor(row=2)
+        await pilot.hover(RunTable, offset=(5, 4))
+        await pilot.pause()
+        checked = 0
+        for row in range(min(table.row_count, 10)):
+            base = table._get_row_style(row, table.rich_style)
+            for column, col in enumerate(table.ordered_columns):
+                width = col.get_render_width(table)
+                for cursor, hover in ((False, False), (True, False), (False, True), (True, True)):
+                    table._cell_render_cache.clear()
+                    ours = table._render_cell(row, column, base, width, cursor, hover)
+                    again = table._render_cell(row, column, base, width, cursor, hover)  # from the caches
+                    theirs = stock(row, column, base, width, cursor, hover)
+                    assert ours == again
+                    assert [list(Segment.simplify(line)) for line in ours] == [list(Segment.simplify(line)) for line in theirs], (
+                        row,
+                        col.key,
+                        cursor,
+                        hover,
+                    )
+                    checked += 1
+        assert checked == 10 * len(table.ordered_columns) * 4 >= 10 * 6 * 4
+        customer = [c.key.value for c in table.ordered_columns].index("customer")
+        assert "…" in "".join(seg.text for seg in table._render_cell(4, customer, table.rich_style, 12)[0])
