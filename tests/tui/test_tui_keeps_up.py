@@ -225,3 +225,32 @@ async def test_each_cell_is_drawn_as_the_stock_table_draws_it(demo_home):
         assert checked == 10 * len(table.ordered_columns) * 4 >= 10 * 6 * 4
         customer = [c.key.value for c in table.ordered_columns].index("customer")
         assert "…" in "".join(seg.text for seg in table._render_cell(4, customer, table.rich_style, 12)[0])
+
+
+async def test_the_next_page_is_read_before_the_cursor_reaches_the_last_row(demo_home, monkeypatch):
+    """The next page is asked for when the cursor comes within ``NEXT_PAGE_AHEAD`` rows of the
+    last loaded one (issue 27, item 3: the key onto the last row paid for reading and adding a
+    page, the slowest keys at 1,000,000 runs), and its rows are added below without moving the
+    cursor or the pane off the run under it; no page is read before that."""
+    import resolver_tui.screens.decisions as decisions
+    import resolver_tui.widgets.run_table as run_table
+    from resolver_tui.widgets.bars import ALL
+
+    monkeypatch.setattr(decisions, "PAGE_ROWS", 6)
+    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", 2)
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press(str(ALL + 1))
+        await settle(pilot)
+        queue = app.queue
+        assert sum(queue.counts.values()) > 12 and queue.table.row_count == 6
+        for _ in range(2):
+            await pilot.press("down")
+        await settle(pilot)
+        assert queue.table.cursor_row == 2 and queue.table.row_count == 6  # three rows to go: not yet
+        await pilot.press("down")
+        await settle(pilot)
+        assert queue.table.cursor_row == 3 and queue.table.row_count == 12
+        assert queue.pane.shown_run == queue.table.current == queue.detail.run_id
+        assert queue.table.current == _order(queue.table)[3]
