@@ -270,5 +270,5 @@ async def test_what_the_start_up_made_is_frozen_out_of_full_collections_while_th
         assert frozen > 10_000  # the modules, classes and widgets of the start-up
         await pilot.press("down")
         await settle(pilot)
-        assert gc.get_freeze_count() == frozen  # a key freezes nothing more
+        assert gc.get_freeze_count() <= frozen  # a key freezes nothing more (frozen objects still go when unused)
     assert gc.get_freeze_count() == 0
