@@ -30,6 +30,7 @@ from typing import Any
 from core.clock import FixedClock
 from core.home import Home
 from core.state import TaskState
+from core.stores.common import entry_checksum
 from core.stores.sqlite.checkpoint import CheckpointStore
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
@@ -404,7 +405,8 @@ def build_home(root: Path, n: int, templates: Home) -> float:
     copy, the template's rows with the new run ID (text columns have the old run ID replaced;
     ``task_id`` columns get a distinct made-up ticket ID, about 11 runs each at 1,000,000, while
     the state keeps its real ticket, which the detail pane reads from ``data/``; ``*_ts`` and ``created_at``/``updated_at`` columns the
-    copy's time, spread 25 s apart; INTEGER PRIMARY KEY columns are left to SQLite). One
+    copy's time, spread 25 s apart; an entry's ``checksum`` that of its copied body and extra, so
+    a copy reads back as a sound checkpoint; INTEGER PRIMARY KEY columns are left to SQLite). One
     transaction of INSERT ... SELECT per table. Returns the seconds it took.
     """
     t0 = time.perf_counter()
@@ -419,6 +421,7 @@ def build_home(root: Path, n: int, templates: Home) -> float:
         if (templates.root / extra).exists():
             shutil.copy2(templates.root / extra, root / extra)
     conn = sqlite3.connect(root / "runs.sqlite", isolation_level=None)
+    conn.create_function("entry_checksum", 2, entry_checksum, deterministic=True)
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.execute("PRAGMA synchronous = OFF")
     template_ids = [f"{task}-agent-chat-small-1" for task, _, _ in TEMPLATES]
@@ -449,7 +452,12 @@ def build_home(root: Path, n: int, templates: Home) -> float:
         for _cid, name, ctype, *_ in info:
             if name in int_pk:
                 continue
-            if name == "run_id":
+            if name == "checksum" and {"body", "extra"} <= {c[1] for c in info}:
+                # issue 27: an entry's checksum covers its body, which names the run: the copy's own
+                # (a kept template checksum made every copy a corrupt checkpoint in the app)
+                body, extra = (f"replace(src.{c}, src.run_id, plan.new_id)" for c in ("body", "extra"))
+                exprs.append(f"CASE WHEN src.checksum IS NULL THEN NULL ELSE entry_checksum({body}, {extra}) END")
+            elif name == "run_id":
                 exprs.append("plan.new_id")
             elif name == "task_id":
                 exprs.append("plan.task")

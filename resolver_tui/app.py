@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable
 
 from core.errors import ResolverError
@@ -79,6 +80,20 @@ class ResolverApp(App):
 
     def on_resize(self, event: events.Resize) -> None:
         self.set_class(event.size.width < NARROW, "-narrow")
+
+    def on_ready(self) -> None:
+        """The first screen is painted: what the start-up made (modules, classes, widgets, the
+        CSS) is collected once and frozen out of the garbage collector's reach (``gc.freeze``).
+        Issue 27, item 3: a full collection went through all of it every fifteen keys or so,
+        55 to 85 ms of the main thread, and made the p99 of a key at 1,000,000 runs; with it
+        frozen a full collection walks only what was made since. Undone when the app exits
+        (:meth:`on_unmount`)."""
+        gc.collect()
+        gc.freeze()
+
+    def on_unmount(self) -> None:
+        """The app exits: what :meth:`on_ready` froze is the collector's again."""
+        gc.unfreeze()
 
     async def on_event(self, event: events.Event) -> None:
         """Keys act on what is on screen and settled (issue 18). Keys of one terminal read are

@@ -24,7 +24,19 @@ from resolver_tui.widgets.safe import FoldedLines, clean, plain
 
 
 class DetailPane(VerticalScroll):
-    """The pane under the table. ``show`` renders a detail (or the empty and loading states)."""
+    """The pane under the table. ``show`` renders a detail (or the empty and loading states).
+
+    Its sections are folded by :class:`FoldedLines` to their width, and Textual does not wrap
+    them again (``text-wrap: nowrap``; the profile of issue 27 found it re-wrapping the folded
+    lines at every paint): a line wider than its section, for the moment between a resize and
+    its new fold, ends in ``…``."""
+
+    DEFAULT_CSS = """
+    DetailPane FoldedLines {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    """
 
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")

@@ -2,7 +2,8 @@
 
 The table is handed pages (:class:`core.queue.Page`) and knows nothing of the store. It posts
 :class:`RunTable.RunHighlighted` when the cursor lands on a run, with ``at_end`` set when the
-cursor reached the last loaded row (the screen then asks for the next page).
+cursor came within :data:`NEXT_PAGE_AHEAD` rows of the last loaded row (the screen then asks for
+the next page).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual import on
+from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.widgets import DataTable
-from textual.widgets.data_table import RowKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from resolver_tui.widgets.bars import queue_title
 from resolver_tui.widgets.safe import cell
@@ -28,7 +30,14 @@ from resolver_tui.widgets.safe import cell
 PAGE_ROWS = 50
 """Rows the app reads a page at a time: a first page fills a tall terminal (issue 27, item 3:
 50 rows instead of the store's 200 cut 44 % of the work per filter key; the stock table costs
-about 0.1 ms a row). The next page loads when the cursor reaches the last row."""
+about 0.1 ms a row). The next page loads when the cursor comes near the last row
+(:data:`NEXT_PAGE_AHEAD`)."""
+
+NEXT_PAGE_AHEAD = 10
+"""How many rows before the last loaded one the cursor asks for the next page (issue 27, item
+3): the page is read and its rows added while the approver reads the rows before it, so the key
+onto the last row neither waits for the read nor pays for adding 50 rows (at 1,000,000 runs
+those keys were the main thread's slowest, 110 ms of CPU, the p99 of a key)."""
 
 COLUMNS = [
     ("run", "run ID"),
@@ -181,7 +190,8 @@ class RunTable(DataTable):
     """
 
     class RunHighlighted(Message):
-        """The cursor is on ``run_id``; ``at_end`` when it is the last loaded row."""
+        """The cursor is on ``run_id``; ``at_end`` when it is within :data:`NEXT_PAGE_AHEAD` rows
+        of the last loaded row."""
 
         def __init__(self, run_id: str, at_end: bool) -> None:
             super().__init__()
@@ -196,6 +206,8 @@ class RunTable(DataTable):
         self.shown: list[str] = [k for k, _ in COLUMNS]
         self.run_width = WIDTHS["run"]
         self._caption: tuple[str | None, bool, str] = (None, False, "")
+        self._text_drawn: LRUCache[tuple[RowKey, ColumnKey, int], tuple[Text, list[Segment]]] = LRUCache(4096)
+        """Each cell's own text as drawn, by row, column and width (:meth:`_render_cell`)."""
         self.keys: dict[str, str] = {}
         """The keys its title names (``back``, ``read``), told by the screen from the action table."""
 
@@ -310,9 +322,11 @@ class RunTable(DataTable):
                     self.update_cell(s.run_id, key, styled(key, value, self.run_width), update_width=True)
 
     def mark_corrupt(self, run_id: str) -> None:
-        """Show ``corrupt`` in the run's status cell (its checkpoint could not be read)."""
+        """Show ``corrupt`` in the run's status cell (its checkpoint could not be read). A run
+        shown as corrupt already is left alone: a cell's update makes the table draw every
+        visible row again (issue 27, item 3: each key onto a corrupt run redrew them all)."""
         self.broken.add(run_id)
-        if run_id in self.summaries:
+        if run_id in self.summaries and self.cells[run_id][-1] != "corrupt":
             cells = self.cells[run_id]
             self.cells[run_id] = (*cells[:-1], "corrupt")
             if "status" in self.shown:
@@ -354,8 +368,66 @@ class RunTable(DataTable):
                 hover_location = ELSEWHERE
         return super()._render_line_in_row(row_key, line_no, base_style, cursor_location, hover_location)
 
+    def _render_cell(
+        self, row_index: int, column_index: int, base_style: Style, width: int, cursor: bool = False, hover: bool = False
+    ) -> list[list[Segment]]:
+        """Draw one body cell: the segments the stock table draws (its padding, its cursor, hover
+        and zebra styles, the cell's row and column in the style's meta), without Rich's
+        ``Styled(Padding(...))`` layers (issue 27, item 3: three quarters of drawing a new page).
+        The cell's own text is drawn once per cell and width, kept by row and column key while
+        the cell is the same object, so a page appended, a cell updated elsewhere or the cursor
+        moving only restyles it. The header, labelled, fixed or taller rows and cells that are
+        not Rich ``Text`` go to the stock table."""
+        pad = self.cell_padding
+        if row_index < 0 or column_index < 0 or self.fixed_rows or self.fixed_columns or width <= 2 * pad:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cache_key = (
+            row_key,
+            column_key,
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        cached = self._cell_render_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        row = self.rows.get(row_key)
+        cell = self._data[row_key].get(column_key) if row is not None else None
+        if row is None or row.height != 1 or row.label is not None or not isinstance(cell, Text):
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        drawn = self._text_drawn.get((row_key, column_key, width))
+        if drawn is None or drawn[0] is not cell:
+            options = self.app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+            drawn = (cell, self.app.console.render_lines(cell, options.update_width(width - 2 * pad), pad=True)[0])
+            self._text_drawn[(row_key, column_key, width)] = drawn
+        component, post = self._get_styles_to_render_cell(
+            False,
+            False,
+            False,
+            hover,
+            cursor,
+            self.show_cursor,
+            self._show_hover_cursor,
+            self.cursor_foreground_priority == "css",
+            self.cursor_background_priority == "css",
+        )
+        pre = base_style + Style.from_meta({"row": row_index, "column": column_index}) + component
+        edge = Segment(" " * pad, pre + post) if pad else None
+        line = [Segment(text, pre + style + post if style else pre + post) for text, style, _ in drawn[1]]
+        lines = [[edge, *line, edge] if edge else line]
+        self._cell_render_cache[cache_key] = lines
+        return lines
+
     @on(DataTable.RowHighlighted)
     def _highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
         if event.row_key is not None and event.row_key.value is not None:
-            self.post_message(self.RunHighlighted(event.row_key.value, event.cursor_row >= self.row_count - 1))
+            at_end = event.cursor_row >= self.row_count - 1 - NEXT_PAGE_AHEAD
+            self.post_message(self.RunHighlighted(event.row_key.value, at_end))

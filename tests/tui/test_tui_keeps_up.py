@@ -129,3 +129,146 @@ async def test_rows_drawn_from_the_cache_are_the_rows_drawn_afresh(demo_home):
             backgrounds = {y: next(iter(table.render_line(y))).style.bgcolor for y in shown}
             at = table.cursor_row - round(table.scroll_y) + table.header_height
             assert [y for y in shown if backgrounds[y] == backgrounds[at]] == [at], (key, backgrounds)
+
+
+async def test_a_run_shown_corrupt_already_is_not_updated_again(demo_home, monkeypatch):
+    """Each key onto a corrupt run marked its status cell again, and a cell's update makes the
+    table draw every visible row afresh (issue 27, item 3): found on the benchmark's home, whose
+    copies all read back corrupt. The first mark updates the cell; later ones touch nothing."""
+    rows = demo_home.queue.page(None).rows
+    table = RunTable()
+    updates: list[tuple[str, str]] = []
+    real_update = RunTable.update_cell
+
+    def update_cell(self, row_key, column_key, value, **kwargs) -> None:
+        updates.append((str(row_key), str(column_key)))
+        real_update(self, row_key, column_key, value, **kwargs)
+
+    monkeypatch.setattr(RunTable, "update_cell", update_cell)
+    async with _One(table).run_test(size=(120, 12)) as pilot:
+        table.replace(Page(rows, None, demo_home.clock.now()))
+        await pilot.pause()
+        run_id = rows[1].run_id
+        for _ in range(3):
+            table.mark_corrupt(run_id)
+            await pilot.pause()
+        assert updates == [(run_id, "status")]
+        assert table.cells[run_id][-1] == "corrupt" and "corrupt" in str(table.get_row(run_id))
+
+
+async def test_the_pane_shows_its_folded_lines_as_they_are_and_never_wraps_them_again():
+    """The pane's sections are folded by core (issue 19) and Textual does not wrap them again
+    (issue 27, item 3: re-wrapping folded lines was a fifth of a paint): each folded line is one
+    row, and a line wider than its section (between a resize and its new fold) stays one row
+    ending in ``…``, never a second row starting with the middle of the text."""
+    from resolver_tui.widgets.detail_pane import DetailPane
+    from textual.content import Content
+
+    pane = DetailPane()
+    async with _One(pane).run_test(size=(40, 12)) as pilot:
+        await pilot.pause()
+        body = pane.query_one("#detail-body", FoldedLines)
+        body.set_lines(["Reason: " + "word " * 12])
+        await pilot.pause()
+        folded = body._shown.split("\n")
+        assert len(folded) > 1 and all(len(line) < body.content_size.width for line in folded)
+        assert [body.render_line(y).text.rstrip() for y in range(len(folded))] == [line.rstrip() for line in folded]
+        body.update(Content("Reason: " + "x" * 60), layout=False)  # as if the width had just shrunk
+        await pilot.pause()
+        assert body.render_line(0).text.rstrip().endswith("…") and body.render_line(1).text.strip() == ""
+
+
+async def test_each_cell_is_drawn_as_the_stock_table_draws_it(demo_home):
+    """RunTable draws its body cells without Rich's padding layers and keeps each cell's text as
+    drawn (issue 27, item 3): every cell of every visible row, with the cursor on one row and
+    the mouse over another, after a page appended, a cell updated and a run marked corrupt, is
+    segment for segment what the stock DataTable draws (styles, zebra, meta for clicks)."""
+    from rich.segment import Segment
+    from textual.widgets import DataTable
+
+    rows = demo_home.queue.page(None).rows
+    assert len(rows) >= 10
+    long_name = replace(rows[4], customer="Ōtsuka 大塚 Éloïse-Marguerite de la Fontaine", total_amount="1234567.89")
+    table = RunTable()
+    now = demo_home.clock.now()
+
+    def stock(row: int, column: int, base, width: int, cursor: bool, hover: bool):
+        table._cell_render_cache.clear()
+        return DataTable._render_cell(table, row, column, base, width, cursor, hover)
+
+    async with _One(table).run_test(size=(100, 14)) as pilot:
+        table.replace(Page([*rows[:4], long_name], None, now))
+        await pilot.pause()
+        table.append(Page(rows[5:], None, now))
+        table.mark_corrupt(rows[1].run_id)
+        table.move_cursor(row=2)
+        await pilot.hover(RunTable, offset=(5, 4))
+        await pilot.pause()
+        checked = 0
+        for row in range(min(table.row_count, 10)):
+            base = table._get_row_style(row, table.rich_style)
+            for column, col in enumerate(table.ordered_columns):
+                width = col.get_render_width(table)
+                for cursor, hover in ((False, False), (True, False), (False, True), (True, True)):
+                    table._cell_render_cache.clear()
+                    ours = table._render_cell(row, column, base, width, cursor, hover)
+                    again = table._render_cell(row, column, base, width, cursor, hover)  # from the caches
+                    theirs = stock(row, column, base, width, cursor, hover)
+                    assert ours == again
+                    assert [list(Segment.simplify(line)) for line in ours] == [list(Segment.simplify(line)) for line in theirs], (
+                        row,
+                        col.key,
+                        cursor,
+                        hover,
+                    )
+                    checked += 1
+        assert checked == 10 * len(table.ordered_columns) * 4 >= 10 * 6 * 4
+        customer = [c.key.value for c in table.ordered_columns].index("customer")
+        assert "…" in "".join(seg.text for seg in table._render_cell(4, customer, table.rich_style, 12)[0])
+
+
+async def test_the_next_page_is_read_before_the_cursor_reaches_the_last_row(demo_home, monkeypatch):
+    """The next page is asked for when the cursor comes within ``NEXT_PAGE_AHEAD`` rows of the
+    last loaded one (issue 27, item 3: the key onto the last row paid for reading and adding a
+    page, the slowest keys at 1,000,000 runs), and its rows are added below without moving the
+    cursor or the pane off the run under it; no page is read before that."""
+    import resolver_tui.screens.decisions as decisions
+    import resolver_tui.widgets.run_table as run_table
+    from resolver_tui.widgets.bars import ALL
+
+    monkeypatch.setattr(decisions, "PAGE_ROWS", 6)
+    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", 2)
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press(str(ALL + 1))
+        await settle(pilot)
+        queue = app.queue
+        assert sum(queue.counts.values()) > 12 and queue.table.row_count == 6
+        for _ in range(2):
+            await pilot.press("down")
+        await settle(pilot)
+        assert queue.table.cursor_row == 2 and queue.table.row_count == 6  # three rows to go: not yet
+        await pilot.press("down")
+        await settle(pilot)
+        assert queue.table.cursor_row == 3 and queue.table.row_count == 12
+        assert queue.pane.shown_run == queue.table.current == queue.detail.run_id
+        assert queue.table.current == _order(queue.table)[3]
+
+
+async def test_what_the_start_up_made_is_frozen_out_of_full_collections_while_the_app_runs(demo_home):
+    """Issue 27, item 3: full garbage collections of everything the start-up made were the
+    slowest keys at 1,000,000 runs (55 to 85 ms each). Once the first screen is painted it is
+    frozen (``gc.freeze``), and the app's exit gives it back to the collector."""
+    import gc
+
+    assert gc.get_freeze_count() == 0
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        frozen = gc.get_freeze_count()
+        assert frozen > 10_000  # the modules, classes and widgets of the start-up
+        await pilot.press("down")
+        await settle(pilot)
+        assert gc.get_freeze_count() <= frozen  # a key freezes nothing more (frozen objects still go when unused)
+    assert gc.get_freeze_count() == 0
