@@ -49,7 +49,8 @@ async def test_a_wide_customer_name_leaves_the_status_column_whole_at_100_column
     app = make_app(demo_home)
     async with app.run_test(size=(100, 40)) as pilot:
         await settle(pilot)
-        row = next(line for line in screen_text(app).splitlines() if "T-65273" in line and "山田" in line)
+        text = screen_text(app)
+        row = next((line for line in text.splitlines() if "T-65273" in line and "山田" in line), text)
         assert row.rstrip().endswith("waiting"), row
         shown = row[row.index("山") : row.index("…") + 1]
         assert cell_len(shown) <= 16, shown
