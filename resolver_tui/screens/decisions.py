@@ -35,6 +35,7 @@ from resolver_tui.widgets.run_table import PAGE_ROWS
 
 if TYPE_CHECKING:
     from core.approvers import Unlocked
+    from core.marks import RunMarks
     from core.signing import KeyHolder
     from core.views import WorldSeen
 
@@ -248,9 +249,7 @@ class Decisions:
             kind = "release" if release else "claim"
             marks = self.home.mark(kind, run_id, self.approver.role, self.approver.name, signer=self.unlocked)
             said = f"Released your claim on {run_id}." if release else f"Claimed {run_id}."
-            return Finished(
-                run_id, [said, *marks.lines(self.home.clock.now())], self.home.queue.run(run_id, self.approver, keys=self.keys)
-            )
+            return self._marked(run_id, said, marks)
 
         return guarded(run_id, work)
 
@@ -282,12 +281,18 @@ class Decisions:
                     kind, run_id, self.approver.role, self.approver.name, signer=self.unlocked, to=to, note=note
                 )
                 said = f"Handed {run_id} to {one_line(marks.handed_to or '')}."
-            detail = self.home.queue.run(run_id, self.approver, keys=self.keys)
-            shown = {line.strip() for line in (*detail.notes, *detail.body)}  # the pane's own lines of the marks
-            lines = [said, *(line for line in marks.lines(self.home.clock.now()) if line.strip() not in shown)]
-            return Finished(run_id, lines, detail, set_aside=kind == "snooze")
+            return self._marked(run_id, said, marks, set_aside=kind == "snooze")
 
         return guarded(run_id, work)
+
+    def _marked(self, run_id: str, said: str, marks: RunMarks, set_aside: bool = False) -> Finished:
+        """What a claim, release, hand-over or snooze shows: ``said`` and the marks' lines that the
+        pane does not show already (after ``c`` or ``o`` the claim or hand-over line was shown
+        twice, under Outcome and among the pane's own lines)."""
+        detail = self.home.queue.run(run_id, self.approver, keys=self.keys)
+        shown = {line.strip() for line in (*detail.notes, *detail.body)}
+        lines = [said, *(line for line in marks.lines(self.home.clock.now()) if line.strip() not in shown)]
+        return Finished(run_id, lines, detail, set_aside=set_aside)
 
     def reject(self, run_id: str, digest: str, reason: str, others: list[str]) -> Message:
         """Reject what was read (``digest``) with ``reason``."""

@@ -17,6 +17,7 @@ async def test_c_claims_the_highlighted_run_and_c_again_releases_it(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await open_key(pilot, RUN, "c")
         assert "Tomás is on it (claimed 09:00, until 09:30)." in pane_text(app)
+        assert pane_text(app).count("Tomás is on it") == 1  # not again under Outcome (seen in tmux)
         assert [r["decision"] for r in home.store.audit(RUN)] == ["claim"]
         await pilot.press("c")
         await settle(pilot)
