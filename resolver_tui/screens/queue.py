@@ -92,9 +92,11 @@ def is_stale(new: RunDetail, shown: RunDetail | None) -> bool:
     )
 
 
-def empty_text(root: Path, kind: str, loading_demo: bool) -> str:
+def empty_text(root: Path | str, kind: str, loading_demo: bool) -> str:
     """What the screen says when the home has no runs: how to make one, and in a practice home
-    the demo queue's key (never offered in a shop home)."""
+    the demo queue's key (never offered in a shop home). ``root`` is where the runs are kept: the
+    home folder, or a team store's label (``the team store test@127.0.0.1:5432``; it named the
+    home folder, which holds none of a team store's runs)."""
     if loading_demo:
         return f"No saved runs in {root} yet: loading the Larkfield demo queue…"
     if kind == "shop":
@@ -104,6 +106,13 @@ def empty_text(root: Path, kind: str, loading_demo: bool) -> str:
         "Run `resolver run T-65273` in a shell to make one (the app notices it),\n"
         f"or press {key_for('load_demo')} to load the Larkfield demo queue."
     )
+
+
+def where_runs_are(home: Home) -> Path | str:
+    """Where ``home``'s runs are kept, as the empty queue names it: the home folder, or ``the
+    team store DB@HOST:PORT`` (:attr:`core.home.Home.runs_live_at`)."""
+    label = home.runs_live_at
+    return home.root if label is None else f"the team store {label}"
 
 
 LIVE_SAFETY_NET_S = 30.0
@@ -395,7 +404,9 @@ class QueueScreen(Screen):
         self.table.display = table_shown
         self.pane.display = table_shown
         if not table_shown:
-            empty.update(plain(empty_text(self.home.root, self.home.kind, self.load_demo_if_empty or self.busy == "demo")))
+            empty.update(
+                plain(empty_text(where_runs_are(self.home), self.home.kind, self.load_demo_if_empty or self.busy == "demo"))
+            )
 
     def _sync_selection(self, reread: bool = False) -> None:
         """Show the highlighted run; with ``reread`` (a refresh) read its detail again even when

@@ -28,3 +28,16 @@ async def test_the_app_approves_on_a_team_store_and_names_it(tmp_path):
             await settle(pilot)
         state = Home(tmp_path / "h", store=url).store.load(T65273)
         assert state.status == "done" and state.approval is not None and state.approval.name == "Grace"
+
+
+async def test_an_empty_team_store_names_the_store_not_the_home_folder(tmp_path):
+    """Seen in tmux at 80x24: an empty team store said "No saved runs in /tmp/…", the home
+    folder, which holds none of the store's runs."""
+    with fresh_schema() as url:
+        home = Home(tmp_path / "h", store=url)
+        app = make_app(home, role="team_lead", name="Tomás")
+        async with app.run_test(size=(120, 30)) as pilot:
+            await settle(pilot)
+            text = screen_text(app)
+            assert f"No saved runs in the team store {home.runs_live_at}." in text, text
+            assert str(tmp_path) not in text
