@@ -209,6 +209,81 @@ def test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow(shop,
     assert _status(admin) == "waiting_approval" and _refunds(admin) == 0
 
 
+def test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay(shop, users):
+    """A new user's trial paid T-65273's 119.00 CAD as Bob (agent) with plain SQL: rewrite the
+    waiting run's proposal to 1.00 (which an agent may approve, under the agent limit of 25.00),
+    then ``resolver_decide`` with no ``binds`` (the operations check ran only with them) and a
+    made-up operation, then ``operations`` and ``refunds`` rows for it. Migration 15 stamps who
+    proposed and refuses a proposal an approver's user wrote; every step now pays nothing."""
+    _, urls = shop
+    admin, bob = urls["admin"], urls["bob"]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        version, text = conn.execute("SELECT version, state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()  # type: ignore[misc]
+        proposed_by = conn.execute("SELECT proposal_by FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0]  # type: ignore[index]
+        assert proposed_by is None  # proposed before the setup made the guard
+    lowered = json.loads(text)
+    lowered["proposal"]["actions"][0]["amount"] = "1.00"
+    with psycopg.connect(bob, autocommit=True) as conn:  # his rights as an executor let him save a step
+        conn.execute("UPDATE runs SET state = %s, version = version + 1 WHERE run_id = %s", (json.dumps(lowered), T65273_RUN))
+        assert conn.execute("SELECT proposal_by FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0] == users["bob"]  # type: ignore[index]
+        conn.execute("UPDATE runs SET proposal_by = NULL WHERE run_id = %s", (T65273_RUN,))  # nor can he clear the stamp
+        assert conn.execute("SELECT proposal_by FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0] == users["bob"]  # type: ignore[index]
+    header = {
+        **lowered,
+        "status": "executing",
+        "version": version + 2,
+        "operations": [{"operation_id": "OP-EVIL-1"}],
+        "approval": {"role": "agent", "name": "Bob", "at": lowered["updated_at"], "digest": "d" * 64, "signature": "x"},
+    }
+    call = (
+        "SELECT resolver_decide(%s, %s, %s::jsonb, '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], '{}'::text[], "
+        "'{}'::int[], '{}'::bigint[], %s::jsonb)"
+    )
+    audit = {
+        "decision": "approve",
+        "role": "agent",
+        "name": "Bob",
+        "digest": "d" * 64,
+        "at": "",
+        "run_uid": lowered["run_uid"],
+        "sig": "x",
+    }
+    params = (
+        T65273_RUN,
+        version + 1,
+        json.dumps({"status": "executing", "version": version + 2, "state": json.dumps(header)}),
+        json.dumps(audit),
+    )
+    assert "an approver's, not the agent's runner" in _refused(bob, call, params)
+    with psycopg.connect(admin, autocommit=True) as conn:  # the runner (here the administrator) proposes 1.00 itself
+        for state in (text, json.dumps(lowered)):  # back, then 1.00 again: stamped as the administrator's
+            conn.execute("UPDATE runs SET state = %s WHERE run_id = %s", (state, T65273_RUN))
+    assert "must sign the operations" in _refused(bob, call, params)  # no binds: refused too
+    assert "planned by no recorded approval" in _refused(
+        bob,
+        "INSERT INTO refunds (refund_id, operation_id, order_id, amount, at, actor) VALUES ('RF-EVIL', 'OP-EVIL-1', 'LK-507862', '119.00', '', 'Bob')",
+    )
+    assert _status(admin) == "waiting_approval" and _refunds(admin) == 0
+    with psycopg.connect(admin, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM decided").fetchone()[0] == 0  # type: ignore[index]
+
+
+def test_setup_refuses_one_user_for_two_approvers_or_an_approver_on_the_runner_s_user(shop, users):
+    """A new user's trial: ``--approver Ana=u --approver Bob=u`` printed both mappings and kept
+    one; ``--approver Ana=<the runner's user>`` was taken, so the runner could record approvals."""
+    cli, urls = shop
+    setup = ("store", "roles", "setup", "--tables-role", users["tables"])
+    code, _, err = cli("admin", *setup, "--approver", f"Ana={users['stranger']}", "--approver", f"Bob={users['stranger']}")
+    assert code == 1 and "given to two approvers, Ana and Bob" in err, err
+    code, _, err = cli("admin", *setup, "--runner-user", users["stranger"], "--approver", f"Ana={users['stranger']}")
+    assert code == 1 and "the runner's and approver Ana's" in err, err
+    code, _, err = cli("admin", *setup, "--approver", f"Ana={users['bob']}")
+    assert code == 1 and f"{users['bob']} is already approver Bob's" in err, err
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        mapped = dict(conn.execute("SELECT name, db_user FROM approvers WHERE db_user IS NOT NULL").fetchall())
+    assert mapped == {"Ana": users["ana"], "Bob": users["bob"]}  # nothing changed
+
+
 def test_only_the_owner_alters_the_registry_and_nobody_the_audit(shop, users):
     _, urls = shop
     for kind in ("ana", "bob", "runner", "executor"):
@@ -344,7 +419,7 @@ def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_throug
 
         code, out, err = cli("admin", "show", T65273_RUN)
         assert code == 0 and "Status: waiting_approval" in out, err
-        assert schema_version_of(admin) == schema.LATEST == 13  # 12 (roles) and 13 (refresh events)
+        assert schema_version_of(admin) == schema.LATEST  # 12 (roles) and those after it
         with psycopg.connect(admin, autocommit=True) as conn:
             assert conn.execute("SELECT count(*) FROM policy_limits").fetchone()[0] == 8  # type: ignore[index]
         code, out, err = cli(

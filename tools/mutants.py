@@ -454,6 +454,13 @@ MUTANTS: tuple[Mutant, ...] = (
         (('        IF {_RANK.format("their_role")} < {_RANK.format("needed")} THEN', "        IF false THEN"),),
         ("tests/test_pg_roles.py::test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow",),
     ),
+    Mutant(
+        "db-proposal-by",
+        "a separated team store's resolver_decide refuses a proposal an approver's database user wrote (issue 25, a trial)",
+        "core/stores/postgres/roles.py",
+        (("    IF r.proposal_by IS NOT NULL AND EXISTS", "    IF false AND EXISTS"),),
+        ("tests/test_pg_roles.py::test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay",),
+    ),
 )
 """Every hand mutant: one guard disabled each."""
 

@@ -441,6 +441,69 @@ def migration_12() -> tuple[str, ...]:
     return (*ROLES_MIGRATION, *policy_statements()[2:])
 
 
+_PROPOSAL_CORE = (
+    "jsonb_build_array({p}->'outcome', {p}->'rule', {p}->'reason', {p}->'actions', {p}->'reply_draft', {p}->'recipient')"
+)
+"""What an agent proposes, as SQL over a proposal ``{p}``: its outcome, rule, reason, actions,
+reply draft and recipient. A refresh (:mod:`core.refresh`) keeps these and renews only the
+evidence's time, preconditions and version, so a refresh by an approver does not change who
+proposed."""
+
+_STAMP = f"""
+    -- Migration 15: who wrote what the run proposes, from session_user, never a column the writer set.
+    IF TG_OP = 'INSERT' THEN
+        NEW.proposal_by := session_user;
+    ELSIF {_PROPOSAL_CORE.format(p="(NEW.state::jsonb->'proposal')")}
+          IS DISTINCT FROM {_PROPOSAL_CORE.format(p="(OLD.state::jsonb->'proposal')")} THEN
+        NEW.proposal_by := session_user;
+    ELSE
+        NEW.proposal_by := OLD.proposal_by;
+    END IF;"""
+
+_BY_APPROVER = """
+    IF r.proposal_by IS NOT NULL AND EXISTS (SELECT 1 FROM approvers a WHERE a.db_user = r.proposal_by) THEN
+        RAISE EXCEPTION 'The proposal of run % was last written by the database user %, an approver''s, not the agent''s runner; nothing was recorded.',
+            p_run_id, r.proposal_by USING ERRCODE = 'RS403';
+    END IF;"""
+
+_OPS_LINE = """        ops := ARRAY(SELECT o->>'operation_id' FROM jsonb_array_elements(COALESCE(new->'operations', '[]'::jsonb)) o);
+"""
+
+_SIGNS_OPS = """        IF NOT COALESCE((p_audit->>'binds')::jsonb ? 'ops', false) THEN
+            RAISE EXCEPTION 'An approval of run % must sign the operations it commits to; nothing was recorded.', p_run_id
+                USING ERRCODE = 'RS403';
+        END IF;
+"""
+
+_DECIDED_CHECK = """        RAISE EXCEPTION 'Run % was already decided; nothing was recorded.', p_run_id USING ERRCODE = 'RS403';
+    END IF;"""
+
+
+def migration_15() -> tuple[str, ...]:
+    """Migration 15 (issue 25, a new user's trial): a user mapped to an ``agent`` entry paid
+    T-65273's 119.00 CAD with plain SQL, by rewriting the waiting run's proposal to 1.00 (which
+    an agent may approve), then calling ``resolver_decide`` without ``binds``. Now:
+
+    - ``runs.proposal_by``: the database user (``session_user``) who last wrote what the run
+      proposes (:data:`_PROPOSAL_CORE`), stamped by the runs' guard on every insert or change;
+      a writer cannot set it.
+    - ``resolver_decide`` refuses a proposal last written by a user mapped to an approver's entry
+      (only the agent's runner proposes), and an approval whose ``binds`` names no operations.
+
+    Rows from before keep NULL (proposed before the column existed). The functions are replaced
+    (``CREATE OR REPLACE``); migration 12's text stays as it was applied."""
+    guard = GUARD_RUNS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1).replace(
+        "AS $$\nBEGIN", "AS $$\nBEGIN" + _STAMP, 1
+    )
+    decide = (
+        DECIDE.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
+        .replace(_DECIDED_CHECK, _DECIDED_CHECK + _BY_APPROVER, 1)
+        .replace(_OPS_LINE, _SIGNS_OPS + _OPS_LINE, 1)
+    )
+    assert _STAMP in guard and _BY_APPROVER in decide and _SIGNS_OPS in decide  # they extend migration 12's texts
+    return (f"ALTER TABLE runs ADD COLUMN proposal_by {C}", guard, decide)
+
+
 DEFINER_FUNCTIONS = (
     "resolver_decide(text, bigint, jsonb, int[], text[], int[], text[], text[], int[], bigint[], jsonb)",
     "resolver_note(text, jsonb)",
@@ -513,6 +576,7 @@ def setup_roles(
     from core.stores.practice import EFFECT_TABLES_COLUMNS
 
     every = [tables_role, *(u for group in users.values() for u in group), *mapping.values()]
+    _one_user_one_part(users, mapping)
     for name in every:
         if not _ROLE_NAME.fullmatch(name):
             raise ResolverError(
@@ -535,6 +599,16 @@ def setup_roles(
         for person in mapping:
             if person.lower() not in names:
                 raise ResolverError(f"No approver named {person} in the registry; add them first. Nothing was changed.")
+        for person, user in mapping.items():
+            held = conn.execute(
+                "SELECT name FROM approvers WHERE db_user = %s AND lower(name) <> lower(%s) AND revoked_at IS NULL",
+                (user, person),
+            ).fetchone()
+            if held is not None:
+                raise ResolverError(
+                    f"The database user {user} is already approver {held[0]}'s; one database user is one approver "
+                    f"(a trial: the mapping moved to {person} while both were printed). Nothing was changed."
+                )
         schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
         ident = sql.Identifier(tables_role)
         sch = sql.Identifier(schema)
@@ -610,6 +684,30 @@ def setup_roles(
             conn.execute("UPDATE approvers SET db_user = %s WHERE lower(name) = lower(%s) AND revoked_at IS NULL", (user, person))
             lines.append(f"approver {names[person.lower()]} is database user {user}")
     return lines
+
+
+def _one_user_one_part(users: dict[str, list[str]], mapping: dict[str, str]) -> None:
+    """Refuse a setup whose approvers share a database user, or whose approver's user is also the
+    runner's or the executor's (a new user's trial: ``--approver Ana=u --approver Bot=u`` printed
+    both and kept one; ``--approver Ana=<the runner's user>`` let the runner record approvals).
+
+    Raises:
+        ResolverError: one sentence naming the user and its two parts; nothing is changed.
+    """
+    seen: dict[str, str] = {}
+    for person, user in mapping.items():
+        if user in seen and seen[user].lower() != person.lower():
+            raise ResolverError(
+                f"The database user {user} is given to two approvers, {seen[user]} and {person}; one database user is one "
+                "approver. Nothing was changed."
+            )
+        seen[user] = person
+        for kind in ("runner", "executor"):
+            if user in users.get(kind, []):
+                raise ResolverError(
+                    f"The database user {user} is the {kind}'s and approver {person}'s; an approver's user must be their own "
+                    f"(the {kind} never decides). Nothing was changed."
+                )
 
 
 def separated(conn: psycopg.Connection[Any]) -> bool:

@@ -55,6 +55,10 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
 - **13, refreshed requests and quiet copies** (issue 24): a trigger on a refresh's audit row
   writes a new ``request`` event, and the notify functions send nothing while the
   transaction-local setting ``resolver.quiet`` is on (``store copy`` sends one re-read at its end).
+- **15, who proposed** (issue 25, a new user's trial): ``runs.proposal_by``, stamped by the runs'
+  guard, and ``resolver_decide`` refusing a proposal an approver's database user wrote
+  (:func:`core.stores.postgres.roles.migration_15`). Number 14 was kept for a change made at the
+  same time.
 
 Migrations are applied by the numbers missing, not by the highest one, so a later number below
 one applied is never skipped.
@@ -260,6 +264,11 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "a refreshed request is a new request event; notifications silent during a store copy, then one to read all again",
         lambda: _refresh_and_quiet(),
     ),
+    (
+        15,
+        "role separation: who proposed a run, and a decision refused on a proposal an approver's user wrote",
+        lambda: _roles_15(),
+    ),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -280,6 +289,12 @@ def _roles() -> tuple[str, ...]:
     from core.stores.postgres.roles import migration_12
 
     return migration_12()
+
+
+def _roles_15() -> tuple[str, ...]:
+    from core.stores.postgres.roles import migration_15
+
+    return migration_15()
 
 
 def _refresh_and_quiet() -> tuple[str, ...]:
