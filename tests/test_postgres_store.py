@@ -60,7 +60,9 @@ def test_the_schema_is_made_by_versioned_migrations_once(url):
     _open(url)  # a second open in the process, then another process's open, apply nothing
     with psycopg.connect(url) as conn:
         versions = [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY version")]
-    assert versions == [version for version, _, _ in MIGRATIONS] == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13]  # 5 and 9 are unused
+    assert (
+        versions == [version for version, _, _ in MIGRATIONS] == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14]
+    )  # 5 and 9 are unused
 
 
 def test_a_migration_numbered_below_one_applied_is_applied_when_missing(url):
