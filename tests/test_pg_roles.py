@@ -603,3 +603,30 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
         assert code == 0 and "Status: done" in out, out + err
         with psycopg.connect(admin, autocommit=True) as conn:
             assert conn.execute("SELECT amount FROM refunds").fetchall() == [("119.00",)]
+
+
+def test_store_copy_carries_the_database_users_to_a_team_store_and_says_a_sqlite_home_drops_them(shop, users, tmp_path):
+    """Issue 25 and ``store copy``: a separated store copied into another team store keeps each
+    approver's database user (the output says the target needs ``store roles setup``, roles
+    and grants being per server); copied into a SQLite home the mapping is dropped, and said."""
+    cli, urls = shop
+    with fresh_schema() as target:
+        code, out, err = cli("admin", "store", "copy", "--from", urls["admin"], "--to", target)
+        assert code == 0, out + err
+        said = [line for line in out.splitlines() if "database users:" in line]
+        assert said == [
+            f"  database users: 2 approver(s) mapped as in the source (Ana={users['ana']}, Bob={users['bob']}); the target "
+            f"has no role separation (the source's tables belong to {users['tables']}) until resolver store roles setup runs "
+            "there with its administrator's URL (roles and grants belong to each server)"
+        ], out
+        with psycopg.connect(target, autocommit=True) as conn:
+            mapped = dict(conn.execute("SELECT name, db_user FROM approvers WHERE db_user IS NOT NULL").fetchall())
+            assert conn.execute("SELECT count(*) FROM store_roles").fetchone()[0] == 0  # type: ignore[index]
+        assert mapped == {"Ana": users["ana"], "Bob": users["bob"]}
+    home = tmp_path / "copied"
+    code, out, err = cli("admin", "store", "copy", "--from", urls["admin"], "--to", f"sqlite://{home}")
+    assert code == 0, out + err
+    assert (
+        f"  database users: not carried, a SQLite home has none (Ana={users['ana']}, Bob={users['bob']}); the source's "
+        f"role separation (the source's tables belong to {users['tables']}) does not go with the copy"
+    ) in out.splitlines(), out
