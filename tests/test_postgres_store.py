@@ -90,6 +90,7 @@ def test_a_migration_numbered_below_one_applied_is_applied_when_missing(url):
             11,
             12,
             13,
+            14,
         ]
         assert conn.execute("SELECT to_regclass('store_meta')").fetchone()[0] is not None
 
