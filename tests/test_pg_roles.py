@@ -630,3 +630,18 @@ def test_store_copy_carries_the_database_users_to_a_team_store_and_says_a_sqlite
         f"  database users: not carried, a SQLite home has none (Ana={users['ana']}, Bob={users['bob']}); the source's "
         f"role separation (the source's tables belong to {users['tables']}) does not go with the copy"
     ) in out.splitlines(), out
+
+
+def test_an_approved_reship_label_and_reply_pass_the_argument_guard(shop):
+    """Migration 14's guard lets the services' own rows through for every kind of action: the
+    runner's user runs T-90103 (a reship, a return label and a reply, within an agent's limit),
+    Bob approves it as his user, and each service row is written once."""
+    cli, urls = shop
+    code, out, err = cli("runner", "run", "T-90103")
+    assert code == 0 and "Approval needed" in out, out + err
+    run_id = T65273_RUN.replace("T-65273", "T-90103")
+    code, out, err = cli("bob", "approve", "--yes", run_id, "--name", "Bob", passphrase=BOB)
+    assert code == 0 and "Status: done" in out, out + err
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("reshipments", "return_labels", "replies")]  # type: ignore[index]
+    assert counts == [1, 1, 1]

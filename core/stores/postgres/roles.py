@@ -33,7 +33,8 @@ runner      runs (steps; never an approval or a rejection, never a run leaving
             ``waiting_approval`` for ``executing``), entries, model_calls, and a ``lapse``
             event (row-level security on ``queue_events``: no other kind)
 executor    the runner's, and the practice world; the register and the tables of what the
-            services did only for an operation a recorded approval planned (``decided``)
+            services did only for an operation a recorded approval planned (``decided``), with
+            that operation's arguments (migration 14, :data:`GUARD_REGISTER_14`)
 approver    the executor's (``resolver approve`` carries the approval out at once); decisions,
             refusal rows and ``audit.head`` only through the functions, as its mapped entry
 owner       the approver's, and the registry (``approvers``, ``registry_made``), ``shop_parts``
@@ -42,6 +43,11 @@ owner       the approver's, and the registry (``approvers``, ``registry_made``),
 
 Every kind reads every table. Nobody but the owning role (and a superuser) may change the
 schema, drop a trigger, or update or delete an audit row.
+
+**Migration 14** (:data:`ARGS_MIGRATION`) replaces the decision function and the register's
+guard in place (same names and signatures: a store already set up keeps their owner and grants;
+only the tables' owner or an administrator can apply it, and ``setup`` run afterwards transfers
+every function as before) and pins the guards' ``search_path``.
 
 Where the seal and the audit head live: ``shop_parts`` (rows ``approvers.json`` and
 ``audit.head``), writable by the owner's user, the head by approvers only through
