@@ -653,6 +653,20 @@ class StoreRows(Protocol):
         """The kind of home (``practice`` or ``shop``) the store records of itself, or None
         where it records none (a SQLite store: its folder's ``home.json`` says)."""
 
+    def db_users(self) -> tuple[dict[str, str], str | None]:
+        """Role separation (issue 25) as the store records it: approver's name -> the database
+        user the entry is mapped to (``approvers.db_user``, only the mapped ones), and the role
+        that owns the tables once ``resolver store roles setup`` ran (else None). A SQLite
+        store has neither: ``({}, None)``."""
+        ...
+
+    def map_db_users(self, mapping: dict[str, str]) -> int:
+        """Write ``mapping`` (approver's name -> database user) into ``approvers.db_user``, as
+        ``store copy`` carries it (issue 25); returns the entries mapped. Grants are not made:
+        ``resolver store roles setup`` does that. Raises ResolverError on a SQLite store, which
+        has no database users."""
+        ...
+
 
 class QueueChanges(Protocol):
     """A listener of a store's live queue (issue 24, item 1): PostgreSQL's ``LISTEN`` on the

@@ -10,7 +10,9 @@ columns, the lists' rows, the journal of model calls, the runs' marks), the audi
 ``prev`` and signatures unchanged, so the hash chain is the same chain), the queue's events with
 their IDs (issue 24: those the target's triggers wrote as the runs and the audit went in are
 replaced by the source's), the approvers' rows and the practice
-world with its operations register (its ``seq`` numbers kept). A target that already holds runs,
+world with its operations register (its ``seq`` numbers kept), and the approvers' database users
+(issue 25: carried into a team store, dropped into a SQLite home, said either way; the target's
+roles and grants are made by ``resolver store roles setup`` there). A target that already holds runs,
 audit rows, approvers or register entries is refused before anything is written: nothing is
 merged. The store's kind goes with it: a team store records the source's kind
 (:func:`core.stores.store_kind`); a SQLite folder's kind is its ``home.json``.
@@ -193,6 +195,8 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         elif part == "events":
             shown = f"{written['queue_events']} queue event(s), their IDs kept"
         report.lines.append(f"  {part}: {shown}, one transaction")
+        if part == "registry":
+            report.lines += _carry_db_users(src, dst, is_team_store(target))
     if is_team_store(source) or is_team_store(target):
         report.lines.append(_copy_parts(source, target))
     dst.copied()  # a team store's listeners read the whole queue again, once
@@ -205,6 +209,29 @@ def copy_store(source: Place, target: Place) -> StoreReport:
     report.lines += verified.lines
     report.problems += verified.problems
     return report
+
+
+def _carry_db_users(src: StoreRows, dst: StoreRows, team_target: bool) -> list[str]:
+    """Role separation's part of the registry (issue 25): the approvers' database users go with
+    their rows into a team store (one transaction after the registry's), and are dropped, said,
+    into a SQLite home, which has none. Either way the target has no roles or grants: they
+    belong to each server, so the lines say to run ``resolver store roles setup`` there."""
+    mapping, tables_role = src.db_users()
+    if not mapping and tables_role is None:
+        return []
+    shown = ", ".join(f"{name}={user}" for name, user in mapping.items()) or "none mapped"
+    setup = f" (the source's tables belong to {tables_role})" if tables_role else ""
+    if not team_target:
+        return [
+            f"  database users: not carried, a SQLite home has none ({shown}); the source's role separation{setup} "
+            "does not go with the copy"
+        ]
+    mapped = dst.map_db_users(mapping) if mapping else 0
+    return [
+        f"  database users: {mapped} approver(s) mapped as in the source ({shown}); the target has no role "
+        f"separation{setup} until resolver store roles setup runs there with its administrator's URL (roles and "
+        "grants belong to each server)"
+    ]
 
 
 def _keys_in_rows(rows: StoreRows) -> list[KeyFile]:

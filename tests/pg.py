@@ -135,7 +135,9 @@ def restore_frozen(url: str, folder: Path, versions: Iterable[int], *, verbatim:
 def undo_migration_12(conn) -> None:
     """Take migration 12 (issue 25, role separation), and 15 which extends it, out of the schema of ``conn``, in its
     transaction: its column, tables and functions dropped and its row deleted, so a test can
-    build what an earlier migration left."""
+    build what an earlier migration left. Migration 14 (the register bound to the approved
+    arguments) changes only 12's objects: it goes too (its column with ``decided``, its row)."""
+    conn.execute("DELETE FROM resolver_migrations WHERE version = 14")
     conn.execute("ALTER TABLE approvers DROP COLUMN db_user")
     conn.execute("ALTER TABLE runs DROP COLUMN IF EXISTS proposal_by")  # and migration 15's, which needs 12's
     conn.execute("DELETE FROM resolver_migrations WHERE version = 15")

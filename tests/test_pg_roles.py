@@ -316,6 +316,9 @@ def test_only_the_owner_alters_the_registry_and_nobody_the_audit(shop, users):
     with psycopg.connect(urls["admin"], autocommit=True) as conn:
         owners = {r[0] for r in conn.execute("SELECT tableowner FROM pg_tables WHERE schemaname = current_schema()")}
     assert owners == {users["tables"]}
+    owned = _functions_owned(urls["admin"])  # setup at migration 14: the replaced functions too
+    assert {owner for owner, _, _ in owned.values()} == {users["tables"]}
+    assert owned["resolver_guard_register"][2] and owned["resolver_guard_register"][2][0].startswith("search_path=")
 
 
 def test_a_team_lead_approves_through_the_cli_as_their_user_and_the_refund_is_paid_once(shop, users):
@@ -520,3 +523,200 @@ def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(sho
     assert _status(urls["admin"]) == "waiting_approval" and _refunds(urls["admin"]) == 0
     code, out, err = cli("bob", "audit", "verify")
     assert code == 0 and "chain whole" in out, out + err
+
+
+def test_the_executors_user_cannot_write_an_approved_operation_with_other_arguments(shop):
+    """Issue 25, the register's guard binds the arguments (migration 14): Ana's approval is
+    recorded and her process stops before the first write; the executor's database user, by
+    plain SQL, writes the approved refund's operation ID with 1.00 more, to another payment, for
+    another order, as another service or table, with an extra argument, or twice, even behind a
+    temporary ``store_roles``/``decided`` of its own: each is refused, 0 refunds. Then the
+    executor resumes the approval and 119.00 is paid once."""
+    cli, urls = shop
+    admin, executor = urls["admin"], urls["executor"]
+    code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
+    assert code == 3, out + err
+    with psycopg.connect(admin, autocommit=True) as conn:
+        state = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0])  # type: ignore[index]
+    refund = next(op for op in state["operations"] if op["action"]["type"] == "request_refund")
+    op, action = refund["operation_id"], refund["action"]
+    assert action["amount"] == "119.00"
+    row = "INSERT INTO refunds (refund_id, operation_id, order_id, at, actor, payment_id, amount, reason_code) VALUES (%s, %s, %s, '', 'x', %s, %s, %s)"
+    good = ("RF-forged", op, action["order_id"], action["payment_id"], "119.00", action["reason_code"])
+    for i, value, field in (
+        (4, "120.00", "amount"),
+        (3, "PAY-other-1", "payment_id"),
+        (2, "LK-000001", "order_id"),
+        (5, "OTHER", "reason_code"),
+    ):
+        forged = tuple(value if n == i else v for n, v in enumerate(good))
+        said = _refused(executor, row, forged)
+        assert f"differs from what its approval planned (in {field})" in said, said
+    register = (
+        "INSERT INTO operations (operation_id, service, args, result, at, actor, seq) VALUES (%s, %s, %s, '{}', '', 'x', 99)"
+    )
+    args = {k: action[k] for k in ("order_id", "amount", "reason_code", "payment_id")}
+    assert "in amount" in _refused(executor, register, (op, "request_refund", json.dumps({**args, "amount": "120.00"})))
+    assert "in note" in _refused(executor, register, (op, "request_refund", json.dumps({**args, "note": "x"})))
+    assert "approved as request_refund, not reship_item" in _refused(executor, register, (op, "reship_item", json.dumps(args)))
+    assert "holds no arguments object" in _refused(executor, register, (op, "request_refund", "not json"))
+    assert "not a row of reshipments" in _refused(
+        executor,
+        "INSERT INTO reshipments (reship_id, operation_id, order_id, at, actor, sku, quantity) VALUES ('RS-x', %s, %s, '', 'x', 'S', 1)",
+        (op, action["order_id"]),
+    )
+    with psycopg.connect(executor, autocommit=True) as conn:  # the caller's own tables first in its search path: no way round
+        conn.execute("CREATE TEMP TABLE store_roles (tables_role text)")
+        conn.execute("INSERT INTO store_roles VALUES (current_user)")
+        conn.execute(
+            "CREATE TEMP TABLE decided (audit_id bigint, run_id text, run_uid text, decision text, ops text[], calls jsonb)"
+        )
+        with pytest.raises(psycopg.Error, match="differs from what its approval planned"):
+            conn.execute(row, tuple("999.00" if n == 4 else v for n, v in enumerate(good)))
+        with pytest.raises(psycopg.Error, match="recorded only by resolver_decide"):
+            conn.execute(
+                "UPDATE runs SET state = jsonb_set(state::jsonb, '{approval,name}', '\"Bob\"')::text WHERE run_id = %s",
+                (T65273_RUN,),
+            )
+    assert _refunds(admin) == 0
+    with psycopg.connect(executor) as conn:  # the exact row passes the guard (rolled back: the service writes it)
+        conn.execute(row, good)
+        assert "one row per approved operation" in _refused_in(conn, row, ("RF-again", *good[1:]))
+    assert _refunds(admin) == 0
+    code, out, err = cli("executor", "resume", T65273_RUN)
+    assert code == 0 and "Status: done" in out, out + err
+    with psycopg.connect(admin, autocommit=True) as conn:
+        paid = conn.execute("SELECT operation_id, amount, payment_id FROM refunds").fetchall()
+    assert paid == [(op, "119.00", action["payment_id"])]
+
+
+def _refused_in(conn: psycopg.Connection, statement: str, params: tuple) -> str:
+    """Run ``statement`` in ``conn``'s open transaction; returns the refusal (fails if not refused)."""
+    try:
+        conn.execute(statement, params)
+    except psycopg.Error as exc:
+        return str(exc.diag.message_primary or exc)
+    raise AssertionError(f"not refused: {statement}")
+
+
+def _functions_owned(admin: str) -> dict[str, tuple[str, bool, list[str] | None]]:
+    """The schema's functions: name -> (owner, SECURITY DEFINER, SET clauses)."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT p.proname, pg_get_userbyid(p.proowner), p.prosecdef, p.proconfig FROM pg_proc p "
+            "WHERE p.pronamespace = current_schema()::regnamespace"
+        ).fetchall()
+    return {r[0]: (r[1], r[2], r[3]) for r in rows}
+
+
+def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_approval_resumes(
+    users, tmp_path, capsys, monkeypatch
+):
+    """A separated store of the previous format (migrations up to 13, set up, Ana's approval of
+    T-65273 recorded before migration 14 and stopped before the first write): an approver's own
+    user cannot apply migration 14 (one sentence); ``store migrate`` with the administrator's URL does, the
+    replaced functions still belong to the tables' role with their grants and pinned search
+    path, the decision's arguments are filled from its run, a forged 120.00 is refused and the
+    executor's user pays 119.00 once."""
+    from core.stores.postgres import schema, schema_version_of
+    from core.stores.postgres.database import forget
+
+    with fresh_schema() as admin:
+        run = shop_cli(tmp_path / "home", capsys, monkeypatch)
+        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
+
+        def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
+            return run(*argv, "--store", urls[kind], **kw)
+
+        before = tuple(m for m in schema.MIGRATIONS if m[0] <= 13)
+        with monkeypatch.context() as m:  # the previous release: migrations up to 13
+            m.setattr(schema, "MIGRATIONS", before)
+            m.setattr(schema, "ALL", frozenset(v for v, _, _ in before))
+            m.setattr(schema, "LATEST", 13)
+            assert cli("admin", "init", "--shop")[0] == 0
+            assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
+            code, _, err = cli("admin", "approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)
+            assert code == 0, err
+            assert cli("admin", "run", "T-65273")[0] == 0
+            code, _, err = cli(
+                "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--executor-user", users["executor"],
+                "--approver", f"Ana={users['ana']}",
+            )  # fmt: skip
+            assert code == 0, err
+            assert cli("admin", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)[0] == 0  # her key leaves the row
+            code, out, err = cli(
+                "ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA
+            )
+            assert code == 3, out + err
+            assert schema_version_of(admin) == 13
+            for url in urls.values():
+                forget(url)
+        assert _status(admin) == "executing" and _refunds(admin) == 0
+        code, out, err = cli("ana", "show", T65273_RUN)
+        assert code != 0 and "migration 14" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, out + err
+        code, out, err = cli("admin", "store", "migrate")  # as the sentence says
+        assert code == 0, out + err
+        assert schema_version_of(admin) == 14
+        owned = _functions_owned(admin)
+        assert {owner for owner, _, _ in owned.values()} == {users["tables"]}
+        assert owned["resolver_decide"][1] is True and owned["resolver_guard_register"][1] is False
+        for name in ("resolver_decide", "resolver_guard_register", "resolver_guard_runs", "resolver_guard_marks"):
+            assert owned[name][2] and owned[name][2][0].startswith("search_path="), (name, owned[name])
+        with psycopg.connect(admin, autocommit=True) as conn:
+            calls = conn.execute("SELECT calls FROM decided WHERE decision = 'approve'").fetchone()[0]  # type: ignore[index]
+            state = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0])  # type: ignore[index]
+        assert calls == {op["operation_id"]: op["action"] for op in state["operations"]}
+        refund = next(op for op in state["operations"] if op["action"]["type"] == "request_refund")
+        a = refund["action"]
+        assert "in amount" in _refused(
+            urls["executor"],
+            "INSERT INTO refunds (refund_id, operation_id, order_id, at, actor, payment_id, amount, reason_code) "
+            "VALUES ('RF-x', %s, %s, '', 'x', %s, '120.00', %s)",
+            (refund["operation_id"], a["order_id"], a["payment_id"], a["reason_code"]),
+        )
+        code, out, err = cli("executor", "resume", T65273_RUN)
+        assert code == 0 and "Status: done" in out, out + err
+        with psycopg.connect(admin, autocommit=True) as conn:
+            assert conn.execute("SELECT amount FROM refunds").fetchall() == [("119.00",)]
+
+
+def test_store_copy_carries_the_database_users_to_a_team_store_and_says_a_sqlite_home_drops_them(shop, users, tmp_path):
+    """Issue 25 and ``store copy``: a separated store copied into another team store keeps each
+    approver's database user (the output says the target needs ``store roles setup``, roles
+    and grants being per server); copied into a SQLite home the mapping is dropped, and said."""
+    cli, urls = shop
+    with fresh_schema() as target:
+        code, out, err = cli("admin", "store", "copy", "--from", urls["admin"], "--to", target)
+        assert code == 0, out + err
+        said = [line for line in out.splitlines() if "database users:" in line]
+        assert said == [
+            f"  database users: 2 approver(s) mapped as in the source (Ana={users['ana']}, Bob={users['bob']}); the target "
+            f"has no role separation (the source's tables belong to {users['tables']}) until resolver store roles setup runs "
+            "there with its administrator's URL (roles and grants belong to each server)"
+        ], out
+        with psycopg.connect(target, autocommit=True) as conn:
+            mapped = dict(conn.execute("SELECT name, db_user FROM approvers WHERE db_user IS NOT NULL").fetchall())
+            assert conn.execute("SELECT count(*) FROM store_roles").fetchone()[0] == 0  # type: ignore[index]
+        assert mapped == {"Ana": users["ana"], "Bob": users["bob"]}
+    home = tmp_path / "copied"
+    code, out, err = cli("admin", "store", "copy", "--from", urls["admin"], "--to", f"sqlite://{home}")
+    assert code == 0, out + err
+    assert (
+        f"  database users: not carried, a SQLite home has none (Ana={users['ana']}, Bob={users['bob']}); the source's "
+        f"role separation (the source's tables belong to {users['tables']}) does not go with the copy"
+    ) in out.splitlines(), out
+
+
+def test_an_approved_reship_label_and_reply_pass_the_argument_guard(shop):
+    """Migration 14's guard lets the services' own rows through for every kind of action: the
+    runner's user runs T-90103 (a reship, a return label and a reply, within an agent's limit),
+    Bob approves it as his user, and each service row is written once."""
+    cli, urls = shop
+    code, out, err = cli("runner", "run", "T-90103")
+    assert code == 0 and "Approval needed" in out, out + err
+    run_id = T65273_RUN.replace("T-65273", "T-90103")
+    code, out, err = cli("bob", "approve", "--yes", run_id, "--name", "Bob", passphrase=BOB)
+    assert code == 0 and "Status: done" in out, out + err
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("reshipments", "return_labels", "replies")]  # type: ignore[index]
+    assert counts == [1, 1, 1]

@@ -78,3 +78,21 @@ def test_a_new_place_has_no_registry_nor_world_and_counts_nothing(empty):
 
 def test_a_team_store_records_its_kind_and_a_folder_leaves_it_to_home_json(used, backend):
     assert used.recorded_kind() == ("practice" if backend == "postgres" else None)
+
+
+def test_role_separations_mapping_is_read_and_carried_where_the_back_end_has_database_users(used, empty, backend):
+    """Issue 25 (``store copy`` and role separation): a store never set up reports no database
+    users and no tables' role; a team store maps an imported approver's entry to a user and
+    reads it back (an entry it lacks is skipped); a SQLite store refuses in one sentence."""
+    assert used.db_users() == ({}, None)
+    if backend == "sqlite":
+        with pytest.raises(ResolverError, match=r"^A SQLite home has no database users; role separation is for a team store\.$"):
+            empty.map_db_users({"Ana": "someone_db"})
+        return
+    from core.stores.common import copy_columns
+
+    columns = copy_columns("approvers")
+    row = {"name": "Ana", "role": "team_lead", "public_key": "k", "added_at": "", "signature": "s", "private_key": ""}
+    empty.import_rows("registry", [("approvers", columns, [tuple(row.get(c) for c in columns)])])
+    assert empty.map_db_users({"Ana": "someone_db", "Nobody": "other_db"}) == 1
+    assert empty.db_users() == ({"Ana": "someone_db"}, None)

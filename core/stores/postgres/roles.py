@@ -33,7 +33,8 @@ runner      runs (steps; never an approval or a rejection, never a run leaving
             ``waiting_approval`` for ``executing``), entries, model_calls, and a ``lapse``
             event (row-level security on ``queue_events``: no other kind)
 executor    the runner's, and the practice world; the register and the tables of what the
-            services did only for an operation a recorded approval planned (``decided``)
+            services did only for an operation a recorded approval planned (``decided``), with
+            that operation's arguments (migration 14, :data:`GUARD_REGISTER_14`)
 approver    the executor's (``resolver approve`` carries the approval out at once); decisions,
             refusal rows and ``audit.head`` only through the functions, as its mapped entry
 owner       the approver's, and the registry (``approvers``, ``registry_made``), ``shop_parts``
@@ -42,6 +43,11 @@ owner       the approver's, and the registry (``approvers``, ``registry_made``),
 
 Every kind reads every table. Nobody but the owning role (and a superuser) may change the
 schema, drop a trigger, or update or delete an audit row.
+
+**Migration 14** (:data:`ARGS_MIGRATION`) replaces the decision function and the register's
+guard in place (same names and signatures: a store already set up keeps their owner and grants;
+only the tables' owner or an administrator can apply it, and ``setup`` run afterwards transfers
+every function as before) and pins the guards' ``search_path``.
 
 Where the seal and the audit head live: ``shop_parts`` (rows ``approvers.json`` and
 ``audit.head``), writable by the owner's user, the head by approvers only through
@@ -491,17 +497,21 @@ def migration_15() -> tuple[str, ...]:
       (only the agent's runner proposes), and an approval whose ``binds`` names no operations.
 
     Rows from before keep NULL (proposed before the column existed). The functions are replaced
-    (``CREATE OR REPLACE``); migration 12's text stays as it was applied."""
+    (``CREATE OR REPLACE``, from migration 14's texts, so a store already set up keeps their owner
+    and grants) and their ``search_path`` pinned again; earlier migrations' texts stay as applied."""
     guard = GUARD_RUNS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1).replace(
         "AS $$\nBEGIN", "AS $$\nBEGIN" + _STAMP, 1
     )
-    decide = (
-        DECIDE.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
-        .replace(_DECIDED_CHECK, _DECIDED_CHECK + _BY_APPROVER, 1)
-        .replace(_OPS_LINE, _SIGNS_OPS + _OPS_LINE, 1)
+    decide = DECIDE_14.replace(_DECIDED_CHECK, _DECIDED_CHECK + _BY_APPROVER, 1).replace(_OPS_LINE, _SIGNS_OPS + _OPS_LINE, 1)
+    assert _STAMP in guard and _BY_APPROVER in decide and _SIGNS_OPS in decide  # they extend migration 14's texts
+    pin = "DO $$ BEGIN\n" + "\n".join(  # CREATE OR REPLACE drops a function's SET clauses: pin again, as 14 did
+        f"    EXECUTE format('{_PIN.format(f)}', current_schema());"
+        for f in (
+            "resolver_decide(text, bigint, jsonb, int[], text[], int[], text[], text[], int[], bigint[], jsonb)",
+            "resolver_guard_runs()",
+        )
     )
-    assert _STAMP in guard and _BY_APPROVER in decide and _SIGNS_OPS in decide  # they extend migration 12's texts
-    return (f"ALTER TABLE runs ADD COLUMN proposal_by {C}", guard, decide)
+    return (f"ALTER TABLE runs ADD COLUMN proposal_by {C}", guard, decide, pin + "\nEND $$")
 
 
 DEFINER_FUNCTIONS = (
@@ -719,3 +729,154 @@ def separated(conn: psycopg.Connection[Any]) -> bool:
         "SELECT EXISTS (SELECT 1 FROM store_roles) AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
     ).fetchone()
     return bool(row and row[0])
+
+
+_DECIDED_INSERT = (
+    "INSERT INTO decided (audit_id, run_id, run_uid, decision, ops) VALUES (next_id, p_run_id, old->>'run_uid', kind, ops);"
+)
+
+DECIDE_14 = DECIDE.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1).replace(
+    _DECIDED_INSERT,
+    "INSERT INTO decided (audit_id, run_id, run_uid, decision, ops, calls) VALUES (next_id, p_run_id, old->>'run_uid', kind, ops,\n"
+    "        CASE WHEN kind = 'approve' THEN (SELECT COALESCE(jsonb_object_agg(o->>'operation_id', o->'action'), '{}'::jsonb)\n"
+    "            FROM jsonb_array_elements(COALESCE(new->'operations', '[]'::jsonb)) o) ELSE '{}'::jsonb END);",
+)
+""":data:`DECIDE` as migration 14 replaces it: the same checks, and the ``decided`` row also
+holds each approved operation's action (``calls``: operation ID -> the action's JSON, as the
+approval's header planned it), which the register's guard compares every written row with."""
+if DECIDE_14.count("calls") != 1 or not DECIDE_14.startswith("CREATE OR REPLACE"):  # migration 12's text moved
+    raise RuntimeError("DECIDE_14 could not be derived from migration 12's DECIDE")
+
+_SAME = "CASE WHEN {x} ~ '^-?[0-9]+(\\.[0-9]+)?$' AND {y} ~ '^-?[0-9]+(\\.[0-9]+)?$' THEN {x}::numeric = {y}::numeric ELSE {x} IS NOT DISTINCT FROM {y} END"
+
+GUARD_REGISTER_14 = f"""CREATE OR REPLACE FUNCTION resolver_guard_register() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    found_op boolean := false;
+    a jsonb;
+    got jsonb;
+    wanted jsonb;
+    table_of text;
+    keys text[];
+    k text;
+    differs text[] := ARRAY[]::text[];
+    again boolean;
+BEGIN
+    IF current_user = {_OWNING} OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        RETURN COALESCE(NEW, OLD);
+    END IF;
+    IF TG_OP <> 'INSERT' THEN
+        RAISE EXCEPTION 'The % table is written only by the services, one row per approved operation.', TG_TABLE_NAME
+            USING ERRCODE = 'RS403';
+    END IF;
+    SELECT true, d.calls->NEW.operation_id INTO found_op, a FROM decided d
+        JOIN runs r ON r.run_id = d.run_id AND r.state::jsonb->>'run_uid' = d.run_uid
+        WHERE d.decision = 'approve' AND NEW.operation_id = ANY (d.ops) AND r.status = 'executing'
+        AND NULLIF(r.state::jsonb->'approval', 'null'::jsonb) IS NOT NULL
+        ORDER BY d.audit_id DESC LIMIT 1;
+    IF NOT COALESCE(found_op, false) THEN
+        RAISE EXCEPTION 'Operation % was planned by no recorded approval; nothing was written.', NEW.operation_id
+            USING ERRCODE = 'RS403';
+    END IF;
+    IF a IS NULL OR jsonb_typeof(a) <> 'object' THEN
+        RAISE EXCEPTION 'The approval of operation % records no arguments to compare this row with; nothing was written.',
+            NEW.operation_id USING ERRCODE = 'RS403';
+    END IF;
+    table_of := CASE a->>'type' WHEN 'request_refund' THEN 'refunds' WHEN 'reship_item' THEN 'reshipments'
+        WHEN 'create_return_label' THEN 'return_labels' WHEN 'send_reply' THEN 'replies' END;
+    wanted := CASE a->>'type'
+        WHEN 'request_refund' THEN jsonb_build_object('order_id', a->'order_id', 'amount', a->'amount',
+            'reason_code', a->'reason_code', 'payment_id', a->'payment_id')
+        WHEN 'reship_item' THEN jsonb_build_object('order_id', a->'order_id', 'sku', a->'sku', 'quantity', a->'quantity')
+        WHEN 'create_return_label' THEN jsonb_build_object('order_id', a->'order_id', 'sku', a->'sku', 'reason', a->'reason',
+            'return_shipping', a->'return_shipping')
+        WHEN 'send_reply' THEN jsonb_build_object('order_id', a->'order_id', 'customer_id', a->'customer_id',
+            'chars', length(a->>'text'))
+        END;
+    IF TG_TABLE_NAME = 'operations' THEN
+        IF to_jsonb(NEW)->>'service' IS DISTINCT FROM a->>'type' THEN
+            RAISE EXCEPTION 'Operation % was approved as %, not %; nothing was written.', NEW.operation_id, a->>'type',
+                to_jsonb(NEW)->>'service' USING ERRCODE = 'RS403';
+        END IF;
+        BEGIN
+            got := (to_jsonb(NEW)->>'args')::jsonb;
+        EXCEPTION WHEN others THEN
+            got := NULL;
+        END;
+        IF got IS NULL OR jsonb_typeof(got) <> 'object' THEN
+            RAISE EXCEPTION 'The register entry of operation % holds no arguments object; nothing was written.',
+                NEW.operation_id USING ERRCODE = 'RS403';
+        END IF;
+        differs := ARRAY(SELECT x FROM jsonb_object_keys(got) x WHERE NOT wanted ? x ORDER BY x);
+    ELSE
+        IF TG_TABLE_NAME IS DISTINCT FROM table_of THEN
+            RAISE EXCEPTION 'Operation % was approved as %, not a row of %; nothing was written.', NEW.operation_id,
+                a->>'type', TG_TABLE_NAME USING ERRCODE = 'RS403';
+        END IF;
+        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I.%I WHERE operation_id = $1)', TG_TABLE_SCHEMA, TG_TABLE_NAME)
+            INTO again USING NEW.operation_id;
+        IF again THEN
+            RAISE EXCEPTION 'Operation % already has its row in %; one row per approved operation, nothing was written.',
+                NEW.operation_id, TG_TABLE_NAME USING ERRCODE = 'RS403';
+        END IF;
+        got := to_jsonb(NEW);
+        IF a->>'type' = 'send_reply' THEN
+            wanted := wanted - 'chars' || jsonb_build_object('text', a->'text');
+        END IF;
+    END IF;
+    FOR k IN SELECT jsonb_object_keys(wanted) LOOP
+        IF NOT ({_SAME.format(x="(got->>k)", y="(wanted->>k)")}) THEN
+            differs := differs || k;
+        END IF;
+    END LOOP;
+    IF cardinality(differs) > 0 THEN
+        RAISE EXCEPTION 'This % row of operation % differs from what its approval planned (in %); nothing was written.',
+            TG_TABLE_NAME, NEW.operation_id, array_to_string(ARRAY(SELECT DISTINCT unnest(differs) ORDER BY 1), ', ')
+            USING ERRCODE = 'RS403';
+    END IF;
+    RETURN NEW;
+END
+$$"""
+"""The register's guard as migration 14 replaces it (issue 25, second part): as before, a row
+only for an operation a recorded approval planned, of a run executing with its approval in
+place, never an update or delete; and now the row must be that operation's own call: the
+register entry's service is the action's type and its arguments exactly the action's (order,
+amount compared as a number of CAD, reason, payment; item and quantity; label reason and
+return shipping; recipient and the reply's length), a service table's row is of the action's
+table with the same fields (the reply's text itself), and a service table holds one row per
+operation. The action is read from ``decided.calls``, written by :data:`DECIDE_14`, never from
+the run's header, which the executor's user may write. Raises SQLSTATE ``RS403``."""
+
+_PIN = "ALTER FUNCTION {} SET search_path = %I, pg_catalog, pg_temp"
+
+ARGS_MIGRATION: tuple[str, ...] = (
+    "ALTER TABLE decided ADD COLUMN calls jsonb",
+    # A decision recorded before this migration: its operations' actions as its run's checkpoint
+    # holds them now (the same operation IDs only), so an approval executing over the upgrade resumes.
+    """UPDATE decided d SET calls = (
+        SELECT COALESCE(jsonb_object_agg(o->>'operation_id', o->'action'), '{}'::jsonb)
+        FROM runs r CROSS JOIN LATERAL jsonb_array_elements(
+            CASE WHEN r.state_ok THEN COALESCE(r.state::jsonb->'operations', '[]'::jsonb) ELSE '[]'::jsonb END) o
+        WHERE r.run_id = d.run_id AND r.state_ok AND r.state::jsonb->>'run_uid' = d.run_uid AND o->>'operation_id' = ANY (d.ops))
+      WHERE d.decision = 'approve'""",
+    "UPDATE decided SET calls = '{}'::jsonb WHERE decision <> 'approve'",
+    DECIDE_14,
+    GUARD_REGISTER_14,
+    # CREATE OR REPLACE keeps a function's owner and grants but not its SET clauses: pin the
+    # decision function's search path again, and the guards' (SECURITY INVOKER, so the caller's
+    # temporary tables came first: a temporary store_roles or decided shadowed the real ones).
+    "DO $$ BEGIN\n"
+    + "\n".join(
+        f"    EXECUTE format('{_PIN.format(f)}', current_schema());"
+        for f in (
+            "resolver_decide(text, bigint, jsonb, int[], text[], int[], text[], text[], int[], bigint[], jsonb)",
+            "resolver_guard_register()",
+            "resolver_guard_runs()",
+            "resolver_guard_marks()",
+        )
+    )
+    + "\nEND $$",
+)
+"""Migration 14 (issue 25, the register's guard binds the arguments): ``decided.calls`` (filled
+for the decisions already recorded), :data:`DECIDE_14` and :data:`GUARD_REGISTER_14` in place
+of migration 12's functions (same names and signatures, so a store already set up keeps their
+owner, the tables' role, and their grants), and every guard's ``search_path`` pinned."""

@@ -61,6 +61,29 @@ class PostgresRows:
             row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
         return str(row[0]) if row else None
 
+    def db_users(self) -> tuple[dict[str, str], str | None]:
+        """The approvers' database users and the tables' role (:meth:`core.store.StoreRows.db_users`);
+        a store before migration 12 has neither."""
+        with self.db.read() as conn:
+            if conn.execute("SELECT to_regclass('store_roles')").fetchone()[0] is None:  # type: ignore[index]
+                return {}, None
+            mapping = {
+                str(r[0]): str(r[1])
+                for r in conn.execute("SELECT name, db_user FROM approvers WHERE db_user IS NOT NULL ORDER BY n")
+            }
+            row = conn.execute("SELECT tables_role FROM store_roles").fetchone()
+        return mapping, (str(row[0]) if row else None)
+
+    def map_db_users(self, mapping: dict[str, str]) -> int:
+        """Map the approvers' entries to database users in one transaction
+        (:meth:`core.store.StoreRows.map_db_users`); an entry the registry lacks is skipped."""
+        with self.db.transaction() as conn:
+            quiet(conn)
+            return sum(
+                conn.execute("UPDATE approvers SET db_user = %s WHERE name = %s", (user, name)).rowcount
+                for name, user in mapping.items()
+            )
+
     def copied(self) -> None:
         """Tell the store's listeners to read the whole queue again (one
         :data:`~core.stores.postgres.listen.REREAD` notification): :meth:`import_rows` writes

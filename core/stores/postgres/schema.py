@@ -55,10 +55,15 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
 - **13, refreshed requests and quiet copies** (issue 24): a trigger on a refresh's audit row
   writes a new ``request`` event, and the notify functions send nothing while the
   transaction-local setting ``resolver.quiet`` is on (``store copy`` sends one re-read at its end).
+- **14, the register bound to the approved arguments** (issue 25): ``decided.calls`` (each
+  approved operation's action, written by the decision function), and the register's guard
+  compares every row the executor's user writes with it (:data:`core.stores.postgres.roles.GUARD_REGISTER_14`);
+  the guards' ``search_path`` pinned. A store already set up keeps its owners and grants (the
+  functions are replaced, not made anew); applying it to such a store needs the administrator's
+  URL (or the tables' role), as ``resolver store migrate`` does.
 - **15, who proposed** (issue 25, a new user's trial): ``runs.proposal_by``, stamped by the runs'
   guard, and ``resolver_decide`` refusing a proposal an approver's database user wrote
-  (:func:`core.stores.postgres.roles.migration_15`). Number 14 was kept for a change made at the
-  same time.
+  (:func:`core.stores.postgres.roles.migration_15`).
 
 Migrations are applied by the numbers missing, not by the highest one, so a later number below
 one applied is never skipped.
@@ -265,6 +270,11 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         lambda: _refresh_and_quiet(),
     ),
     (
+        14,
+        "the register's guard compares each row with the operation its approval planned; the guards' search path pinned",
+        lambda: _register_args(),
+    ),
+    (
         15,
         "role separation: who proposed a run, and a decision refused on a proposal an approver's user wrote",
         lambda: _roles_15(),
@@ -304,6 +314,12 @@ def _refresh_and_quiet() -> tuple[str, ...]:
     return (*REFRESH_EVENT, *QUIET_NOTIFY)
 
 
+def _register_args() -> tuple[str, ...]:
+    from core.stores.postgres.roles import ARGS_MIGRATION
+
+    return ARGS_MIGRATION
+
+
 LATEST = MIGRATIONS[-1][0]
 """The schema version this resolver writes."""
 
@@ -328,7 +344,9 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
     """Bring the schema of ``conn``'s search path up to :data:`LATEST` (see the module's docstring).
 
     Raises:
-        ResolverError: the search path names no schema that exists (psycopg's error, as a sentence).
+        ResolverError: the search path names no schema that exists (psycopg's error, as a sentence),
+            or the connection's user may not apply a missing migration (a separated store's
+            approver, runner or executor: only the tables' owner or an administrator may; issue 25).
         UnsupportedStoreFormat: the schema holds a version this resolver does not know (a newer one's).
     """
     from core.errors import ResolverError
@@ -339,8 +357,33 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
             f"{label[:1].upper()}{label[1:]} has no schema to make the store in (the search path names none that "
             "exists); create it (CREATE SCHEMA name) or choose another in the URL's options=-csearch_path=name."
         )
-    if applied(conn) == ALL:
+    done = applied(conn)
+    if done == ALL:
         return
+    _refuse_newer(done, label)
+    try:
+        _apply(conn, label)
+    except psycopg.errors.InsufficientPrivilege:
+        missing = sorted(ALL - done)
+        raise ResolverError(
+            f"{label[:1].upper()}{label[1:]} needs migration{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(str(v) for v in missing)}, which its user may not apply (a store with role "
+            "separation is upgraded by the owner of its tables): run resolver store migrate with the database "
+            "administrator's URL first."
+        ) from None
+
+
+def _refuse_newer(done: set[int], label: str) -> None:
+    unknown = done - ALL
+    if unknown:
+        raise UnsupportedStoreFormat(
+            f"{label[:1].upper()}{label[1:]} has schema version {max(unknown)}, written by a newer resolver; this "
+            f"resolver reads versions up to {LATEST}. Upgrade resolver, or choose another schema."
+        )
+
+
+def _apply(conn: psycopg.Connection[Any], label: str) -> None:
+    """Apply the missing migrations in one transaction, under the schema's advisory lock."""
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('resolver-migrations:' || current_schema()))")
         conn.execute(
@@ -348,12 +391,7 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
             "applied_at timestamptz NOT NULL DEFAULT now())"
         )
         done = applied(conn)
-        unknown = done - ALL
-        if unknown:
-            raise UnsupportedStoreFormat(
-                f"{label[:1].upper()}{label[1:]} has schema version {max(unknown)}, written by a newer resolver; this "
-                f"resolver reads versions up to {LATEST}. Upgrade resolver, or choose another schema."
-            )
+        _refuse_newer(done, label)
         for version, description, statements in MIGRATIONS:
             if version in done:
                 continue

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from core.errors import ResolverError
 from core.store import blank_columns
 from core.stores.common import COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
 from core.stores.sqlite.database import Database
@@ -106,6 +107,14 @@ class SqliteRows:
 
     def copied(self) -> None:
         """Nothing: a SQLite store's readers poll (:meth:`core.store.StoreRows.copied`)."""
+
+    def db_users(self) -> tuple[dict[str, str], None]:
+        """None: a SQLite store has no database users (:meth:`core.store.StoreRows.db_users`)."""
+        return {}, None
+
+    def map_db_users(self, mapping: dict[str, str]) -> int:
+        """Refused: a SQLite home has no database users (:meth:`core.store.StoreRows.map_db_users`)."""
+        raise ResolverError("A SQLite home has no database users; role separation is for a team store.")
 
     def import_rows(self, part: str, batches: Iterable[Batch]) -> dict[str, int]:
         """Write the part's rows in one ``BEGIN IMMEDIATE`` transaction (see
