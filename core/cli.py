@@ -60,7 +60,7 @@ EXIT_CODES = {
     EXIT_ERROR: "error: one sentence on stderr (unknown run, damaged file, locked database ...)",
     EXIT_USAGE: "the command line could not be read (a bad option or value, text that is not UTF-8)",
     EXIT_CRASH: "a simulated crash (--interrupt): resume the run",
-    EXIT_REFUSED: "refused: the rulebook, the approval checks, a lease or a shop home said no; nothing changed",
+    EXIT_REFUSED: "refused: the rulebook, the approval checks, a lease, a shop home or a separated team store said no; nothing changed",
     EXIT_HANDED: "handed to a person: an approve or resume ended with the run handed_to_person",
 }
 """The ``resolver`` command's exit codes (README, "Exit codes")."""
@@ -1781,7 +1781,7 @@ def build_parser(prog: str = "resolver") -> argparse.ArgumentParser:
 READ_ONLY = frozenset({"runs", "show", "trace", "diff", "changes", "audit", "doctor", "backup"})
 """Commands that only read: they never create a home folder (issue 13)."""
 
-REFUSALS = ("ApprovalRefused", "WorldChanged", "ShopRefused", "LeaseHeld", "ResumeChanged")
+REFUSALS = ("ApprovalRefused", "WorldChanged", "ShopRefused", "LeaseHeld", "ResumeChanged", "DatabaseRefused")
 
 
 def _not_utf8(argv: Sequence[str]) -> str | None:

@@ -62,6 +62,12 @@ class LeaseHeld(ResolverError):
     """Another executor holds the run's lease and it has not expired."""
 
 
+class DatabaseRefused(ResolverError):
+    """A team store with role separation refused a write to the connecting database user: a right
+    its kind of user lacks (issue 25, "Separate database users"); nothing was written. The CLI
+    exits 4, as for every refusal (a new user's trial: it was 1)."""
+
+
 class ShopRefused(ResolverError):
     """A trainer's or lesson's command in a shop home: its clock is real time only, and nothing
     there may wipe, rewind or pay as a lesson does (issue 9; see :mod:`core.homekind`)."""

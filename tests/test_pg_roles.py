@@ -307,6 +307,13 @@ def test_only_the_owner_alters_the_registry_and_nobody_the_audit(shop, users):
         schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
     for table in ("runs", "approvers", "audit"):
         assert "permission denied for schema" in _refused(urls["stranger"], f"SELECT count(*) FROM {schema}.{table}")
+    cli = shop[0]  # a new user's trial: the CLI told the stranger to create the schema that was there
+    for argv in (("runs",), ("store", "check"), ("show", T65273_RUN)):
+        code, out, err = cli("stranger", *argv)
+        said = out + err
+        assert code == 1 and f"has no rights on the schema {schema}" in said and "CREATE SCHEMA" not in said, (argv, said)
+    code, out, _ = cli("stranger", "doctor")
+    assert f"has no rights on the schema {schema}" in out, out
     owner = urls["owner"]
     assert "permission denied" in _refused(owner, "UPDATE audit SET name = 'Eve'")  # the owner may only append
     assert "permission denied" in _refused(owner, "DELETE FROM audit")
@@ -487,7 +494,7 @@ def test_the_executors_user_finishes_an_approval_once_and_the_runner_cannot(shop
     assert code == 3, out + err
     assert _status(urls["admin"]) == "executing" and _refunds(urls["admin"]) == 0
     code, out, err = cli("runner", "resume", T65273_RUN)
-    assert code != 0 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, out + err
+    assert code == 4 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, out + err
     assert _refunds(urls["admin"]) == 0
     code, out, err = cli("executor", "resume", T65273_RUN)
     assert code == 0 and "Status: done" in out, out + err
@@ -504,7 +511,7 @@ def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(sho
     code, _, err = cli("owner", "approvers", "add", "Carl", "--role", "agent", passphrase="carl-passphrase", owner=GRACE)
     assert code == 0, err
     code, _, err = cli("ana", "approvers", "add", "Dora", "--role", "grace", passphrase="dora-passphrase", owner=GRACE)
-    assert code != 0 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, err
+    assert code == 4 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, err
     code, _, err = cli(
         "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--approver", f"Carl={users['runner']}"
     )

@@ -149,16 +149,14 @@ def schema_version_of(url: str) -> int | None:
 
     from core.errors import ResolverError
     from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe
-    from core.stores.postgres.schema import schema_version
+    from core.stores.postgres.schema import no_schema, schema_version
 
     label = describe(url)
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
             schema = conn.execute("SELECT current_schema()").fetchone()
             if not schema or not schema[0]:
-                raise ResolverError(
-                    f"{label[:1].upper()}{label[1:]} has no schema to hold a store (the search path names none that exists)."
-                )
+                raise ResolverError(no_schema(conn, label, "."))
             return schema_version(conn)
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -216,21 +214,24 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
     import psycopg
 
     from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe
-    from core.stores.postgres.schema import LATEST, schema_version
+    from core.stores.postgres.schema import LATEST, no_schema, schema_version
 
     label = describe(url)
+    missing = ""
     try:
         with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
             server = conn.info.parameter_status("server_version") or "?"
             schema = conn.execute("SELECT current_schema()").fetchone()
             have = schema_version(conn) if schema and schema[0] else -1
+            if have < 0:
+                missing = no_schema(conn, label, "; create it or choose another")
             roles = _roles_line(conn) if have >= 12 else None
     except psycopg.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         return [("FAIL", f"team store: cannot reach {label}: {first}")]
     lines = [("ok", f"team store: {label}, PostgreSQL {server}")]
     if have < 0:
-        lines.append(("FAIL", "team store: the URL's search path names no schema that exists; create it or choose another"))
+        lines.append(("FAIL", f"team store: {missing[:1].lower()}{missing[1:]}"))
     elif have == 0:
         lines.append(("warn", "team store: no resolver tables yet; the first command that writes makes them"))
     elif have > LATEST:

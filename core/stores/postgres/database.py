@@ -141,21 +141,21 @@ class QmarkConnection:
 def _refusals(label: str) -> Iterator[None]:
     """A separated store's refusals (issue 25) as sentences: SQLSTATE ``RS403`` (a function's or
     guard's refusal) is ApprovalRefused with the database's message, ``RS409`` AuditMoved, a
-    privilege the user lacks a ResolverError naming it. Anything else passes."""
+    privilege the user lacks DatabaseRefused naming it (exit 4). Anything else passes."""
     try:
         yield
     except psycopg.Error as exc:
         if exc.sqlstate not in ("RS403", "RS409") and not isinstance(exc, psycopg.errors.InsufficientPrivilege):
             raise
         from core.auditchain import AuditMoved
-        from core.errors import ApprovalRefused
+        from core.errors import ApprovalRefused, DatabaseRefused
 
         message = (exc.diag.message_primary or _first_line(exc)).strip()
         if exc.sqlstate == "RS409":
             raise AuditMoved(message) from None
         if exc.sqlstate == "RS403":
             raise ApprovalRefused(message) from None
-        raise ResolverError(
+        raise DatabaseRefused(
             f"{label[:1].upper()}{label[1:]} refused this write to its user ({message.rstrip('.')}); a store with role "
             "separation lets each user write only its own part (README, Run a team queue)."
         ) from None

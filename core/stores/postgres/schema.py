@@ -340,6 +340,25 @@ ALL = frozenset(version for version, _, _ in MIGRATIONS)
 """Every migration this resolver knows."""
 
 
+def no_schema(conn: psycopg.Connection[Any], label: str, advice: str) -> str:
+    """Why ``conn`` has no current schema, as one sentence about the store ``label``: the search
+    path names a schema the connecting user may not use (a store with role separation that its
+    setup did not name this user for: issue 25, a new user's trial was told to create the schema
+    that was there), or it names none that exists (then ``advice`` follows)."""
+    row = conn.execute(
+        "SELECT session_user, string_agg(n.nspname, ', ' ORDER BY n.nspname) FROM pg_namespace n "
+        "WHERE n.nspname = ANY (string_to_array(replace(replace(current_setting('search_path'), ' ', ''), '\"', ''), ',')) "
+        "AND NOT has_schema_privilege(n.oid, 'USAGE')"
+    ).fetchone()
+    head = f"{label[:1].upper()}{label[1:]}"
+    if row and row[1]:
+        return (
+            f"{head}: the database user {row[0]} has no rights on the schema {row[1]}; a store with role separation is "
+            "open only to the users its setup named (README, Separate database users)."
+        )
+    return f"{head} has no schema to hold a store (the search path names none that exists){advice}"
+
+
 def migrate(conn: psycopg.Connection[Any], label: str) -> None:
     """Bring the schema of ``conn``'s search path up to :data:`LATEST` (see the module's docstring).
 
@@ -354,8 +373,7 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
     schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
     if schema is None:
         raise ResolverError(
-            f"{label[:1].upper()}{label[1:]} has no schema to make the store in (the search path names none that "
-            "exists); create it (CREATE SCHEMA name) or choose another in the URL's options=-csearch_path=name."
+            no_schema(conn, label, "; create it (CREATE SCHEMA name) or choose another in the URL's options=-csearch_path=name.")
         )
     done = applied(conn)
     if done == ALL:
