@@ -48,7 +48,7 @@ def test_a_store_that_cannot_be_reached_is_one_sentence(where, says):
 
 
 def test_a_search_path_naming_no_schema_is_one_sentence():
-    with pytest.raises(ResolverError, match=r"has no schema to make the store in .*options=-csearch_path=name\.$"):
+    with pytest.raises(ResolverError, match=r"has no schema to hold a store .*options=-csearch_path=name\.$"):
         _open(with_schema(server_url(), "no_such_schema_here"))
 
 
