@@ -239,7 +239,10 @@ class Decisions:
             self.unlocked = self.home.unlock(self.approver.name, passphrase)
             return KeyUnlocked(run_id, action)
 
-        return guarded(run_id, work)
+        said = guarded(run_id, work)
+        if isinstance(said, Failed):  # a mark, not a decision (a trial: "nothing was decided" after c)
+            said.text = said.text.replace("nothing was decided", "nothing was marked")
+        return said
 
     def claim(self, run_id: str, release: bool) -> Message:
         """Claim the waiting run ``run_id``, or with ``release`` release this approver's claim

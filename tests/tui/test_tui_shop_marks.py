@@ -34,7 +34,8 @@ async def test_c_asks_the_passphrase_then_claims_signed_and_a_wrong_one_writes_n
         assert "Unlock" in text
         await unlock(pilot, "not-anas")
         assert marks(home) == [] and app.queue.unlocked is None
-        assert any("passphrase" in n.message.lower() for n in app._notifications)
+        assert any("Wrong passphrase for Ana: nothing was marked." in n.message for n in app._notifications)
+        assert not any("nothing was decided" in n.message for n in app._notifications)  # a claim decides nothing
         assert isinstance(await open_key(pilot, T65273, "c"), PassphraseApproveScreen)
         await pilot.press("escape")
         await settle(pilot)
