@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from textual.app import ComposeResult
-from textual.containers import VerticalScroll
+from textual.containers import Grid, VerticalScroll
 from textual.content import Content
 from textual.widgets import Static
 
@@ -23,10 +23,12 @@ class HelpScreen(Fenced[None]):
         self.shop = shop
 
     def compose(self) -> ComposeResult:
-        body = Content("\n").join(Content.assemble((f"{key:>14}", "bold"), "  ", text) for key, text in help_rows(self.shop))
         with VerticalScroll(id="help", classes="panel") as scroll:
             scroll.border_title = "Keys"
-            yield Static(body)
+            with Grid(id="help-keys"):  # two columns: a description that wraps stays in its own (a trial finding)
+                for key, text in help_rows(self.shop):
+                    yield Static(Content.styled(key, "bold"), classes="help-key")
+                    yield Static(Content(text), classes="help-text")
             yield Static(
                 Content(
                     "\nOnly what your role and the run's status allow is offered; a dimmed key says so, "
