@@ -729,3 +729,106 @@ def test_an_approved_reship_label_and_reply_pass_the_argument_guard(shop):
     with psycopg.connect(urls["admin"], autocommit=True) as conn:
         counts = [conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("reshipments", "return_labels", "replies")]  # type: ignore[index]
     assert counts == [1, 1, 1]
+
+
+def test_an_approval_may_carry_only_the_operations_its_stored_proposal_plans(shop, users):
+    """A second trial: Bob (agent) approved T-28166's 9.95 refund, which an agent may approve,
+    through ``resolver_decide`` with one more operation, a 119.00 refund of T-65273's order (and
+    the same signed with his own key by a patched client): the function took the operations from
+    the caller, and the register's guard then paid the extra one. Now they must be exactly what
+    the stored proposal plans."""
+    from core.approval import plan_operations
+    from core.state import TaskState
+
+    cli, urls = shop
+    admin, bob = urls["admin"], urls["bob"]
+    run = "T-28166-agent-chat-small-1"
+    assert cli("runner", "run", "T-28166")[0] == 0
+    with psycopg.connect(admin, autocommit=True) as conn:
+        version, text = conn.execute("SELECT version, state FROM runs WHERE run_id = %s", (run,)).fetchone()  # type: ignore[misc]
+    header = json.loads(text)
+    state = TaskState.model_validate({**header, "messages": [], "evidence": [], "events": []})
+    planned = [op.model_dump(mode="json") for op in plan_operations(state)]
+    extra = {
+        **planned[0],
+        "operation_id": "op-evil-1",
+        "index": len(planned),
+        "action": {"type": "request_refund", "order_id": "LK-507862", "amount": "119.00", "reason_code": "RFD-DOUBLE",
+                   "payment_id": "PAY-507862-2"},
+    }  # fmt: skip
+    call = (
+        "SELECT resolver_decide(%s, %s, %s::jsonb, '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], '{}'::text[], "
+        "'{}'::int[], '{}'::bigint[], %s::jsonb)"
+    )
+    for operations in ([*planned, extra], [extra], [planned[-1], *planned[:-1]]):  # one more, another, reordered
+        new = {
+            **header,
+            "status": "executing",
+            "version": version + 1,
+            "operations": operations,
+            "approval": {"role": "agent", "name": "Bob", "at": header["updated_at"], "digest": state.proposal.digest,
+                         "signature": "x"},
+        }  # fmt: skip
+        binds = json.dumps({"head": "0:", "ops": [op["operation_id"] for op in operations]})
+        audit = {"decision": "approve", "role": "agent", "name": "Bob", "digest": state.proposal.digest, "at": "",
+                 "run_uid": header["run_uid"], "sig": "x", "binds": binds}  # fmt: skip
+        params = (
+            run,
+            version,
+            json.dumps({"status": "executing", "version": version + 1, "state": json.dumps(new)}),
+            json.dumps(audit),
+        )
+        assert "not the ones its stored proposal plans" in _refused(bob, call, params), operations
+    assert _refunds(admin) == 0
+    with psycopg.connect(admin, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM decided").fetchone()[0] == 0  # type: ignore[index]
+    code, out, err = cli("bob", "approve", "--yes", run, "--name", "Bob", passphrase=BOB)  # what it plans: paid once
+    assert code == 0 and "done" in out, out + err
+    with psycopg.connect(admin, autocommit=True) as conn:
+        paid = conn.execute("SELECT order_id, amount FROM refunds").fetchall()
+    assert paid == [(planned[0]["action"]["order_id"], "9.95")]
+
+
+def test_two_sessions_cannot_both_write_the_row_of_one_approved_operation(shop, users):
+    """A second trial: two sessions inserting the refund of one approved operation at once both
+    passed the one-row check (neither saw the other's uncommitted row). The check now waits for a
+    lock, and the second is refused once the first commits."""
+    import threading
+
+    cli, urls = shop
+    admin, executor = urls["admin"], urls["executor"]
+    code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
+    assert code == 3, out + err
+    with psycopg.connect(admin, autocommit=True) as conn:
+        state = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0])  # type: ignore[index]
+    refund = next(op for op in state["operations"] if op["action"]["type"] == "request_refund")
+    a = refund["action"]
+    insert = (
+        "INSERT INTO refunds (refund_id, operation_id, order_id, at, actor, payment_id, amount, reason_code) "
+        "VALUES (%s, %s, %s, '', 'x', %s, %s, %s)"
+    )
+    second: list[BaseException | None] = []
+    with psycopg.connect(executor) as first:  # a transaction left open, its row not committed
+        first.execute(
+            insert, ("RF-RACE-A", refund["operation_id"], a["order_id"], a["payment_id"], a["amount"], a["reason_code"])
+        )
+
+        def other() -> None:
+            try:
+                with psycopg.connect(executor, autocommit=True) as conn:
+                    conn.execute(
+                        insert,
+                        ("RF-RACE-B", refund["operation_id"], a["order_id"], a["payment_id"], a["amount"], a["reason_code"]),
+                    )
+                second.append(None)
+            except psycopg.Error as exc:
+                second.append(exc)
+
+        racer = threading.Thread(target=other)
+        racer.start()
+        racer.join(1.0)
+        assert racer.is_alive()  # it waits for the first one's lock
+        first.commit()
+    racer.join(30)
+    assert second and second[0] is not None and "already has its row" in str(second[0]), second
+    assert _refunds(admin) == 1

@@ -461,6 +461,20 @@ MUTANTS: tuple[Mutant, ...] = (
         (("    IF r.proposal_by IS NOT NULL AND EXISTS", "    IF false AND EXISTS"),),
         ("tests/test_pg_roles.py::test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay",),
     ),
+    Mutant(
+        "db-decide-planned",
+        "a separated team store's resolver_decide takes only the operations the stored proposal plans (issue 25, a trial)",
+        "core/stores/postgres/roles.py",
+        (("                   WHERE (o->>'index') IS DISTINCT FROM (i - 1)::text)\n           OR (", "                   WHERE false)\n           AND ("),),
+        ("tests/test_pg_roles.py::test_an_approval_may_carry_only_the_operations_its_stored_proposal_plans",),
+    ),
+    Mutant(
+        "db-register-lock",
+        "a separated team store's register guard locks an operation before its one-row check (issue 25, a trial)",
+        "core/stores/postgres/roles.py",
+        (("        PERFORM pg_advisory_xact_lock(hashtextextended(", "        PERFORM abs(hashtextextended("),),
+        ("tests/test_pg_roles.py::test_two_sessions_cannot_both_write_the_row_of_one_approved_operation",),
+    ),
 )
 """Every hand mutant: one guard disabled each."""
 

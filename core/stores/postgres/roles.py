@@ -481,6 +481,37 @@ _SIGNS_OPS = """        IF NOT COALESCE((p_audit->>'binds')::jsonb ? 'ops', fals
         END IF;
 """
 
+_PLANNED = """        IF EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(new->'operations', '[]'::jsonb)) WITH ORDINALITY x (o, i)
+                   WHERE (o->>'index') IS DISTINCT FROM (i - 1)::text)
+           OR (SELECT COALESCE(jsonb_agg(o->'action' ORDER BY i), '[]'::jsonb)
+               FROM jsonb_array_elements(COALESCE(new->'operations', '[]'::jsonb)) WITH ORDINALITY x (o, i))
+              IS DISTINCT FROM COALESCE(old->'proposal'->'actions', '[]'::jsonb) || (CASE
+                  WHEN btrim(COALESCE(old->'proposal'->>'reply_draft', ''), E' \\t\\n\\r\\f') = '' THEN '[]'::jsonb
+                  ELSE jsonb_build_array(jsonb_build_object('type', 'send_reply', 'order_id', old->'order_id',
+                      'customer_id', to_jsonb(COALESCE(NULLIF(old->'proposal'->>'recipient', ''), old->>'customer_id')),
+                      'text', old->'proposal'->'reply_draft')) END) THEN
+            RAISE EXCEPTION 'The operations of run % are not the ones its stored proposal plans (its actions, then its reply); nothing was recorded.',
+                p_run_id USING ERRCODE = 'RS403';
+        END IF;
+"""
+"""Migration 15, a second trial: ``resolver_decide`` took the operations from the caller, so an
+agent's user approving a 9.95 refund it may approve attached a 119.00 refund of another order,
+signed with its own key. The operations must be exactly what :func:`core.approval.plan_operations`
+plans from the stored proposal: its actions in order, then the reply draft's ``send_reply``."""
+
+_ONE_ROW = """        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I.%I WHERE operation_id = $1)', TG_TABLE_SCHEMA, TG_TABLE_NAME)
+            INTO again USING NEW.operation_id;"""
+
+_ONE_ROW_LOCKED = (
+    """        PERFORM pg_advisory_xact_lock(hashtextextended('resolver register ' || TG_TABLE_NAME || ' ' || NEW.operation_id, 0));
+"""
+    + _ONE_ROW
+)
+"""Migration 15, a second trial: two sessions inserting a row for one operation at once both
+passed the one-row check (neither saw the other's uncommitted row). The check now waits for a
+transaction-level lock on the table and operation, so the second sees the first's row once it
+commits (each statement of a trigger reads anew under READ COMMITTED)."""
+
 _DECIDED_CHECK = """        RAISE EXCEPTION 'Run % was already decided; nothing was recorded.', p_run_id USING ERRCODE = 'RS403';
     END IF;"""
 
@@ -494,7 +525,9 @@ def migration_15() -> tuple[str, ...]:
       proposes (:data:`_PROPOSAL_CORE`), stamped by the runs' guard on every insert or change;
       a writer cannot set it.
     - ``resolver_decide`` refuses a proposal last written by a user mapped to an approver's entry
-      (only the agent's runner proposes), and an approval whose ``binds`` names no operations.
+      (only the agent's runner proposes), an approval whose ``binds`` names no operations, and
+      operations other than those the stored proposal plans (:data:`_PLANNED`).
+    - the register's one-row-per-operation check waits for a lock (:data:`_ONE_ROW_LOCKED`).
 
     Rows from before keep NULL (proposed before the column existed). The functions are replaced
     (``CREATE OR REPLACE``, from migration 14's texts, so a store already set up keeps their owner
@@ -502,16 +535,21 @@ def migration_15() -> tuple[str, ...]:
     guard = GUARD_RUNS.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1).replace(
         "AS $$\nBEGIN", "AS $$\nBEGIN" + _STAMP, 1
     )
-    decide = DECIDE_14.replace(_DECIDED_CHECK, _DECIDED_CHECK + _BY_APPROVER, 1).replace(_OPS_LINE, _SIGNS_OPS + _OPS_LINE, 1)
-    assert _STAMP in guard and _BY_APPROVER in decide and _SIGNS_OPS in decide  # they extend migration 14's texts
+    decide = DECIDE_14.replace(_DECIDED_CHECK, _DECIDED_CHECK + _BY_APPROVER, 1).replace(
+        _OPS_LINE, _SIGNS_OPS + _PLANNED + _OPS_LINE, 1
+    )
+    register = GUARD_REGISTER_14.replace(_ONE_ROW, _ONE_ROW_LOCKED, 1)
+    assert _STAMP in guard and _BY_APPROVER in decide and _PLANNED in decide  # they extend migration 14's texts
+    assert _ONE_ROW_LOCKED in register
     pin = "DO $$ BEGIN\n" + "\n".join(  # CREATE OR REPLACE drops a function's SET clauses: pin again, as 14 did
         f"    EXECUTE format('{_PIN.format(f)}', current_schema());"
         for f in (
             "resolver_decide(text, bigint, jsonb, int[], text[], int[], text[], text[], int[], bigint[], jsonb)",
             "resolver_guard_runs()",
+            "resolver_guard_register()",
         )
     )
-    return (f"ALTER TABLE runs ADD COLUMN proposal_by {C}", guard, decide, pin + "\nEND $$")
+    return (f"ALTER TABLE runs ADD COLUMN proposal_by {C}", guard, decide, register, pin + "\nEND $$")
 
 
 DEFINER_FUNCTIONS = (
