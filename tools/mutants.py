@@ -465,7 +465,12 @@ MUTANTS: tuple[Mutant, ...] = (
         "db-decide-planned",
         "a separated team store's resolver_decide takes only the operations the stored proposal plans (issue 25, a trial)",
         "core/stores/postgres/roles.py",
-        (("                   WHERE (o->>'index') IS DISTINCT FROM (i - 1)::text)\n           OR (", "                   WHERE false)\n           AND ("),),
+        (
+            (
+                "                   WHERE (o->>'index') IS DISTINCT FROM (i - 1)::text)\n           OR (",
+                "                   WHERE false)\n           AND (",
+            ),
+        ),
         ("tests/test_pg_roles.py::test_an_approval_may_carry_only_the_operations_its_stored_proposal_plans",),
     ),
     Mutant(
