@@ -25,6 +25,12 @@ from pg import fresh_schema, server_url
 
 GRACE, ANA, BOB = "grace-passphrase", "ana-passphrase", "bob-passphrase"
 
+DECIDE_CALL = (
+    "SELECT resolver_decide(%s, %s, %s::jsonb, '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], '{}'::text[], "
+    "'{}'::int[], '{}'::bigint[], %s::jsonb)"
+)
+"""A direct call of the decision function with no entries: ``(run_id, version, header, audit)``."""
+
 
 def _as_user(url: str, user: str) -> str:
     """``url`` (a libpq URL choosing a schema) connecting as ``user`` instead."""
@@ -185,10 +191,7 @@ def test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow(shop,
         "DELETE FROM run_marks",
     ):
         assert "permission denied" in _refused(bob, statement)
-    call = (
-        "SELECT resolver_decide(%s, %s, %s::jsonb, '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], '{}'::text[], "
-        "'{}'::int[], '{}'::bigint[], %s::jsonb)"
-    )
+    call = DECIDE_CALL
     audit = {
         "decision": "approve",
         "role": "agent",
@@ -235,10 +238,7 @@ def test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay(shop, 
         "operations": [{"operation_id": "OP-EVIL-1"}],
         "approval": {"role": "agent", "name": "Bob", "at": lowered["updated_at"], "digest": "d" * 64, "signature": "x"},
     }
-    call = (
-        "SELECT resolver_decide(%s, %s, %s::jsonb, '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], '{}'::text[], "
-        "'{}'::int[], '{}'::bigint[], %s::jsonb)"
-    )
+    call = DECIDE_CALL
     audit = {
         "decision": "approve",
         "role": "agent",
@@ -756,10 +756,7 @@ def test_an_approval_may_carry_only_the_operations_its_stored_proposal_plans(sho
         "action": {"type": "request_refund", "order_id": "LK-507862", "amount": "119.00", "reason_code": "RFD-DOUBLE",
                    "payment_id": "PAY-507862-2"},
     }  # fmt: skip
-    call = (
-        "SELECT resolver_decide(%s, %s, %s::jsonb, '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], '{}'::text[], "
-        "'{}'::int[], '{}'::bigint[], %s::jsonb)"
-    )
+    call = DECIDE_CALL
     for operations in ([*planned, extra], [extra], [planned[-1], *planned[:-1]]):  # one more, another, reordered
         new = {
             **header,
