@@ -1,7 +1,8 @@
 """Who may approve what: roles by action and amount, from ``data/policy.json``.
 
 Roles rank ``agent`` < ``team_lead`` < ``grace`` (the owner). Each action needs the lowest role
-whose limit covers its value; a proposal needs the highest role of its actions (issue "Core 2").
+whose limit covers its value; a proposal needs the highest role over its kinds of action, each
+kind's values summed (issue "Core 2"; the sum from issue 25's third trial).
 With the shipped policy an agent may approve the 9.95 refund of T-90104, and the 119.00
 double-charge refund of T-65273 needs a team lead or above (seed 000).
 """
@@ -54,9 +55,16 @@ def required_role(action: BaseModel, policy: PolicyData | None = None) -> str:
     Raises:
         ResolverError: the policy names no limit for this kind of action.
     """
+    return role_for(getattr(action, "type", ""), action_value(action), policy)
+
+
+def role_for(kind: str, value: Decimal, policy: PolicyData | None = None) -> str:
+    """The lowest role whose limit for ``kind`` covers ``value`` CAD under ``policy``.
+
+    Raises:
+        ResolverError: the policy names no limit for this kind of action.
+    """
     policy = policy or load_policy()
-    kind = getattr(action, "type", "")
-    value = action_value(action)
     limits = sorted((l for l in policy.approval_limits if l.action == kind), key=lambda l: ROLES.index(l.role))
     if not limits:
         raise ResolverError(f"The policy {policy.version} says nobody may approve {kind}.")
@@ -67,8 +75,19 @@ def required_role(action: BaseModel, policy: PolicyData | None = None) -> str:
 
 
 def proposal_role(actions: list, policy: PolicyData | None = None) -> str:
-    """The role a whole proposal needs: the highest of its actions (``agent`` if none)."""
-    roles = [required_role(a, policy) for a in actions] or ["agent"]
+    """The role a whole proposal needs: the highest over its kinds of action, each kind's values
+    summed (``agent`` if none). A limit is for what one approval moves, not for each line: a
+    trial approved ten refunds of 23.80, each within an agent's 25.00, as an agent, and 238.00
+    was paid (issue 25's third trial). ``resolver_needed_role`` computes the same in SQL.
+
+    Raises:
+        ResolverError: the policy names no limit for one of the kinds.
+    """
+    totals: dict[str, Decimal] = {}
+    for action in actions:
+        kind = getattr(action, "type", "")
+        totals[kind] = totals.get(kind, Decimal("0.00")) + action_value(action)
+    roles = [role_for(kind, value, policy) for kind, value in totals.items()] or ["agent"]
     return max(roles, key=ROLES.index)
 
 

@@ -829,3 +829,28 @@ def test_two_sessions_cannot_both_write_the_row_of_one_approved_operation(shop, 
     racer.join(30)
     assert second and second[0] is not None and "already has its row" in str(second[0]), second
     assert _refunds(admin) == 1
+
+
+def test_the_sql_policy_sums_the_lines_of_a_kind_as_the_python_one_does(tmp_path):
+    """Issue 25's third trial split T-65273's refund into lines each within an agent's 25.00;
+    ``resolver_needed_role`` (migration 15) and :func:`core.policy.proposal_role` both sum a
+    kind's lines, and agree on every case."""
+    from core.home import Home
+    from core.policy import proposal_role
+    from core.state import ProposedAction
+    from pydantic import TypeAdapter
+
+    line = {"type": "request_refund", "order_id": "LK-507862", "amount": "23.80", "reason_code": "RFD-DOUBLE",
+            "payment_id": "PAY-507862-2"}  # fmt: skip
+    reship = {"type": "reship_item", "order_id": "LK-640436", "sku": "PLANTER", "quantity": 1}
+    label = {"type": "create_return_label", "order_id": "LK-640436", "sku": "PLANTER", "reason": "damaged",
+             "return_shipping": "free"}  # fmt: skip
+    cases = [[], [line], [line] * 5, [line] * 10, [line] * 11, [line, label, label], [reship] * 3, [reship, line]]
+    adapter = TypeAdapter(list[ProposedAction])
+    with fresh_schema() as url:
+        Home(tmp_path / "h", store=url).run("T-90104")  # the store made, migrated to the latest
+        with psycopg.connect(url, autocommit=True) as conn:
+            for actions in cases:
+                sql_role = conn.execute("SELECT resolver_needed_role(%s::jsonb)", (json.dumps(actions),)).fetchone()[0]  # type: ignore[index]
+                assert sql_role == proposal_role(adapter.validate_python(actions)), actions
+            assert conn.execute("SELECT resolver_needed_role(%s::jsonb)", (json.dumps([line] * 10),)).fetchone()[0] == "team_lead"  # type: ignore[index]

@@ -516,6 +516,43 @@ _DECIDED_CHECK = """        RAISE EXCEPTION 'Run % was already decided; nothing 
     END IF;"""
 
 
+NEEDED_ROLE_15 = """CREATE OR REPLACE FUNCTION resolver_needed_role(actions jsonb) RETURNS text LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    t record;
+    got text;
+    got_rank integer;
+    best text := 'agent';
+    best_rank integer := 0;
+BEGIN
+    FOR t IN SELECT a->>'type' AS kind, sum(CASE a->>'type'
+                 WHEN 'request_refund' THEN (a->>'amount')::numeric
+                 WHEN 'reship_item' THEN COALESCE((SELECT price FROM catalog_prices WHERE sku = a->>'sku'), 0)
+                                         * (a->>'quantity')::numeric
+                 ELSE 0 END) AS v
+             FROM jsonb_array_elements(COALESCE(NULLIF(actions, 'null'::jsonb), '[]'::jsonb)) a GROUP BY 1 LOOP
+        IF NOT EXISTS (SELECT 1 FROM policy_limits WHERE action = t.kind) THEN
+            RAISE EXCEPTION 'The policy says nobody may approve %.', t.kind USING ERRCODE = 'RS403';
+        END IF;
+        got := NULL;
+        SELECT role, rank INTO got, got_rank FROM policy_limits
+            WHERE action = t.kind AND (max_amount IS NULL OR t.v <= max_amount) ORDER BY rank LIMIT 1;
+        IF got IS NULL THEN
+            got := 'grace';
+            got_rank := 2;
+        END IF;
+        IF got_rank > best_rank THEN
+            best := got;
+            best_rank := got_rank;
+        END IF;
+    END LOOP;
+    RETURN best;
+END
+$$"""
+""":func:`core.policy.proposal_role` in SQL as migration 15 replaces migration 12's: each kind of
+action's values summed before its limit is looked up (a third trial split one refund into ten of
+23.80, each within an agent's 25.00, and an agent's approval paid 238.00)."""
+
+
 def migration_15() -> tuple[str, ...]:
     """Migration 15 (issue 25, a new user's trial): a user mapped to an ``agent`` entry paid
     T-65273's 119.00 CAD with plain SQL, by rewriting the waiting run's proposal to 1.00 (which
@@ -528,6 +565,7 @@ def migration_15() -> tuple[str, ...]:
       (only the agent's runner proposes), an approval whose ``binds`` names no operations, and
       operations other than those the stored proposal plans (:data:`_PLANNED`).
     - the register's one-row-per-operation check waits for a lock (:data:`_ONE_ROW_LOCKED`).
+    - the role a proposal needs sums each kind of action's values (:data:`NEEDED_ROLE_15`).
 
     Rows from before keep NULL (proposed before the column existed). The functions are replaced
     (``CREATE OR REPLACE``, from migration 14's texts, so a store already set up keeps their owner
@@ -549,7 +587,7 @@ def migration_15() -> tuple[str, ...]:
             "resolver_guard_register()",
         )
     )
-    return (f"ALTER TABLE runs ADD COLUMN proposal_by {C}", guard, decide, register, pin + "\nEND $$")
+    return (f"ALTER TABLE runs ADD COLUMN proposal_by {C}", NEEDED_ROLE_15, guard, decide, register, pin + "\nEND $$")
 
 
 DEFINER_FUNCTIONS = (
