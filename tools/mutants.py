@@ -480,6 +480,18 @@ MUTANTS: tuple[Mutant, ...] = (
         (("        PERFORM pg_advisory_xact_lock(hashtextextended(", "        PERFORM abs(hashtextextended("),),
         ("tests/test_pg_roles.py::test_two_sessions_cannot_both_write_the_row_of_one_approved_operation",),
     ),
+    Mutant(
+        "policy-sum",
+        "a proposal needs the role of each kind of action's summed value (issue 25's third trial)",
+        "core/policy.py",
+        (
+            (
+                'totals[kind] = totals.get(kind, Decimal("0.00")) + action_value(action)',
+                'totals[kind] = max(totals.get(kind, Decimal("0.00")), action_value(action))',
+            ),
+        ),
+        ("tests/test_data.py::test_a_refund_split_into_lines_needs_the_role_of_their_sum",),
+    ),
 )
 """Every hand mutant: one guard disabled each."""
 
