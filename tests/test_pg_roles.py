@@ -114,6 +114,17 @@ def _refused(url: str, statement: str, params: tuple = ()) -> str:
     raise AssertionError(f"not refused: {statement}")
 
 
+def _approved_refund(cli, admin: str) -> dict:
+    """Ana approves T-65273 as her own user, stopped just before the write (the run executing,
+    its decision recorded, nothing paid); returns the refund's operation as the header holds it
+    (``operation_id``, ``action``)."""
+    code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
+    assert code == 3, out + err
+    with psycopg.connect(admin, autocommit=True) as conn:
+        state = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0])  # type: ignore[index]
+    return next(op for op in state["operations"] if op["action"]["type"] == "request_refund")
+
+
 def _approved_header(admin: str, role: str, name: str) -> tuple[int, dict, list[str]]:
     """The waiting run's version and header, with an approval by ``name`` (``role``) and its
     operations as the approval code would plan them, and their IDs."""
@@ -541,11 +552,7 @@ def test_the_executors_user_cannot_write_an_approved_operation_with_other_argume
     executor resumes the approval and 119.00 is paid once."""
     cli, urls = shop
     admin, executor = urls["admin"], urls["executor"]
-    code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
-    assert code == 3, out + err
-    with psycopg.connect(admin, autocommit=True) as conn:
-        state = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0])  # type: ignore[index]
-    refund = next(op for op in state["operations"] if op["action"]["type"] == "request_refund")
+    refund = _approved_refund(cli, admin)
     op, action = refund["operation_id"], refund["action"]
     assert action["amount"] == "119.00"
     row = "INSERT INTO refunds (refund_id, operation_id, order_id, at, actor, payment_id, amount, reason_code) VALUES (%s, %s, %s, '', 'x', %s, %s, %s)"
@@ -794,11 +801,7 @@ def test_two_sessions_cannot_both_write_the_row_of_one_approved_operation(shop, 
 
     cli, urls = shop
     admin, executor = urls["admin"], urls["executor"]
-    code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
-    assert code == 3, out + err
-    with psycopg.connect(admin, autocommit=True) as conn:
-        state = json.loads(conn.execute("SELECT state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0])  # type: ignore[index]
-    refund = next(op for op in state["operations"] if op["action"]["type"] == "request_refund")
+    refund = _approved_refund(cli, admin)
     a = refund["action"]
     insert = (
         "INSERT INTO refunds (refund_id, operation_id, order_id, at, actor, payment_id, amount, reason_code) "
