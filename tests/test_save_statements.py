@@ -177,3 +177,105 @@ def test_rows_read_as_stored_bytes_that_are_not_utf8_are_a_corrupt_checkpoint_no
         conn.execute("UPDATE runs SET state = ? WHERE run_id = ?", (b'{"run_id":"\xff"}', other.run_id))
     with pytest.raises(CorruptCheckpoint, match=f"The checkpoint of run {other.run_id} is corrupt"):
         Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store.load(other.run_id)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"order_id": "LK-1", "status": "shipped", "total": 119.0, "lines": [{"sku": "é", "qty": 2, "ok": True}], "n": None},
+        ["Zoë “quoted” \\ \n \t \x00 \u2028 </x>", 1.5e300, -0.0, 10**30, False],
+        "a bare text",
+        42,
+        None,
+        {},
+        [],
+        {1: "int key", 2.5: "float key", False: "bool key", None: "none key"},
+    ],
+)
+def test_an_evidence_result_s_text_is_json_dumps_text(value):
+    """Issue 27, item 2: an evidence row's result is written by a C encoder made once
+    (``_dumps_result``); its text must be exactly ``json.dumps``'s (the runner's tool message is
+    that text, and a message equal to it refers to the evidence row instead of repeating it)."""
+    from core.stores.common import _dumps_result
+
+    assert _dumps_result(value) == json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+@pytest.mark.parametrize("value", [{"x": float("nan")}, [float("inf")], {"s": {1, 2}}, {("tuple", "key"): 1}])
+def test_a_result_json_cannot_write_is_the_error_json_dumps_raises(value):
+    """Issue 27, item 2: what ``json.dumps`` refuses (NaN, a set, a tuple key) the encoder made
+    once refuses the same way (TypeError or ValueError: the save then uses pydantic's encoder)."""
+    from core.stores.common import _dumps_result
+
+    with pytest.raises((TypeError, ValueError)) as theirs:
+        json.dumps(value, ensure_ascii=False, allow_nan=False)
+    with pytest.raises(theirs.type):
+        _dumps_result(value)
+
+
+def test_a_result_that_contains_itself_is_a_value_error_not_a_recursion_error():
+    from core.stores.common import _dumps_result
+
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular"):
+        _dumps_result({"loop": loop})
+
+
+def test_a_save_stats_the_file_once_and_asks_access_only_when_the_file_changed(tmp_path, monkeypatch):
+    """Issue 27, item 2: one ``os.stat`` of the file per save gives both the read-only check and
+    the file's identity (it was two stats and an ``os.access``); ``os.access`` is asked again
+    only when the file's mode, owner or ctime moved, so a ``chmod 444`` is still refused."""
+    import os
+
+    from core.stores.sqlite.database import ReadOnlyFile
+
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    state = home.run("T-65273")
+    path = str(home.store.path)
+    stats: list[str] = []
+    access: list[str] = []
+    real_stat, real_access = os.stat, os.access
+
+    def counting_stat(p, *args, **kwargs):
+        stats.append(str(p))
+        return real_stat(p, *args, **kwargs)
+
+    def counting_access(p, *args, **kwargs):
+        access.append(str(p))
+        return real_access(p, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    monkeypatch.setattr(os, "access", counting_access)
+    for step in range(3):
+        state.step += 1
+        state.messages.append(Message(role="assistant", step=state.step, content=f"turn {step}"))
+        home.store.save(state)
+    assert stats.count(path) == 3 and access.count(path) == 0
+    os.chmod(path, 0o444)
+    try:
+        state.step += 1
+        with pytest.raises(ReadOnlyFile, match="read-only"):
+            home.store.save(state)
+    finally:
+        os.chmod(path, 0o600)
+    state.step += 1
+    home.store.save(state)  # writable again: the mode moved, so access is asked again
+    assert access.count(path) >= 1
+
+
+def test_a_changed_created_at_is_written_though_its_text_is_remembered(tmp_path):
+    """Issue 27, item 2: a save reuses the ``created_at`` text and timestamp of its last save while
+    the field holds the very same object; a new moment assigned is written."""
+    from datetime import timedelta
+
+    from core.clock import iso
+
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    state = home.run("T-65273")
+    home.store.save(state)
+    state.created_at = state.created_at - timedelta(days=1, hours=1)
+    home.store.save(state)
+    with sqlite3.connect(home.store.path) as conn:
+        text, ts = conn.execute("SELECT created_at, created_ts FROM runs WHERE run_id = ?", (state.run_id,)).fetchone()
+    assert (text, ts) == (iso(state.created_at), state.created_at.timestamp())

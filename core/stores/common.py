@@ -51,13 +51,15 @@ _NO_RESULT = {"result"}
 """What an evidence row's body leaves out: its result is kept in ``extra``."""
 _NO_CONTENT = {"content"}
 """What a tool message's body leaves out when it refers to an evidence row (``ref``)."""
+_ZERO = b"\0"
+"""The byte between an entry's body and its ``extra`` in its checksum (:func:`entry_checksum`)."""
 
 
 class _Saved:
     """What the store last wrote (or read) for one TaskState object: its version and the very
     element objects of its lists, so the next save can tell an append from an edit."""
 
-    __slots__ = ("columns", "events", "evidence", "messages", "ref", "version")
+    __slots__ = ("columns", "created", "events", "evidence", "messages", "ref", "version")
 
     def __init__(self, state: TaskState, version: int, columns: tuple | None) -> None:
         self.ref = weakref.ref(state)
@@ -66,6 +68,8 @@ class _Saved:
         self.messages = tuple(state.messages)
         self.evidence = tuple(state.evidence)
         self.events = tuple(state.events)
+        self.created: tuple[datetime, str, float] | None = None
+        """``created_at`` as last saved: the very object, its ISO text and its timestamp."""
 
 
 def entry_checksum(body: str | bytes, extra: str | bytes | None) -> int:
@@ -104,6 +108,47 @@ def _json_of(model: BaseModel, exclude: set[str] | None = None) -> str:
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
+
+
+def _not_json(value: Any) -> Any:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_make_encoder = getattr(json.encoder, "c_make_encoder", None)
+_c_encoder = (
+    None
+    if _make_encoder is None
+    else _make_encoder(None, _not_json, json.encoder.encode_basestring, None, ": ", ", ", False, False, False)
+)
+
+
+def _dumps_result(value: Any) -> str:
+    """:data:`_dumps` (``json.dumps(value, ensure_ascii=False, allow_nan=False)``: the same text,
+    compared with the runner's tool message), through the C encoder made once instead of at
+    every call (issue 27, item 2). It keeps no record of the containers it is in (no state
+    shared between threads), so a value that contains itself ends in RecursionError, given to
+    the caller as a ValueError like ``json.dumps``'s "Circular reference detected"."""
+    if _c_encoder is None or isinstance(value, str):
+        return _dumps(value)
+    try:
+        return "".join(_c_encoder(value, 0))
+    except RecursionError:
+        raise ValueError("Circular reference detected") from None
+
+
+_RUN_VIEW: type | None = None
+""":class:`core.state.RunView`, once imported (:func:`_run_view`)."""
+
+
+def _run_view() -> type:
+    """:class:`core.state.RunView`, imported at the first save (a listing never imports the model)."""
+    global _RUN_VIEW
+    from core.state import RunView
+
+    _RUN_VIEW = RunView
+    return RunView
+
+
 _encode_text = json.JSONEncoder(ensure_ascii=False).encode
 """``json.dumps(value, ensure_ascii=False, allow_nan=False)`` without making an encoder per call."""
 
@@ -175,6 +220,8 @@ _ALWAYS = frozenset({"updated_at", "updated_ts", "version", "state"})
 a step's save touches two of the queue's indexes, not ten."""
 _ALWAYS_ORDER = tuple(sorted(_ALWAYS))
 _SOMETIMES = tuple(c for c in _HEADER_COLS if c not in _ALWAYS)
+_pick_sometimes = operator.itemgetter(*(i for i, c in enumerate(_HEADER_COLS) if c not in _ALWAYS))
+"""The :data:`_SOMETIMES` values of a tuple of :data:`_HEADER_COLS` values, in that order."""
 
 
 @dataclass
@@ -226,9 +273,25 @@ class CheckpointRows:
         """Flag the run's row so listings show it as corrupt without reading it (best effort)."""
         raise NotImplementedError
 
-    def _remember(self, state: TaskState, version: int, columns: tuple | None) -> None:
+    def _remember(
+        self, state: TaskState, version: int, columns: tuple | None, saved: _Saved | None = None, prep: _Prepared | None = None
+    ) -> None:
+        """Record what was written (or read) for ``state``; ``saved``: its record before this
+        save, updated in place (its weak reference already names this object: issue 27, item 2,
+        no new record and weak-reference callback at every save); ``prep``: the save written,
+        whose ``created_at`` texts the next save reuses while the field holds the same object."""
+        created = None if prep is None else (state.created_at, prep.values["created_at"], prep.values["created_ts"])
+        if saved is not None and saved.ref() is state:
+            saved.columns = columns
+            saved.messages = tuple(state.messages)
+            saved.evidence = tuple(state.evidence)
+            saved.events = tuple(state.events)
+            saved.created = created
+            saved.version = version
+            return
         key = id(state)
         saved = _Saved(state, version, columns)
+        saved.created = created
 
         def forget(_ref: weakref.ref, key: int = key) -> None:
             with self._saved_lock:
@@ -258,34 +321,37 @@ class CheckpointRows:
         n = m0 + e0 + v0
         rows: list[tuple] = []
         by_text: dict[str, int] = {}
+        crc = zlib.crc32
         for seq, e in enumerate(state.evidence[e0:], e0 + 1):
             n += 1
             try:
-                text = _dumps(e.result)
+                text = _dumps_result(e.result)
                 by_text.setdefault(text, n)
             except (TypeError, ValueError):  # what json cannot write (a Decimal, a date): pydantic's encoder
                 from pydantic import TypeAdapter
 
                 text = TypeAdapter(Any).dump_json(e.result).decode()
-            body = _json_of(e, _NO_RESULT)
-            rows.append((run_id, n, "evidence", seq, body, text, None, entry_checksum(body, text)))
+            raw = type(e).__pydantic_serializer__.to_json(e, exclude=_NO_RESULT)
+            # entry_checksum(body, text), from the bytes pydantic wrote (never encoded again)
+            rows.append((run_id, n, "evidence", seq, raw.decode(), text, None, crc(text.encode(), crc(_ZERO, crc(raw)))))
         for seq, m in enumerate(state.messages[m0:], m0 + 1):
             n += 1
             ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
-            body = _json_of(m, None if ref is None else _NO_CONTENT)
-            rows.append((run_id, n, "messages", seq, body, None, ref, entry_checksum(body, None)))
+            raw = type(m).__pydantic_serializer__.to_json(m, exclude=None if ref is None else _NO_CONTENT)
+            rows.append((run_id, n, "messages", seq, raw.decode(), None, ref, crc(raw)))
         for seq, ev in enumerate(state.events[v0:], v0 + 1):
             n += 1
-            body, at = _json_of(ev), _iso_of(ev.at)
-            rows.append((run_id, n, "events", seq, body, at, None, entry_checksum(body, at)))
+            raw, at = type(ev).__pydantic_serializer__.to_json(ev), _iso_of(ev.at)
+            rows.append((run_id, n, "events", seq, raw.decode(), at, None, crc(at.encode(), crc(_ZERO, crc(raw)))))
         return rows
 
     def _prepare(self, state: TaskState) -> _Prepared:
         """Stamp ``state.updated_at`` from the clock and work out what its save writes. Raises
         PartialState for a read-side :class:`~core.state.RunView` (nothing is stamped)."""
-        from core.state import PartialState, RunView
+        view = _RUN_VIEW or _run_view()
+        if isinstance(state, view):
+            from core.state import PartialState
 
-        if isinstance(state, RunView):
             raise PartialState(
                 f"Run {state.run_id} was read for display only (without its message history) and cannot be saved; "
                 "load it whole to change it."
@@ -295,41 +361,49 @@ class CheckpointRows:
         old = state.version
         new = old + 1
         saved = self._saved_for(state)
-        appended = saved is not None and all(_appended(getattr(state, k), getattr(saved, k)) for k in LISTS)
+        appended = (
+            saved is not None
+            and _appended(state.messages, saved.messages)
+            and _appended(state.evidence, saved.evidence)
+            and _appended(state.events, saved.events)
+        )
         start = (len(saved.messages), len(saved.evidence), len(saved.events)) if saved is not None and appended else (0, 0, 0)
-        state.version = new
+        # the header carries the new version; set in the model's __dict__ for the dump and put
+        # back (a plain field: what pydantic's assignment does, without its handler twice a save)
+        fields = state.__dict__
+        fields["version"] = new
         try:
             header = _json_of(state, _HEADER_EXCLUDE)
         finally:
-            state.version = old
+            fields["version"] = old
         cols = self.summarize(state)
         rows = self._rows(state, start)
-        values = dict(
-            zip(
-                _HEADER_COLS,
-                (
-                    state.task_id,
-                    state.variant,
-                    state.model,
-                    state.status,
-                    _iso_of(state.created_at),
-                    iso(now),
-                    _timestamp_of(state.created_at),
-                    now.timestamp(),
-                    new,
-                    cols["customer"],
-                    state.order_id,
-                    cols["total_amount"],
-                    cols["amount_cents"],
-                    cols["required_role"],
-                    cols["role_rank"],
-                    cols["actions"],
-                    header,
-                ),
-                strict=True,
-            )
+        created = state.created_at
+        if saved is not None and saved.created is not None and saved.created[0] is created:
+            _, created_iso, created_ts = saved.created  # the same moment as at the last save (issue 27, item 2)
+        else:
+            created_iso, created_ts = _iso_of(created), _timestamp_of(created)
+        row = (
+            state.task_id,
+            state.variant,
+            state.model,
+            state.status,
+            created_iso,
+            iso(now),
+            created_ts,
+            now.timestamp(),
+            new,
+            cols["customer"],
+            state.order_id,
+            cols["total_amount"],
+            cols["amount_cents"],
+            cols["required_role"],
+            cols["role_rank"],
+            cols["actions"],
+            header,
         )
-        written = tuple(values[c] for c in _SOMETIMES)
+        values = dict(zip(_HEADER_COLS, row, strict=True))
+        written = _pick_sometimes(row)
         return _Prepared(now, old, new, saved, appended, rows, values, written)
 
     def _build(self, run_id: str, parts: _Parts, view: bool = False) -> TaskState:

@@ -608,7 +608,11 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                     if head is None or head[0] != old:
                         self._refuse(conn, run_id, old, lease_owner)
                     known = tuple(head[2:])
-                changed = tuple(c for c, before, now_ in zip(_SOMETIMES, known, written, strict=True) if now_ != before)
+                changed = (
+                    ()
+                    if written == known  # a step's save: none of them moved
+                    else tuple(c for c, before, now_ in zip(_SOMETIMES, known, written, strict=True) if now_ != before)
+                )
                 params: list[Any] = [values[c] for c in (*_ALWAYS_ORDER, *changed)]
                 if lease_owner is not None:
                     until = iso(now + timedelta(seconds=lease_ttl_s)) if lease_ttl_s is not None else None
@@ -629,7 +633,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                 auditchain.append(conn, run_id, audit, hashed=False)  # issue 14: chained to the row before it
                 crash_point("row")
         state.version = new
-        self._remember(state, new, written)
+        self._remember(state, new, written, saved, prep)
         crash_point("save")
         return state
 

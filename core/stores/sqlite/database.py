@@ -52,10 +52,10 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from core.errors import ResolverError, StoreBusy
 
@@ -178,6 +178,8 @@ class Database:
         before the latest one is reopened at its next use."""
         self._local = _Local()
         self._lock = threading.Lock()
+        self._access_known: tuple[tuple[int, ...], bool] | None = None
+        """The last ``os.access`` answer and the file's stat it was given for (:meth:`_access`)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
 
     # -- connections ------------------------------------------------------------------------------
@@ -234,16 +236,36 @@ class Database:
             ReadOnlyFile: one sentence naming the file, its mode and what its owner does.
         """
         try:
-            mode = stat.S_IMODE(self.path.stat().st_mode)
+            st = os.stat(self.path)
         except OSError:
             return  # a file that is not there yet is made 0600 at its first open
-        if mode & stat.S_IWUSR and os.access(self.path, os.W_OK):
+        self._refuse_mode(st)
+
+    def _refuse_mode(self, st: os.stat_result) -> None:
+        """:meth:`refuse_read_only` given the file's ``os.stat`` (one stat per save: issue 27,
+        item 2; the same stat gives :meth:`connection` the file's identity)."""
+        if st.st_mode & stat.S_IWUSR and self._access(st):
             return
+        mode = stat.S_IMODE(st.st_mode)
         raise ReadOnlyFile(
             f"{self.label[:1].upper()}{self.label[1:]} {self.path} is read-only (mode {mode:04o}): resolver never changes the "
             f"mode of a file it did not make, so nothing was written. Its owner makes it writable (chmod 600 {self.path}), "
             "then run the command again."
         )
+
+    def _access(self, st: os.stat_result) -> bool:
+        """``os.access(path, W_OK)``, asked again only when the file's identity, mode, owner,
+        group or ``st_ctime_ns`` (which ``chmod``, ``chown``, ``setfacl`` and ``chattr`` all
+        move) differ from the last answer's (issue 27, item 2: a save paid a stat and an
+        ``access`` call for a check whose inputs had not changed). A file system remounted
+        read-only under an open store is not seen here: SQLite's own write fails with a sentence."""
+        key = (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid, st.st_ctime_ns)
+        known = self._access_known
+        if known is not None and known[0] == key:
+            return known[1]
+        answer = os.access(self.path, os.W_OK)
+        self._access_known = (key, answer)
+        return answer
 
     def _writable(self) -> bool:
         """Whether this process may write the file now and its owner left it writable (issue 28:
@@ -257,8 +279,12 @@ class Database:
         """This thread's connection: opened on first use, reopened if the file was replaced, and
         between uses if a statement on the file failed since it was opened or it was opened
         read-only and the file is writable now."""
+        return self._connection_at(_file_id(self.path))
+
+    def _connection_at(self, ident: tuple[int, int] | None) -> sqlite3.Connection:
+        """:meth:`connection`, given the file's identity (device, inode; None: no file) as its
+        caller has just read it (:meth:`immediate`: one stat for this and the read-only check)."""
         local = self._local
-        ident = _file_id(self.path)
         stale = local.conn is None or ident is None or ident != local.ident
         if not stale and local.depth == 0:
             stale = local.generation != self.failures or (local.read_only and self._writable())
@@ -331,35 +357,82 @@ class Database:
             finally:
                 conn.execute("COMMIT")
 
-    @contextmanager
-    def immediate(self) -> Iterator[sqlite3.Connection]:
+    def immediate(self) -> AbstractContextManager[sqlite3.Connection]:
         """A ``BEGIN IMMEDIATE`` transaction: committed at the end, rolled back on any exception.
 
-        Counts one transaction and, if committed, one commit (one fsync of the WAL).
+        Counts one transaction and, if committed, one commit (one fsync of the WAL). One
+        ``os.stat`` of the file per transaction gives both the read-only check and the file's
+        identity (issue 27, item 2: it was two stats and an ``os.access``), and the context is a
+        class, not a generator (:class:`_Immediate`).
 
         Raises:
             ReadOnlyFile: the file is read-only (see :meth:`refuse_read_only`); nothing written.
         """
-        self.refuse_read_only()
-        with self._errors():
-            conn = self.connection()
-            self._local.depth += 1
-            try:
-                conn.execute("BEGIN IMMEDIATE")
-                with self._lock:
-                    self.counters.transactions += 1
+        return _Immediate(self)
+
+    def _reraise(self, exc: BaseException, started: float) -> NoReturn:
+        """Raise the SQLite error ``exc`` as :meth:`_errors` says it (a sentence), or as it is."""
+        with self._errors(started):
+            raise exc
+
+
+class _Immediate:
+    """The context of :meth:`Database.immediate` (see there)."""
+
+    __slots__ = ("conn", "db", "started")
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        db = self.db
+        try:
+            st: os.stat_result | None = os.stat(db.path)
+        except OSError:
+            st = None  # a file that is not there yet is made 0600 at its first open
+        if st is not None:
+            db._refuse_mode(st)
+        self.started = started = time.monotonic()
+        local = db._local
+        try:
+            conn = self.conn = db._connection_at(None if st is None else (st.st_dev, st.st_ino))
+            local.depth += 1
+        except sqlite3.Error as exc:
+            db._reraise(exc, started)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            local.depth -= 1
+            db._reraise(exc, started)
+        except BaseException:
+            local.depth -= 1
+            raise
+        with db._lock:
+            db.counters.transactions += 1
+        return conn
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        db, conn = self.db, self.conn
+        try:
+            if exc is None:
                 try:
-                    yield conn
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.execute("ROLLBACK")
-                    if isinstance(conn, Connection):  # what it learnt may have been rolled back
-                        conn.known.clear()
-                    with self._lock:
-                        self.counters.rollbacks += 1
-                    raise
-                conn.execute("COMMIT")
-                with self._lock:
-                    self.counters.commits += 1
+                    conn.execute("COMMIT")
+                except sqlite3.Error as failed:
+                    db._reraise(failed, self.started)
+                with db._lock:
+                    db.counters.commits += 1
+                return
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error as failed:
+                db._reraise(failed, self.started)
             finally:
-                self._local.depth -= 1
+                if isinstance(conn, Connection):  # what it learnt may have been rolled back
+                    conn.known.clear()
+                with db._lock:
+                    db.counters.rollbacks += 1
+            if isinstance(exc, sqlite3.Error):
+                db._reraise(exc, self.started)
+        finally:
+            db._local.depth -= 1
