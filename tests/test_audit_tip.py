@@ -88,3 +88,39 @@ def test_a_decision_in_a_home_with_a_large_audit_never_counts_or_scans_a_table(t
     scans = {sql[:120]: plan for sql, plan in plans.items() if any(step.startswith("SCAN") for step in plan)}
     assert scans == {}
     assert any("audit" in sql and "MAX(id)" in sql for sql in plans)  # the tip: one row by its key
+
+
+def test_the_tip_read_in_one_statement_is_the_tip_read_in_two_and_a_store_without_audit_tip_is_counted(tmp_path):
+    """Issue 27, item 2: the newest row and ``audit_tip``'s length are read in one statement; a
+    store without ``audit_tip`` (an older file opened read-only) still gets the tip, its length
+    counted, never an error; an empty audit is the genesis."""
+    from core.auditchain import GENESIS, row_hash
+    from core.stores.sqlite.audit import SqliteAudit, last_hash
+
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    conn = sqlite3.connect(home.store.path)
+    try:
+        assert last_hash(conn) == (GENESIS, 0)
+    finally:
+        conn.close()
+    state = home.run("T-65273")
+    home.approve(state.run_id, "team_lead", "Grace")
+    conn = sqlite3.connect(home.store.path)
+    try:
+        newest = conn.execute("SELECT * FROM audit ORDER BY id DESC LIMIT 1").fetchone()
+        count = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
+        from core.auditchain import COLUMNS
+
+        names = [d[1] for d in conn.execute("PRAGMA table_info(audit)")]
+        expected = (row_hash(tuple(newest[names.index(c)] for c in COLUMNS)), count)
+        assert last_hash(conn) == expected
+        conn.execute("DROP TRIGGER audit_tip_insert")
+        conn.execute("DROP TABLE audit_tip")
+        conn.commit()
+    finally:
+        conn.close()
+    ro = sqlite3.connect(f"file:{home.store.path}?mode=ro", uri=True)
+    try:
+        assert SqliteAudit(ro).chain_tip() == expected
+    finally:
+        ro.close()
