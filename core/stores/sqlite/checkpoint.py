@@ -55,11 +55,13 @@ types, sorts and lease rules are in :mod:`core.store`.
 from __future__ import annotations
 
 import json
+import operator
 import sqlite3
 from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
 from datetime import datetime, timedelta
 from functools import lru_cache
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -124,6 +126,8 @@ refreshed request a new request event, issue 24), 7 (the trigger that flags a he
 JSON skips a save's, which moves the version: :data:`_STATE_UPDATE_TRIGGER`, issue 27, item 2).
 Formats 1 to 6 are migrated on open."""
 
+_pick_always = operator.itemgetter(*_ALWAYS_ORDER)
+"""The values of :data:`_ALWAYS_ORDER` from a save's column values (by name), in that order."""
 _READ_HEAD = f"SELECT version, lease_owner, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
 _INSERT_RUN = (
     f"INSERT INTO runs (run_id, {', '.join(_HEADER_COLS)}, state_ok) VALUES (?, {', '.join('?' for _ in _HEADER_COLS)}, 1)"
@@ -164,7 +168,7 @@ def _insert_entries(conn: sqlite3.Connection, rows: list[tuple]) -> None:
     rows, reaching the crash point ``row`` after each statement (before the commit)."""
     for i in range(0, len(rows), _ENTRY_BATCH):
         batch = rows[i : i + _ENTRY_BATCH]
-        conn.execute(_insert_entries_sql(len(batch)), [v for r in batch for v in r])
+        conn.execute(_insert_entries_sql(len(batch)), list(chain.from_iterable(batch)))
         crash_point("row")
 
 
@@ -619,7 +623,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                     if written == known  # a step's save: none of them moved
                     else tuple(c for c, before, now_ in zip(_SOMETIMES, known, written, strict=True) if now_ != before)
                 )
-                params: list[Any] = [values[c] for c in (*_ALWAYS_ORDER, *changed)]
+                params: list[Any] = [*_pick_always(values), *(values[c] for c in changed)]
                 if lease_owner is not None:
                     until = iso(now + timedelta(seconds=lease_ttl_s)) if lease_ttl_s is not None else None
                     params += [lease_owner if until else None, until]
