@@ -166,3 +166,55 @@ def test_a_connection_opened_read_only_is_reopened_once_the_file_is_writable(tmp
     worker.run(_write(db, 1))  # its first write, with the file writable again
     assert worker.run(_count(db)) == 1
     worker.stop()
+
+
+def test_a_write_transaction_commits_once_rolls_back_on_error_and_says_sqlite_s_failures_in_a_sentence(tmp_path):
+    """Issue 27, item 2: :meth:`Database.immediate` is a class, not two generators; it still
+    commits once, rolls back what an exception interrupted (counted, what the connection learnt
+    forgotten), gives a SQLite failure as a sentence naming the file, leaves a constraint error and
+    any other exception as they are, and the thread's connection stays usable."""
+    from core.errors import StoreBusy
+    from core.stores.sqlite.database import Connection
+
+    db = Database(tmp_path / "t.sqlite", label="the test file")
+    with db.immediate() as conn:
+        conn.execute("CREATE TABLE t (k INTEGER PRIMARY KEY)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    assert db.counters.snapshot() | {"opens": 0} == {"transactions": 1, "commits": 1, "rollbacks": 0, "opens": 0}
+    with pytest.raises(sqlite3.IntegrityError), db.immediate() as conn:
+        conn.execute("INSERT INTO t VALUES (2)")
+        conn.execute("INSERT INTO t VALUES (1)")
+    with (
+        pytest.raises(ResolverError, match=r"^The test file .*t\.sqlite failed: no such table: nowhere\.$"),
+        db.immediate() as conn,
+    ):
+        assert isinstance(conn, Connection)
+        conn.known["learnt"] = True
+        conn.execute("INSERT INTO t VALUES (3)")
+        conn.execute("SELECT * FROM nowhere")
+    assert conn.known == {} and not conn.in_transaction
+    with pytest.raises(KeyError), db.immediate() as conn:
+        conn.execute("INSERT INTO t VALUES (4)")
+        raise KeyError("not SQLite's")
+    assert db.counters.commits == 1 and db.counters.rollbacks == 3
+    with db.read() as conn:
+        assert [r[0] for r in conn.execute("SELECT k FROM t")] == [1]
+    other = sqlite3.connect(tmp_path / "t.sqlite", timeout=0)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        import core.stores.sqlite.database as database
+
+        old, database.BUSY_TIMEOUT_S = database.BUSY_TIMEOUT_S, 0.1
+        db.close()  # the next connection waits 0.1 s for the lock, not 5
+        try:
+            with pytest.raises(StoreBusy, match=r"stayed locked by another process for .* s; try again\.$"), db.immediate():
+                pass
+        finally:
+            database.BUSY_TIMEOUT_S = old
+    finally:
+        other.rollback()
+        other.close()
+    with db.immediate() as conn:
+        conn.execute("INSERT INTO t VALUES (5)")
+    with db.read() as conn:
+        assert [r[0] for r in conn.execute("SELECT k FROM t")] == [1, 5]
