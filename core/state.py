@@ -54,7 +54,7 @@ from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, field_validator
-from pydantic_core import CoreSchema, core_schema
+from pydantic.types import CoreSchema, core_schema  # pydantic-core's, as pydantic re-exports them (a declared dependency)
 
 from core.clock import EARLIEST, END, supported
 from core.errors import ResolverError, UnsupportedSchemaVersion
