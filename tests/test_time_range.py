@@ -206,3 +206,45 @@ def test_a_lease_time_out_of_range_in_the_store_never_hands_a_live_lease_over(tm
         conn.execute("UPDATE runs SET lease_owner = ? WHERE run_id = ?", (dead, T65273_RUN))
     assert home.resume(T65273_RUN).state.status == "done"
     assert len(home.world().refunds_of("LK-507862")) == 1
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        "2026-10-09T17:00:00-04:00",
+        "2000-01-01T00:00:00-05:00",  # the first supported time
+        "2000-01-01T05:00:00Z",  # the same moment in UTC
+        "2099-12-31T23:59:59.999999-05:00",
+        "2100-01-01T04:59:59Z",
+        "1999-12-31T23:59:59-05:00",  # one second early
+        "2000-01-01T04:59:59+00:00",
+        "2100-01-01T00:00:00-05:00",  # END itself
+        "2100-01-01T05:00:00Z",
+        "1026-10-09T15:41:56-05:17",
+        "2026-10-09T17:00:00",  # no offset
+        "2026-10-09T17:00:00+05:17:32",  # an offset with seconds
+        "not a time",
+    ],
+)
+def test_a_time_read_from_a_checkpoints_json_is_checked_as_a_time_made_in_python(at):
+    """Issue 27, item 1: a checkpoint's times are checked in pydantic's Rust when read as JSON,
+    trusted rows too (an event's ``at`` skipped the check in Python for a trusted row before);
+    JSON accepts exactly what :func:`core.clock.supported` accepts, and a time it refuses is
+    refused by the careful path (Python input) with the sentence."""
+    from core.state import TRUSTED, Event
+    from pydantic import ValidationError
+
+    row = {"seq": 1, "at": at, "kind": "created", "message": "m"}
+    try:
+        Event.model_validate(row)
+        python_ok = True
+    except ValidationError as exc:
+        python_ok = False
+        assert exc.errors()[0]["msg"].startswith(("Value error, The time", "Input should be a valid datetime")), exc
+    for context in (None, TRUSTED):
+        try:
+            Event.model_validate_json(json.dumps(row), context=context)
+            json_ok = True
+        except ValidationError:
+            json_ok = False
+        assert json_ok == python_ok, (at, context)
