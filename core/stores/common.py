@@ -7,9 +7,9 @@ the queue's columns, and **entries**: one row per element of ``messages``, ``evi
 (an evidence's result, an event's time), ``ref`` (a tool message that repeats an evidence's
 result refers to its row) and ``checksum`` (:func:`entry_checksum` of ``body`` and ``extra``,
 written with the row since store format 4 / PostgreSQL migration 8; NULL in older rows).
-Entries are validated when they are written and checked by their checksum when read back, so a
-read of trusted rows skips the checks made in Python (:data:`core.state.TRUSTED`), and a row
-whose bytes changed since is a corrupt checkpoint. :class:`CheckpointRows` is the mixin both back-ends inherit: it tells
+Entries are validated when they are written and checked by their checksum when read back: a
+row whose bytes changed since is a corrupt checkpoint, and the checks that remain on a read run
+in pydantic's Rust (a time's range: :class:`core.state._Supported`), not in Python. :class:`CheckpointRows` is the mixin both back-ends inherit: it tells
 an append from an edit (:meth:`~CheckpointRows._prepare`), makes the new rows
 (:meth:`~CheckpointRows._rows`), joins what was read back into one JSON text and validates it once
 (:meth:`~CheckpointRows._build`), with the careful path's own errors for an old schema or a corrupt

@@ -39,8 +39,8 @@ A step's save is the header's compare-and-set (one UPDATE) plus one multi-row IN
 step's entries (issue 27, item 2). A load reads header and rows in one read transaction as
 their stored UTF-8 bytes (``CAST AS BLOB``: never decoded to ``str`` and encoded back), checks
 each row's checksum, joins them into one JSON text and validates it once
-(``TaskState.model_validate_json``, the checks made in Python skipped for trusted rows:
-:data:`core.state.TRUSTED`); ``load_view`` reads only what the read side shows; anything unusual (an older schema, a
+(``TaskState.model_validate_json``, a time's range checked in pydantic's Rust, not in Python:
+:class:`core.state._Supported`); ``load_view`` reads only what the read side shows; anything unusual (an older schema, a
 corrupt row, a header in release 0.1.0's whole-state form) takes the careful path with its own
 clear error.
 
