@@ -429,7 +429,18 @@ class QueueScreen(Screen):
             self.load_detail(event.run_id)
         elif self.pane.shown_run != event.run_id:  # back on the run read last, whose render was passed over
             self._show_detail_soon()
-        if event.at_end and self.next_page and not self.loading_more:
+        if event.at_end:
+            self._load_more()
+
+    @on(RunTable.EndInSight)
+    def end_in_sight(self) -> None:
+        """The table was scrolled near its last loaded row (the wheel, the scrollbar): the
+        next page, as for the cursor."""
+        self._load_more()
+
+    def _load_more(self) -> None:
+        """Read the page after the last loaded one, unless there is none or it is being read."""
+        if self.next_page and not self.loading_more:
             self.loading_more = True
             self.load_page(self.status, self.search, self.next_page)
 

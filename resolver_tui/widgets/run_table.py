@@ -199,6 +199,11 @@ class RunTable(DataTable):
             self.run_id = run_id
             self.at_end = at_end
 
+    class EndInSight(Message):
+        """The table was scrolled (the mouse wheel, the scrollbar, a key) so that a row within
+        :data:`NEXT_PAGE_AHEAD` rows of the last loaded one shows: the screen reads the next page
+        as it does for the cursor (a scroll moves no cursor, so the next page never came)."""
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, id=id)
         self.summaries: dict[str, RunSummary] = {}
@@ -350,6 +355,19 @@ class RunTable(DataTable):
             self.move_cursor(row=0)
         elif self.row_count:
             self.move_cursor(row=self.row_count - 1)
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """Scroll as the stock table does, and post :class:`EndInSight` when the scroll shows a
+        row within :data:`NEXT_PAGE_AHEAD` rows of the last loaded one, however it scrolled
+        (the wheel or the scrollbar move no cursor, so :class:`RunHighlighted` never said so)."""
+        super().watch_scroll_y(old_value, new_value)
+        if round(old_value) == round(new_value) or new_value < old_value:
+            return
+        lines = self._total_row_height
+        header = self.header_height if self.show_header else 0
+        bottom = round(new_value) + self.scrollable_content_region.height - header  # the line after the last shown
+        if lines and bottom >= lines - NEXT_PAGE_AHEAD:
+            self.post_message(self.EndInSight())
 
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         """Measure new rows (the stock table does it when idle) and, when a column grew, forget

@@ -272,3 +272,31 @@ async def test_what_the_start_up_made_is_frozen_out_of_full_collections_while_th
         await settle(pilot)
         assert gc.get_freeze_count() <= frozen  # a key freezes nothing more (frozen objects still go when unused)
     assert gc.get_freeze_count() == 0
+
+
+async def test_the_mouse_wheel_scrolled_to_the_last_rows_reads_the_next_page(demo_home, monkeypatch):
+    """Scrolling the table near its last loaded row with the mouse wheel (which moves no cursor)
+    reads the next page as the cursor keys do (issue 27, item 3: the wheel or the scrollbar
+    reached the end of the first page and no more rows came)."""
+    import resolver_tui.screens.decisions as decisions
+    import resolver_tui.widgets.run_table as run_table
+    from resolver_tui.widgets.bars import ALL
+
+    monkeypatch.setattr(decisions, "PAGE_ROWS", 8)
+    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", 1)
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 18)) as pilot:
+        await settle(pilot)
+        await pilot.press(str(ALL + 1))
+        await settle(pilot)
+        queue = app.queue
+        table = queue.table
+        assert sum(queue.counts.values()) > 8 and table.row_count == 8
+        shown = table.scrollable_content_region.height - table.header_height
+        assert shown < 8 - 1, f"the table shows {shown} rows: too tall to scroll"
+        for _ in range(8):
+            table.post_message(events.MouseScrollDown(table, 5, 3, 0, 1, 0, False, False, False))
+            await pilot.pause()
+        await settle(pilot)
+        assert table.scroll_y > 0 and table.cursor_row == 0  # the wheel scrolled, the cursor stayed
+        assert table.row_count > 8
