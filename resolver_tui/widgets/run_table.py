@@ -376,10 +376,25 @@ class RunTable(DataTable):
         the next idle kept their label-wide columns (``T-652…  waiti…``) beside rows drawn
         later at full width: a test failed about one run in twelve."""
         before = [column.get_render_width(self) for column in self.ordered_columns]
+        size, laying_out = self.virtual_size, self._layout_required
+        scrolled = size.height > self.scrollable_content_region.height  # the table's height is at its cap
         super()._update_dimensions(new_rows)
-        if [column.get_render_width(self) for column in self.ordered_columns] != before:
+        widths = [column.get_render_width(self) for column in self.ordered_columns]
+        if widths != before:
             self._update_count += 1
             self.refresh()
+        elif scrolled and not laying_out and self._layout_required and self.virtual_size.height >= size.height:
+            self._grown_in_place()
+
+    def _grown_in_place(self) -> None:
+        """Rows were added below a table that scrolls already, its columns as wide as before: its
+        size on screen cannot change (``height: auto`` up to its cap), so the layout pass of the
+        whole screen that a new virtual size asks for is dropped, and the table repaints alone
+        with its scrollbar (issue 27, item 3: a page appended under the cursor cost a layout and
+        repaint of the screen, the slowest keys at 1,000,000 runs)."""
+        self._layout_required = False
+        self._scroll_update(self.virtual_size)
+        self.refresh()
 
     def _render_line_in_row(
         self, row_key: RowKey, line_no: int, base_style: Style, cursor_location: Coordinate, hover_location: Coordinate

@@ -300,3 +300,43 @@ async def test_the_mouse_wheel_scrolled_to_the_last_rows_reads_the_next_page(dem
         await settle(pilot)
         assert table.scroll_y > 0 and table.cursor_row == 0  # the wheel scrolled, the cursor stayed
         assert table.row_count > 8
+
+
+async def test_a_page_appended_below_a_scrolled_table_lays_out_nothing(demo_home, monkeypatch):
+    """Issue 27, item 3: a following page added under the cursor laid out the whole screen (the
+    table's new virtual size, and the bars set again by ``Static.update``), the slowest keys at
+    1,000,000 runs. A table that scrolls already keeps its size on screen, and bars whose text
+    did not change are not set again: the page lays out nothing, and its rows and scrollbar show."""
+    import resolver_tui.screens.decisions as decisions
+    import resolver_tui.widgets.run_table as run_table
+    from resolver_tui.widgets.bars import ALL, FilterBar, TopBar
+    from textual import messages
+
+    monkeypatch.setattr(decisions, "PAGE_ROWS", 8)
+    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", 2)
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 18)) as pilot:
+        await settle(pilot)
+        await pilot.press(str(ALL + 1))
+        await settle(pilot)
+        queue = app.queue
+        table = queue.table
+        assert table.row_count == 8 and table.virtual_size.height > table.scrollable_content_region.height
+        layouts: list[str] = []
+        watched = (table, queue.query_one(FilterBar), queue.query_one(TopBar))
+        real_post = queue.post_message
+
+        def post(message):
+            if isinstance(message, messages.Layout) and message.widget in watched:
+                layouts.append(type(message.widget).__name__)
+            return real_post(message)
+
+        monkeypatch.setattr(queue, "post_message", post)
+        for _ in range(5):
+            await pilot.press("down")
+        await settle(pilot)
+        assert table.row_count > 8 and table.cursor_row == 5
+        assert layouts == []  # none of the three asked for a layout of the screen
+        assert table.virtual_size.height == table.row_count + table.header_height
+        assert table.vertical_scrollbar.window_virtual_size == table.virtual_size.height
+        assert table.max_scroll_y == table.virtual_size.height - table.scrollable_content_region.height
