@@ -10,6 +10,7 @@ from dataclasses import replace
 from core.queue import Page
 from resolver_tui.widgets.run_table import RunTable
 from resolver_tui.widgets.safe import FoldedLines
+from rich.cells import cell_len
 from textual import events
 from textual.app import App, ComposeResult
 from textual.widgets import Static
@@ -340,3 +341,40 @@ async def test_a_page_appended_below_a_scrolled_table_lays_out_nothing(demo_home
         assert table.virtual_size.height == table.row_count + table.header_height
         assert table.vertical_scrollbar.window_virtual_size == table.virtual_size.height
         assert table.max_scroll_y == table.virtual_size.height - table.scrollable_content_region.height
+
+
+async def test_cells_are_drawn_and_measured_as_rich_draws_and_measures_them():
+    """Issue 27, item 3: a one-line cell is drawn and measured without Rich's machinery; the
+    segments (text and style, spaces of no style after) and the widths are Rich's own."""
+    from resolver_tui.widgets.run_table import styled
+    from textual.render import measure
+
+    def merged(segments) -> list[tuple[str, object]]:
+        out: list[tuple[str, object]] = []
+        for s in segments:
+            if out and out[-1][1] == s.style:
+                out[-1] = (out[-1][0] + s.text, s.style)
+            elif s.text:
+                out.append((s.text, s.style))
+        return out
+
+    table = RunTable()
+    app = _One(table)
+    async with app.run_test(size=(120, 30)):
+        values = [
+            ("status", "corrupt"),
+            ("status", "waiting"),
+            ("total", "119.00"),
+            ("run", "T-65273-agent-chat-small-1"),
+            ("customer", "García e\u0301"),
+            ("ticket", "漢字漢字"),
+            ("customer", ""),
+            ("actions", "refund, reship"),
+        ]
+        for key, value in values:
+            text = styled(key, value, 40)
+            assert measure(app.console, text, 1) == max((cell_len(line) for line in text.plain.splitlines()), default=0)
+            for width in (3, 8, 12, 30, 60):
+                options = app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+                rich = app.console.render_lines(text, options.update_width(width), pad=True)[0]
+                assert merged(table._draw_text(text, width)) == merged(rich), (key, value, width)
