@@ -378,3 +378,32 @@ async def test_cells_are_drawn_and_measured_as_rich_draws_and_measures_them():
                 options = app.console_options.update_dimensions(width, 1).update(no_wrap=True)
                 rich = app.console.render_lines(text, options.update_width(width), pad=True)[0]
                 assert merged(table._draw_text(text, width)) == merged(rich), (key, value, width)
+
+
+def test_after_a_quiet_moment_the_next_frame_is_the_next_tick_due():
+    """Issue 27, item 3: Textual's timer of frames, woken after a pause, skipped one tick too
+    many, so a key's detail was painted 17 to 33 ms after its cursor (never sooner)."""
+    from resolver_tui.frames import next_tick
+
+    assert next_tick(0.0, 10.3, 1.0) == (10, 11.0)
+    assert next_tick(5.0, 5.0, 0.5) == (0, 5.5)
+    for now in (0.01, 3.3, 7.99, 1234.5):
+        count, due = next_tick(0.0, now, 1 / 60)
+        assert now < due <= now + 1 / 60 + 1e-9 and abs(due - (count + 1) / 60) < 1e-9
+
+
+async def test_the_queue_screens_frames_keep_the_corrected_clock(demo_home):
+    """The queue screen paints on a :class:`~resolver_tui.frames.FrameClock`; its other timers
+    are Textual's own, and a key still paints the detail of the run under the cursor."""
+    from resolver_tui.frames import SCREEN_UPDATE, FrameClock
+
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        queue = app.queue
+        clocks = [t for t in queue._timers if t.name == SCREEN_UPDATE]
+        assert len(clocks) == 1 and isinstance(clocks[0], FrameClock)
+        assert all(type(t) is not FrameClock for t in queue._timers if t.name != SCREEN_UPDATE)
+        await pilot.press("down")
+        await settle(pilot)
+        assert queue.pane.shown_run == queue.table.current == queue.detail.run_id
