@@ -571,6 +571,11 @@ class Store(AuditLog, Protocol):
         transaction of the write that made each)."""
         ...
 
+    def lapse_times(self, run_ids: list[str]) -> dict[str, list[str]]:
+        """The ``at`` of every ``lapse`` event of ``run_ids``, by run ID (absent: none), in one
+        read (issue 27, item 3: a read of the waiting queue loads no run whose lapse is written)."""
+        ...
+
     def record_lapse(self, run_id: str, digest: str, at: str, required_role: str | None) -> bool:
         """Write the ``lapse`` event of one request (run and ``digest``) unless written already
         (a compare-and-set on a unique index); True when this call wrote it."""

@@ -60,6 +60,25 @@ class QueueEventRows:
             rows = conn.execute(f"{_SELECT} WHERE id > ? ORDER BY id LIMIT ?", (after, limit)).fetchall()
         return [dict(zip(EVENT_COLUMNS, tuple(r), strict=True)) for r in rows]
 
+    def lapse_times(self, run_ids: list[str]) -> dict[str, list[str]]:
+        """The ``at`` (ISO 8601 with offset) of every ``lapse`` event of ``run_ids``, by run ID
+        (a run without one is absent): one read on the unique index of the lapses, 500 runs a
+        statement (SQLite's parameter limit). :func:`core.watch.sweep_lapses` skips loading a
+        run whose request's lapse is written already (issue 27, item 3)."""
+        found: dict[str, list[str]] = {}
+        if not run_ids:
+            return found
+        with self._journal_read() as conn:
+            for start in range(0, len(run_ids), 500):
+                chunk = run_ids[start : start + 500]
+                rows = conn.execute(
+                    f"SELECT run_id, at FROM queue_events WHERE kind = 'lapse' AND run_id IN ({', '.join('?' for _ in chunk)})",
+                    chunk,
+                ).fetchall()
+                for run_id, at in rows:
+                    found.setdefault(run_id, []).append(at)
+        return found
+
     def record_lapse(self, run_id: str, digest: str, at: str, required_role: str | None) -> bool:
         """Write the ``lapse`` event of the request ``digest`` of ``run_id`` unless it is written
         already (a unique index on run and digest: of two writers at once, one writes). Returns

@@ -29,9 +29,11 @@ from textual.app import ComposeResult
 from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
+from textual.timer import Timer, TimerCallback
 from textual.widgets import Footer, Input, Static
 from textual.worker import Worker, WorkerState
 
+from resolver_tui.frames import SCREEN_UPDATE, FrameClock
 from resolver_tui.keys import bindings, core_keys, key_for, rule_keys
 from resolver_tui.messages import (
     ChangesFound,
@@ -198,6 +200,26 @@ class QueueScreen(Screen):
         self.first_page_shown = False
         self.clock_error = ""
         self._render_due = False  # a render of the pane is queued behind the keys already sent
+
+    def set_interval(
+        self,
+        interval: float,
+        callback: TimerCallback | None = None,
+        *,
+        name: str | None = None,
+        repeat: int = 0,
+        pause: bool = False,
+    ) -> Timer:
+        """Textual's ``set_interval``, but the screen's timer of frames is a
+        :class:`~resolver_tui.frames.FrameClock`: after a quiet moment the next frame comes at
+        the next tick due, not the one after (issue 27, item 3: a key's detail was painted 17 to
+        33 ms after its cursor)."""
+        if name != SCREEN_UPDATE:
+            return super().set_interval(interval, callback, name=name, repeat=repeat, pause=pause)
+        timer = FrameClock(self, interval, name=name, callback=callback, repeat=repeat or None, pause=pause)
+        timer._start()
+        self._timers.add(timer)
+        return timer
 
     # -- layout ---------------------------------------------------------------------------------
 
@@ -429,7 +451,18 @@ class QueueScreen(Screen):
             self.load_detail(event.run_id)
         elif self.pane.shown_run != event.run_id:  # back on the run read last, whose render was passed over
             self._show_detail_soon()
-        if event.at_end and self.next_page and not self.loading_more:
+        if event.at_end:
+            self._load_more()
+
+    @on(RunTable.EndInSight)
+    def end_in_sight(self) -> None:
+        """The table was scrolled near its last loaded row (the wheel, the scrollbar): the
+        next page, as for the cursor."""
+        self._load_more()
+
+    def _load_more(self) -> None:
+        """Read the page after the last loaded one, unless there is none or it is being read."""
+        if self.next_page and not self.loading_more:
             self.loading_more = True
             self.load_page(self.status, self.search, self.next_page)
 

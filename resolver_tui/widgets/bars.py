@@ -31,6 +31,20 @@ ALL = [status for status, _ in FILTERS].index(None)
 """The index of the filter of every status."""
 
 
+def say_line(bar: Static, parts: list) -> None:
+    """Show ``parts`` (``Content.assemble``'s arguments) in ``bar``, a one-line bar: the same
+    parts as shown are not shown again, and a bar whose height is a fixed number of lines (its
+    CSS) repaints alone, without a layout pass of the screen (issue 27, item 3: each page read
+    set both bars, and ``Static.update`` laid out the whole screen, a key's frame delayed by a
+    page appended under it)."""
+    said = tuple(parts)
+    if said == getattr(bar, "_said", None):
+        return
+    bar._said = said  # type: ignore[attr-defined]
+    height = bar.styles.height
+    bar.update(Content.assemble(*parts), layout=not (height is not None and height.is_cells))
+
+
 class TopBar(Static):
     """``Larkfield approvals · practice · approver: Tomás (role team lead) · clock Mon
     2026-10-12 09:00 (simulated)``: ``kind`` is the home's kind, ``practice`` or ``shop``. The
@@ -50,7 +64,7 @@ class TopBar(Static):
         parts += ["approver: ", (one_line(name), "bold"), f" (role {role_label(role)})"]
         if now is not None:
             parts += [sep, "clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), "" if narrow else " (simulated)"]
-        self.update(Content.assemble(*parts))
+        say_line(self, parts)
 
 
 SHORT = {
@@ -128,7 +142,7 @@ class FilterBar(Static):
             parts += [" " if i else "", (text, "reverse bold") if styled else text]
         if stamp:
             parts.append(stamp)
-        self.update(Content.assemble(*parts))
+        say_line(self, parts)
 
 
 def queue_title(focused: bool, search: str | None, following: bool, sort: str, keys: dict[str, str] | None = None) -> Content:

@@ -67,6 +67,33 @@ def test_a_lapse_found_by_a_read_of_the_waiting_queue(home, clock):
     assert _kinds(home.store)[-1] == ("lapse", RUN)
 
 
+def test_a_read_of_the_waiting_queue_loads_no_run_whose_lapse_is_written_and_a_refreshed_one_lapses_again(
+    home, clock, monkeypatch
+):
+    """Issue 27, item 3: each read of the waiting queue loaded every lapsed run of its page whole
+    (the "waiting" and "mine" filters' first pages, 170 to 290 ms at 1,000,000 runs) though its
+    lapse was written already; now only a run whose present request has no lapse is loaded. A
+    request refreshed after its lapse is a new request: it lapses again, once."""
+    home.run("T-65273")
+    clock.sleep(8 * 86400)
+    home.queue.page("waiting_approval")
+    loaded: list[str] = []
+    real_load = type(home.store).load
+    monkeypatch.setattr(type(home.store), "load", lambda self, run_id: (loaded.append(run_id), real_load(self, run_id))[1])
+    home.queue.page("waiting_approval")
+    home.queue.page("waiting_approval", max_role="team_lead")
+    assert loaded == []
+    monkeypatch.undo()
+    first = [e["detail"] for e in home.store.queue_events(0) if e["kind"] == "lapse"]
+    digest = home.refresh(RUN, "grace", "Grace").proposal.digest
+    home.queue.page("waiting_approval")  # the refreshed evidence is new: nothing lapsed yet
+    assert [e["detail"] for e in home.store.queue_events(0) if e["kind"] == "lapse"] == first
+    clock.sleep(8 * 86400)
+    home.queue.page("waiting_approval")
+    home.queue.page("waiting_approval")
+    assert [e["detail"] for e in home.store.queue_events(0) if e["kind"] == "lapse"] == [*first, digest]
+
+
 def test_watch_once_delivers_after_a_restart_without_repeats_and_notify_reads_json(
     home, clock, team_url, tmp_path, capsys, monkeypatch
 ):

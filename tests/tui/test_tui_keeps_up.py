@@ -10,6 +10,7 @@ from dataclasses import replace
 from core.queue import Page
 from resolver_tui.widgets.run_table import RunTable
 from resolver_tui.widgets.safe import FoldedLines
+from rich.cells import cell_len
 from textual import events
 from textual.app import App, ComposeResult
 from textual.widgets import Static
@@ -272,3 +273,137 @@ async def test_what_the_start_up_made_is_frozen_out_of_full_collections_while_th
         await settle(pilot)
         assert gc.get_freeze_count() <= frozen  # a key freezes nothing more (frozen objects still go when unused)
     assert gc.get_freeze_count() == 0
+
+
+async def test_the_mouse_wheel_scrolled_to_the_last_rows_reads_the_next_page(demo_home, monkeypatch):
+    """Scrolling the table near its last loaded row with the mouse wheel (which moves no cursor)
+    reads the next page as the cursor keys do (issue 27, item 3: the wheel or the scrollbar
+    reached the end of the first page and no more rows came)."""
+    import resolver_tui.screens.decisions as decisions
+    import resolver_tui.widgets.run_table as run_table
+    from resolver_tui.widgets.bars import ALL
+
+    monkeypatch.setattr(decisions, "PAGE_ROWS", 8)
+    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", 1)
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 18)) as pilot:
+        await settle(pilot)
+        await pilot.press(str(ALL + 1))
+        await settle(pilot)
+        queue = app.queue
+        table = queue.table
+        assert sum(queue.counts.values()) > 8 and table.row_count == 8
+        shown = table.scrollable_content_region.height - table.header_height
+        assert shown < 8 - 1, f"the table shows {shown} rows: too tall to scroll"
+        for _ in range(8):
+            table.post_message(events.MouseScrollDown(table, 5, 3, 0, 1, 0, False, False, False))
+            await pilot.pause()
+        await settle(pilot)
+        assert table.scroll_y > 0 and table.cursor_row == 0  # the wheel scrolled, the cursor stayed
+        assert table.row_count > 8
+
+
+async def test_a_page_appended_below_a_scrolled_table_lays_out_nothing(demo_home, monkeypatch):
+    """Issue 27, item 3: a following page added under the cursor laid out the whole screen (the
+    table's new virtual size, and the bars set again by ``Static.update``), the slowest keys at
+    1,000,000 runs. A table that scrolls already keeps its size on screen, and bars whose text
+    did not change are not set again: the page lays out nothing, and its rows and scrollbar show."""
+    import resolver_tui.screens.decisions as decisions
+    import resolver_tui.widgets.run_table as run_table
+    from resolver_tui.widgets.bars import ALL, FilterBar, TopBar
+    from textual import messages
+
+    monkeypatch.setattr(decisions, "PAGE_ROWS", 8)
+    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", 2)
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 18)) as pilot:
+        await settle(pilot)
+        await pilot.press(str(ALL + 1))
+        await settle(pilot)
+        queue = app.queue
+        table = queue.table
+        assert table.row_count == 8 and table.virtual_size.height > table.scrollable_content_region.height
+        layouts: list[str] = []
+        watched = (table, queue.query_one(FilterBar), queue.query_one(TopBar))
+        real_post = queue.post_message
+
+        def post(message):
+            if isinstance(message, messages.Layout) and message.widget in watched:
+                layouts.append(type(message.widget).__name__)
+            return real_post(message)
+
+        monkeypatch.setattr(queue, "post_message", post)
+        for _ in range(5):
+            await pilot.press("down")
+        await settle(pilot)
+        assert table.row_count > 8 and table.cursor_row == 5
+        assert layouts == []  # none of the three asked for a layout of the screen
+        assert table.virtual_size.height == table.row_count + table.header_height
+        assert table.vertical_scrollbar.window_virtual_size == table.virtual_size.height
+        assert table.max_scroll_y == table.virtual_size.height - table.scrollable_content_region.height
+
+
+async def test_cells_are_drawn_and_measured_as_rich_draws_and_measures_them():
+    """Issue 27, item 3: a one-line cell is drawn and measured without Rich's machinery; the
+    segments (text and style, spaces of no style after) and the widths are Rich's own."""
+    from resolver_tui.widgets.run_table import styled
+    from textual.render import measure
+
+    def merged(segments) -> list[tuple[str, object]]:
+        out: list[tuple[str, object]] = []
+        for s in segments:
+            if out and out[-1][1] == s.style:
+                out[-1] = (out[-1][0] + s.text, s.style)
+            elif s.text:
+                out.append((s.text, s.style))
+        return out
+
+    table = RunTable()
+    app = _One(table)
+    async with app.run_test(size=(120, 30)):
+        values = [
+            ("status", "corrupt"),
+            ("status", "waiting"),
+            ("total", "119.00"),
+            ("run", "T-65273-agent-chat-small-1"),
+            ("customer", "García e\u0301"),
+            ("ticket", "漢字漢字"),
+            ("customer", ""),
+            ("actions", "refund, reship"),
+        ]
+        for key, value in values:
+            text = styled(key, value, 40)
+            assert measure(app.console, text, 1) == max((cell_len(line) for line in text.plain.splitlines()), default=0)
+            for width in (3, 8, 12, 30, 60):
+                options = app.console_options.update_dimensions(width, 1).update(no_wrap=True)
+                rich = app.console.render_lines(text, options.update_width(width), pad=True)[0]
+                assert merged(table._draw_text(text, width)) == merged(rich), (key, value, width)
+
+
+def test_after_a_quiet_moment_the_next_frame_is_the_next_tick_due():
+    """Issue 27, item 3: Textual's timer of frames, woken after a pause, skipped one tick too
+    many, so a key's detail was painted 17 to 33 ms after its cursor (never sooner)."""
+    from resolver_tui.frames import next_tick
+
+    assert next_tick(0.0, 10.3, 1.0) == (10, 11.0)
+    assert next_tick(5.0, 5.0, 0.5) == (0, 5.5)
+    for now in (0.01, 3.3, 7.99, 1234.5):
+        count, due = next_tick(0.0, now, 1 / 60)
+        assert now < due <= now + 1 / 60 + 1e-9 and abs(due - (count + 1) / 60) < 1e-9
+
+
+async def test_the_queue_screens_frames_keep_the_corrected_clock(demo_home):
+    """The queue screen paints on a :class:`~resolver_tui.frames.FrameClock`; its other timers
+    are Textual's own, and a key still paints the detail of the run under the cursor."""
+    from resolver_tui.frames import SCREEN_UPDATE, FrameClock
+
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        queue = app.queue
+        clocks = [t for t in queue._timers if t.name == SCREEN_UPDATE]
+        assert len(clocks) == 1 and isinstance(clocks[0], FrameClock)
+        assert all(type(t) is not FrameClock for t in queue._timers if t.name != SCREEN_UPDATE)
+        await pilot.press("down")
+        await settle(pilot)
+        assert queue.pane.shown_run == queue.table.current == queue.detail.run_id
