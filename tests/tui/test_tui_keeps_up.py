@@ -275,21 +275,33 @@ async def test_what_the_start_up_made_is_frozen_out_of_full_collections_while_th
     assert gc.get_freeze_count() == 0
 
 
+def _small_pages(home, monkeypatch, *, ahead: int):
+    """An app on ``home`` whose queue reads pages of 8 rows and the next page ``ahead`` rows
+    before the last loaded one (so a page's end is reached in a small window)."""
+    import resolver_tui.screens.decisions as decisions
+    import resolver_tui.widgets.run_table as run_table
+
+    monkeypatch.setattr(decisions, "PAGE_ROWS", 8)
+    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", ahead)
+    return make_app(home)
+
+
+async def _show_all(pilot) -> None:
+    """Settle, choose the filter of every run, settle."""
+    from resolver_tui.widgets.bars import ALL
+
+    await settle(pilot)
+    await pilot.press(str(ALL + 1))
+    await settle(pilot)
+
+
 async def test_the_mouse_wheel_scrolled_to_the_last_rows_reads_the_next_page(demo_home, monkeypatch):
     """Scrolling the table near its last loaded row with the mouse wheel (which moves no cursor)
     reads the next page as the cursor keys do (issue 27, item 3: the wheel or the scrollbar
     reached the end of the first page and no more rows came)."""
-    import resolver_tui.screens.decisions as decisions
-    import resolver_tui.widgets.run_table as run_table
-    from resolver_tui.widgets.bars import ALL
-
-    monkeypatch.setattr(decisions, "PAGE_ROWS", 8)
-    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", 1)
-    app = make_app(demo_home)
+    app = _small_pages(demo_home, monkeypatch, ahead=1)
     async with app.run_test(size=(120, 18)) as pilot:
-        await settle(pilot)
-        await pilot.press(str(ALL + 1))
-        await settle(pilot)
+        await _show_all(pilot)
         queue = app.queue
         table = queue.table
         assert sum(queue.counts.values()) > 8 and table.row_count == 8
@@ -308,18 +320,12 @@ async def test_a_page_appended_below_a_scrolled_table_lays_out_nothing(demo_home
     table's new virtual size, and the bars set again by ``Static.update``), the slowest keys at
     1,000,000 runs. A table that scrolls already keeps its size on screen, and bars whose text
     did not change are not set again: the page lays out nothing, and its rows and scrollbar show."""
-    import resolver_tui.screens.decisions as decisions
-    import resolver_tui.widgets.run_table as run_table
-    from resolver_tui.widgets.bars import ALL, FilterBar, TopBar
+    from resolver_tui.widgets.bars import FilterBar, TopBar
     from textual import messages
 
-    monkeypatch.setattr(decisions, "PAGE_ROWS", 8)
-    monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", 2)
-    app = make_app(demo_home)
+    app = _small_pages(demo_home, monkeypatch, ahead=2)
     async with app.run_test(size=(120, 18)) as pilot:
-        await settle(pilot)
-        await pilot.press(str(ALL + 1))
-        await settle(pilot)
+        await _show_all(pilot)
         queue = app.queue
         table = queue.table
         assert table.row_count == 8 and table.virtual_size.height > table.scrollable_content_region.height
