@@ -41,7 +41,7 @@ def _after_the_upgrade(home: Home) -> None:
     assert done.status == "done" and all(op.status == "done" for op in done.operations)
 
 
-def test_a_format_5_home_is_upgraded_past_6_and_its_waiting_run_is_refreshed_and_approved(tmp_path):
+def test_a_format_5_home_is_upgraded_to_6_and_its_waiting_run_is_refreshed_and_approved(tmp_path):
     root = tmp_path / "home"
     shutil.copytree(FIXTURES / "home_store_format_5", root, ignore=shutil.ignore_patterns("README.md"))
     for path in root.iterdir():
@@ -52,7 +52,7 @@ def test_a_format_5_home_is_upgraded_past_6_and_its_waiting_run_is_refreshed_and
     conn.close()
     home = Home(root, clock=FixedClock(FRIDAY))
     with sqlite3.connect(root / "runs.sqlite") as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 6
         assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'queue_event_refresh'").fetchone()
     conn.close()
     _after_the_upgrade(home)

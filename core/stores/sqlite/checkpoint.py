@@ -117,14 +117,12 @@ __all__ = [
     "Counters",
 ]
 
-STORE_FORMAT = REFRESH_FORMAT + 1
+STORE_FORMAT = REFRESH_FORMAT
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
 journal, issue 26), 4 (and each entry's ``checksum``, issue 27), 5 (and ``run_marks`` and
 ``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
-refreshed request a new request event, issue 24), 7 (the trigger that flags a header that is not
-JSON skips a save's, which moves the version: :data:`_STATE_UPDATE_TRIGGER`, issue 27, item 2).
-Formats 1 to 6 are migrated on open."""
+refreshed request a new request event, issue 24). Formats 1 to 5 are migrated on open."""
 
 _pick_always = operator.itemgetter(*_ALWAYS_ORDER)
 """The values of :data:`_ALWAYS_ORDER` from a save's column values (by name), in that order."""
@@ -272,8 +270,6 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
                     f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
                 )
-            elif fmt == REFRESH_FORMAT:
-                pass  # format 7 (issue 27, item 2): only the trigger replaced below
             elif fmt == 5:
                 add_run_marks(conn)  # format 6, issue 24: a refreshed request's event (the tables are there)
             elif fmt in (2, 3, 4):
@@ -286,8 +282,6 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                 self._migrate_from_0_1_0(conn, db, tables)
             else:
                 self._create(conn, db)
-            if fmt < STORE_FORMAT:  # format 7 (issue 27, item 2): a save's header is not parsed by SQLite again
-                _replace_state_update_trigger(conn)
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             conn.execute(f"PRAGMA user_version = {STORE_FORMAT}")
         except BaseException:
@@ -1154,29 +1148,10 @@ def _split_triggers(upsert: str) -> list[str]:
         f"BEGIN UPDATE run_counts SET n = n - 1 WHERE status = OLD.status; {upsert} END",
         "CREATE TRIGGER IF NOT EXISTS runs_state_insert AFTER INSERT ON runs WHEN json_valid(NEW.state) = 0 "
         "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
-        _STATE_UPDATE_TRIGGER,
+        "CREATE TRIGGER IF NOT EXISTS runs_state_update AFTER UPDATE OF state ON runs WHEN json_valid(NEW.state) = 0 "
+        "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END",
         *_CORRUPT_TRIGGERS,
     ]
-
-
-_STATE_UPDATE_TRIGGER = (
-    "CREATE TRIGGER IF NOT EXISTS runs_state_update AFTER UPDATE OF state ON runs "
-    "WHEN NEW.version IS OLD.version AND json_valid(NEW.state) = 0 "
-    "BEGIN UPDATE runs SET state_ok = 0 WHERE rowid = NEW.rowid; END"
-)
-"""Store format 7 (issue 27, item 2): a header written without a new version (by SQL outside a
-save: a hand edit, :meth:`CheckpointStore.overwrite_checkpoint`, a migration) that is not JSON
-flags its run corrupt at once, so listings show it. A save writes pydantic's own JSON and moves
-the version (its compare-and-set), so it is not parsed again by SQLite: ``json_valid`` of the
-header was a fifth of a step's statements (54k of 233k instructions). A header that is not JSON
-is still caught when it is read (the load's validation flags it, :meth:`CheckpointStore._mark_corrupt`)."""
-
-
-def _replace_state_update_trigger(conn: sqlite3.Connection) -> None:
-    """Store format 7: the trigger :data:`_STATE_UPDATE_TRIGGER` in place of format 6's (which
-    parsed every header a save wrote), in the caller's transaction."""
-    conn.execute("DROP TRIGGER IF EXISTS runs_state_update")
-    conn.execute(_STATE_UPDATE_TRIGGER)
 
 
 CORRUPT_PREFIX = "corrupt:"
