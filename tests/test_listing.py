@@ -155,3 +155,24 @@ def test_a_store_of_format_3_gets_the_covering_indexes_in_its_migration(tmp_path
     assert not names() & {"idx_runs_status_updated_ts_run_id", "idx_runs_updated_ts_run_id"}
     assert "COVERING INDEX idx_runs_listing_status" in _plans(path, "waiting_approval")
     assert main(["runs", "--home", str(root)]) == 0
+
+
+def test_a_header_made_not_json_with_a_new_version_is_not_offered_as_mine(cli):
+    """A trial's finding against a store format 7 that was reverted (its trigger skipped
+    ``json_valid`` when an UPDATE moved the version, to spare a save's parse): a header overwritten
+    with text that is not JSON together with a new version (a hand edit, a damaged restore) was
+    listed as a sound waiting run, under ``runs --mine`` too, until some face loaded it. The README
+    ("The approvals app"): a run whose checkpoint cannot be read is marked corrupt, never waiting."""
+    from core.clock import FixedClock
+
+    home = Home(cli.home, clock=FixedClock("2026-10-09T17:00:00-04:00"))
+    state = home.run("T-65273")
+    conn = sqlite3.connect(home.store.path)
+    with conn:
+        conn.execute("UPDATE runs SET state = 'not json', version = version + 1 WHERE run_id = ?", (state.run_id,))
+    conn.close()
+    code, out, err = cli("runs", "--mine", "--as", "team_lead", "--name", "Tomás")
+    assert code == 0, err
+    assert state.run_id not in out, out
+    code, out, err = cli("runs")
+    assert code == 0 and "corrupt" in out, out
