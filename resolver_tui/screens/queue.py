@@ -189,6 +189,9 @@ class QueueScreen(Screen):
         self.next_page: str | None = None
         self.loading_more = False
         self.page_serial = 0
+        self.first_serial = 0  # the serial of the newest first-page load (a filter, sort, search, refresh)
+        self.first_landed = 0  # the serial of the first page the table shows
+        self.more_serial = 0  # the serial of the newest next-page load
         self._keep_selection = False  # the latest page load keeps the selection as it is when it lands
         self._page_worker: Worker | None = None
         self.detail: RunDetail | None = None
@@ -355,10 +358,18 @@ class QueueScreen(Screen):
         return self.run_worker(run, name=group, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
 
     def load_page(self, status: str | None, search: str | None, after: str | None, select: str | None = None) -> None:
-        """Read a page (``after`` None: the first) in the screen's ``sort`` and the counts; a
-        newer load supersedes it (its serial is higher)."""
+        """Read a page (``after`` None: the first) in the screen's ``sort`` and the counts. A
+        newer first page supersedes every load before it, a next page included (which then never
+        lands, so the next page is read again after it: a trial's filter key pressed while the
+        next page was read left no further page ever read); a next page continues the first page
+        the table shows (see :meth:`_load_more`)."""
         self.page_serial += 1
-        self._keep_selection = False
+        if after is None:
+            self.first_serial = self.page_serial
+            self.loading_more = False
+            self._keep_selection = False
+        else:
+            self.more_serial = self.page_serial
         work = partial(self.decisions.page, status, search, after, select, self.page_serial, self.sort)
         self._page_worker = self._in_thread("page", work, exclusive=False)
 
@@ -397,7 +408,9 @@ class QueueScreen(Screen):
     @on(PageLoaded)
     def page_loaded(self, message: PageLoaded) -> None:
         page = message.page
-        if message.serial != self.page_serial or page.status != self.status or page.search != self.search:
+        first = page.after is None
+        current = message.serial == self.first_serial if first else self.loading_more and message.serial == self.more_serial
+        if not current or page.status != self.status or page.search != self.search:
             return  # an older load, or a filter no longer shown
         self.counts = message.counts
         self.aside = message.aside
@@ -405,8 +418,8 @@ class QueueScreen(Screen):
         self.empty = not sum(message.counts.values())
         self._show_bars()
         self._show_empty()
-        first = page.after is None
         if first:
+            self.first_landed = message.serial
             keep = self.table.current if self._keep_selection else None  # the cursor as it is now
             self.table.replace(page, keep or message.select)
         else:
@@ -461,8 +474,11 @@ class QueueScreen(Screen):
         self._load_more()
 
     def _load_more(self) -> None:
-        """Read the page after the last loaded one, unless there is none or it is being read."""
-        if self.next_page and not self.loading_more:
+        """Read the page after the last loaded one, unless there is none, it is being read, or a
+        first page is being read (a refresh, a filter: the rows shown are about to be replaced,
+        and a next page read after them would take the refresh's place; a trial's deleted run
+        stayed listed). The cursor or the wheel at the end of the new first page reads its next."""
+        if self.next_page and not self.loading_more and self.first_landed == self.first_serial:
             self.loading_more = True
             self.load_page(self.status, self.search, self.next_page)
 

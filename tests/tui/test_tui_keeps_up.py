@@ -5,8 +5,10 @@ ends on the run under the cursor without rendering the runs it passed."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
+import pytest
 from core.queue import Page
 from resolver_tui.widgets.run_table import RunTable
 from resolver_tui.widgets.safe import FoldedLines
@@ -307,9 +309,7 @@ async def test_the_mouse_wheel_scrolled_to_the_last_rows_reads_the_next_page(dem
         assert sum(queue.counts.values()) > 8 and table.row_count == 8
         shown = table.scrollable_content_region.height - table.header_height
         assert shown < 8 - 1, f"the table shows {shown} rows: too tall to scroll"
-        for _ in range(8):
-            table.post_message(events.MouseScrollDown(table, 5, 3, 0, 1, 0, False, False, False))
-            await pilot.pause()
+        await _wheel_down(pilot, table)
         await settle(pilot)
         assert table.scroll_y > 0 and table.cursor_row == 0  # the wheel scrolled, the cursor stayed
         assert table.row_count > 8
@@ -413,3 +413,71 @@ async def test_the_queue_screens_frames_keep_the_corrected_clock(demo_home):
         await pilot.press("down")
         await settle(pilot)
         assert queue.pane.shown_run == queue.table.current == queue.detail.run_id
+
+
+def _gated_pages(monkeypatch, *, first: bool) -> threading.Event:
+    """Hold the queue's first pages (``first``) or its next pages in their worker until the
+    returned event is set (it starts set: nothing held)."""
+    import resolver_tui.screens.decisions as decisions
+
+    gate = threading.Event()
+    gate.set()
+    real_page = decisions.Decisions.page
+
+    def page(self, status, search, after, *args, **kwargs):
+        if (after is None) == first:
+            gate.wait(5)
+        return real_page(self, status, search, after, *args, **kwargs)
+
+    monkeypatch.setattr(decisions.Decisions, "page", page)
+    return gate
+
+
+async def _wheel_down(pilot, table, times: int = 8) -> None:
+    for _ in range(times):
+        table.post_message(events.MouseScrollDown(table, 5, 3, 0, 1, 0, False, False, False))
+        await pilot.pause()
+
+
+async def test_a_sort_pressed_while_the_next_page_is_read_leaves_the_next_page_to_be_read(demo_home, monkeypatch):
+    """A trial's finding: a sort, filter or search key pressed while the next page was read
+    dropped that page as an older load but left it "being read", so no further page was ever
+    read in that screen, by the wheel or the keys."""
+    app = _small_pages(demo_home, monkeypatch, ahead=1)
+    gate = _gated_pages(monkeypatch, first=False)
+    async with app.run_test(size=(120, 18)) as pilot:
+        await _show_all(pilot)
+        queue, table = app.queue, app.queue.table
+        assert table.row_count == 8
+        gate.clear()
+        await _wheel_down(pilot, table)
+        assert queue.loading_more  # the next page is on its way
+        await pilot.press("s")  # another sort: its first page
+        await pilot.pause()
+        gate.set()
+        await settle(pilot)
+        assert table.row_count == 8
+        await _wheel_down(pilot, table)
+        await settle(pilot)
+        assert table.row_count > 8, "the next page was never read"
+
+
+@pytest.mark.parametrize("wheel", [0, 8], ids=["no-wheel", "wheel-during-refresh"])
+async def test_a_refresh_read_while_the_table_is_scrolled_to_its_end_still_lands(demo_home, monkeypatch, wheel):
+    """A trial's finding: ``R`` (the first page read again) in flight when the wheel reached the
+    last loaded rows: the next page's read took the refresh's place, and the table kept a run
+    deleted in another terminal meanwhile."""
+    app = _small_pages(demo_home, monkeypatch, ahead=1)
+    gate = _gated_pages(monkeypatch, first=True)
+    async with app.run_test(size=(120, 18)) as pilot:
+        await _show_all(pilot)
+        table = app.queue.table
+        run_id = table.current
+        demo_home.delete(run_id, audited=True)  # another terminal: reset --run
+        gate.clear()
+        await pilot.press("R")
+        await pilot.pause()
+        await _wheel_down(pilot, table, wheel)
+        gate.set()
+        await settle(pilot)
+        assert run_id not in table.summaries, "the refresh was dropped: a deleted run is still listed"
