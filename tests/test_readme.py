@@ -47,6 +47,8 @@ def test_the_friday_to_monday_story_runs_as_written(tmp_path):
             assert result.returncode == expected, f"{line}\n{result.stdout}\n{result.stderr}"
             outputs.append((line, result.stdout))
     text = dict(outputs)
+    said = re.sub(r"\s+", " ", README)  # the README's lines wrap where its quotes do not
+    assert f"`run` prints `{text['resolver run T-65273'].splitlines()[0]}`" in said  # a trial: "Outcome: " was missing
     assert "Status: handed_to_person" in text["resolver approve T-65273-agent-chat-small-1 --as grace --name Grace"]
     assert "RF-4CFEAE8E" in text["resolver manual-refund manual-1 LK-507862 119.00 RFD-DOUBLE PAY-507862-2"]
     resumes = [out for line, out in outputs if line == "resolver resume T-90104-agent_structured-chat-strong-1"]
