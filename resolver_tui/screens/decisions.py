@@ -115,22 +115,32 @@ class Decisions:
     # -- reads ----------------------------------------------------------------------------------
 
     def page(
-        self, status: str | None, search: str | None, after: str | None, select: str | None, serial: int, sort: str | None
+        self,
+        status: str | None,
+        search: str | None,
+        after: str | None,
+        select: str | None,
+        serial: int,
+        sort: str | None,
+        rows: int = 0,
     ) -> PageLoaded:
-        """A page of :data:`~resolver_tui.widgets.run_table.PAGE_ROWS` runs (``after`` None: the
-        first) in ``sort`` and the counts; ``serial`` numbers the load (an older one is dropped)."""
+        """A page of :data:`~resolver_tui.widgets.run_table.PAGE_ROWS` runs, or ``rows`` when
+        more (a refresh reads as many rows as the table has loaded: see
+        :meth:`QueueScreen.reload`), ``after`` None: the first; in ``sort``, with the counts;
+        ``serial`` numbers the load (an older one is dropped)."""
         queue = self.home.queue
+        limit = max(PAGE_ROWS, rows)
 
         def read() -> PageLoaded:
             if status == MINE:  # the waiting runs I may approve: the role needed is within mine
                 page = replace(
                     queue.page(
-                        "waiting_approval", search=search, after=after, sort=sort, max_role=self.approver.role, limit=PAGE_ROWS
+                        "waiting_approval", search=search, after=after, sort=sort, max_role=self.approver.role, limit=limit
                     ),
                     status=MINE,
                 )
             else:
-                page = queue.page(status, search=search, after=after, sort=sort, limit=PAGE_ROWS)
+                page = queue.page(status, search=search, after=after, sort=sort, limit=limit)
             return PageLoaded(page, queue.counts(), serial, select, aside=queue.set_aside())
 
         return read_again(read)

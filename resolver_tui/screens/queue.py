@@ -357,7 +357,9 @@ class QueueScreen(Screen):
 
         return self.run_worker(run, name=group, group=group, thread=True, exclusive=exclusive, exit_on_error=False)
 
-    def load_page(self, status: str | None, search: str | None, after: str | None, select: str | None = None) -> None:
+    def load_page(
+        self, status: str | None, search: str | None, after: str | None, select: str | None = None, rows: int = 0
+    ) -> None:
         """Read a page (``after`` None: the first) in the screen's ``sort`` and the counts. A
         newer first page supersedes every load before it, a next page included (which then never
         lands, so the next page is read again after it: a trial's filter key pressed while the
@@ -370,7 +372,7 @@ class QueueScreen(Screen):
             self._keep_selection = False
         else:
             self.more_serial = self.page_serial
-        work = partial(self.decisions.page, status, search, after, select, self.page_serial, self.sort)
+        work = partial(self.decisions.page, status, search, after, select, self.page_serial, self.sort, rows)
         self._page_worker = self._in_thread("page", work, exclusive=False)
 
     def page_in_flight(self) -> bool:
@@ -391,8 +393,12 @@ class QueueScreen(Screen):
     def reload(self, select: str | None = None) -> None:
         """Load the first page again (keeping the selection, or moving it to ``select``). Kept
         means the selection as it is when the page lands: a timer refresh asked for before the
-        approver moved the cursor never moves it back (a refresh every 0.1 s did, under load)."""
-        self.load_page(self.status, self.search, None, select or self.selected_id)
+        approver moved the cursor never moves it back (a refresh every 0.1 s did, under load).
+        It reads as many rows as the table has loaded (a filter's table, emptied first, reads one
+        page): a refresh that read one page dropped the rows past it and moved the cursor to
+        another run, every 2 s on a home folder, so nobody reading past row 50 stayed there (a
+        trial)."""
+        self.load_page(self.status, self.search, None, select or self.selected_id, rows=self.table.row_count)
         self._keep_selection = select is None
 
     def refresh_on_timer(self) -> None:

@@ -277,13 +277,13 @@ async def test_what_the_start_up_made_is_frozen_out_of_full_collections_while_th
     assert gc.get_freeze_count() == 0
 
 
-def _small_pages(home, monkeypatch, *, ahead: int):
-    """An app on ``home`` whose queue reads pages of 8 rows and the next page ``ahead`` rows
-    before the last loaded one (so a page's end is reached in a small window)."""
+def _small_pages(home, monkeypatch, *, ahead: int, rows: int = 8):
+    """An app on ``home`` whose queue reads pages of ``rows`` rows and the next page ``ahead``
+    rows before the last loaded one (so a page's end is reached in a small window)."""
     import resolver_tui.screens.decisions as decisions
     import resolver_tui.widgets.run_table as run_table
 
-    monkeypatch.setattr(decisions, "PAGE_ROWS", 8)
+    monkeypatch.setattr(decisions, "PAGE_ROWS", rows)
     monkeypatch.setattr(run_table, "NEXT_PAGE_AHEAD", ahead)
     return make_app(home)
 
@@ -481,3 +481,25 @@ async def test_a_refresh_read_while_the_table_is_scrolled_to_its_end_still_lands
         gate.set()
         await settle(pilot)
         assert run_id not in table.summaries, "the refresh was dropped: a deleted run is still listed"
+
+
+async def test_a_refresh_keeps_the_cursor_on_the_run_read_past_the_first_page(demo_home, monkeypatch):
+    """A trial's finding: a refresh (``R``, the 2 s timer of a home folder, a live change) read
+    the first page only, dropped the rows loaded past it and moved the cursor, and the pane, to
+    another run without a key: nobody reading past row 50 stayed there."""
+    app = _small_pages(demo_home, monkeypatch, ahead=2, rows=6)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _show_all(pilot)
+        queue, table = app.queue, app.queue.table
+        assert sum(queue.counts.values()) > 12
+        for _ in range(9):  # past the first page of 6
+            await pilot.press("down")
+            await settle(pilot)
+        reading = table.current
+        assert table.cursor_row == 9 and queue.pane.shown_run == reading
+        loaded = table.row_count
+        await pilot.press("R")
+        await settle(pilot)
+        assert table.current == reading, f"the refresh moved the cursor from {reading} to {table.current}"
+        assert queue.pane.shown_run == reading
+        assert table.row_count >= loaded
