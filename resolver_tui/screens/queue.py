@@ -52,7 +52,7 @@ from resolver_tui.screens.dialogs import ConfirmScreen, MarkScreen, PassphraseAp
 from resolver_tui.screens.text import CompareScreen, HistoryScreen, TraceScreen
 from resolver_tui.widgets.bars import ALL, FILTERS, MINE, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
-from resolver_tui.widgets.run_table import HEADER_SORTS, SORTS, RunTable
+from resolver_tui.widgets.run_table import HEADER_SORTS, PAGE_ROWS, SORTS, RunTable
 from resolver_tui.widgets.safe import clean, plain
 
 if TYPE_CHECKING:
@@ -394,11 +394,13 @@ class QueueScreen(Screen):
         """Load the first page again (keeping the selection, or moving it to ``select``). Kept
         means the selection as it is when the page lands: a timer refresh asked for before the
         approver moved the cursor never moves it back (a refresh every 0.1 s did, under load).
-        It reads as many rows as the table has loaded (a filter's table, emptied first, reads one
-        page): a refresh that read one page dropped the rows past it and moved the cursor to
-        another run, every 2 s on a home folder, so nobody reading past row 50 stayed there (a
-        trial)."""
-        self.load_page(self.status, self.search, None, select or self.selected_id, rows=self.table.row_count)
+        It reads the rows loaded down to a page below the cursor (a filter's table, emptied
+        first, reads one page): a refresh that read one page dropped the rows past it and moved
+        the cursor to another run, every 2 s on a home folder, so nobody reading past row 50
+        stayed there (a trial). Rows further below are read again as the cursor nears them, so a
+        refresh costs what the cursor's depth does, not every row ever loaded."""
+        rows = min(self.table.row_count, self.table.cursor_row + 1 + PAGE_ROWS)
+        self.load_page(self.status, self.search, None, select or self.selected_id, rows=rows)
         self._keep_selection = select is None
 
     def refresh_on_timer(self) -> None:

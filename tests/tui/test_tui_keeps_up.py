@@ -502,4 +502,31 @@ async def test_a_refresh_keeps_the_cursor_on_the_run_read_past_the_first_page(de
         await settle(pilot)
         assert table.current == reading, f"the refresh moved the cursor from {reading} to {table.current}"
         assert queue.pane.shown_run == reading
-        assert table.row_count >= loaded
+        assert table.row_count >= loaded  # within a page of the cursor (50 rows): every row loaded
+
+
+async def test_a_refresh_deep_in_the_queue_reads_down_to_a_page_below_the_cursor(demo_home, monkeypatch):
+    """The refresh that keeps the cursor's run reads the rows down to one page below it, not
+    every row ever loaded (its cost is the cursor's depth)."""
+    import resolver_tui.screens.queue as queue_screen
+
+    monkeypatch.setattr(queue_screen, "PAGE_ROWS", 3)
+    app = _small_pages(demo_home, monkeypatch, ahead=2, rows=6)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _show_all(pilot)
+        queue, table = app.queue, app.queue.table
+        for _ in range(9):
+            await pilot.press("down")
+            await settle(pilot)
+        await pilot.press("G")  # the next pages, so more rows than the cursor's depth and a page
+        await settle(pilot)
+        await pilot.press("up")
+        await settle(pilot)
+        table.move_cursor(row=4)
+        await settle(pilot)
+        reading = table.current
+        assert table.row_count > 4 + 1 + 6
+        await pilot.press("R")
+        await settle(pilot)
+        assert table.current == reading and queue.pane.shown_run == reading
+        assert table.row_count == 4 + 1 + 3  # down to the cursor's row and a page (3) below it
