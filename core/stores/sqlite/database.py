@@ -227,23 +227,15 @@ class Database:
             self.counters.opens += 1
         return conn
 
-    def refuse_read_only(self) -> None:
+    def _refuse_mode(self, st: os.stat_result) -> None:
         """Refuse a write to a file its owner made read-only (issue 28): no write bit for the
-        owner (``chmod 444``, which root could still write) or none for this user. The mode is
-        never changed: a file's mode is its owner's to set.
+        owner (``chmod 444``, which root could still write) or none for this user, given the
+        file's ``os.stat`` (the one stat of a write transaction, which also gives the file's
+        identity: issue 27, item 2). The mode is never changed: a file's mode is its owner's to set.
 
         Raises:
             ReadOnlyFile: one sentence naming the file, its mode and what its owner does.
         """
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return  # a file that is not there yet is made 0600 at its first open
-        self._refuse_mode(st)
-
-    def _refuse_mode(self, st: os.stat_result) -> None:
-        """:meth:`refuse_read_only` given the file's ``os.stat`` (one stat per save: issue 27,
-        item 2; the same stat gives :meth:`connection` the file's identity)."""
         if st.st_mode & stat.S_IWUSR and self._access(st):
             return
         mode = stat.S_IMODE(st.st_mode)
@@ -366,7 +358,7 @@ class Database:
         class, not a generator (:class:`_Immediate`).
 
         Raises:
-            ReadOnlyFile: the file is read-only (see :meth:`refuse_read_only`); nothing written.
+            ReadOnlyFile: the file is read-only (see :meth:`_refuse_mode`); nothing written.
         """
         return _Immediate(self)
 
