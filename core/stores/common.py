@@ -83,9 +83,18 @@ def entry_checksum(body: str | bytes, extra: str | bytes | None) -> int:
     standard library, in C, about 1 GB/s (a 200-step run's rows in 0.3 ms), and any change of up
     to 32 consecutive bits, or any error of odd weight, is caught; a random change slips through
     once in 4 billion."""
-    crc = zlib.crc32(body if isinstance(body, bytes) else body.encode("utf-8"))
+    return _crc(
+        body if isinstance(body, bytes) else body.encode("utf-8"),
+        None if extra is None else extra if isinstance(extra, bytes) else extra.encode("utf-8"),
+    )
+
+
+def _crc(body: bytes, extra: bytes | None) -> int:
+    """:func:`entry_checksum` of UTF-8 ``body`` and ``extra`` bytes: the one place its CRCs are
+    taken (a save's rows and a load's tight loop call it with the bytes they hold)."""
+    crc = zlib.crc32(body)
     if extra is not None:  # the CRC of the zero byte and extra, without joining them in a copy
-        crc = zlib.crc32(extra if isinstance(extra, bytes) else extra.encode("utf-8"), zlib.crc32(b"\0", crc))
+        crc = zlib.crc32(extra, zlib.crc32(_ZERO, crc))
     return crc
 
 
@@ -321,7 +330,6 @@ class CheckpointRows:
         n = m0 + e0 + v0
         rows: list[tuple] = []
         by_text: dict[str, int] = {}
-        crc = zlib.crc32
         for seq, e in enumerate(state.evidence[e0:], e0 + 1):
             n += 1
             try:
@@ -333,16 +341,16 @@ class CheckpointRows:
                 text = TypeAdapter(Any).dump_json(e.result).decode()
             raw = type(e).__pydantic_serializer__.to_json(e, exclude=_NO_RESULT)
             # entry_checksum(body, text), from the bytes pydantic wrote (never encoded again)
-            rows.append((run_id, n, "evidence", seq, raw.decode(), text, None, crc(text.encode(), crc(_ZERO, crc(raw)))))
+            rows.append((run_id, n, "evidence", seq, raw.decode(), text, None, _crc(raw, text.encode())))
         for seq, m in enumerate(state.messages[m0:], m0 + 1):
             n += 1
             ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
             raw = type(m).__pydantic_serializer__.to_json(m, exclude=None if ref is None else _NO_CONTENT)
-            rows.append((run_id, n, "messages", seq, raw.decode(), None, ref, crc(raw)))
+            rows.append((run_id, n, "messages", seq, raw.decode(), None, ref, _crc(raw, None)))
         for seq, ev in enumerate(state.events[v0:], v0 + 1):
             n += 1
             raw, at = type(ev).__pydantic_serializer__.to_json(ev), _iso_of(ev.at)
-            rows.append((run_id, n, "events", seq, raw.decode(), at, None, crc(at.encode(), crc(_ZERO, crc(raw)))))
+            rows.append((run_id, n, "events", seq, raw.decode(), at, None, _crc(raw, at.encode())))
         return rows
 
     def _prepare(self, state: TaskState) -> _Prepared:
@@ -546,10 +554,9 @@ def _assemble_stored(header: bytes, version: int, columns: tuple, rows: list[tup
     referred content joined back in. None at the first row that is anything else (no checksum,
     a checksum that does not match, an unknown list, an evidence body ``{}``): the caller then
     reads the rows again with :func:`assemble_parts`, whose sentence names a damaged entry."""
-    crc = zlib.crc32
     lists: dict[str, list[bytes]] = {name: [] for name in LISTS}
     for name, body, extra, ref, referred, checksum in rows:
-        if (crc(body) if extra is None else crc(extra, crc(b"\0", crc(body)))) != checksum:
+        if _crc(body, extra) != checksum:
             return None
         if name == "evidence":
             if extra is None or body == b"{}":
