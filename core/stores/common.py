@@ -61,15 +61,22 @@ class _Saved:
 
     __slots__ = ("columns", "created", "events", "evidence", "messages", "ref", "version")
 
-    def __init__(self, state: TaskState, version: int, columns: tuple | None) -> None:
+    def __init__(
+        self, state: TaskState, version: int, columns: tuple | None, created: tuple[datetime, str, float] | None = None
+    ) -> None:
         self.ref = weakref.ref(state)
+        self.keep(state, version, columns, created)
+
+    def keep(self, state: TaskState, version: int, columns: tuple | None, created: tuple[datetime, str, float] | None) -> None:
+        """Record ``state`` as written (or read) at ``version``: the row's values of
+        :data:`_SOMETIMES` (``columns``), its lists' element objects, and ``created``
+        (``created_at`` as last saved: the very object, its ISO text and its timestamp)."""
         self.version = version
-        self.columns = columns  # the row's values of _SOMETIMES, as written or read
+        self.columns = columns
         self.messages = tuple(state.messages)
         self.evidence = tuple(state.evidence)
         self.events = tuple(state.events)
-        self.created: tuple[datetime, str, float] | None = None
-        """``created_at`` as last saved: the very object, its ISO text and its timestamp."""
+        self.created = created
 
 
 def entry_checksum(body: str | bytes, extra: str | bytes | None) -> int:
@@ -291,16 +298,10 @@ class CheckpointRows:
         whose ``created_at`` texts the next save reuses while the field holds the same object."""
         created = None if prep is None else (state.created_at, prep.values["created_at"], prep.values["created_ts"])
         if saved is not None and saved.ref() is state:
-            saved.columns = columns
-            saved.messages = tuple(state.messages)
-            saved.evidence = tuple(state.evidence)
-            saved.events = tuple(state.events)
-            saved.created = created
-            saved.version = version
+            saved.keep(state, version, columns, created)
             return
         key = id(state)
-        saved = _Saved(state, version, columns)
-        saved.created = created
+        saved = _Saved(state, version, columns, created)
 
         def forget(_ref: weakref.ref, key: int = key) -> None:
             with self._saved_lock:
