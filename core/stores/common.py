@@ -530,6 +530,20 @@ _READ_VIEW_ENTRIES = _READ_ENTRIES.replace(" ORDER BY", " AND (i.list <> 'messag
 """The read side's rows (issue 27, item 1): every evidence and event, the first messages only."""
 
 
+IN_CHUNK = 500
+"""Values per ``IN (...)`` list of :func:`rows_in`, under SQLite's oldest limit of 999 parameters."""
+
+
+def rows_in(conn: Any, select: str, values: Sequence[Any]) -> list[Any]:
+    """The rows of ``select`` (``?`` SQL ending in ``IN``, e.g. ``"SELECT ... WHERE run_id IN"``)
+    for ``values``, read :data:`IN_CHUNK` values a statement on ``conn``; ``[]`` for none."""
+    rows: list[Any] = []
+    for start in range(0, len(values), IN_CHUNK):
+        chunk = values[start : start + IN_CHUNK]
+        rows += conn.execute(f"{select} ({', '.join('?' for _ in chunk)})", chunk).fetchall()
+    return rows
+
+
 def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | None:
     """A run's checkpoint as stored, read on ``conn`` (``?`` SQL; the caller holds one read
     transaction for both statements): the header, and each list's element texts with an

@@ -29,6 +29,8 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
+from core.stores.common import rows_in
+
 __all__ = ["EVENT_COLUMNS", "EVENT_KINDS", "QueueEventRows"]
 
 EVENT_KINDS = ("request", "claim", "handover", "lapse", "refusal", "handed_to_person")
@@ -69,14 +71,9 @@ class QueueEventRows:
         if not run_ids:
             return found
         with self._journal_read() as conn:
-            for start in range(0, len(run_ids), 500):
-                chunk = run_ids[start : start + 500]
-                rows = conn.execute(
-                    f"SELECT run_id, at FROM queue_events WHERE kind = 'lapse' AND run_id IN ({', '.join('?' for _ in chunk)})",
-                    chunk,
-                ).fetchall()
-                for run_id, at in rows:
-                    found.setdefault(run_id, []).append(at)
+            rows = rows_in(conn, "SELECT run_id, at FROM queue_events WHERE kind = 'lapse' AND run_id IN", run_ids)
+        for run_id, at in rows:
+            found.setdefault(run_id, []).append(at)
         return found
 
     def record_lapse(self, run_id: str, digest: str, at: str, required_role: str | None) -> bool:

@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from core.errors import StaleCheckpoint
+from core.stores.common import rows_in
 
 __all__ = ["MARK_COLUMNS", "RunMarksRows"]
 
@@ -68,10 +69,7 @@ class RunMarksRows:
             elif not run_ids:
                 return {}
             else:
-                rows = []
-                for start in range(0, len(run_ids), 500):  # SQLite's parameter limit, a page at a time
-                    chunk = run_ids[start : start + 500]
-                    rows += conn.execute(f"{_SELECT} WHERE run_id IN ({', '.join('?' for _ in chunk)})", chunk).fetchall()
+                rows = rows_in(conn, f"{_SELECT} WHERE run_id IN", run_ids)
         return {r[0]: dict(zip(MARK_COLUMNS, tuple(r), strict=True)) for r in rows}
 
     def put_marks(self, row: dict[str, Any], audit: dict[str, Any], *, version: int) -> int:
