@@ -104,19 +104,6 @@ unreadable with a sentence (``CorruptCheckpoint``), never an approval refused as
 checkpoint's JSON the check runs in pydantic's Rust (:class:`_Supported`, issue 27, item 1)."""
 
 
-TRUSTED = {"trusted": True}
-"""The validation context of a checkpoint's entries whose checksums matched (issue 27, item 1):
-they were validated when they were written and are the bytes written. Since every time is
-checked in Rust from JSON (:class:`_Supported`), no check is skipped for them any more; the
-context is kept for validators that may again be costly in Python."""
-
-
-EntryMoment = Moment
-"""A time held by a list entry (an event's ``at``): a :data:`Moment`. It skipped the check in
-Python for trusted rows (200 events 1.6 ms checked, 0.6 ms trusted); the check in Rust
-(:class:`_Supported`) costs no call into Python per event, trusted or not."""
-
-
 class InvalidAmount(ResolverError, ValueError):
     """Not an amount of money: not a number, not finite, or too large (a ValueError too, so a
     pydantic model reports it as a validation error)."""
@@ -480,7 +467,7 @@ class Event(_Model):
     """One line of the run's log; also appended to the store's events table (the trace)."""
 
     seq: int
-    at: EntryMoment
+    at: Moment
     kind: str
     message: str
     data: dict[str, Any] = {}

@@ -228,10 +228,10 @@ def test_a_lease_time_out_of_range_in_the_store_never_hands_a_live_lease_over(tm
 )
 def test_a_time_read_from_a_checkpoints_json_is_checked_as_a_time_made_in_python(at):
     """Issue 27, item 1: a checkpoint's times are checked in pydantic's Rust when read as JSON,
-    trusted rows too (an event's ``at`` skipped the check in Python for a trusted row before);
+    rows whose checksum matched too (an event's ``at`` once skipped the check for them);
     JSON accepts exactly what :func:`core.clock.supported` accepts, and a time it refuses is
     refused by the careful path (Python input) with the sentence."""
-    from core.state import TRUSTED, Event
+    from core.state import Event
     from pydantic import ValidationError
 
     row = {"seq": 1, "at": at, "kind": "created", "message": "m"}
@@ -241,10 +241,9 @@ def test_a_time_read_from_a_checkpoints_json_is_checked_as_a_time_made_in_python
     except ValidationError as exc:
         python_ok = False
         assert exc.errors()[0]["msg"].startswith(("Value error, The time", "Input should be a valid datetime")), exc
-    for context in (None, TRUSTED):
-        try:
-            Event.model_validate_json(json.dumps(row), context=context)
-            json_ok = True
-        except ValidationError:
-            json_ok = False
-        assert json_ok == python_ok, (at, context)
+    try:
+        Event.model_validate_json(json.dumps(row))
+        json_ok = True
+    except ValidationError:
+        json_ok = False
+    assert json_ok == python_ok, at

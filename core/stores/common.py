@@ -243,8 +243,7 @@ _pick_sometimes = operator.itemgetter(*(i for i, c in enumerate(_HEADER_COLS) if
 @dataclass
 class _Parts:
     """A run's checkpoint as stored: header text, version and each list's element texts;
-    ``trusted`` when every entry had a checksum and it matched, ``damaged`` the sentence part
-    naming the first entry whose checksum did not."""
+    ``damaged`` the sentence part naming the first entry whose checksum did not match."""
 
     header: str | bytes
     version: int
@@ -252,7 +251,6 @@ class _Parts:
     evidence: list[Any]
     events: list[Any]
     columns: tuple
-    trusted: bool = False
     damaged: str | None = None
 
 
@@ -418,12 +416,12 @@ class CheckpointRows:
     def _build(self, run_id: str, parts: _Parts, view: bool = False) -> TaskState:
         """The state of ``parts`` validated once: a :class:`~core.state.RunView` with ``view``
         (parts read by :func:`read_parts` with ``opening``; never remembered for a save), else
-        the whole :class:`~core.state.TaskState`. Entries whose checksums all matched are read
-        as trusted (:data:`core.state.TRUSTED`); one that did not is a corrupt checkpoint.
+        the whole :class:`~core.state.TaskState`. An entry whose checksum did not match is a corrupt
+        checkpoint; every entry is validated, times in pydantic's Rust (:class:`core.state._Supported`).
         Raises CorruptCheckpoint, UnsupportedSchemaVersion."""
         from pydantic import ValidationError
 
-        from core.state import SCHEMA_VERSION, TRUSTED, RunView, TaskState
+        from core.state import SCHEMA_VERSION, RunView, TaskState
 
         cls = RunView if view else TaskState
         if parts.damaged is not None:
@@ -438,7 +436,7 @@ class CheckpointRows:
         if not any(k in header for k in keys):
             text = _join_lists(header, list(zip(LISTS, (parts.messages, parts.evidence, parts.events), strict=True)))
             try:
-                state = cls.model_validate_json(text, context=TRUSTED if parts.trusted else None)
+                state = cls.model_validate_json(text)
             except ValidationError:
                 state = None
             if state is not None and state.schema_version == SCHEMA_VERSION and state.run_id == run_id:
@@ -550,8 +548,7 @@ def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | N
     evidence's result and a tool message's referred content joined back in. With ``opening``
     (the read side, :class:`core.state.RunView`) only the first ``opening`` messages are read:
     the rest of the history is never sent by the database. Each entry's checksum is checked
-    (:func:`entry_checksum`): ``trusted`` when all had one and matched, ``damaged`` names the
-    first that did not. None when no run."""
+    (:func:`entry_checksum`): ``damaged`` names the first that did not match. None when no run."""
     # header, bodies and extras as the stored UTF-8 bytes (CAST AS BLOB): checksummed, joined and
     # handed to pydantic as they are, never decoded to str and encoded back (issue 27)
     row = conn.execute(_READ_RUN, (run_id,)).fetchone()
@@ -586,23 +583,22 @@ def _assemble_stored(header: bytes, version: int, columns: tuple, rows: list[tup
         if items is None:
             return None
         items.append(body)
-    return _Parts(header, version, lists["messages"], lists["evidence"], lists["events"], columns, True, None)
+    return _Parts(header, version, lists["messages"], lists["evidence"], lists["events"], columns, None)
 
 
 def assemble_parts(header: str | bytes, version: int, columns: tuple, rows: Iterable[Sequence[Any]]) -> _Parts:
     """A run's :class:`_Parts` from its header text, version, queue columns and ``entries``
     rows ``(list, body, extra, ref, referred, checksum)`` in the order written, as each back-end
     reads them: an evidence's result and a tool message's referred content joined back in, and
-    each checksum checked (:func:`entry_checksum`): ``trusted`` when all had one and matched,
-    ``damaged`` names the first that did not."""
+    each checksum checked (:func:`entry_checksum`): ``damaged`` names the first that did not
+    match (a row without one, written before the checksums, is validated as any other)."""
     raw = type(header) is bytes
     kind, null = (bytes, b"null") if raw else (str, "null")
     lists: dict[str, list[Any]] = {name: [] for name in LISTS}
-    trusted, damaged = True, None
+    damaged = None
     for name, body, extra, ref, referred, checksum in rows:
-        if checksum is None:  # written before the checksums (store format 4, PostgreSQL 8): validated in full
-            trusted = False
-        elif damaged is None and (type(body) is not kind or entry_checksum(body, extra) != checksum):
+        # a row written before the checksums (store format 4, PostgreSQL 8) has none
+        if checksum is not None and damaged is None and (type(body) is not kind or entry_checksum(body, extra) != checksum):
             damaged = f"entry {len(lists.get(name, ())) + 1} of its {name}"
         if name == "evidence":
             body = _join(body, "result", extra if type(extra) is kind else null)
@@ -610,7 +606,7 @@ def assemble_parts(header: str | bytes, version: int, columns: tuple, rows: Iter
             content = _encode_text(referred) if referred is not None else "null"
             body = _join(body, "content", content.encode() if raw else content)
         lists.setdefault(name, []).append(body)
-    return _Parts(header, version, lists["messages"], lists["evidence"], lists["events"], columns, trusted, damaged)
+    return _Parts(header, version, lists["messages"], lists["evidence"], lists["events"], columns, damaged)
 
 
 def sort_order(status: str | None, sort: str | None) -> tuple[str, str, bool]:
