@@ -31,21 +31,27 @@ ALL = [status for status, _ in FILTERS].index(None)
 """The index of the filter of every status."""
 
 
-def say_line(bar: Static, parts: list) -> None:
-    """Show ``parts`` (``Content.assemble``'s arguments) in ``bar``, a one-line bar: the same
-    parts as shown are not shown again, and a bar whose height is a fixed number of lines (its
-    CSS) repaints alone, without a layout pass of the screen (issue 27, item 3: each page read
-    set both bars, and ``Static.update`` laid out the whole screen, a key's frame delayed by a
-    page appended under it)."""
-    said = tuple(parts)
-    if said == getattr(bar, "_said", None):
-        return
-    bar._said = said  # type: ignore[attr-defined]
-    height = bar.styles.height
-    bar.update(Content.assemble(*parts), layout=not (height is not None and height.is_cells))
+class LineBar(Static):
+    """A bar of one line (the top bar, the filter bar) that says what it is given once."""
+
+    _said: tuple = ()
+    """The parts shown last (:meth:`say`)."""
+
+    def say(self, parts: list) -> None:
+        """Show ``parts`` (``Content.assemble``'s arguments): the same parts as shown are not
+        shown again, and a bar whose height is a fixed number of lines (its CSS) repaints alone,
+        without a layout pass of the screen (issue 27, item 3: each page read set both bars, and
+        ``Static.update`` laid out the whole screen, a key's frame delayed by a page appended
+        under it)."""
+        said = tuple(parts)
+        if said == self._said:
+            return
+        self._said = said
+        height = self.styles.height
+        self.update(Content.assemble(*parts), layout=not (height is not None and height.is_cells))
 
 
-class TopBar(Static):
+class TopBar(LineBar):
     """``Larkfield approvals · practice · approver: Tomás (role team lead) · clock Mon
     2026-10-12 09:00 (simulated)``: ``kind`` is the home's kind, ``practice`` or ``shop``. The
     role is said to be one (issue 19: the demo's person Grace and the role ``grace``), the name
@@ -64,7 +70,7 @@ class TopBar(Static):
         parts += ["approver: ", (one_line(name), "bold"), f" (role {role_label(role)})"]
         if now is not None:
             parts += [sep, "clock ", (now.strftime("%a %Y-%m-%d %H:%M"), "bold"), "" if narrow else " (simulated)"]
-        say_line(self, parts)
+        self.say(parts)
 
 
 SHORT = {
@@ -99,7 +105,7 @@ def filter_texts(active: int, counts: dict[str, int], level: int, aside: int = 0
     return out
 
 
-class FilterBar(Static):
+class FilterBar(LineBar):
     """The status filters with live counts, the active one in brackets (and reverse video), a
     corrupt count when there is one, and the refresh time when it fits. Every filter always
     shows: a narrower terminal gets shorter names, then no counts (issue 18)."""
@@ -142,7 +148,7 @@ class FilterBar(Static):
             parts += [" " if i else "", (text, "reverse bold") if styled else text]
         if stamp:
             parts.append(stamp)
-        say_line(self, parts)
+        self.say(parts)
 
 
 def queue_title(focused: bool, search: str | None, following: bool, sort: str, keys: dict[str, str] | None = None) -> Content:
