@@ -604,6 +604,7 @@ TRIGGER_FUNCTIONS = (
     "resolver_queue_event_run()",
     "resolver_queue_event_refusal()",
     "resolver_queue_event_marks()",
+    "resolver_queue_event_forget()",
 )
 """The triggers' functions that write tables a caller may not (counts, the queue's events): run
 as the owning role once the store is set up."""
