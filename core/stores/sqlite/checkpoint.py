@@ -232,7 +232,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             # refused before any connection: opening it would write SQLite's header and the next
             # open would take the lost store for a new one (a second refund, found by a new user)
             raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path))
-        self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
+        self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open, keep_file=True)
         self._audit_sql = auditchain
         self._init_rows()
         self.db.connection()
