@@ -92,6 +92,7 @@ def test_a_migration_numbered_below_one_applied_is_applied_when_missing(url):
             13,
             14,
             15,
+            16,
         ]
         assert conn.execute("SELECT to_regclass('store_meta')").fetchone()[0] is not None
 

@@ -208,7 +208,9 @@ def test_a_store_moved_away_under_an_open_store_is_refused_and_none_is_made(home
         "approve": lambda: home.approve(state.run_id, "team_lead"),
     }
     for name, use in uses.items():
-        with pytest.raises(FileMoved, match=r"^The checkpoint store .*runs\.sqlite was moved or deleted .*put the file back"):
+        with pytest.raises(
+            FileMoved, match=r"^The checkpoint store .*runs\.sqlite is gone \(moved or deleted while in use\): put it back"
+        ):
             use()
         assert not home.store.path.exists(), name
     failed: list[BaseException] = []

@@ -711,7 +711,7 @@ def setup_roles(
         for function in functions:
             conn.execute(sql.SQL("ALTER FUNCTION {} OWNER TO {}").format(sql.SQL(function), ident))
             conn.execute(sql.SQL("REVOKE ALL ON FUNCTION {} FROM PUBLIC").format(sql.SQL(function)))
-        for function in TRIGGER_FUNCTIONS:
+        for function in (f for f in TRIGGER_FUNCTIONS if f in functions):  # a store set up before migration 16 has no forget
             conn.execute(
                 sql.SQL("ALTER FUNCTION {} SECURITY DEFINER SET search_path = {}, pg_catalog, pg_temp").format(
                     sql.SQL(function), sch

@@ -321,13 +321,12 @@ class Database:
         what = f"{self.label[:1].upper()}{self.label[1:]} {self.path}"
         if ident is None:
             raise FileMoved(
-                f"{what} was moved or deleted while resolver had it open, so nothing was read or written and no new "
-                "one was made: put the file back, then try again (or quit and start resolver again, which says "
-                "whether this home may begin a new one)."
+                f"{what} is gone (moved or deleted while in use): put it back and try again; nothing was read or "
+                "written and no new, empty one was made."
             )
         raise FileMoved(
-            f"{what} was replaced by another file while resolver had it open, so nothing was read or written: "
-            "quit and start resolver again to open the file now there (or put the first one back)."
+            f"{what} was replaced by another file while in use: quit and start resolver again to use the file now "
+            "there (or put the first one back); nothing was read or written."
         )
 
     def _failed(self) -> None:
