@@ -125,7 +125,9 @@ def test_a_store_at_schema_10_is_upgraded_and_its_waiting_run_approves_and_is_he
                 conn.execute(f"DROP FUNCTION {function}()")
             conn.execute("DROP TRIGGER queue_event_refresh ON audit")  # and migration 13's
             conn.execute("DROP FUNCTION resolver_queue_event_refresh()")
-            conn.execute("DELETE FROM resolver_migrations WHERE version IN (11, 13)")
+            conn.execute("DROP TRIGGER queue_event_forget ON runs")  # and migration 16's
+            conn.execute("DROP FUNCTION resolver_queue_event_forget()")
+            conn.execute("DELETE FROM resolver_migrations WHERE version IN (11, 13, 16)")
             undo_migration_12(conn)
             assert max(r[0] for r in conn.execute("SELECT version FROM resolver_migrations")) == 10
         home = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)

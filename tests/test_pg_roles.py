@@ -672,11 +672,15 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
         )
         code, out, err = cli("admin", "store", "migrate")  # as the sentence says
         assert code == 0, out + err
-        assert schema_version_of(admin) == 15  # 14 and 15 (who proposed, which replaces decide and the runs guard again)
+        assert schema_version_of(admin) == 16  # 14, 15 (who proposed, which replaces decide and the runs guard again), 16
         owned = _functions_owned(admin)
         assert {owner for owner, _, _ in owned.values()} == {users["tables"]}
         assert owned["resolver_decide"][1] is True and owned["resolver_guard_register"][1] is False
-        for name in ("resolver_decide", "resolver_guard_register", "resolver_guard_runs", "resolver_guard_marks"):
+        assert owned["resolver_queue_event_forget"][1] is True  # 16: the owner's delete may not touch queue_events
+        for name in (
+            "resolver_decide", "resolver_guard_register", "resolver_guard_runs", "resolver_guard_marks",
+            "resolver_queue_event_forget",
+        ):  # fmt: skip
             assert owned[name][2] and owned[name][2][0].startswith("search_path="), (name, owned[name])
         with psycopg.connect(admin, autocommit=True) as conn:
             calls = conn.execute("SELECT calls FROM decided WHERE decision = 'approve'").fetchone()[0]  # type: ignore[index]
@@ -857,3 +861,24 @@ def test_the_sql_policy_sums_the_lines_of_a_kind_as_the_python_one_does(tmp_path
                 sql_role = conn.execute("SELECT resolver_needed_role(%s::jsonb)", (json.dumps(actions),)).fetchone()[0]  # type: ignore[index]
                 assert sql_role == proposal_role(adapter.validate_python(actions)), actions
             assert conn.execute("SELECT resolver_needed_role(%s::jsonb)", (json.dumps([line] * 10),)).fetchone()[0] == "team_lead"  # type: ignore[index]
+
+
+def test_a_lapse_written_by_an_approver_goes_with_its_run_deleted_by_the_owner(shop, users):
+    """Migration 16 on a separated store: an approver's user writes a lapse (a compare-and-set
+    that holds its run with ``FOR KEY SHARE``); the owner's user, who may delete runs but has no
+    right on ``queue_events``, deletes the run; the trigger, run as the tables' role, takes the
+    lapse with it, and a lapse for the run now gone is not written."""
+    from core.clock import FixedClock
+    from core.queue import queue_columns
+    from core.stores import postgres
+
+    _, urls = shop
+    bob = postgres.open_store(urls["bob"], FixedClock("2026-10-09T17:00:00-04:00"), summarize=queue_columns)
+    digest = bob.load(T65273_RUN).proposal.digest  # type: ignore[union-attr]
+    assert bob.record_lapse(T65273_RUN, digest, "2026-10-16T17:00:00-04:00", "team_lead") is True
+    assert "permission denied" in _refused(urls["owner"], "DELETE FROM queue_events WHERE kind = 'lapse'")
+    with psycopg.connect(urls["owner"], autocommit=True) as conn:
+        assert conn.execute("DELETE FROM runs WHERE run_id = %s", (T65273_RUN,)).rowcount == 1
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM queue_events WHERE kind = 'lapse'").fetchone()[0] == 0  # type: ignore[index]
+    assert bob.record_lapse(T65273_RUN, digest, "2026-10-16T17:00:00-04:00", "team_lead") is False

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from core.runner import new_state
 from core.state import SCHEMA_VERSION, Evidence, Message
 from core.store import UnsupportedStoreFormat
 from core.stores.sqlite.checkpoint import STORE_FORMAT
+from core.stores.sqlite.database import FileMoved
 
 from helpers import busy_home_at, run_process, store_at
 
@@ -191,16 +193,57 @@ def _delete_db(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
-def test_a_store_rebuilt_under_an_open_store_is_reopened(home, tmp_path):
+def test_a_store_moved_away_under_an_open_store_is_refused_and_none_is_made(home, tmp_path):
+    """A new user's trial: ``mv runs.sqlite`` while the app was open; its next write made a new,
+    empty store in its place and the queue showed empty (a claim said "No run ...")."""
     state = home.run("T-65273")
-    assert home.store.exists(state.run_id)
-    _delete_db(home.store.path)  # `resolver reset --all` in another process, while the app is open
+    moved = tmp_path / "elsewhere.sqlite"
+    os.rename(home.store.path, moved)
+    fresh = new_state(load_task("T-90103"), "agent", "chat-small", "fresh-1", home.clock)
+    uses = {
+        "page": lambda: home.store.page("waiting_approval"),
+        "load": lambda: home.store.load(state.run_id),
+        "save": lambda: home.store.save(fresh),
+        "claim": lambda: home.mark("claim", state.run_id, "team_lead", "Grace"),
+        "approve": lambda: home.approve(state.run_id, "team_lead"),
+    }
+    for name, use in uses.items():
+        with pytest.raises(
+            FileMoved, match=r"^The checkpoint store .*runs\.sqlite is gone \(moved or deleted while in use\): put it back"
+        ):
+            use()
+        assert not home.store.path.exists(), name
+    failed: list[BaseException] = []
+    other = threading.Thread(target=lambda: failed.append(_raised(uses["page"])))  # a worker's first use
+    other.start()
+    other.join()
+    assert isinstance(failed[0], FileMoved) and not home.store.path.exists()
+    os.rename(moved, home.store.path)  # put back: used again
+    assert [r.run_id for r in home.store.page("waiting_approval")] == [state.run_id]
+    assert home.store.save(fresh).version == 1
+
+
+def _raised(use) -> BaseException | None:
+    try:
+        use()
+    except BaseException as exc:  # handed back to the test's thread
+        return exc
+    return None
+
+
+def test_a_store_rebuilt_under_an_open_store_is_refused_and_left_alone(home, tmp_path):
+    """The file deleted and a new store made in its place by another process: the open store
+    does not take the new file for its own (it would show another queue); it says so."""
+    state = home.run("T-65273")
+    _delete_db(home.store.path)
     other = store_at(home.store.path, home.clock)
-    fresh = other.save(new_state(load_task("T-90103"), "agent", "chat-small", "fresh-1", home.clock))
-    assert not home.store.exists(state.run_id)
-    assert [r.run_id for r in home.store.page()] == ["fresh-1"]
-    assert home.store.load("fresh-1").model_dump() == fresh.model_dump()
-    assert home.store.counters.opens == 2
+    other.save(new_state(load_task("T-90103"), "agent", "chat-small", "fresh-1", home.clock))
+    with pytest.raises(FileMoved, match=r"was replaced by another file .*quit and start resolver again"):
+        home.store.exists(state.run_id)
+    with pytest.raises(FileMoved, match="was replaced by another file"):
+        home.store.save(new_state(load_task("T-90103"), "agent", "chat-small", "fresh-2", home.clock))
+    assert [r.run_id for r in other.page()] == ["fresh-1"]
+    assert home.store.counters.opens == 1
 
 
 def test_a_world_rebuilt_under_an_open_world_is_reopened(home):

@@ -15,7 +15,11 @@ transaction as the write that makes it, whichever code path saves:
 - ``lapse``: a waiting request whose evidence became too old to approve with no one acting,
   written once per request (run and digest) by :meth:`QueueEventRows.record_lapse`, a
   compare-and-set on a unique index, by the watcher or a read of the waiting queue
-  (:func:`core.watch.sweep_lapses`).
+  (:func:`core.watch.sweep_lapses`), only while the run is there and waiting. A run's lapses go
+  with the run when it is deleted (``reset``, ``reset --run``, ``prune``: SQLite in the delete's
+  transaction, PostgreSQL by migration 16's trigger on ``runs``), so a later run given the same
+  ID and proposing the same digest (the lesson repeated after ``resolver reset``) lapses again.
+  The other kinds stay: they are what happened, and a watcher may not have delivered them yet.
 
 (Not ``events``: release 0.1.0's store had a table of that name, which its migration drops.)
 
@@ -55,6 +59,10 @@ class QueueEventRows:
     def _journal_read(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
 
+    _RUN_LOCK = ""
+    """What :meth:`record_lapse` adds to its read of the run (PostgreSQL: ``FOR KEY SHARE``, so a
+    delete in progress is waited for; SQLite's writers take turns)."""
+
     def queue_events(self, after: int, limit: int = 500) -> list[dict[str, Any]]:
         """Up to ``limit`` events with an ID above ``after``, lowest ID first, each a dict of
         :data:`EVENT_COLUMNS`."""
@@ -78,12 +86,15 @@ class QueueEventRows:
 
     def record_lapse(self, run_id: str, digest: str, at: str, required_role: str | None) -> bool:
         """Write the ``lapse`` event of the request ``digest`` of ``run_id`` unless it is written
-        already (a unique index on run and digest: of two writers at once, one writes). Returns
-        True when this call wrote it."""
+        already (a unique index on run and digest: of two writers at once, one writes), and only
+        while ``run_id`` is saved and waiting: a sweep that loaded a run deleted since writes
+        nothing, so no lapse outlives its run to be counted as a later run's of the same ID.
+        Returns True when this call wrote it."""
         with self._journal_write() as conn:
             cur = conn.execute(
-                "INSERT INTO queue_events (kind, run_id, at, required_role, detail) VALUES ('lapse', ?, ?, ?, ?) "
-                "ON CONFLICT (run_id, detail) WHERE kind = 'lapse' DO NOTHING",
-                (run_id, at, required_role, digest),
+                "INSERT INTO queue_events (kind, run_id, at, required_role, detail) SELECT 'lapse', ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM runs WHERE run_id = ? AND status = 'waiting_approval'"
+                f"{self._RUN_LOCK}) ON CONFLICT (run_id, detail) WHERE kind = 'lapse' DO NOTHING",
+                (run_id, at, required_role, digest, run_id),
             )
             return bool(cur.rowcount == 1)

@@ -15,6 +15,7 @@ and only ``enter`` moves it to the pane.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 from functools import partial
@@ -121,6 +122,10 @@ LIVE_SAFETY_NET_S = 30.0
 """On a team store, whose changes arrive by notification, the timer's refresh is kept as a safety
 net at no less than this many seconds (a change missed in a way the listener cannot see)."""
 
+ERROR_TOAST_S = 10
+"""Seconds an error's toast stays; a page load that fails again with the same sentence within
+them (the timer's reads of a store moved away, say) adds no second toast."""
+
 RECONNECTED = "Live updates reconnected; queue re-read."
 LOST = "Live updates stopped: the connection to the team store dropped; reconnecting."
 
@@ -202,6 +207,7 @@ class QueueScreen(Screen):
         self.refreshed = ""
         self.first_page_shown = False
         self.clock_error = ""
+        self.page_error: tuple[str, float] = ("", 0.0)  # the last page load's failure and when it was told
         self._render_due = False  # a render of the pane is queued behind the keys already sent
 
     def set_interval(
@@ -420,6 +426,7 @@ class QueueScreen(Screen):
         current = message.serial == self.first_serial if first else self.loading_more and message.serial == self.more_serial
         if not current or page.status != self.status or page.search != self.search:
             return  # an older load, or a filter no longer shown
+        self.page_error = ("", 0.0)
         self.counts = message.counts
         self.aside = message.aside
         self.refreshed = page.now.strftime("%H:%M:%S")
@@ -1008,4 +1015,8 @@ class QueueScreen(Screen):
             self.loading_more = False
             self.log.error(f"worker {event.worker.name} failed", error)
             text = str(error) if isinstance(error, ResolverError) else unexpected_sentence(event.worker.group)
-            self.notify(clean(text), severity="error", markup=False, timeout=10)
+            if event.worker.group == "page":  # the timer reads again every few seconds: one toast of a sentence at a time
+                if self.page_error[0] == text and time.monotonic() - self.page_error[1] < ERROR_TOAST_S:
+                    return
+                self.page_error = (text, time.monotonic())
+            self.notify(clean(text), severity="error", markup=False, timeout=ERROR_TOAST_S)

@@ -54,3 +54,27 @@ async def test_a_lease_held_by_another_window_is_a_message(demo_home):
         assert "is being executed by" in pane_text(app)
         assert demo_home.store.load(T90104).status == "executing"
         assert demo_home.world().refunds_of("LK-793996") == []
+
+
+async def test_a_store_moved_away_is_one_message_and_no_new_empty_queue(demo_home, tmp_path):
+    """A new user's trial: ``mv runs.sqlite`` while the app ran; its next read made a new, empty
+    store and the queue showed "No saved runs". Now the reads say where the file went missing,
+    once while the toast stands (the timer reads again and again), and nothing is made."""
+    app = make_app(demo_home, role="grace", name="Grace")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        assert app.queue.counts["waiting_approval"] == 8
+        moved = tmp_path / "away.sqlite"
+        demo_home.store.path.rename(moved)
+        for key in ("R", "7", "1"):
+            await pilot.press(key)
+            await settle(pilot)
+        told = [n.message for n in app._notifications]
+        assert told and [m for m in told if "is gone (moved or deleted while in use): put it back" in m] == told[-1:], told
+        assert str(demo_home.store.path) in told[-1]
+        assert not demo_home.store.path.exists()
+        assert app.is_running and app.queue.counts["waiting_approval"] == 8  # the counts read before stay
+        moved.rename(demo_home.store.path)  # put back: read again
+        await pilot.press("R")
+        await settle(pilot)
+        assert app.queue.counts["waiting_approval"] == 8 and app.queue.table.row_count == 8

@@ -279,6 +279,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "role separation: who proposed a run, and a decision refused on a proposal an approver's user wrote",
         lambda: _roles_15(),
     ),
+    (16, "a deleted run's lapse events go with it (a trigger on runs)", lambda: _forget_lapses()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -305,6 +306,12 @@ def _roles_15() -> tuple[str, ...]:
     from core.stores.postgres.roles import migration_15
 
     return migration_15()
+
+
+def _forget_lapses() -> tuple[str, ...]:
+    from core.stores.postgres.marks import FORGET_LAPSES
+
+    return FORGET_LAPSES
 
 
 def _refresh_and_quiet() -> tuple[str, ...]:

@@ -232,7 +232,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             # refused before any connection: opening it would write SQLite's header and the next
             # open would take the lost store for a new one (a second refund, found by a new user)
             raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path))
-        self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open)
+        self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open, keep_file=True)
         self._audit_sql = auditchain
         self._init_rows()
         self.db.connection()
@@ -1025,18 +1025,22 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     # -- reset ----------------------------------------------------------------------------------
 
     def delete(self, run_id: str, audit: dict[str, Any] | None = None) -> None:
-        """Delete one run and its rows (the audit table keeps its rows), with ``audit`` appended
-        as the audit row that records it, in the same transaction. Raises RunNotFound."""
+        """Delete one run and its rows (the audit table keeps its rows), its ``lapse`` events
+        among them (:mod:`core.stores.events`: a later run of this ID would take them for its
+        own), with ``audit`` appended as the audit row that records it, in the same transaction.
+        Raises RunNotFound."""
         with self.db.immediate() as conn:
             if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
                 raise RunNotFound(run_id)
             conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM model_calls WHERE run_id = ?", (run_id,))
+            conn.execute("DELETE FROM queue_events WHERE kind = 'lapse' AND run_id = ?", (run_id,))
             if audit is not None:
                 auditchain.append(conn, run_id, audit)
 
     def reset(self, audit: Callable[[list[str]], dict[str, Any]] | None = None) -> int:
-        """Delete every saved run and its rows (the audit table is kept). Returns the count.
+        """Delete every saved run and its rows, every ``lapse`` event among them (the audit
+        table and the other events are kept; see :meth:`delete`). Returns the count.
         ``audit``, given the deleted run IDs, makes the audit row that records the reset
         (``decision``, ``role``, ``name``, ``digest``, ``at``, ``detail``), appended in the same
         transaction under run ID ``*``."""
@@ -1046,6 +1050,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             conn.execute("DELETE FROM entries")
             conn.execute("DELETE FROM model_calls")
             conn.execute("DELETE FROM run_counts")
+            conn.execute("DELETE FROM queue_events WHERE kind = 'lapse'")
             if audit is not None:
                 auditchain.append(conn, "*", audit(ids))
         return len(ids)

@@ -25,6 +25,13 @@ device and inode with the ones it opened, and reopens when they differ. Closing 
 connection is safe: SQLite does not checkpoint or delete the WAL of a database file that has
 been unlinked or replaced (``databaseIsUnmoved`` in its pager).
 
+A store's file is another matter (``keep_file``, the checkpoint store's): a new user moved
+``runs.sqlite`` away (``mv``) while the app was open, and its next write made a new, empty store
+in its place; the app showed an empty queue. Such a :class:`Database` keeps the identity of the
+file it first opened, and a read or a write after that file vanished or was replaced by another
+is refused with one sentence (:class:`FileMoved`) and creates nothing; the file put back is used
+again.
+
 A long-lived connection also keeps the state it was opened in (issue 20). SQLite opens a file it
 may not write **read-only, silently**, and that connection refuses every write ("attempt to
 write a readonly database") for as long as it lives, even once the file is writable again; in
@@ -145,8 +152,15 @@ class ReadOnlyFile(ResolverError):
     write is refused with one sentence and nothing is written."""
 
 
+class FileMoved(ResolverError):
+    """The file of a :class:`Database` made with ``keep_file`` vanished (moved, deleted) or was
+    replaced by another file since it was first opened: refused with one sentence naming the
+    path and what to do; nothing is read or written and no file is made."""
+
+
 class Database:
-    """The SQLite file at ``path``, a connection per thread, reopened when the file is replaced.
+    """The SQLite file at ``path``, a connection per thread, reopened when the file is replaced
+    (unless ``keep_file``: then refused, :class:`FileMoved`).
 
     Args:
         path: the database file (its folder is made; the file is created on first use).
@@ -154,8 +168,12 @@ class Database:
         on_open: called with each new connection after its pragmas (makes or migrates tables;
             it runs again after the file was rebuilt).
         row_factory: sqlite3 row factory for this file's connections (None: tuples).
+        keep_file: once a file is opened, use that file only: a use after it vanished or was
+            replaced raises :class:`FileMoved` (the checkpoint store: an empty store made in
+            place of a moved one would show an empty queue and lose track of the runs).
 
     Errors: :class:`~core.errors.StoreBusy` when a lock outlasts the busy timeout;
+    :class:`FileMoved` (``keep_file``) when the file opened first is no longer at ``path``;
     :class:`~core.errors.ResolverError` with one sentence for any other SQLite failure (which
     also makes every thread reopen its connection at its next use, see the module's doc).
     """
@@ -167,8 +185,12 @@ class Database:
         label: str,
         on_open: OnOpen | None = None,
         row_factory: type | None = None,
+        keep_file: bool = False,
     ) -> None:
         self.path = Path(path)
+        self.keep_file = keep_file
+        self._kept: tuple[int, int] | None = None
+        """With ``keep_file``: the device and inode of the file first opened (None: not yet)."""
         self.label = label
         self.on_open = on_open
         self.row_factory = row_factory
@@ -276,6 +298,8 @@ class Database:
     def _connection_at(self, ident: tuple[int, int] | None) -> sqlite3.Connection:
         """:meth:`connection`, given the file's identity (device, inode; None: no file) as its
         caller has just read it (:meth:`immediate`: one stat for this and the read-only check)."""
+        if self._kept is not None and ident != self._kept:
+            self._refuse_moved(ident)
         local = self._local
         stale = local.conn is None or ident is None or ident != local.ident
         if not stale and local.depth == 0:
@@ -286,8 +310,24 @@ class Database:
             conn = self._open()
             local.conn, local.ident, local.generation = conn, _file_id(self.path), generation
             local.read_only = not self._writable()
+            if self.keep_file and self._kept is None:
+                self._kept = local.ident
         assert local.conn is not None
         return local.conn
+
+    def _refuse_moved(self, ident: tuple[int, int] | None) -> NoReturn:
+        """Refuse a use of a ``keep_file`` database whose file is not the one first opened
+        (``ident``: the file now at the path, None for none). Raises FileMoved."""
+        what = f"{self.label[:1].upper()}{self.label[1:]} {self.path}"
+        if ident is None:
+            raise FileMoved(
+                f"{what} is gone (moved or deleted while in use): put it back and try again; nothing was read or "
+                "written and no new, empty one was made."
+            )
+        raise FileMoved(
+            f"{what} was replaced by another file while in use: quit and start resolver again to use the file now "
+            "there (or put the first one back); nothing was read or written."
+        )
 
     def _failed(self) -> None:
         """A statement failed: every connection opened before now is reopened at its next use."""
