@@ -290,10 +290,13 @@ class CheckpointRows:
     summarize: Summarize
     clock: Any
     _raw_text = False
-    """True for a back-end that binds JSON texts (the header, entries' bodies and extras) as their
-    UTF-8 bytes, the very bytes pydantic and the JSON encoder wrote, and stores them as TEXT
-    (SQLite: ``CAST(? AS TEXT)``, issue 27, item 2: a decision's header was decoded from UTF-8 to
-    ``str`` and encoded back by the driver, 100k instructions); False: ``str`` (PostgreSQL)."""
+    """True for a back-end that binds a JSON text that is not all ASCII (the header, an entry's
+    body or extra) as its UTF-8 bytes, the very bytes pydantic and the JSON encoder wrote, and
+    stores it as TEXT (SQLite: ``CAST(? AS TEXT)``, issue 27, item 2: a decision's header, with
+    an em dash in its reply, was decoded from UTF-8 to ``str`` and encoded back by the driver,
+    100k instructions). An ASCII text is bound as ``str``: its decode is a copy and the driver
+    reads its bytes in place, cheaper than the driver's adapter look-up for ``bytes`` (about
+    1,100 instructions). False: always ``str`` (PostgreSQL)."""
 
     def _init_rows(self) -> None:
         self._saved: dict[int, _Saved] = {}
@@ -336,7 +339,7 @@ class CheckpointRows:
     def _rows(self, state: TaskState, start: tuple[int, int, int]) -> list[tuple]:
         """The ``entries`` rows for the list elements from ``start`` (counts already stored) on:
         ``(run_id, n, list, seq, body, extra, ref, checksum)`` (:data:`ENTRY_COLUMNS`); ``body``
-        and ``extra`` are UTF-8 ``bytes`` for a back-end with :attr:`_raw_text`, else ``str``.
+        and ``extra`` are ``str``, or UTF-8 ``bytes`` where :attr:`_raw_text` says so.
 
         A tool message whose content is exactly the JSON text of a new evidence's result (the
         runner writes both at one step) refers to that evidence's row instead of repeating it."""
@@ -358,23 +361,29 @@ class CheckpointRows:
             raw = type(e).__pydantic_serializer__.to_json(e, exclude=_NO_RESULT)
             extra = text.encode()
             # entry_checksum(body, text), from the bytes pydantic wrote (never encoded again)
-            crc = _crc(raw, extra)
-            if raw_text:
-                rows.append((run_id, n, "evidence", seq, raw, extra, None, crc))
-            else:
-                rows.append((run_id, n, "evidence", seq, raw.decode(), text, None, crc))
+            rows.append(
+                (
+                    run_id,
+                    n,
+                    "evidence",
+                    seq,
+                    raw if raw_text and not raw.isascii() else raw.decode(),
+                    extra if raw_text and not text.isascii() else text,
+                    None,
+                    _crc(raw, extra),
+                )
+            )
         for seq, m in enumerate(state.messages[m0:], m0 + 1):
             n += 1
             ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
             raw = type(m).__pydantic_serializer__.to_json(m, exclude=None if ref is None else _NO_CONTENT)
-            rows.append((run_id, n, "messages", seq, raw if raw_text else raw.decode(), None, ref, _crc(raw, None)))
+            body = raw if raw_text and not raw.isascii() else raw.decode()
+            rows.append((run_id, n, "messages", seq, body, None, ref, _crc(raw, None)))
         for seq, ev in enumerate(state.events[v0:], v0 + 1):
             n += 1
-            raw, at = type(ev).__pydantic_serializer__.to_json(ev), _iso_of(ev.at)
-            extra = at.encode()
-            rows.append(
-                (run_id, n, "events", seq, raw if raw_text else raw.decode(), extra if raw_text else at, None, _crc(raw, extra))
-            )
+            raw, at = type(ev).__pydantic_serializer__.to_json(ev), _iso_of(ev.at)  # an ISO time is ASCII
+            body = raw if raw_text and not raw.isascii() else raw.decode()
+            rows.append((run_id, n, "events", seq, body, at, None, _crc(raw, at.encode())))
         return rows
 
     def _prepare(self, state: TaskState) -> _Prepared:
@@ -408,7 +417,7 @@ class CheckpointRows:
             header: str | bytes = _json_bytes(state, _HEADER_EXCLUDE)
         finally:
             fields["version"] = old
-        if not self._raw_text:
+        if not self._raw_text or header.isascii():
             header = header.decode()
         cols = self.summarize(state)
         rows = self._rows(state, start)
