@@ -414,11 +414,10 @@ class CheckpointRows:
         fields = state.__dict__
         fields["version"] = new
         try:
-            header: str | bytes = _json_bytes(state, _HEADER_EXCLUDE)
+            dumped = _json_bytes(state, _HEADER_EXCLUDE)
         finally:
             fields["version"] = old
-        if not self._raw_text or header.isascii():
-            header = header.decode()
+        header = dumped if self._raw_text and not dumped.isascii() else dumped.decode()
         cols = self.summarize(state)
         rows = self._rows(state, start)
         created = state.created_at
