@@ -272,8 +272,15 @@ def parse_time(text: str) -> datetime:
 
 
 def iso(value: datetime) -> str:
-    """ISO 8601 with offset, in America/Toronto, to the second."""
-    return value.astimezone(SHOP_TZ).replace(microsecond=0).isoformat()
+    """ISO 8601 with offset, in America/Toronto, to the second: the text of
+    ``value.astimezone(SHOP_TZ).replace(microsecond=0).isoformat()``, with the fraction cut out
+    of ``isoformat``'s text instead of a second datetime made by ``replace`` (issue 27, item 2:
+    a third of the 27k instructions of each save's ``updated_at``). ``isoformat`` always writes
+    the year in four digits and a fraction as ``.`` and six digits, so the fraction is
+    characters 19 to 26."""
+    local = value.astimezone(SHOP_TZ)
+    text = local.isoformat()
+    return text[:19] + text[26:] if local.microsecond else text
 
 
 def age(since: datetime, now: datetime) -> str:

@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 from core.clock import FixedClock
-from core.errors import StaleCheckpoint
+from core.errors import ResolverError, StaleCheckpoint
 from core.home import Home
 from core.state import Evidence, Message
 from core.stores.sqlite.database import Connection
@@ -97,7 +97,7 @@ def test_the_rows_and_header_a_save_writes_are_model_dump_json_s_text(tmp_path):
     result, an excluded content, a non-ASCII text, a Decimal, a time)."""
     from decimal import Decimal
 
-    from core.stores.common import _HEADER_EXCLUDE, _json_of
+    from core.stores.common import _HEADER_EXCLUDE, _json_bytes, _json_of
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     state = home.run("T-65273")
@@ -109,6 +109,7 @@ def test_the_rows_and_header_a_save_writes_are_model_dump_json_s_text(tmp_path):
     checks += [(e, {"result"}) for e in state.evidence] + [(e, None) for e in state.events]
     for model, exclude in checks:
         assert _json_of(model, exclude) == model.model_dump_json(exclude=exclude)
+        assert _json_bytes(model, exclude) == model.model_dump_json(exclude=exclude).encode()
 
 
 def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
@@ -279,3 +280,84 @@ def test_a_changed_created_at_is_written_though_its_text_is_remembered(tmp_path)
     with sqlite3.connect(home.store.path) as conn:
         text, ts = conn.execute("SELECT created_at, created_ts FROM runs WHERE run_id = ?", (state.run_id,)).fetchone()
     assert (text, ts) == (iso(state.created_at), state.created_at.timestamp())
+
+
+def test_texts_bound_as_bytes_are_stored_as_the_same_text(tmp_path):
+    """Issue 27, item 2: the SQLite store binds the header and the entries' bodies and extras as
+    their UTF-8 bytes (``CAST(? AS TEXT)``); every one is stored as TEXT (never a BLOB), its
+    value the ``str`` a ``model_dump_json`` gives, non-ASCII text included, for a new run, a
+    step's append and a whole rewrite."""
+    from core.stores.common import _HEADER_EXCLUDE
+
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    state = home.run("T-65273")
+    state.messages.append(Message(role="tool", step=9, content="Zoë — “ok” \u2028 </script>", tool_call_id="c1"))
+    state.evidence.append(Evidence(step=9, tool="t", args={"é": "—"}, result={"é": [1, None, "—", "\U0001f600"]}))
+    state.log("note", "café ☕", who="Zoë")
+    home.store.save(state)  # a step's append
+
+    def rewrite() -> None:
+        state.messages = list(state.messages)
+        state.plan = ["naïve — plan"]
+        home.store.save(state)
+
+    def stored() -> tuple[list[tuple], tuple]:
+        with sqlite3.connect(home.store.path) as conn:
+            rows = conn.execute(
+                "SELECT list, typeof(body), body, typeof(extra), extra, ref FROM entries WHERE run_id = ? ORDER BY n",
+                (state.run_id,),
+            ).fetchall()
+            head = conn.execute("SELECT typeof(state), state FROM runs WHERE run_id = ?", (state.run_id,)).fetchone()
+        return rows, head
+
+    for save in (lambda: None, rewrite):  # as appended, then rewritten whole
+        save()
+        rows, (kind, header) = stored()
+        assert kind == "text" and header == state.model_dump_json(exclude=_HEADER_EXCLUDE)
+        assert {r[1] for r in rows} == {"text"} and {r[3] for r in rows if r[4] is not None} == {"text"}
+        assert '"naïve — plan"' in header or save is not rewrite
+        evidence = [r for r in rows if r[0] == "evidence"]
+        assert [json.loads(r[4]) for r in evidence] == [e.result for e in state.evidence]
+        assert evidence[-1][2] == state.evidence[-1].model_dump_json(exclude={"result"})
+        events = [r for r in rows if r[0] == "events"]
+        assert events[-1][2] == state.events[-1].model_dump_json()
+        messages = [r for r in rows if r[0] == "messages"]
+        assert messages[-1][2] == state.messages[-1].model_dump_json() and messages[-1][4] is None
+    back = Home(tmp_path / "home", clock=FixedClock(FRIDAY)).store.load(state.run_id)
+    assert back.model_dump() == state.model_dump()
+
+
+def test_an_entry_s_nulls_are_written_in_the_sql_and_a_none_elsewhere_is_refused(tmp_path):
+    """Issue 27, item 2: an entry's None ``extra`` and ``ref`` are NULLs written in the INSERT's
+    SQL, not bound; rows of every shape in one statement land in their columns, and a None in
+    any other column is refused by the driver, never shifted into the next column."""
+
+    home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
+    rows = [
+        ("R", 1, "evidence", 1, b'{"a":1}', b"[1]", None, 11),
+        ("R", 2, "messages", 1, b'{"b":2}', None, None, 12),
+        ("R", 3, "messages", 2, "{}", None, 1, 13),
+        ("R", 4, "events", 1, "{}", "2026-10-09T17:00:00-04:00", 5, 14),
+    ]
+    statements = _traced(home, lambda: _write(home, rows))
+    inserts = [s for s in statements if s.startswith("INSERT INTO entries")]
+    assert len(inserts) == 1 and inserts[0].count("NULL") == 4
+    with sqlite3.connect(home.store.path) as conn:
+        got = conn.execute("SELECT run_id, n, list, seq, body, extra, ref, checksum FROM entries WHERE run_id = 'R' ORDER BY n")
+        assert got.fetchall() == [  # stored as text: the bytes bound read back as str
+            ("R", 1, "evidence", 1, '{"a":1}', "[1]", None, 11),
+            ("R", 2, "messages", 1, '{"b":2}', None, None, 12),
+            ("R", 3, "messages", 2, "{}", None, 1, 13),
+            ("R", 4, "events", 1, "{}", "2026-10-09T17:00:00-04:00", 5, 14),
+        ]
+    with pytest.raises(ResolverError, match="Incorrect number of bindings"):  # the driver's ProgrammingError
+        _write(home, [("S", 1, "messages", 1, "{}", None, None, None)])
+    with sqlite3.connect(home.store.path) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM entries WHERE run_id = 'S'").fetchone() == (0,)
+
+
+def _write(home: Home, rows: list[tuple]) -> None:
+    from core.stores.sqlite.checkpoint import _insert_entries
+
+    with home.store.db.immediate() as conn:
+        _insert_entries(conn, rows)

@@ -247,3 +247,35 @@ def test_a_time_read_from_a_checkpoints_json_is_checked_as_a_time_made_in_python
     except ValidationError:
         json_ok = False
     assert json_ok == python_ok, at
+
+
+def test_iso_is_the_text_of_astimezone_replace_isoformat():
+    """Issue 27, item 2: :func:`iso` cuts the fraction out of ``isoformat``'s text instead of
+    making a second datetime with ``replace``; the text is the formula's over DST changes (both
+    folds), microseconds or none, offsets of whole hours, minutes and seconds (Toronto's local
+    mean time), four-digit padded years, other zones and naive times."""
+    from core.clock import SHOP_TZ
+
+    def formula(value: datetime) -> str:
+        return value.astimezone(SHOP_TZ).replace(microsecond=0).isoformat()
+
+    starts = [
+        datetime(2026, 3, 8, 6, 0, tzinfo=UTC),  # spring forward at 07:00 UTC
+        datetime(2026, 11, 1, 5, 0, tzinfo=UTC),  # fall back at 06:00 UTC: the 01:xx hour twice
+        datetime(2026, 10, 9, 21, 0, tzinfo=UTC),
+        datetime(1026, 10, 9, 21, 0, tzinfo=UTC),  # local mean time, -05:17:32
+        datetime(2099, 12, 31, 23, 59, 59, 999_999, tzinfo=timezone(timedelta(hours=5, minutes=45))),
+        datetime(2026, 6, 1, 12, 0, tzinfo=timezone(-timedelta(hours=3, minutes=30))),
+    ]
+    checked = 0
+    for start in starts:
+        for minutes in range(0, 180, 7):
+            for micro in (0, 1, 500_000, 999_999):
+                value = start + timedelta(minutes=minutes, microseconds=micro)
+                assert iso(value) == formula(value), value
+                naive = value.replace(tzinfo=None)
+                assert iso(naive) == formula(naive), naive
+                checked += 2
+    assert checked == len(starts) * 26 * 4 * 2
+    assert iso(datetime(2026, 11, 1, 5, 30, 0, 250, tzinfo=UTC)) == "2026-11-01T01:30:00-04:00"
+    assert iso(datetime(2026, 11, 1, 6, 30, 0, 250, tzinfo=UTC)) == "2026-11-01T01:30:00-05:00"

@@ -110,17 +110,26 @@ _iso_of = functools.lru_cache(maxsize=4096)(iso)
 written at every save and change seldom (issue 27, item 2: no per-save work that does not change
 with the step). Datetimes are immutable and hash by value, so a hit is the same text."""
 
-_timestamp_of = functools.lru_cache(maxsize=4096)(datetime.timestamp)
-""":meth:`datetime.timestamp` remembered per moment, as :data:`_iso_of` (a run's ``created_ts`` is
-written at every save and never changes)."""
+
+@functools.lru_cache(maxsize=4096)
+def _created_of(moment: datetime) -> tuple[str, float]:
+    """``(iso(moment), moment.timestamp())``, remembered per moment as :data:`_iso_of`: a run's
+    ``created_at`` and ``created_ts``, written at every save and never changed, in one look-up
+    (hashing an aware datetime asks its zone for the offset: issue 27, item 2)."""
+    return iso(moment), moment.timestamp()
 
 
-def _json_of(model: BaseModel, exclude: set[str] | None = None) -> str:
-    """``model.model_dump_json(exclude=exclude)``, the same text, through the model class's
+def _json_bytes(model: BaseModel, exclude: set[str] | None = None) -> bytes:
+    """``model.model_dump_json(exclude=exclude)`` as its UTF-8 bytes, through the model class's
     serializer without :meth:`~pydantic.BaseModel.model_dump_json`'s keyword handling in Python
     (issue 27, item 2: about 6,500 instructions of a save's five dumps each; equality with
     ``model_dump_json`` is tested in ``tests/test_save_statements.py``)."""
-    return type(model).__pydantic_serializer__.to_json(model, exclude=exclude).decode()
+    return type(model).__pydantic_serializer__.to_json(model, exclude=exclude)
+
+
+def _json_of(model: BaseModel, exclude: set[str] | None = None) -> str:
+    """:func:`_json_bytes` as text: ``model.model_dump_json(exclude=exclude)``."""
+    return _json_bytes(model, exclude).decode()
 
 
 _dumps = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
@@ -171,8 +180,8 @@ _encode_text = json.JSONEncoder(ensure_ascii=False).encode
 
 def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
     """True when ``now`` starts with exactly the objects saved before (only appends since)."""
-    n = len(before)
-    return len(now) >= n and all(map(operator.is_, now[:n], before))
+    # map stops at the shorter: no copy of the first n elements (issue 27, item 2)
+    return len(now) >= len(before) and all(map(operator.is_, now, before))
 
 
 def _join(obj: Any, name: str, value: Any) -> Any:
@@ -278,6 +287,14 @@ class CheckpointRows:
 
     summarize: Summarize
     clock: Any
+    _raw_text = False
+    """True for a back-end that binds a JSON text that is not all ASCII (the header, an entry's
+    body or extra) as its UTF-8 bytes, the very bytes pydantic and the JSON encoder wrote, and
+    stores it as TEXT (SQLite: ``CAST(? AS TEXT)``, issue 27, item 2: a decision's header, with
+    an em dash in its reply, was decoded from UTF-8 to ``str`` and encoded back by the driver,
+    100k instructions). An ASCII text is bound as ``str``: its decode is a copy and the driver
+    reads its bytes in place, cheaper than the driver's adapter look-up for ``bytes`` (about
+    1,100 instructions). False: always ``str`` (PostgreSQL)."""
 
     def _init_rows(self) -> None:
         self._saved: dict[int, _Saved] = {}
@@ -317,14 +334,15 @@ class CheckpointRows:
             return None
         return saved
 
-    @staticmethod
-    def _rows(state: TaskState, start: tuple[int, int, int]) -> list[tuple]:
+    def _rows(self, state: TaskState, start: tuple[int, int, int]) -> list[tuple]:
         """The ``entries`` rows for the list elements from ``start`` (counts already stored) on:
-        ``(run_id, n, list, seq, body, extra, ref, checksum)`` (:data:`ENTRY_COLUMNS`).
+        ``(run_id, n, list, seq, body, extra, ref, checksum)`` (:data:`ENTRY_COLUMNS`); ``body``
+        and ``extra`` are ``str``, or UTF-8 ``bytes`` where :attr:`_raw_text` says so.
 
         A tool message whose content is exactly the JSON text of a new evidence's result (the
         runner writes both at one step) refers to that evidence's row instead of repeating it."""
         run_id = state.run_id
+        raw_text = self._raw_text
         m0, e0, v0 = start
         n = m0 + e0 + v0
         rows: list[tuple] = []
@@ -339,17 +357,31 @@ class CheckpointRows:
 
                 text = TypeAdapter(Any).dump_json(e.result).decode()
             raw = type(e).__pydantic_serializer__.to_json(e, exclude=_NO_RESULT)
+            extra = text.encode()
             # entry_checksum(body, text), from the bytes pydantic wrote (never encoded again)
-            rows.append((run_id, n, "evidence", seq, raw.decode(), text, None, _crc(raw, text.encode())))
+            rows.append(
+                (
+                    run_id,
+                    n,
+                    "evidence",
+                    seq,
+                    raw if raw_text and not raw.isascii() else raw.decode(),
+                    extra if raw_text and not text.isascii() else text,
+                    None,
+                    _crc(raw, extra),
+                )
+            )
         for seq, m in enumerate(state.messages[m0:], m0 + 1):
             n += 1
             ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
             raw = type(m).__pydantic_serializer__.to_json(m, exclude=None if ref is None else _NO_CONTENT)
-            rows.append((run_id, n, "messages", seq, raw.decode(), None, ref, _crc(raw, None)))
+            body = raw if raw_text and not raw.isascii() else raw.decode()
+            rows.append((run_id, n, "messages", seq, body, None, ref, _crc(raw, None)))
         for seq, ev in enumerate(state.events[v0:], v0 + 1):
             n += 1
-            raw, at = type(ev).__pydantic_serializer__.to_json(ev), _iso_of(ev.at)
-            rows.append((run_id, n, "events", seq, raw.decode(), at, None, _crc(raw, at.encode())))
+            raw, at = type(ev).__pydantic_serializer__.to_json(ev), _iso_of(ev.at)  # an ISO time is ASCII
+            body = raw if raw_text and not raw.isascii() else raw.decode()
+            rows.append((run_id, n, "events", seq, body, at, None, _crc(raw, at.encode())))
         return rows
 
     def _prepare(self, state: TaskState) -> _Prepared:
@@ -380,16 +412,17 @@ class CheckpointRows:
         fields = state.__dict__
         fields["version"] = new
         try:
-            header = _json_of(state, _HEADER_EXCLUDE)
+            dumped = _json_bytes(state, _HEADER_EXCLUDE)
         finally:
             fields["version"] = old
+        header = dumped if self._raw_text and not dumped.isascii() else dumped.decode()
         cols = self.summarize(state)
         rows = self._rows(state, start)
         created = state.created_at
         if saved is not None and saved.created is not None and saved.created[0] is created:
             _, created_iso, created_ts = saved.created  # the same moment as at the last save (issue 27, item 2)
         else:
-            created_iso, created_ts = _iso_of(created), _timestamp_of(created)
+            created_iso, created_ts = _created_of(created)
         row = (
             state.task_id,
             state.variant,

@@ -61,7 +61,6 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, suppress
 from datetime import datetime, timedelta
 from functools import lru_cache
-from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -127,8 +126,13 @@ refreshed request a new request event, issue 24). Formats 1 to 5 are migrated on
 _pick_always = operator.itemgetter(*_ALWAYS_ORDER)
 """The values of :data:`_ALWAYS_ORDER` from a save's column values (by name), in that order."""
 _READ_HEAD = f"SELECT version, lease_owner, {', '.join(_SOMETIMES)} FROM runs WHERE run_id = ?"
+_TEXT = "CAST(? AS TEXT)"
+"""The placeholder of a JSON text bound as its UTF-8 bytes (:attr:`CheckpointRows._raw_text`): SQLite
+reads a BLOB cast to TEXT as text in the database's encoding (UTF-8), byte for byte, so the column
+holds the same TEXT value a ``str`` would have given, without a decode and an encode back."""
 _INSERT_RUN = (
-    f"INSERT INTO runs (run_id, {', '.join(_HEADER_COLS)}, state_ok) VALUES (?, {', '.join('?' for _ in _HEADER_COLS)}, 1)"
+    f"INSERT INTO runs (run_id, {', '.join(_HEADER_COLS)}, state_ok) "
+    f"VALUES (?, {', '.join(_TEXT if c == 'state' else '?' for c in _HEADER_COLS)}, 1)"
 )
 
 
@@ -136,7 +140,7 @@ _INSERT_RUN = (
 def _update_sql(changed: tuple[str, ...], lease: bool) -> str:
     """``UPDATE runs SET`` the columns that change at every save, plus ``changed`` (and the lease),
     with the compare-and-set on version. Cached, so each variant is prepared once."""
-    sets = [f"{c} = ?" for c in (*_ALWAYS_ORDER, *changed)]
+    sets = [f"{c} = {_TEXT if c == 'state' else '?'}" for c in (*_ALWAYS_ORDER, *changed)]
     sets.append("state_ok = 1")
     if lease:
         sets += ["lease_owner = ?", "lease_expires = ?"]
@@ -144,7 +148,17 @@ def _update_sql(changed: tuple[str, ...], lease: bool) -> str:
     return f"UPDATE runs SET {', '.join(sets)} WHERE {where}"
 
 
-_INSERT_ENTRY = f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+_ENTRY_VALUES = (
+    f"(?, ?, ?, ?, {_TEXT}, {_TEXT}, ?, ?)",
+    f"(?, ?, ?, ?, {_TEXT}, NULL, ?, ?)",
+    f"(?, ?, ?, ?, {_TEXT}, {_TEXT}, NULL, ?)",
+    f"(?, ?, ?, ?, {_TEXT}, NULL, NULL, ?)",
+)
+"""An entry's row of values by its shape (:func:`_shape`): 1 when its ``extra`` is None, plus 2
+when its ``ref`` is. A NULL is written in the SQL, not bound: the driver binds None through its
+adapter lookup (a failed attribute lookup and its error text, about 1,100 instructions each;
+issue 27, item 2)."""
+_INSERT_ENTRY = f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES "
 _INSERT_UNCHECKED_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
 """A row of release 0.1.0's whole state split at migration: never validated as written, so
 without a checksum (validated in full when read)."""
@@ -154,19 +168,24 @@ oldest limit of 999 variables (32,766 since 3.32); a step adds 2 to 6 rows, so o
 and a whole rewrite of a 300-step run takes ten."""
 
 
-@lru_cache(maxsize=64)
-def _insert_entries_sql(n: int) -> str:
-    """``INSERT INTO entries`` of ``n`` rows in one statement (issue 27, item 2: a step's save is
-    the header's compare-and-set plus one insert). Cached, so each size is prepared once."""
-    return _INSERT_ENTRY + ", (?, ?, ?, ?, ?, ?, ?, ?)" * (n - 1)
+@lru_cache(maxsize=256)
+def _insert_entries_sql(shapes: tuple[int, ...]) -> str:
+    """``INSERT INTO entries`` of one row per shape (:data:`_ENTRY_VALUES`) in one statement
+    (issue 27, item 2: a step's save is the header's compare-and-set plus one insert). Cached,
+    so each sequence of shapes is prepared once (a step's rows have the same shapes every step)."""
+    return _INSERT_ENTRY + ", ".join(_ENTRY_VALUES[shape] for shape in shapes)
 
 
 def _insert_entries(conn: sqlite3.Connection, rows: list[tuple]) -> None:
-    """Insert ``rows`` (:data:`ENTRY_COLUMNS` each) in one statement per :data:`_ENTRY_BATCH`
-    rows, reaching the crash point ``row`` after each statement (before the commit)."""
+    """Insert ``rows`` (:data:`ENTRY_COLUMNS` each; only ``extra`` and ``ref`` may be None) in
+    one statement per :data:`_ENTRY_BATCH` rows, their NULLs written in the SQL, reaching the
+    crash point ``row`` after each statement (before the commit). A None in another column
+    leaves the statement a value short: the driver refuses it ("Incorrect number of bindings"),
+    nothing is written in the wrong column."""
     for i in range(0, len(rows), _ENTRY_BATCH):
         batch = rows[i : i + _ENTRY_BATCH]
-        conn.execute(_insert_entries_sql(len(batch)), list(chain.from_iterable(batch)))
+        shapes = tuple([(r[5] is None) + 2 * (r[6] is None) for r in batch])
+        conn.execute(_insert_entries_sql(shapes), [v for r in batch for v in r if v is not None])
         crash_point("row")
 
 
@@ -209,6 +228,8 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         UnsupportedStoreFormat: the file was written by a newer resolver, or its tables are not a
             checkpoint store's.
     """
+
+    _raw_text = True  # JSON texts bound as their UTF-8 bytes, stored as TEXT (_TEXT)
 
     def __init__(self, path: Path | str, clock: Clock | None = None, *, summarize: Summarize) -> None:
         self.path = Path(path)
