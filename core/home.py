@@ -679,8 +679,7 @@ class Home:
                 "at": iso(self.clock.now()),
                 "detail": f"deleted run {run_id} and its events (reset --run)",
             }
-        self.store.delete(run_id, audit)
-        self.store.clear_marks([run_id])  # issue 24: a new run given this readable ID starts unmarked
+        self.store.delete(run_id, audit)  # its marks with it (issue 24: a new run of this ID starts unmarked)
 
     def reset(self, everything: bool = False) -> int:
         """Delete the saved runs (and with ``everything`` rebuild the practice world).
@@ -697,8 +696,7 @@ class Home:
             flag = "reset --all" if everything else "reset"
             return {"decision": "reset", "role": "", "name": "", "digest": "", "at": at, "detail": f"{what}{world} ({flag})"}
 
-        n = self.store.reset(row)
-        self.store.clear_marks()
+        n = self.store.reset(row)  # the runs' marks with them
         if everything:
             reset_world(self.world_at)
         return n

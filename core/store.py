@@ -18,8 +18,8 @@
   :meth:`~AuditLog.signed_approvals`, which :func:`core.auditchain.verify_audit` reads to verify
   the chain. The hashing of a row (:func:`core.auditchain.row_hash`) is the core's; a back-end
   stores the columns of :data:`core.auditchain.COLUMNS` (``binds`` included) and keeps the table append-only;
-- **marks** (issue 24): :meth:`~Store.run_marks`, :meth:`~Store.put_marks`,
-  :meth:`~Store.clear_marks`: who claimed a run, to whom it was handed, until when it is set aside;
+- **marks** (issue 24): :meth:`~Store.run_marks`, :meth:`~Store.put_marks`: who claimed a run,
+  to whom it was handed, until when it is set aside (a run's marks go with it when it is deleted);
 - **events** (issue 24): :meth:`~Store.queue_events`, :meth:`~Store.record_lapse`: what a watcher
   tells people, written by the store in the transaction of the write that makes each;
 - **housekeeping**: :meth:`~Store.has_history`, :meth:`~Store.approvals_in_flight`,
@@ -557,10 +557,6 @@ class Store(AuditLog, Protocol):
             StaleCheckpoint: the marks changed since ``version`` was read; nothing was written.
             core.auditchain.AuditMoved: a signed row's ``prev`` moved; nothing was written.
         """
-        ...
-
-    def clear_marks(self, run_ids: list[str] | None = None) -> None:
-        """Delete the marks of ``run_ids`` (None: every run's), when the runs are deleted or reset."""
         ...
 
     # -- the queue's events (issue 24: :mod:`core.stores.events`) -------------------------------

@@ -866,19 +866,27 @@ def test_the_sql_policy_sums_the_lines_of_a_kind_as_the_python_one_does(tmp_path
 def test_a_lapse_written_by_an_approver_goes_with_its_run_deleted_by_the_owner(shop, users):
     """Migration 16 on a separated store: an approver's user writes a lapse (a compare-and-set
     that holds its run with ``FOR KEY SHARE``); the owner's user, who may delete runs but has no
-    right on ``queue_events``, deletes the run; the trigger, run as the tables' role, takes the
-    lapse with it, and a lapse for the run now gone is not written."""
+    right on ``queue_events`` or ``run_marks``, deletes the run; the trigger, run as the tables'
+    role, takes the lapse and Ana's claim with it (a trial: the owner's ``reset --run`` deleted
+    the run, then failed on its marks in a second transaction, leaving the claim to the next run
+    of that ID), and a lapse for the run now gone is not written."""
     from core.clock import FixedClock
     from core.queue import queue_columns
     from core.stores import postgres
 
-    _, urls = shop
+    cli, urls = shop
+    code, _, err = cli("ana", "claim", T65273_RUN, "--name", "Ana", passphrase=ANA)
+    assert code == 0, err
     bob = postgres.open_store(urls["bob"], FixedClock("2026-10-09T17:00:00-04:00"), summarize=queue_columns)
     digest = bob.load(T65273_RUN).proposal.digest  # type: ignore[union-attr]
     assert bob.record_lapse(T65273_RUN, digest, "2026-10-16T17:00:00-04:00", "team_lead") is True
     assert "permission denied" in _refused(urls["owner"], "DELETE FROM queue_events WHERE kind = 'lapse'")
+    assert "permission denied" in _refused(urls["owner"], "DELETE FROM run_marks")
+    with psycopg.connect(urls["admin"], autocommit=True) as conn:
+        assert conn.execute("SELECT claimed_by FROM run_marks WHERE run_id = %s", (T65273_RUN,)).fetchone()[0] == "Ana"  # type: ignore[index]
     with psycopg.connect(urls["owner"], autocommit=True) as conn:
         assert conn.execute("DELETE FROM runs WHERE run_id = %s", (T65273_RUN,)).rowcount == 1
     with psycopg.connect(urls["admin"], autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM queue_events WHERE kind = 'lapse'").fetchone()[0] == 0  # type: ignore[index]
+        assert conn.execute("SELECT count(*) FROM run_marks").fetchone()[0] == 0  # type: ignore[index]
     assert bob.record_lapse(T65273_RUN, digest, "2026-10-16T17:00:00-04:00", "team_lead") is False

@@ -107,14 +107,3 @@ class RunMarksRows:
                 raise StaleCheckpoint(f"Someone changed the marks of run {run_id} meanwhile; read it again. Nothing was written.")
             self._marks_audit(conn, run_id, audit)
         return version + 1
-
-    def clear_marks(self, run_ids: list[str] | None = None) -> None:
-        """Delete the marks of ``run_ids`` (None: every run's): the runs were deleted or reset, and
-        a new run that reuses a readable ID starts unmarked. The audit keeps what was marked."""
-        with self._journal_write() as conn:
-            if run_ids is None:
-                conn.execute("DELETE FROM run_marks")
-                return
-            for start in range(0, len(run_ids), 500):
-                chunk = run_ids[start : start + 500]
-                conn.execute(f"DELETE FROM run_marks WHERE run_id IN ({', '.join('?' for _ in chunk)})", chunk)

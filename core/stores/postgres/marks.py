@@ -10,7 +10,7 @@ from core.stores.events import QueueEventRows
 from core.stores.marks import RunMarksRows
 from core.stores.postgres import audit as auditchain
 
-__all__ = ["FORGET_LAPSES", "REFRESH_EVENT", "RUN_MARKS", "PostgresMarks"]
+__all__ = ["FORGET_WITH_RUN", "REFRESH_EVENT", "RUN_MARKS", "PostgresMarks"]
 
 _C = 'text COLLATE "C"'
 
@@ -83,16 +83,18 @@ refresh's transaction) is a ``request`` event again, naming who refreshed and th
 writes nothing."""
 
 
-FORGET_LAPSES = (
+FORGET_WITH_RUN = (
     """CREATE FUNCTION resolver_queue_event_forget() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM queue_events WHERE kind = 'lapse' AND run_id = OLD.run_id;
+    DELETE FROM run_marks WHERE run_id = OLD.run_id;
     RETURN NULL;
 END
 $$""",
     "CREATE TRIGGER queue_event_forget AFTER DELETE ON runs FOR EACH ROW EXECUTE FUNCTION resolver_queue_event_forget()",
-    # the lapses of runs deleted before this migration: a later run of the same ID took them for its own
+    # the lapses and marks of runs deleted before this migration: a later run of the same ID took them for its own
     "DELETE FROM queue_events q WHERE q.kind = 'lapse' AND NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = q.run_id)",
+    "DELETE FROM run_marks m WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.run_id = m.run_id)",
     """DO $$
 DECLARE
     owning text;
@@ -100,20 +102,23 @@ BEGIN
     EXECUTE format('ALTER FUNCTION resolver_queue_event_forget() SET search_path = %I, pg_catalog, pg_temp', current_schema());
     REVOKE ALL ON FUNCTION resolver_queue_event_forget() FROM PUBLIC;
     SELECT tables_role INTO owning FROM store_roles;
-    IF owning IS NOT NULL THEN  -- a store set up with role separation: the owner's delete may not touch queue_events
+    IF owning IS NOT NULL THEN  -- a store set up with role separation: the owner's delete may not touch queue_events or run_marks
         EXECUTE format('ALTER FUNCTION resolver_queue_event_forget() OWNER TO %I', owning);
         ALTER FUNCTION resolver_queue_event_forget() SECURITY DEFINER;
     END IF;
 END
 $$""",
 )
-"""Migration 16: a deleted run's ``lapse`` events go with it, in the delete's transaction, by a
-trigger on ``runs`` (every delete: ``reset``, ``reset --run``, ``prune``, SQL by hand), so a later
-run given the same ID and proposing the same digest (the lesson repeated after a reset) lapses
-again; the lapses of runs already deleted go at the upgrade. On a store with role separation
+"""Migration 16: a deleted run's ``lapse`` events and its marks (``run_marks``: claim, hand-over,
+snooze) go with it, in the delete's transaction, by a trigger on ``runs`` (every delete:
+``reset``, ``reset --run``, ``prune``, SQL by hand), so a later run given the same ID and
+proposing the same digest (the lesson repeated after a reset) lapses again and starts unmarked
+(issue 24); those of runs already deleted go at the upgrade. On a store with role separation
 (issue 25) the function belongs to the tables' role and runs as it (``SECURITY DEFINER``): the
-owner's user, who may delete runs, has no right on ``queue_events``. Its ``search_path`` is
-pinned, as every function's. The other events stay (:mod:`core.stores.events`)."""
+owner's user, who may delete runs, has no right on ``queue_events`` or ``run_marks`` (its
+``reset`` deleted the runs, then failed on their marks, in a second transaction). Its
+``search_path`` is pinned, as every function's. The other events stay
+(:mod:`core.stores.events`)."""
 
 
 class PostgresMarks(RunMarksRows, QueueEventRows):

@@ -279,7 +279,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "role separation: who proposed a run, and a decision refused on a proposal an approver's user wrote",
         lambda: _roles_15(),
     ),
-    (16, "a deleted run's lapse events go with it (a trigger on runs)", lambda: _forget_lapses()),
+    (16, "a deleted run's lapse events and marks go with it (a trigger on runs)", lambda: _forget_with_run()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -308,10 +308,10 @@ def _roles_15() -> tuple[str, ...]:
     return migration_15()
 
 
-def _forget_lapses() -> tuple[str, ...]:
-    from core.stores.postgres.marks import FORGET_LAPSES
+def _forget_with_run() -> tuple[str, ...]:
+    from core.stores.postgres.marks import FORGET_WITH_RUN
 
-    return FORGET_LAPSES
+    return FORGET_WITH_RUN
 
 
 def _refresh_and_quiet() -> tuple[str, ...]:

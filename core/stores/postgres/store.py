@@ -516,8 +516,8 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         return event_dicts(run_id, rows)
 
     def delete(self, run_id: str, audit: dict[str, Any] | None = None) -> None:
-        """Delete one run, its rows and its journal (its ``lapse`` events by migration 16's
-        trigger), with ``audit`` appended in the same transaction. Raises RunNotFound."""
+        """Delete one run, its rows and its journal (its ``lapse`` events and marks by migration
+        16's trigger), with ``audit`` appended in the same transaction. Raises RunNotFound."""
         with self.db.transaction() as conn:
             if conn.execute("DELETE FROM runs WHERE run_id = %s", (run_id,)).rowcount == 0:
                 raise RunNotFound(run_id)
@@ -527,8 +527,8 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
                 auditchain.append(conn, run_id, audit)
 
     def reset(self, audit: Callable[[list[str]], dict[str, Any]] | None = None) -> int:
-        """Delete every run and its ``lapse`` events (migration 16's trigger; the audit and the
-        other events are kept); ``audit`` makes the row appended under ``*``."""
+        """Delete every run, its ``lapse`` events and its marks (migration 16's trigger; the audit
+        and the other events are kept); ``audit`` makes the row appended under ``*``."""
         with self.db.transaction() as conn:
             ids = [r[0] for r in conn.execute("DELETE FROM runs RETURNING run_id")]
             conn.execute("DELETE FROM entries")

@@ -1046,22 +1046,23 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     # -- reset ----------------------------------------------------------------------------------
 
     def delete(self, run_id: str, audit: dict[str, Any] | None = None) -> None:
-        """Delete one run and its rows (the audit table keeps its rows), its ``lapse`` events
-        among them (:mod:`core.stores.events`: a later run of this ID would take them for its
-        own), with ``audit`` appended as the audit row that records it, in the same transaction.
-        Raises RunNotFound."""
+        """Delete one run and its rows (the audit table keeps its rows), its ``lapse`` events and
+        its marks among them (:mod:`core.stores.events`, issue 24: a later run of this ID would
+        take them for its own), with ``audit`` appended as the audit row that records it, in the
+        same transaction. Raises RunNotFound."""
         with self.db.immediate() as conn:
             if conn.execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount == 0:
                 raise RunNotFound(run_id)
             conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM model_calls WHERE run_id = ?", (run_id,))
             conn.execute("DELETE FROM queue_events WHERE kind = 'lapse' AND run_id = ?", (run_id,))
+            conn.execute("DELETE FROM run_marks WHERE run_id = ?", (run_id,))
             if audit is not None:
                 auditchain.append(conn, run_id, audit)
 
     def reset(self, audit: Callable[[list[str]], dict[str, Any]] | None = None) -> int:
-        """Delete every saved run and its rows, every ``lapse`` event among them (the audit
-        table and the other events are kept; see :meth:`delete`). Returns the count.
+        """Delete every saved run and its rows, every ``lapse`` event and every mark among them
+        (the audit table and the other events are kept; see :meth:`delete`). Returns the count.
         ``audit``, given the deleted run IDs, makes the audit row that records the reset
         (``decision``, ``role``, ``name``, ``digest``, ``at``, ``detail``), appended in the same
         transaction under run ID ``*``."""
@@ -1072,6 +1073,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             conn.execute("DELETE FROM model_calls")
             conn.execute("DELETE FROM run_counts")
             conn.execute("DELETE FROM queue_events WHERE kind = 'lapse'")
+            conn.execute("DELETE FROM run_marks")
             if audit is not None:
                 auditchain.append(conn, "*", audit(ids))
         return len(ids)
