@@ -49,6 +49,11 @@ def _widest_first(rows: list[RunSummary], now) -> list[RunSummary]:
     return [rows[i] for i in first] + [r for i, r in enumerate(rows) if i not in first]
 
 
+def _order_key(table: RunTable, row: int) -> str:
+    """The run of the table's ``row``."""
+    return table.coordinate_to_cell_key((row, 0)).row_key.value
+
+
 def _text(table: RunTable) -> str:
     """The table's lines as shown, as plain text."""
     return "\n".join(table.render_line(y).text for y in range(table.size.height))
@@ -147,3 +152,62 @@ async def test_lines_kept_across_appends_are_drawn_again_when_what_they_show_cha
         table.append(Page(rows[14:16], None, now))
         await _as_drawn_afresh(pilot, table, "appended after a resize")
         assert table.row_count == len({r.run_id for r in [rows[10], *rows[:3], *rows[11:16]]})
+
+
+async def test_a_key_that_scrolls_draws_the_rows_it_changed_and_no_other(demo_home):
+    """A key down at the bottom of a scrolled table draws three rows: the one the cursor left,
+    the one it reached and the one scrolled into view (issue 27, item 3: every visible line was
+    drawn again on each key, the cursor being part of each line's cache key)."""
+    rows = demo_home.queue.page(None).rows
+    table = RunTable()
+    async with _One(table).run_test(size=(120, 8)) as pilot:
+        table.replace(Page(rows, None, demo_home.clock.now()))
+        await pilot.pause()
+        shown = table.scrollable_content_region.height - table.header_height
+        assert len(rows) > shown + 3
+        for _ in range(shown - 1):
+            await pilot.press("down")
+        await pilot.pause()
+        drawn: list[str] = []
+        real = table._render_line_in_row
+
+        def render(row_key, line_no, base_style, cursor_location, hover_location):
+            drawn.append(row_key.value)
+            return real(row_key, line_no, base_style, cursor_location, hover_location)
+
+        table._render_line_in_row = render  # type: ignore[method-assign]
+        for _ in range(3):
+            drawn.clear()
+            scroll = table.scroll_y
+            await pilot.press("down")
+            await pilot.pause()
+            assert table.scroll_y == scroll + 1
+            now = table.cursor_row
+            want = {_order_key(table, row) for row in (now - 1, now)}
+            assert want <= set(drawn) and len(set(drawn)) <= 3, (now, drawn)
+            await _as_drawn_afresh(pilot, table, f"the cursor on row {now}")
+
+
+async def test_the_caches_of_drawn_lines_hold_a_few_screens(demo_home):
+    """Going down a long table keeps the drawings of a few screens, not of every row passed
+    (issue 27, item 3: the stock table's 1,000 lines and 10,000 cells, filled, were most of what
+    each full garbage collection walked, 100 ms a key at 1,000,000 runs)."""
+    from resolver_tui.widgets.run_table import ROWS_SHOWN, SCREENS_KEPT
+
+    base = demo_home.queue.page(None).rows
+    rows = [replace(base[i % len(base)], run_id=f"{base[i % len(base)].run_id}-{i}") for i in range(4 * ROWS_SHOWN)]
+    table = RunTable()
+    async with _One(table).run_test(size=(120, 30)) as pilot:
+        table.replace(Page(rows, None, demo_home.clock.now()))
+        await pilot.pause()
+        for _ in range(len(rows) - 1):
+            table.action_cursor_down()
+            await pilot.pause()
+        assert table.cursor_row == len(rows) - 1
+        assert len(table._line_cache) <= SCREENS_KEPT * ROWS_SHOWN < len(rows)
+        assert len(table._row_render_cache) <= ROWS_SHOWN + 1
+        assert len(table._cell_render_cache) <= (ROWS_SHOWN + 1) * len(COLUMNS)
+        assert len(table._text_drawn) <= SCREENS_KEPT * ROWS_SHOWN * len(COLUMNS)
+        for _ in range(40):  # back up more than a screen: the screen drawn from the caches is right
+            table.action_cursor_up()
+        await _as_drawn_afresh(pilot, table, "back up 40 rows")
