@@ -11,17 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace as replace_page
 from datetime import datetime
+from itertools import chain
+from typing import Any
 
 from core.queue import Page, RunSummary
 from core.views import age_text, role_label, status_short
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
+from rich.text import Text, TextType
 from textual import on
+from textual._segment_tools import line_crop
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.message import Message
+from textual.strip import Strip
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey, RowKey
 
@@ -39,6 +43,14 @@ NEXT_PAGE_AHEAD = 10
 3): the page is read and its rows added while the approver reads the rows before it, so the key
 onto the last row neither waits for the read nor pays for adding 50 rows (at 1,000,000 runs
 those keys were the main thread's slowest, 110 ms of CPU, the p99 of a key)."""
+
+ROWS_SHOWN = 50
+"""The rows a tall terminal shows at once: the least the caches of drawn rows are sized for
+(:meth:`RunTable._keep`; a taller table grows them)."""
+
+SCREENS_KEPT = 3
+"""How many screens of drawn lines the table keeps: a key that scrolls back up a screen or two
+finds them drawn."""
 
 COLUMNS = [
     ("run", "run ID"),
@@ -212,8 +224,10 @@ class RunTable(DataTable):
         self.shown: list[str] = [k for k, _ in COLUMNS]
         self.run_width = WIDTHS["run"]
         self._caption: tuple[str | None, bool, str] = (None, False, "")
-        self._text_drawn: LRUCache[tuple[RowKey, ColumnKey, int], tuple[Text, list[Segment]]] = LRUCache(4096)
+        self._text_drawn: LRUCache[tuple[RowKey, ColumnKey, int], tuple[Text, list[Segment]]] = LRUCache(0)
         """Each cell's own text as drawn, by row, column and width (:meth:`_render_cell`)."""
+        for cache, size in self._cache_sizes(ROWS_SHOWN):
+            cache.maxsize = size
         self.keys: dict[str, str] = {}
         """The keys its title names (``back``, ``read``), told by the screen from the action table."""
 
@@ -243,6 +257,29 @@ class RunTable(DataTable):
 
     def on_resize(self) -> None:
         self.fit(self.outer_size.width)
+        self._keep(self.outer_size.height)
+
+    def _keep(self, rows: int) -> None:
+        """Size the caches of drawn lines, rows and cells to a table showing ``rows`` rows: the
+        lines and the cells' texts of :data:`SCREENS_KEPT` screens, the rows and cells styled of
+        one (issue 27, item 3). The stock table keeps 1,000 lines, 1,000 rows and 10,000 cells,
+        whatever it shows: filled as the cursor went down the pages, they were most of what the
+        garbage collector's full collections walked, and those grew to 100 ms a key at
+        1,000,000 runs. A line is drawn from its row, and a row from its cells' texts, so a
+        row or cell let go costs a restyle, not a new drawing of its text. They only grow."""
+        for cache, size in self._cache_sizes(max(rows, ROWS_SHOWN)):
+            cache.grow(size)
+
+    def _cache_sizes(self, rows: int) -> list[tuple[LRUCache[Any, Any], int]]:
+        """Each cache of drawings and its size for a table showing ``rows`` rows (the cursor's
+        row is drawn twice, with and without the cursor)."""
+        cells = rows * len(COLUMNS)
+        return [
+            (self._line_cache, SCREENS_KEPT * rows),
+            (self._text_drawn, SCREENS_KEPT * cells),
+            (self._row_render_cache, rows + 1),
+            (self._cell_render_cache, cells + len(COLUMNS)),
+        ]
 
     def fit(self, width: int) -> None:
         """Show the columns that fit ``width`` (a resize calls it); the rows are rebuilt only
@@ -369,6 +406,29 @@ class RunTable(DataTable):
         if lines and bottom >= lines - NEXT_PAGE_AHEAD:
             self.post_message(self.EndInSight())
 
+    def add_row(self, *cells: object, height: int | None = 1, key: str | None = None, label: TextType | None = None) -> RowKey:
+        """Add a row below the last one, as the stock table does, keeping every line drawn so far
+        when the row cannot change one (issue 27, item 3). The stock table counts an added row as
+        an update, and its drawn lines, rows and cells are kept by that count, so the key on
+        which a page of 50 rows landed drew every visible row again (the slowest keys at
+        1,000,000 runs). A row of a fixed height, without a label, below the fixed rows, changes
+        no line above it: the count stays, and the lines by row (the count's offsets, if
+        computed) are extended by the new row's. A column that the new rows widen still moves
+        the count once they are measured (:meth:`_update_dimensions`), as any other update
+        (a cell, a removal, a sort, a resize, a cleared table) does.
+
+        Raises:
+            DuplicateKey: a row of ``key`` is in the table already (the stock table's error).
+        """
+        count = self._update_count
+        offsets = self._offset_cache.get(count)
+        row_key = super().add_row(*cells, height=height, key=key, label=label)
+        if height and label is None and self._row_locations.get(row_key) == self.row_count - 1 >= self.fixed_rows:
+            self._update_count = count
+            if offsets is not None:
+                offsets.extend((row_key, y) for y in range(height))
+        return row_key
+
     def _update_dimensions(self, new_rows: Iterable[RowKey]) -> None:
         """Measure new rows (the stock table does it when idle) and, when a column grew, forget
         every row and cell drawn at the old widths. The stock table keys those drawings by its
@@ -422,6 +482,53 @@ class RunTable(DataTable):
         self._layout_required = False
         self._scroll_update(self.virtual_size)
         self.refresh()
+
+    def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
+        """Draw line ``y`` of the table (the header's lines first, then the rows' at their place
+        in the whole table, whatever the scroll), as the stock table does, keeping the line drawn
+        by where the cursor and the mouse's hover are only on their own rows (issue 27, item 3).
+        The stock table keeps each drawn line by where the cursor is, so each key drew every
+        visible line again and kept them all in its cache of 1,000 lines: with a row cursor a
+        line is drawn the same wherever else the cursor is, so a key draws the two rows it
+        changed and the one it scrolled into view. Lines the cache let go were a thousand
+        objects a key for the garbage collector, whose full collections, every fifteen keys or
+        so, took 50 to 100 ms each at 1,000,000 runs (the p99 of a key). A table with another
+        cursor type goes to the stock table."""
+        if self.cursor_type != "row":
+            return super()._render_line(y, x1, x2, base_style)
+        width = self.size.width
+        try:
+            row_key, y_offset_in_row = self._get_offsets(y)
+        except LookupError:
+            return Strip.blank(width, base_style)
+        row = self._row_locations.get(row_key) if row_key in self._row_locations else -1
+        cursor, hover = self.cursor_coordinate, self.hover_coordinate
+        cache_key = (
+            y,
+            x1,
+            x2,
+            width,
+            cursor if cursor.row == row else ELSEWHERE,
+            hover if hover.row == row else ELSEWHERE,
+            base_style,
+            self.cursor_type,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        cached = self._line_cache.get(cache_key)
+        if cached is not None:
+            return cached
+        fixed, scrollable = self._render_line_in_row(
+            row_key, y_offset_in_row, base_style, cursor_location=cursor, hover_location=hover
+        )
+        fixed_width = sum(column.get_render_width(self) for column in self.ordered_columns[: self.fixed_columns])
+        fixed_line: list[Segment] = list(chain.from_iterable(fixed)) if fixed else []
+        scrollable_line: list[Segment] = list(chain.from_iterable(scrollable))
+        segments = fixed_line + line_crop(scrollable_line, x1 + fixed_width, x2, width)
+        strip = Strip(segments).adjust_cell_length(width, base_style).simplify()
+        self._line_cache[cache_key] = strip
+        return strip
 
     def _render_line_in_row(
         self, row_key: RowKey, line_no: int, base_style: Style, cursor_location: Coordinate, hover_location: Coordinate
