@@ -20,6 +20,7 @@ from core.approval import load_key
 from core.errors import ApprovalKeyError, ApprovalRefused, CorruptCheckpoint, LeaseHeld, ResolverError
 from core.home import Home
 from core.store import UnsupportedStoreFormat, lease_owner_name
+from core.stores.sqlite.database import FileMoved
 from core.stores.sqlite.world import SqliteWorld as World
 from core.world import WorldMissing
 
@@ -295,9 +296,30 @@ def test_a_world_deleted_while_the_home_is_open_is_not_rebuilt_either(home):
     again = Home(home.root, clock=home.clock)  # checked with history: protected in this process
     for suffix in ("", "-wal", "-shm"):
         Path(f"{home.world_path}{suffix}").unlink(missing_ok=True)
-    with pytest.raises(WorldMissing):
+    with pytest.raises(FileMoved, match=r"larkfield\.sqlite is gone \(moved or deleted while in use\): put it back"):
         again.world().get_order("LK-507862")
+    assert not home.world_path.exists()
     assert state.run_id
+
+
+def test_a_world_moved_away_under_an_open_home_is_refused_and_keeps_its_register_when_put_back(home, tmp_path):
+    """A trial: ``larkfield.sqlite`` moved away (``mv``, its WAL left behind) while the app was
+    open; the app's next read made an empty world in its place, and closing it took the real
+    one's WAL, the register's refund: put back, the world said 0 changes for a run done. Now the
+    read is refused, nothing is made, and the file put back holds the refund."""
+    state = home.run("T-65273")
+    home.approve(state.run_id, "team_lead")
+    world = home.world()
+    assert [c["kind"] for c in world.changes()].count("refund") == 1
+    moved = tmp_path / "larkfield.moved"
+    os.rename(home.world_path, moved)
+    for _ in range(2):
+        with pytest.raises(FileMoved, match="is gone"):
+            world.changes()
+        assert not home.world_path.exists()
+    os.rename(moved, home.world_path)
+    assert [c["kind"] for c in world.changes()].count("refund") == 1
+    assert [c["kind"] for c in World(home.world_path).changes()].count("refund") == 1
 
 
 def test_a_fresh_home_still_builds_its_world_and_reset_all_rebuilds_it(tmp_path):

@@ -30,7 +30,10 @@ A store's file is another matter (``keep_file``, the checkpoint store's): a new 
 in its place; the app showed an empty queue. Such a :class:`Database` keeps the identity of the
 file it first opened, and a read or a write after that file vanished or was replaced by another
 is refused with one sentence (:class:`FileMoved`) and creates nothing; the file put back is used
-again.
+again. Every :class:`Database` refuses a file that vanished since it opened one, the practice
+world's too (a trial moved ``larkfield.sqlite`` away under the app: its next read made an empty
+world there, and the real one's WAL, the register's last writes, went with it); only the process
+that deletes a file to build it again says so (:meth:`Database.made_again`).
 
 A long-lived connection also keeps the state it was opened in (issue 20). SQLite opens a file it
 may not write **read-only, silently**, and that connection refuses every write ("attempt to
@@ -153,14 +156,15 @@ class ReadOnlyFile(ResolverError):
 
 
 class FileMoved(ResolverError):
-    """The file of a :class:`Database` made with ``keep_file`` vanished (moved, deleted) or was
-    replaced by another file since it was first opened: refused with one sentence naming the
+    """The file of a :class:`Database` vanished (moved, deleted) since it was opened, or (one
+    made with ``keep_file``) was replaced by another file: refused with one sentence naming the
     path and what to do; nothing is read or written and no file is made."""
 
 
 class Database:
     """The SQLite file at ``path``, a connection per thread, reopened when the file is replaced
-    (unless ``keep_file``: then refused, :class:`FileMoved`).
+    (unless ``keep_file``: then refused, :class:`FileMoved`); a file gone since it was opened is
+    refused, never made again empty.
 
     Args:
         path: the database file (its folder is made; the file is created on first use).
@@ -173,7 +177,7 @@ class Database:
             place of a moved one would show an empty queue and lose track of the runs).
 
     Errors: :class:`~core.errors.StoreBusy` when a lock outlasts the busy timeout;
-    :class:`FileMoved` (``keep_file``) when the file opened first is no longer at ``path``;
+    :class:`FileMoved` when the file opened is gone from ``path`` (or, ``keep_file``, replaced);
     :class:`~core.errors.ResolverError` with one sentence for any other SQLite failure (which
     also makes every thread reopen its connection at its next use, see the module's doc).
     """
@@ -191,6 +195,8 @@ class Database:
         self.keep_file = keep_file
         self._kept: tuple[int, int] | None = None
         """With ``keep_file``: the device and inode of the file first opened (None: not yet)."""
+        self._opened = False
+        """A file was opened here: one gone since is refused, never made again empty (:meth:`made_again`)."""
         self.label = label
         self.on_open = on_open
         self.row_factory = row_factory
@@ -298,7 +304,7 @@ class Database:
     def _connection_at(self, ident: tuple[int, int] | None) -> sqlite3.Connection:
         """:meth:`connection`, given the file's identity (device, inode; None: no file) as its
         caller has just read it (:meth:`immediate`: one stat for this and the read-only check)."""
-        if self._kept is not None and ident != self._kept:
+        if (ident is None and self._opened) or (self._kept is not None and ident != self._kept):
             self._refuse_moved(ident)
         local = self._local
         stale = local.conn is None or ident is None or ident != local.ident
@@ -310,14 +316,23 @@ class Database:
             conn = self._open()
             local.conn, local.ident, local.generation = conn, _file_id(self.path), generation
             local.read_only = not self._writable()
+            self._opened = True
             if self.keep_file and self._kept is None:
                 self._kept = local.ident
         assert local.conn is not None
         return local.conn
 
+    def made_again(self) -> None:
+        """This process deleted the file to build it again (``resolver reset --all``'s practice
+        world): the next use may create it, and (``keep_file``) keeps the new one."""
+        self._opened, self._kept = False, None
+
     def _refuse_moved(self, ident: tuple[int, int] | None) -> NoReturn:
-        """Refuse a use of a ``keep_file`` database whose file is not the one first opened
-        (``ident``: the file now at the path, None for none). Raises FileMoved."""
+        """Refuse a use of a database whose file vanished since it was opened (``ident`` None),
+        or, ``keep_file``, was replaced by another (``ident``: the file now at the path): a new
+        user moved ``larkfield.sqlite`` away under the app, whose next read made an empty world
+        in its place, and the real one's WAL (the operations register's last writes) was lost
+        with it. Raises FileMoved."""
         what = f"{self.label[:1].upper()}{self.label[1:]} {self.path}"
         if ident is None:
             raise FileMoved(

@@ -185,12 +185,14 @@ def reset_world(path: Path | str) -> None:
     path = Path(path)
     if path.exists() and not path.is_file():
         check_world_file(path, False)
-    _database(path).close()
+    db = _database(path)
+    db.close()
     _no_rebuild.discard(path.resolve())
     path.unlink(missing_ok=True)
     for suffix in ("-wal", "-shm"):
         Path(str(path) + suffix).unlink(missing_ok=True)
-    _database(path).connection()  # a new file: built again by the first connection
+    db.made_again()
+    db.connection()  # a new file: built again by the first connection
 
 
 _databases: dict[Path, Database] = {}
