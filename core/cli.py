@@ -1862,7 +1862,9 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
                 return 0
             _print(made)
             return 0
-        home = Home(root, read_only=args.command in READ_ONLY, store=store)
+        # a lost runs.sqlite (missing or empty in a used home) is made again only to be reset or restored over
+        afresh = args.command == "restore" or (args.command == "reset" and bool(getattr(args, "all", False)))
+        home = Home(root, read_only=args.command in READ_ONLY, store=store, afresh=afresh)
         log = command_log(root)
         log.info("%s %s", args.command, " ".join(ascii(a) for a in argv))
         try:

@@ -109,10 +109,14 @@ class Home:
         root: the folder (created if absent).
         clock: the clock for every "now" (default: the trainer's ``clock.json``, which is real
             time when the file is absent).
+        afresh: make ``runs.sqlite`` again though it is missing or empty in a home that has been
+            used (``resolver reset --all`` only: every other use refuses such a lost store).
 
     Raises:
         ResolverError: the folder cannot be made (a file is in the way) or is read-only; the
             machine is not POSIX (:mod:`core.platform`).
+        UnsupportedStoreFormat: ``runs.sqlite`` is lost (missing or empty in a used home),
+            foreign, or of a newer format.
 
     A new folder is made 0700 and the databases it makes 0600 (:data:`HOME_MODE`,
     :data:`FILE_MODE`; SQLite gives their WAL and SHM files the database's mode). Decisions,
@@ -124,7 +128,13 @@ class Home:
     """
 
     def __init__(
-        self, root: Path | str, clock: Clock | None = None, *, read_only: bool = False, store: str | None = None
+        self,
+        root: Path | str,
+        clock: Clock | None = None,
+        *,
+        read_only: bool = False,
+        store: str | None = None,
+        afresh: bool = False,
     ) -> None:
         require_posix()  # leases test their holder with os.kill(pid, 0), which ends a process on Windows
         self.root = Path(root)
@@ -163,7 +173,7 @@ class Home:
         fresh = [] if store is not None else [p for p in (store_path(self.root), self.world_path) if not p.exists()]
         old_umask = os.umask(0o077)  # files made now are 0600 (SQLite gives WAL and SHM the database's mode)
         try:
-            self.store: Store = open_store(self._store_at, self.clock, summarize=queue_columns)
+            self.store: Store = open_store(self._store_at, self.clock, summarize=queue_columns, afresh=afresh)
             try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
                 check_world(self.world_at, self.store.has_history())
                 open_world(self.world_at, self.clock)  # built on first use

@@ -237,6 +237,12 @@ class HomeLocation:
         if self.store.url is not None:
             return
         if not (self.path / "runs.sqlite").is_file():
+            if any((self.path / name).exists() for name in ("larkfield.sqlite", "approval.key")):
+                raise ResolverError(
+                    f"The home folder {self.describe()} has no runs.sqlite: its runs were moved or deleted. Nothing "
+                    "was created. Restore runs.sqlite from a backup (`resolver restore`), or start afresh with "
+                    "`resolver reset --all`."
+                )
             raise ResolverError(
                 f"No home folder at {self.describe()}: nothing was created. Choose a home with --home DIR, "
                 f"{HOME_ENV}, or `home` in {config_path()}; or start one here with `resolver run TASK`."

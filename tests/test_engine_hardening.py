@@ -368,6 +368,42 @@ def test_a_zero_length_store_in_a_used_home_is_refused_and_in_a_new_home_is_fine
     assert store_at(fresh).counts() == {}
 
 
+@pytest.mark.parametrize("lost", ["missing", "empty"])
+def test_a_lost_store_in_a_used_home_is_refused_by_every_command_but_reset_all_and_restore(home, tmp_path, lost):
+    """A trial: ``runs.sqlite`` moved away from a home with an approval key and a register, then
+    ``resolver run`` made a new, empty store there without a word, and ``resolver runs`` said
+    there was no home folder. A missing store is refused as an empty one is, by every command,
+    and nothing is made; ``reset --all`` (which the sentence names, and which was refused too)
+    and ``restore`` (likewise) are the two ways out."""
+    state = home.run("T-65273")
+    home.approve(state.run_id, "team_lead")
+    backup = tmp_path / "before.tar.gz"
+    assert run_process(home.root, "backup", str(backup)).returncode == 0
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{home.store.path}{suffix}").unlink(missing_ok=True)
+    if lost == "empty":
+        home.store.path.touch()
+    said = f"The checkpoint store {home.store.path} is {lost}, but this home has been used"
+    for argv in (("run", "T-90104"), ("approve", state.run_id, "--as", "team_lead"), ("runs",), ("show", state.run_id)):
+        done = run_process(home.root, *argv)
+        assert done.returncode != 0, argv
+        if argv[0] in ("runs", "show") and lost == "missing":
+            assert "has no runs.sqlite: its runs were moved or deleted. Nothing was created." in done.stderr, argv
+        else:
+            assert said in done.stderr, (argv, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert home.store.path.exists() == (lost == "empty")
+    done = run_process(home.root, "restore", str(backup))
+    assert done.returncode == 0, done.stderr
+    assert state.run_id in run_process(home.root, "runs").stdout
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{home.store.path}{suffix}").unlink(missing_ok=True)
+    done = run_process(home.root, "reset", "--all")
+    assert done.returncode == 0, done.stderr
+    assert "Deleted 0 saved run(s). Rebuilt the practice world from data/." in done.stdout
+    assert run_process(home.root, "run", "T-90104").returncode == 0
+
+
 def test_a_new_store_is_marked_as_resolver_s(tmp_path):
     store_at(tmp_path / "runs.sqlite")
     with sqlite3.connect(tmp_path / "runs.sqlite") as conn:

@@ -75,10 +75,13 @@ def world_path(root: Path) -> Path:
     return Path(root) / WORLD_FILE
 
 
-def open_store(path: Place, clock: Clock | None = None, *, summarize: Summarize, backend: str | None = None) -> Store:
+def open_store(
+    path: Place, clock: Clock | None = None, *, summarize: Summarize, backend: str | None = None, afresh: bool = False
+) -> Store:
     """The checkpoint store at ``path`` (a SQLite file, or a PostgreSQL URL: :data:`Place`; made
     on first use, migrated on open), saving the queue's columns given by ``summarize`` with every
-    run (:func:`core.queue.queue_columns`).
+    run (:func:`core.queue.queue_columns`). A SQLite file missing or empty in a home that has
+    been used is refused as lost unless ``afresh`` (``resolver reset --all``: start again).
 
     Raises:
         UnsupportedStoreFormat: a file this resolver cannot read or must not adopt.
@@ -89,7 +92,7 @@ def open_store(path: Place, clock: Clock | None = None, *, summarize: Summarize,
         return _postgres().open_store(str(path), clock, summarize=summarize)
     from core.stores.sqlite.checkpoint import CheckpointStore
 
-    return CheckpointStore(Path(path), clock, summarize=summarize)
+    return CheckpointStore(Path(path), clock, summarize=summarize, afresh=afresh)
 
 
 def open_world(

@@ -231,7 +231,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
 
     _raw_text = True  # JSON texts bound as their UTF-8 bytes, stored as TEXT (_TEXT)
 
-    def __init__(self, path: Path | str, clock: Clock | None = None, *, summarize: Summarize) -> None:
+    def __init__(self, path: Path | str, clock: Clock | None = None, *, summarize: Summarize, afresh: bool = False) -> None:
         self.path = Path(path)
         self.clock = clock or SystemClock()
         self.summarize: Summarize = summarize
@@ -240,8 +240,8 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         """The triggers found missing and created again when this store opened (``audit verify``
         reports the audit's own: a dropped trigger means rows may have been changed)."""
         """Sentences about what opening the store repaired (missing triggers), for ``doctor``."""
-        try:
-            self._was_empty = self.path.is_file() and self.path.stat().st_size == 0
+        try:  # missing or empty: a lost store unless the caller starts afresh (`reset --all`)
+            self._was_empty = not afresh and (not self.path.exists() or (self.path.is_file() and self.path.stat().st_size == 0))
         except OSError:
             self._was_empty = False
         if self.path.exists() and not self.path.is_file():
@@ -252,7 +252,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         if self._was_empty and _home_was_used(self.path):
             # refused before any connection: opening it would write SQLite's header and the next
             # open would take the lost store for a new one (a second refund, found by a new user)
-            raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path))
+            raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path, lost=_lost(self.path)))
         self.db = Database(self.path, label="the checkpoint store", on_open=self._on_open, keep_file=True)
         self._audit_sql = auditchain
         self._init_rows()
@@ -285,7 +285,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                     f"{', '.join(sorted(tables)[:5])}); nothing was changed. Move it away, or choose another home."
                 )
             elif fmt == 0 and not tables and self._was_empty and _home_was_used(self.path):
-                raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path))
+                raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path, lost="is empty"))
             elif fmt > STORE_FORMAT:
                 raise UnsupportedStoreFormat(
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
@@ -1140,10 +1140,15 @@ TRIGGERS = frozenset(
 
 
 _EMPTY_BUT_USED = (
-    "The checkpoint store {path} is empty, but this home has been used (its practice world has written "
+    "The checkpoint store {path} {lost}, but this home has been used (its practice world has written "
     "operations or its approval key exists); its runs may have been lost. Nothing was changed. Restore "
     "runs.sqlite from a backup (`resolver restore`), or start afresh with `resolver reset --all`."
 )
+
+
+def _lost(path: Path) -> str:
+    """How a lost store's file is lost, for :data:`_EMPTY_BUT_USED`: ``is missing`` or ``is empty``."""
+    return "is empty" if path.is_file() else "is missing"
 
 
 def _home_was_used(path: Path) -> bool:

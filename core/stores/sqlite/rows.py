@@ -39,6 +39,9 @@ class SqliteRows:
         self.root = Path(root)
         self.label = f"the home folder {self.root}"
         self._dbs: dict[str, Database] = {}
+        self._new = not any((self.root / name).exists() for name in ("runs.sqlite", "larkfield.sqlite", "approval.key"))
+        """No store, world or key here when opened: a copy's target, whose ``runs.sqlite`` is made
+        after its key (not a lost store in a used home, :class:`CheckpointStore`'s ``afresh``)."""
 
     # -- the files ------------------------------------------------------------------------------
 
@@ -56,7 +59,7 @@ class SqliteRows:
         if part == "runs":
             from core.stores.sqlite.checkpoint import CheckpointStore
 
-            return CheckpointStore(self._file(part), summarize=blank_columns).db
+            return CheckpointStore(self._file(part), summarize=blank_columns, afresh=self._new).db
         if part == "world":
             from core.stores.sqlite.world import _database
 
