@@ -11,18 +11,7 @@ from core.queue import Page
 from core.store import RunSummary
 from resolver_tui.widgets.run_table import COLUMNS, RunTable, elide_middle, row_cells
 from rich.cells import cell_len
-from textual.app import App, ComposeResult
-
-
-class _One(App):
-    """A bare app holding one widget, to watch it alone."""
-
-    def __init__(self, widget) -> None:
-        super().__init__()
-        self.widget = widget
-
-    def compose(self) -> ComposeResult:
-        yield self.widget
+from tui_helpers import OneWidget
 
 
 def _drawn_rows(table: RunTable) -> list[str]:
@@ -78,7 +67,7 @@ async def test_a_page_appended_below_the_rows_shown_draws_none_of_them_again(dem
     rows = _widest_first(demo_home.queue.page(None).rows, now)
     assert len(rows) >= 12
     table = RunTable()
-    async with _One(table).run_test(size=(120, 8)) as pilot:
+    async with OneWidget(table).run_test(size=(120, 8)) as pilot:
         table.replace(Page(rows[:6], None, now))
         await pilot.pause()
         table.move_cursor(row=5)  # the last row: the table scrolled to it
@@ -108,7 +97,7 @@ async def test_lines_kept_across_appends_are_drawn_again_when_what_they_show_cha
     assert len(rows) >= 14
     now = demo_home.clock.now()
     table = RunTable()
-    async with _One(table).run_test(size=(120, 12)) as pilot:
+    async with OneWidget(table).run_test(size=(120, 12)) as pilot:
         table.replace(Page(rows[:4], None, now))
         await pilot.pause()
         table.append(Page(rows[4:6], None, now))
@@ -160,7 +149,7 @@ async def test_a_key_that_scrolls_draws_the_rows_it_changed_and_no_other(demo_ho
     drawn again on each key, the cursor being part of each line's cache key)."""
     rows = demo_home.queue.page(None).rows
     table = RunTable()
-    async with _One(table).run_test(size=(120, 8)) as pilot:
+    async with OneWidget(table).run_test(size=(120, 8)) as pilot:
         table.replace(Page(rows, None, demo_home.clock.now()))
         await pilot.pause()
         shown = table.scrollable_content_region.height - table.header_height
@@ -197,7 +186,7 @@ async def test_the_caches_of_drawn_lines_hold_a_few_screens(demo_home):
     base = demo_home.queue.page(None).rows
     rows = [replace(base[i % len(base)], run_id=f"{base[i % len(base)].run_id}-{i}") for i in range(4 * ROWS_SHOWN)]
     table = RunTable()
-    async with _One(table).run_test(size=(120, 30)) as pilot:
+    async with OneWidget(table).run_test(size=(120, 30)) as pilot:
         table.replace(Page(rows, None, demo_home.clock.now()))
         await pilot.pause()
         for _ in range(len(rows) - 1):

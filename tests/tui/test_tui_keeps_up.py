@@ -14,20 +14,8 @@ from resolver_tui.widgets.run_table import RunTable
 from resolver_tui.widgets.safe import FoldedLines
 from rich.cells import cell_len
 from textual import events
-from textual.app import App, ComposeResult
 from textual.widgets import Static
-from tui_helpers import make_app, settle
-
-
-class _One(App):
-    """A bare app holding one widget, to watch it alone."""
-
-    def __init__(self, widget) -> None:
-        super().__init__()
-        self.widget = widget
-
-    def compose(self) -> ComposeResult:
-        yield self.widget
+from tui_helpers import OneWidget, make_app, settle
 
 
 def _order(table: RunTable) -> list[str]:
@@ -39,7 +27,7 @@ async def test_a_refresh_removes_and_appends_rows_without_rebuilding_the_table(d
     assert len(rows) >= 10
     now = demo_home.clock.now()
     table = RunTable()
-    async with _One(table).run_test(size=(120, 30)) as pilot:
+    async with OneWidget(table).run_test(size=(120, 30)) as pilot:
         table.replace(Page(rows[:6], None, now))
         table.move_cursor(row=3)
         await pilot.pause()
@@ -73,7 +61,7 @@ async def test_a_section_of_the_same_height_is_updated_without_a_layout_pass(mon
         real_update(self, content, layout=layout)
 
     monkeypatch.setattr(Static, "update", update)
-    async with _One(section).run_test(size=(80, 20)) as pilot:
+    async with OneWidget(section).run_test(size=(80, 20)) as pilot:
         await pilot.pause()
         section.set_lines(["Keys: a approve", "Not offered: r resume"])
         layouts.clear()
@@ -115,7 +103,7 @@ async def test_rows_drawn_from_the_cache_are_the_rows_drawn_afresh(demo_home):
     rows = demo_home.queue.page(None).rows
     assert len(rows) >= 10
     table = RunTable()
-    async with _One(table).run_test(size=(120, 8)) as pilot:
+    async with OneWidget(table).run_test(size=(120, 8)) as pilot:
         table.replace(Page(rows, None, demo_home.clock.now()))
         await pilot.pause()
         for key in ["down"] * 7 + ["up"] * 3 + ["down"] * 5:
@@ -148,7 +136,7 @@ async def test_a_run_shown_corrupt_already_is_not_updated_again(demo_home, monke
         real_update(self, row_key, column_key, value, **kwargs)
 
     monkeypatch.setattr(RunTable, "update_cell", update_cell)
-    async with _One(table).run_test(size=(120, 12)) as pilot:
+    async with OneWidget(table).run_test(size=(120, 12)) as pilot:
         table.replace(Page(rows, None, demo_home.clock.now()))
         await pilot.pause()
         run_id = rows[1].run_id
@@ -168,7 +156,7 @@ async def test_the_pane_shows_its_folded_lines_as_they_are_and_never_wraps_them_
     from textual.content import Content
 
     pane = DetailPane()
-    async with _One(pane).run_test(size=(40, 12)) as pilot:
+    async with OneWidget(pane).run_test(size=(40, 12)) as pilot:
         await pilot.pause()
         body = pane.query_one("#detail-body", FoldedLines)
         body.set_lines(["Reason: " + "word " * 12])
@@ -199,7 +187,7 @@ async def test_each_cell_is_drawn_as_the_stock_table_draws_it(demo_home):
         table._cell_render_cache.clear()
         return DataTable._render_cell(table, row, column, base, width, cursor, hover)
 
-    async with _One(table).run_test(size=(100, 14)) as pilot:
+    async with OneWidget(table).run_test(size=(100, 14)) as pilot:
         table.replace(Page([*rows[:4], long_name], None, now))
         await pilot.pause()
         table.append(Page(rows[5:], None, now))
@@ -408,7 +396,7 @@ async def test_cells_are_drawn_and_measured_as_rich_draws_and_measures_them():
         return out
 
     table = RunTable()
-    app = _One(table)
+    app = OneWidget(table)
     async with app.run_test(size=(120, 30)):
         values = [
             ("status", "corrupt"),

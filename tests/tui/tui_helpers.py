@@ -9,6 +9,8 @@ from pathlib import Path
 from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.app import ResolverApp
+from textual.app import App, ComposeResult
+from textual.widget import Widget
 
 from helpers import FRIDAY, MONDAY
 
@@ -114,3 +116,14 @@ def screen_text(app) -> str:
         text = html.unescape(re.sub(r"<[^>]+>", "", m.group(3))).replace("\xa0", " ")
         rows.setdefault(float(m.group(2)), []).append((float(m.group(1)), text))
     return "\n".join("".join(t for _x, t in sorted(parts)) for _y, parts in sorted(rows.items()))
+
+
+class OneWidget(App):
+    """A bare app holding one widget, to watch it alone."""
+
+    def __init__(self, widget: Widget) -> None:
+        super().__init__()
+        self.widget = widget
+
+    def compose(self) -> ComposeResult:
+        yield self.widget
