@@ -334,6 +334,7 @@ def start_run(
 
     Raises:
         TaskNotFound, NoRecording, RunExists (``run_id`` already used).
+        WorldMissing: the practice world is lost in a home with runs (nothing is saved).
         BadArgument: ``repeat`` with a live route.
         ModelUnavailable: the live model gave no usable answer (the run is saved, ``running``).
     """
@@ -344,6 +345,7 @@ def start_run(
         model = live.name
     owner = owner or lease_owner_name()
     chosen = run_id
+    world = open_world(world_at, clock)  # WorldMissing before any save: never a run saved that cannot look anything up
     for _attempt in range(20):
         rid = chosen or next_run_id(store, task_id, variant, model)
         rep = repeat
@@ -366,7 +368,7 @@ def start_run(
             if chosen:
                 raise
             continue  # another process took this number first: take the next
-        return _run_leased(store, state, asks, open_world(world_at, clock), clock, on_step, owner)
+        return _run_leased(store, state, asks, world, clock, on_step, owner)
     raise ResolverError(f"Could not find a free run ID for {task_id}: too many runs are being started at once; try again.")
 
 

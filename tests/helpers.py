@@ -120,14 +120,15 @@ def shop_cli(root: Path, capsys, monkeypatch):
     return run
 
 
-def store_at(path: Path, clock: Any = None) -> Any:
+def store_at(path: Path, clock: Any = None, afresh: bool = False) -> Any:
     """The checkpoint store at ``path`` through the back-end every home uses
     (:func:`core.stores.open_store`), saving the queue's columns (:func:`core.queue.queue_columns`)
-    as the home's store does."""
+    as the home's store does; ``afresh`` makes it though it is lost in a used home (as
+    ``resolver reset --all`` does)."""
     from core.queue import queue_columns
     from core.stores import open_store
 
-    return open_store(path, clock, summarize=queue_columns)
+    return open_store(path, clock, summarize=queue_columns, afresh=afresh)
 
 
 def busy_home_at(root: Path, store: str | None = None) -> Any:

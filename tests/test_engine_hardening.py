@@ -296,7 +296,7 @@ def test_a_world_deleted_while_the_home_is_open_is_not_rebuilt_either(home):
     again = Home(home.root, clock=home.clock)  # checked with history: protected in this process
     for suffix in ("", "-wal", "-shm"):
         Path(f"{home.world_path}{suffix}").unlink(missing_ok=True)
-    with pytest.raises(FileMoved, match=r"larkfield\.sqlite is gone \(moved or deleted while in use\): put it back"):
+    with pytest.raises(WorldMissing, match=r"larkfield\.sqlite is missing, but this home has runs"):
         again.world().get_order("LK-507862")
     assert not home.world_path.exists()
     assert state.run_id
@@ -402,6 +402,38 @@ def test_a_lost_store_in_a_used_home_is_refused_by_every_command_but_reset_all_a
     assert done.returncode == 0, done.stderr
     assert "Deleted 0 saved run(s). Rebuilt the practice world from data/." in done.stdout
     assert run_process(home.root, "run", "T-90104").returncode == 0
+
+
+def test_a_missing_store_beside_a_world_is_lost_though_nothing_was_approved(home):
+    """A trial: the lesson's Friday (a run waiting, claimed and handed over; no approval key, no
+    register write), ``runs.sqlite`` moved away: ``claim`` said "No run" and made a new, empty
+    store, which ``runs`` then listed as empty. A home's first use makes the store before the
+    world, so a store missing beside a world was lost: refused, nothing made."""
+    state = home.run("T-65273")
+    assert not home.key_path.exists()
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{home.store.path}{suffix}").unlink(missing_ok=True)
+    done = run_process(home.root, "claim", state.run_id, "--as", "team_lead", "--name", "X")
+    assert done.returncode != 0
+    assert f"The checkpoint store {home.store.path} is missing, but this home has been used" in done.stderr
+    assert not home.store.path.exists()
+
+
+@pytest.mark.parametrize("argv", [("run", "T-90103"), ("show", "{run}")])
+def test_a_world_missing_beside_runs_is_refused_before_anything_is_made_or_saved(home, argv):
+    """A trial: with ``larkfield.sqlite`` moved away, ``resolver run`` saved a new run at step 0
+    before it found no world, and ``run`` and ``show`` each left an empty 4 KB world that every
+    later command took for an emptied one. Now each is refused with the missing sentence, no
+    world file is made and no run is saved."""
+    state = home.run("T-65273")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{home.world_path}{suffix}").unlink(missing_ok=True)
+    done = run_process(home.root, *(a.format(run=state.run_id) for a in argv))
+    assert done.returncode != 0
+    assert f"The practice world {home.world_path} is missing, but this home has runs" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not home.world_path.exists()
+    assert [s.run_id for s in store_at(home.store.path).page()] == [state.run_id]
 
 
 def test_a_new_store_is_marked_as_resolver_s(tmp_path):

@@ -236,7 +236,7 @@ def test_a_store_rebuilt_under_an_open_store_is_refused_and_left_alone(home, tmp
     does not take the new file for its own (it would show another queue); it says so."""
     state = home.run("T-65273")
     _delete_db(home.store.path)
-    other = store_at(home.store.path, home.clock)
+    other = store_at(home.store.path, home.clock, afresh=True)  # as `resolver reset --all` makes a lost one again
     other.save(new_state(load_task("T-90103"), "agent", "chat-small", "fresh-1", home.clock))
     with pytest.raises(FileMoved, match=r"was replaced by another file .*quit and start resolver again"):
         home.store.exists(state.run_id)

@@ -1140,8 +1140,8 @@ TRIGGERS = frozenset(
 
 
 _EMPTY_BUT_USED = (
-    "The checkpoint store {path} {lost}, but this home has been used (its practice world has written "
-    "operations or its approval key exists); its runs may have been lost. Nothing was changed. Restore "
+    "The checkpoint store {path} {lost}, but this home has been used (its practice world or its approval "
+    "key exists); its runs may have been lost. Nothing was changed. Restore "
     "runs.sqlite from a backup (`resolver restore`), or start afresh with `resolver reset --all`."
 )
 
@@ -1153,21 +1153,12 @@ def _lost(path: Path) -> str:
 
 def _home_was_used(path: Path) -> bool:
     """True when the home folder of ``path`` shows it was used before: an approval key, or a
-    practice world whose operations register has rows (read only, never created here)."""
+    practice world (never created here). A home's first use makes ``runs.sqlite`` before its
+    world, so a store missing or empty beside a world was lost (a trial: a home with a run,
+    a claim and a hand-over but no approval yet made an empty store after a ``mv``)."""
     home = path.parent
-    if (home / "approval.key").exists():
-        return True
     world = home / "larkfield.sqlite"
-    if not world.is_file() or world.stat().st_size == 0:
-        return False
-    try:
-        conn = sqlite3.connect(f"{world.resolve().as_uri()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-        try:
-            return bool(conn.execute("SELECT EXISTS (SELECT 1 FROM operations)").fetchone()[0])
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return False
+    return (home / "approval.key").exists() or (world.is_file() and world.stat().st_size > 0)
 
 
 def _split_triggers(upsert: str) -> list[str]:

@@ -48,6 +48,12 @@ class SqliteWorld(PracticeWorld):
     """
 
     def _open(self) -> None:
+        """Open the world file, built on first use; one this process checked with history
+        (:func:`check_world_file`) and now missing is refused before SQLite makes an empty file
+        in its place (a trial: ``resolver show`` with ``larkfield.sqlite`` moved away left a
+        4 KB world that every later command took for an emptied one). Raises WorldMissing."""
+        if self.path.resolve() in _no_rebuild and not self.path.exists():
+            raise WorldMissing(_missing_sentence(self.path, "is missing"))
         self.db = _database(self.path)
         self.db.connection()  # built on first use
 
