@@ -237,8 +237,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/stores/common.py",
         (
             (
-                "elif damaged is None and (type(body) is not kind or entry_checksum(body, extra) != checksum):",
-                "elif False:",
+                "if checksum is not None and damaged is None and (type(body) is not kind or entry_checksum(body, extra) != checksum):",
+                "if False:",
             ),
         ),
         (R + "test_a_row_changed_behind_the_store_is_a_corrupt_checkpoint_though_it_still_validates",),
