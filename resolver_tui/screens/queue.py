@@ -404,8 +404,11 @@ class QueueScreen(Screen):
         first, reads one page): a refresh that read one page dropped the rows past it and moved
         the cursor to another run, every 2 s on a home folder, so nobody reading past row 50
         stayed there (a trial). Rows further below are read again as the cursor nears them, so a
-        refresh costs what the cursor's depth does, not every row ever loaded."""
-        rows = min(self.table.row_count, self.table.cursor_row + 1 + PAGE_ROWS)
+        refresh costs what the cursor's depth does, not every row ever loaded. The rows the
+        wheel scrolled into view count as the cursor does (a trial: a reader who scrolled with the
+        wheel was thrown back to the top at each refresh)."""
+        _top, bottom = self.table.rows_in_view()
+        rows = min(self.table.row_count, max(self.table.cursor_row + 1, bottom) + PAGE_ROWS)
         self.load_page(self.status, self.search, None, select or self.selected_id, rows=rows)
         self._keep_selection = select is None
 

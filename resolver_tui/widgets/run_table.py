@@ -336,6 +336,8 @@ class RunTable(DataTable):
         wanted = set(new_order)
         kept = [run_id for run_id in self.summaries if run_id in wanted]
         keep_row = self.cursor_row
+        top, bottom = self.rows_in_view()
+        follow = top <= keep_row < bottom  # a cursor scrolled out of view by the wheel is not scrolled back to
         with self.app.batch_update():
             if kept and kept == new_order[: len(kept)]:
                 for run_id in [r for r in self.summaries if r not in wanted]:
@@ -349,9 +351,16 @@ class RunTable(DataTable):
                 self.forget()
                 self.append(page)
             if select and select in self.summaries:
-                self.move_cursor(row=self.get_row_index(select), animate=False)
+                self.move_cursor(row=self.get_row_index(select), animate=False, scroll=follow)
             elif self.row_count:
-                self.move_cursor(row=min(keep_row, self.row_count - 1), animate=False)
+                self.move_cursor(row=min(keep_row, self.row_count - 1), animate=False, scroll=follow)
+
+    def rows_in_view(self) -> tuple[int, int]:
+        """``(first, after last)``: the indexes of the rows the table shows now (rows are one
+        line high), where the wheel or the scrollbar left it."""
+        header = self.header_height if self.show_header else 0
+        top = round(self.scroll_y)
+        return top, top + max(0, self.scrollable_content_region.height - header)
 
     def _update(self, s: RunSummary, now: datetime) -> None:
         """Update the cells of a shown run that changed."""
@@ -401,8 +410,7 @@ class RunTable(DataTable):
         if round(old_value) == round(new_value) or new_value < old_value:
             return
         lines = self._total_row_height
-        header = self.header_height if self.show_header else 0
-        bottom = round(new_value) + self.scrollable_content_region.height - header  # the line after the last shown
+        _top, bottom = self.rows_in_view()  # the line after the last shown
         if lines and bottom >= lines - NEXT_PAGE_AHEAD:
             self.post_message(self.EndInSight())
 

@@ -537,13 +537,14 @@ async def test_a_refresh_keeps_the_cursor_on_the_run_read_past_the_first_page(de
 
 
 async def test_a_refresh_deep_in_the_queue_reads_down_to_a_page_below_the_cursor(demo_home, monkeypatch):
-    """The refresh that keeps the cursor's run reads the rows down to one page below it, not
-    every row ever loaded (its cost is the cursor's depth)."""
+    """The refresh that keeps the cursor's run reads the rows down to one page below it (or
+    below the last row in view, if lower), not every row ever loaded (its cost is the depth
+    read)."""
     import resolver_tui.screens.queue as queue_screen
 
     monkeypatch.setattr(queue_screen, "PAGE_ROWS", 3)
     app = _small_pages(demo_home, monkeypatch, ahead=2, rows=6)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(120, 18)) as pilot:
         await _show_all(pilot)
         queue, table = app.queue, app.queue.table
         for _ in range(9):
@@ -556,8 +557,38 @@ async def test_a_refresh_deep_in_the_queue_reads_down_to_a_page_below_the_cursor
         table.move_cursor(row=4)
         await settle(pilot)
         reading = table.current
-        assert table.row_count > 4 + 1 + 6
+        _top, bottom = table.rows_in_view()
+        depth = max(4 + 1, bottom) + 3  # down to the cursor's row, or the last in view, and a page (3) below
+        assert table.row_count > depth
         await pilot.press("R")
         await settle(pilot)
         assert table.current == reading and queue.pane.shown_run == reading
-        assert table.row_count == 4 + 1 + 3  # down to the cursor's row and a page (3) below it
+        assert table.row_count == depth
+
+
+async def test_a_refresh_keeps_the_rows_the_wheel_scrolled_to(demo_home, monkeypatch):
+    """A trial's finding: a reader who scrolled with the mouse wheel (which moves no cursor) was
+    thrown back to the top at each refresh: the refresh read down to a page below the cursor
+    only, and moving the cursor back onto its run scrolled the table to it. The rows in view
+    count as the cursor does, and a cursor out of view is not scrolled back to."""
+    import resolver_tui.screens.queue as queue_screen
+
+    monkeypatch.setattr(queue_screen, "PAGE_ROWS", 2)
+    app = _small_pages(demo_home, monkeypatch, ahead=1)
+    async with app.run_test(size=(120, 18)) as pilot:
+        await _show_all(pilot)
+        queue, table = app.queue, app.queue.table
+        assert sum(queue.counts.values()) > 12
+        reading = table.current
+        await _wheel_down(pilot, table, times=12)
+        await settle(pilot)
+        top, bottom = table.rows_in_view()
+        assert table.cursor_row == 0 and top > 2 + 1, f"the wheel scrolled to row {top} only"
+        in_view = [table.coordinate_to_cell_key((row, 0)).row_key.value for row in range(top, min(bottom, table.row_count))]
+        await pilot.press("R")
+        await settle(pilot)
+        assert table.rows_in_view()[0] == top, "the refresh scrolled the table away from where the wheel left it"
+        assert table.current == reading and queue.pane.shown_run == reading
+        assert [
+            table.coordinate_to_cell_key((row, 0)).row_key.value for row in range(top, min(bottom, table.row_count))
+        ] == in_view
