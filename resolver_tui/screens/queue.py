@@ -31,7 +31,7 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer, TimerCallback
-from textual.widgets import Footer, Input, Static
+from textual.widgets import Input, Static
 from textual.worker import Worker, WorkerState
 
 from resolver_tui.frames import SCREEN_UPDATE, FrameClock
@@ -53,6 +53,7 @@ from resolver_tui.screens.dialogs import ConfirmScreen, MarkScreen, PassphraseAp
 from resolver_tui.screens.text import CompareScreen, HistoryScreen, TraceScreen
 from resolver_tui.widgets.bars import ALL, FILTERS, MINE, FilterBar, TopBar
 from resolver_tui.widgets.detail_pane import DetailPane
+from resolver_tui.widgets.footer import Footer
 from resolver_tui.widgets.run_table import HEADER_SORTS, PAGE_ROWS, SORTS, RunTable
 from resolver_tui.widgets.safe import clean, plain
 

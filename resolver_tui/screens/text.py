@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
-from textual.widgets import Footer
 
 from resolver_tui.keys import bindings
 from resolver_tui.screens.dialogs import Fenced
+from resolver_tui.widgets.footer import Footer
 from resolver_tui.widgets.safe import FoldedLines, plain
 
 

@@ -592,3 +592,32 @@ async def test_a_refresh_keeps_the_rows_the_wheel_scrolled_to(demo_home, monkeyp
         assert [
             table.coordinate_to_cell_key((row, 0)).row_key.value for row in range(top, min(bottom, table.row_count))
         ] == in_view
+
+
+async def test_the_footer_keeps_no_key_it_removed(demo_home):
+    """A trial held ``j`` down: the app's memory grew about 10 MB a thousand keys and a full
+    collection never gave it back. Textual's footer makes its keys again whenever the keys
+    offered change, and each removed key stayed watched by the footer (``data_bind``) until
+    ``compact`` changed, which it never does. Moving over runs of every status keeps the
+    footer's watches to the keys shown, and no removed key stays alive."""
+    import gc
+
+    from resolver_tui.widgets.footer import Footer
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _show_all(pilot)
+        footer = app.screen.query_one(Footer)
+        statuses = set()
+        for i in range(40):
+            await pilot.press("j" if (i // 10) % 2 == 0 else "k")
+            statuses.add(app.queue.table.summaries[app.queue.table.current].status)
+        await settle(pilot)
+        assert len(statuses) > 1, "the keys offered never changed: the footer was never made again"
+        shown = len(footer.query(FooterKey))
+        watches = sum(len(w) for w in getattr(footer, "__watchers", {}).values())
+        assert watches <= shown, f"{watches} watches on the footer for {shown} keys shown"
+        gc.collect()
+        alive = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
+        assert len(alive) <= shown + len(app.screen_stack) * shown, f"{len(alive)} footer keys alive, {shown} shown"
