@@ -41,6 +41,15 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 """The URL schemes of the team store (issue 23); libpq takes both."""
 
 
+def home_was_used(root: Path) -> bool:
+    """True when the home folder ``root`` shows it was used before: an approval key, or a
+    practice world that is not empty. A home's first use makes ``runs.sqlite`` before its
+    world, so a store missing or empty beside a world was lost (a trial: a home with a run, a
+    claim and a hand-over but no approval yet made an empty store after a ``mv``)."""
+    world = root / "larkfield.sqlite"
+    return (root / "approval.key").exists() or (world.is_file() and world.stat().st_size > 0)
+
+
 def config_path() -> Path:
     """The approver's config file: ``$RESOLVER_CONFIG`` if set, else platformdirs' user config
     folder ``/resolver/config.toml`` (``~/.config/resolver/config.toml`` on Linux). The same file
@@ -237,7 +246,7 @@ class HomeLocation:
         if self.store.url is not None:
             return
         if not (self.path / "runs.sqlite").is_file():
-            if any((self.path / name).exists() for name in ("larkfield.sqlite", "approval.key")):
+            if home_was_used(self.path):
                 raise ResolverError(
                     f"The home folder {self.describe()} has no runs.sqlite: its runs were moved or deleted. Nothing "
                     "was created. Restore runs.sqlite from a backup (`resolver restore`), or start afresh with "

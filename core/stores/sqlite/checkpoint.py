@@ -69,6 +69,7 @@ from core.errors import (
     ResolverError,
     RunNotFound,
 )
+from core.homepath import home_was_used
 from core.safetext import nfc
 from core.store import (
     PAGE_SIZE,
@@ -241,15 +242,15 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         reports the audit's own: a dropped trigger means rows may have been changed)."""
         """Sentences about what opening the store repaired (missing triggers), for ``doctor``."""
         try:  # missing or empty: a lost store unless the caller starts afresh (`reset --all`)
-            self._was_empty = not afresh and (not self.path.exists() or (self.path.is_file() and self.path.stat().st_size == 0))
+            self._was_lost = not afresh and (not self.path.exists() or (self.path.is_file() and self.path.stat().st_size == 0))
         except OSError:
-            self._was_empty = False
+            self._was_lost = False
         if self.path.exists() and not self.path.is_file():
             raise UnsupportedStoreFormat(
                 f"The checkpoint store {self.path} is not a file; move it away, then restore runs.sqlite from a "
                 "backup or choose another home."
             )
-        if self._was_empty and _home_was_used(self.path):
+        if self._was_lost and home_was_used(self.path.parent):
             # refused before any connection: opening it would write SQLite's header and the next
             # open would take the lost store for a new one (a second refund, found by a new user)
             raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path, lost=_lost(self.path)))
@@ -284,7 +285,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                     f"{self.path} is not a resolver checkpoint store (it holds the tables "
                     f"{', '.join(sorted(tables)[:5])}); nothing was changed. Move it away, or choose another home."
                 )
-            elif fmt == 0 and not tables and self._was_empty and _home_was_used(self.path):
+            elif fmt == 0 and not tables and self._was_lost and home_was_used(self.path.parent):
                 raise UnsupportedStoreFormat(_EMPTY_BUT_USED.format(path=self.path, lost="is empty"))
             elif fmt > STORE_FORMAT:
                 raise UnsupportedStoreFormat(
@@ -1149,16 +1150,6 @@ _EMPTY_BUT_USED = (
 def _lost(path: Path) -> str:
     """How a lost store's file is lost, for :data:`_EMPTY_BUT_USED`: ``is missing`` or ``is empty``."""
     return "is empty" if path.is_file() else "is missing"
-
-
-def _home_was_used(path: Path) -> bool:
-    """True when the home folder of ``path`` shows it was used before: an approval key, or a
-    practice world (never created here). A home's first use makes ``runs.sqlite`` before its
-    world, so a store missing or empty beside a world was lost (a trial: a home with a run,
-    a claim and a hand-over but no approval yet made an empty store after a ``mv``)."""
-    home = path.parent
-    world = home / "larkfield.sqlite"
-    return (home / "approval.key").exists() or (world.is_file() and world.stat().st_size > 0)
 
 
 def _split_triggers(upsert: str) -> list[str]:

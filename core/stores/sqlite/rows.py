@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from core.errors import ResolverError
+from core.homepath import home_was_used
 from core.store import blank_columns
 from core.stores.common import COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
 from core.stores.sqlite.database import Database
@@ -39,7 +40,7 @@ class SqliteRows:
         self.root = Path(root)
         self.label = f"the home folder {self.root}"
         self._dbs: dict[str, Database] = {}
-        self._new = not any((self.root / name).exists() for name in ("runs.sqlite", "larkfield.sqlite", "approval.key"))
+        self._new = not (self.root / "runs.sqlite").exists() and not home_was_used(self.root)
         """No store, world or key here when opened: a copy's target, whose ``runs.sqlite`` is made
         after its key (not a lost store in a used home, :class:`CheckpointStore`'s ``afresh``)."""
 
