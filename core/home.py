@@ -110,7 +110,8 @@ class Home:
         clock: the clock for every "now" (default: the trainer's ``clock.json``, which is real
             time when the file is absent).
         afresh: make ``runs.sqlite`` again though it is missing or empty in a home that has been
-            used (``resolver reset --all`` only: every other use refuses such a lost store).
+            used (``resolver reset --all`` and ``resolver restore`` only: every other use refuses
+            such a lost store).
 
     Raises:
         ResolverError: the folder cannot be made (a file is in the way) or is read-only; the

@@ -81,7 +81,8 @@ def open_store(
     """The checkpoint store at ``path`` (a SQLite file, or a PostgreSQL URL: :data:`Place`; made
     on first use, migrated on open), saving the queue's columns given by ``summarize`` with every
     run (:func:`core.queue.queue_columns`). A SQLite file missing or empty in a home that has
-    been used is refused as lost unless ``afresh`` (``resolver reset --all``: start again).
+    been used is refused as lost unless ``afresh`` (``resolver reset --all``, ``resolver restore``,
+    a copy's new folder: made again).
 
     Raises:
         UnsupportedStoreFormat: a file this resolver cannot read or must not adopt.

@@ -241,7 +241,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         """The triggers found missing and created again when this store opened (``audit verify``
         reports the audit's own: a dropped trigger means rows may have been changed)."""
         """Sentences about what opening the store repaired (missing triggers), for ``doctor``."""
-        try:  # missing or empty: a lost store unless the caller starts afresh (`reset --all`)
+        try:  # missing or empty: a lost store unless the caller makes it again (`reset --all`, `restore`)
             self._was_lost = not afresh and (not self.path.exists() or (self.path.is_file() and self.path.stat().st_size == 0))
         except OSError:
             self._was_lost = False
