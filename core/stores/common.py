@@ -178,6 +178,12 @@ _encode_text = json.JSONEncoder(ensure_ascii=False).encode
 """``json.dumps(value, ensure_ascii=False, allow_nan=False)`` without making an encoder per call."""
 
 
+def _bound(raw: bytes, raw_text: bool) -> str | bytes:
+    """A JSON text as a back-end binds it (:attr:`CheckpointRows._raw_text`): the UTF-8 ``raw``
+    bytes themselves where ``raw_text`` and the text is not all ASCII, else ``str``."""
+    return raw if raw_text and not raw.isascii() else raw.decode()
+
+
 def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
     """True when ``now`` starts with exactly the objects saved before (only appends since)."""
     # map stops at the shorter: no copy of the first n elements (issue 27, item 2)
@@ -365,7 +371,7 @@ class CheckpointRows:
                     n,
                     "evidence",
                     seq,
-                    raw if raw_text and not raw.isascii() else raw.decode(),
+                    _bound(raw, raw_text),
                     extra if raw_text and not text.isascii() else text,
                     None,
                     _crc(raw, extra),
@@ -375,12 +381,12 @@ class CheckpointRows:
             n += 1
             ref = by_text.pop(m.content, None) if by_text and m.role == "tool" else None
             raw = type(m).__pydantic_serializer__.to_json(m, exclude=None if ref is None else _NO_CONTENT)
-            body = raw if raw_text and not raw.isascii() else raw.decode()
+            body = _bound(raw, raw_text)
             rows.append((run_id, n, "messages", seq, body, None, ref, _crc(raw, None)))
         for seq, ev in enumerate(state.events[v0:], v0 + 1):
             n += 1
             raw, at = type(ev).__pydantic_serializer__.to_json(ev), _iso_of(ev.at)  # an ISO time is ASCII
-            body = raw if raw_text and not raw.isascii() else raw.decode()
+            body = _bound(raw, raw_text)
             rows.append((run_id, n, "events", seq, body, at, None, _crc(raw, at.encode())))
         return rows
 
@@ -415,7 +421,7 @@ class CheckpointRows:
             dumped = _json_bytes(state, _HEADER_EXCLUDE)
         finally:
             fields["version"] = old
-        header = dumped if self._raw_text and not dumped.isascii() else dumped.decode()
+        header = _bound(dumped, self._raw_text)
         cols = self.summarize(state)
         rows = self._rows(state, start)
         created = state.created_at
