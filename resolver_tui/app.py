@@ -30,10 +30,6 @@ QUIET_S = 0.5
 """Seconds without a key or the mouse after which the garbage collector's full collection, put
 off while the approver works, runs (:meth:`ResolverApp.collect_when_quiet`)."""
 
-FULL_AFTER = 10
-"""The garbage collector's own rule (CPython's third threshold): a full collection is due once
-its middle generation was collected this many times since the last."""
-
 FULL_AT_LATEST = 200
 """A full collection runs at the latest after this many collections of the middle generation,
 even while keys keep coming (a key held down), so unreachable cycles never pile up for long."""
@@ -115,11 +111,13 @@ class ResolverApp(App):
         and the mouse (issue 27, item 3). CPython runs it whenever enough objects outlived two
         collections, in the middle of a key: at 1,000,000 runs it came every fifteen keys or
         so and took 20 to 100 ms, the p99 of a key. The app raises the collector's own rule
-        (:data:`FULL_AFTER`) to :data:`FULL_AT_LATEST` and keeps it here: once a full collection
+        (its third threshold, as :meth:`on_ready` found it) to :data:`FULL_AT_LATEST` and keeps
+        it here: once a full collection
         is due and no key or mouse event came for :data:`QUIET_S` seconds, it runs between
         keys. Garbage that only a full collection finds (cycles of objects that lived long) is
         freed at the next pause, or after :data:`FULL_AT_LATEST` middle collections."""
-        if gc.get_count()[2] >= FULL_AFTER and time.monotonic() - self._last_input >= QUIET_S:
+        due = self._thresholds is not None and gc.get_count()[2] >= self._thresholds[2]
+        if due and time.monotonic() - self._last_input >= QUIET_S:
             gc.collect()
 
     def on_unmount(self) -> None:
