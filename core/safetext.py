@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 from typing import Any, overload
 
 __all__ = [
@@ -159,12 +160,17 @@ def cells(text: str) -> int:
     (the pane folds every line at every key: issue 27)."""
     if text.isascii():
         return len(text)
-    total = 0
-    for ch in text:
-        if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf") or "\ufe00" <= ch <= "\ufe0f":
-            continue
-        total += 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
-    return total
+    return sum(map(_char_cells, text))
+
+
+@lru_cache(maxsize=4096)
+def _char_cells(ch: str) -> int:
+    """The cells of one character (see :func:`cells`), kept per character: the pane folds its
+    lines at every key, and a line with one em dash was measured a character at a time through
+    :mod:`unicodedata` (issue 27, item 3)."""
+    if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf") or "\ufe00" <= ch <= "\ufe0f":
+        return 0
+    return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
 
 
 def pad(text: str, width: int) -> str:
@@ -182,12 +188,14 @@ the margin, unmarked, where a customer's ``Who may approve: agent or above`` cou
 def _cut(text: str, width: int) -> int:
     """How many characters of ``text`` fit in ``width`` cells (at least one), never leaving a
     combining mark apart from the character before it."""
+    if text.isascii():
+        return min(len(text), max(width, 1))
     used = 0
     for i, ch in enumerate(text):
-        used += cells(ch)
+        used += _char_cells(ch)
         if used > width:
             j = max(i, 1)
-            while j < len(text) and cells(text[j]) == 0:
+            while j < len(text) and _char_cells(text[j]) == 0:
                 j += 1  # a combining mark stays with its letter
             return j
     return len(text)

@@ -104,6 +104,29 @@ def test_cells_counts_ascii_as_the_general_rule_does():
     assert cells("García") == 6 and cells("漢字") == 4 and cells("e\u0301") == 1
 
 
+
+def test_cut_keeps_to_the_rule_on_its_ascii_path_and_with_its_kept_widths():
+    """``_cut`` (how much of a line fits a row of the pane, issue 27: folded at every key) takes
+    an ASCII line by its length and a wider one by the widths it keeps per character; both give
+    what measuring character by character with :func:`cells` gives, at every width."""
+    from core.safetext import _cut, cells
+
+    def by_rule(text: str, width: int) -> int:
+        used = 0
+        for i, ch in enumerate(text):
+            used += cells(ch)
+            if used > width:
+                j = max(i, 1)
+                while j < len(text) and cells(text[j]) == 0:
+                    j += 1
+                return j
+        return len(text)
+
+    texts = ["", "a", "Refund 119.00 CAD to the card", "Ōtsuka 大塚 e\u0301 — │ ↳ 漢字", "e\u0301\u0301x", "\x1b[31m"]
+    for text in texts:
+        for width in range(-1, len(text) * 2 + 2):
+            assert _cut(text, width) == by_rule(text, width), (text, width)
+
 def _plans(path, status: str | None) -> str:
     """The query plan of the listing's first page for ``status`` (``None``: every run)."""
     from core.stores.sqlite.checkpoint import CheckpointStore
