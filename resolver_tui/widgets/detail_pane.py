@@ -18,6 +18,7 @@ from core.views import ACTIONS, RunDetail
 from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.geometry import Region
 from textual.widgets import Static
 
 from resolver_tui.widgets.safe import FoldedLines, clean, plain
@@ -73,7 +74,19 @@ class DetailPane(VerticalScroll):
         text = " · ".join(["▶ " + run, *([self.hint] if self.hint else [])]) if focused else run
         if text != self._border_text:  # the same title is not set again (a repaint of the pane)
             self._border_text = text
+            self._set_border_title(text)
+
+    def _set_border_title(self, text: str) -> None:
+        """Put ``text`` (untrusted: a run ID) in the border's top line and repaint that line
+        alone. Setting ``border_title`` repaints the whole pane, so every key (each shows another
+        run) composed all its lines again beside its sections' (issue 27, item 3); the title is
+        stored as the ``border_title`` setter stores it (Textual 8.0 to 8.2)."""
+        if not self.is_mounted:
             self.border_title = plain(text)
+            return
+        self._border_title = self.render_str(plain(text)).expand_tabs(4).split()[0]
+        left, top = self.content_offset
+        self.refresh(Region(-left, -top, self.outer_size.width, 1))
 
     _border_text: str | None = None
     _title_text: str | None = None

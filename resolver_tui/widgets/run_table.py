@@ -491,6 +491,15 @@ class RunTable(DataTable):
         self._scroll_update(self.virtual_size)
         self.refresh()
 
+    def _set_hover_cursor(self, active: bool) -> None:
+        """Show or hide the mouse's faint cursor, as the stock table does, repainting its row only
+        when that changes. The stock table repaints the hovered row at every cursor key, shown or
+        not, so each key's frame spanned from the first row (where the hover rests while the
+        mouse never moved) down to the cursor's: up to a screen of table lines composed again
+        per key (issue 27, item 3)."""
+        if active != self._show_hover_cursor:
+            super()._set_hover_cursor(active)
+
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         """Draw line ``y`` of the table (the header's lines first, then the rows' at their place
         in the whole table, whatever the scroll), as the stock table does, keeping the line drawn

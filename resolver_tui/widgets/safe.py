@@ -16,6 +16,8 @@ from core.views import safe_text
 from rich.text import Text
 from textual import events
 from textual.content import Content
+from textual.strip import Strip
+from textual.visual import Visual
 from textual.widgets import Static
 
 
@@ -48,7 +50,7 @@ class FoldedLines(Static):
 
     Updated in place (issue 27, item 3): the same lines are not shown again, and new lines of the
     same height repaint this widget alone, without a layout pass of the screen; only a change of
-    height (in lines) asks for one."""
+    height (in lines) asks for one. Only the lines on screen are drawn (:meth:`render_line`)."""
 
     def __init__(self, values: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__("", markup=False, **kwargs)
@@ -80,3 +82,34 @@ class FoldedLines(Static):
         layout = self._shown is None or self._height(text) != self._height(self._shown)
         self._shown = text
         self.update(Content(text), layout=layout)
+
+    _split: tuple[object, list[Content]] = (None, [])
+    """The content shown and its lines, as the stock drawing splits it."""
+
+    def render_line(self, y: int) -> Strip:
+        """Draw line ``y`` alone, as the stock widget draws it within the whole text: the lines
+        are folded already and never wrapped again, so each is drawn the same by itself. The
+        stock widget draws every line of its text whenever it is repainted, and the pane's body
+        is far taller than the screen: every key drew about 90 lines to show 15, a fifth of the
+        main thread's time per key at 1,000,000 runs (issue 27, item 3). Lines that Textual may
+        wrap (a section without ``text-wrap: nowrap``, as in the dialogs), a text selection (drawn
+        across lines) or another alignment go to the stock drawing."""
+        styles = self.styles
+        visual = self.visual
+        if (
+            styles.text_wrap != "nowrap"
+            or styles.content_align != ("left", "top")
+            or self.text_selection is not None
+            or not isinstance(visual, Content)
+        ):
+            return super().render_line(y)
+        self._dirty_regions.clear()  # as the stock drawing does once it drew the text
+        if self._split[0] is not visual:
+            self._split = (visual, visual.split(allow_blank=True))
+        lines = self._split[1]
+        width = self.size.width
+        if y < len(lines):
+            strips = Visual.to_strips(self, lines[y], width, 1, self.visual_style)
+            if strips:  # where a mouse selection starts: line y of the text, as the stock drawing says
+                return strips[0].apply_offsets(0, y) if y else strips[0]
+        return Strip.blank(width, self.visual_style.rich_style)

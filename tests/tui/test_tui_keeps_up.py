@@ -621,3 +621,133 @@ async def test_the_footer_keeps_no_key_it_removed(demo_home):
         gc.collect()
         alive = [o for o in gc.get_objects() if isinstance(o, FooterKey)]
         assert len(alive) <= shown + len(app.screen_stack) * shown, f"{len(alive)} footer keys alive, {shown} shown"
+
+
+async def test_a_section_draws_each_line_as_the_stock_widget_draws_it_and_only_the_lines_shown():
+    """FoldedLines draws a line by itself (issue 27, item 3: the pane's body drew all its ~90
+    lines at every key to show 15): each line is segment for segment, styles and the offsets a
+    mouse selection reads included, what the stock ``Static`` draws for it within the whole
+    text, for a plain section, a coloured bold one (the notice's tone), wide and combining
+    characters, a blank line and a line wider than the section (``…``); and a repaint of the
+    pane draws only the body's lines on screen."""
+    from resolver_tui.widgets.detail_pane import DetailPane
+
+    pane = DetailPane()
+    async with OneWidget(pane).run_test(size=(48, 14)) as pilot:
+        await pilot.pause()
+        body = pane.query_one("#detail-body", FoldedLines)
+        notice = pane.query_one("#detail-notice", FoldedLines)
+        values = [f"Line {i}: Ōtsuka 大塚 e\u0301 — │ refund 119.00 CAD" for i in range(60)]
+        body.set_lines(["Reason: " + "word " * 12, "", *values])
+        notice.set_lines(["Stale: the world moved", "  since it was read"])
+        notice.styles.color = "orange"
+        notice.styles.text_style = "bold"  # as a tone's class sets them
+        await pilot.pause()
+        from textual.content import Content
+
+        body.update(Content(body._shown + "\n" + "x" * 80), layout=True)  # wider than the section
+        await pilot.pause()
+        for section in (body, notice):
+            ours = [list(section.render_line(y)) for y in range(section.size.height)]
+            section._dirty_regions.add(section.size.region)  # the stock drawing draws the whole text again
+            stock = [list(Static.render_line(section, y)) for y in range(section.size.height)]
+            assert ours == stock
+            assert any(seg.style and seg.style.meta.get("offset", (0, 0))[1] > 0 for line in ours for seg in line)
+        assert ours[0][0].style.bold  # the notice's tone drawn
+
+        from textual.visual import Visual
+
+        drawn: list[int] = []
+        real = Visual.to_strips.__func__  # type: ignore[attr-defined]
+
+        def counting(cls, widget, *args, **kwargs):
+            strips = real(cls, widget, *args, **kwargs)
+            if widget is body:
+                drawn.append(len(strips))
+            return strips
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(Visual, "to_strips", classmethod(counting))
+            body.set_lines([v + " again" for v in values])
+            await pilot.pause()
+        assert body.size.height > 60 and 0 < sum(drawn) <= pane.size.height  # lines drawn, not the text's
+
+
+async def test_a_key_repaints_the_rows_and_title_it_changed_and_the_terminal_shows_the_same_as_a_whole_render(demo_home):
+    """A cursor key repaints the two rows it changed, not the row the mouse's hover rests on
+    (the stock table repainted that row at every key: a frame from the first row to the
+    cursor's), and the pane's new run ID repaints the pane's top line, not the whole pane
+    (issue 27, item 3). What the terminal shows after those partial frames is what a render of
+    the whole screen shows: the pane's title, rows and sections all current."""
+    from resolver_tui.widgets.detail_pane import DetailPane
+    from tui_helpers import Terminal
+
+    app = make_app(demo_home)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        terminal = Terminal(app)
+        terminal.repaint_all()
+        await settle(pilot)
+        table = app.queue.table
+        rows: list[int] = []
+        whole: list[str] = []
+        real_refresh_row = RunTable.refresh_row
+        real_refresh = DetailPane.refresh
+
+        def refresh_row(self, row_index):
+            rows.append(row_index)
+            return real_refresh_row(self, row_index)
+
+        def refresh(self, *regions, **kwargs):
+            if not regions and not kwargs.get("layout"):
+                whole.append(self.shown_run)
+            return real_refresh(self, *regions, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(RunTable, "refresh_row", refresh_row)
+            patch.setattr(DetailPane, "refresh", refresh)
+            for _ in range(4):
+                before = table.cursor_row
+                await pilot.press("down")
+                await settle(pilot)
+                assert set(rows) <= {before, before + 1}, rows
+                rows.clear()
+        assert whole == []
+        run_id = app.queue.pane.shown_run
+        assert run_id == table.current
+        assert [line for line in terminal.text().split("\n") if "╭" in line and run_id in line]  # the pane's title
+        assert terminal.text() == terminal.whole_render()
+
+
+async def test_the_pane_repaints_its_title_line_alone_for_another_run_of_the_same_shape():
+    """Another run whose sections have the same heights repaints the pane's top line for its ID
+    and the sections, never the whole pane (issue 27, item 3), and the terminal shows the new
+    title where a render of the whole screen shows it."""
+    from core.views import RunDetail
+    from resolver_tui.widgets.detail_pane import DetailPane
+    from tui_helpers import Terminal
+
+    pane = DetailPane()
+    app = OneWidget(pane)
+    async with app.run_test(size=(60, 14)) as pilot:
+        pane.styles.border = ("round", "white")  # as the app's .panel draws it
+        terminal = Terminal(app)
+        pane.show(RunDetail("T-11111-first-1", "T-11111 · waiting", notes=["one"], body=["a", "b"]))
+        terminal.repaint_all()
+        await pilot.pause()
+        whole: list[bool] = []
+        real = DetailPane.refresh
+
+        def refresh(self, *regions, **kwargs):
+            whole.append(not regions)
+            return real(self, *regions, **kwargs)
+
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(DetailPane, "refresh", refresh)
+            pane.show(RunDetail("T-22222-second-1", "T-22222 · waiting", notes=["two"], body=["c", "d"]))
+            await pilot.pause()
+        assert whole == [False]
+        shown = terminal.text()
+        top = shown.split("\n")[0]
+        assert top.startswith("╭─ ▶ T-22222-second-1 ") and "T-11111" not in shown
+        assert shown == terminal.whole_render()

@@ -9,6 +9,9 @@ from pathlib import Path
 from core.clock import FixedClock
 from core.home import Home
 from resolver_tui.app import ResolverApp
+from rich.cells import cell_len
+from rich.segment import ControlType
+from textual._compositor import LayoutUpdate
 from textual.app import App, ComposeResult
 from textual.widget import Widget
 
@@ -17,6 +20,7 @@ from helpers import FRIDAY, MONDAY
 __all__ = [
     "FRIDAY",
     "MONDAY",
+    "Terminal",
     "make_app",
     "monday_home",
     "open_key",
@@ -127,3 +131,62 @@ class OneWidget(App):
 
     def compose(self) -> ComposeResult:
         yield self.widget
+
+
+class Terminal:
+    """What a terminal shows: every frame the app hands its (headless) terminal applied to a grid
+    of cells, as a terminal applies the escape sequences a real driver writes, so a test sees what
+    the partial repaints left on screen, not a fresh render of the whole screen (which
+    :func:`screen_text` is). Installed over ``App._display``; :meth:`repaint_all` asks for a
+    frame of the whole screen to start from."""
+
+    def __init__(self, app: App) -> None:
+        self.app = app
+        width, height = app.size
+        self.cells = [[" "] * width for _ in range(height)]
+        original = app._display
+
+        def display(screen, renderable) -> None:
+            original(screen, renderable)
+            if renderable is not None and not app._batch_count:
+                self.apply(renderable)
+
+        app._display = display  # type: ignore[method-assign]
+
+    def repaint_all(self) -> None:
+        self.app.screen.refresh()
+
+    def whole_render(self) -> str:
+        """The text of a render of the whole screen now, every widget's drawn lines forgotten,
+        applied to a grid of its own."""
+        for widget in self.app.screen.walk_children(with_self=True):
+            widget._set_dirty()
+        fresh = Terminal.__new__(Terminal)
+        fresh.app = self.app
+        fresh.cells = [[" "] * len(row) for row in self.cells]
+        fresh.apply(self.app.screen._compositor.render_update(full=True))
+        return fresh.text()
+
+    def apply(self, renderable) -> None:
+        console = self.app.console
+        if isinstance(renderable, LayoutUpdate):
+            left = x = renderable.region.x
+            y = renderable.region.y
+        else:
+            left = x = y = 0
+        for segment in renderable.__rich_console__(console, console.options):
+            if segment.control:
+                for code, *args in segment.control:
+                    if code == ControlType.CURSOR_MOVE_TO:
+                        x, y = args
+                continue
+            if segment.text == "\n":
+                x, y = left, y + 1
+                continue
+            for ch in segment.text:
+                if 0 <= y < len(self.cells) and 0 <= x < len(self.cells[y]):
+                    self.cells[y][x] = ch
+                x += cell_len(ch)
+
+    def text(self) -> str:
+        return "\n".join("".join(row).rstrip() for row in self.cells)
