@@ -104,7 +104,6 @@ def test_cells_counts_ascii_as_the_general_rule_does():
     assert cells("García") == 6 and cells("漢字") == 4 and cells("e\u0301") == 1
 
 
-
 def test_cut_keeps_to_the_rule_on_its_ascii_path_and_with_its_kept_widths():
     """``_cut`` (how much of a line fits a row of the pane, issue 27: folded at every key) takes
     an ASCII line by its length and a wider one by the widths it keeps per character; both give
@@ -126,6 +125,7 @@ def test_cut_keeps_to_the_rule_on_its_ascii_path_and_with_its_kept_widths():
     for text in texts:
         for width in range(-1, len(text) * 2 + 2):
             assert _cut(text, width) == by_rule(text, width), (text, width)
+
 
 def _plans(path, status: str | None) -> str:
     """The query plan of the listing's first page for ``status`` (``None``: every run)."""

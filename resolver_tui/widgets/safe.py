@@ -83,7 +83,7 @@ class FoldedLines(Static):
         self._shown = text
         self.update(Content(text), layout=layout)
 
-    _split: tuple[object, list[Content]] = (None, [])
+    _split: tuple[object, list[str] | list[Content]] = (None, [])
     """The content shown and its lines, as the stock drawing splits it."""
 
     def render_line(self, y: int) -> Strip:
@@ -104,12 +104,13 @@ class FoldedLines(Static):
         ):
             return super().render_line(y)
         self._dirty_regions.clear()  # as the stock drawing does once it drew the text
-        if self._split[0] is not visual:
-            self._split = (visual, visual.split(allow_blank=True))
+        if self._split[0] is not visual:  # a plain text (no spans, as _fold shows) splits as text
+            self._split = (visual, visual.plain.split("\n") if not visual.spans else visual.split(allow_blank=True))
         lines = self._split[1]
         width = self.size.width
         if y < len(lines):
-            strips = Visual.to_strips(self, lines[y], width, 1, self.visual_style)
+            line = lines[y]
+            strips = Visual.to_strips(self, Content(line) if isinstance(line, str) else line, width, 1, self.visual_style)
             if strips:  # where a mouse selection starts: line y of the text, as the stock drawing says
                 return strips[0].apply_offsets(0, y) if y else strips[0]
         return Strip.blank(width, self.visual_style.rich_style)

@@ -646,14 +646,16 @@ async def test_a_section_draws_each_line_as_the_stock_widget_draws_it_and_only_t
         from textual.content import Content
 
         body.update(Content(body._shown + "\n" + "x" * 80), layout=True)  # wider than the section
+        keys = pane.query_one("#detail-keys", FoldedLines)
+        keys.update(Content.from_markup("[b]Keys[/b]: approve\n[i]Not offered[/i]: resume — [u]why[/u]"))  # with spans
         await pilot.pause()
-        for section in (body, notice):
+        for section in (body, notice, keys):
             ours = [list(section.render_line(y)) for y in range(section.size.height)]
             section._dirty_regions.add(section.size.region)  # the stock drawing draws the whole text again
             stock = [list(Static.render_line(section, y)) for y in range(section.size.height)]
             assert ours == stock
             assert any(seg.style and seg.style.meta.get("offset", (0, 0))[1] > 0 for line in ours for seg in line)
-        assert ours[0][0].style.bold  # the notice's tone drawn
+        assert keys.render_line(0)._segments[0].style.bold and notice.render_line(0)._segments[0].style.bold
 
         from textual.visual import Visual
 
