@@ -24,6 +24,7 @@ from textual import on
 from textual._segment_tools import line_crop
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
+from textual.geometry import Region
 from textual.message import Message
 from textual.strip import Strip
 from textual.widgets import DataTable
@@ -499,6 +500,35 @@ class RunTable(DataTable):
         per key (issue 27, item 3)."""
         if active != self._show_hover_cursor:
             super()._set_hover_cursor(active)
+
+    _paint_style: Style | None = None
+    """The table's Rich style while one paint draws its lines (see :meth:`render_lines`)."""
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Draw the lines of ``crop`` as the stock table does, working out the table's style once
+        for them all: the stock table works it out again for each line (through every ancestor's
+        background), and a key that scrolls the table draws every line in view (issue 27,
+        item 3)."""
+        self._paint_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._paint_style = None
+
+    def render_line(self, y: int) -> Strip:
+        """Line ``y`` of the table in view (the stock table's, with the style of this paint)."""
+        style = self._paint_style
+        if style is None:
+            return super().render_line(y)
+        width = self.size.width
+        scroll_x, scroll_y = self.scroll_offset
+        fixed_keys: list[RowKey] = [self._row_locations.get_key(i) for i in range(self.fixed_rows)]  # type: ignore[misc]
+        fixed = sum(self.get_row_height(key) for key in fixed_keys)
+        if self.show_header:
+            fixed += self.get_row_height(self._header_row_key)
+        if y >= fixed:
+            y += scroll_y
+        return self._render_line(y, scroll_x, scroll_x + width, style)
 
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         """Draw line ``y`` of the table (the header's lines first, then the rows' at their place

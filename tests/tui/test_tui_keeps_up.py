@@ -753,3 +753,30 @@ async def test_the_pane_repaints_its_title_line_alone_for_another_run_of_the_sam
         top = shown.split("\n")[0]
         assert top.startswith("╭─ ▶ T-22222-second-1 ") and "T-11111" not in shown
         assert shown == terminal.whole_render()
+
+
+async def test_a_paint_of_the_table_draws_each_line_in_view_as_the_stock_table_does(demo_home):
+    """RunTable works out its style once per paint (issue 27, item 3: the stock table did it for
+    each line, through every ancestor's background, and a key that scrolls draws every line in
+    view): scrolled, with a fixed row and without, every line in view is the stock table's."""
+    from textual.geometry import Region
+    from textual.widgets import DataTable
+
+    rows = demo_home.queue.page(None).rows
+    table = RunTable()
+    async with OneWidget(table).run_test(size=(100, 8)) as pilot:
+        table.replace(Page(rows, None, demo_home.clock.now()))
+        await pilot.pause()
+        for fixed in (0, 1):
+            table.fixed_rows = fixed
+            table.move_cursor(row=len(rows) - 2)
+            await pilot.pause()
+            assert table.scroll_offset.y > 0
+            width, height = table.size
+            table._paint_style = table.rich_style
+            try:
+                ours = [table.render_line(y) for y in range(height)]
+            finally:
+                table._paint_style = None
+            assert [list(line) for line in ours] == [list(DataTable.render_line(table, y)) for y in range(height)]
+            assert len(table.render_lines(Region(0, 0, width, height))) == height and table._paint_style is None
