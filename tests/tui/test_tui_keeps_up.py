@@ -780,3 +780,21 @@ async def test_a_paint_of_the_table_draws_each_line_in_view_as_the_stock_table_d
                 table._paint_style = None
             assert [list(line) for line in ours] == [list(DataTable.render_line(table, y)) for y in range(height)]
             assert len(table.render_lines(Region(0, 0, width, height))) == height and table._paint_style is None
+
+
+async def test_a_mouse_drag_over_a_section_selects_the_lines_it_crossed():
+    """A section drawn a line at a time (issue 27, item 3) tells a mouse selection where each
+    line stands in its text, as the stock drawing does: a drag from line 3 to line 5 selects
+    from the third character of line 3 to the twelfth of line 5."""
+    from resolver_tui.widgets.detail_pane import DetailPane
+
+    pane = DetailPane()
+    async with OneWidget(pane).run_test(size=(80, 20)) as pilot:
+        body = pane.query_one("#detail-body", FoldedLines)
+        body.set_lines([f"Line{i} alpha beta gamma" for i in range(30)])
+        await pilot.pause()
+        await pilot.mouse_down(body, offset=(2, 3))
+        await pilot.hover(body, offset=(12, 5))
+        await pilot.mouse_up(body, offset=(12, 5))
+        await pilot.pause()
+        assert pilot.app.screen.get_selected_text() == "ne3 alpha beta gamma\nLine4 alpha beta gamma\nLine5 alpha b"
