@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from core.queue import Page
 from core.store import RunSummary
 from resolver_tui.widgets.run_table import COLUMNS, RunTable, elide_middle, row_cells
 from rich.cells import cell_len
-from tui_helpers import OneWidget
+from tui_helpers import OneWidget, Terminal
 
 
 def _drawn_rows(table: RunTable) -> list[str]:
@@ -50,8 +51,13 @@ def _text(table: RunTable) -> str:
 
 async def _as_drawn_afresh(pilot, table: RunTable, what: str) -> None:
     """The screen now, checked against the screen the table draws with nothing remembered (no
-    line, row, cell or offset kept from before)."""
+    line, row, cell or offset kept from before); and, when a :class:`tui_helpers.Terminal`
+    watches the app, what its frames left on the terminal against a render of the whole screen
+    (a repaint that a change needed and did not ask for)."""
     await pilot.pause()
+    terminal = getattr(pilot.app, "terminal", None)
+    if terminal is not None:
+        assert terminal.differs() == [], what
     cached = pilot.app.export_screenshot()
     table._clear_caches()
     table.refresh()
@@ -68,6 +74,8 @@ async def test_a_page_appended_below_the_rows_shown_draws_none_of_them_again(dem
     assert len(rows) >= 12
     table = RunTable()
     async with OneWidget(table).run_test(size=(120, 8)) as pilot:
+        pilot.app.terminal = Terminal(pilot.app)  # what the frames leave on screen, checked too
+        pilot.app.terminal.repaint_all()
         table.replace(Page(rows[:6], None, now))
         await pilot.pause()
         table.move_cursor(row=5)  # the last row: the table scrolled to it
@@ -98,6 +106,8 @@ async def test_lines_kept_across_appends_are_drawn_again_when_what_they_show_cha
     now = demo_home.clock.now()
     table = RunTable()
     async with OneWidget(table).run_test(size=(120, 12)) as pilot:
+        pilot.app.terminal = Terminal(pilot.app)  # what the frames leave on screen, checked too
+        pilot.app.terminal.repaint_all()
         table.replace(Page(rows[:4], None, now))
         await pilot.pause()
         table.append(Page(rows[4:6], None, now))
@@ -150,6 +160,8 @@ async def test_a_key_that_scrolls_draws_the_rows_it_changed_and_no_other(demo_ho
     rows = demo_home.queue.page(None).rows
     table = RunTable()
     async with OneWidget(table).run_test(size=(120, 8)) as pilot:
+        pilot.app.terminal = Terminal(pilot.app)  # what the frames leave on screen, checked too
+        pilot.app.terminal.repaint_all()
         table.replace(Page(rows, None, demo_home.clock.now()))
         await pilot.pause()
         shown = table.scrollable_content_region.height - table.header_height
@@ -187,6 +199,8 @@ async def test_the_caches_of_drawn_lines_hold_a_few_screens(demo_home):
     rows = [replace(base[i % len(base)], run_id=f"{base[i % len(base)].run_id}-{i}") for i in range(4 * ROWS_SHOWN)]
     table = RunTable()
     async with OneWidget(table).run_test(size=(120, 30)) as pilot:
+        pilot.app.terminal = Terminal(pilot.app)  # what the frames leave on screen, checked too
+        pilot.app.terminal.repaint_all()
         table.replace(Page(rows, None, demo_home.clock.now()))
         await pilot.pause()
         for _ in range(len(rows) - 1):
@@ -200,3 +214,45 @@ async def test_the_caches_of_drawn_lines_hold_a_few_screens(demo_home):
         for _ in range(40):  # back up more than a screen: the screen drawn from the caches is right
             table.action_cursor_up()
         await _as_drawn_afresh(pilot, table, "back up 40 rows")
+
+
+def test_an_ascii_run_id_is_elided_as_the_terminal_measuring_path_elides_it():
+    """``elide_middle`` cuts an ASCII run ID by its length (issue 27, item 3: each next page
+    measured 50 run IDs a character at a time): at every width, what the path measuring what the
+    terminal draws gives; a wider character still takes that path."""
+    from resolver_tui.widgets.run_table import _elide_clusters
+
+    for text in ("T-90104-agent_structured-chat-small-1", "T-1", "", "ab"):
+        for width in range(-1, len(text) + 3):
+            assert elide_middle(text, width) == _elide_clusters(text, width), (text, width)
+    assert elide_middle("T-大塚-agent-chat-small-1", 12) == _elide_clusters("T-大塚-agent-chat-small-1", 12)
+
+
+async def test_a_page_appended_under_a_table_at_its_cap_repaints_its_scroll_bar_and_no_row(demo_home):
+    """A table at its height cap (the app's ``height: auto`` up to half the screen) that grows
+    by a page below keeps its size: no layout pass of the screen, no row drawn again (issue 27,
+    item 3), and its scroll bar's thumb, smaller now, is what the terminal shows."""
+    now = demo_home.clock.now()
+    rows = _widest_first(demo_home.queue.page(None).rows, now)
+    assert len(rows) >= 14
+    table = RunTable()
+    async with OneWidget(table).run_test(size=(120, 12)) as pilot:
+        table.styles.height = "auto"
+        table.styles.max_height = 6
+        terminal = Terminal(pilot.app)
+        table.replace(Page(rows[:8], None, now))
+        await pilot.pause()
+        table.move_cursor(row=7)
+        terminal.repaint_all()
+        await pilot.pause()
+        bar = [row[-2:] for row in terminal.cells[:6]]  # the scroll bar's column on screen
+        grown: list[bool] = []
+        real = RunTable._grown_in_place
+        drawn = _drawn_rows(table)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(RunTable, "_grown_in_place", lambda self: (grown.append(True), real(self))[1])
+            table.append(Page(rows[8:14], None, now))
+            await pilot.pause()
+            await pilot.pause()
+        assert grown == [True] and drawn == []
+        assert terminal.differs() == [] and [row[-2:] for row in terminal.cells[:6]] != bar

@@ -135,15 +135,14 @@ class OneWidget(App):
 
 class Terminal:
     """What a terminal shows: every frame the app hands its (headless) terminal applied to a grid
-    of cells, as a terminal applies the escape sequences a real driver writes, so a test sees what
-    the partial repaints left on screen, not a fresh render of the whole screen (which
-    :func:`screen_text` is). Installed over ``App._display``; :meth:`repaint_all` asks for a
-    frame of the whole screen to start from."""
+    of cells (each a character and its style), as a terminal applies the escape sequences a real
+    driver writes, so a test sees what the partial repaints left on screen, not a fresh render of
+    the whole screen (which :func:`screen_text` is). Installed over ``App._display``;
+    :meth:`repaint_all` asks for a frame of the whole screen to start from."""
 
     def __init__(self, app: App) -> None:
         self.app = app
-        width, height = app.size
-        self.cells = [[" "] * width for _ in range(height)]
+        self.cells: list[list[tuple[str, object]]] = []
         original = app._display
 
         def display(screen, renderable) -> None:
@@ -158,16 +157,33 @@ class Terminal:
 
     def whole_render(self) -> str:
         """The text of a render of the whole screen now, every widget's drawn lines forgotten,
-        applied to a grid of its own."""
+        applied to a grid of its own (see :meth:`differs`)."""
+        return self._whole().text()
+
+    def differs(self) -> list[str]:
+        """Where the terminal differs from a render of the whole screen now (every widget's drawn
+        lines forgotten), text or style (a scroll bar's thumb is spaces on a colour): one line
+        ``row N: shown ... / whole ...`` per row, none when they agree."""
+        whole = self._whole()
+        out = []
+        for y, (ours, theirs) in enumerate(zip(self.cells, whole.cells, strict=True)):
+            if ours != theirs:
+                out.append(f"row {y}: shown {self._row_text(ours)!r} / whole {self._row_text(theirs)!r}")
+        return out
+
+    def _whole(self) -> Terminal:
         for widget in self.app.screen.walk_children(with_self=True):
             widget._set_dirty()
         fresh = Terminal.__new__(Terminal)
         fresh.app = self.app
-        fresh.cells = [[" "] * len(row) for row in self.cells]
+        fresh.cells = []
         fresh.apply(self.app.screen._compositor.render_update(full=True))
-        return fresh.text()
+        return fresh
 
     def apply(self, renderable) -> None:
+        width, height = self.app.size
+        if (height, width) != (len(self.cells), len(self.cells[0]) if self.cells else width):
+            self.cells = [[(" ", None)] * width for _ in range(height)]  # a resized terminal: a whole frame follows
         console = self.app.console
         if isinstance(renderable, LayoutUpdate):
             left = x = renderable.region.x
@@ -183,10 +199,21 @@ class Terminal:
             if segment.text == "\n":
                 x, y = left, y + 1
                 continue
+            style = _drawn(segment.style)
             for ch in segment.text:
                 if 0 <= y < len(self.cells) and 0 <= x < len(self.cells[y]):
-                    self.cells[y][x] = ch
+                    self.cells[y][x] = (ch, style)
                 x += cell_len(ch)
 
+    @staticmethod
+    def _row_text(row: list[tuple[str, object]]) -> str:
+        return "".join(ch for ch, _ in row).rstrip()
+
     def text(self) -> str:
-        return "\n".join("".join(row).rstrip() for row in self.cells)
+        return "\n".join(self._row_text(row) for row in self.cells)
+
+
+def _drawn(style) -> object:
+    """What a terminal draws of a Rich style (colours and attributes; not the meta that Textual
+    keeps for the mouse)."""
+    return None if style is None else (style.color, style.bgcolor, style._attributes & style._set_attributes)
