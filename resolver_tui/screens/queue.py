@@ -443,7 +443,7 @@ class QueueScreen(Screen):
             self.table.replace(page, keep or message.select)
         else:
             self.loading_more = False
-            self.table.append(page)
+            self.table.append_soon(page)
         self.next_page = page.next
         self.first_page_shown = True
         self._sync_selection(reread=first)

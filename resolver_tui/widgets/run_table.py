@@ -8,6 +8,7 @@ the next page).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import replace as replace_page
 from datetime import datetime
@@ -44,6 +45,13 @@ NEXT_PAGE_AHEAD = 10
 3): the page is read and its rows added while the approver reads the rows before it, so the key
 onto the last row neither waits for the read nor pays for adding 50 rows (at 1,000,000 runs
 those keys were the main thread's slowest, 110 ms of CPU, the p99 of a key)."""
+
+APPEND_CHUNK = 10
+"""How many rows of a following page are added at a time, each batch after the screen's next
+paint (:meth:`RunTable.append_soon`; issue 27, item 3): a page that landed during a key added
+its 50 rows before that key's detail was painted, about 20 ms of the main thread, the p99 of a
+key at 1,000,000 runs. Within this many rows of the last one loaded, the cursor takes the rest
+at once."""
 
 ROWS_SHOWN = 50
 """The rows a tall terminal shows at once: the least the caches of drawn rows are sized for
@@ -243,6 +251,9 @@ class RunTable(DataTable):
             cache.maxsize = size
         self.keys: dict[str, str] = {}
         """The keys its title names (``back``, ``read``), told by the screen from the action table."""
+        self._pending: deque[Page] = deque()
+        """Rows of following pages not added yet (:meth:`append_soon`), in order."""
+        self._drain_due = False
 
     def on_mount(self) -> None:
         self._add_columns()
@@ -324,12 +335,48 @@ class RunTable(DataTable):
 
     def forget(self) -> None:
         """Empty the table (a new filter)."""
+        self._pending.clear()
         self.clear()
         self.summaries.clear()
         self.cells.clear()
 
+    @property
+    def appending(self) -> bool:
+        """True while rows of a following page wait to be added (:meth:`append_soon`)."""
+        return bool(self._pending)
+
+    def append_soon(self, page: Page) -> None:
+        """Add the rows of a following page :data:`APPEND_CHUNK` at a time, each batch after
+        the screen's next paint, so a key pressed meanwhile waits for one batch at most, not a
+        page (issue 27, item 3). A cursor within :data:`APPEND_CHUNK` rows of the last row
+        added takes every waiting row at once. :meth:`replace` and :meth:`forget` drop the
+        rows still waiting (they followed the rows those replace)."""
+        self._pending.append(page)
+        self._drain_soon()
+
+    def _drain_soon(self) -> None:
+        if self._pending and not self._drain_due:
+            self._drain_due = True
+            self.call_after_refresh(self._drain)
+
+    def _drain(self) -> None:
+        self._drain_due = False
+        if not self._pending:
+            return
+        if self.row_count - 1 - self.cursor_row < APPEND_CHUNK:  # the cursor is near the end: all now
+            while self._pending:
+                self.append(self._pending.popleft())
+            return
+        page = self._pending[0]
+        self.append(replace_page(page, rows=page.rows[:APPEND_CHUNK]))
+        if len(page.rows) > APPEND_CHUNK:
+            self._pending[0] = replace_page(page, rows=page.rows[APPEND_CHUNK:])
+        else:
+            self._pending.popleft()
+        self._drain_soon()
+
     def append(self, page: Page) -> None:
-        """Add the rows of a following page (those not shown yet)."""
+        """Add the rows of a following page (those not shown yet) now."""
         with self.app.batch_update():
             for s in page.rows:
                 if s.run_id in self.summaries:
@@ -345,6 +392,7 @@ class RunTable(DataTable):
                 a kept one, rebuilds the table (the table cannot insert a row), and so does a page that
         keeps none of the runs shown (a new filter). The cursor stays on the
                 same run (or moves to ``select``)."""
+        self._pending.clear()  # rows that followed the rows replaced
         new_order = [s.run_id for s in page.rows]
         wanted = set(new_order)
         kept = [run_id for run_id in self.summaries if run_id in wanted]

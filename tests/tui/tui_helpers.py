@@ -42,12 +42,19 @@ def make_app(home: Home, role: str = "team_lead", name: str = "Tomás") -> Resol
 
 
 async def settle(pilot) -> None:
-    """Wait until every worker finished and its messages were handled."""
+    """Wait until every worker finished and its messages were handled, and the rows of a page
+    read are all added (:meth:`RunTable.append_soon` adds them a batch per paint)."""
+    from resolver_tui.widgets.run_table import RunTable
+
     app = pilot.app
     for _ in range(4):
         await pilot.pause()
         await app.workers.wait_for_complete()
     await pilot.pause()
+    for _ in range(100):
+        if not any(table.appending for table in app.query(RunTable)):
+            break
+        await pilot.pause()
 
 
 async def steady_cursors(pilot) -> None:
