@@ -681,20 +681,25 @@ class QueueScreen(Screen):
             self.set_focus(self.pane)
 
     def action_back(self) -> None:
+        """Esc: back to the queue from the pane or the filter box, else clear the filter. Whose
+        the focus is, here and in :meth:`action_cursor`, is the screen's ``focused``, set when the
+        focus moves; a widget's ``has_focus`` follows only once its focus event is handled, after
+        keys typed in the same read (a trial's ``enter j j j j`` moved the table's cursor)."""
         box = self.query_one("#search", Input)
-        if box.has_focus or box.display:
+        if self.focused is box or box.display:
+            had_focus = self.focused is box
             box.display = False
             self.set_focus(self.table)
-            if box.has_focus:
+            if had_focus:
                 return
-        if not self.table.has_focus:
+        if self.focused is not self.table:
             self.set_focus(self.table)
         elif self.search:
             self.set_search(None)
 
     def action_cursor(self, where: str) -> None:
         pane = self.pane
-        if pane.has_focus:  # the pane has the focus (enter): j and k scroll it
+        if self.focused is pane:  # the pane has the focus (enter): j and k scroll it
             {"down": pane.scroll_down, "up": pane.scroll_up, "top": pane.scroll_home, "bottom": pane.scroll_end}[where](
                 animate=False
             )

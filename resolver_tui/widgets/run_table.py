@@ -23,6 +23,7 @@ from rich.style import Style
 from rich.text import Text, TextType
 from textual import on
 from textual._segment_tools import line_crop
+from textual.binding import Binding
 from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.geometry import Region
@@ -237,6 +238,13 @@ class RunTable(DataTable):
         :data:`NEXT_PAGE_AHEAD` rows of the last loaded one shows: the screen reads the next page
         as it does for the cursor (a scroll moves no cursor, so the next page never came)."""
 
+    BINDINGS = [Binding("enter", "screen.read", "Read", show=False)]
+    """Enter runs the screen's ``read`` (the pane takes the focus) in the key's own handling,
+    before the keys after it: the stock table's enter posted a selection message, which reached
+    the screen after the keys typed with the enter in one read, so ``enter j j j j`` moved the
+    cursor four runs and then focused the pane on the run reached, not the one chosen (a trial;
+    issue 18: a key decides only what is shown). A click on a row still selects it."""
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, id=id)
         self.summaries: dict[str, RunSummary] = {}
@@ -352,7 +360,13 @@ class RunTable(DataTable):
         added takes every waiting row at once. :meth:`replace` and :meth:`forget` drop the
         rows still waiting (they followed the rows those replace)."""
         self._pending.append(page)
-        self._drain_soon()
+        if self._near_end():  # the approver is waiting for these rows (the cursor or ``G`` at the end)
+            self._drain()
+        else:
+            self._drain_soon()
+
+    def _near_end(self) -> bool:
+        return self.row_count - 1 - self.cursor_row < APPEND_CHUNK
 
     def _drain_soon(self) -> None:
         if self._pending and not self._drain_due:
@@ -363,7 +377,7 @@ class RunTable(DataTable):
         self._drain_due = False
         if not self._pending:
             return
-        if self.row_count - 1 - self.cursor_row < APPEND_CHUNK:  # the cursor is near the end: all now
+        if self._near_end():  # the cursor came near the end: all now
             while self._pending:
                 self.append(self._pending.popleft())
             return

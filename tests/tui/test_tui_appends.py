@@ -290,8 +290,9 @@ async def test_a_following_page_is_added_a_batch_per_paint_and_all_at_once_near_
         assert [_order_key(table, i) for i in range(10)] == [r.run_id for r in rows[:10]]
 
         events.clear()
-        table.move_cursor(row=9)  # the last row: the next page's rows come at once
+        table.move_cursor(row=9)  # the last row: the next page's rows come at once, without a paint first
         table.append_soon(Page(rows[10:14], None, now))
+        assert table.row_count == 14 and not table.appending
         for _ in range(4):
             await pilot.pause()
         assert [e for e in events if e != "paint"] == [4] and table.row_count == 14

@@ -63,6 +63,38 @@ async def test_a_then_y_as_one_read_never_answers_the_dialog(demo_home):
         assert demo_home.store.load(T65273).status == "waiting_approval"
 
 
+async def test_enter_then_j_as_one_read_scrolls_the_run_enter_was_pressed_on(demo_home):
+    """``enter j j j j`` as one read (a trial): the j's went to the table, which moved its cursor
+    four runs before the pane took the focus, so the approver read another run than the one
+    chosen. Enter gives the pane the focus in its own handling, before the keys after it."""
+    app = make_app(demo_home, role="grace", name="Grace")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        assert app.queue.selected_id == T65273
+        app._driver.process_message(events.Key("enter", "\r"))
+        burst(app, "jjjj")
+        await settle(pilot)
+        assert app.queue.pane.has_focus
+        assert app.queue.table.current == app.queue.pane.shown_run == T65273
+        assert app.queue.pane.scroll_offset.y > 0  # the j's scrolled it
+
+
+async def test_esc_then_j_as_one_read_moves_the_queue_not_the_pane(demo_home):
+    """``esc j`` as one read from the pane: the j goes to the queue the esc returned to (the
+    screen asked the pane's ``has_focus``, which follows only once the focus event is handled)."""
+    app = make_app(demo_home, role="grace", name="Grace")
+    async with app.run_test(size=(120, 30)) as pilot:
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.queue.pane.has_focus and app.queue.table.cursor_row == 0
+        app._driver.process_message(events.Key("escape", "\x1b"))
+        burst(app, "j")
+        await settle(pilot)
+        assert app.queue.table.has_focus and app.queue.table.cursor_row == 1
+        assert app.queue.pane.scroll_offset.y == 0 and app.queue.pane.shown_run == app.queue.table.current
+
+
 # -- row 2: focus after resume --------------------------------------------------------------------
 
 
