@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, overload
 
@@ -190,12 +191,17 @@ def _cut(text: str, width: int) -> int:
     combining mark apart from the character before it."""
     if text.isascii():
         return min(len(text), max(width, 1))
+    return _cut_measured(text, width, _char_cells)
+
+
+def _cut_measured(text: str, width: int, measure: Callable[[str], int]) -> int:
+    """:func:`_cut` measuring each character with ``measure`` (its cells)."""
     used = 0
     for i, ch in enumerate(text):
-        used += _char_cells(ch)
+        used += measure(ch)
         if used > width:
             j = max(i, 1)
-            while j < len(text) and _char_cells(text[j]) == 0:
+            while j < len(text) and measure(text[j]) == 0:
                 j += 1  # a combining mark stays with its letter
             return j
     return len(text)

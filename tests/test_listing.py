@@ -108,18 +108,10 @@ def test_cut_keeps_to_the_rule_on_its_ascii_path_and_with_its_kept_widths():
     """``_cut`` (how much of a line fits a row of the pane, issue 27: folded at every key) takes
     an ASCII line by its length and a wider one by the widths it keeps per character; both give
     what measuring character by character with :func:`cells` gives, at every width."""
-    from core.safetext import _cut, cells
+    from core.safetext import _cut, _cut_measured, cells
 
     def by_rule(text: str, width: int) -> int:
-        used = 0
-        for i, ch in enumerate(text):
-            used += cells(ch)
-            if used > width:
-                j = max(i, 1)
-                while j < len(text) and cells(text[j]) == 0:
-                    j += 1
-                return j
-        return len(text)
+        return _cut_measured(text, width, cells)  # each character measured by the general rule
 
     texts = ["", "a", "Refund 119.00 CAD to the card", "Ōtsuka 大塚 e\u0301 — │ ↳ 漢字", "e\u0301\u0301x", "\x1b[31m"]
     for text in texts:
