@@ -7,7 +7,7 @@ They show untrusted text (actions, names) as literal content only.
 from __future__ import annotations
 
 import time
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from core.views import not_one_line
 from textual import events, on
@@ -105,7 +105,13 @@ class ConfirmScreen(Fenced[bool]):
 class ReasonInput(Input):
     """The reject dialog's reason (one line, as core takes it). A paste holding line breaks is
     refused whole with core's sentence (:func:`core.views.not_one_line`, the command line's),
-    never cut to its first line silently as Textual's ``Input`` does (issue 19)."""
+    never cut to its first line silently as Textual's ``Input`` does (issue 19). It never
+    selects its text on focus: keys typed before its focus event would replace each other (a
+    trial's ``/`` box)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("select_on_focus", False)
+        super().__init__(*args, **kwargs)
 
     class Refused(Message):
         """A paste was refused: ``sentence`` says why; the reason is left as it was."""
@@ -292,7 +298,7 @@ class PassphraseApproveScreen(Fenced[str | None]):
                 if self.seal:
                     yield Static(plain(self.seal, "bold"), id="dialog-seal")
                 yield Label(plain(f"Passphrase for {self.who} (kept until key_idle_minutes pass without a decision):"))
-                yield Input(placeholder="passphrase", password=True, id="passphrase")
+                yield Input(placeholder="passphrase", password=True, id="passphrase", select_on_focus=False)
                 yield Static("", id="passphrase-error", markup=False)
                 yield button_row(self.yes, "yes", "warning", "Cancel", "no", compact=False)
 

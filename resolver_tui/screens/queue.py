@@ -237,7 +237,11 @@ class QueueScreen(Screen):
         yield TopBar(id="topbar")
         yield FilterBar(id="filters")
         back, read = key_for("back"), key_for("read")
-        yield Input(placeholder=f"filter: ticket, order, customer or run ID ({read} applies, {back} clears)", id="search")
+        yield Input(  # never selects on focus: keys typed with the / would replace each other (a trial)
+            placeholder=f"filter: ticket, order, customer or run ID ({read} applies, {back} clears)",
+            id="search",
+            select_on_focus=False,
+        )
         yield Static(id="empty")
         table = RunTable(id="runs")
         table.keys = {"back": back, "read": read}
@@ -447,6 +451,8 @@ class QueueScreen(Screen):
         self.next_page = page.next
         self.first_page_shown = True
         self._sync_selection(reread=first)
+        if self.table.end_in_sight():  # the cursor or the view at the end already: no move will ask
+            self._load_more()
         if self.empty and self.load_demo_if_empty:
             self.load_demo_if_empty = False
             self.action_load_demo()
@@ -496,7 +502,10 @@ class QueueScreen(Screen):
         """Read the page after the last loaded one, unless there is none, it is being read, or a
         first page is being read (a refresh, a filter: the rows shown are about to be replaced,
         and a next page read after them would take the refresh's place; a trial's deleted run
-        stayed listed). The cursor or the wheel at the end of the new first page reads its next."""
+        stayed listed). A page that lands with the cursor or the view near the end, and a
+        ``j`` or ``G`` on the last row, read the next page too: a refresh that landed with the
+        cursor on the last row left the table at 50 rows for good, as no key moved the cursor
+        to ask again (a trial)."""
         if self.next_page and not self.loading_more and self.first_landed == self.first_serial:
             self.loading_more = True
             self.load_page(self.status, self.search, self.next_page)
@@ -706,6 +715,8 @@ class QueueScreen(Screen):
             return
         self.table.move(where)
         self.set_focus(self.table)
+        if where in ("down", "bottom") and self.table.end_in_sight():
+            self._load_more()  # on the last row the cursor does not move, so no highlight asks (a trial)
 
     def action_sort(self, sort: str | None = "") -> None:
         """Sort the queue by ``sort`` (a store sort name; "": the next of :data:`SORTS`); the

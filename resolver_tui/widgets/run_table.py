@@ -477,6 +477,18 @@ class RunTable(DataTable):
         elif self.row_count:
             self.move_cursor(row=self.row_count - 1)
 
+    def end_in_sight(self) -> bool:
+        """True when the cursor, or the last row in view of a table scrolled down (the wheel,
+        the scrollbar), is within :data:`NEXT_PAGE_AHEAD` rows of the last row added: the next
+        page is due. A table showing all its rows unscrolled waits for the cursor."""
+        if not self.row_count:
+            return False
+        last = self.row_count - 1
+        if self.cursor_row >= last - NEXT_PAGE_AHEAD:
+            return True
+        _top, bottom = self.rows_in_view()
+        return self.scroll_y > 0 and bottom > last - NEXT_PAGE_AHEAD
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """Scroll as the stock table does, and post :class:`EndInSight` when the scroll shows a
         row within :data:`NEXT_PAGE_AHEAD` rows of the last loaded one, however it scrolled

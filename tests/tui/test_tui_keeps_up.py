@@ -798,3 +798,43 @@ async def test_a_mouse_drag_over_a_section_selects_the_lines_it_crossed():
         await pilot.mouse_up(body, offset=(12, 5))
         await pilot.pause()
         assert pilot.app.screen.get_selected_text() == "ne3 alpha beta gamma\nLine4 alpha beta gamma\nLine5 alpha b"
+
+
+async def test_a_refresh_landing_with_the_cursor_on_the_last_row_still_reads_the_next_page(demo_home, monkeypatch):
+    """A trial's finding (high): ``j`` to the last row of the first page, ``R``, more ``j`` in one
+    read. The refresh superseded the next page being read and landed with the cursor on the last
+    row, and no key moved the cursor to ask again: the table stayed at one page for good. A
+    first page landing with the cursor near the end reads the next (here the next page's read
+    is kept from starting until the refresh, as the refresh's superseding left it)."""
+    app = _small_pages(demo_home, monkeypatch, ahead=2, rows=6)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _show_all(pilot)
+        queue, table = app.queue, app.queue.table
+        assert table.row_count == 6 and sum(queue.counts.values()) > 12
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(type(queue), "_load_more", lambda self: None)
+            for _ in range(6):
+                await pilot.press("j")
+            await settle(pilot)
+        assert table.cursor_row == 5 and table.row_count == 6
+        await pilot.press("R")
+        await settle(pilot)
+        assert table.row_count == 12 and table.cursor_row == 5
+        assert queue.pane.shown_run == table.current
+
+
+async def test_g_on_the_last_row_reads_the_next_page_when_no_read_is_in_flight(demo_home, monkeypatch):
+    """``G`` (or ``j``) on the last loaded row asks for the next page even though the cursor does
+    not move (a trial: after a read was superseded, nothing asked again)."""
+    app = _small_pages(demo_home, monkeypatch, ahead=2, rows=6)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _show_all(pilot)
+        queue, table = app.queue, app.queue.table
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(type(queue), "_load_more", lambda self: None)  # as if every read were superseded
+            await pilot.press("G")
+            await settle(pilot)
+        assert table.cursor_row == 5 and table.row_count == 6
+        await pilot.press("G")
+        await settle(pilot)
+        assert table.row_count == 12

@@ -50,6 +50,20 @@ async def test_slash_amy_as_one_read_filters_and_decides_nothing(demo_home):
         assert demo_home.store.load(T65273).status == "waiting_approval" and paid(demo_home) == []
 
 
+async def test_every_key_typed_with_slash_stays_in_the_box(demo_home):
+    """A trial (tmux, one write): ``/ q w e r t y`` left ``werty`` in the box, ``/small-2`` left
+    ``smll-2``: the box selected its text when its focus event came, after keys typed with the
+    ``/``, and the next key replaced the selection. The box never selects on focus."""
+    app = make_app(demo_home, role="grace", name="Grace")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        box = app.queue.query_one("#search", Input)
+        assert box.select_on_focus is False
+        burst(app, "/qwerty")
+        await settle(pilot)
+        assert box.has_focus and box.value == "qwerty"
+
+
 async def test_a_then_y_as_one_read_never_answers_the_dialog(demo_home):
     app = make_app(demo_home, role="grace", name="Grace")
     async with app.run_test(size=(120, 40)) as pilot:
