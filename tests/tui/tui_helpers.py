@@ -162,11 +162,6 @@ class Terminal:
     def repaint_all(self) -> None:
         self.app.screen.refresh()
 
-    def whole_render(self) -> str:
-        """The text of a render of the whole screen now, every widget's drawn lines forgotten,
-        applied to a grid of its own (see :meth:`differs`)."""
-        return self._whole().text()
-
     def differs(self) -> list[str]:
         """Where the terminal differs from a render of the whole screen now (every widget's drawn
         lines forgotten), text or style (a scroll bar's thumb is spaces on a colour): one line
