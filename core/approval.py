@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from core.auditchain import AuditMoved
 from core.clock import Clock, iso
 from core.data import PolicyData, load_policy
-from core.errors import ApprovalKeyError, ApprovalRefused, StaleCheckpoint, WorldChanged
+from core.errors import ApprovalKeyError, ApprovalRefused, ResolverError, StaleCheckpoint, WorldChanged
 from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.rulebook import decided_by, not_decidable, person, role_too_low, stale_digest
 from core.safetext import not_one_line, not_plain_name
@@ -295,12 +295,16 @@ def world_problem(
     practice: bool = True,
     policy: PolicyData | None = None,
 ) -> tuple[str, str] | None:
-    """Why ``state`` must not be approved now, as ``(kind, sentence)``: ``expiry`` (evidence
-    older than the policy allows), ``duplicate`` (one effect per ticket) or ``precondition``
-    (shop homes only: a precondition fails already). None when it may."""
+    """Why ``state`` must not be approved now, as ``(kind, sentence)``: ``rules`` (the proposal
+    breaks a proposal rule on facts that never change, :func:`rules_broken`), ``expiry``
+    (evidence older than the policy allows), ``duplicate`` (one effect per ticket) or
+    ``precondition`` (shop homes only: a precondition fails already). None when it may."""
     from core.preconditions import evidence_time
 
     policy = policy or load_policy()
+    broken = rules_broken(state, world, policy)
+    if broken:
+        return ("rules", f"Run {state.run_id}'s proposal breaks the proposal rules, so it may not be approved: {broken}")
     age = (now - evidence_time(state)).total_seconds()
     if age > policy.evidence_max_age_s:
         return (
@@ -488,7 +492,7 @@ def _world_again(
             "run_uid": state.run_uid,
         }
     )
-    raise WorldChanged(why, drift_lines(d.differences, d.effects, d.failing))
+    raise WorldChanged(why, drift_lines(d.differences, d.effects, d.failing, d.unread))
 
 
 def reject(
@@ -539,6 +543,27 @@ def reject(
     )
 
 
+def rules_broken(state: TaskState, world: World | None = None, policy: PolicyData | None = None) -> str:
+    """The proposal rules that ``state``'s proposal breaks on facts that never change
+    (:func:`core.proposal_rules.standing_problems`: its order the ticket's, payments of their
+    order within what they captured, items of the order ...), as one line of sentences, or ''.
+
+    The rules were checked when the proposal was made; they are asked again at a decision and
+    before every write, so a proposal saved by an earlier release, or written into the store by
+    hand, is never approved or paid because it is already waiting. ``world`` reads the records
+    where given, else the practice world as shipped."""
+    from core.proposal_rules import TicketFacts, WorldFacts, standing_problems
+
+    if state.proposal is None or not state.proposal.actions:
+        return ""
+    ticket = TicketFacts(order_id=state.order_id, customer_id=state.customer_id)
+    try:
+        broken = standing_problems(state.proposal.actions, ticket, WorldFacts(world) if world is not None else None, policy)
+    except ResolverError as exc:  # the world cannot be read: the write path says so in its own words
+        return f"the proposal rules cannot be checked ({exc})"
+    return " ".join(b.text() for b in broken)
+
+
 def verify(state: TaskState, key: bytes, policy: PolicyData | None = None, *, signed: bool = True) -> str | None:
     """Why the run's approval must not be executed now, or None if it holds.
 
@@ -562,6 +587,9 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None, *, si
     planned = [(op.operation_id, op.action) for op in plan_operations(state)]
     if [(op.operation_id, op.action) for op in state.operations] != planned:
         return "the operations are not the ones the approved proposal plans"
+    broken = rules_broken(state)
+    if broken:
+        return f"the proposal breaks the proposal rules ({broken})"
     try:
         needed = proposal_role(state.proposal.actions, policy or load_policy())
         if not may_approve(a.role, needed):

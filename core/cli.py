@@ -134,6 +134,7 @@ def _show_run_outcome(home: Home, state: TaskState) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
     from core.runner import outcome_line
     from core.safetext import block, one_line
+    from core.views import refused_lines
 
     if state.proposal is None:
         _print(f"Run {state.run_id}: {state.status} after {state.step} step(s).")
@@ -142,6 +143,11 @@ def _show_run_outcome(home: Home, state: TaskState) -> None:
     _print(f"Outcome: {outcome_line(state)}")
     if state.status == "waiting_approval":
         _show_request(home, state)
+        return
+    refused = refused_lines(state)
+    if refused:  # one line per broken proposal rule, never the reason folded onto one line
+        _print([f"Rule {one_line(state.proposal.rule)}: {refused[0]}", *refused[1:]])
+        _status(state)
         return
     _print([f"Rule {one_line(state.proposal.rule)}: {one_line(state.proposal.reason)}"])
     if state.proposal.reply_draft:  # a marked block (issue 19): it cannot pose as the command's lines

@@ -159,6 +159,10 @@ class PolicyData(_Frozen):
     lesson's Friday 17:00 to Monday 09:00 is 64 hours, and a demo queue made on the last Friday
     stays approvable all week). ``approval_valid_s``: how long an approval stays valid before
     its execution starts (1 hour); an execution already started is never cut off by the clock.
+    ``other_orders_of_customer``: whether the agent may propose an action on another order than
+    the ticket's, when the evidence it read shows that order is the ticket's customer's (the
+    proposal rules' P3, :mod:`core.proposal_rules`); off unless a policy says so, as in the
+    shipped one, which does not name it.
     """
 
     version: str
@@ -167,6 +171,7 @@ class PolicyData(_Frozen):
     evidence_max_age_s: int = 7 * 24 * 3600
     approval_valid_s: int = 3600
     run_budget: RunBudget | None = None
+    other_orders_of_customer: bool = False
 
 
 class ModelPrice(_Frozen):

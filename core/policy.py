@@ -1,8 +1,8 @@
 """Who may approve what: roles by action and amount, from ``data/policy.json``.
 
 Roles rank ``agent`` < ``team_lead`` < ``grace`` (the owner). Each action needs the lowest role
-whose limit covers its value; a proposal needs the highest role over its kinds of action, each
-kind's values summed (issue "Core 2"; the sum from issue 25's third trial).
+whose limit covers its value; a proposal needs the highest role over its lines and its kinds of
+action, each kind's values summed, every value taken as at least 0 (:func:`proposal_role`).
 With the shipped policy an agent may approve the 9.95 refund of T-90104, and the 119.00
 double-charge refund of T-65273 needs a team lead or above (seed 000).
 """
@@ -75,19 +75,29 @@ def role_for(kind: str, value: Decimal, policy: PolicyData | None = None) -> str
 
 
 def proposal_role(actions: list, policy: PolicyData | None = None) -> str:
-    """The role a whole proposal needs: the highest over its kinds of action, each kind's values
-    summed (``agent`` if none). A limit is for what one approval moves, not for each line: a
-    trial approved ten refunds of 23.80, each within an agent's 25.00, as an agent, and 238.00
-    was paid (issue 25's third trial). ``resolver_needed_role`` computes the same in SQL.
+    """The role a whole proposal needs: the highest of each line's own role and, per kind of
+    action, the role for the kind's values summed (``agent`` if none).
+
+    A limit is for what one approval moves, not for each line: a trial approved ten refunds of
+    23.80, each within an agent's 25.00, as an agent, and 238.00 was paid; hence the sum. And no
+    line can lower the role: only what would move counts, each line's value taken as at least 0
+    (a second line of -100.00 on a 119.00 refund summed to 19.00, which an agent may approve, and
+    the 119.00 was paid). The proposal rules refuse such a line before it waits for approval
+    (:mod:`core.proposal_rules`, P2); this rule holds without them. ``resolver_needed_role``
+    computes the same in SQL on a team store.
 
     Raises:
         ResolverError: the policy names no limit for one of the kinds.
     """
+    zero = Decimal("0.00")
     totals: dict[str, Decimal] = {}
+    roles = ["agent"]
     for action in actions:
         kind = getattr(action, "type", "")
-        totals[kind] = totals.get(kind, Decimal("0.00")) + action_value(action)
-    roles = [role_for(kind, value, policy) for kind, value in totals.items()] or ["agent"]
+        value = max(action_value(action), zero)
+        totals[kind] = totals.get(kind, zero) + value
+        roles.append(role_for(kind, value, policy))
+    roles += [role_for(kind, value, policy) for kind, value in totals.items()]
     return max(roles, key=ROLES.index)
 
 

@@ -159,16 +159,21 @@ def field_differences(before: Any, after: Any) -> list[str]:
 @dataclass
 class Drift:
     """What changed since the agent looked: ``differences`` (field by field, per lookup),
-    ``effects`` (every write on the order since the evidence was read, whoever made it, not the
-    run's own), ``failing`` (the sentences of the preconditions that do not hold now)."""
+    ``effects`` (every write on the orders the proposal names since the evidence was read,
+    whoever made it, not the run's own), ``failing`` (the sentences of the preconditions that do
+    not hold now), ``unread`` (what the world holds now for the records the agent never read)."""
 
     differences: list[str] = field(default_factory=list)
     effects: list[str] = field(default_factory=list)
     failing: list[str] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+    """The orders and payments an action names that the agent never read, each with what the
+    world holds for it now (:func:`unread`)."""
 
     @property
     def changed(self) -> bool:
-        """True when anything differs, an effect was made or a precondition fails."""
+        """True when anything differs, an effect was made or a precondition fails (an unread
+        record is not a change: it is said apart)."""
         return bool(self.differences or self.effects or self.failing)
 
 
@@ -184,25 +189,84 @@ def _json(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
+@dataclass(frozen=True)
+class Unread:
+    """A record an action names that the agent never read: ``tool`` (``get_order`` for an
+    order, ``get_payments`` for a payment of it), the ``order_id``, the ``payment_id`` (a
+    payment's), and ``line``, the action's number in the proposal (from 1)."""
+
+    tool: str
+    order_id: str
+    payment_id: str
+    line: int
+
+    def text(self) -> str:
+        """``payment PAY-793996-1 of order LK-793996 (action 1)`` or ``order LK-507862 (action 1)``."""
+        what = f"payment {self.payment_id} of order {self.order_id}" if self.payment_id else f"order {self.order_id}"
+        return f"{what} (action {self.line})"
+
+
+def unread(state: TaskState) -> list[Unread]:
+    """Every order and payment the proposal's actions name that the agent's evidence never
+    showed: an order without a ``get_order`` of it, a refund's payment absent from every
+    ``get_payments`` result of its order. The request names each (a person approving it is told
+    what the agent did not look at), and :func:`look` reads each now, so "What changed since the
+    agent looked" covers every order and payment an action names, not only those read."""
+    p = state.proposal
+    if p is None:
+        return []
+    orders_read = {str(ev.args.get("order_id")) for ev in state.evidence if ev.tool == "get_order"}
+    out: list[Unread] = []
+    for n, action in enumerate(p.actions, 1):
+        if action.order_id not in orders_read:
+            out.append(Unread("get_order", action.order_id, "", n))
+        if action.type == "request_refund" and _payment_seen(state, action.order_id, action.payment_id) is None:
+            out.append(Unread("get_payments", action.order_id, action.payment_id, n))
+    return out
+
+
+def _extra_lookups(state: TaskState) -> list[tuple[str, dict[str, Any]]]:
+    """The lookups :func:`look` adds after the evidence's: one per tool and order of
+    :func:`unread`, in the order first named."""
+    read = {(ev.tool, json.dumps(ev.args, sort_keys=True)) for ev in state.evidence}
+    out: list[tuple[str, dict[str, Any]]] = []
+    for u in unread(state):
+        key = (u.tool, json.dumps({"order_id": u.order_id}, sort_keys=True))
+        if key not in read and (u.tool, {"order_id": u.order_id}) not in out:
+            out.append((u.tool, {"order_id": u.order_id}))
+    return out
+
+
+def orders_named(state: TaskState) -> list[str]:
+    """The ticket's order, then every other order the proposal's actions name, once each."""
+    names = [state.order_id] if state.order_id else []
+    for action in state.proposal.actions if state.proposal else []:
+        if action.order_id not in names:
+            names.append(action.order_id)
+    return names
+
+
 def look(state: TaskState, world: World) -> WorldSeen:
     """Run the read-only lookups behind ``state``'s evidence against ``world`` now (no model
     call): each lookup's result (or why it cannot run again) and every effect on the order since
     the evidence was read by an operation other than the run's own (issue 18: the data an
     approval is bound to; :func:`drift` compares it with the evidence)."""
     lookups = []
-    for ev in state.evidence:
+    for tool, args in [*((ev.tool, ev.args) for ev in state.evidence), *_extra_lookups(state)]:
         try:
-            lookups.append(Lookup(tool=ev.tool, args=dict(ev.args), result=_json(world.call_tool(ev.tool, dict(ev.args)))))
+            lookups.append(Lookup(tool=tool, args=dict(args), result=_json(world.call_tool(tool, dict(args)))))
         except Exception as exc:  # a tool that cannot run again is itself a difference
-            lookups.append(Lookup(tool=ev.tool, args=dict(ev.args), error=str(exc)))
+            lookups.append(Lookup(tool=tool, args=dict(args), error=str(exc)))
     effects: list[dict[str, Any]] = []
     p = state.proposal
     if p is not None:
         own = {op.operation_id for op in state.operations}
         since = p.evidence_at or state.updated_at
-        seq = evidence_seq(state) if p.evidence_at is not None else None  # issue 20: by the register's order
-        order = state.order_id or (p.actions[0].order_id if p.actions else "")
-        effects = [_json(e) for e in world.effects_on(order, since, exclude=own, since_seq=seq)]
+        seq = evidence_seq(state) if p.evidence_at is not None else None  # by the register's order
+        for order in orders_named(state):  # every order an action names, not only the ticket's
+            effects += [_json(e) for e in world.effects_on(order, since, exclude=own, since_seq=seq)]
+        if len(orders_named(state)) > 1:
+            effects.sort(key=lambda e: (e.get("seq") is None, e.get("seq") or 0, str(e.get("at", ""))))  # commit order
     return WorldSeen(at=world.clock.now(), lookups=lookups, effects=effects)
 
 
@@ -217,6 +281,9 @@ def drift(state: TaskState, world: World, seen: WorldSeen | None = None) -> Drif
             out.differences.append(f"{ev.tool} {json.dumps(ev.args)}: cannot be read again ({now.error})")
             continue
         out.differences += [f"{ev.tool}: {d}" for d in field_differences(ev.result, now.result)]
+    extra = {(x.tool, str(x.args.get("order_id"))): x for x in seen.lookups[len(state.evidence) :]}
+    for u in unread(state):
+        out.unread.append(f"{u.text()}: {_now_text(u, extra.get((u.tool, u.order_id)))}")
     p = state.proposal
     if p is None:
         return out
@@ -228,6 +295,23 @@ def drift(state: TaskState, world: World, seen: WorldSeen | None = None) -> Drif
         if problem:
             out.failing.append(problem)
     return out
+
+
+def _now_text(u: Unread, now: Lookup | None) -> str:
+    """What the world holds now for an unread record, as :meth:`Drift.unread` says it."""
+    if now is None:
+        return "not read now either"
+    if now.error:
+        return f"cannot be read ({now.error})"
+    result = now.result
+    if u.payment_id:
+        pay = next((x for x in result or [] if isinstance(x, dict) and x.get("payment_id") == u.payment_id), None)
+        if pay is None:
+            return f"the world holds no such payment of order {u.order_id} now"
+        return f"{pay.get('status')}, {pay.get('amount')} CAD, {pay.get('refunded', '0.00')} CAD refunded, now"
+    if not isinstance(result, dict) or "error" in result:
+        return "the world holds no such order now"
+    return f"customer {result.get('customer_id')}, {result.get('status')}, total {result.get('total')} CAD, now"
 
 
 def age_seconds(since: datetime | None, now: datetime) -> float | None:
@@ -254,6 +338,7 @@ def evidence_time(state: TaskState) -> datetime:
 
 __all__ = [
     "Drift",
+    "Unread",
     "age_seconds",
     "bind",
     "derive",
@@ -264,4 +349,6 @@ __all__ = [
     "first_read",
     "iso",
     "look",
+    "orders_named",
+    "unread",
 ]

@@ -353,7 +353,7 @@ class ApprovalQueue:
         d = drift(state, world, seen)
         lines = [
             *ages_lines(state, now, evidence_time(state), policy.evidence_max_age_s, policy.approval_valid_s),
-            *drift_lines(d.differences, d.effects, d.failing),
+            *drift_lines(d.differences, d.effects, d.failing, d.unread),
         ]
         practice = (self._kind or home_kind(self._root)) == "practice"
         problem = world_problem(self._store, state, now, world=world, practice=practice, policy=policy)

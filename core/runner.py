@@ -14,6 +14,7 @@ import json
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -24,9 +25,10 @@ from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
 from core.model import LiveRoute, Model, live_route_of, model_for, price_model, recorded_route
 from core.pricing import cost_usd, show_usd
+from core.proposal_rules import Broken, TicketFacts, WorldFacts, problems, refusal, shape_problems
 from core.recorded_model import repeats_of
 from core.safetext import one_line, run_id_problem
-from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState
+from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState, action_short
 from core.store import RunExists, lease_owner_name
 from core.store import Store as CheckpointStore
 from core.stores import Place, open_world
@@ -47,6 +49,7 @@ SYSTEM_PROMPT = (
 )
 
 _actions = TypeAdapter(list[ProposedAction])
+_one_action: TypeAdapter[Any] = TypeAdapter(ProposedAction)
 
 
 class LoopCrash(ResolverError):
@@ -131,16 +134,48 @@ def new_state(
     return state
 
 
-def _finish(state: TaskState, turn: FinalTurn) -> None:
-    try:
-        actions = _actions.validate_python(turn.actions)
-        proposal = Proposal(
-            outcome=turn.outcome, rule=turn.rule, reason=turn.reason, actions=actions, reply_draft=turn.reply_draft
+def _finish(state: TaskState, turn: FinalTurn, world: World) -> None:
+    """End the loop with the model's final ``turn``: its proposal, checked by the proposal rules
+    (:mod:`core.proposal_rules`) before it may wait for approval. A proposal that breaks one is
+    never offered: the run is handed to a person, the proposal keeps no action (nothing can be
+    approved or written), its reason is one sentence per broken rule, and the trace holds a
+    ``proposal_refused`` event with what the model proposed and a ``rule_broken`` event per rule."""
+    policy = load_policy()
+    broken: list[Broken] = []
+    proposal: Proposal | None = None
+    offered = turn.outcome == "resolve" and bool(turn.actions)
+    if offered:
+        broken = shape_problems(turn.actions, policy)
+    if not broken:
+        try:
+            actions = _actions.validate_python(turn.actions)
+        except ValidationError as exc:
+            proposal = Proposal(
+                outcome="hand_to_person",
+                rule=turn.rule,
+                reason=f"The model proposed malformed actions: {exc.errors()[0]['msg']}",
+            )
+        else:
+            if offered:
+                ticket = TicketFacts(order_id=state.order_id, customer_id=state.customer_id)
+                broken = problems(actions, ticket, WorldFacts(world), state.evidence, policy)
+            if not broken:
+                proposal = Proposal(
+                    outcome=turn.outcome, rule=turn.rule, reason=turn.reason, actions=actions, reply_draft=turn.reply_draft
+                )
+    if broken:
+        proposal = Proposal(outcome="hand_to_person", rule=turn.rule, reason=refusal(broken))
+        proposed = _proposed(turn.actions)
+        state.log(
+            "proposal_refused",
+            f"step {state.step}: the proposal was not offered for approval: {proposed}",
+            step=state.step,
+            proposed=proposed,
+            reason=turn.reason,
         )
-    except ValidationError as exc:
-        proposal = Proposal(
-            outcome="hand_to_person", rule=turn.rule, reason=f"The model proposed malformed actions: {exc.errors()[0]['msg']}"
-        )
+        for b in broken:
+            state.log("rule_broken", f"step {state.step}: {b.text()}", step=state.step, rule=b.rule, line=b.line, text=b.text())
+    assert proposal is not None
     if proposal.outcome == "resolve" and not proposal.actions:
         proposal = proposal.model_copy(update={"outcome": "reply"})
     if proposal.outcome == "resolve":  # bound to the world as read (issue 11)
@@ -157,6 +192,18 @@ def _finish(state: TaskState, turn: FinalTurn) -> None:
     state.log(
         "outcome", f"step {state.step}: {outcome_line(state)}", step=state.step, digest=proposal.digest, status=state.status
     )
+
+
+def _proposed(raw: list[Any]) -> str:
+    """What the model proposed, one line per action joined by ``; ``: an action's line where it
+    reads as one, else its JSON (at most 200 characters each)."""
+    out = []
+    for item in raw:
+        try:
+            out.append(action_short(_one_action.validate_python(item)))
+        except ValidationError:
+            out.append(json.dumps(item, ensure_ascii=False, default=str)[:200])
+    return "; ".join(one_line(x) for x in out) or "no actions"
 
 
 def over_budget(state: TaskState) -> str | None:
@@ -243,7 +290,7 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
                 )
             )
             state.updated_at = clock.now()
-            _finish(state, turn)
+            _finish(state, turn, world)
         else:
             call = {"tool": turn.tool, "args": turn.args}
             state.messages.append(

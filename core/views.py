@@ -25,6 +25,7 @@ from typing import Any, Literal
 from core.clock import age, iso, parse_time
 from core.data import DataError, TaskNotFound, Ticket, customer_names, find_task
 from core.policy import may_approve, proposal_role, who_may_approve
+from core.preconditions import unread
 from core.pricing import show_usd
 from core.rulebook import ACTIONS, Action, Approver, decided_by, offers, person, role_label
 from core.runner import outcome_line
@@ -67,6 +68,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "operations_list",
     "precondition_lines",
     "proposal_record",
+    "refused_lines",
     "reject_dialog",
     "reply_line",
     "role_label",
@@ -112,9 +114,18 @@ def approval_request(state: TaskState, tickets: Path | None = None) -> list[str]
         "Actions (nothing has happened yet):",
     ]
     lines += [f"  {i}. {one_line(action_line(a))}" for i, a in enumerate(p.actions, 1)]
-    needed = proposal_role(p.actions)
-    lines += ["", f"Who may approve: {who_may_approve(needed)}", "", "Reason:"]
-    lines += _indent(p.reason)
+    never = unread(state)
+    if never:  # a person approving is told what the agent did not look at
+        lines += ["Not read by the agent:", *(f"  {one_line(u.text())}" for u in never)]
+    refused = refused_lines(state) if not p.actions else []
+    if refused:  # nothing to approve: say so where the actions would be, never "who may approve"
+        lines += ["  (none offered for approval: the proposal rules refused what the agent proposed)", "", *refused]
+        said = next((e for e in reversed(state.events) if e.kind == "proposal_refused"), None)
+        lines += ["", "The agent's reason:", *_indent(str(said.data.get("reason", "")) if said else "")]
+    else:
+        needed = proposal_role(p.actions)
+        lines += ["", f"Who may approve: {who_may_approve(needed)}", "", "Reason:"]
+        lines += _indent(p.reason)
     lines += ["", "Customer's message:"]
     task = _ticket(state, tickets)
     if task is None:  # core's note on its own line; what the run was given stays a marked block
@@ -258,6 +269,14 @@ def status_lines(state: TaskState) -> list[str]:
         return lines
     if status == "handed_to_person":
         last = next((e for e in reversed(state.events) if e.kind == "handed_to_person"), None)
+        refused = refused_lines(state)
+        if refused and state.rejection is None and last is None:
+            return [
+                f"Handed to a person: {refused[0][0].lower()}{refused[0][1:]}",
+                *refused[1:],
+                *decided,
+                *(f"  {x}" for x in ops),
+            ]
         if state.rejection is not None:
             r = state.rejection
             why = f"rejected by {person(r.name, r.role)}: {one_line(r.reason)}"
@@ -277,6 +296,25 @@ def status_lines(state: TaskState) -> list[str]:
     if status == "running":
         return [f"Running: saved after step {state.step} of at most {state.max_steps}."]
     return [f"{status_text(status).capitalize()}.", *decided, *(f"  {x}" for x in ops)]
+
+
+def refused_lines(state: TaskState) -> list[str]:
+    """Why the agent's proposal was never offered for approval (:mod:`core.proposal_rules`):
+    ``The agent's proposal was not offered for approval: it breaks 2 of the proposal rules.``,
+    then ``  P2 (amounts and quantities that move something): line 2 refunds -100.00 CAD ...``,
+    one line per broken rule, and ``  It proposed: ...``; empty when no rule was broken. Read
+    from the run's ``rule_broken`` and ``proposal_refused`` events, so every face shows the
+    same lines."""
+    broken = [e for e in state.events if e.kind == "rule_broken"]
+    if not broken:
+        return []
+    rules = len({str(e.data.get("rule", "")) for e in broken})
+    lines = [f"The agent's proposal was not offered for approval: it breaks {rules} of the proposal rules."]
+    lines += [f"  {one_line(e.data.get('text') or e.message)}" for e in broken]
+    proposed = next((e for e in reversed(state.events) if e.kind == "proposal_refused"), None)
+    if proposed is not None:
+        lines.append(f"  It proposed: {one_line(proposed.data.get('proposed', ''))}")
+    return lines
 
 
 def proposal_record(state: TaskState, tickets: Path | None = None) -> list[str]:
@@ -662,18 +700,24 @@ def ages_lines(
     return lines
 
 
-def drift_lines(differences: list[str], effects: list[str], failing: list[str]) -> list[str]:
-    """The request's section "What changed since the agent looked" (issue 11): each difference
-    of the lookups run again now, field by field; every effect on the order since the evidence
-    was read, whoever made it; the preconditions that fail now."""
+def drift_lines(differences: list[str], effects: list[str], failing: list[str], unread: Iterable[str] = ()) -> list[str]:
+    """The request's section "What changed since the agent looked": each difference of the
+    lookups run again now, field by field; every effect on the orders the actions name since the
+    evidence was read, whoever made it; the preconditions that fail now; and each order or
+    payment an action names that the agent never read, with what the world holds for it now
+    (``unread``: :attr:`core.preconditions.Drift.unread`), so the section never says "nothing"
+    about a record nobody looked at."""
+    unread = list(unread)
     lines = ["What changed since the agent looked:"]
     if not (differences or effects or failing):
-        return [*lines, "  nothing: the lookups give the same results now."]
+        lines.append("  nothing: the lookups give the same results now.")
     lines += [f"  {one_line(d)}" for d in differences]
     if effects:
         lines += ["  Effects on the order since the evidence was read:", *(f"    {one_line(e)}" for e in effects)]
     if failing:
         lines += ["  Preconditions that fail now:", *(f"    {one_line(f)}" for f in failing)]
+    if unread:
+        lines += ["  Named by an action but never read by the agent:", *(f"    {one_line(u)}" for u in unread)]
     return lines
 
 

@@ -280,6 +280,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         lambda: _roles_15(),
     ),
     (16, "a deleted run's lapse events and marks go with it (a trigger on runs)", lambda: _forget_with_run()),
+    (18, "the role a proposal needs never falls: each line's own role, and only positive values summed", lambda: _roles_18()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -306,6 +307,12 @@ def _roles_15() -> tuple[str, ...]:
     from core.stores.postgres.roles import migration_15
 
     return migration_15()
+
+
+def _roles_18() -> tuple[str, ...]:
+    from core.stores.postgres.roles import migration_18
+
+    return migration_18()
 
 
 def _forget_with_run() -> tuple[str, ...]:
