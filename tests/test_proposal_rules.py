@@ -18,7 +18,6 @@ local chat-completions stub; each ends with nothing paid and one sentence naming
 from __future__ import annotations
 
 import json
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -99,30 +98,20 @@ def test_p3_another_customers_order_is_never_the_tickets(home):
 
 
 def test_p3_with_the_policy_allowing_it_another_order_of_the_same_customer_read_by_the_agent(home):
-    """C-1001 has one order in the practice world, so another is made for the test: the world
-    says whose it is, and the agent's ``get_order`` must have shown it."""
-    from core.proposal_rules import OrderFacts, PaymentFacts
-
-    class Facts:
-        def __init__(self, real: WorldFacts) -> None:
-            self.real = real
-
-        def order(self, order_id: str) -> OrderFacts | None:
-            if order_id == "LK-111111":
-                pay = PaymentFacts("PAY-111111-1", Decimal("20.00"), Decimal("0.00"), "captured")
-                return OrderFacts("LK-111111", "C-1001", {"MUG-SET": 1}, {"PAY-111111-1": pay})
-            return self.real.order(order_id)
-
+    """C-1001, T-65273's customer, has a second order, LK-630000: with the policy's
+    ``other_orders_of_customer`` it may be named when the agent's ``get_order`` showed it as
+    C-1001's and the world agrees; never another customer's, whatever the evidence says."""
     policy = load_policy().model_copy(update={"other_orders_of_customer": True})
-    actions = ACTIONS.validate_python([refund("20.00", "PAY-111111-1", "LK-111111")])
-    seen = Evidence(step=1, tool="get_order", args={"order_id": "LK-111111"}, result={"customer_id": "C-1001"})
-    facts = Facts(WorldFacts(home.world()))
+    world = home.world()
+    actions = ACTIONS.validate_python([refund("20.00", "PAY-630000-1", "LK-630000")])
+    seen = Evidence(step=1, tool="get_order", args={"order_id": "LK-630000"}, result=world.get_order("LK-630000"))
+    facts = WorldFacts(world)
     assert problems(actions, T65273, facts, [seen], policy) == []
     assert [b.rule for b in problems(actions, T65273, facts, [], policy)] == ["P3"]  # not read by the agent
     assert [b.rule for b in problems(actions, T65273, facts, [seen])] == ["P3"]  # the shipped policy does not allow it
     foreign = ACTIONS.validate_python(FOREIGN_ORDER)
-    other = Evidence(step=1, tool="get_order", args={"order_id": "LK-793996"}, result={"customer_id": "C-1001"})  # a lie
-    assert [b.rule for b in problems(foreign, T65273, facts, [other], policy)] == ["P3"]  # the world says C-1003
+    lie = Evidence(step=1, tool="get_order", args={"order_id": "LK-793996"}, result={"customer_id": "C-1001"})
+    assert [b.rule for b in problems(foreign, T65273, facts, [lie], policy)] == ["P3"]  # the world says C-1003's
 
 
 def test_p4_a_payment_of_another_order(home):

@@ -484,13 +484,51 @@ MUTANTS: tuple[Mutant, ...] = (
         "policy-sum",
         "a proposal needs the role of each kind of action's summed value (issue 25's third trial)",
         "core/policy.py",
+        (("totals[kind] = totals.get(kind, zero) + value", "totals[kind] = max(totals.get(kind, zero), value)"),),
+        ("tests/test_data.py::test_a_refund_split_into_lines_needs_the_role_of_their_sum",),
+    ),
+    Mutant(
+        "policy-never-falls",
+        "no line lowers the role a proposal needs: every value counted as at least 0",
+        "core/policy.py",
+        (("value = max(action_value(action), zero)", "value = action_value(action)"),),
+        ("tests/test_needed_role.py::test_the_python_rule_gives_the_role_of_every_case",),
+    ),
+    Mutant(
+        "db-never-falls",
+        "the team store's role needed counts every value as at least 0 (migration 18)",
+        "core/stores/postgres/roles.py",
         (
             (
-                'totals[kind] = totals.get(kind, Decimal("0.00")) + action_value(action)',
-                'totals[kind] = max(totals.get(kind, Decimal("0.00")), action_value(action))',
+                "                 SELECT a->>'type' AS kind, GREATEST(CASE a->>'type'",
+                "                 SELECT a->>'type' AS kind, COALESCE(CASE a->>'type'",
             ),
         ),
-        ("tests/test_data.py::test_a_refund_split_into_lines_needs_the_role_of_their_sum",),
+        ("tests/test_needed_role.py::test_the_team_store_gives_the_role_of_every_case",),
+    ),
+    Mutant(
+        "rules-proposal",
+        "the runner checks every finish against the proposal rules before it waits for approval",
+        "core/runner.py",
+        (("broken = problems(actions, ticket, WorldFacts(world), state.evidence, policy)", "broken = []"),),
+        (
+            "tests/test_proposal_rules.py::test_a_home_recording_that_breaks_a_rule_is_handed_to_a_person_and_nothing_is_paid",
+            "tests/test_proposal_rules_property.py::test_nothing_outside_the_rules_waits_for_approval_on_sqlite",
+        ),
+    ),
+    Mutant(
+        "rules-decision",
+        "a decision asks the proposal rules again (a proposal saved before them, or written by hand)",
+        "core/approval.py",
+        (("    broken = rules_broken(state, world, policy)\n    if broken:", "    broken = ''\n    if broken:"),),
+        ("tests/test_proposal_rules.py::test_a_waiting_proposal_that_breaks_a_rule_is_never_approved",),
+    ),
+    Mutant(
+        "rules-write",
+        "the executor asks the proposal rules before every write",
+        "core/approval.py",
+        (("    broken = rules_broken(state)\n    if broken:", "    broken = ''\n    if broken:"),),
+        ("tests/test_proposal_rules.py::test_the_executor_refuses_an_executing_run_whose_proposal_breaks_a_rule",),
     ),
 )
 """Every hand mutant: one guard disabled each."""
