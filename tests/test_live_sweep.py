@@ -197,3 +197,35 @@ def test_the_stub_command_says_a_bad_option_in_one_sentence(argv, sentence, caps
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert sentence in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_sigkill_at_every_point_of_a_finish_that_breaks_a_rule_never_leaves_it_waiting(stub, tmp_path, monkeypatch):
+    """The model's finish proposes a second, negative line on T-65273's payment (the proposal
+    rules' P2): killed at every point from each request to its step's save and resumed in a new
+    process, the run ends handed to a person every time, with one ``rule_broken`` event, nothing
+    planned or written, and no call paid twice."""
+    from core.data import FinalTurn
+
+    final = stub.turns[-1]
+    assert isinstance(final, FinalTurn)
+    negative = {**final.actions[0], "amount": "-100.00"}
+    stub.turns[-1] = final.model_copy(update={"actions": [final.actions[0], negative]})
+    env = config(tmp_path, stub)
+    sweep = points(tmp_path, stub, monkeypatch)
+    assert {s for s, _ in sweep} == {1, 2, 3}
+    for i, (_step, point) in enumerate(sweep):
+        stub.calls = 0
+        home_dir = tmp_path / f"k{i}"
+        killed = run_process(home_dir, "run", "T-65273", "--model", "stub", env={**env, "RESOLVER_KILL_AT": point})
+        assert killed.returncode == -signal.SIGKILL, (point, killed.stderr)
+        mid = Home(home_dir).store.load(RUN)
+        assert mid.status in ("running", "handed_to_person"), point  # never waiting, even for a moment
+        resumed = run_process(home_dir, "resume", RUN, env=env)
+        assert resumed.returncode == 0, (point, resumed.stderr)
+        home = Home(home_dir)
+        state = home.store.load(RUN)
+        assert state.status == "handed_to_person" and state.proposal is not None and not state.proposal.actions, point
+        assert [e.data["rule"] for e in state.events if e.kind == "rule_broken"] == ["P2"], point
+        assert state.operations == [] and home.world().changes() == [], point
+        assert stub.calls == (4 if point.startswith("received") else 3), point
