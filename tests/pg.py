@@ -133,7 +133,7 @@ def restore_frozen(url: str, folder: Path, versions: Iterable[int], *, verbatim:
 
 
 def undo_migration_12(conn) -> None:
-    """Take migration 12 (issue 25, role separation), and 15 which extends it, out of the schema of ``conn``, in its
+    """Take migration 12 (issue 25, role separation), and 15 and 18 which extend it, out of the schema of ``conn``, in its
     transaction: its column, tables and functions dropped and its row deleted, so a test can
     build what an earlier migration left. Migration 14 (the register bound to the approved
     arguments) changes only 12's objects: it goes too (its column with ``decided``, its row)."""
@@ -141,6 +141,7 @@ def undo_migration_12(conn) -> None:
     conn.execute("ALTER TABLE approvers DROP COLUMN db_user")
     conn.execute("ALTER TABLE runs DROP COLUMN IF EXISTS proposal_by")  # and migration 15's, which needs 12's
     conn.execute("DELETE FROM resolver_migrations WHERE version = 15")
+    conn.execute("DELETE FROM resolver_migrations WHERE version = 18")  # 18 replaces 12's resolver_needed_role, dropped below
     for table in ("policy_limits", "catalog_prices", "decided", "store_roles"):
         conn.execute(f"DROP TABLE {table}")
     for function in (

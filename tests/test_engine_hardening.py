@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from core.approval import load_key
-from core.errors import ApprovalKeyError, ApprovalRefused, CorruptCheckpoint, LeaseHeld, ResolverError
+from core.errors import ApprovalKeyError, CorruptCheckpoint, LeaseHeld, ResolverError
 from core.home import Home
 from core.store import UnsupportedStoreFormat, lease_owner_name
 from core.stores.sqlite.database import FileMoved
@@ -517,10 +517,12 @@ def test_a_row_whose_state_names_another_run_is_corrupt_and_approving_it_writes_
 
 def test_a_run_that_reuses_a_readable_id_after_reset_is_never_taken_for_the_old_one(home):
     """Operation IDs are bound to run_uid: a run that reuses a readable ID after a runs-only
-    reset plans new operation IDs, so the first run's register entries are never taken for its
-    own "already done" writes. Its approval is refused earlier still: the practice world records
-    that a run of the ticket already refunded (one effect per ticket outlives the deleted run)."""
-    from core.approval import plan_operations
+    reset plans new operation IDs for the same proposal, so the first run's register entries are
+    never taken for its own "already done" writes. The new run never waits at all: the practice
+    world records PAY-507862-2 as refunded in full, so its proposal breaks the proposal rules
+    (P5) and it is handed to a person; and were it waiting, its approval would be refused (one
+    effect per ticket outlives the deleted run)."""
+    from core.approval import plan_operations, world_problem
 
     first = home.run("T-65273")
     done = home.approve(first.run_id, "team_lead")
@@ -528,11 +530,12 @@ def test_a_run_that_reuses_a_readable_id_after_reset_is_never_taken_for_the_old_
     home.reset()
     again = home.run("T-65273")
     assert again.run_id == first.run_id and again.run_uid != first.run_uid
-    assert plan_operations(again)[0].operation_id != done.operations[0].operation_id
-    with pytest.raises(ApprovalRefused, match=rf"{first.run_id} already refunded on LK-507862"):
-        home.approve(again.run_id, "team_lead")
+    assert again.status == "handed_to_person" and [e.data["rule"] for e in again.events if e.kind == "rule_broken"] == ["P5"]
+    same = again.model_copy(update={"proposal": first.proposal, "status": "waiting_approval"})
+    assert plan_operations(same)[0].operation_id != done.operations[0].operation_id
+    problem = world_problem(home.store, same, home.clock.now(), world=home.world())
+    assert problem is not None and problem[0] == "duplicate" and f"{first.run_id} already refunded on LK-507862" in problem[1]
     assert _refunds(home) == 1 and _register(home) == 2  # the refund and its reply: nothing more
-    assert home.store.load(again.run_id).status == "waiting_approval"
 
 
 # -- many processes at once -------------------------------------------------------------------------

@@ -93,6 +93,7 @@ def test_a_migration_numbered_below_one_applied_is_applied_when_missing(url):
             14,
             15,
             16,
+            18,
         ]
         assert conn.execute("SELECT to_regclass('store_meta')").fetchone()[0] is not None
 

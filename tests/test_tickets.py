@@ -134,6 +134,10 @@ def test_a_home_ticket_runs_live_is_shown_safely_approved_and_recorded(cli, stub
     code, out, err = cli("record", "T-70001", "--model", "stub")
     assert code == 0 and "Recorded as T-70001 agent/chat-small#1 (3 turns)" in out, err
     code, out, err = cli("run", "T-70001", "--model", "chat-small")  # the home's recording, its repeat by default
+    # the approval above refunded PAY-507862-2 in full, so the same proposal now breaks the proposal rules (P5)
+    assert code == 0 and "Outcome: hand_to_person (rule W7)" in out and "  P5 (within what the payment captured)" in out, err
+    assert cli("reset", "--all")[0] == 0  # a fresh world (the home's tickets and recordings stay)
+    code, out, err = cli("run", "T-70001", "--model", "chat-small")
     assert code == 0 and OUTCOME in out and "T-70001-agent-chat-small-1" in out, err
     assert stub.calls == 6
 
