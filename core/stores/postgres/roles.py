@@ -590,15 +590,14 @@ def migration_15() -> tuple[str, ...]:
     return (f"ALTER TABLE runs ADD COLUMN proposal_by {C}", NEEDED_ROLE_15, guard, decide, register, pin + "\nEND $$")
 
 
-NEEDED_ROLE_18 = """CREATE OR REPLACE FUNCTION resolver_needed_role(actions jsonb) RETURNS text LANGUAGE plpgsql STABLE AS $$
-DECLARE
-    t record;
-    got text;
-    got_rank integer;
-    best text := 'agent';
-    best_rank integer := 0;
-BEGIN
-    FOR t IN WITH lines AS (
+_SUMMED_15 = """    FOR t IN SELECT a->>'type' AS kind, sum(CASE a->>'type'
+                 WHEN 'request_refund' THEN (a->>'amount')::numeric
+                 WHEN 'reship_item' THEN COALESCE((SELECT price FROM catalog_prices WHERE sku = a->>'sku'), 0)
+                                         * (a->>'quantity')::numeric
+                 ELSE 0 END) AS v
+             FROM jsonb_array_elements(COALESCE(NULLIF(actions, 'null'::jsonb), '[]'::jsonb)) a GROUP BY 1 LOOP
+"""
+_LINES_AND_SUMS_18 = """    FOR t IN WITH lines AS (
                  SELECT a->>'type' AS kind, GREATEST(CASE a->>'type'
                      WHEN 'request_refund' THEN (a->>'amount')::numeric
                      WHEN 'reship_item' THEN COALESCE((SELECT price FROM catalog_prices WHERE sku = a->>'sku'), 0)
@@ -606,24 +605,10 @@ BEGIN
                      ELSE 0 END, 0) AS v
                  FROM jsonb_array_elements(COALESCE(NULLIF(actions, 'null'::jsonb), '[]'::jsonb)) a)
              SELECT kind, v FROM lines UNION ALL SELECT kind, sum(v) FROM lines GROUP BY kind LOOP
-        IF NOT EXISTS (SELECT 1 FROM policy_limits WHERE action = t.kind) THEN
-            RAISE EXCEPTION 'The policy says nobody may approve %.', t.kind USING ERRCODE = 'RS403';
-        END IF;
-        got := NULL;
-        SELECT role, rank INTO got, got_rank FROM policy_limits
-            WHERE action = t.kind AND (max_amount IS NULL OR t.v <= max_amount) ORDER BY rank LIMIT 1;
-        IF got IS NULL THEN
-            got := 'grace';
-            got_rank := 2;
-        END IF;
-        IF got_rank > best_rank THEN
-            best := got;
-            best_rank := got_rank;
-        END IF;
-    END LOOP;
-    RETURN best;
-END
-$$"""
+"""
+NEEDED_ROLE_18 = NEEDED_ROLE_15.replace(_SUMMED_15, _LINES_AND_SUMS_18, 1)
+if _LINES_AND_SUMS_18 not in NEEDED_ROLE_18:  # migration 15's text moved
+    raise RuntimeError("NEEDED_ROLE_18 could not be derived from migration 15's NEEDED_ROLE_15")
 """:func:`core.policy.proposal_role` in SQL as migration 18 replaces migration 15's: the highest of
 each line's own role and of each kind's values summed, every value taken as at least 0, so no line
 lowers the role (a trial's second line of -100.00 on a 119.00 refund summed to 19.00, which an
