@@ -73,9 +73,10 @@ class LiveRoute:
         price: the model of ``data/models.json`` whose prices (US$ per million tokens) cost
             this route; default ``name``.
         timeout_s: seconds to wait for one answer (default 60).
-        max_retries: retries after a rate limit, a server error, a timeout or a lost connection,
-            with exponential backoff (resolver's own, honouring ``Retry-After``; each attempt a
-            journal row), default 2.
+        max_retries: retries after a rate limit, a server error, a timeout, a lost connection
+            or an answer that cannot be used (:func:`core.live_model.turn_of`), with exponential
+            backoff (resolver's own, honouring ``Retry-After``; each attempt a journal row),
+            default 2.
     """
 
     name: str
