@@ -195,3 +195,26 @@ def test_a_recording_holding_what_a_run_cannot_keep_is_refused_before_the_run_is
         home.run("T-65273", "agent", "chat-small", repeat=4)
     assert str(caught.value) == f"The recording agent/chat-small#4 of T-65273 cannot be replayed: in turn 1, {said}."
     assert home.store.run_ids("T-65273") == []
+
+
+def test_odd_json_a_run_may_keep_is_saved_and_read_back_whole(home):
+    """What the checks let through is kept exactly, on each back-end: a huge integer, 31 levels
+    of lists, non-ASCII and control text, as the arguments of a tool that does not exist (its
+    evidence is the world's sentence)."""
+    odd = {
+        "n": 10**400,
+        "deep": json.loads("[" * 31 + "]" * 31),
+        "text": "é\u202e\x1b[31m\t" + "x" * 1000,
+        "neg": -(2**70),
+        "f": 1.5e308,
+    }
+    _recording(home, odd)
+    recordings = home.root / "recordings" / "T-65273.json"
+    body = json.loads(recordings.read_text())
+    body["runs"][0]["turns"][0]["tool"] = "lookup"
+    recordings.write_text(json.dumps(body))
+    state = home.run("T-65273", "agent", "chat-small", repeat=4)
+    assert state.status == "waiting_approval"
+    first = home.store.load(state.run_id).evidence[0]
+    assert (first.tool, first.args) == ("lookup", odd)
+    assert first.result == {"error": "No tool 'lookup'; the tools are " + ", ".join(READ_TOOLS) + "."}
