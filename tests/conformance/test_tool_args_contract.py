@@ -218,3 +218,17 @@ def test_odd_json_a_run_may_keep_is_saved_and_read_back_whole(home):
     first = home.store.load(state.run_id).evidence[0]
     assert (first.tool, first.args) == ("lookup", odd)
     assert first.result == {"error": "No tool 'lookup'; the tools are " + ", ".join(READ_TOOLS) + "."}
+
+
+@pytest.mark.parametrize(
+    "text", ['{"task_id": "T-65273", "runs": ' + "[" * 100_000, '{"task_id": "T-65273", "runs": ' + "1" * 5000 + "}"]
+)
+def test_a_recording_file_python_cannot_parse_is_one_sentence_not_an_unexpected_error(home, text):
+    """Nesting past the parser's recursion limit and an integer of over 4,300 digits raised
+    RecursionError and ValueError through ``resolver run`` (an unexpected error)."""
+    folder = home.root / "recordings"
+    folder.mkdir(exist_ok=True)
+    (folder / "T-65273.json").write_text(text)
+    with pytest.raises(DataError) as caught:
+        home.run("T-65273", "agent", "chat-small", repeat=4)
+    assert str(caught.value) == f"{folder / 'T-65273.json'} cannot be read as JSON here (a number too long, or nesting too deep)."
