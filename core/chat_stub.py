@@ -18,8 +18,9 @@ without it any key is.
 received, ``requests`` keeps their bodies, ``fail`` queues answers to give instead, first to
 last (an HTTP status such as 401, 429 or 500, ``"malformed"``: a 200 without choices,
 ``"bad-args"``: a tool call whose arguments are not JSON, ``"slow"``: the answer after
-``slow_s`` seconds), and ``on_request(n)`` is called with each request's number before it is
-answered.
+``slow_s`` seconds, or a dict such as ``{"arguments": '{"order_id": ["LK-507862"]}'}``: the
+turn's answer with its function's ``name`` or ``arguments`` text replaced, any tool call a model
+could make), and ``on_request(n)`` is called with each request's number before it is answered.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class ChatStub:
         self.turns: list[ToolCallTurn | FinalTurn] = list(match[0].turns)
         self.calls = 0
         self.requests: list[dict[str, Any]] = []
-        self.fail: list[int | str] = []
+        self.fail: list[int | str | dict[str, str]] = []
         self.slow_s = 3.0
         self.key = key
         self.on_request: Callable[[int], None] | None = None
@@ -114,7 +115,7 @@ class ChatStub:
                 if position >= len(stub.turns):
                     message = f"{stub.name} has {len(stub.turns)} turns; turn {position + 1} was asked for"
                     return self._send(400, {"error": {"message": message, "type": "invalid_request_error"}})
-                answer = stub.answer(position, bad_args=how == "bad-args")
+                answer = stub.answer(position, bad_args=how == "bad-args", override=how if isinstance(how, dict) else None)
                 if stub._say is not None:
                     call = answer["choices"][0]["message"]["tool_calls"][0]["function"]["name"]
                     usage = answer["usage"]
@@ -144,15 +145,17 @@ class ChatStub:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
-    def answer(self, position: int, bad_args: bool = False) -> dict[str, Any]:
+    def answer(self, position: int, bad_args: bool = False, override: dict[str, str] | None = None) -> dict[str, Any]:
         """The chat completion (a JSON object) for turn ``position`` (0-based) of the recording:
-        one tool call with the ID ``call_<position>``, and the turn's usage in tokens."""
+        one tool call with the ID ``call_<position>``, and the turn's usage in tokens.
+        ``bad_args`` makes its arguments text not JSON; ``override`` replaces the call's
+        ``name`` or ``arguments`` (text, sent as given), for an answer no recording holds."""
         turn = self.turns[position]
         if isinstance(turn, FinalTurn):
             name, args = "finish", turn.model_dump(exclude={"usage", "kind"})
         else:
             name, args = turn.tool, turn.args
-        function = {"name": name, "arguments": "{not json" if bad_args else json.dumps(args)}
+        function = {"name": name, "arguments": "{not json" if bad_args else json.dumps(args), **(override or {})}
         call = {"id": f"call_{position}", "type": "function", "function": function}
         return {
             "id": f"chatcmpl-{position}",

@@ -271,6 +271,8 @@ def _read(path: Path, model: type[BaseModel] | TypeAdapter) -> Any:
         raise DataError(f"Missing data file {path}.") from exc
     except json.JSONDecodeError as exc:
         raise DataError(f"{path} is not valid JSON: {exc}.") from exc
+    except (ValueError, RecursionError):  # an integer of over 4,300 digits, or nesting too deep for the parser
+        raise DataError(f"{path} cannot be read as JSON here (a number too long, or nesting too deep).") from None
     try:
         if isinstance(model, TypeAdapter):
             return model.validate_python(raw)

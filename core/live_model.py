@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Callable
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -28,7 +29,8 @@ from core.errors import ResolverError
 from core.model import CallJournal, LiveRoute, ModelUnavailable, api_key, failure, is_failure
 from core.state import Message
 from core.store import crash_point
-from core.toolschema import TOOLS
+from core.toolschema import TOOL_NAME, TOOLS, turn_problem
+from core.world import READ_TOOLS, tool_args_problem
 
 
 def api_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -108,10 +110,18 @@ class OpenAIChatModel:
         so it is counted as one more call at this answer's tokens (the same prompt was sent;
         its output is taken as this one's), never dropped (:meth:`~core.model.CallJournal.unanswered`).
 
+        An answer the server gave (HTTP 200) that cannot be used (:func:`turn_of`: not one tool
+        call with its usage, a read-only tool's arguments that are not its own, a ``finish``
+        whose fields do not validate) is the model's mistake at this step, not the run's end: it
+        is journaled as a paid failure (:func:`~core.model.failure` with status 200 and the
+        tokens it gave) and asked again with the same backoff as a server error. A resume never
+        takes such a failure for the step's answer; nor an answer journaled before a check
+        that now refuses it (it was paid, and is counted so).
+
         Raises:
             ModelUnavailable: no key, authentication refused, rate limit or server error after
-                the retries, network failure or timeout, or an answer that is not exactly one
-                tool call of a known shape with its usage. One sentence; nothing was acted on.
+                the retries, network failure or timeout, or no usable answer after the retries.
+                One sentence; nothing was acted on, and the run stays resumable.
         """
         r = self.route
         at = f"The model server at {r.base_url}"
@@ -120,7 +130,10 @@ class OpenAIChatModel:
         if journal is not None:
             saved = journal.answered(step)
             if saved is not None and not is_failure(saved):
-                return self._paid(turn_of(saved, at), step)
+                try:
+                    return self._paid(turn_of(saved, at), step)
+                except UnusableAnswer:
+                    pass  # saved as an answer before its check refused it (a release before): paid, and asked again
         key = api_key(r)
         turn = self._ask(messages, key, at, step)
         crash_point("answer")
@@ -139,8 +152,9 @@ class OpenAIChatModel:
 
     def _ask(self, messages: list[Message], key: str, at: str, step: int) -> ToolCallTurn | FinalTurn:
         """Ask for ``step``'s turn, retrying with backoff; each attempt journaled before it is
-        sent, an error answer saved as a failure (:func:`failure`), a good answer saved before
-        it is returned. Raises ModelUnavailable."""
+        sent, an error answer or an unusable one saved as a failure (:func:`failure`; an
+        unusable HTTP 200 with its tokens, as paid), a good answer saved before it is returned.
+        Raises ModelUnavailable (one sentence) when the retries are spent."""
         openai = self._openai
         r = self.route
         client = openai.OpenAI(base_url=r.base_url, api_key=key, timeout=r.timeout_s, max_retries=0)
@@ -183,38 +197,81 @@ class OpenAIChatModel:
                 if isinstance(exc, openai.RateLimitError):
                     raise ModelUnavailable(f"{at} is limiting the rate (HTTP 429) after {tries}; resume the run later.") from None
                 raise ModelUnavailable(f"{at} answered HTTP {code} ({tries}); resume the run later.") from None
-            except openai.APIError as exc:
+            except openai.APIError as exc:  # the client could not read it: left unanswered, counted as paid
+                if n < r.max_retries:
+                    time.sleep(_backoff_s(n, None))
+                    continue
                 raise ModelUnavailable(
-                    f"{at} gave an answer that cannot be read ({type(exc).__name__}); resume the run to ask again."
+                    f"{at} gave an answer that cannot be read ({type(exc).__name__}, {tries}); resume the run to ask again."
                 ) from None
             crash_point("received")
             try:
                 turn = turn_of(raw, at)
-            except ModelUnavailable:  # a paid answer that cannot be used: saved as a failure with its usage
+            except UnusableAnswer as exc:  # a paid answer that cannot be used: saved as a failure with its usage
                 if journal is not None:
                     journal.answer(step, attempt, failure(200, raw), *_usage_of(raw))
-                raise
+                if n < r.max_retries:
+                    time.sleep(_backoff_s(n, None))
+                    continue
+                raise ModelUnavailable(
+                    f"{at} gave no usable answer in {tries} (the last: {exc.what}); resume the run to ask again."
+                ) from None
             if journal is not None:
                 journal.answer(step, attempt, raw, turn.usage.tokens_in, turn.usage.tokens_out)
             return turn
         raise AssertionError("unreachable: the last attempt returns or raises")
 
 
+class UnusableAnswer(ModelUnavailable):
+    """An answer the server gave (HTTP 200, paid) that cannot be used as the step's turn.
+    ``what`` says why as a clause (``get_order takes order_id as text, not a list``), without a
+    value of the model's; the message is one sentence around it."""
+
+    def __init__(self, at: str, what: str) -> None:
+        super().__init__(f"{at} gave an answer that cannot be used ({what}); resume the run to ask again.")
+        self.what = what
+
+
+_FINISH_NEEDS = {
+    "outcome": "one of resolve, reply and hand_to_person",
+    "rule": "text",
+    "reason": "text",
+    "reply_draft": "text",
+    "actions": "a list of objects",
+}
+"""What each field of ``finish`` is, for the sentence refusing one that is not."""
+
+
+def _strict_constant(name: str) -> Any:
+    """``json.loads``'s ``parse_constant``: NaN and Infinity are not JSON (Python reads them)."""
+    raise ValueError(f"{name} is not JSON")
+
+
 def turn_of(raw: str, at: str) -> ToolCallTurn | FinalTurn:
     """The turn a chat completion's JSON text ``raw`` holds: its one tool call (a read-only
-    tool, or ``finish`` validated as a :class:`~core.data.FinalTurn`), with its usage in
-    tokens. ``at`` names the server in the sentence.
+    tool, a tool that does not exist, or ``finish`` validated as a :class:`~core.data.FinalTurn`),
+    with its usage in tokens. ``at`` names the server in the sentence.
+
+    Usable means: strict JSON (no NaN), one tool call whose name is a function name
+    (:data:`~core.toolschema.TOOL_NAME`) and whose arguments are a JSON object; a read-only
+    tool's arguments exactly its own, each a string of 1 to 100 printable characters
+    (:func:`core.world.tool_args_problem`: a list or a number for an ID failed in the store, and
+    a resume replayed it for good); ``finish``'s fields valid; nothing the checkpoint cannot
+    keep (:func:`core.toolschema.turn_problem`); a call ID of up to 200 printable characters.
+    A tool name that is well formed but not a tool is usable: the world answers it with a
+    sentence naming the tools, which the model reads at its next step and may correct.
 
     Raises:
-        ModelUnavailable: not exactly one tool call of a known shape with its usage.
+        UnusableAnswer: (a ModelUnavailable) any of the above does not hold; the sentence
+            never repeats a value of the model's.
     """
 
-    def malformed(what: str) -> ModelUnavailable:
-        return ModelUnavailable(f"{at} gave an answer that cannot be read ({what}); resume the run to ask again.")
+    def malformed(what: str) -> UnusableAnswer:
+        return UnusableAnswer(at, what)
 
     try:
-        answer = json.loads(raw)
-    except ValueError:
+        answer = json.loads(raw, parse_constant=_strict_constant)
+    except (ValueError, RecursionError):
         raise malformed("not JSON") from None
     if not isinstance(answer, dict):
         raise malformed("not a JSON object")
@@ -231,28 +288,61 @@ def turn_of(raw: str, at: str) -> ToolCallTurn | FinalTurn:
     fn = calls[0].get("function")
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
         raise malformed("a tool call without a function name")
-    name = fn["name"][:40]
+    name = fn["name"]
+    if not TOOL_NAME.fullmatch(name):
+        raise malformed("a tool call whose name is not a function name (letters, digits, '_' and '-', up to 64)")
+    arguments = fn.get("arguments") or "{}"
     try:
-        args = json.loads(fn.get("arguments") or "{}")
-    except (ValueError, TypeError):
+        args = json.loads(arguments, parse_constant=_strict_constant)
+    except (ValueError, TypeError, RecursionError):
         raise malformed(f"the arguments of {name!r} are not JSON") from None
     if not isinstance(args, dict):
         raise malformed(f"the arguments of {name!r} are not an object")
+    call_id = calls[0].get("id")
+    call_id = call_id if isinstance(call_id, str) else ""
+    if len(call_id) > 200 or not call_id.isprintable():
+        raise malformed("a tool call ID that is not one line of up to 200 printable characters")
+    turn: ToolCallTurn | FinalTurn
+    if name == "finish":
+        turn = _final_turn(args, usage, malformed)
+    else:
+        if name in READ_TOOLS:
+            problem = tool_args_problem(name, args)
+            if problem is not None:
+                raise malformed(problem)
+        turn = ToolCallTurn(tool=name, args=args, usage=usage, call_id=call_id, arguments=arguments)
+    said = turn_problem(turn)
+    if said is not None:
+        raise malformed(said)
+    return turn
+
+
+def _final_turn(args: dict[str, Any], usage: TurnUsage, malformed: Callable[[str], UnusableAnswer]) -> FinalTurn:
+    """``finish``'s arguments ``args`` as a :class:`~core.data.FinalTurn` with ``usage``; when
+    they do not validate, ``malformed`` with our own clause naming the first field that does not
+    (``finish: outcome is missing``, ``finish: rule is not text``), never pydantic's text.
+    ``usage`` and ``kind`` are not fields of the ``finish`` the model is sent."""
+    for ours in ("usage", "kind"):
+        if ours in args:
+            raise malformed(f"finish: {ours} is not a field of finish")
     try:
-        if fn["name"] == "finish":
-            return FinalTurn(**args, usage=usage)
-        call_id = calls[0].get("id")
-        return ToolCallTurn(
-            tool=fn["name"],
-            args=args,
-            usage=usage,
-            call_id=call_id if isinstance(call_id, str) else "",
-            arguments=fn.get("arguments") or "{}",
-        )
-    except (ValidationError, TypeError) as exc:
-        first = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
-        where = ".".join(str(p) for p in first["loc"])
-        raise malformed(f"finish: {where} {first['msg']}".strip()) from None
+        return FinalTurn.model_validate({**args, "usage": usage})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = str(first["loc"][0]) if first["loc"] else ""
+        where = ".".join(_shown(p) for p in first["loc"])
+        if first["type"] == "missing":
+            raise malformed(f"finish: {where} is missing") from None
+        if field not in _FINISH_NEEDS:
+            raise malformed(f"finish: {where} is not a field of finish") from None
+        raise malformed(f"finish: {where} is not {_FINISH_NEEDS[field]}") from None
+
+
+def _shown(part: Any) -> str:
+    """A part of a field's location, safe in a sentence: ASCII (``ascii()`` escapes control
+    characters), cut to 40 characters."""
+    text = str(part)
+    return ascii(text[:40])[1:-1]
 
 
 INITIAL_BACKOFF_S = 0.5

@@ -73,9 +73,10 @@ class LiveRoute:
         price: the model of ``data/models.json`` whose prices (US$ per million tokens) cost
             this route; default ``name``.
         timeout_s: seconds to wait for one answer (default 60).
-        max_retries: retries after a rate limit, a server error, a timeout or a lost connection,
-            with exponential backoff (resolver's own, honouring ``Retry-After``; each attempt a
-            journal row), default 2.
+        max_retries: retries after a rate limit, a server error, a timeout, a lost connection
+            or an answer that cannot be used (:func:`core.live_model.turn_of`), with exponential
+            backoff (resolver's own, honouring ``Retry-After``; each attempt a journal row),
+            default 2.
     """
 
     name: str
@@ -183,8 +184,10 @@ class CallJournal:
         An attempt sent and never answered (killed or timed out in flight) may have been paid:
         it counts as a call at the answer's tokens (``tokens_in``, ``tokens_out``: the same
         prompt was sent, its output is taken as the answer's). A :func:`failure` the server
-        answered with HTTP 200 (an answer that could not be read) was paid: a call at its own
-        tokens. A refusal (HTTP 4xx or 5xx) or a request that never left was not paid.
+        answered with HTTP 200 (an answer that could not be used) was paid: a call at its own
+        tokens, and so was an answer saved as usable that a later check refused (journaled
+        before the check existed; the step was asked again). A refusal (HTTP 4xx or 5xx) or a
+        request that never left was not paid.
         """
         calls = t_in = t_out = 0
         rows = [c for c in self.store.model_calls(self.run_id) if c["step"] == step]
@@ -194,7 +197,7 @@ class CallJournal:
                 continue
             if c["answer"] is None:
                 calls, t_in, t_out = calls + 1, t_in + tokens_in, t_out + tokens_out
-            elif json.loads(c["answer"])["error"].get("status") == 200:
+            elif not is_failure(c["answer"]) or json.loads(c["answer"])["error"].get("status") == 200:
                 calls, t_in, t_out = calls + 1, t_in + (c["tokens_in"] or 0), t_out + (c["tokens_out"] or 0)
         return calls, t_in, t_out
 

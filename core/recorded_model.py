@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.data import FinalTurn, Recording, ToolCallTurn, recorded_runs
+from core.data import DataError, FinalTurn, Recording, ToolCallTurn, recorded_runs
 from core.errors import ResolverError
 from core.state import Message
+from core.toolschema import turn_problem
 
 MODEL_ROUTE_PREFIX = "recorded"
 
@@ -32,6 +33,12 @@ class RecordedModel:
 
     Raises:
         NoRecording: no such recording (the message lists the ones there are).
+        DataError: a turn of it holds what a run cannot keep as its evidence or outcome
+            (:func:`core.toolschema.turn_problem`: a NUL character, a lone surrogate, NaN,
+            nesting deeper than 32, a tool name no tool can have): refused before the run is
+            saved, since every replay would meet it at the same step. A read-only tool's
+            arguments of the wrong kind (a list for an ID) are replayed: the world answers them
+            with a sentence, as a live model's next step would read it.
     """
 
     def __init__(self, task_id: str, variant: str, model: str, repeat: int, recordings: Path | None = None) -> None:
@@ -42,6 +49,10 @@ class RecordedModel:
             raise NoRecording(f"No recorded run of {task_id} for {variant}/{model} repeat {repeat}; there are {have}.")
         self.recording: Recording = match[0]
         self.route = f"{MODEL_ROUTE_PREFIX}:{variant}/{model}#{repeat}"
+        for n, turn in enumerate(self.recording.turns, 1):
+            said = turn_problem(turn)
+            if said is not None:
+                raise DataError(f"The recording {variant}/{model}#{repeat} of {task_id} cannot be replayed: in turn {n}, {said}.")
 
     def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
         """The model's next turn for this working context.

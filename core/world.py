@@ -47,6 +47,69 @@ TOOL_ARGS = {
     "get_customer": ("customer_id",),
     "get_policy": ("rule_id",),
 }
+"""Each read-only tool's arguments, by name: every one is required, and no other is taken."""
+
+MAX_ARG_CHARS = 100
+"""The longest value a read-only tool's argument may have, in characters. The world's IDs are
+at most 12 (``PAY-507862-2``); 100 leaves room for IDs of other shops while a model's essay or a
+pasted document in an ID is refused before it reaches a query."""
+
+
+def tool_args_problem(tool: str, args: Any) -> str | None:
+    """Why ``args`` are not the arguments of the read-only tool ``tool`` (one clause, no final
+    period), else None.
+
+    The arguments are a JSON object holding exactly the tool's own (:data:`TOOL_ARGS`), each a
+    string of 1 to :data:`MAX_ARG_CHARS` printable characters: no NUL or other control
+    character, no line break, no lone surrogate. The tools look their argument up in SQL, and a
+    value of another kind (a list, a number, null, an object) or text the database cannot hold
+    would fail there and be blamed on the store; refused here, it is the model's mistake, said
+    in a sentence it can read and correct. The clause never repeats a value, and names the
+    model's own keys only as ASCII, cut to 40 characters.
+    """
+    if not isinstance(tool, str) or tool not in TOOL_ARGS:
+        return f"No tool {_shown(tool)}; the tools are {', '.join(READ_TOOLS)}"
+    names = TOOL_ARGS[tool]
+    if not isinstance(args, dict):
+        return f"{tool} takes an object of arguments ({', '.join(names)}), not {_kind(args)}"
+    if set(args) != set(names):
+        given = ", ".join(_shown(k, quote=False) for k in sorted(map(str, args))[:5]) or "nothing"
+        return f"{tool} takes {', '.join(names)}, not {given}"
+    for name in names:
+        value = args[name]
+        if not isinstance(value, str):
+            return f"{tool} takes {name} as text, not {_kind(value)}"
+        if not value:
+            return f"{tool} takes {name} as text of 1 to {MAX_ARG_CHARS} characters, not an empty string"
+        if len(value) > MAX_ARG_CHARS:
+            return f"{tool} takes {name} as text of 1 to {MAX_ARG_CHARS} characters, not {len(value)}"
+        odd = next((ch for ch in value if not ch.isprintable()), None)
+        if odd is not None:
+            return f"{tool} takes {name} as one line of printable text, not text holding U+{ord(odd):04X}"
+    return None
+
+
+def _kind(value: Any) -> str:
+    """What a JSON value is, for a sentence: ``a list``, ``a number``, ``null`` ..."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list | tuple):
+        return "a list"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+def _shown(text: Any, quote: bool = True) -> str:
+    """A name the model gave, safe in a sentence: ASCII only (``ascii()``, which escapes control
+    characters and lone surrogates), cut to 40 characters."""
+    value = str(text)
+    shown = ascii(value[:40] + ("..." if len(value) > 40 else ""))
+    return shown if quote else shown[1:-1]
 
 
 class ServiceRefused(ResolverError):
@@ -63,7 +126,9 @@ class TransientServiceError(ResolverError):
 
 
 class UnknownTool(ResolverError):
-    """The agent asked for a tool that does not exist or with the wrong arguments."""
+    """The agent asked for a tool that does not exist or with the wrong arguments
+    (:func:`tool_args_problem`): the run goes on, the sentence becomes the call's result, which
+    the model reads at its next step and may correct."""
 
 
 def derived_id(prefix: str, operation_id: str) -> str:
@@ -198,8 +263,13 @@ class World(Protocol):
     def call_tool(self, tool: str, args: dict[str, Any]) -> Any:
         """Run one read-only tool and return its JSON-ready evidence.
 
+        ``tool`` and ``args`` are the model's, as it gave them (any JSON value may be there), and
+        they are checked before any query (:func:`tool_args_problem`): a value the model chose
+        never reaches the database as anything but a string it may hold, so it is never blamed
+        on the store.
+
         Raises:
-            UnknownTool: no such tool, or arguments other than the tool's own.
+            UnknownTool: no such tool, or arguments that are not the tool's own (one sentence).
         """
         ...
 

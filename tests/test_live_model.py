@@ -21,6 +21,8 @@ from helpers import stub_config, stub_route
 FIXTURES = Path(__file__).parent / "fixtures"
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 RUN = "T-65273-agent-stub-1"
+PAID_TWICE = "resolve (rule W7) | 5 model call(s), 2 tool call(s) | 11935 tokens in, 284 out | US$0.00134"
+"""The seed's outcome with two unusable answers at step 2 paid: 7155 + 2 x 2390 tokens in, 192 + 2 x 46 out."""
 
 
 def route(stub, **kw) -> LiveRoute:
@@ -51,13 +53,29 @@ def test_a_live_route_replaying_t65273_prints_the_seed_outcome(home, stub):
         ([], "wrong", "refused the key in $STUB_KEY (HTTP 401)", SEED_OUTCOME),
         ([429, 429], None, "is limiting the rate (HTTP 429) after 2 attempt(s)", SEED_OUTCOME),
         ([500, 503], None, "answered HTTP 503 (2 attempt(s))", SEED_OUTCOME),
-        # an HTTP 200 that cannot be used was paid: one more call, at the tokens it gave (none / step 2's)
-        (["malformed"], None, "gave an answer that cannot be read (no token usage)", SEED_OUTCOME.replace("3 model", "4 model")),
+        # An HTTP 200 that cannot be used is retried as a server error is (max_retries = 1: two
+        # attempts, so two such answers end the step), and each was paid: two more calls than the
+        # seed's three, at the tokens each gave: none for a 200 without usage, step 2's (2390 in,
+        # 46 out) for a tool call the stub answers at step 2 with other arguments.
         (
-            ["bad-args"],
+            ["malformed"] * 2,
             None,
-            "the arguments of 'get_payments' are not JSON",
-            "resolve (rule W7) | 4 model call(s), 2 tool call(s) | 9545 tokens in, 238 out | US$0.00107",
+            "gave no usable answer in 2 attempt(s) (the last: no token usage)",
+            SEED_OUTCOME.replace("3 model", "5 model"),
+        ),
+        (["bad-args"] * 2, None, "(the last: the arguments of 'get_payments' are not JSON)", PAID_TWICE),
+        # the trial's answers: get_order with a list, and with an integer, for its ID
+        (
+            [{"name": "get_order", "arguments": '{"order_id": ["LK-507862"]}'}] * 2,
+            None,
+            "(the last: get_order takes order_id as text, not a list)",
+            PAID_TWICE,
+        ),
+        (
+            [{"name": "get_order", "arguments": '{"order_id": 507862}'}] * 2,
+            None,
+            "(the last: get_order takes order_id as text, not a number)",
+            PAID_TWICE,
         ),
     ],
 )

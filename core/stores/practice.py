@@ -31,8 +31,6 @@ from core.data import Fault, WorldData, load_policy
 from core.errors import ResolverError
 from core.state import EFFECT_TABLES, Action, Precondition, cad
 from core.world import (
-    READ_TOOLS,
-    TOOL_ARGS,
     WRITE_SERVICES,
     PreconditionFailed,
     ServiceRefused,
@@ -44,6 +42,7 @@ from core.world import (
     _reship_args,
     derived_id,
     same_call,
+    tool_args_problem,
 )
 
 SERVICE_DELAY_ENV = "RESOLVER_SERVICE_DELAY_S"
@@ -229,18 +228,25 @@ class PracticeWorld:
     def call_tool(self, tool: str, args: dict[str, Any]) -> Any:
         """Run one read-only tool and return its JSON-ready evidence.
 
+        ``tool`` and ``args`` are the model's as it gave them (a live answer, or a recording's
+        turn: any JSON value may be there). They are checked before any SQL
+        (:func:`core.world.tool_args_problem`: exactly the tool's own arguments, each a string of
+        1 to 100 printable characters), so a list, a number, null, a huge string or one holding
+        NUL never reaches a query, where SQLite's or PostgreSQL's error would blame the store for
+        the model's value.
+
         Raises:
-            UnknownTool: no such tool, or arguments other than the tool's own.
+            UnknownTool: no such tool, or arguments that are not the tool's own (one sentence,
+                which the runner gives the model as the call's result).
         """
-        if tool not in TOOL_ARGS:
-            raise UnknownTool(f"No tool {tool!r}; the tools are {', '.join(READ_TOOLS)}.")
-        if set(args) != set(TOOL_ARGS[tool]):
-            raise UnknownTool(f"{tool} takes {', '.join(TOOL_ARGS[tool])}, not {', '.join(sorted(args)) or 'nothing'}.")
+        _check(tool, args)
         return getattr(self, tool)(**args)
 
     def read_tool(self, tool: str, args: dict[str, Any]) -> tuple[Any, int]:
         """:meth:`core.world.World.read_tool`: the tool's result and the register's number, read in
-        one snapshot (:meth:`_snapshot`). Raises UnknownTool."""
+        one snapshot (:meth:`_snapshot`). Raises UnknownTool (:meth:`call_tool`), before the
+        snapshot is opened."""
+        _check(tool, args)
         with self._snapshot() as conn:
             result = self.call_tool(tool, args)
             seq = _max_seq(conn)
@@ -253,7 +259,11 @@ class PracticeWorld:
             return _max_seq(conn)
 
     def get_order(self, order_id: str) -> dict[str, Any]:
-        """The order with its lines (CAD as strings), or ``{"error": ...}``."""
+        """The order with its lines (CAD as strings), or ``{"error": ...}``.
+
+        Raises UnknownTool, before any query, for an ``order_id`` that is not a tool's argument
+        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        _check("get_order", {"order_id": order_id})
         with self._connect() as conn:
             order = conn.execute("SELECT * FROM orders WHERE order_id = ?", (order_id,)).fetchone()
             if order is None:
@@ -266,25 +276,41 @@ class PracticeWorld:
         return {**dict(order), "currency": "CAD", "lines": [dict(l) for l in lines]}
 
     def get_payments(self, order_id: str) -> list[dict[str, Any]]:
-        """Every payment of the order: amount, refunded so far, status (captured|refunded)."""
+        """Every payment of the order: amount, refunded so far, status (captured|refunded).
+
+        Raises UnknownTool, before any query, for an ``order_id`` that is not a tool's argument
+        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        _check("get_payments", {"order_id": order_id})
         with self._connect() as conn:
             rows = conn.execute("SELECT * FROM payments WHERE order_id = ? ORDER BY payment_id", (order_id,)).fetchall()
         return [{**dict(r), "currency": "CAD"} for r in rows]
 
     def get_shipment(self, order_id: str) -> list[dict[str, Any]]:
-        """The order's shipments with carrier, tracking and dates."""
+        """The order's shipments with carrier, tracking and dates.
+
+        Raises UnknownTool, before any query, for an ``order_id`` that is not a tool's argument
+        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        _check("get_shipment", {"order_id": order_id})
         with self._connect() as conn:
             rows = conn.execute("SELECT * FROM shipments WHERE order_id = ? ORDER BY shipment_id", (order_id,)).fetchall()
         return [dict(r) for r in rows]
 
     def get_customer(self, customer_id: str) -> dict[str, Any]:
-        """The customer, or ``{"error": ...}``."""
+        """The customer, or ``{"error": ...}``.
+
+        Raises UnknownTool, before any query, for a ``customer_id`` that is not a tool's argument
+        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        _check("get_customer", {"customer_id": customer_id})
         with self._connect() as conn:
             row = conn.execute("SELECT * FROM customers WHERE customer_id = ?", (customer_id,)).fetchone()
         return dict(row) if row else {"error": f"No customer {customer_id}"}
 
     def get_policy(self, rule_id: str) -> dict[str, Any]:
-        """The text of policy rule ``rule_id`` (W1...Wn)."""
+        """The text of policy rule ``rule_id`` (W1...Wn).
+
+        Raises UnknownTool, before any query, for a ``rule_id`` that is not a tool's argument
+        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        _check("get_policy", {"rule_id": rule_id})
         for rule in load_policy().rules:
             if rule.rule_id == rule_id:
                 return rule.model_dump()
@@ -627,6 +653,14 @@ class PracticeWorld:
         """How many register rows ``operation_id`` has (0 or 1: it is the primary key)."""
         with self._connect() as conn:
             return conn.execute("SELECT COUNT(*) FROM operations WHERE operation_id = ?", (operation_id,)).fetchone()[0]
+
+
+def _check(tool: str, args: Any) -> None:
+    """Raise UnknownTool with :func:`core.world.tool_args_problem`'s sentence when ``args`` are
+    not ``tool``'s own arguments (no query is made before this passes)."""
+    problem = tool_args_problem(tool, args)
+    if problem is not None:
+        raise UnknownTool(f"{problem}.")
 
 
 def _max_seq(conn: Any) -> int:
