@@ -13,8 +13,10 @@ Each rule is checked against three sources: the ticket (its order and customer, 
 started with them), the evidence the agent read, and the practice world's records (orders,
 their lines, payments, what has been refunded). The rules, with where each comes from:
 
-- **P1, a kind the policy knows**: each action's kind has an approval limit in the policy
-  (``data/policy.json``'s ``approval_limits``); a kind nobody may approve is not proposed.
+- **P1, an action the policy knows, written whole**: each action's kind has an approval limit in
+  the policy (``data/policy.json``'s ``approval_limits``; a kind nobody may approve is not
+  proposed), and the action has its kind's fields, each of its type (a refund without its
+  payment is not a refund).
 - **P2, amounts and quantities that move something**: a refund's amount is strictly positive
   and a reship's quantity a whole number of at least 1. A negative line is how claims systems
   let a total fall below an approval limit (119.00 and -100.00 on one payment summed to 19.00,
@@ -33,6 +35,9 @@ their lines, payments, what has been refunded). The rules, with where each comes
 - **P7, items of the order**: a reship's or return label's item (SKU) is on the order, a reship's
   quantity (summed over the proposal's reships of that item) at most what was ordered (policy
   rules W3, W5, W6: the same SKU and quantity), and at most one return label per item.
+- **P8, an outcome that agrees with its actions**: a ``reply`` or a ``hand_to_person`` lists no
+  action (policy rules W2 and W10: a reply only, no action proposed). The model saying "reply
+  only" beside a refund is ambiguous; the rules refuse rather than guess which it meant.
 - **P0, a ticket whose facts agree**: the ticket's order exists in the world and belongs to the
   ticket's customer. Where they disagree the rules refuse every action rather than guess which
   of the two is right.
@@ -60,13 +65,14 @@ PROPOSED_KINDS = ("request_refund", "reship_item", "create_return_label")
 
 RULES: dict[str, str] = {
     "P0": "the ticket's facts agree",
-    "P1": "a kind the policy knows",
+    "P1": "an action the policy knows, written whole",
     "P2": "amounts and quantities that move something",
     "P3": "the ticket's order",
     "P4": "a payment of its order",
     "P5": "within what the payment captured",
     "P6": "lines within one payment together",
     "P7": "items of the order",
+    "P8": "an outcome that agrees with its actions",
 }
 """Each proposal rule's ID and title (see the module's docstring for what each checks and why)."""
 
@@ -148,7 +154,12 @@ class WorldFacts:
         return self._seen[order_id]
 
     def _read(self, order_id: str) -> OrderFacts | None:
-        got = self.world.get_order(order_id)
+        from core.world import UnknownTool
+
+        try:
+            got = self.world.get_order(order_id)
+        except UnknownTool:  # an ID that is not one (a line break, a control character): no such order
+            return None
         if not isinstance(got, dict) or "error" in got or "customer_id" not in got:
             return None
         lines: dict[str, int] = {}
@@ -208,6 +219,21 @@ def _v(value: Any) -> str:
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 
+def outcome_problems(outcome: str, raw: Sequence[Any]) -> list[Broken]:
+    """P8: a ``reply`` or ``hand_to_person`` outcome with actions (``raw``, the model's ``finish``
+    as given) is refused with one sentence; a ``resolve`` is checked by the other rules."""
+    if outcome == "resolve" or not raw:
+        return []
+    return [
+        Broken(
+            "P8",
+            0,
+            f"the outcome is {_v(outcome)}, which proposes no action, but the finish lists {len(raw)} action(s); "
+            "the rules refuse rather than guess which was meant.",
+        )
+    ]
+
+
 def shape_problems(raw: Sequence[Any], policy: PolicyData | None = None) -> list[Broken]:
     """The rules a proposal's raw actions (the model's ``finish``, JSON objects) break before
     they are read as actions: P1 for a kind that is not proposed or that the policy has no limit
@@ -246,6 +272,26 @@ def shape_problems(raw: Sequence[Any], policy: PolicyData | None = None) -> list
             q = action.get("quantity")
             if isinstance(q, bool) or not isinstance(q, int) or q < 1:
                 out.append(Broken("P2", n, f"line {n} reships {_v(q)} of an item; a quantity is a whole number of at least 1."))
+    return out
+
+
+def unreadable(raw: Sequence[Any]) -> list[Broken]:
+    """P1 for each of the model's raw actions that does not read as an action of its kind (a
+    field missing, extra or of the wrong type), one sentence each naming the first field wrong.
+    Call after :func:`shape_problems` (which says an unknown kind apart)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    one: TypeAdapter[Any] = TypeAdapter(ProposedAction)
+    out: list[Broken] = []
+    for n, action in enumerate(raw, 1):
+        try:
+            one.validate_python(action)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"][1:]) or "the action"
+            kind = action.get("type") if isinstance(action, dict) else None
+            said = one_line(first["msg"])[:120].rstrip(".")  # pydantic's words, never the model's value
+            out.append(Broken("P1", n, f"line {n} is not a whole {_v(kind)}: {_v(where)}: {said}."))
     return out
 
 

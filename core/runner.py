@@ -25,7 +25,7 @@ from core.executor import LEASE_TTL_S
 from core.identity import new_run_uid
 from core.model import LiveRoute, Model, live_route_of, model_for, price_model, recorded_route
 from core.pricing import cost_usd, show_usd
-from core.proposal_rules import Broken, TicketFacts, WorldFacts, problems, refusal, shape_problems
+from core.proposal_rules import TicketFacts, WorldFacts, outcome_problems, problems, refusal, shape_problems, unreadable
 from core.recorded_model import repeats_of
 from core.safetext import one_line, run_id_problem
 from core.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState, action_short
@@ -141,28 +141,20 @@ def _finish(state: TaskState, turn: FinalTurn, world: World) -> None:
     approved or written), its reason is one sentence per broken rule, and the trace holds a
     ``proposal_refused`` event with what the model proposed and a ``rule_broken`` event per rule."""
     policy = load_policy()
-    broken: list[Broken] = []
     proposal: Proposal | None = None
     offered = turn.outcome == "resolve" and bool(turn.actions)
-    if offered:
-        broken = shape_problems(turn.actions, policy)
+    broken = outcome_problems(turn.outcome, turn.actions) or (shape_problems(turn.actions, policy) if offered else [])
     if not broken:
-        try:
-            actions = _actions.validate_python(turn.actions)
-        except ValidationError as exc:
+        broken = unreadable(turn.actions)
+    if not broken:
+        actions = _actions.validate_python(turn.actions)
+        if offered:
+            ticket = TicketFacts(order_id=state.order_id, customer_id=state.customer_id)
+            broken = problems(actions, ticket, WorldFacts(world), state.evidence, policy)
+        if not broken:
             proposal = Proposal(
-                outcome="hand_to_person",
-                rule=turn.rule,
-                reason=f"The model proposed malformed actions: {exc.errors()[0]['msg']}",
+                outcome=turn.outcome, rule=turn.rule, reason=turn.reason, actions=actions, reply_draft=turn.reply_draft
             )
-        else:
-            if offered:
-                ticket = TicketFacts(order_id=state.order_id, customer_id=state.customer_id)
-                broken = problems(actions, ticket, WorldFacts(world), state.evidence, policy)
-            if not broken:
-                proposal = Proposal(
-                    outcome=turn.outcome, rule=turn.rule, reason=turn.reason, actions=actions, reply_draft=turn.reply_draft
-                )
     if broken:
         proposal = Proposal(outcome="hand_to_person", rule=turn.rule, reason=refusal(broken))
         proposed = _proposed(turn.actions)

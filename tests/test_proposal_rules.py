@@ -147,6 +147,46 @@ def test_p7_items_and_quantities_of_the_order(home):
     assert broken([label(), label()], home, T90103) == ["P7:1"]
 
 
+def test_p8_a_reply_or_a_hand_over_that_lists_actions_is_refused_rather_than_guessed():
+    from core.proposal_rules import outcome_problems
+
+    assert [b.rule for b in outcome_problems("reply", [refund("119.00")])] == ["P8"]
+    assert [b.rule for b in outcome_problems("hand_to_person", [refund("119.00")])] == ["P8"]
+    assert outcome_problems("reply", []) == [] and outcome_problems("resolve", [refund("119.00")]) == []
+
+
+def test_p1_an_action_without_its_fields_is_one_sentence_per_line():
+    from core.proposal_rules import unreadable
+
+    said = unreadable(
+        [{**refund("1.00"), "payment_id": None}, {"type": "reship_item", "order_id": "LK-640436", "sku": "PLANTER"}]
+    )
+    assert [(b.rule, b.line) for b in said] == [("P1", 1), ("P1", 2)]
+    assert said[0].sentence.startswith("line 1 is not a whole request_refund: payment_id: ")
+    assert said[1].sentence == "line 2 is not a whole reship_item: quantity: Field required."
+
+
+@pytest.mark.parametrize(
+    ("finish", "rule"),
+    [
+        ({"outcome": "reply", "actions": [refund("119.00")]}, "P8"),
+        ({"outcome": "resolve", "actions": [{**refund("119.00"), "reason_code": 7}]}, "P1"),
+        ({"outcome": "resolve", "actions": [reship("LINEN-THROW", 10**17, "LK-507862")]}, "P7"),
+    ],
+)
+def test_a_finish_that_cannot_be_offered_is_handed_to_a_person_and_saved(home, stub, finish, rule):
+    """A reply that lists a refund, an action without its fields, a reship of 10**17 items (the
+    queue's amount would not fit its column): each is handed to a person with its rule, and the
+    run is saved (no store error from the model's numbers)."""
+    final = stub.turns[-1]
+    assert isinstance(final, FinalTurn)
+    stub.turns[-1] = final.model_copy(update=finish)
+    state = home.run("T-65273", live=stub_route(stub))
+    saved = home.store.load(state.run_id)
+    assert saved.status == "handed_to_person" and saved.proposal is not None and saved.proposal.actions == []
+    assert [e.data["rule"] for e in saved.events if e.kind == "rule_broken"] == [rule]
+
+
 def test_p0_a_ticket_whose_facts_disagree_refuses_every_action_rather_than_guess(home):
     assert broken([refund("119.00")], home, TicketFacts("LK-507862", "C-1003")) == ["P0:0"]
     assert broken([refund("119.00")], home, TicketFacts("LK-000001", "C-1001")) == ["P0:0"]
