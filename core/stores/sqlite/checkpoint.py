@@ -388,8 +388,8 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         if self._journal_key_of is None:
             raise UnsupportedStoreFormat(
                 f"The checkpoint store {self.path} holds {len(rows)} journaled model call(s) of an earlier release, which are "
-                "sealed with the home's key when it is upgraded; open the home once with resolver (any command that "
-                "writes, `resolver runs` for one) first. Nothing was changed."
+                "sealed with the home's key when it is upgraded; open the home once with resolver (`resolver runs`, for "
+                "one) first. Nothing was changed."
             )
         key = self._sealing_key(lambda: int(conn.execute(_IN_FLIGHT).fetchone()[0]))
         conn.executemany(
