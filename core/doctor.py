@@ -3,8 +3,10 @@
 Each line is ``ok``, ``warn`` or ``FAIL``, a fact and, when something is wrong, what to do:
 which home is in use and why (flag, environment, config file, default), the modes of the home
 (0700) and its files (0600), the approval key's strength, the integrity of both databases
-(``PRAGMA integrity_check``), the audit's append-only triggers, the stored formats and schema
-versions, and the versions of the dependencies against the declared floors. It only reads: it
+(``PRAGMA integrity_check``), the audit's append-only triggers, the journal of model calls
+(one FAIL line per run whose journal holds a row its runner did not write: a SQLite row whose
+seal does not verify with the home's key, a team store's row an approver's user wrote), the
+stored formats and schema versions, and the versions of the dependencies against the declared floors. It only reads: it
 opens the databases read-only and never creates or repairs anything (issue 13).
 """
 
@@ -199,6 +201,53 @@ def _audit_lines(root: Path, kind: str) -> list[str]:
     return [_line("FAIL", f"audit: {p}") for p in report.problems]
 
 
+def journal_lines(problems: list[dict[str, object]], rows: int) -> list[str]:
+    """``doctor``'s lines on the journal of model calls: one FAIL line per run whose journal
+    holds rows its runner did not write (``problems``, :meth:`core.store.Store.journal_problems`:
+    its resume is refused until they go), else one ok line when there are ``rows``."""
+    runs: dict[str, list[dict[str, object]]] = {}
+    for problem in problems:
+        runs.setdefault(str(problem["run_id"]), []).append(problem)
+    if not runs:
+        return [_line("ok", f"journal of model calls: {rows} row(s), each written by its run's runner")] if rows else []
+    lines = []
+    for run_id, found in runs.items():
+        shown = "; ".join(f"step {p['step']} attempt {p['attempt']}: {p['why']}" for p in found[:5])
+        lines.append(
+            _line(
+                "FAIL",
+                f"journal of run {run_id}: {len(found)} row(s) its runner did not write ({shown}), so its resume is refused; "
+                "delete those rows from model_calls (the step is asked again) or the run.",
+            )
+        )
+    return lines
+
+
+def _sqlite_journal_lines(root: Path) -> list[str]:
+    """The journal's lines of the SQLite home ``root``, read only: each row's seal checked with
+    the home's ``approval.key`` (never made here); nothing for a store not yet sealed (an
+    earlier format, sealed at its upgrade). A missing key with sealed rows is a FAIL line: a new
+    key would leave every row untrusted."""
+    from core.stores import folder_journal_key
+    from core.stores.common import journal_key, seal_verdict
+    from core.stores.sqlite.files import read_only_journal
+
+    path = root / "runs.sqlite"
+    if not path.is_file():
+        return []
+    try:
+        rows = read_only_journal(path)
+        if not rows:
+            return []
+        key = journal_key(folder_journal_key(root, make=False)(lambda: 0))
+    except ResolverError as exc:
+        return [_line("FAIL", f"journal of model calls: cannot be checked ({exc})")]
+    problems = [
+        {"run_id": r[0], "step": r[1], "attempt": r[2], "why": why} for r in rows if (why := seal_verdict(key, r)) is not None
+    ]
+    return journal_lines(problems, len(rows))
+
+
 def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
     """The team store's lines (issue 23): the server and schema version read without changing
     anything; when the schema is this resolver's, the audit as ``audit verify`` checks it."""
@@ -216,8 +265,14 @@ def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
     except ResolverError as exc:
         return [*lines, _line("FAIL", f"audit: cannot be checked ({exc})")]
     if report.ok:
-        return [*lines, _line("ok", report.lines()[0].removeprefix("Audit: ").rstrip(".").join(("audit: ", "")))]
-    return [*lines, *(_line("FAIL", f"audit: {p}") for p in report.problems)]
+        lines.append(_line("ok", report.lines()[0].removeprefix("Audit: ").rstrip(".").join(("audit: ", ""))))
+    else:
+        lines += [_line("FAIL", f"audit: {p}") for p in report.problems]
+    try:
+        lines += journal_lines(store.journal_problems(), 0)
+    except ResolverError as exc:
+        lines.append(_line("FAIL", f"journal of model calls: cannot be checked ({exc})"))
+    return lines
 
 
 def _team_kind(root: Path, url: str, usable: bool) -> str:
@@ -290,6 +345,7 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     else:
         lines += _database_lines(root / "runs.sqlite", "checkpoint store", AUDIT_TRIGGERS)
         lines += _audit_lines(root, kind)
+        lines += _sqlite_journal_lines(root)
         lines += _database_lines(root / "larkfield.sqlite", "practice world")
     lines += _dependency_lines(url is not None)
     return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

@@ -91,3 +91,22 @@ class WorldChanged(ApprovalRefused):
 class BadArgument(ResolverError):
     """A value on the command line (or naming the home) that cannot be taken as typed (exit 2;
     README, "Exit codes"); nothing changed."""
+
+
+class JournalUntrusted(ResolverError):
+    """A row of a run's journal of model calls was not written by the run's runner: a SQLite
+    row whose seal does not verify with the home's key, a team store's row stamped with an
+    approver's database user. The resume that met it is refused before anything is asked of the
+    model or proposed: only the agent's runner proposes, and a planted journal answer would
+    otherwise become its proposal. ``resolver doctor`` lists every such row.
+
+    Attributes:
+        run_id, step, attempt: the row. why: how it failed the back-end's check (a clause).
+    """
+
+    def __init__(self, run_id: str, step: int, attempt: int, why: str) -> None:
+        super().__init__(
+            f"The journal of run {run_id} holds an answer to step {step} (attempt {attempt}) that its runner did not "
+            f"write ({why}), so the resume is refused and nothing was asked or proposed; `resolver doctor` lists it."
+        )
+        self.run_id, self.step, self.attempt, self.why = run_id, step, attempt, why

@@ -51,11 +51,12 @@ from core.queue import ApprovalQueue, queue_columns
 from core.record import RECORDINGS
 from core.runner import OnStep, continue_run, start_run
 from core.state import TaskState, WorldSeen
-from core.store import QueueChanges, ShopParts, Store, lease_owner_name
+from core.store import JournalKey, QueueChanges, ShopParts, Store, lease_owner_name
 from core.stores import (
     Place,
     adopt_folder_parts,
     check_world,
+    folder_journal_key,
     open_shop_parts,
     open_store,
     open_world,
@@ -174,7 +175,9 @@ class Home:
         fresh = [] if store is not None else [p for p in (store_path(self.root), self.world_path) if not p.exists()]
         old_umask = os.umask(0o077)  # files made now are 0600 (SQLite gives WAL and SHM the database's mode)
         try:
-            self.store: Store = open_store(self._store_at, self.clock, summarize=queue_columns, afresh=afresh)
+            self.store: Store = open_store(
+                self._store_at, self.clock, summarize=queue_columns, afresh=afresh, journal_key=self._journal_key(make=True)
+            )
             try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
                 check_world(self.world_at, self.store.has_history())
                 open_world(self.world_at, self.clock)  # built on first use
@@ -226,9 +229,19 @@ class Home:
             for path in (store_path(self.root), self.world_path):
                 if not path.is_file():
                     raise ResolverError(f"{self.root} has no {path.name} and is read-only to you: nothing to read.")
-        self.store = open_store(self._store_at, self.clock, summarize=queue_columns)
+        self.store = open_store(self._store_at, self.clock, summarize=queue_columns, journal_key=self._journal_key(make=False))
         self.log = command_log(self.root)
         self.queue = ApprovalQueue(self.store, self.world_at, self.clock, self.root, kind=self.kind)
+
+    def _journal_key(self, *, make: bool) -> JournalKey | None:
+        """What seals and checks the journal of model calls of this home's SQLite store: its
+        ``approval.key`` (:func:`core.stores.folder_journal_key`), read when the store first needs
+        it; made then if missing when ``make`` (a shop home makes it even with approvals in
+        flight: its decisions are Ed25519-signed, never by this key). None on a team store, whose
+        database stamps each journal row with the user that wrote it."""
+        if self.store_url is not None:
+            return None
+        return folder_journal_key(self.root, make=make, in_flight_ok=self.kind == "shop")
 
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random

@@ -89,8 +89,15 @@ class CheckpointStore(_SqliteStore):
     actions), so a run saved here shows in the queue and in an approver's "mine" as one saved by
     ``resolver run`` does (issue 22).
 
+    It is opened without the home's key (the lesson replays recordings only): the journal of
+    live model calls, whose rows are sealed with a key derived from ``approval.key``, is neither
+    written nor taken here (each refused with one sentence), and a store of an earlier format
+    whose journal holds rows is refused until resolver opens the home once (the upgrade seals
+    them with the key); see :class:`core.stores.sqlite.checkpoint.CheckpointStore`.
+
     Raises:
         ShopRefused: the folder is a shop home.
+        UnsupportedStoreFormat: an earlier format's store with journal rows to seal.
     """
 
     def __new__(cls, path: Path | str | None = None, clock: Clock | None = None) -> Any:

@@ -155,7 +155,10 @@ def price_model(state: TaskState) -> str:
 
 
 class CallJournal:
-    """One run's journal of model calls in its store (issue 26), keyed by step and attempt.
+    """One run's journal of model calls in its store, keyed by step and attempt. Only the run's
+    runner writes it; the store checks every row it reads back (a SQLite row's seal, a team
+    store's writer), so a row planted by anyone else is never taken for the model's answer
+    (:class:`~core.errors.JournalUntrusted`) nor counted as paid.
 
     Args:
         store: the run's store (:meth:`~core.store.Store.journal_attempt` and the rest).
@@ -167,7 +170,12 @@ class CallJournal:
         self.store, self.run_id, self.route = store, run_id, route
 
     def answered(self, step: int) -> str | None:
-        """The raw answer already received for ``step``, or None."""
+        """The raw answer already received for ``step``, or None.
+
+        Raises:
+            JournalUntrusted: a row of the step was not written by the run's runner: nothing
+                is asked or proposed (one sentence naming the run, step and attempt).
+        """
         return self.store.journal_answered(self.run_id, step)
 
     def attempt(self, step: int) -> int:
@@ -187,10 +195,11 @@ class CallJournal:
         answered with HTTP 200 (an answer that could not be used) was paid: a call at its own
         tokens, and so was an answer saved as usable that a later check refused (journaled
         before the check existed; the step was asked again). A refusal (HTTP 4xx or 5xx) or a
-        request that never left was not paid.
+        request that never left was not paid. A row the run's runner did not write
+        (``trusted`` not True) is no call of this run: it counts nothing.
         """
         calls = t_in = t_out = 0
-        rows = [c for c in self.store.model_calls(self.run_id) if c["step"] == step]
+        rows = [c for c in self.store.model_calls(self.run_id) if c["step"] == step and c.get("trusted") is True]
         answered = max((c["attempt"] for c in rows if c["answer"] is not None and not is_failure(c["answer"])), default=0)
         for c in rows:
             if c["attempt"] == answered:

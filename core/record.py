@@ -51,7 +51,8 @@ def turns_of(store: Store, state: TaskState) -> list[ToolCallTurn | FinalTurn]:
 
     Raises:
         ResolverError: the run did not end with the model's final turn (it was stopped, handed
-            to a person for its budget, or a step has no answer in the journal).
+            to a person for its budget, or a step has no answer in the journal), or its journal
+            holds a row its runner did not write (a recording must be what the model said).
     """
     from core.live_model import turn_of
 
@@ -59,6 +60,11 @@ def turns_of(store: Store, state: TaskState) -> list[ToolCallTurn | FinalTurn]:
         raise ResolverError(f"Run {state.run_id} ended {state.status} without the model's outcome; nothing was recorded.")
     answers: dict[int, str] = {}
     for row in store.model_calls(state.run_id):
+        if row.get("trusted") is not True:  # a row its runner did not write is no turn of this run
+            raise ResolverError(
+                f"Run {state.run_id}'s journal holds a row its runner did not write (step {row['step']}, attempt "
+                f"{row['attempt']}: {row['why'] or 'it cannot be checked'}); nothing was recorded."
+            )
         if row["answer"] is not None and not is_failure(row["answer"]):
             answers[row["step"]] = row["answer"]
     turns: list[ToolCallTurn | FinalTurn] = []

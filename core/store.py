@@ -71,6 +71,7 @@ __all__ = [
     "AuditReader",
     "AuditRow",
     "CrashHook",
+    "JournalKey",
     "Lease",
     "QueueChanges",
     "QueueColumns",
@@ -125,6 +126,13 @@ CrashHook = Callable[[str], None]
 ``step`` or ``answer``) at each crash point; it may end the process there."""
 
 _crash_hook: CrashHook | None = None
+
+JournalKey = Callable[[Callable[[], int]], bytes]
+"""Where a SQLite store gets its home's approval key, from which the key that seals its journal
+of model calls is derived (:func:`core.stores.common.journal_key`): called with a function that
+counts the approvals in flight (:func:`core.approval.load_key`'s ``in_flight``, asked only when
+the key must be made), it returns the key's bytes or raises ApprovalKeyError. A team store needs
+none: its database stamps each journal row with the user that wrote it."""
 
 
 def set_crash_hook(hook: CrashHook | None) -> None:
@@ -493,13 +501,22 @@ class Store(AuditLog, Protocol):
 
     # -- housekeeping ---------------------------------------------------------------------------
 
-    # the journal of live model calls (issue 26): written through, each its own transaction.
-    # Rows are keyed by (run, step, attempt): an attempt is written before it is sent, then
-    # answered with the raw answer or a failure record ({"error": {"status", "body"}}).
+    # the journal of live model calls: written through, each its own transaction. Rows are
+    # keyed by (run, step, attempt): an attempt is written before it is sent, then answered with
+    # the raw answer or a failure record ({"error": {"status", "body"}}). Only the run's runner
+    # writes them, and every read checks it (core.stores.common.ModelCallJournal): a SQLite row
+    # carries a seal made with the home's key, a team store's row the database user that wrote
+    # it (stamped by the database, migration 17). A row that fails the check is never taken for
+    # an answer nor counted as paid: a planted answer would become the runner's proposal.
 
     def journal_attempt(self, run_id: str, step: int, route: str) -> int:
         """Record, committed, that the next attempt at ``step``'s model call (``route``, the run's
-        model route) is about to be sent; returns its number (1, 2, ... per step)."""
+        model route) is about to be sent; returns its number (1, 2, ... per step).
+
+        Raises ResolverError (one sentence, nothing written) when this store may not write the
+        journal: a SQLite store opened without its home's key; a team store's user that is not
+        the runner's (a refusal of the database, as :class:`~core.errors.ApprovalRefused` or
+        :class:`~core.errors.DatabaseRefused`)."""
         ...
 
     def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
@@ -512,21 +529,38 @@ class Store(AuditLog, Protocol):
         that cannot be used (paid: its usage in tokens as the answer reported it, 0 when it did
         not). :func:`core.model.is_failure` tells the two apart: a chat completion never has a
         top-level ``error``. ``tokens_in`` and ``tokens_out`` are the answer's usage in tokens.
-        Raises ResolverError for an attempt never recorded."""
+        Raises ResolverError for an attempt never recorded or a store that may not write it
+        (:meth:`journal_attempt`), JournalUntrusted when the attempt's row was changed since its
+        runner wrote it."""
         ...
 
     def journal_answered(self, run_id: str, step: int) -> str | None:
         """The raw answer of ``step``'s latest answered attempt, else None (resume uses it instead
         of a second call). It may be a failure record (:meth:`journal_answer`): the caller checks
-        :func:`core.model.is_failure` and asks again rather than act on it."""
+        :func:`core.model.is_failure` and asks again rather than act on it.
+
+        Raises:
+            JournalUntrusted: a row of the step was not written by the run's runner (one
+                sentence naming the run, step and attempt): the resume stops before any call.
+            ResolverError: the store cannot check its rows (a SQLite store opened without its
+                home's key).
+        """
         ...
 
     def model_calls(self, run_id: str) -> list[dict[str, Any]]:
         """The run's journal by step and attempt: ``{"step", "attempt", "route", "sent_at",
-        "answer", "tokens_in", "tokens_out", "answered_at"}``; ``answer`` is None while the
-        attempt is in flight (sent, never answered: a kill or a timeout, counted as paid), else
-        the raw answer or a failure record (:meth:`journal_answer`). ``delete``, ``reset`` and so
-        ``prune`` remove a run's journal with it."""
+        "answer", "tokens_in", "tokens_out", "answered_at", "trusted", "why"}``; ``answer`` is
+        None while the attempt is in flight (sent, never answered: a kill or a timeout, counted
+        as paid), else the raw answer or a failure record (:meth:`journal_answer`); ``trusted``
+        is True for a row the run's runner wrote, False for one that failed the check (``why``
+        says how, one clause), None where the store cannot tell (a SQLite store opened without
+        its home's key). ``delete``, ``reset`` and so ``prune`` remove a run's journal with it."""
+        ...
+
+    def journal_problems(self) -> list[dict[str, Any]]:
+        """Every journal row of the store that its run's runner did not write, by run, step and
+        attempt: ``{"run_id", "step", "attempt", "why"}`` (``resolver doctor`` says one FAIL line
+        per run). Raises ResolverError when the store cannot check its rows."""
         ...
 
     def has_history(self) -> bool:

@@ -88,6 +88,31 @@ def _store_path(where: Place) -> Place:
     return where if is_team_store(where) else Path(where) / "runs.sqlite"
 
 
+def _open_store(where: Place) -> Any:
+    """The checkpoint store at ``where`` as a home opens it: a SQLite folder's with its
+    ``approval.key`` (:func:`core.stores.folder_journal_key`), which seals and checks its
+    journal of model calls (and seals an earlier format's rows at the upgrade)."""
+    from core.queue import queue_columns
+    from core.stores import folder_journal_key
+
+    key = None if is_team_store(where) else folder_journal_key(Path(where))
+    return open_store(_store_path(where), summarize=queue_columns, journal_key=key)
+
+
+def _refuse_untrusted_journal(source: Place) -> None:
+    """Refuse to copy a store whose journal of model calls holds rows its runs' runner did not
+    write (``resolver doctor`` lists them): the target seals or stamps every row it is given, so
+    a planted answer copied would become one its runner wrote. Raises ResolverError (one
+    sentence; nothing was written)."""
+    problems = _open_store(source).journal_problems()
+    if problems:
+        shown = ", ".join(f"{p['run_id']} step {p['step']} attempt {p['attempt']}" for p in problems[:SHOWN_DIFFERENCES])
+        raise ResolverError(
+            f"The journal of model calls of {_label(source)} holds {len(problems)} row(s) their run's runner did not write "
+            f"({shown}); `resolver doctor` lists them: remove them, or their runs, before copying. Nothing was written."
+        )
+
+
 def _world_place(where: Place) -> Place:
     return where if is_team_store(where) else world_path(Path(where))
 
@@ -168,6 +193,7 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         )
     if is_team_store(target) and keys:
         _check_key_files(Path(source), keys)
+    _refuse_untrusted_journal(source)
     report = StoreReport([f"Copying {_label(source)} into {_label(target)}:"])
     if is_team_store(target) and kind is not None:  # first: no home of the other kind takes it meanwhile
         from core.stores import store_kind
@@ -199,6 +225,10 @@ def copy_store(source: Place, target: Place) -> StoreReport:
             report.lines += _carry_db_users(src, dst, is_team_store(target))
     if is_team_store(source) or is_team_store(target):
         report.lines.append(_copy_parts(source, target))
+    if not is_team_store(target):  # the source's rows were its runner's: sealed with the folder's key, now in place
+        sealed = _open_store(target).seal_copied_journal()
+        if sealed:
+            report.lines.append(f"  journal: {sealed} model call(s) sealed with the target's approval.key")
     dst.copied()  # a team store's listeners read the whole queue again, once
     if not is_team_store(target) and is_team_store(source) and src.has_part("registry"):
         report.lines.append(
@@ -365,7 +395,6 @@ def verify_copy(source: Place, target: Place) -> StoreReport:
     for a difference: each is a problem of the report. Raises ResolverError when a store
     cannot be read."""
     from core.auditchain import verify_audit
-    from core.queue import queue_columns
 
     report = StoreReport(["Verified:"])
     report.problems += _parts_problems(source, target)
@@ -376,8 +405,8 @@ def verify_copy(source: Place, target: Place) -> StoreReport:
         report.problems += [f"row count of {u}" for u in unequal]
     else:
         report.lines.append("  counts equal: " + ", ".join(f"{t} {n}" for t, n in a.items() if n))
-    src_store = open_store(_store_path(source), summarize=queue_columns)
-    dst_store = open_store(_store_path(target), summarize=queue_columns)
+    src_store = _open_store(source)
+    dst_store = _open_store(target)
     runs = [row[0] for _t, _c, batch in src_rows.export_rows("runs") for row in batch if _t == "runs"]
     differing = [run_id for run_id in runs if _run_mark(src_store, run_id) != _run_mark(dst_store, run_id)]
     if differing:
@@ -445,9 +474,8 @@ def check_store(where: Place) -> StoreReport:
     report.lines.append(f"  version {have}, this resolver's")
     try:
         from core.auditchain import verify_audit
-        from core.queue import queue_columns
 
-        store = open_store(_store_path(where), summarize=queue_columns)  # first: what opening it repaired is said
+        store = _open_store(where)  # first: what opening it repaired is said
         report.problems += [f"{r} Someone dropped it: rows may have been changed." for r in store.repairs]
         counts = open_rows(where).row_counts()
         report.lines.append("  rows: " + ", ".join(f"{t} {n}" for t, n in counts.items()))
@@ -475,7 +503,6 @@ def migrate_store(where: Place) -> StoreReport:
         ResolverError: no store in a SQLite folder (``resolver init`` makes a home), a newer
             resolver's store, or one that cannot be reached (one sentence).
     """
-    from core.queue import queue_columns
     from core.stores import open_world
 
     before, latest = store_version(where)
@@ -483,7 +510,7 @@ def migrate_store(where: Place) -> StoreReport:
         raise ResolverError(f"There is no resolver store in {_label(where)}; `resolver init --home DIR` makes a home.")
     if before > latest:
         raise ResolverError(f"{_label(where)} has version {before}, written by a newer resolver (this one writes {latest}).")
-    open_store(_store_path(where), summarize=queue_columns)
+    _open_store(where)
     world = _world_place(where)
     if is_team_store(where) or Path(world).is_file():
         open_world(world)

@@ -251,3 +251,39 @@ def ticket_file(path: Path, **fields: Any) -> Path:
 
     path.write_text(json.dumps({**HOME_TICKET, **fields}))
     return path
+
+
+LIVE_RUN = "T-65273-agent-stub-1"
+"""T-65273 run on the live route ``stub`` (:func:`stub_route`)."""
+
+
+def forged_finish(stub: Any, amount: str = "24.00") -> str:
+    """A chat completion whose one tool call is ``finish``: T-65273's outcome with its refund
+    lowered to ``amount`` CAD (within an agent's limit), as the trial planted it."""
+    import json
+
+    answer = stub.answer(2)
+    function = answer["choices"][0]["message"]["tool_calls"][0]["function"]
+    args = json.loads(function["arguments"])
+    args["actions"][0]["amount"] = amount
+    function["arguments"] = json.dumps(args)
+    return json.dumps(answer)
+
+
+def refused_at_step_3(home: Any, stub: Any) -> None:
+    """Run T-65273 live in ``home`` (a :class:`core.home.Home`) on ``stub``; the model server
+    refuses step 3's call (HTTP 401): the run stays ``running`` at step 2, its journal holding
+    step 3's attempt 1 as a refusal."""
+    import pytest
+    from core.model import ModelUnavailable
+
+    def arm(state: Any) -> None:
+        if state.step == 2:
+            stub.key = "rotated"
+
+    with pytest.raises(ModelUnavailable, match="HTTP 401"):
+        home.run("T-65273", live=stub_route(stub, max_retries=0), on_step=arm)
+    stub.key = "sk-test"
+    saved = home.store.load(LIVE_RUN)
+    assert (saved.status, saved.step, saved.proposal) == ("running", 2, None)
+    assert [(c["step"], c["attempt"]) for c in home.store.model_calls(LIVE_RUN)] == [(1, 1), (2, 1), (3, 1)]

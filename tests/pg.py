@@ -133,7 +133,7 @@ def restore_frozen(url: str, folder: Path, versions: Iterable[int], *, verbatim:
 
 
 def undo_migration_12(conn) -> None:
-    """Take migration 12 (issue 25, role separation), and 15 and 18 which extend it, out of the schema of ``conn``, in its
+    """Take migration 12 (issue 25, role separation), and 15, 17 and 18 which build on it, out of the schema of ``conn``, in its
     transaction: its column, tables and functions dropped and its row deleted, so a test can
     build what an earlier migration left. Migration 14 (the register bound to the approved
     arguments) changes only 12's objects: it goes too (its column with ``decided``, its row)."""
@@ -142,6 +142,12 @@ def undo_migration_12(conn) -> None:
     conn.execute("ALTER TABLE runs DROP COLUMN IF EXISTS proposal_by")  # and migration 15's, which needs 12's
     conn.execute("DELETE FROM resolver_migrations WHERE version = 15")
     conn.execute("DELETE FROM resolver_migrations WHERE version = 18")  # 18 replaces 12's resolver_needed_role, dropped below
+    conn.execute(
+        "DROP TRIGGER IF EXISTS model_calls_written_by ON model_calls"
+    )  # 17 reads 12's approvers.db_user and store_roles
+    conn.execute("DROP FUNCTION IF EXISTS resolver_guard_model_calls()")
+    conn.execute("ALTER TABLE model_calls DROP COLUMN IF EXISTS written_by")
+    conn.execute("DELETE FROM resolver_migrations WHERE version = 17")
     for table in ("policy_limits", "catalog_prices", "decided", "store_roles"):
         conn.execute(f"DROP TABLE {table}")
     for function in (

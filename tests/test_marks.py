@@ -145,7 +145,7 @@ def test_a_home_of_the_previous_store_format_upgrades_and_its_waiting_run_is_cla
         assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_marks'").fetchone()
     home = Home(root, clock=FixedClock("2026-10-09T17:00:00-04:00"))
     with sqlite3.connect(root / "runs.sqlite") as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 7
     assert home.store.run_marks() == {}
     home.mark("claim", "T-65273-waiting-2", "team_lead", "Tomás")
     assert home.approve("T-65273-waiting-2", "team_lead", "Grace").status == "done"

@@ -672,7 +672,8 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
         )
         code, out, err = cli("admin", "store", "migrate")  # as the sentence says
         assert code == 0, out + err
-        assert schema_version_of(admin) == 18  # 14, 15 (who proposed, which replaces decide and the runs guard again), 16, 18
+        # 14, 15 (who proposed, which replaces decide and the runs guard again), 16, 17 (the journal's writer), 18
+        assert schema_version_of(admin) == schema.LATEST
         owned = _functions_owned(admin)
         assert {owner for owner, _, _ in owned.values()} == {users["tables"]}
         assert owned["resolver_decide"][1] is True and owned["resolver_guard_register"][1] is False
@@ -890,3 +891,103 @@ def test_a_lapse_written_by_an_approver_goes_with_its_run_deleted_by_the_owner(s
         assert conn.execute("SELECT count(*) FROM queue_events WHERE kind = 'lapse'").fetchone()[0] == 0  # type: ignore[index]
         assert conn.execute("SELECT count(*) FROM run_marks").fetchone()[0] == 0  # type: ignore[index]
     assert bob.record_lapse(T65273_RUN, digest, "2026-10-16T17:00:00-04:00", "team_lead") is False
+
+
+_PLANT = (
+    "INSERT INTO model_calls (run_id, step, attempt, route, sent_at, answer, tokens_in, tokens_out, answered_at) "
+    "VALUES (%s, 3, 2, 'openai:{}', '', %s, 2660, 48, '')"
+)
+"""Step 3's attempt 2 of the live run, answered: what the trial planted as Bob's user."""
+
+
+def test_only_the_runners_user_writes_the_journal_and_an_approvers_insert_is_refused_at_the_insert(shop, users, stub):
+    """The trial: a live run's step 3 was refused by the model server (HTTP 401), then Bob (an
+    agent entry, mapped to his own user) inserted step 3's answer, a 24.00 refund, which the
+    runner's resume proposed and Bob approved. Now his INSERT is refused by the database: no
+    grant, and on a store whose grants an earlier setup made (INSERT granted back) the journal's
+    guard refuses it; ``setup`` takes the grant back again. The runner's own rows are stamped as
+    its user's, its resume proposes the real 119.00 refund, and the owner's delete of the run
+    takes its journal with it."""
+    from core.home import Home
+    from core.stores import postgres
+
+    from helpers import LIVE_RUN, forged_finish, refused_at_step_3
+
+    cli, urls = shop
+    admin, bob = urls["admin"], urls["bob"]
+    home = Home(cli.root, store=urls["runner"])
+    refused_at_step_3(home, stub)
+    forged = forged_finish(stub)
+    for kind in ("bob", "ana", "executor", "owner"):
+        assert "permission denied for table model_calls" in _refused(urls[kind], _PLANT, (LIVE_RUN, forged)), kind
+        assert "permission denied for table model_calls" in _refused(
+            urls[kind], "UPDATE model_calls SET answer = %s WHERE run_id = %s", (forged, LIVE_RUN)
+        ), kind
+    with psycopg.connect(admin, autocommit=True) as conn:  # an earlier release's setup granted it
+        conn.execute(f"GRANT INSERT, UPDATE ON model_calls TO {users['bob']}")
+    refusal = f"The database user {users['bob']} is approver Bob's, and only the agent's runner writes the journal"
+    assert refusal in _refused(bob, _PLANT, (LIVE_RUN, forged))
+    assert refusal in _refused(bob, "UPDATE model_calls SET answer = %s WHERE run_id = %s AND step = 3", (forged, LIVE_RUN))
+    code, _, err = cli("admin", "store", "roles", "setup", "--tables-role", users["tables"], "--approver", f"Bob={users['bob']}")
+    assert code == 0, err
+    assert "permission denied for table model_calls" in _refused(bob, _PLANT, (LIVE_RUN, forged))  # taken back
+    with psycopg.connect(admin, autocommit=True) as conn:
+        writers = {r[0] for r in conn.execute("SELECT written_by FROM model_calls WHERE run_id = %s", (LIVE_RUN,))}
+        assert conn.execute("SELECT count(*) FROM model_calls WHERE run_id = %s", (LIVE_RUN,)).fetchone()[0] == 3  # type: ignore[index]
+    assert writers == {users["runner"]}
+    done = home.resume(LIVE_RUN)  # the runner asks step 3 again: its own insert and answer go in
+    assert done.state.status == "waiting_approval" and str(done.state.proposal.actions[0].amount) == "119.00"  # type: ignore[union-attr]
+    assert [(c["step"], c["attempt"], c["trusted"]) for c in home.store.model_calls(LIVE_RUN)][-2:] == [
+        (3, 1, True),
+        (3, 2, True),
+    ]
+    postgres.open_store(urls["owner"], summarize=_columns()).delete(LIVE_RUN)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        assert conn.execute("SELECT count(*) FROM model_calls WHERE run_id = %s", (LIVE_RUN,)).fetchone()[0] == 0  # type: ignore[index]
+    assert _refunds(admin) == 0
+
+
+def _columns():
+    from core.queue import queue_columns
+
+    return queue_columns
+
+
+def test_a_journal_answer_an_approvers_user_wrote_refuses_the_resume_and_doctor_names_it(shop, users, stub):
+    """Without any grant, a row planted by a superuser as Bob's user (``written_by``: the guard
+    lets a superuser set it, and a superuser could drop the guard anyway): the runner's resume
+    takes nothing from it, asks nothing, proposes nothing and gives the lease back, with one
+    sentence; ``doctor`` names the run in a FAIL line."""
+    from core.home import Home
+
+    from helpers import LIVE_RUN, forged_finish, refused_at_step_3
+
+    cli, urls = shop
+    admin = urls["admin"]
+    home = Home(cli.root, store=urls["runner"])
+    refused_at_step_3(home, stub)
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(_PLANT.replace("answered_at)", "answered_at, written_by)").replace("'')", "'', %s)"),
+                     (LIVE_RUN, forged_finish(stub), users["bob"]))  # fmt: skip
+        assert conn.execute("SELECT written_by FROM model_calls WHERE attempt = 2").fetchone()[0] == users["bob"]  # type: ignore[index]
+    calls = stub.calls
+    why = f"it was written by the database user {users['bob']}, approver Bob's"
+    sentence = (
+        f"The journal of run {LIVE_RUN} holds an answer to step 3 (attempt 2) that its runner did not write ({why}), "
+        "so the resume is refused and nothing was asked or proposed; `resolver doctor` lists it."
+    )
+    code, out, err = cli("runner", "resume", LIVE_RUN)
+    assert code == 1 and err.strip() == sentence, out + err
+    assert stub.calls == calls
+    with psycopg.connect(admin, autocommit=True) as conn:
+        status, state, lease = conn.execute(
+            "SELECT status, state, lease_owner FROM runs WHERE run_id = %s", (LIVE_RUN,)
+        ).fetchone()  # type: ignore[misc]
+    assert (status, json.loads(state)["proposal"], lease) == ("running", None, None)
+    code, out, err = cli("runner", "doctor")
+    assert code == 1, out + err
+    assert (
+        f"FAIL  journal of run {LIVE_RUN}: 1 row(s) its runner did not write (step 3 attempt 2: {why}), so its resume is "
+        "refused; delete those rows from model_calls (the step is asked again) or the run."
+    ) in out.splitlines(), out
+    assert _refunds(admin) == 0

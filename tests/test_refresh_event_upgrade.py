@@ -52,7 +52,7 @@ def test_a_format_5_home_is_upgraded_to_6_and_its_waiting_run_is_refreshed_and_a
     conn.close()
     home = Home(root, clock=FixedClock(FRIDAY))
     with sqlite3.connect(root / "runs.sqlite") as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 7
         assert conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'queue_event_refresh'").fetchone()
     conn.close()
     _after_the_upgrade(home)

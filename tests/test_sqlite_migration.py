@@ -157,7 +157,7 @@ def test_a_format_2_store_gets_the_journal_of_model_calls_when_opened(tmp_path):
     home = Home(root)
     with sqlite3.connect(root / "runs.sqlite") as conn:
         assert (
-            conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 6
-        )  # and format 4's checksums, 5's run_marks, 6's refresh event
+            conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT == 7
+        )  # and format 4's checksums, 5's run_marks, 6's refresh event, 7's journal seals
     assert runs and all(home.store.model_calls(r) == [] for r in runs)
     assert all(home.store.load(r).run_id == r for r in runs)

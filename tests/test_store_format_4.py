@@ -39,7 +39,7 @@ def _entries(path: Path) -> list[tuple]:
 
 def test_a_format_3_store_gets_the_checksum_column_and_keeps_its_rows(tmp_path):
     home = _home(tmp_path)
-    assert STORE_FORMAT == 6  # 4 brought the checksums, 5 the marks, 6 the refresh event (issue 24)
+    assert STORE_FORMAT == 7  # 4 brought the checksums, 5 the marks, 6 the refresh event, 7 the journal's seals
     conn = sqlite3.connect(home.store.path)
     try:
         assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_FORMAT

@@ -15,7 +15,7 @@ A back-end is imported only when a part is opened, so ``import core.stores`` cos
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from core.approvers import ApproverRows
     from core.clock import Clock
     from core.data import Fault
-    from core.store import QueueChanges, ShopParts, Store, StoreRows, Summarize
+    from core.store import JournalKey, QueueChanges, ShopParts, Store, StoreRows, Summarize
     from core.world import World
 
 BACKENDS: tuple[str, ...] = ("sqlite", "postgres")
@@ -76,13 +76,25 @@ def world_path(root: Path) -> Path:
 
 
 def open_store(
-    path: Place, clock: Clock | None = None, *, summarize: Summarize, backend: str | None = None, afresh: bool = False
+    path: Place,
+    clock: Clock | None = None,
+    *,
+    summarize: Summarize,
+    backend: str | None = None,
+    afresh: bool = False,
+    journal_key: JournalKey | None = None,
 ) -> Store:
     """The checkpoint store at ``path`` (a SQLite file, or a PostgreSQL URL: :data:`Place`; made
     on first use, migrated on open), saving the queue's columns given by ``summarize`` with every
     run (:func:`core.queue.queue_columns`). A SQLite file missing or empty in a home that has
     been used is refused as lost unless ``afresh`` (``resolver reset --all``, ``resolver restore``,
     a copy's new folder: made again).
+
+    ``journal_key`` (:data:`core.store.JournalKey`) gives a SQLite store its home's approval key,
+    which seals and checks its journal of model calls (a store opened without it can neither
+    write nor trust that journal; see :class:`core.stores.sqlite.checkpoint.CheckpointStore`); a
+    team store ignores it (its database stamps each row's writer). :func:`folder_journal_key`
+    is the one of a home folder.
 
     Raises:
         UnsupportedStoreFormat: a file this resolver cannot read or must not adopt.
@@ -93,7 +105,30 @@ def open_store(
         return _postgres().open_store(str(path), clock, summarize=summarize)
     from core.stores.sqlite.checkpoint import CheckpointStore
 
-    return CheckpointStore(Path(path), clock, summarize=summarize, afresh=afresh)
+    return CheckpointStore(Path(path), clock, summarize=summarize, afresh=afresh, journal_key=journal_key)
+
+
+def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = False) -> JournalKey:
+    """The :data:`core.store.JournalKey` of the home folder ``root``: its ``approval.key``, read
+    when first asked (:func:`core.approval.load_key`).
+
+    ``make``: made when missing (32 random bytes, 0600), unless approvals are in flight, whose
+    HMAC signatures a new key would void (the store's count; ``in_flight_ok``: a shop home, whose
+    decisions are never HMAC-signed, makes it all the same); without ``make`` a missing key is
+    refused (a read that must change nothing). Raises ApprovalKeyError when asked."""
+
+    def key(in_flight: Callable[[], int]) -> bytes:
+        from core.approval import load_key
+        from core.errors import ApprovalKeyError
+
+        path = Path(root) / "approval.key"
+        if not make and not path.exists():
+            raise ApprovalKeyError(
+                f"The approval key {path} is missing, so the journal of model calls cannot be checked; restore it from a backup."
+            )
+        return load_key(path, in_flight=0 if in_flight_ok else in_flight)
+
+    return key
 
 
 def open_world(

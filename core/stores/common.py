@@ -22,6 +22,8 @@ row. A back-end supplies the SQL and :meth:`~CheckpointRows._mark_corrupt`.
 from __future__ import annotations
 
 import functools
+import hashlib
+import hmac
 import json
 import operator
 import threading
@@ -34,7 +36,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from core.clock import iso
-from core.errors import CorruptCheckpoint, LeaseHeld, ResolverError, StaleCheckpoint
+from core.errors import CorruptCheckpoint, JournalUntrusted, LeaseHeld, ResolverError, StaleCheckpoint
 from core.store import SORTS, RunSummary
 
 if TYPE_CHECKING:
@@ -716,12 +718,70 @@ def audit_values(run_id: str, audit: dict[str, Any], prev: str) -> tuple[Any, ..
     )
 
 
+JOURNAL_KEY_LABEL = b"resolver model-call journal v1"
+"""What the home's approval key is HMAC-ed over to give the journal's sealing key
+(:func:`journal_key`): a key of its own, so a seal is never an approval's signature."""
+
+JOURNAL_ROW = ("run_id", "step", "attempt", "route", "answer", "tokens_in", "tokens_out")
+"""The fields of a journal row a seal covers (:func:`journal_seal`), in that order."""
+
+_JOURNAL_KEYS = ("step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at")
+
+
+def journal_key(approval_key: bytes) -> bytes:
+    """The key that seals a SQLite home's journal of model calls: HMAC-SHA256 of
+    :data:`JOURNAL_KEY_LABEL` under the home's approval key (``approval.key``, 32 bytes or more)."""
+    return hmac.new(approval_key, JOURNAL_KEY_LABEL, hashlib.sha256).digest()
+
+
+def journal_seal(
+    key: bytes,
+    run_id: str,
+    step: int,
+    attempt: int,
+    route: str,
+    answer: str | None,
+    tokens_in: int | None,
+    tokens_out: int | None,
+) -> str:
+    """The seal of one journal row: HMAC-SHA256 (hex, 64 characters) under ``key``
+    (:func:`journal_key`) of the canonical JSON of :data:`JOURNAL_ROW` (``answer`` and the tokens
+    None while the attempt is in flight). Only a writer holding the home's key can make it, so
+    a row planted with SQL, or one whose answer or tokens were changed since, does not verify."""
+    body = json.dumps([run_id, step, attempt, route, answer, tokens_in, tokens_out], ensure_ascii=False, separators=(",", ":"))
+    return hmac.new(key, body.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
+
+
+def seal_verdict(key: bytes, row: Sequence[Any]) -> str | None:
+    """Why the journal row ``row`` (:data:`JOURNAL_ROW`'s values, then its seal) was not written
+    by its runner, as a clause for a sentence; None when its seal verifies under ``key``."""
+    *fields, seal = row
+    if not seal:
+        return "the row has no seal"
+    if not hmac.compare_digest(str(seal), journal_seal(key, *fields)):
+        return "its seal does not verify with the home's key"
+    return None
+
+
 class ModelCallJournal:
-    """The journal of live model calls (issue 26) over ``?`` SQL: a back-end supplies
-    :meth:`_journal_write` (a write transaction), :meth:`_journal_read` and, where writers do not
-    take turns for the whole database, :meth:`_journal_lock` (one numberer of a run's attempts)."""
+    """The journal of live model calls over ``?`` SQL, and the one check of who wrote each row.
+
+    A back-end supplies :meth:`_journal_write` (a write transaction), :meth:`_journal_read`,
+    where writers do not take turns for the whole database :meth:`_journal_lock` (one numberer
+    of a run's attempts), and the check: :attr:`_journal_mark` (the column that vouches for a
+    row: SQLite's ``seal``, PostgreSQL's ``written_by``), :meth:`_journal_sealer` (how a write
+    seals its row, or None where the database stamps the writer itself) and
+    :meth:`_journal_verdicts` (for each row, why it was not written by the run's runner).
+
+    Why: a resume takes a journaled answer as the model's turn, and the turn becomes the run's
+    proposal. Only the agent's runner proposes, so an answer anyone else wrote into the table
+    (plain SQL into ``runs.sqlite``, an approver's database user on a team store) must never be
+    taken: :meth:`journal_answered` refuses the step (:class:`~core.errors.JournalUntrusted`),
+    :meth:`model_calls` says which rows are trusted, and :meth:`journal_problems` lists every
+    untrusted row for ``resolver doctor``."""
 
     clock: Any
+    _journal_mark = ""
 
     def _journal_write(self) -> AbstractContextManager[Any]:
         raise NotImplementedError
@@ -733,52 +793,135 @@ class ModelCallJournal:
         """Inside the write transaction, before the attempt is numbered (SQLite: nothing, its
         writers already take turns)."""
 
+    def _journal_sealer(self) -> functools.partial[str] | None:
+        """Called before a write's transaction: :func:`journal_seal` bound to this store's key,
+        or None where the database stamps the writer (PostgreSQL). Raises ResolverError when
+        the store cannot seal (a SQLite store opened without its home's key): nothing is written."""
+        return None
+
+    def _journal_verdicts(self, conn: Any, rows: Sequence[Sequence[Any]]) -> list[str | None] | None:
+        """For each row (:data:`JOURNAL_ROW`'s values, then :attr:`_journal_mark`'s), None when the
+        run's runner wrote it, else why not (a clause); None for all of them when this store
+        cannot tell (a SQLite store opened without its home's key)."""
+        raise NotImplementedError
+
+    def _journal_rows(self, conn: Any, where: str, values: Sequence[Any]) -> list[Any]:
+        """The rows ``where`` selects: :data:`JOURNAL_ROW`'s values, the mark, ``sent_at`` and
+        ``answered_at``, by run, step and attempt."""
+        return conn.execute(
+            f"SELECT {', '.join(JOURNAL_ROW)}, {self._journal_mark}, sent_at, answered_at FROM model_calls "
+            f"{where} ORDER BY run_id, step, attempt",
+            tuple(values),
+        ).fetchall()
+
+    def _unkeyed(self) -> ResolverError:
+        """The refusal of a store that cannot check its journal's seals (no home key)."""
+        return ResolverError(
+            "This checkpoint store was opened without its home's key, so the journal of model calls cannot be checked "
+            "or written here; use resolver (run, resume) on the home instead. Nothing was asked."
+        )
+
     def journal_attempt(self, run_id: str, step: int, route: str) -> int:
         """Record that attempt N of ``step``'s model call is about to be sent (committed before it
-        is); returns N, 1 for the step's first attempt."""
+        is); returns N, 1 for the step's first attempt. The row is sealed (SQLite) or stamped with
+        its writer (PostgreSQL). Raises ResolverError when this store cannot seal it."""
+        sealer = self._journal_sealer()
         with self._journal_write() as conn:
             self._journal_lock(conn, run_id)
             row = conn.execute(
                 "SELECT COALESCE(MAX(attempt), 0) FROM model_calls WHERE run_id = ? AND step = ?", (run_id, step)
             ).fetchone()
             attempt = int(row[0]) + 1
-            conn.execute(
-                "INSERT INTO model_calls (run_id, step, attempt, route, sent_at) VALUES (?, ?, ?, ?, ?)",
-                (run_id, step, attempt, route, iso(self.clock.now())),
-            )
+            values: tuple[Any, ...] = (run_id, step, attempt, route, iso(self.clock.now()))
+            if sealer is None:
+                conn.execute("INSERT INTO model_calls (run_id, step, attempt, route, sent_at) VALUES (?, ?, ?, ?, ?)", values)
+            else:
+                conn.execute(
+                    "INSERT INTO model_calls (run_id, step, attempt, route, sent_at, seal) VALUES (?, ?, ?, ?, ?, ?)",
+                    (*values, sealer(run_id, step, attempt, route, None, None, None)),
+                )
         return attempt
 
     def journal_answer(self, run_id: str, step: int, attempt: int, answer: str, tokens_in: int, tokens_out: int) -> None:
         """Save the raw answer (text) and usage (tokens) of an attempt, committed before the
-        runner acts on it. Raises ResolverError when the attempt was never recorded."""
+        runner acts on it; the row is sealed again over its answer (SQLite) or stamped again with
+        its writer (PostgreSQL).
+
+        Raises:
+            JournalUntrusted: the attempt's row no longer verifies (it was changed since its
+                runner wrote it): it is not sealed again, nothing is saved.
+            ResolverError: the attempt was never recorded, or this store cannot seal it.
+        """
+        sealer = self._journal_sealer()
         with self._journal_write() as conn:
-            done = conn.execute(
-                "UPDATE model_calls SET answer = ?, tokens_in = ?, tokens_out = ?, answered_at = ? "
-                "WHERE run_id = ? AND step = ? AND attempt = ?",
-                (answer, tokens_in, tokens_out, iso(self.clock.now()), run_id, step, attempt),
-            ).rowcount
-        if not done:
-            raise ResolverError(f"No model call {attempt} of step {step} of {run_id} was recorded before its answer.")
+            rows = self._journal_rows(conn, "WHERE run_id = ? AND step = ? AND attempt = ?", (run_id, step, attempt))
+            if not rows:
+                raise ResolverError(f"No model call {attempt} of step {step} of {run_id} was recorded before its answer.")
+            verdict = (self._journal_verdicts(conn, [rows[0][:8]]) or [None])[0]
+            if verdict is not None:
+                raise JournalUntrusted(run_id, step, attempt, verdict)
+            sets, values = "answer = ?, tokens_in = ?, tokens_out = ?, answered_at = ?", [answer, tokens_in, tokens_out]
+            values.append(iso(self.clock.now()))
+            if sealer is not None:
+                sets += ", seal = ?"
+                values.append(sealer(run_id, step, attempt, rows[0][3], answer, tokens_in, tokens_out))
+            conn.execute(
+                f"UPDATE model_calls SET {sets} WHERE run_id = ? AND step = ? AND attempt = ?", (*values, run_id, step, attempt)
+            )
 
     def journal_answered(self, run_id: str, step: int) -> str | None:
-        """The raw answer of ``step``'s latest answered attempt, or None when none was answered."""
+        """The raw answer of ``step``'s latest answered attempt, or None when none was answered.
+
+        Every row of the step is checked first: one its runner did not write refuses the step
+        whole (a planted answer is never taken, and a planted attempt is never counted as paid).
+
+        Raises:
+            JournalUntrusted: a row of the step failed the back-end's check (one sentence).
+            ResolverError: this store cannot check its rows (opened without its home's key).
+        """
         with self._journal_read() as conn:
-            row = conn.execute(
-                "SELECT answer FROM model_calls WHERE run_id = ? AND step = ? AND answer IS NOT NULL "
-                "ORDER BY attempt DESC LIMIT 1",
-                (run_id, step),
-            ).fetchone()
-        return row[0] if row else None
+            rows = self._journal_rows(conn, "WHERE run_id = ? AND step = ?", (run_id, step))
+            verdicts = self._journal_verdicts(conn, [r[:8] for r in rows]) if rows else []
+        if verdicts is None:
+            raise self._unkeyed()
+        for r, why in zip(rows, verdicts, strict=True):
+            if why is not None:
+                raise JournalUntrusted(run_id, step, int(r[2]), why)
+        answered = [r[4] for r in rows if r[4] is not None]
+        return answered[-1] if answered else None
 
     def model_calls(self, run_id: str) -> list[dict[str, Any]]:
         """The run's journal, by step and attempt: ``{"step", "attempt", "route", "sent_at",
-        "answer" (text or None while unanswered), "tokens_in", "tokens_out", "answered_at"}``."""
-        keys = ("step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at")
+        "answer" (text or None while unanswered), "tokens_in", "tokens_out", "answered_at",
+        "trusted" (True when the run's runner wrote the row, False when it failed the
+        back-end's check, None when this store cannot tell: opened without its home's key),
+        "why" (the clause saying how it failed, else "")}``."""
         with self._journal_read() as conn:
-            rows = conn.execute(
-                f"SELECT {', '.join(keys)} FROM model_calls WHERE run_id = ? ORDER BY step, attempt", (run_id,)
-            ).fetchall()
-        return [dict(zip(keys, r, strict=True)) for r in rows]
+            rows = self._journal_rows(conn, "WHERE run_id = ?", (run_id,))
+            verdicts = self._journal_verdicts(conn, [r[:8] for r in rows]) if rows else []
+        out = []
+        for i, r in enumerate(rows):
+            why = None if verdicts is None else verdicts[i]
+            call = dict(zip(_JOURNAL_KEYS, (r[1], r[2], r[3], r[8], r[4], r[5], r[6], r[9]), strict=True))
+            call["trusted"] = None if verdicts is None else why is None
+            call["why"] = why or ""
+            out.append(call)
+        return out
+
+    def journal_problems(self) -> list[dict[str, Any]]:
+        """Every row of the store's journal that its run's runner did not write, by run, step
+        and attempt: ``{"run_id", "step", "attempt", "why"}`` (for ``resolver doctor``).
+        Raises ResolverError when this store cannot check its rows (opened without its home's key)."""
+        with self._journal_read() as conn:
+            rows = self._journal_rows(conn, "", ())
+            verdicts = self._journal_verdicts(conn, [r[:8] for r in rows]) if rows else []
+        if verdicts is None:
+            raise self._unkeyed()
+        return [
+            {"run_id": r[0], "step": r[1], "attempt": r[2], "why": why}
+            for r, why in zip(rows, verdicts, strict=True)
+            if why is not None
+        ]
 
 
 def event_dicts(run_id: str, rows: Sequence[tuple[Any, Any, Any]]) -> list[dict[str, Any]]:

@@ -398,8 +398,57 @@ def test_the_journal_numbers_attempts_keeps_answers_and_goes_with_its_run(home):
         (1, 2, '{"choices": []}', 120, 7),
     ]
     assert calls[0]["route"] == "live/x" and calls[0]["sent_at"] == FRIDAY
+    assert [(c["trusted"], c["why"]) for c in calls] == [(True, ""), (True, "")]  # the runner's own rows
+    assert store.journal_problems() == []
     store.delete(state.run_id)
     assert store.model_calls(state.run_id) == []
+
+
+def _plant(backend: str, home: Any, run_id: str) -> str:
+    """Write step 2's attempt 1, answered, as no runner of the store: into ``runs.sqlite`` with
+    the sqlite3 module (no seal), or on a team store as a superuser naming a user mapped to an
+    approver's entry in ``written_by``. Returns the clause the store says why."""
+    row = (run_id, 2, 1, "live/x", FRIDAY, '{"choices": []}', 10, 1, FRIDAY)
+    insert = "INSERT INTO model_calls (run_id, step, attempt, route, sent_at, answer, tokens_in, tokens_out, answered_at"
+    if backend == "sqlite":
+        import sqlite3
+
+        conn = sqlite3.connect(home.store.path)
+        with conn:
+            conn.execute(insert + ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)
+        conn.close()
+        return "the row has no seal"
+    import psycopg
+
+    with psycopg.connect(home.store_url, autocommit=True) as conn:
+        conn.execute(
+            "INSERT INTO approvers (name, role, public_key, added_at, signature, private_key, db_user) "
+            "VALUES ('Bob', 'agent', 'k', '', 's', '', 'bob_db')"
+        )
+        conn.execute(insert + ", written_by) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 'bob_db')", row)
+    return "it was written by the database user bob_db, approver Bob's"
+
+
+def test_a_journal_row_its_runner_did_not_write_is_never_taken_nor_counted_on_any_back_end(home, backend):
+    from core.errors import JournalUntrusted
+    from core.model import CallJournal
+
+    store = home.store
+    run_id = home.run("T-65273").run_id
+    store.journal_answer(run_id, 1, store.journal_attempt(run_id, 1, "live/x"), '{"choices": []}', 5, 1)
+    why = _plant(backend, home, run_id)
+    assert store.journal_answered(run_id, 1) == '{"choices": []}'  # the runner's step is untouched
+    with pytest.raises(JournalUntrusted) as refused:
+        store.journal_answered(run_id, 2)
+    assert str(refused.value) == (
+        f"The journal of run {run_id} holds an answer to step 2 (attempt 1) that its runner did not write ({why}), so "
+        "the resume is refused and nothing was asked or proposed; `resolver doctor` lists it."
+    )
+    assert [(c["step"], c["trusted"], c["why"]) for c in store.model_calls(run_id)] == [(1, True, ""), (2, False, why)]
+    assert store.journal_problems() == [{"run_id": run_id, "step": 2, "attempt": 1, "why": why}]
+    assert CallJournal(store, run_id, "live/x").also_paid(2, 100, 10) == (0, 0, 0)
+    with pytest.raises(JournalUntrusted):  # nor is it answered over (sealed or stamped as the runner's)
+        store.journal_answer(run_id, 2, 1, '{"choices": []}', 1, 1)
 
 
 def test_leases_are_taken_renewed_released_expired_and_cleared(home):

@@ -30,9 +30,10 @@ direct write from one made through a function:
 user        may write
 ==========  =================================================================================
 runner      runs (steps; never an approval or a rejection, never a run leaving
-            ``waiting_approval`` for ``executing``), entries, model_calls, and a ``lapse``
-            event (row-level security on ``queue_events``: no other kind)
-executor    the runner's, and the practice world; the register and the tables of what the
+            ``waiting_approval`` for ``executing``), entries, model_calls (the runner's
+            alone: migration 17), and a ``lapse`` event (row-level security on
+            ``queue_events``: no other kind)
+executor    the runner's but ``model_calls`` (read only), and the practice world; the register and the tables of what the
             services did only for an operation a recorded approval planned (``decided``), with
             that operation's arguments (migration 14, :data:`GUARD_REGISTER_14`)
 approver    the executor's (``resolver approve`` carries the approval out at once); decisions,
@@ -42,7 +43,10 @@ owner       the approver's, and the registry (``approvers``, ``registry_made``),
 ==========  =================================================================================
 
 Every kind reads every table. Nobody but the owning role (and a superuser) may change the
-schema, drop a trigger, or update or delete an audit row.
+schema, drop a trigger, or update or delete an audit row. ``setup`` takes INSERT and UPDATE on
+``model_calls`` back from every user it names that is not also the runner in that call (a GRANT
+never takes back what an earlier setup gave); the owner keeps DELETE there (a run deleted or
+reset takes its journal with it).
 
 **Migration 14** (:data:`ARGS_MIGRATION`) replaces the decision function and the register's
 guard in place (same names and signatures: a store already set up keeps their owner and grants;
@@ -645,12 +649,14 @@ KINDS = ("owner", "runner", "executor", "approver")
 
 
 def _grants(kind: str, world: tuple[str, ...], effects: tuple[str, ...]) -> list[str]:
-    """``GRANT`` statements (with ``{u}`` for the user) giving ``kind`` its rights (the module's table)."""
+    """``GRANT`` statements (with ``{u}`` for the user) giving ``kind`` its rights (the module's
+    table). INSERT and UPDATE on ``model_calls`` are the runner's alone: the journal's answers
+    become the run's proposal, and only the agent's runner proposes (the others read it; the
+    owner deletes a run's journal with the run)."""
     runs = [
         "GRANT INSERT ON queue_events TO {u}",
         "GRANT INSERT, UPDATE ON runs TO {u}",
         "GRANT INSERT, DELETE ON entries TO {u}",
-        "GRANT INSERT, UPDATE ON model_calls TO {u}",
     ]
     execute = [f"GRANT INSERT, UPDATE ON {t} TO {{u}}" for t in world if t not in effects] + [
         f"GRANT INSERT ON {t} TO {{u}}" for t in effects
@@ -663,7 +669,7 @@ def _grants(kind: str, world: tuple[str, ...], effects: tuple[str, ...]) -> list
         "GRANT DELETE ON runs, model_calls TO {u}",
     ]
     return {
-        "runner": runs,
+        "runner": [*runs, "GRANT INSERT, UPDATE ON model_calls TO {u}"],
         "executor": runs + execute,
         "approver": [*runs, *execute, "GRANT INSERT, UPDATE ON run_marks TO {u}"],
         "owner": [*runs, *execute, "GRANT INSERT, UPDATE ON run_marks TO {u}", *owner],
@@ -776,6 +782,9 @@ def setup_roles(
             "CREATE TRIGGER run_marks_guard BEFORE INSERT OR UPDATE OR DELETE ON run_marks FOR EACH ROW "
             "EXECUTE FUNCTION resolver_guard_marks()"
         )
+        if "resolver_guard_model_calls()" in functions:  # migration 17's stamp and refusal, made again if dropped
+            conn.execute("DROP TRIGGER IF EXISTS model_calls_written_by ON model_calls")
+            conn.execute(JOURNAL_TRIGGER)
         effects = tuple(EFFECT_TABLES_COLUMNS)
         for table in effects:
             conn.execute(f"DROP TRIGGER IF EXISTS {table}_guard ON {table}")
@@ -797,6 +806,8 @@ def setup_roles(
                     conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), u))
                 for statement in _grants(kind, world, effects):
                     conn.execute(sql.SQL(statement.replace("{u}", "{}")).format(u))
+                if kind != "runner" and user not in groups["runner"]:  # an earlier setup's grant is taken back
+                    conn.execute(sql.SQL("REVOKE INSERT, UPDATE ON model_calls FROM {}").format(u))
                 lines.append(f"{kind}: {user}")
         for person, user in mapping.items():
             conn.execute("UPDATE approvers SET db_user = NULL WHERE db_user = %s", (user,))
@@ -989,3 +1000,65 @@ ARGS_MIGRATION: tuple[str, ...] = (
 for the decisions already recorded), :data:`DECIDE_14` and :data:`GUARD_REGISTER_14` in place
 of migration 12's functions (same names and signatures, so a store already set up keeps their
 owner, the tables' role, and their grants), and every guard's ``search_path`` pinned."""
+
+
+JOURNAL_TRIGGER = (
+    "CREATE TRIGGER model_calls_written_by BEFORE INSERT OR UPDATE ON model_calls FOR EACH ROW "
+    "EXECUTE FUNCTION resolver_guard_model_calls()"
+)
+"""The trigger of migration 17 on the journal of model calls (made again by ``setup``)."""
+
+GUARD_MODEL_CALLS = f"""CREATE FUNCTION resolver_guard_model_calls() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    who text;
+BEGIN
+    IF current_user = {_OWNING} OR (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+        NEW.written_by := COALESCE(NEW.written_by, session_user);
+        RETURN NEW;
+    END IF;
+    SELECT a.name INTO who FROM approvers a WHERE a.db_user = session_user ORDER BY a.n LIMIT 1;
+    IF who IS NOT NULL THEN
+        RAISE EXCEPTION 'The database user % is approver %''s, and only the agent''s runner writes the journal of model calls; nothing was written.',
+            session_user, who USING ERRCODE = 'RS403';
+    END IF;
+    NEW.written_by := session_user;
+    RETURN NEW;
+END
+$$"""
+"""The journal's guard (``SECURITY INVOKER``, so ``session_user`` and ``current_user`` are the
+writer's): every row inserted or changed is stamped in ``written_by`` with the ``session_user``
+that wrote it, whatever the writer put there, and a writer mapped to an approver's entry
+(``approvers.db_user``, revoked or not) is refused with SQLSTATE ``RS403``. Why: a resume takes a
+journaled answer as the model's turn, which becomes the run's proposal, and only the agent's
+runner proposes (a trial had an agent entry's user insert step 3's answer, a 24.00 refund,
+which the runner's resume then proposed and the same user approved). The grants of ``setup`` give
+INSERT and UPDATE on ``model_calls`` to the runner alone; the guard holds on a store whose grants
+an earlier release made. The tables' role and a superuser may set ``written_by`` (a copy's rows,
+a repair by hand): they can drop the guard anyway."""
+
+
+def migration_17() -> tuple[str, ...]:
+    """Migration 17, the journal speaks only for the runner: ``model_calls.written_by`` and
+    :data:`GUARD_MODEL_CALLS` with its trigger (:data:`JOURNAL_TRIGGER`), made on every store,
+    not only one set up: the stamp is written from then on, and the refusal bites once approvers
+    are mapped. Rows from before keep NULL (written before the stamp existed: taken as the
+    runner's). The guard's ``search_path`` is pinned (a temporary ``approvers`` of the writer's
+    cannot stand in for the real one), nobody but the owner may call it, and on a store already
+    set up it belongs to the tables' role, as migration 16's trigger does."""
+    return (
+        f"ALTER TABLE model_calls ADD COLUMN written_by {C}",
+        GUARD_MODEL_CALLS,
+        JOURNAL_TRIGGER,
+        """DO $$
+DECLARE
+    owning text;
+BEGIN
+    EXECUTE format('ALTER FUNCTION resolver_guard_model_calls() SET search_path = %I, pg_catalog, pg_temp', current_schema());
+    REVOKE ALL ON FUNCTION resolver_guard_model_calls() FROM PUBLIC;
+    SELECT tables_role INTO owning FROM store_roles;
+    IF owning IS NOT NULL THEN
+        EXECUTE format('ALTER FUNCTION resolver_guard_model_calls() OWNER TO %I', owning);
+    END IF;
+END
+$$""",
+    )

@@ -65,6 +65,13 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   guard, and ``resolver_decide`` refusing a proposal an approver's database user wrote
   (:func:`core.stores.postgres.roles.migration_15`).
 
+- **16, a deleted run's lapse events and marks go with it**: a trigger on ``runs``
+  (:data:`core.stores.postgres.marks.FORGET_WITH_RUN`).
+- **17, the journal speaks only for the runner**: ``model_calls.written_by``, stamped with the
+  ``session_user`` of every insert or change by a trigger that also refuses a write by a user
+  mapped to an approver's entry (:func:`core.stores.postgres.roles.migration_17`); a resume
+  refuses an answer an approver's user wrote.
+
 Migrations are applied by the numbers missing, not by the highest one, so a later number below
 one applied is never skipped.
 """
@@ -280,6 +287,11 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         lambda: _roles_15(),
     ),
     (16, "a deleted run's lapse events and marks go with it (a trigger on runs)", lambda: _forget_with_run()),
+    (
+        17,
+        "the journal of model calls stamped with its writer, and refused to an approver's database user",
+        lambda: _journal_17(),
+    ),
     (18, "the role a proposal needs never falls: each line's own role, and only positive values summed", lambda: _roles_18()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
@@ -307,6 +319,12 @@ def _roles_15() -> tuple[str, ...]:
     from core.stores.postgres.roles import migration_15
 
     return migration_15()
+
+
+def _journal_17() -> tuple[str, ...]:
+    from core.stores.postgres.roles import migration_17
+
+    return migration_17()
 
 
 def _roles_18() -> tuple[str, ...]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -674,6 +674,23 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
     def _journal_lock(self, conn: QmarkConnection, run_id: str) -> None:
         """Attempts of one run are numbered one writer at a time (a transaction-level advisory lock)."""
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('resolver-model-calls:' || current_schema() || ?))", (run_id,))
+
+    _journal_mark = "written_by"
+
+    def _journal_verdicts(self, conn: QmarkConnection, rows: Sequence[Sequence[Any]]) -> list[str | None]:
+        """Each row's ``written_by`` (stamped by migration 17's trigger) against the database
+        users mapped to an approver's entry (revoked or not): a row one of them wrote was not
+        written by the agent's runner. A row from before migration 17 (NULL) is the runner's."""
+        mapped = {r[0]: r[1] for r in conn.execute("SELECT db_user, name FROM approvers WHERE db_user IS NOT NULL").fetchall()}
+        out: list[str | None] = []
+        for r in rows:
+            user = r[7]
+            out.append(
+                None
+                if user is None or user not in mapped
+                else f"it was written by the database user {user}, approver {mapped[user]}'s"
+            )
+        return out
 
     # -- the audit ------------------------------------------------------------------------------
 

@@ -27,9 +27,15 @@
 - ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
   the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
   the runs flagged corrupt apart (:meth:`CheckpointStore.counts`: a corrupt run is not waiting).
-- ``model_calls``: the journal of live model calls (issue 26), one row per attempt keyed by run,
-  step and attempt: written before the request is sent, its raw answer and usage (tokens) added
-  before the runner acts on it. Format 3; a format-2 store gets the table when opened.
+- ``model_calls``: the journal of live model calls, one row per attempt keyed by run, step and
+  attempt: written before the request is sent, its raw answer and usage (tokens) added before the
+  runner acts on it. Format 3; a format-2 store gets the table when opened. ``seal`` (format 7) is
+  an HMAC-SHA256 of the row's run, step, attempt, route, answer and tokens under a key derived
+  from the home's ``approval.key`` (:func:`core.stores.common.journal_seal`), written with the
+  row and again with its answer: a resume takes an answer only when its seal verifies, so a row
+  planted with SQL by someone without the key never becomes a proposal
+  (:class:`~core.errors.JournalUntrusted`). See :meth:`CheckpointStore._seal_journal` for the rows
+  already there when a store of an earlier format is upgraded.
 
 A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.stores.sqlite.database`) with a
 compare-and-set on ``version``: a writer holding a stale copy gets
@@ -54,10 +60,11 @@ types, sorts and lease rules are in :mod:`core.store`.
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, suppress
 from datetime import datetime, timedelta
 from functools import lru_cache
@@ -74,6 +81,7 @@ from core.safetext import nfc
 from core.store import (
     PAGE_SIZE,
     SORTS,
+    JournalKey,
     Lease,
     RunExists,
     RunSummary,
@@ -96,13 +104,16 @@ from core.stores.common import (
     ModelCallJournal,
     _Parts,
     event_dicts,
+    journal_key,
+    journal_seal,
     read_parts,
     refuse_save,
+    seal_verdict,
     sort_order,
 )
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
-from core.stores.sqlite.marks import REFRESH_FORMAT, SqliteMarks, add_run_marks
+from core.stores.sqlite.marks import SqliteMarks, add_run_marks
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
@@ -117,12 +128,13 @@ __all__ = [
     "Counters",
 ]
 
-STORE_FORMAT = REFRESH_FORMAT
+STORE_FORMAT = 7
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
 journal, issue 26), 4 (and each entry's ``checksum``, issue 27), 5 (and ``run_marks`` and
 ``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
-refreshed request a new request event, issue 24). Formats 1 to 5 are migrated on open."""
+refreshed request a new request event, issue 24), 7 (and ``model_calls.seal``: each journal row
+sealed with the home's key). Formats 1 to 6 are migrated on open."""
 
 _pick_always = operator.itemgetter(*_ALWAYS_ORDER)
 """The values of :data:`_ALWAYS_ORDER` from a save's column values (by name), in that order."""
@@ -197,8 +209,14 @@ _READ_ENTRIES = (
 _CREATE_MODEL_CALLS = (
     "CREATE TABLE IF NOT EXISTS model_calls (run_id TEXT NOT NULL, step INTEGER NOT NULL, attempt INTEGER NOT NULL, "
     "route TEXT NOT NULL, sent_at TEXT NOT NULL, answer TEXT, tokens_in INTEGER, tokens_out INTEGER, answered_at TEXT, "
-    "PRIMARY KEY (run_id, step, attempt)) WITHOUT ROWID"
+    "seal TEXT, PRIMARY KEY (run_id, step, attempt)) WITHOUT ROWID"
 )
+_IN_FLIGHT = (
+    "SELECT COUNT(*) FROM runs WHERE status = 'executing' AND EXISTS "
+    "(SELECT 1 FROM audit WHERE audit.run_id = runs.run_id AND audit.decision = 'approve')"
+)
+"""Runs executing under an approval this home signed: while there are any, a missing
+``approval.key`` is not made again (:func:`core.approval.load_key`)."""
 _CREATE_ENTRIES = (
     "CREATE TABLE IF NOT EXISTS entries (run_id TEXT NOT NULL, n INTEGER NOT NULL, list TEXT NOT NULL, "
     "seq INTEGER NOT NULL, body TEXT NOT NULL, extra TEXT, ref INTEGER, checksum INTEGER, PRIMARY KEY (run_id, n)) "
@@ -220,6 +238,18 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         summarize: gives the queue's columns of a state, called inside every save (the product
             hands :func:`core.queue.queue_columns`; required, issue 22: a store that wrote blank
             columns left a run out of the queue's totals and every approver's "mine").
+        journal_key: where the home's approval key comes from (:data:`core.store.JournalKey`),
+            asked once, when a journal row is first sealed or checked (or the upgrade to format
+            7 finds rows to seal); the journal's seals are made under a key derived from it
+            (:func:`core.stores.common.journal_key`). :class:`core.home.Home` passes its
+            ``approval.key``. A store opened without one (None: the lesson's Python API, which
+            only replays recordings, tests, the listing) keeps working for every run, but its
+            journal can be neither written nor trusted: :meth:`journal_attempt` and
+            :meth:`journal_answer` refuse with one sentence before anything is sent,
+            :meth:`journal_answered` and :meth:`journal_problems` refuse when there are rows,
+            :meth:`model_calls` reports ``trusted`` None, and opening a format-6 store whose
+            journal holds rows is refused (they would stay unsealed for good) until resolver
+            opens the home once.
 
     Attributes:
         counters: transactions and commits of this store (:class:`core.stores.sqlite.database.Counters`); one
@@ -227,13 +257,27 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
 
     Raises:
         UnsupportedStoreFormat: the file was written by a newer resolver, or its tables are not a
-            checkpoint store's.
+            checkpoint store's, or it is of format 6 or older with journal rows to seal and no
+            ``journal_key``.
+        ApprovalKeyError: the upgrade to format 7 needs the home's key and it cannot be had
+            (damaged, or missing while approvals are in flight); nothing was changed.
     """
 
-    _raw_text = True  # JSON texts bound as their UTF-8 bytes, stored as TEXT (_TEXT)
+    _raw_text = True
+    _journal_mark = "seal"  # JSON texts bound as their UTF-8 bytes, stored as TEXT (_TEXT)
 
-    def __init__(self, path: Path | str, clock: Clock | None = None, *, summarize: Summarize, afresh: bool = False) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        clock: Clock | None = None,
+        *,
+        summarize: Summarize,
+        afresh: bool = False,
+        journal_key: JournalKey | None = None,
+    ) -> None:
         self.path = Path(path)
+        self._journal_key_of = journal_key
+        self._sealing: bytes | None = None
         self.clock = clock or SystemClock()
         self.summarize: Summarize = summarize
         self.repairs: list[str] = []
@@ -292,16 +336,20 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                     f"The checkpoint store {self.path} has format {fmt}, written by a newer resolver; this resolver "
                     f"reads formats 1 to {STORE_FORMAT}. Upgrade resolver, or move the file away to start afresh."
                 )
+            elif fmt == 6:
+                self._seal_journal(conn)  # format 7: each journal row sealed with the home's key
             elif fmt == 5:
                 add_run_marks(conn)  # format 6, issue 24: a refreshed request's event (the tables are there)
+                self._seal_journal(conn)
             elif fmt in (2, 3, 4):
                 conn.execute(_CREATE_MODEL_CALLS)  # format 3, issue 26: the journal of model calls
                 if "checksum" not in {r[1] for r in conn.execute("PRAGMA table_info(entries)")}:
                     conn.execute(_ADD_CHECKSUM)  # format 4, issue 27: each entry's checksum
                 add_run_marks(conn)  # formats 5 and 6, issue 24: the marks and the queue's events
                 self._add_listing_indexes(conn)  # and format 5's covering indexes (issue 27, item 6)
+                self._seal_journal(conn)
             elif "runs" in tables:
-                self._migrate_from_0_1_0(conn, db, tables)
+                self._migrate_from_0_1_0(conn, db, tables)  # its journal is made new, with the seal column
             else:
                 self._create(conn, db)
             conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
@@ -311,6 +359,71 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             raise
         conn.execute("COMMIT")
         self._repair_triggers(conn)  # what a store of an older format lacks besides (audit_tip, issue 27)
+
+    def _seal_journal(self, conn: sqlite3.Connection) -> None:
+        """The step to format 7, inside the migration's transaction: give ``model_calls`` its
+        ``seal`` column and seal every row already there that has none with the home's key.
+
+        Why those rows are sealed, not left unsealed: a run that crashed between "answer
+        journaled" and "step saved" under the earlier release resumes from that answer (no second
+        call, no second charge); an unsealed row would refuse its resume for good. The upgrade
+        cannot tell a row its runner wrote from one planted by SQL before it, so it vouches for
+        every row present at that moment (trust on first upgrade), then no row written without
+        the key is ever trusted again. What remains: someone who can write SQL into
+        ``runs.sqlite`` can set the store's format back (``PRAGMA user_version``), plant a row
+        without a seal, and have the next open seal it as an earlier release's; the README's
+        threat model says so. A row that already holds a seal is never sealed again.
+
+        Raises:
+            UnsupportedStoreFormat: there are rows to seal and the store was opened without a
+                ``journal_key``; nothing was changed (the migration rolls back).
+        """
+        if "seal" not in {r[1] for r in conn.execute("PRAGMA table_info(model_calls)")}:
+            conn.execute("ALTER TABLE model_calls ADD COLUMN seal TEXT")
+        rows = conn.execute(
+            "SELECT run_id, step, attempt, route, answer, tokens_in, tokens_out FROM model_calls WHERE seal IS NULL"
+        ).fetchall()
+        if not rows:
+            return
+        if self._journal_key_of is None:
+            raise UnsupportedStoreFormat(
+                f"The checkpoint store {self.path} holds {len(rows)} journaled model call(s) of an earlier release, which are "
+                "sealed with the home's key when it is upgraded; open the home once with resolver (`resolver runs`, for "
+                "one) first. Nothing was changed."
+            )
+        key = self._sealing_key(lambda: int(conn.execute(_IN_FLIGHT).fetchone()[0]))
+        conn.executemany(
+            "UPDATE model_calls SET seal = ? WHERE run_id = ? AND step = ? AND attempt = ?",
+            [(journal_seal(key, *r), r[0], r[1], r[2]) for r in rows],
+        )
+
+    def seal_copied_journal(self) -> int:
+        """Seal, with this home's key, every journal row that has no seal: only ``resolver store
+        copy`` calls it, on its target, once every part and the target's ``approval.key`` are in
+        place (the target was empty, so its unsealed rows are the copied ones, and the copy
+        refused a source whose journal held a row its runner did not write). Returns the rows
+        sealed. Raises ResolverError without ``journal_key``, ApprovalKeyError."""
+        unsealed = "SELECT run_id, step, attempt, route, answer, tokens_in, tokens_out FROM model_calls WHERE seal IS NULL"
+        with self.db.read() as conn:
+            if conn.execute(unsealed + " LIMIT 1").fetchone() is None:
+                return 0  # no key asked for (a shop home copied without live runs makes no approval.key)
+        sealer = self._journal_sealer()
+        with self.db.immediate() as conn:
+            rows = conn.execute(unsealed).fetchall()
+            conn.executemany(
+                "UPDATE model_calls SET seal = ? WHERE run_id = ? AND step = ? AND attempt = ?",
+                [(sealer(*r), r[0], r[1], r[2]) for r in rows],
+            )
+        return len(rows)
+
+    def _sealing_key(self, in_flight: Callable[[], int]) -> bytes:
+        """The journal's sealing key (:func:`core.stores.common.journal_key` of the home's
+        approval key), asked of ``journal_key`` once and kept. ``in_flight`` counts the approvals
+        in flight (asked only when the home's key must be made). Raises ApprovalKeyError."""
+        if self._sealing is None:
+            assert self._journal_key_of is not None
+            self._sealing = journal_key(self._journal_key_of(in_flight))
+        return self._sealing
 
     def _check_application(self, conn: sqlite3.Connection) -> None:
         """Refuse a SQLite file that another application marked as its own."""
@@ -1043,6 +1156,21 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
 
     def _journal_read(self) -> AbstractContextManager[sqlite3.Connection]:
         return self.db.read()
+
+    def _journal_sealer(self) -> functools.partial[str]:
+        """:func:`core.stores.common.journal_seal` under this home's key. Raises ResolverError
+        (one sentence) for a store opened without ``journal_key``: nothing is written or sent."""
+        if self._journal_key_of is None:
+            raise self._unkeyed()
+        return functools.partial(journal_seal, self._sealing_key(self.approvals_in_flight))
+
+    def _journal_verdicts(self, conn: sqlite3.Connection, rows: Sequence[Sequence[Any]]) -> list[str | None] | None:
+        """Each row's seal checked under this home's key (:func:`core.stores.common.seal_verdict`);
+        None without ``journal_key``."""
+        if self._journal_key_of is None:
+            return None
+        key = self._sealing_key(self.approvals_in_flight)
+        return [seal_verdict(key, r) for r in rows]
 
     # -- reset ----------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from core.errors import ResolverError
 from core.stores.sqlite.audit import SqliteAudit
@@ -123,6 +124,29 @@ def read_only_audit(path: Path) -> Iterator[tuple[set[str], SqliteAudit]]:
         raise ResolverError(str(exc)) from exc
     finally:
         conn.close()
+
+
+def read_only_journal(path: Path) -> list[tuple[Any, ...]] | None:
+    """Every row of the journal of model calls of the store at ``path``, opened read-only for
+    ``resolver doctor``: :data:`core.stores.common.JOURNAL_ROW`'s values then the seal, by run,
+    step and attempt; None when the store has no sealed journal yet (no ``model_calls`` table,
+    or an earlier format whose rows are sealed at its upgrade). Raises ResolverError (SQLite's
+    error in the sentence)."""
+    from core.stores.common import JOURNAL_ROW
+
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
+        try:
+            if "seal" not in {r[1] for r in conn.execute("PRAGMA table_info(model_calls)")}:
+                return None
+            return [
+                tuple(r)
+                for r in conn.execute(f"SELECT {', '.join(JOURNAL_ROW)}, seal FROM model_calls ORDER BY run_id, step, attempt")
+            ]
+        finally:
+            conn.close()
+    except sqlite3.Error as exc:
+        raise ResolverError(str(exc)) from exc
 
 
 def has_signed_rows(path: Path, looked_at: int) -> bool:

@@ -58,9 +58,11 @@ class SqliteRows:
 
     def _open(self, part: str) -> Database:
         if part == "runs":
+            from core.stores import folder_journal_key
             from core.stores.sqlite.checkpoint import CheckpointStore
 
-            return CheckpointStore(self._file(part), summarize=blank_columns, afresh=self._new).db
+            key = folder_journal_key(self.root)  # an earlier format's journal is sealed at its upgrade
+            return CheckpointStore(self._file(part), summarize=blank_columns, afresh=self._new, journal_key=key).db
         if part == "world":
             from core.stores.sqlite.world import _database
 
