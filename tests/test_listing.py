@@ -47,8 +47,8 @@ def test_an_older_store_is_opened_by_the_whole_home(tmp_path, capsys):
     conn = sqlite3.connect(root / "runs.sqlite")
     try:
         assert (
-            conn.execute("PRAGMA user_version").fetchone()[0] == 6
-        )  # format 4 (issue 27: checksums), 5 (issue 24: the marks), 6 (its refresh event)
+            conn.execute("PRAGMA user_version").fetchone()[0] == 7
+        )  # format 4 (checksums), 5 (the marks), 6 (its refresh event), 7 (the journal's seals)
     finally:
         conn.close()
     assert listing_home(root) is not None and capsys.readouterr().out.strip()
