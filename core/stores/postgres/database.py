@@ -334,8 +334,8 @@ class Database:
         and ``sync``. ``BEGIN`` and the statements are queued, not waited on: ``sync()`` sends
         them and waits for all their results at once (a cursor's ``fetchone`` after it reads
         what came back), and ``COMMIT`` goes with whatever was queued after the last sync. A
-        decision's save is then two round trips (its statements, then the audit row with the
-        commit) instead of one per statement. An error of a queued statement is raised by
+        decision's save is then one round trip (its statements, the audit row and the commit)
+        instead of one per statement. An error of a queued statement is raised by
         ``sync()`` or at the end, and the transaction is rolled back. Where the client's libpq
         has no pipeline mode (before 14), or inside this thread's transaction, it is
         :meth:`transaction` and ``sync`` does nothing."""

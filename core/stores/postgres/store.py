@@ -15,21 +15,25 @@ model calls), made by the migrations of :mod:`core.stores.postgres.schema`. The 
   save is one statement in autocommit, so its own transaction: the header's write and, only if
   it was written, the insert of every new ``entries`` row from six arrays (``unnest``), in one
   CTE; the lease's end is computed in it from the database's ``now()`` (:data:`LEASE_UNTIL`).
-  One round trip, all or nothing. A decision adds its audit row in the same transaction: the
-  header's statement, the audit head's lock and the newest row go in one pipeline
-  (:meth:`~core.stores.postgres.database.Database.pipelined`), then the audit row with the
-  ``COMMIT``: two round trips. When the rows stored are not the ones this object saw (a new
-  row's key is taken), the statement fails with a unique violation and the save is done again
-  in one transaction that deletes the run's rows and writes them all.
-- **The audit** is appended in the save's transaction under a row lock on its one-row head
-  (:mod:`core.stores.postgres.audit`), so two deciders never fork the chain.
+  One round trip, all or nothing. A decision adds its audit row in the same transaction, still
+  one round trip: ``BEGIN``, the header's statement, ``resolver_append`` (the audit row, written
+  only when the header was) and ``COMMIT`` go in one pipeline
+  (:meth:`~core.stores.postgres.database.Database.pipelined`). When the rows stored are not the
+  ones this object saw (a new row's key is taken), the statement fails with a unique violation
+  and the save is done again in one transaction that deletes the run's rows and writes them all.
+- **One lock order.** Every write of a decision locks the run's row first (its compare-and-set)
+  and the audit's one-row head last, in the append, the statement before the commit, so two
+  deciders never each hold a lock the other waits for, and the head is held for the append
+  alone; the counts' triggers only insert (schema migration 19), so they lock nothing another
+  writer waits on. The chain never forks (:mod:`core.stores.postgres.audit`).
 - **Leases use the database's clock** (``now()``), not the machine's: executors on machines whose
   clocks disagree still agree on when a lease ends. The lease's time is stored as ISO 8601 like
   every other time; the run's row is locked (``FOR UPDATE``) while a lease is taken or cleared.
   Everything else (``updated_at``, evidence and approval expiry) keeps the home's clock, the
   trainer's in a practice store.
-- **The queue's counts** are the sums of ``run_counts`` (schema migration 7), which triggers on
-  ``runs`` keep in every writer's transaction (a corrupt run counts under ``corrupt``); the search
+- **The queue's counts** are the sums of ``run_counts`` (schema migration 7) and of the deltas
+  that triggers on ``runs`` append in every writer's transaction (migration 19; a corrupt run
+  counts under ``corrupt``); the search
   is a substring of the casefolded, NFC search fields kept in the ``search`` column at every save
   (Python's ``str.casefold`` on both sides, as the SQLite back-end folds).
 - A load is one statement (:data:`_LOAD`: header and rows), so one round trip and one snapshot.
