@@ -38,7 +38,7 @@ from urllib.parse import quote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from core.stores.postgres.store import _COUNTS as COUNTS
+from core.stores.postgres.store import COUNTS_SQL
 from core.stores.postgres.trace import round_trips
 
 from bench_core import (
@@ -270,7 +270,7 @@ def bench_queue(quick: bool) -> None:
             with store.db.read() as conn:
                 sql = "SELECT run_id FROM runs WHERE status = %s ORDER BY updated_ts ASC, run_id ASC LIMIT %s"
                 print(f"  plan of the waiting page: {plan_of(conn, sql, ('waiting_approval', PAGE_SIZE))}")
-                print(f"  plan of the counts: {plan_of(conn, COUNTS, ())}")
+                print(f"  plan of the counts: {plan_of(conn, COUNTS_SQL, ())}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

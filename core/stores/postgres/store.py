@@ -175,7 +175,7 @@ _LOAD_VIEW = _LOAD.replace(" ORDER BY k", " AND (i.list <> 'messages' OR i.seq <
 messages only, so the history is never sent by the database."""
 
 
-_COUNTS = (
+COUNTS_SQL = (
     "SELECT status, sum(n), count(*) FILTER (WHERE d) FROM (SELECT status, n, false AS d FROM run_counts "
     "UNION ALL SELECT status, n, true FROM run_count_deltas) c GROUP BY status"
 )
@@ -539,7 +539,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         :data:`~core.stores.postgres.schema.FOLD_AT` deltas the reader folds them
         (``resolver_run_counts_fold``, which never waits: another fold running, it does nothing)."""
         with self.db.read() as conn:
-            rows = conn.execute(_COUNTS).fetchall()
+            rows = conn.execute(COUNTS_SQL).fetchall()
         unfolded = sum(int(r[2]) for r in rows)
         if unfolded > FOLD_AT:
             with suppress(StoreBusy), self.db.atomic() as conn:
