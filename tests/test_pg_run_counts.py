@@ -127,3 +127,35 @@ def test_a_store_at_schema_18_takes_migration_19_and_its_waiting_run_approves(ho
     rows = again.store.audit_rows()
     for before, row in pairwise(rows):
         assert row["prev"] == row_hash(before)
+
+
+def test_a_frozen_schema_18_team_store_takes_migration_19_and_its_waiting_run_is_paid_once(tmp_path):
+    """The release before's store (``tests/fixtures/team_store_schema_18``), with a run waiting
+    over the upgrade: migration 19 is applied, the counts kept in shards before it are the same
+    after, the run is approved and paid once, and the chain goes on from the row written before."""
+    import json
+    from pathlib import Path
+
+    import psycopg
+    from core.auditchain import verify_audit
+    from core.stores.postgres.schema import ALL
+
+    from pg import restore_frozen
+
+    frozen = Path(__file__).parent / "fixtures" / "team_store_schema_18"
+    had = {row["version"] for row in json.loads((frozen / "tables.json").read_text(encoding="utf-8"))["resolver_migrations"]}
+    assert max(had) == 18 and 19 in ALL
+    with fresh_schema() as url:
+        restore_frozen(url, frozen, had, verbatim=True)
+        home = Home(tmp_path / "home", clock=FixedClock(FRIDAY), store=url)
+        with psycopg.connect(url) as conn:
+            assert {r[0] for r in conn.execute("SELECT version FROM resolver_migrations")} == set(ALL)
+        assert home.store.counts() == grouped(home) == {"waiting_approval": 1, "handed_to_person": 1}
+        waiting = home.resume("T-65273-agent-chat-small-1")
+        done = home.approve(waiting.state.run_id, "team_lead", "Tomás", seen=home.queue.look(waiting.state))
+        assert done.status == "done" and all(op.status == "done" for op in done.operations)
+        assert home.store.counts() == grouped(home) == {"done": 1, "handed_to_person": 1}
+        with psycopg.connect(url) as conn:
+            assert conn.execute("SELECT count(*), max(amount) FROM refunds").fetchone() == (1, "119.00")
+        assert [r["decision"] for r in home.store.audit_rows()] == ["reject", "approve"]
+        assert verify_audit(home.store).problems == []
