@@ -12,6 +12,11 @@ Run: ``python benchmarks/pg_races.py`` (100 rounds of each; about 15 minutes on 
   executor (``save``, ``row``, ``call``, ``write``) in turn, so 100 rounds visit each several times.
 - ``resume``: the loop killed after step 1, then two ``resolver resume`` at once: model calls
   made by the two (counted in each process), extra calls, the checkpoint's numbers.
+- ``deciders``: N approver processes (1, 2, 4, 8), each its own home on the store, start at one
+  instant and reject waiting runs for ``--seconds`` (default 10): distinct runs each, then 8 of
+  them on the same runs. Decisions per second, p50 and p99 of a decision, outcomes, conflicts
+  the store raised (retried ones included) and deadlocks the server counted; N = 8 beside the
+  N = 1 figure of the same run (``--only deciders``; ``--quick``: 2 s each).
 
 The rounds and their rules are ``tests/pg_rounds.py``'s (the suite runs a few of each in
 ``tests/test_pg_races.py``). Every broken rule is printed and counted; nothing stops the run.
@@ -33,7 +38,7 @@ sys.path.insert(0, str(TESTS))
 
 from harness import figure, heading  # noqa: E402
 
-SECTIONS = ("race", "sweep", "resume")
+SECTIONS = ("race", "sweep", "resume", "deciders")
 
 
 def _problems(label: str, problems: list[str], shown: list[int]) -> None:
@@ -131,11 +136,47 @@ def bench_resume(url: str, root: Path, rounds: int) -> None:
     print(f"  wall time {time.perf_counter() - t0:.0f} s")
 
 
+def bench_deciders(url: str, root: Path, seconds: float) -> None:
+    import os
+
+    from pg_rounds import decide_round
+
+    heading(f"N approvers rejecting waiting runs at once, {seconds:g} s each (distinct runs, then one run for all)")
+    print(f"  load average before: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    rounds = {}
+    for n in (1, 2, 4, 8):
+        got = decide_round(root, url, n, seconds)
+        rounds[n] = got
+        figure(
+            f"N = {n}, distinct runs: decisions/s, p50 / p99",
+            f"{got.per_second():.1f}/s, {got.percentile(0.5):.1f} / {got.percentile(0.99):.1f} ms",
+            "(printed)",
+            None,
+        )
+        bad = {k: v for k, v in got.outcomes.items() if k != "decided"}
+        figure(f"N = {n}, distinct runs: errors, conflicts, deadlocks", f"{bad or 0}, {len(got.conflicts)}, {got.deadlocks}", "0, 0, 0",
+               not bad and not got.conflicts and got.deadlocks == 0)  # fmt: skip
+    one, eight = rounds[1], rounds[8]
+    figure("N = 8 decisions/s at least N = 1's", f"{eight.per_second():.1f} vs {one.per_second():.1f}", ">= N = 1",
+           eight.per_second() >= one.per_second())  # fmt: skip
+    figure("N = 8 p99 of a decision", f"{eight.percentile(0.99):.1f} ms", "< 100 ms", eight.percentile(0.99) < 100)
+    same = decide_round(root, url, 8, seconds, same_run=True, runs=max(200, int(150 * seconds)))
+    told, decided = same.outcomes.get("told", 0), same.outcomes.get("decided", 0)
+    bad = {k: v for k, v in same.outcomes.items() if k not in ("decided", "told")}
+    figure("8 on the same runs: runs decided, losers told who decided", f"{decided}, {told}", "(printed)", None)
+    figure("8 on the same runs: other outcomes, conflicts, deadlocks", f"{bad or 0}, {len(same.conflicts)}, {same.deadlocks}",
+           "0, 0, 0", not bad and not same.conflicts and same.deadlocks == 0)  # fmt: skip
+    figure("8 on the same runs: p50 / p99", f"{same.percentile(0.5):.1f} / {same.percentile(0.99):.1f} ms", "(printed)", None)
+    for said in (*one.said, *eight.said, *same.said)[:5]:
+        print(f"    said: {said}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=100, help="rounds of each section (default 100)")
     parser.add_argument("--quick", action="store_true", help="2 rounds of each, for a smoke run")
     parser.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections (repeatable)")
+    parser.add_argument("--seconds", type=float, default=10.0, help="seconds of each deciders' round (default 10)")
     args = parser.parse_args(argv)
     rounds = 2 if args.quick else args.rounds
     from pg import _server, fresh_schema
@@ -150,6 +191,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         with fresh_schema() as schema_url:
             for section in only:
+                if section == "deciders":
+                    bench_deciders(schema_url, folder / section, 2.0 if args.quick else args.seconds)
+                    continue
                 {"race": bench_race, "sweep": bench_sweep, "resume": bench_resume}[section](schema_url, folder / section, rounds)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

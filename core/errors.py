@@ -36,6 +36,13 @@ class StoreBusy(ResolverError):
     (PostgreSQL) timeout."""
 
 
+class StoreConflict(StoreBusy):
+    """The team store undid a write to let another writer's through (PostgreSQL's serialization
+    failure or deadlock, SQLSTATE 40001 or 40P01): nothing of it was written, and the same write
+    made again may succeed. :meth:`core.home.Home` makes a decision again itself
+    (:data:`core.home.DECIDE_ATTEMPTS`) before this reaches a person."""
+
+
 class ConnectionLost(ResolverError):
     """A team store's connection failed under a statement (the server ended it, or cannot be
     reached): the pool's dead idle connections are dropped before this is raised, so a read made

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import os
+import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from core.approval import approve, load_key, load_stored_key, reject
 from core.auditchain import AuditMoved
 from core.clock import Clock, FileClock, iso
-from core.errors import ApprovalRefused, ResolverError
+from core.errors import ApprovalRefused, ResolverError, StoreConflict
 from core.executor import Interrupt, OnProgress, execute
 from core.homekind import Kind, home_clock, home_kind, require_practice, team_kind
 from core.homepath import (  # noqa: F401  (re-exported: where the home is, and why)
@@ -69,6 +71,11 @@ from core.tickets import TICKETS
 from core.world import World, WorldMissing
 
 _T = TypeVar("_T")
+
+DECIDE_ATTEMPTS = 5
+"""Attempts in all of one decision (approve, reject, refresh, a mark) before its error reaches
+the person (:meth:`Home._signed`): a store undoing a write to let another's through is a
+moment's contention among approvers, not something they must retry by hand."""
 
 if TYPE_CHECKING:
     from core.approvers import Registry, Unlocked
@@ -587,13 +594,22 @@ class Home:
 
     @staticmethod
     def _signed(decide: Callable[[], _T]) -> _T:
-        """Decide; a signed decision that met another decision's audit row between signing and
-        saving (AuditMoved) is signed again over the new newest row, up to 3 times."""
-        for _ in range(2):
+        """Decide, made again by itself up to :data:`DECIDE_ATTEMPTS` times in all when nothing
+        of it was written and the same decision may land now: a signed decision that met
+        another decision's audit row between signing and saving (AuditMoved) is signed again
+        over the new newest row; one the team store undid for another writer's sake
+        (StoreConflict: a deadlock or serialization failure) is made again after a short random
+        pause (5 to 25 ms times the attempt's number, so the writers that collided do not
+        collide again). Each attempt reads the run anew, so a run someone decided meanwhile is
+        refused with who decided it and what, never with the store's conflict. The last
+        attempt's error is raised as it is."""
+        for attempt in range(1, DECIDE_ATTEMPTS):
             try:
                 return decide()
             except AuditMoved:
                 continue
+            except StoreConflict:
+                time.sleep(random.uniform(0.005, 0.025) * attempt)
         return decide()
 
     def _seal_head(self, signer: Unlocked | None, decided: str = "", run_id: str = "") -> None:

@@ -162,3 +162,52 @@ def undo_migration_12(conn) -> None:
     ):
         conn.execute(f"DROP FUNCTION {function}")
     conn.execute("DELETE FROM resolver_migrations WHERE version = 12")
+    # Migration 19's append hashes with 12's resolver_row_hash: it is made again with it (its
+    # statements are idempotent), as a store of the release before 12 upgraded today would be.
+    conn.execute("DELETE FROM resolver_migrations WHERE version = 19")
+
+
+def undo_migration_19(conn) -> None:
+    """Put the schema of ``conn`` back as migration 18 left it, in its transaction: the queue's
+    counts kept by triggers that add to ``run_counts`` (migration 7's functions), no deltas, no
+    fold, no ``resolver_append``, and migration 19's row deleted: what a store written by the
+    release before holds, for a test that upgrades it."""
+    from core.stores.postgres.schema import RUN_COUNTS
+
+    for statement in RUN_COUNTS:
+        if statement.startswith("CREATE FUNCTION"):
+            conn.execute(statement.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1))
+    conn.execute(
+        "INSERT INTO run_counts (status, shard, n) SELECT status, 0, sum(n) FROM run_count_deltas GROUP BY status "
+        "ON CONFLICT (status, shard) DO UPDATE SET n = run_counts.n + EXCLUDED.n"
+    )
+    conn.execute("DROP TABLE run_count_deltas")
+    conn.execute("DROP FUNCTION resolver_run_counts_fold()")
+    conn.execute("DROP FUNCTION resolver_append(text, jsonb)")
+    conn.execute("DELETE FROM resolver_migrations WHERE version = 19")
+
+
+SAVES_NEED = (19,)
+"""Migrations this resolver's decisions call into (19: ``resolver_append``). A test that plays
+an older release's schema with this code keeps them applied: the older release's own code did
+not call them, and a store this code opens is always brought up to date first."""
+
+
+def release_upto(monkeypatch, n: int) -> None:
+    """Make the schema module play the release whose migrations went up to ``n`` (with
+    :data:`SAVES_NEED` kept), for the rest of ``monkeypatch``'s context."""
+    from core.stores.postgres import schema
+
+    before = tuple(m for m in schema.MIGRATIONS if m[0] <= n or m[0] in SAVES_NEED)
+    monkeypatch.setattr(schema, "MIGRATIONS", before)
+    monkeypatch.setattr(schema, "ALL", frozenset(v for v, _, _ in before))
+    monkeypatch.setattr(schema, "LATEST", n)
+
+
+def played_version(url: str) -> int:
+    """The highest migration of the schema of ``url`` but :data:`SAVES_NEED`: the release a test
+    played there."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        return max(int(r[0]) for r in conn.execute("SELECT version FROM resolver_migrations") if r[0] not in SAVES_NEED)

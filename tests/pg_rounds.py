@@ -310,3 +310,130 @@ def resume_round(root: Path, url: str) -> ResumeRound:
     if home.store.summary(T65273_RUN).lease_owner is not None:
         got.problems.append("a lease is left on the waiting run")
     return got
+
+
+# -- N approvers deciding at once -----------------------------------------------------------------
+
+DECIDE_ENTRY = Path(__file__).parent / "decide_entry.py"
+
+
+def with_options(url: str, extra: str) -> str:
+    """``url`` with ``extra`` (``-cname=value``) added to libpq's ``options`` parameter."""
+    from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query))
+    query["options"] = f"{query.get('options', '')} {extra}".strip()
+    return urlunsplit(parts._replace(query=urlencode(query, quote_via=quote)))
+
+
+def copy_waiting(conn, run_id: str, n: int) -> list[str]:
+    """``n`` copies of the waiting run ``run_id`` (its header and every entry), made in SQL in
+    the store of ``conn``: each with its own run ID and ``run_uid`` (replaced in every text
+    column, the header's JSON included; the copies' entries keep no checksum, so they are
+    checked in full when read). Returns the copies' run IDs, in order."""
+    uid = conn.execute("SELECT state::jsonb->>'run_uid' FROM runs WHERE run_id = %s", (run_id,)).fetchone()[0]
+    ids = [f"{run_id}-c{i:05d}" for i in range(n)]
+    uids = [f"{uid[:-6]}{i:06d}" for i in range(n)]
+    columns = [
+        r[0]
+        for r in conn.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'runs' AND is_generated = 'NEVER' AND is_identity = 'NO' ORDER BY ordinal_position"
+        )
+    ]
+    kinds = dict(
+        conn.execute(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() "
+            "AND table_name = 'runs'"
+        ).fetchall()
+    )
+
+    def swapped(column: str, table: str) -> str:
+        return f"replace(replace({table}.{column}, %(id)s, c.id), %(uid)s, c.uid)"
+
+    run_exprs = [("c.id" if c == "run_id" else swapped(c, "r") if kinds[c] == "text" else f"r.{c}") for c in columns]
+    with conn.transaction():
+        conn.execute(
+            f"INSERT INTO runs ({', '.join(columns)}) SELECT {', '.join(run_exprs)} FROM runs r, "
+            "unnest(%(ids)s::text[], %(uids)s::text[]) c (id, uid) WHERE r.run_id = %(id)s",
+            {"id": run_id, "uid": uid, "ids": ids, "uids": uids},
+        )
+        conn.execute(
+            "INSERT INTO entries (run_id, n, list, seq, body, extra, ref, checksum) SELECT c.id, e.n, e.list, e.seq, "
+            f"{swapped('body', 'e')}, {swapped('extra', 'e')}, e.ref, NULL FROM entries e, "
+            "unnest(%(ids)s::text[], %(uids)s::text[]) c (id, uid) WHERE e.run_id = %(id)s",
+            {"id": run_id, "uid": uid, "ids": ids, "uids": uids},
+        )
+    return ids
+
+
+@dataclass
+class DecideRound:
+    """One round of :func:`decide_round`: ``outcomes`` (kind -> count over every decider:
+    ``decided``, ``told`` who decided, ``conflict``, ``deadlock``, ``busy``, ``refused``,
+    ``error``), ``seconds`` of every decision, ``conflicts`` the store raised (retried ones
+    too), ``deadlocks`` the server counted in the round, ``wall`` seconds, ``said`` (sentences
+    of the unexpected outcomes, a few)."""
+
+    outcomes: dict[str, int] = field(default_factory=dict)
+    seconds: list[float] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    deadlocks: int = 0
+    wall: float = 0.0
+    said: list[str] = field(default_factory=list)
+
+    def per_second(self) -> float:
+        return self.outcomes.get("decided", 0) / self.wall if self.wall else 0.0
+
+    def percentile(self, q: float) -> float:
+        """The ``q`` quantile (0-1) of the decisions' seconds, in milliseconds."""
+        if not self.seconds:
+            return 0.0
+        ordered = sorted(self.seconds)
+        return 1000 * ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def _deadlocks(url: str) -> int:
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        return int(conn.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").fetchone()[0])
+
+
+def decide_round(root: Path, url: str, deciders: int, seconds: float, *, same_run: bool = False, runs: int = 4000) -> DecideRound:
+    """``deciders`` processes, each its own home on the team store ``url`` (``deadlock_timeout``
+    raised to 5 s on their connections, so a lock cycle would show as a long wait and then an
+    error), start at one instant and reject waiting runs for ``seconds``: each its own share of
+    ``runs`` copies of T-65273's waiting run (``same_run``: all of them the same runs, in the
+    same order, so every run is raced for by all)."""
+    home = fresh_home(root, url)
+    state = home.run("T-65273")
+    with home.store.db.read() as conn:
+        ids = [state.run_id, *copy_waiting(conn, state.run_id, runs - 1)]
+    slow_deadlocks = with_options(url, "-cdeadlock_timeout=5s")
+    start_at = time.time() + 1.5 + 0.2 * deciders  # every process imported and connected first
+    before = _deadlocks(url)
+    procs = []
+    for i in range(deciders):
+        mine = ids if same_run else ids[i::deciders]
+        argv = [sys.executable, str(DECIDE_ENTRY), str(root), slow_deadlocks, f"Approver-{i}", str(start_at), str(seconds), *mine]
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env(url), cwd=ROOT))
+    got = DecideRound()
+    import json
+
+    for p in procs:
+        out, err = p.communicate(timeout=TIMEOUT_S + seconds)
+        if p.returncode != 0:
+            got.said.append(f"a decider exited {p.returncode}: {err.strip()[-400:]}")
+            continue
+        one = json.loads(out)
+        for kind, n in one["outcomes"].items():
+            got.outcomes[kind] = got.outcomes.get(kind, 0) + n
+        got.seconds += one["seconds"]
+        got.conflicts += one["conflicts"]
+        got.said += one["said"]
+        got.wall = max(got.wall, one["elapsed"])
+    time.sleep(1.0)  # the server's statistics are flushed within a second
+    got.deadlocks = _deadlocks(url) - before
+    return got

@@ -51,3 +51,13 @@ def test_bench_live_quick_prints_the_delay_from_commit_to_repaint() -> None:
     assert "== A colleague's claim or release, from its commit to the other app's repaint (6 changes)" in out, out
     assert "commit to repaint, median" in out and "commit to repaint, p95" in out
     assert "bench_live done" in out
+
+
+def test_pg_races_deciders_quick_prints_n_1_beside_n_8_and_no_errors() -> None:
+    out = run_quick("pg_races.py", "--only", "deciders")
+    assert "== N approvers rejecting waiting runs at once, 2 s each" in out, out
+    for n in (1, 2, 4, 8):
+        assert f"N = {n}, distinct runs: decisions/s, p50 / p99" in out, out
+    errors = [line for line in out.splitlines() if "errors, conflicts, deadlocks" in line or "other outcomes" in line]
+    assert len(errors) == 5 and not any("MISSED" in line for line in errors), out
+    assert "N = 8 decisions/s at least N = 1's" in out and "pg_races done" in out

@@ -29,7 +29,7 @@ def test_eight_approvers_at_once_one_wins_the_rest_are_told_in_one_sentence(url,
 
 def test_a_sigkill_at_every_crash_point_of_approve_and_resume_writes_each_operation_once(url, tmp_path):
     points = crash_points(tmp_path / "home", url)
-    # 17 since a step's save is one statement (6 saves, 7 rows, 2 calls, 2 writes; 23 before)
+    # 16 since a decision is one round trip (6 saves, 6 rows, 2 calls, 2 writes; 17 before, 23 before a step's save was one statement)
     assert {p.split(":")[0] for p in points} == set(KINDS) and len(points) >= 15, points
     for point in points:
         got = sweep_round(tmp_path / "home", url, point)

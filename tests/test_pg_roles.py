@@ -21,7 +21,7 @@ import psycopg
 import pytest
 
 from helpers import T65273_RUN, shop_cli
-from pg import fresh_schema, server_url
+from pg import fresh_schema, played_version, release_upto, server_url
 
 GRACE, ANA, BOB = "grace-passphrase", "ana-passphrase", "bob-passphrase"
 
@@ -642,11 +642,8 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
         def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
             return run(*argv, "--store", urls[kind], **kw)
 
-        before = tuple(m for m in schema.MIGRATIONS if m[0] <= 13)
         with monkeypatch.context() as m:  # the previous release: migrations up to 13
-            m.setattr(schema, "MIGRATIONS", before)
-            m.setattr(schema, "ALL", frozenset(v for v, _, _ in before))
-            m.setattr(schema, "LATEST", 13)
+            release_upto(m, 13)
             assert cli("admin", "init", "--shop")[0] == 0
             assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
             code, _, err = cli("admin", "approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)
@@ -662,7 +659,7 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
                 "ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA
             )
             assert code == 3, out + err
-            assert schema_version_of(admin) == 13
+            assert played_version(admin) == 13
             for url in urls.values():
                 forget(url)
         assert _status(admin) == "executing" and _refunds(admin) == 0
@@ -991,3 +988,63 @@ def test_a_journal_answer_an_approvers_user_wrote_refuses_the_resume_and_doctor_
         "refused; delete those rows from model_calls (the step is asked again) or the run."
     ) in out.splitlines(), out
     assert _refunds(admin) == 0
+
+
+def test_a_store_set_up_at_18_takes_migration_19_with_its_owners_and_an_approver_counts_and_folds(
+    users, tmp_path, capsys, monkeypatch
+):
+    """A separated store of the release before (migrations up to 18, set up) upgraded by ``store
+    migrate``: migration 19's replaced count functions keep the tables' role as owner, SECURITY
+    DEFINER and a pinned search path; an approver's own user rejects (the triggers append deltas
+    as the tables' role), reads the counts and folds them."""
+    from core.stores.postgres import schema
+    from core.stores.postgres.database import forget
+    from core.stores.postgres.schema import FOLD_AT
+
+    with fresh_schema() as admin:
+        run = shop_cli(tmp_path / "home", capsys, monkeypatch)
+        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
+
+        def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
+            return run(*argv, "--store", urls[kind], **kw)
+
+        before = tuple(m for m in schema.MIGRATIONS if m[0] <= 18)
+        with monkeypatch.context() as m:  # the release before: no migration 19
+            m.setattr(schema, "MIGRATIONS", before)
+            m.setattr(schema, "ALL", frozenset(v for v, _, _ in before))
+            m.setattr(schema, "LATEST", 18)
+            assert cli("admin", "init", "--shop")[0] == 0
+            assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
+            code, _, err = cli("admin", "approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)
+            assert code == 0, err
+            assert cli("admin", "run", "T-65273")[0] == 0
+            code, _, err = cli(
+                "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--executor-user", users["executor"],
+                "--approver", f"Ana={users['ana']}",
+            )  # fmt: skip
+            assert code == 0, err
+            for url in urls.values():
+                forget(url)
+        code, out, err = cli("admin", "store", "migrate")
+        assert code == 0, out + err
+        owned = _functions_owned(admin)
+        for name in (*(f"resolver_run_counts_{f}" for f in ("added", "removed", "moved", "cleared", "fold")),):
+            owner, definer, config = owned[name]
+            assert owner == users["tables"] and definer and config and config[0].startswith("search_path="), (name, owned[name])
+        code, out, err = cli("ana", "reject", "--yes", T65273_RUN, "--reason", "a duplicate", "--name", "Ana", passphrase=ANA)
+        assert code == 0, out + err
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(
+                "INSERT INTO run_count_deltas (status, n) SELECT 'done', CASE WHEN g %% 2 = 0 THEN 1 ELSE -1 END "
+                "FROM generate_series(1, %s) g",
+                (FOLD_AT + 2,),
+            )
+        code, out, err = cli("ana", "runs")
+        assert code == 0 and "Traceback" not in err, out + err
+        from core.queue import queue_columns
+        from core.stores.postgres.store import PostgresStore
+
+        theirs = PostgresStore(urls["ana"], summarize=queue_columns)
+        assert theirs.counts() == {"handed_to_person": 1}
+        with psycopg.connect(admin, autocommit=True) as conn:
+            assert conn.execute("SELECT count(*) FROM run_count_deltas").fetchone()[0] == 0  # type: ignore[index]

@@ -2,8 +2,8 @@
 item 6; issue 27, item 2): counted from libpq's own trace of the messages sent and received
 (``PQtrace``), a round trip being the client's messages followed by the server's answer. A
 step's save is one statement in autocommit (one round trip); a decision's is one pipelined
-transaction (the header, its rows and the audit head's lock, then the audit row with the
-``COMMIT``: two); a load is one statement. LangGraph's ``PostgresSaver.put`` takes two to
+transaction (the header, its rows, the audit row chained under the head's lock and the
+``COMMIT``: one, whoever wrote the audit's newest row); a load is one statement. LangGraph's ``PostgresSaver.put`` takes two to
 three. The rare path, rows stored that are not the ones the saving object saw, still rewrites
 them all in one transaction."""
 
@@ -66,41 +66,66 @@ def test_a_steps_save_is_one_round_trip_and_a_load_one(home):
     assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
 
 
-def test_a_decisions_save_is_two_round_trips_then_one_at_the_tip_the_store_wrote(home):
-    """The first decision reads the audit's tip under its lock (two round trips); the next one,
-    chained to the tip this store wrote last, is one statement that checks the tip is still the
-    newest row."""
+def test_a_decisions_save_is_one_round_trip_every_time(home, new_store_of):
+    """A decision's header, its rows, its audit row and the commit go in one round trip, the
+    first decision of a store object as the next, and after another object (another machine)
+    appended: the audit's tip is read under the head's lock by the database, never remembered."""
     state = home.run("T-65273")
+    other = new_store_of(home)
     loaded = home.store.load(state.run_id)
     _step(loaded)
-    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION)) == 2
+    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION)) == 1
     _step(loaded)
     assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION)) == 1
-    assert [r["decision"] for r in home.store.audit(state.run_id)] == ["note", "note"]
+    theirs = other.load(state.run_id)
+    _step(theirs)
+    other.save(theirs, audit=DECISION)
+    loaded = home.store.load(state.run_id)
+    _step(loaded)
+    assert round_trips(home, lambda: home.store.save(loaded, audit=DECISION)) == 1
+    assert [r["decision"] for r in home.store.audit(state.run_id)] == ["note"] * 4
     assert home.store.load(state.run_id).model_dump() == loaded.model_dump()
 
 
-def test_a_decision_at_a_tip_another_writer_moved_chains_to_the_new_tip(home, new_store_of):
-    """Two store objects (two machines): each remembers the tip it wrote; a decision of the one
-    whose tip moved is refused by its one statement and done the careful way, chained to the
-    row the other wrote, so the chain stays whole."""
+def test_decisions_of_two_store_objects_chain_to_each_others_rows(home, new_store_of):
+    """Two store objects (two machines) deciding in turn: every audit row is chained to the
+    one before it, whichever object wrote that one, so the chain stays whole."""
     from core.auditchain import row_hash
 
     state = home.run("T-65273")
     other = new_store_of(home)
-    a, b = home.store.load(state.run_id), None
+    a = home.store.load(state.run_id)
     _step(a)
     home.store.save(a, audit=DECISION)
     b = other.load(state.run_id)
     _step(b)
-    other.save(b, audit=DECISION)  # other's first: the careful way, chained to home's row
+    other.save(b, audit=DECISION)
     a = home.store.load(state.run_id)
     _step(a)
-    home.store.save(a, audit=DECISION)  # home remembers its own row as the tip, which moved
+    home.store.save(a, audit=DECISION)
     rows = home.store.audit_rows()
     assert [r["id"] for r in rows] == [1, 2, 3]
+    assert rows[0]["prev"] == "0" * 64
     for before, row in pairwise(rows):
         assert row["prev"] == row_hash(before)
+
+
+def test_a_decision_signed_over_a_tip_that_moved_is_refused_and_writes_nothing(home):
+    """The audit's ``prev`` a decision was signed over is checked under the head's lock: once
+    another row was appended, the save is refused with AuditMoved and neither the header nor
+    the rows nor an audit row is written."""
+    from core.auditchain import AuditMoved
+
+    state = home.run("T-65273")
+    loaded = home.store.load(state.run_id)
+    _step(loaded)
+    home.store.save(loaded, audit=DECISION)
+    before = home.store.load(state.run_id).model_dump()
+    _step(loaded)
+    with pytest.raises(AuditMoved, match="decide again"):
+        home.store.save(loaded, audit={**DECISION, "prev": "f" * 64})
+    assert home.store.load(state.run_id).model_dump() == before
+    assert len(home.store.audit(state.run_id)) == 1
 
 
 def test_a_new_runs_save_and_a_lease_renewal_are_one_round_trip_each(home):

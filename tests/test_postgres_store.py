@@ -61,7 +61,7 @@ def test_the_schema_is_made_by_versioned_migrations_once(url):
     with psycopg.connect(url) as conn:
         versions = [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY version")]
     assert (
-        versions == [version for version, _, _ in MIGRATIONS] == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18]
+        versions == [version for version, _, _ in MIGRATIONS] == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
     )  # 5 and 9 are unused
 
 
@@ -95,6 +95,7 @@ def test_a_migration_numbered_below_one_applied_is_applied_when_missing(url):
             16,
             17,
             18,
+            19,
         ]
         assert conn.execute("SELECT to_regclass('store_meta')").fetchone()[0] is not None
 

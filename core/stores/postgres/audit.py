@@ -8,6 +8,11 @@ in the caller's transaction. Under ``READ COMMITTED`` each statement after the l
 row committed before it was granted, so the second of two deciders chains to the first's row, or,
 when it signed a ``prev`` that moved, is refused with AuditMoved: the chain never forks. The lock
 is held until the caller's commit, so rows are numbered (``id`` 1, 2, ...) in commit order.
+
+**The head last.** A decision's save locks its run's row first (the header's compare-and-set)
+and the audit's head last, in ``resolver_append`` (:data:`APPEND_FUNCTION`, schema migration 19),
+sent in the same round trip as the header and the ``COMMIT``: the head is held from the append to
+the commit and no longer, and two savers never hold one lock each while waiting for the other's.
 """
 
 from __future__ import annotations
@@ -24,6 +29,59 @@ _SELECT = f"SELECT {', '.join(COLUMNS)} FROM audit"
 
 _NEWEST = f"SELECT {', '.join(COLUMNS)}, (SELECT COUNT(*) FROM audit) FROM audit ORDER BY id DESC LIMIT 1"
 """The newest row and the number of rows, in one statement (one snapshot, so they agree)."""
+
+
+APPEND_FUNCTION = f"""CREATE OR REPLACE FUNCTION resolver_append(p_run_id text, p_audit jsonb) RETURNS bigint
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+    tip audit;
+    prev text;
+    next_id bigint;
+BEGIN
+    PERFORM one FROM audit_head FOR UPDATE;
+    SELECT * INTO tip FROM audit ORDER BY id DESC LIMIT 1;
+    IF tip.id IS NULL THEN
+        prev := '{GENESIS}';
+        next_id := 1;
+    ELSE
+        prev := resolver_row_hash(tip);
+        next_id := tip.id + 1;
+    END IF;
+    IF p_audit->>'prev' IS NOT NULL AND p_audit->>'prev' <> prev THEN
+        RAISE EXCEPTION 'Another decision was recorded while this one was signed; decide again.' USING ERRCODE = 'RS409';
+    END IF;
+    INSERT INTO audit ({", ".join(COLUMNS)}) VALUES (
+        next_id, p_run_id, p_audit->>'decision', p_audit->>'role', p_audit->>'name', p_audit->>'digest', p_audit->>'at',
+        p_audit->>'detail', p_audit->>'run_uid', prev, p_audit->>'sig', p_audit->>'binds');
+    RETURN next_id;
+END
+$$"""
+"""One audit row appended in the caller's transaction, chained to the real newest row under the
+head's lock (see the module's docstring), with the caller's rights (a store with role separation
+gives its approvers no ``INSERT`` on the audit: they append through ``resolver_decide`` and
+``resolver_note``). ``p_audit`` as :func:`payload` gives it. Returns the new row's ``id``.
+Raises SQLSTATE ``RS409`` (AuditMoved) when the audit's ``prev`` is set and is no longer the
+newest row's hash. The search path is the one the migration ran under, so a caller's own
+``search_path`` cannot put another ``audit`` table in its place."""
+
+
+def payload(audit: dict[str, Any]) -> dict[str, Any]:
+    """``audit`` (as :meth:`core.store.AuditLog.append_audit` takes it) as ``resolver_append``
+    reads it: every column's value as :func:`core.stores.common.audit_values` gives it (an absent
+    ``detail`` is ``""``, an empty ``sig`` is ``""``), so the row is the one the Python append
+    writes."""
+    return {
+        "decision": audit["decision"],
+        "role": audit["role"],
+        "name": audit["name"],
+        "digest": audit["digest"],
+        "at": audit["at"],
+        "detail": audit.get("detail", ""),
+        "run_uid": audit.get("run_uid"),
+        "sig": audit.get("sig") or "",
+        "binds": audit.get("binds"),
+        "prev": audit.get("prev"),
+    }
 
 
 def last_hash(conn: psycopg.Connection[Any]) -> tuple[str, int]:

@@ -48,7 +48,7 @@ import psycopg.errors
 import psycopg.rows
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from core.errors import ConnectionLost, ResolverError, StoreBusy
+from core.errors import ConnectionLost, ResolverError, StoreBusy, StoreConflict
 
 LOCK_TIMEOUT_S = 5.0
 """Seconds a statement waits for a lock another connection holds before StoreBusy."""
@@ -241,7 +241,8 @@ class Database:
     @contextmanager
     def errors(self) -> Iterator[None]:
         """PostgreSQL's errors as sentences: a lock held too long or no free connection is
-        StoreBusy; a constraint's error passes as it is; a refusal of a separated store's
+        StoreBusy; a transaction the server undid for another's sake (a deadlock or a
+        serialization failure) is StoreConflict, which nothing of was written; a constraint's error passes as it is; a refusal of a separated store's
         function or guard (SQLSTATE ``RS403``, issue 25) is ApprovalRefused with its message,
         ``RS409`` AuditMoved; a privilege the user lacks is one sentence naming it; anything
         else is a ResolverError."""
@@ -249,7 +250,12 @@ class Database:
         try:
             with _refusals(self.label):
                 yield
-        except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+        except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
+            raise StoreConflict(
+                f"{self.label[:1].upper()}{self.label[1:]} undid this change to let another writer's through "
+                f"({_first_line(exc)}); nothing of it was written: try again."
+            ) from None
+        except psycopg.errors.LockNotAvailable as exc:
             raise StoreBusy(
                 f"{self.label[:1].upper()}{self.label[1:]} stayed locked by another writer for "
                 f"{time.monotonic() - started:.1f} s ({_first_line(exc)}); try again."
@@ -328,8 +334,8 @@ class Database:
         and ``sync``. ``BEGIN`` and the statements are queued, not waited on: ``sync()`` sends
         them and waits for all their results at once (a cursor's ``fetchone`` after it reads
         what came back), and ``COMMIT`` goes with whatever was queued after the last sync. A
-        decision's save is then two round trips (its statements, then the audit row with the
-        commit) instead of one per statement. An error of a queued statement is raised by
+        decision's save is then one round trip (its statements, the audit row and the commit)
+        instead of one per statement. An error of a queued statement is raised by
         ``sync()`` or at the end, and the transaction is rolled back. Where the client's libpq
         has no pipeline mode (before 14), or inside this thread's transaction, it is
         :meth:`transaction` and ``sync`` does nothing."""

@@ -630,6 +630,7 @@ DEFINER_FUNCTIONS = (
     "resolver_decide(text, bigint, jsonb, int[], text[], int[], text[], text[], int[], bigint[], jsonb)",
     "resolver_note(text, jsonb)",
     "resolver_put_head(bytea)",
+    "resolver_run_counts_fold()",
 )
 
 TRIGGER_FUNCTIONS = (
@@ -749,6 +750,7 @@ def setup_roles(
         for function in functions:
             conn.execute(sql.SQL("ALTER FUNCTION {} OWNER TO {}").format(sql.SQL(function), ident))
             conn.execute(sql.SQL("REVOKE ALL ON FUNCTION {} FROM PUBLIC").format(sql.SQL(function)))
+        made = {f.split("(")[0] for f in functions}
         for function in (f for f in TRIGGER_FUNCTIONS if f in functions):  # a store set up before migration 16 has no forget
             conn.execute(
                 sql.SQL("ALTER FUNCTION {} SECURITY DEFINER SET search_path = {}, pg_catalog, pg_temp").format(
@@ -802,7 +804,7 @@ def setup_roles(
                 conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sch, u))
                 conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sch, u))
                 conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA {} TO {}").format(sch, u))
-                for function in DEFINER_FUNCTIONS:
+                for function in (f for f in DEFINER_FUNCTIONS if f.split("(")[0] in made):  # those of the schema's migrations
                     conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), u))
                 for statement in _grants(kind, world, effects):
                     conn.execute(sql.SQL(statement.replace("{u}", "{}")).format(u))

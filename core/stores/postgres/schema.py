@@ -71,6 +71,14 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   ``session_user`` of every insert or change by a trigger that also refuses a write by a user
   mapped to an approver's entry (:func:`core.stores.postgres.roles.migration_17`); a resume
   refuses an answer an approver's user wrote.
+- **18, the role a proposal needs never falls**: ``resolver_needed_role`` takes the highest of
+  each line's own role and of each kind's positive values summed
+  (:func:`core.stores.postgres.roles.migration_18`).
+- **19, decisions in one lock order**: the counts' triggers only insert into
+  ``run_count_deltas`` (:data:`COUNT_DELTAS`), and ``resolver_append``
+  (:data:`core.stores.postgres.audit.APPEND_FUNCTION`) chains an audit row under the head's lock
+  as the last statement before the commit, so every writer locks the run's row first and the
+  audit's head last, and holds the head for the append alone.
 
 Migrations are applied by the numbers missing, not by the highest one, so a later number below
 one applied is never skipped.
@@ -252,6 +260,107 @@ an update is counted per row, and only when its status or ``state_ok`` changed (
 clause: a step's save, which keeps its status, runs no trigger function). Every trigger adds to
 its rows in the order of the status, so two transactions never lock them in opposite orders."""
 
+COUNT_FUNCTIONS = (
+    "resolver_run_counts_added()",
+    "resolver_run_counts_removed()",
+    "resolver_run_counts_moved()",
+    "resolver_run_counts_cleared()",
+    "resolver_run_counts_fold()",
+)
+"""The functions of the queue's counts as migration 19 leaves them: the four triggers' and the fold."""
+
+FOLD_AT = 256
+"""Unfolded rows of ``run_count_deltas`` past which a reader of the counts folds them
+(:meth:`core.stores.postgres.store.PostgresStore.counts`): the counts' read stays a few hundred
+rows at most, whatever the number of writers since the last fold."""
+
+COUNT_DELTAS = (
+    f"CREATE TABLE IF NOT EXISTS run_count_deltas (status {C} NOT NULL, n bigint NOT NULL)",
+    f"""CREATE OR REPLACE FUNCTION resolver_run_counts_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO run_count_deltas (status, n) SELECT {_KEY.format(t="r")}, count(*) FROM new_rows r GROUP BY 1;
+    RETURN NULL;
+END
+$$""",
+    f"""CREATE OR REPLACE FUNCTION resolver_run_counts_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO run_count_deltas (status, n) SELECT {_KEY.format(t="r")}, -count(*) FROM old_rows r GROUP BY 1;
+    RETURN NULL;
+END
+$$""",
+    f"""CREATE OR REPLACE FUNCTION resolver_run_counts_moved() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO run_count_deltas (status, n) VALUES ({_KEY.format(t="OLD")}, -1), ({_KEY.format(t="NEW")}, 1);
+    RETURN NULL;
+END
+$$""",
+    """CREATE OR REPLACE FUNCTION resolver_run_counts_cleared() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM run_counts;
+    DELETE FROM run_count_deltas;
+    RETURN NULL;
+END
+$$""",
+    """CREATE OR REPLACE FUNCTION resolver_run_counts_fold() RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER
+SET search_path FROM CURRENT AS $$
+DECLARE
+    folded bigint;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(hashtext('resolver-run-counts:' || current_schema())) THEN
+        RETURN 0;
+    END IF;
+    WITH gone AS (DELETE FROM run_count_deltas RETURNING status, n),
+         summed AS (SELECT status, sum(n) AS n, count(*) AS c FROM gone GROUP BY status),
+         kept AS (INSERT INTO run_counts (status, shard, n) SELECT status, 0, n FROM summed
+                  ON CONFLICT (status, shard) DO UPDATE SET n = run_counts.n + EXCLUDED.n)
+    SELECT COALESCE(sum(c), 0) INTO folded FROM summed;
+    RETURN folded;
+END
+$$""",
+    # A store set up with role separation before this migration: the functions replaced above
+    # lost their SECURITY DEFINER and pinned search path (CREATE OR REPLACE resets them), and the
+    # new table and function belong to whoever migrated. Give them back to the tables' role and
+    # let every user who reads the counts read the deltas and fold them.
+    f"""DO $$
+DECLARE
+    owner_role text;
+    f text;
+    u text;
+BEGIN
+    IF to_regclass('store_roles') IS NULL THEN
+        RETURN;
+    END IF;
+    SELECT tables_role INTO owner_role FROM store_roles;
+    IF owner_role IS NULL THEN
+        RETURN;
+    END IF;
+    EXECUTE format('ALTER TABLE run_count_deltas OWNER TO %I', owner_role);
+    EXECUTE 'REVOKE ALL ON TABLE run_count_deltas FROM PUBLIC';
+    FOREACH f IN ARRAY ARRAY{list(COUNT_FUNCTIONS)!r} LOOP
+        EXECUTE format('ALTER FUNCTION %s OWNER TO %I', f, owner_role);
+        EXECUTE format('ALTER FUNCTION %s SECURITY DEFINER SET search_path = %I, pg_catalog, pg_temp', f, current_schema());
+        EXECUTE format('REVOKE ALL ON FUNCTION %s FROM PUBLIC', f);
+    END LOOP;
+    FOR u IN SELECT DISTINCT pg_get_userbyid(a.grantee) FROM pg_class c, aclexplode(c.relacl) a
+             WHERE c.oid = 'run_counts'::regclass AND a.privilege_type = 'SELECT' AND a.grantee <> 0
+               AND pg_get_userbyid(a.grantee) <> owner_role LOOP
+        EXECUTE format('GRANT SELECT ON run_count_deltas TO %I', u);
+        EXECUTE format('GRANT EXECUTE ON FUNCTION resolver_run_counts_fold() TO %I', u);
+    END LOOP;
+END
+$$""",
+)
+"""Migration 19: the queue's counts only append. Migration 7's triggers added to a ``run_counts``
+row (status, shard) in the writer's transaction, so that row stayed locked until the writer
+committed; a decision that then waited for the audit's head held it, and another decision of the
+same shard waited for it while holding the head: a lock cycle, and decisions of unrelated runs
+queued behind each other. Now every trigger inserts rows into ``run_count_deltas`` (a table with
+no key, so an insert waits for nobody) and a reader sums ``run_counts`` and the deltas; past
+:data:`FOLD_AT` deltas a reader folds them into ``run_counts`` (``resolver_run_counts_fold``,
+which gives up at once when another fold runs: it never waits). The statements are idempotent
+(``IF NOT EXISTS``, ``OR REPLACE``), so a schema that lost an earlier migration's objects can
+take them again."""
+
 ENTRY_CHECKSUMS = ("ALTER TABLE entries ADD COLUMN checksum bigint",)
 """Migration 8 (issue 27, item 1): each entry's checksum (:func:`core.stores.common.entry_checksum`),
 written with the row; the rows already there keep NULL and are validated in full when read."""
@@ -293,6 +402,11 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         lambda: _journal_17(),
     ),
     (18, "the role a proposal needs never falls: each line's own role, and only positive values summed", lambda: _roles_18()),
+    (
+        19,
+        "decisions in one lock order: the queue's counts only append, and the audit's head is locked for the append alone",
+        lambda: _decisions_19(),
+    ),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -331,6 +445,13 @@ def _roles_18() -> tuple[str, ...]:
     from core.stores.postgres.roles import migration_18
 
     return migration_18()
+
+
+def _decisions_19() -> tuple[str, ...]:
+    from core.stores.postgres.audit import APPEND_FUNCTION
+    from core.stores.postgres.roles import ROW_HASH
+
+    return (*COUNT_DELTAS, ROW_HASH.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1), APPEND_FUNCTION)
 
 
 def _forget_with_run() -> tuple[str, ...]:

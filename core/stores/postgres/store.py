@@ -15,21 +15,25 @@ model calls), made by the migrations of :mod:`core.stores.postgres.schema`. The 
   save is one statement in autocommit, so its own transaction: the header's write and, only if
   it was written, the insert of every new ``entries`` row from six arrays (``unnest``), in one
   CTE; the lease's end is computed in it from the database's ``now()`` (:data:`LEASE_UNTIL`).
-  One round trip, all or nothing. A decision adds its audit row in the same transaction: the
-  header's statement, the audit head's lock and the newest row go in one pipeline
-  (:meth:`~core.stores.postgres.database.Database.pipelined`), then the audit row with the
-  ``COMMIT``: two round trips. When the rows stored are not the ones this object saw (a new
-  row's key is taken), the statement fails with a unique violation and the save is done again
-  in one transaction that deletes the run's rows and writes them all.
-- **The audit** is appended in the save's transaction under a row lock on its one-row head
-  (:mod:`core.stores.postgres.audit`), so two deciders never fork the chain.
+  One round trip, all or nothing. A decision adds its audit row in the same transaction, still
+  one round trip: ``BEGIN``, the header's statement, ``resolver_append`` (the audit row, written
+  only when the header was) and ``COMMIT`` go in one pipeline
+  (:meth:`~core.stores.postgres.database.Database.pipelined`). When the rows stored are not the
+  ones this object saw (a new row's key is taken), the statement fails with a unique violation
+  and the save is done again in one transaction that deletes the run's rows and writes them all.
+- **One lock order.** Every write of a decision locks the run's row first (its compare-and-set)
+  and the audit's one-row head last, in the append, the statement before the commit, so two
+  deciders never each hold a lock the other waits for, and the head is held for the append
+  alone; the counts' triggers only insert (schema migration 19), so they lock nothing another
+  writer waits on. The chain never forks (:mod:`core.stores.postgres.audit`).
 - **Leases use the database's clock** (``now()``), not the machine's: executors on machines whose
   clocks disagree still agree on when a lease ends. The lease's time is stored as ISO 8601 like
   every other time; the run's row is locked (``FOR UPDATE``) while a lease is taken or cleared.
   Everything else (``updated_at``, evidence and approval expiry) keeps the home's clock, the
   trainer's in a practice store.
-- **The queue's counts** are the sums of ``run_counts`` (schema migration 7), which triggers on
-  ``runs`` keep in every writer's transaction (a corrupt run counts under ``corrupt``); the search
+- **The queue's counts** are the sums of ``run_counts`` (schema migration 7) and of the deltas
+  that triggers on ``runs`` append in every writer's transaction (migration 19; a corrupt run
+  counts under ``corrupt``); the search
   is a substring of the casefolded, NFC search fields kept in the ``search`` column at every save
   (Python's ``str.casefold`` on both sides, as the SQLite back-end folds).
 - A load is one statement (:data:`_LOAD`: header and rows), so one round trip and one snapshot.
@@ -40,7 +44,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
@@ -48,10 +52,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import psycopg
 import psycopg.errors
 
-from core.auditchain import COLUMNS as AUDIT_COLUMNS
-from core.auditchain import REGISTRY_PREFIX, row_hash
+from core.auditchain import REGISTRY_PREFIX
 from core.clock import SHOP_TZ, Clock, SystemClock, iso
-from core.errors import ResolverError, RunNotFound
+from core.errors import ResolverError, RunNotFound, StoreBusy
 from core.safetext import nfc
 from core.store import (
     PAGE_SIZE,
@@ -72,7 +75,6 @@ from core.stores.common import (
     _Parts,
     _Prepared,
     assemble_parts,
-    audit_values,
     event_dicts,
     refuse_save,
     sort_order,
@@ -80,6 +82,7 @@ from core.stores.common import (
 from core.stores.postgres import audit as auditchain
 from core.stores.postgres.database import Database, QmarkConnection, database
 from core.stores.postgres.marks import PostgresMarks
+from core.stores.postgres.schema import FOLD_AT
 
 if TYPE_CHECKING:
     from core.state import RunView, TaskState
@@ -105,32 +108,24 @@ bytes, never escaped into an array literal."""
 _ENTRY_COLS = ", ".join(ENTRY_COLUMNS)
 
 
-def _write_sql(header: str, *, audited: bool = False) -> str:
+def _write_sql(header: str) -> str:
     """The one statement of a save: the header's write (``header``: an ``INSERT ... ON CONFLICT
     DO NOTHING`` of a new run or the compare-and-set ``UPDATE``) and the insert of the new
     entries, which happens only when the header was written. Returns the number of headers
-    written (0: refused, nothing written). An entry whose key is taken fails the whole statement
-    with a unique violation (the rows stored are not the ones the saving object saw).
-
-    ``audited`` (an ``UPDATE`` only): also the audit row, chained to a tip the store remembers,
-    as the decision's fast path (:meth:`PostgresStore._save_decision_at_tip`). The header is
-    written only while the audit's newest ``id`` is still the remembered one (one more ``%s``
-    at the end of its ``WHERE``), and the audit row (its values as the last parameters) only
-    with the header."""
-    if audited:
-        header += " AND (SELECT COALESCE(max(id), 0) FROM audit) = %s"
-    audit = (
-        f", aud AS (INSERT INTO audit ({', '.join(AUDIT_COLUMNS)}) SELECT {', '.join(['%s'] * len(AUDIT_COLUMNS))} "
-        "WHERE EXISTS (SELECT FROM head))"
-        if audited
-        else ""
-    )
+    written (0: refused, nothing written), and keeps it for the rest of the transaction in the
+    setting ``resolver.wrote`` (:data:`_IF_WROTE`), so the statements queued after it in one
+    round trip write only when it did. An entry whose key is taken fails the whole statement
+    with a unique violation (the rows stored are not the ones the saving object saw)."""
     return (
         f"WITH head AS ({header} RETURNING 1), "
         f"ins AS (INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTRY_ARRAYS} "
-        f"WHERE EXISTS (SELECT FROM head)){audit} "
-        "SELECT count(*) FROM head"
+        "WHERE EXISTS (SELECT FROM head)) "
+        "SELECT set_config('resolver.wrote', count(*)::text, true)::int FROM head"
     )
+
+
+_IF_WROTE = "current_setting('resolver.wrote', true) = '1'"
+"""True in a save's transaction once its header was written (:func:`_write_sql`)."""
 
 
 _COLS = ", ".join(_HEADER_COLS)
@@ -153,9 +148,12 @@ _UPDATE_RELEASED = (
     "WHERE run_id = %s AND version = %s AND lease_owner = %s"
 )
 _SAVE, _SAVE_LEASED, _SAVE_RELEASED = (_write_sql(h) for h in (_UPDATE, _UPDATE_LEASED, _UPDATE_RELEASED))
-_AT_TIP = {_write_sql(h): _write_sql(h, audited=True) for h in (_UPDATE, _UPDATE_LEASED, _UPDATE_RELEASED)}
-"""Each update's statement -> the same with the audit row chained to a remembered tip."""
-_INSERT_ENTRIES = f"INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTRY_ARRAYS}"
+_DELETE_ENTRIES = f"DELETE FROM entries WHERE run_id = %s AND {_IF_WROTE}"
+_INSERT_ENTRIES = f"INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTRY_ARRAYS} WHERE {_IF_WROTE}"
+_APPEND = f"SELECT resolver_append(%s, %s::jsonb) WHERE {_IF_WROTE}"
+_NOTE = f"SELECT resolver_note(%s, %s::jsonb) WHERE {_IF_WROTE}"
+"""A save's audit row, appended only when its header was written: by ``resolver_append``
+(migration 19), or on a store with role separation ``resolver_note`` (issue 25's function)."""
 
 _LOAD = (
     "SELECT 0 AS k, NULL::text, convert_to(state, 'UTF8'), NULL::bytea, NULL::int, NULL::text, NULL::bigint, version "
@@ -177,8 +175,11 @@ _LOAD_VIEW = _LOAD.replace(" ORDER BY k", " AND (i.list <> 'messages' OR i.seq <
 messages only, so the history is never sent by the database."""
 
 
-class _Refused(Exception):
-    """A save's header was not written (its compare-and-set failed): roll its transaction back."""
+COUNTS_SQL = (
+    "SELECT status, sum(n), count(*) FILTER (WHERE d) FROM (SELECT status, n, false AS d FROM run_counts "
+    "UNION ALL SELECT status, n, true FROM run_count_deltas) c GROUP BY status"
+)
+"""Runs per status (``run_counts`` and the unfolded deltas) and the number of deltas per status."""
 
 
 def _entry_arrays(rows: list[tuple]) -> list[list[Any]]:
@@ -219,7 +220,6 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         self.repairs: list[str] = []
         self.repaired_triggers: list[str] = []
         self._init_rows()
-        self._tip: tuple[str, int] | None = None  # (hash, id) of the audit's newest row after this store's last append
         self._repair_triggers()
 
     def _repair_triggers(self) -> None:
@@ -281,11 +281,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         if separated and audit is not None and audit["decision"] in ("approve", "reject"):
             written = self._decide_through_function(state, prep, audit)
         elif separated:
-            written = self._save_in_transaction(state, sql, params, prep, all_again, audit, lease_owner, noted=True)
-        elif audit is not None and not all_again and sql in _AT_TIP:
-            written = self._save_decision_at_tip(sql, params, run_id, prep.rows, audit)
-            all_again = written is False
-            written = written or None  # None: the careful way below, which also says why
+            written = self._save_in_transaction(state, sql, params, prep, all_again, audit, noted=True)
         elif audit is None and not all_again:
             crash_point("row")  # the save is one statement: a kill falls before it or after it
             try:
@@ -294,7 +290,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
             except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw
                 all_again = True
         if written is None:
-            written = self._save_in_transaction(state, sql, params, prep, all_again, audit, lease_owner)
+            written = self._save_in_transaction(state, sql, params, prep, all_again, audit)
         if written != 1:
             self._refused(run_id, prep.old, lease_owner)
         state.version = prep.new
@@ -324,41 +320,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
                 [state.run_id, prep.old, json.dumps(header), *_entry_arrays(prep.rows), json.dumps(audit)],
             ).fetchone()
         audit_id = int(got[0]) if got else 0
-        if audit_id == 0:
-            return 0
-        self._tip = None  # the function chained the row; the next decision asks the tip again
-        return 1
-
-    def _save_decision_at_tip(
-        self, sql: str, params: list[Any], run_id: str, rows: list[tuple], audit: dict[str, Any]
-    ) -> int | bool | None:
-        """A decision's save in one statement and one round trip, when this store remembers the
-        audit's tip (the hash and ``id`` of the newest row, from its own last append) and the
-        decision was signed over that tip or over none: under the audit head's lock, as every
-        append, the header's compare-and-set, the rows and the audit row chained to the tip,
-        written only while the audit's newest ``id`` is still the tip's (the audit is
-        append-only, so that row is the one hashed), then the commit. Returns 1 when
-        written; None when not tried or nothing was written (a stale version, a moved lease or a
-        moved tip: the caller's careful way tells which); False when a row's key was taken."""
-        tip = self._tip
-        if tip is None or audit.get("prev") not in (None, tip[0]):
-            return None
-        values = (tip[1] + 1, *audit_values(run_id, audit, tip[0]))
-        crash_point("row")  # one round trip: a kill falls before it or after it
-        try:
-            # BEGIN, the audit head's lock, the statement and COMMIT go in one pipeline and are
-            # waited on once; the result is read after the commit (the statement writes nothing
-            # when its checks fail, so committing it then is committing nothing).
-            with self.db.pipelined() as (conn, _sync):
-                conn.execute("SELECT one FROM audit_head FOR UPDATE")
-                cur = conn.execute(_AT_TIP[sql], [*params, tip[1], run_id, *_entry_arrays(rows), *values], binary=True)
-            got = cur.fetchone()
-        except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw
-            return False
-        if got is None or got[0] != 1:
-            return None
-        self._tip = (row_hash(dict(zip(AUDIT_COLUMNS, values, strict=True))), tip[1] + 1)
-        return 1
+        return 0 if audit_id == 0 else 1
 
     def _save_in_transaction(
         self,
@@ -368,43 +330,38 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         prep: _Prepared,
         all_again: bool,
         audit: dict[str, Any] | None,
-        lease_owner: str | None,
         *,
         noted: bool = False,
     ) -> int:
         """A save that is more than one statement (a decision's audit row, or every row written
-        again), in one pipelined transaction: the header's statement, the rows and the audit
-        head's lock and newest row are sent together and waited on once; then the audit row and
-        the commit. Returns the headers written (0: refused, nothing written). ``noted`` (a store
-        with role separation, issue 25): the audit row goes through ``resolver_note`` in the same
-        transaction (a refresh, or the executor's refusal)."""
+        again), as one transaction in one round trip: ``BEGIN``, the header's statement, the
+        rows, the audit row and ``COMMIT`` are sent together and waited on once. Every statement
+        after the header's writes only when the header was written (:data:`_IF_WROTE`), so a
+        refused save commits nothing. The locks are taken in one order by every writer: the run's
+        row (the header's compare-and-set), then the audit's head, inside the append, which is
+        the last statement before the commit (:mod:`core.stores.postgres.audit`). Returns the
+        headers written (0: refused, nothing written). ``noted`` (a store with role separation,
+        issue 25): the audit row goes through ``resolver_note`` (a refresh, or the executor's
+        refusal).
+
+        Raises:
+            AuditMoved: the audit's signed ``prev`` moved (nothing written); StoreBusy,
+            StoreConflict (the database undid it to let another writer through).
+        """
         run_id = state.run_id
         for again in (all_again, True):
             rows = self._rows(state, (0, 0, 0)) if again and prep.appended else prep.rows
+            crash_point("row")  # one round trip: a kill falls before it or after it
             try:
-                with self.db.pipelined() as (conn, sync):
+                with self.db.pipelined() as (conn, _sync):
                     cur = conn.execute(sql, [*params, run_id, *_entry_arrays([] if again else rows)], binary=True)
                     if again:
-                        conn.execute("DELETE FROM entries WHERE run_id = %s", (run_id,))
+                        conn.execute(_DELETE_ENTRIES, (run_id,))
                         conn.execute(_INSERT_ENTRIES, [run_id, *_entry_arrays(rows)], binary=True)
-                    locked = auditchain.lock(conn) if audit is not None and not noted else None
-                    sync()
-                    written = int(cur.fetchone()[0])  # type: ignore[index]
-                    if written != 1:
-                        raise _Refused
-                    crash_point("row")
-                    if noted and audit is not None:
-                        conn.execute("SELECT resolver_note(%s, %s::jsonb)", (run_id, json.dumps(audit)))
-                        self._tip = None
-                        return 1
-                    row = auditchain.append(conn, run_id, audit, locked) if audit is not None else None
-                    if row is not None:
-                        crash_point("row")
-                if row is not None:
-                    self._tip = (row["hash"], int(row["id"]))
-                return 1
-            except _Refused:
-                return 0
+                    if audit is not None:
+                        conn.execute(_NOTE if noted else _APPEND, (run_id, json.dumps(auditchain.payload(audit))))
+                got = cur.fetchone()
+                return int(got[0]) if got else 0
             except psycopg.errors.UniqueViolation:  # the rows stored are not the ones this object saw: all again
                 if again:
                     raise
@@ -429,11 +386,9 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         if self.db.separated and not str(audit.get("decision", "")).startswith(REGISTRY_PREFIX):
             with self.db.atomic() as conn:
                 conn.execute("SELECT resolver_note(%s, %s::jsonb)", (audit["run_id"], json.dumps(audit)))
-            self._tip = None
             return
         with self.db.transaction() as conn:
-            row = auditchain.append(conn, audit["run_id"], audit)
-        self._tip = (row["hash"], int(row["id"]))
+            auditchain.append(conn, audit["run_id"], audit)
 
     # -- load -----------------------------------------------------------------------------------
 
@@ -578,12 +533,18 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         return [self._summary(r) for r in rows]
 
     def counts(self) -> dict[str, int]:
-        """Runs per status; runs flagged corrupt count under ``"corrupt"`` instead. Read from
-        ``run_counts`` (schema migration 7), which triggers keep in every writer's transaction:
-        a few dozen rows whatever the number of runs."""
+        """Runs per status; runs flagged corrupt count under ``"corrupt"`` instead. The sums of
+        ``run_counts`` and of the deltas the triggers append (schema migrations 7 and 19), in one
+        statement, so one snapshot: a few hundred rows whatever the number of runs. Past
+        :data:`~core.stores.postgres.schema.FOLD_AT` deltas the reader folds them
+        (``resolver_run_counts_fold``, which never waits: another fold running, it does nothing)."""
         with self.db.read() as conn:
-            rows = conn.execute("SELECT status, sum(n) FROM run_counts GROUP BY status HAVING sum(n) <> 0").fetchall()
-        return {status: int(n) for status, n in rows}
+            rows = conn.execute(COUNTS_SQL).fetchall()
+        unfolded = sum(int(r[2]) for r in rows)
+        if unfolded > FOLD_AT:
+            with suppress(StoreBusy), self.db.atomic() as conn:
+                conn.execute("SELECT resolver_run_counts_fold()")
+        return {status: int(n) for status, n, _ in rows if n}
 
     def summary(self, run_id: str) -> RunSummary:
         """The queue row of one run. Raises RunNotFound."""
