@@ -610,7 +610,10 @@ def mark_time(text: str, now: datetime) -> datetime:
 def cmd_mark(home: Home, args: argparse.Namespace) -> int:
     """``claim RUN [--release]``, ``handover RUN --to NAME --note TEXT``, ``snooze RUN --until
     TIME`` (issue 24, :mod:`core.marks`): checked as a decision is (``--as`` in a practice home,
-    ``--name`` and the passphrase in a shop home), recorded in the audit, signed in a shop home."""
+    ``--name`` and the passphrase in a shop home), recorded in the audit, signed in a shop home.
+    A claim, a hand-over or a snooze by a role that may not decide the run, or a hand-over to
+    such a colleague, is refused with the rulebook's sentence (exit 4, as a refused decision;
+    in a shop home before the passphrase is asked)."""
     from core.errors import ApprovalRefused
     from core.safetext import one_line
 
@@ -630,12 +633,18 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
         raise ApprovalRefused(f"Say who you are with --name NAME (and --as ROLE): a {args.command} names its maker.")
     signer = None
     if who is not None:
-        from core.rulebook import nothing_to_mark
+        from core.rulebook import may_mark, may_receive, nothing_to_mark
         from core.signing import read_passphrase
 
         seen = home.queue.view(args.run)  # refused before the passphrase is asked (a trial finding)
         if seen.status != "waiting_approval" or seen.proposal is None:
             raise ApprovalRefused(nothing_to_mark(seen, kind))
+        why = may_mark(seen, who.role, kind)  # the role the decision needs: the rulebook's, as the app asks it
+        if why is None and kind == "handover":
+            to, to_role = home.recipient(args.to)
+            why = may_receive(seen, to, to_role)
+        if why:
+            raise ApprovalRefused(why)
         signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
     marks = home.mark(kind, args.run, signer.role if signer else args.role, args.name, signer=signer, **extra)
     now = home.clock.now()

@@ -11,7 +11,8 @@
   expiry (the evidence's age limit, :func:`core.approval.world_problem`'s ``expiry``).
 
 Each change is checked as a decision is (a name on one line, the role from the registry in a
-shop home, a run still ``waiting_approval``), appended to the audit in the same transaction as
+shop home, a run still ``waiting_approval``, and for a claim, a hand-over and a snooze a role
+that may decide the run, the recipient's too: :func:`core.rulebook.may_mark`), appended to the audit in the same transaction as
 the mark (:meth:`core.store.Store.put_marks`) and, in a shop home, signed by its maker with their
 Ed25519 key (:class:`core.signing.DecisionSigner`; the note and the time are signed in
 ``detail``). In a practice home the rows are unsigned, as a rejection's row is there.
@@ -217,6 +218,16 @@ def _waiting(store: Store, run_id: str, verb: str) -> TaskState:
     return state
 
 
+def _may(state: TaskState, role: str, action: str) -> None:
+    """Raise ApprovalRefused with :func:`core.rulebook.may_mark`'s sentence when ``role`` may not
+    put the mark ``action`` on ``state`` (the role the proposal needs, as a decision)."""
+    from core.rulebook import may_mark
+
+    said = may_mark(state, role, action)
+    if said:
+        raise ApprovalRefused(said)
+
+
 def _who(role: str, name: str | None) -> str:
     from core.policy import check_role
 
@@ -305,12 +316,14 @@ def claim(
 
     Raises:
         ApprovalRefused: no name or one that is not plain text, a run that is not waiting (says
-            who decided it), a claim by someone else that still stands (says who and since when),
+            who decided it), a role that may not decide the run (a claim keeps it from those who
+            may: :func:`core.rulebook.may_mark`), a claim by someone else that still stands (says who and since when),
             a race with another mark. Nothing is written.
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
     name = _who(role, name)
     state = _waiting(store, run_id, "claim")
+    _may(state, role, "claim")
     now = clock.now()
     marks = read_marks(store, state)
     if marks.claimed(now) and name_key(marks.claimed_by or "") != name_key(name):
@@ -353,14 +366,19 @@ def handover(
     clock: Clock,
     *,
     signer: DecisionSigner | None = None,
+    to_role: str | None = None,
 ) -> RunMarks:
     """Hand the waiting run ``run_id`` to the colleague ``to`` with ``note`` (one line, required),
     as ``name`` (``role``). It clears a standing claim: the run is now the recipient's. The
-    caller checks ``to`` against the approvers registry in a shop home (:meth:`core.home.Home.handover`).
+    caller checks ``to`` against the approvers registry in a shop home and gives their role as
+    ``to_role`` (:meth:`core.home.Home.mark`): a recipient whose role may not decide the run is
+    refused, since the run would then be in nobody's "mine" (None: a practice home, whose names
+    have no registered role).
 
     Raises:
-        ApprovalRefused: an empty or multi-line note, a recipient name that is not plain text,
-            the checks of :func:`claim`. Nothing is written.
+        ApprovalRefused: an empty or multi-line note, a recipient name that is not plain text, a
+            maker or a recipient whose role may not decide the run (:func:`core.rulebook.may_mark`,
+            :func:`core.rulebook.may_receive`), the checks of :func:`claim`. Nothing is written.
     """
     name = _who(role, name)
     said = not_plain_name(to)
@@ -378,6 +396,12 @@ def handover(
     if name_key(to.strip()) == name_key(name):
         raise ApprovalRefused(f"{one_line(name)} cannot hand a run to themself; nothing was handed over.")
     state = _waiting(store, run_id, "hand over")
+    _may(state, role, "handover")
+    from core.rulebook import may_receive
+
+    said = may_receive(state, to.strip(), to_role)
+    if said:
+        raise ApprovalRefused(said)
     now = clock.now()
     marks = read_marks(store, state)
     to, note = to.strip(), note.strip()
@@ -408,12 +432,15 @@ def snooze(
     """Set the waiting run ``run_id`` aside until ``until`` (timezone-aware), as ``name`` (``role``).
 
     Raises:
-        ApprovalRefused: ``until`` is not after now, or is past the request's expiry
+        ApprovalRefused: a role that may not decide the run (a snooze hides it from the waiting
+            queue of those who may: :func:`core.rulebook.may_mark`), ``until`` is not after now,
+            or is past the request's expiry
             (:func:`snooze_deadline`: it would come back too old to approve); the checks of
             :func:`claim`. Nothing is written.
     """
     name = _who(role, name)
     state = _waiting(store, run_id, "snooze")
+    _may(state, role, "snooze")
     now = clock.now()
     if until <= now:
         raise ApprovalRefused(f"{iso(until)} is not after now ({iso(now)}); snooze until a later time. Nothing was set aside.")
