@@ -301,7 +301,10 @@ def _live_route(args: argparse.Namespace) -> LiveRoute | None:
 def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     """Print the runs page by page as they are read (``--json``: one JSON array, streamed). The
     light listing (:class:`core.listing.ListingQueue`) reads the four printed columns as tuples
-    for the text lines (issue 27, item 6); ``--json`` prints every column of each summary."""
+    for the text lines (issue 27, item 6); ``--json`` prints every column of each summary. A
+    waiting listing ends with a line saying how many waiting runs the reader may decide are set
+    aside, handed to someone else (``--mine``) or claimed by someone else, when any is
+    (:class:`core.marks.MarkedAway`): a mark never takes a run out of a queue silently."""
     import json
     from dataclasses import asdict
 
@@ -355,6 +358,9 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     if args.json:
         print("\n]" if shown else "]")
         return 0
+    away = None
+    if marks and status == "waiting_approval":  # a mark never hides a run without saying so (the rulebook's rule)
+        away = queue.marked_away(marks, now, max_role, args.name).line(mine=max_role is not None)
     if not shown:
         from core.safetext import safe_text
 
@@ -370,6 +376,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
             _print(f"None of the {home.queue.total()} saved run(s) is waiting for a decision you may make.")
         else:
             _print("No saved runs. Start one with `resolver run T-65273`.")
+    if away:
+        _print(away)
     return 0
 
 

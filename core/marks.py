@@ -37,11 +37,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CLAIM_MINUTES",
     "MARK_DECISIONS",
+    "MarkedAway",
     "RunMarks",
     "claim",
     "claim_minutes",
     "handover",
     "hides_from_mine",
+    "marked_away",
     "release",
     "snooze",
     "snooze_deadline",
@@ -197,6 +199,69 @@ def hides_from_mine(marks: RunMarks | None, name: str | None) -> bool:
     if marks is None or not marks.handed_to or not name:
         return False
     return name_key(marks.handed_to) != name_key(name)
+
+
+@dataclass(frozen=True)
+class MarkedAway:
+    """How many waiting runs a reader may decide carry a mark that keeps them from the reader:
+    ``set_aside`` (a snooze not over: the waiting queue leaves them out), ``handed`` (handed to someone else:
+    their "mine" leaves them out) and ``claimed`` (claimed by someone else: listed, but their
+    own claim would be refused). ``who``: the reader may decide them (a role was given), else
+    the counts are of every waiting run."""
+
+    set_aside: int = 0
+    handed: int = 0
+    claimed: int = 0
+    who: bool = False
+
+    def line(self, *, mine: bool) -> str | None:
+        """The one line a queue shows so that a mark never hides a run from those who may decide
+        it without saying so there, or None when no such mark stands. ``mine``: the listing is
+        the reader's "mine" (runs handed to someone else are left out of it; elsewhere they are
+        listed with their marks). ``Of the waiting runs you may decide: 1
+        set aside until later, 1 handed to someone else (not listed here; `resolver runs` lists
+        every run with its marks).``"""
+        handed = self.handed if mine else 0
+        parts = [
+            *([f"{self.set_aside} set aside until later"] if self.set_aside else []),
+            *([f"{handed} handed to someone else"] if handed else []),
+            *([f"{self.claimed} claimed by someone else"] if self.claimed else []),
+        ]
+        if not parts:
+            return None
+        of = "Of the waiting runs you may decide" if self.who else "Of the waiting runs"
+        hidden = " (not listed here; `resolver runs` lists every run with its marks)" if self.set_aside or handed else ""
+        return f"{of}: {', '.join(parts)}{hidden}."
+
+
+def marked_away(store: Store, marks: dict[str, RunMarks], now: datetime, role: str | None, name: str | None) -> MarkedAway:
+    """What :class:`MarkedAway` counts for the reader ``role`` / ``name`` (None: anyone) among the
+    standing ``marks`` (:func:`standing`) at ``now``: only waiting runs whose proposal that role
+    may decide (:func:`core.rulebook.may_decide`); every snooze (one's own too: the run leaves the
+    waiting queue all the same), a hand-over to and a claim by someone else. One summary is read per marked run; a run deleted or
+    unreadable since is not counted."""
+    from core.errors import ResolverError
+    from core.rulebook import may_decide
+
+    aside = handed = claimed = 0
+    for run_id, m in marks.items():
+        try:
+            summary = store.summary(run_id)
+        except ResolverError:
+            continue
+        if summary.status != "waiting_approval" or not may_decide(role, summary.required_role or None):
+            continue
+        if m.snoozed(now):  # one's own snooze too: it leaves the waiting queue all the same
+            aside += 1
+        elif hides_from_mine(m, name):
+            handed += 1
+        if m.claimed(now) and not _same(m.claimed_by, name):
+            claimed += 1
+    return MarkedAway(aside, handed, claimed, role is not None)
+
+
+def _same(who: str | None, name: str | None) -> bool:
+    return bool(name) and name_key(who or "") == name_key(name or "")
 
 
 def snooze_deadline(state: TaskState, policy: PolicyData) -> datetime:

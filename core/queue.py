@@ -217,6 +217,15 @@ class ApprovalQueue:
         now = self._clock.now()
         return standing(self._store.run_marks(), now), now
 
+    def marked_away(self, marks: dict[str, Any], now: datetime, role: str | None, name: str | None) -> Any:
+        """How many waiting runs ``role`` may decide are set aside, handed to someone other than
+        ``name`` or claimed by someone else, among the standing ``marks`` (:meth:`marks_now`): the
+        line each face shows so that a mark never hides a run silently
+        (:func:`core.marks.marked_away`, a :class:`core.marks.MarkedAway`)."""
+        from core.marks import marked_away
+
+        return marked_away(self._store, marks, now, role, name)
+
     def marks(self, state: TaskState) -> Any:
         """The marks of ``state``'s run (:class:`core.marks.RunMarks`; none from an older run that
         a reset gave the same readable ID)."""

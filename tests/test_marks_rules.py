@@ -139,3 +139,26 @@ def test_a_hand_over_reaches_the_watchers_of_all_who_may_decide_it():
     assert relevant(event, "grace", "Grace")
     assert not relevant(event, "agent", "Bob")  # he may not decide it
     assert not relevant(event, "team_lead", "Ana")  # her own hand-over
+
+
+def test_runs_says_how_many_runs_you_may_decide_a_mark_keeps_out_of_the_listing(shop):
+    hidden = "(not listed here; `resolver runs` lists every run with its marks)."
+    assert shop("claim", RUN, "--name", "Ana", passphrase=ANA)[0] == 0
+    code, out, _ = shop("runs", "--mine", "--name", "Carl")
+    assert code == 0 and out.splitlines()[-1] == "Of the waiting runs you may decide: 1 claimed by someone else."
+    assert "Of the waiting runs" not in shop("runs", "--mine", "--name", "Ana")[1]  # her own claim
+    assert shop("handover", RUN, "--name", "Ana", "--to", "Carl", "--note", "yours", passphrase=ANA)[0] == 0
+    code, out, _ = shop("runs", "--mine", "--name", "Ana")
+    assert out.splitlines() == [
+        "None of the 1 saved run(s) is waiting for a decision you may make.",
+        f"Of the waiting runs you may decide: 1 handed to someone else {hidden}",
+    ]
+    assert shop("snooze", RUN, "--name", "Carl", "--until", "2h", passphrase=CARL)[0] == 0
+    code, out, _ = shop("runs", "--mine", "--name", "Carl")
+    assert out.splitlines()[-1] == f"Of the waiting runs you may decide: 1 set aside until later {hidden}"
+    code, out, _ = shop("runs", "--mine", "--name", "Bob")  # he may not decide it: nothing is kept from him
+    assert code == 0 and "Of the waiting runs" not in out
+    code, out, _ = shop("runs", "--status", "waiting_approval")
+    assert out.splitlines()[-1] == f"Of the waiting runs: 1 set aside until later {hidden}"
+    code, out, _ = shop("runs")  # every run, listed with its marks: nothing to add
+    assert out.rstrip().endswith("(to Carl, snoozed)") and "Of the waiting runs" not in out
