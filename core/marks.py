@@ -214,13 +214,14 @@ class MarkedAway:
     claimed: int = 0
     who: bool = False
 
-    def line(self, *, mine: bool) -> str | None:
+    def line(self, *, mine: bool, lists_all: str = "`resolver runs` lists every run with its marks") -> str | None:
         """The one line a queue shows so that a mark never hides a run from those who may decide
         it without saying so there, or None when no such mark stands. ``mine``: the listing is
         the reader's "mine" (runs handed to someone else are left out of it; elsewhere they are
         listed with their marks). ``Of the waiting runs you may decide: 1
         set aside until later, 1 handed to someone else (not listed here; `resolver runs` lists
-        every run with its marks).``"""
+        every run with its marks).`` ``lists_all`` says where the face lists them all (the
+        app: its "all" filter)."""
         handed = self.handed if mine else 0
         parts = [
             *([f"{self.set_aside} set aside until later"] if self.set_aside else []),
@@ -230,7 +231,7 @@ class MarkedAway:
         if not parts:
             return None
         of = "Of the waiting runs you may decide" if self.who else "Of the waiting runs"
-        hidden = " (not listed here; `resolver runs` lists every run with its marks)" if self.set_aside or handed else ""
+        hidden = f" (not listed here; {lists_all})" if self.set_aside or handed else ""
         return f"{of}: {', '.join(parts)}{hidden}."
 
 

@@ -323,6 +323,9 @@ class ApprovalQueue:
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
         detail = describe(state, approver, others, trace, keys, tickets=self._root / TICKETS)
         if state.status == "waiting_approval" and state.proposal is not None:
+            from core.rulebook import MARK_ACTIONS, may_mark
+
+            detail = replace(detail, mark_offers={a: may_mark(state, approver.role, a) for a in MARK_ACTIONS})
             marks = self.marks(state)  # issue 24: the claim, hand-over, snooze
             now = self._clock.now()
             marked = marks.lines(now)
