@@ -294,6 +294,16 @@ def _may(state: TaskState, role: str, action: str) -> None:
         raise ApprovalRefused(said)
 
 
+def _may_decide_claim(state: TaskState, marks: RunMarks) -> bool:
+    """Whether the standing claim's maker may decide ``state`` by the role recorded with the
+    claim (no role recorded: yes). A claim made before marks needed the decision's role, by
+    someone who may not decide the run, does not keep those who may from claiming it: theirs
+    replaces it."""
+    from core.rulebook import may_decide, needed_role
+
+    return not marks.claimed_role or may_decide(marks.claimed_role, needed_role(state))
+
+
 def _who(role: str, name: str | None) -> str:
     from core.policy import check_role
 
@@ -383,8 +393,10 @@ def claim(
     Raises:
         ApprovalRefused: no name or one that is not plain text, a run that is not waiting (says
             who decided it), a role that may not decide the run (a claim keeps it from those who
-            may: :func:`core.rulebook.may_mark`), a claim by someone else that still stands (says who and since when),
-            a race with another mark. Nothing is written.
+            may: :func:`core.rulebook.may_mark`), a claim by someone else who may decide it
+            that still stands (says who and since when; one by someone who may not, made before
+            marks followed the decision rules, is replaced), a race with another mark. Nothing
+            is written.
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
     name = _who(role, name)
@@ -392,7 +404,7 @@ def claim(
     _may(state, role, "claim")
     now = clock.now()
     marks = read_marks(store, state)
-    if marks.claimed(now) and name_key(marks.claimed_by or "") != name_key(name):
+    if marks.claimed(now) and name_key(marks.claimed_by or "") != name_key(name) and _may_decide_claim(state, marks):
         raise ApprovalRefused(f"{marks.claim_line(now)} Nothing was claimed; ask them, or decide it knowing they are on it.")
     until = now + timedelta(minutes=minutes)
     row = {"claimed_by": name, "claimed_role": role, "claimed_at": iso(now), "claim_until": iso(until)}

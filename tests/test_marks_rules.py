@@ -162,3 +162,29 @@ def test_runs_says_how_many_runs_you_may_decide_a_mark_keeps_out_of_the_listing(
     assert out.splitlines()[-1] == f"Of the waiting runs: 1 set aside until later {hidden}"
     code, out, _ = shop("runs")  # every run, listed with its marks: nothing to add
     assert out.rstrip().endswith("(to Carl, snoozed)") and "Of the waiting runs" not in out
+
+
+def test_a_claim_left_by_someone_who_may_not_decide_does_not_keep_those_who_may_from_claiming(tmp_path, clock):
+    """A claim made before marks needed the decision's role (Bob's, as an agent, written as the
+    store kept it then) no longer blocks Ana's: hers replaces it. One by a colleague who may
+    decide still refuses."""
+    from core.home import Home
+
+    home = Home(tmp_path / "home", clock)
+    home.run("T-65273")
+    state = home.store.load(RUN)
+    now = clock.now()
+    row = {
+        "run_id": RUN,
+        "run_uid": state.run_uid,
+        "claimed_by": "Bob",
+        "claimed_role": "agent",
+        "claimed_at": now.isoformat(),
+        "claim_until": (now + timedelta(minutes=30)).isoformat(),
+    }
+    audit = {"run_id": RUN, "decision": "claim", "role": "agent", "name": "Bob", "digest": "", "at": now.isoformat()}
+    home.store.put_marks(row, {**audit, "detail": "", "run_uid": state.run_uid}, version=0)
+    assert read_marks(home.store, state).claimed(now)
+    assert home.mark("claim", RUN, "team_lead", "Ana").claimed_by == "Ana"
+    with pytest.raises(ApprovalRefused, match=r"^Ana is on it \(claimed "):
+        home.mark("claim", RUN, "grace", "Grace")
