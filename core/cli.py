@@ -301,7 +301,10 @@ def _live_route(args: argparse.Namespace) -> LiveRoute | None:
 def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     """Print the runs page by page as they are read (``--json``: one JSON array, streamed). The
     light listing (:class:`core.listing.ListingQueue`) reads the four printed columns as tuples
-    for the text lines (issue 27, item 6); ``--json`` prints every column of each summary."""
+    for the text lines (issue 27, item 6); ``--json`` prints every column of each summary. A
+    waiting listing ends with a line saying how many waiting runs the reader may decide are set
+    aside, handed to someone else (``--mine``) or claimed by someone else, when any is
+    (:class:`core.marks.MarkedAway`): a mark never takes a run out of a queue silently."""
     import json
     from dataclasses import asdict
 
@@ -355,6 +358,9 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     if args.json:
         print("\n]" if shown else "]")
         return 0
+    away = None
+    if marks and status == "waiting_approval":  # a mark never hides a run without saying so (the rulebook's rule)
+        away = queue.marked_away(marks, now, max_role, args.name).line(mine=max_role is not None)
     if not shown:
         from core.safetext import safe_text
 
@@ -370,6 +376,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
             _print(f"None of the {home.queue.total()} saved run(s) is waiting for a decision you may make.")
         else:
             _print("No saved runs. Start one with `resolver run T-65273`.")
+    if away:
+        _print(away)
     return 0
 
 
@@ -610,7 +618,10 @@ def mark_time(text: str, now: datetime) -> datetime:
 def cmd_mark(home: Home, args: argparse.Namespace) -> int:
     """``claim RUN [--release]``, ``handover RUN --to NAME --note TEXT``, ``snooze RUN --until
     TIME`` (issue 24, :mod:`core.marks`): checked as a decision is (``--as`` in a practice home,
-    ``--name`` and the passphrase in a shop home), recorded in the audit, signed in a shop home."""
+    ``--name`` and the passphrase in a shop home), recorded in the audit, signed in a shop home.
+    A claim, a hand-over or a snooze by a role that may not decide the run, or a hand-over to
+    such a colleague, is refused with the rulebook's sentence (exit 4, as a refused decision;
+    in a shop home before the passphrase is asked)."""
     from core.errors import ApprovalRefused
     from core.safetext import one_line
 
@@ -630,12 +641,18 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
         raise ApprovalRefused(f"Say who you are with --name NAME (and --as ROLE): a {args.command} names its maker.")
     signer = None
     if who is not None:
-        from core.rulebook import nothing_to_mark
+        from core.rulebook import may_mark, may_receive, nothing_to_mark
         from core.signing import read_passphrase
 
         seen = home.queue.view(args.run)  # refused before the passphrase is asked (a trial finding)
         if seen.status != "waiting_approval" or seen.proposal is None:
             raise ApprovalRefused(nothing_to_mark(seen, kind))
+        why = may_mark(seen, who.role, kind)  # the role the decision needs: the rulebook's, as the app asks it
+        if why is None and kind == "handover":
+            to, to_role = home.recipient(args.to)
+            why = may_receive(seen, to, to_role)
+        if why:
+            raise ApprovalRefused(why)
         signer = home.unlock(args.name, read_passphrase(f"Passphrase for {who.name}: ", fd=args.passphrase_fd))
     marks = home.mark(kind, args.run, signer.role if signer else args.role, args.name, signer=signer, **extra)
     now = home.clock.now()

@@ -645,13 +645,16 @@ class Home:
         datetime) the waiting run ``run_id`` as ``role`` and ``name`` (see :mod:`core.marks`).
         In a shop home ``signer`` is the approver unlocked by :meth:`unlock` (role and name are
         theirs, the audit row is signed and ``audit.head`` moves), and a hand-over's recipient
-        must be an approver of the registry (their name as registered). A claim lasts the config
+        must be an approver of the registry (their name as registered) whose role may decide the
+        run. A claim, a hand-over and a snooze need the role the run's proposal needs
+        (:func:`core.rulebook.may_mark`). A claim lasts the config
         file's ``claim_minutes`` (:data:`core.marks.CLAIM_MINUTES` when absent). Returns the
         :class:`core.marks.RunMarks` as written.
 
         Raises:
-            ApprovalRefused: the checks of :mod:`core.marks`, an unknown or revoked recipient, a
-                shop home without a signer. Nothing is written then.
+            ApprovalRefused: the checks of :mod:`core.marks` (a role that may not decide the run,
+                a recipient who may not), an unknown or revoked recipient, a shop home without a
+                signer. Nothing is written then.
         """
         from core import marks
         from core.data import load_policy
@@ -661,12 +664,15 @@ class Home:
             role, name = decider.role, decider.name
         policy = load_policy()
         minutes = marks.claim_minutes(read_config(config_path()))
+
+        def handover() -> Any:
+            to, to_role = self.recipient(args["to"])
+            return marks.handover(self.store, run_id, role, name, to, args["note"], self.clock, signer=decider, to_role=to_role)
+
         write: dict[str, Callable[[], Any]] = {
             "claim": lambda: marks.claim(self.store, run_id, role, name, self.clock, minutes=minutes, signer=decider),
             "release": lambda: marks.release(self.store, run_id, role, name, self.clock, signer=decider),
-            "handover": lambda: marks.handover(
-                self.store, run_id, role, name, self._recipient(args["to"]), args["note"], self.clock, signer=decider
-            ),
+            "handover": handover,
             "snooze": lambda: marks.snooze(self.store, run_id, role, name, args["until"], self.clock, policy, signer=decider),
         }
         try:
@@ -678,12 +684,15 @@ class Home:
         self._seal_head(signer, kind, run_id)
         return done
 
-    def _recipient(self, to: str) -> str:
-        """A hand-over's recipient: in a shop home the registry's entry (its name as registered;
-        an unknown or revoked name is refused with the registry's sentence), elsewhere ``to``."""
+    def recipient(self, to: str) -> tuple[str, str | None]:
+        """A hand-over's recipient and their role: in a shop home the registry's entry (its name
+        as registered and its role; an unknown or revoked name is refused with the registry's
+        sentence), elsewhere ``to`` and None (a practice home's names have no registered role).
+        The role is what :func:`core.rulebook.may_receive` checks against the run."""
         if self.kind == "shop" and to and to.strip():
-            return self.registry().valid_entry(to.strip()).name
-        return to
+            entry = self.registry().valid_entry(to.strip())
+            return entry.name, entry.role
+        return to, None
 
     # -- the world outside any run --------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from core.stores.sqlite.checkpoint import STORE_FORMAT, CheckpointStore
 from core.stores.sqlite.files import store_format
 
 if TYPE_CHECKING:
-    from core.marks import RunMarks
+    from core.marks import MarkedAway, RunMarks
     from core.state import TaskState
 
 __all__ = ["ListingHome", "ListingPage", "ListingQueue", "PrintedPage", "PrintedRow", "listing_home"]
@@ -78,6 +78,13 @@ class ListingQueue:
 
         now = home_clock(self._root).now() if self._root is not None else self._store.clock.now()
         return standing(rows, now), now
+
+    def marked_away(self, marks: dict[str, RunMarks], now: datetime, role: str | None, name: str | None) -> MarkedAway:
+        """As :meth:`core.queue.ApprovalQueue.marked_away`: the waiting runs ``role`` may decide
+        that the standing ``marks`` keep from the reader ``name``, counted."""
+        from core.marks import marked_away
+
+        return marked_away(self._store, marks, now, role, name)
 
     def pages(
         self,

@@ -11,7 +11,8 @@
   expiry (the evidence's age limit, :func:`core.approval.world_problem`'s ``expiry``).
 
 Each change is checked as a decision is (a name on one line, the role from the registry in a
-shop home, a run still ``waiting_approval``), appended to the audit in the same transaction as
+shop home, a run still ``waiting_approval``, and for a claim, a hand-over and a snooze a role
+that may decide the run, the recipient's too: :func:`core.rulebook.may_mark`), appended to the audit in the same transaction as
 the mark (:meth:`core.store.Store.put_marks`) and, in a shop home, signed by its maker with their
 Ed25519 key (:class:`core.signing.DecisionSigner`; the note and the time are signed in
 ``detail``). In a practice home the rows are unsigned, as a rejection's row is there.
@@ -36,11 +37,13 @@ if TYPE_CHECKING:
 __all__ = [
     "CLAIM_MINUTES",
     "MARK_DECISIONS",
+    "MarkedAway",
     "RunMarks",
     "claim",
     "claim_minutes",
     "handover",
     "hides_from_mine",
+    "marked_away",
     "release",
     "snooze",
     "snooze_deadline",
@@ -198,6 +201,70 @@ def hides_from_mine(marks: RunMarks | None, name: str | None) -> bool:
     return name_key(marks.handed_to) != name_key(name)
 
 
+@dataclass(frozen=True)
+class MarkedAway:
+    """How many waiting runs a reader may decide carry a mark that keeps them from the reader:
+    ``set_aside`` (a snooze not over: the waiting queue leaves them out), ``handed`` (handed to someone else:
+    their "mine" leaves them out) and ``claimed`` (claimed by someone else: listed, but their
+    own claim would be refused). ``who``: the reader may decide them (a role was given), else
+    the counts are of every waiting run."""
+
+    set_aside: int = 0
+    handed: int = 0
+    claimed: int = 0
+    who: bool = False
+
+    def line(self, *, mine: bool, lists_all: str = "`resolver runs` lists every run with its marks") -> str | None:
+        """The one line a queue shows so that a mark never hides a run from those who may decide
+        it without saying so there, or None when no such mark stands. ``mine``: the listing is
+        the reader's "mine" (runs handed to someone else are left out of it; elsewhere they are
+        listed with their marks). ``Of the waiting runs you may decide: 1
+        set aside until later, 1 handed to someone else (not listed here; `resolver runs` lists
+        every run with its marks).`` ``lists_all`` says where the face lists them all (the
+        app: its "all" filter)."""
+        handed = self.handed if mine else 0
+        parts = [
+            *([f"{self.set_aside} set aside until later"] if self.set_aside else []),
+            *([f"{handed} handed to someone else"] if handed else []),
+            *([f"{self.claimed} claimed by someone else"] if self.claimed else []),
+        ]
+        if not parts:
+            return None
+        of = "Of the waiting runs you may decide" if self.who else "Of the waiting runs"
+        hidden = f" (not listed here; {lists_all})" if self.set_aside or handed else ""
+        return f"{of}: {', '.join(parts)}{hidden}."
+
+
+def marked_away(store: Store, marks: dict[str, RunMarks], now: datetime, role: str | None, name: str | None) -> MarkedAway:
+    """What :class:`MarkedAway` counts for the reader ``role`` / ``name`` (None: anyone) among the
+    standing ``marks`` (:func:`standing`) at ``now``: only waiting runs whose proposal that role
+    may decide (:func:`core.rulebook.may_decide`); every snooze (one's own too: the run leaves the
+    waiting queue all the same), a hand-over to and a claim by someone else. One summary is read per marked run; a run deleted or
+    unreadable since is not counted."""
+    from core.errors import ResolverError
+    from core.rulebook import may_decide
+
+    aside = handed = claimed = 0
+    for run_id, m in marks.items():
+        try:
+            summary = store.summary(run_id)
+        except ResolverError:
+            continue
+        if summary.status != "waiting_approval" or not may_decide(role, summary.required_role or None):
+            continue
+        if m.snoozed(now):  # one's own snooze too: it leaves the waiting queue all the same
+            aside += 1
+        elif hides_from_mine(m, name):
+            handed += 1
+        if m.claimed(now) and not _same(m.claimed_by, name):
+            claimed += 1
+    return MarkedAway(aside, handed, claimed, role is not None)
+
+
+def _same(who: str | None, name: str | None) -> bool:
+    return bool(name) and name_key(who or "") == name_key(name or "")
+
+
 def snooze_deadline(state: TaskState, policy: PolicyData) -> datetime:
     """The latest time a run may be set aside until: when its approval request expires (its
     evidence reaches the policy's ``evidence_max_age_s``, issue 11)."""
@@ -215,6 +282,26 @@ def _waiting(store: Store, run_id: str, verb: str) -> TaskState:
     if state.status != "waiting_approval" or state.proposal is None:
         raise ApprovalRefused(nothing_to_mark(state, verb))
     return state
+
+
+def _may(state: TaskState, role: str, action: str) -> None:
+    """Raise ApprovalRefused with :func:`core.rulebook.may_mark`'s sentence when ``role`` may not
+    put the mark ``action`` on ``state`` (the role the proposal needs, as a decision)."""
+    from core.rulebook import may_mark
+
+    said = may_mark(state, role, action)
+    if said:
+        raise ApprovalRefused(said)
+
+
+def _may_decide_claim(state: TaskState, marks: RunMarks) -> bool:
+    """Whether the standing claim's maker may decide ``state`` by the role recorded with the
+    claim (no role recorded: yes). A claim made before marks needed the decision's role, by
+    someone who may not decide the run, does not keep those who may from claiming it: theirs
+    replaces it."""
+    from core.rulebook import may_decide, needed_role
+
+    return not marks.claimed_role or may_decide(marks.claimed_role, needed_role(state))
 
 
 def _who(role: str, name: str | None) -> str:
@@ -305,15 +392,19 @@ def claim(
 
     Raises:
         ApprovalRefused: no name or one that is not plain text, a run that is not waiting (says
-            who decided it), a claim by someone else that still stands (says who and since when),
-            a race with another mark. Nothing is written.
+            who decided it), a role that may not decide the run (a claim keeps it from those who
+            may: :func:`core.rulebook.may_mark`), a claim by someone else who may decide it
+            that still stands (says who and since when; one by someone who may not, made before
+            marks followed the decision rules, is replaced), a race with another mark. Nothing
+            is written.
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
     name = _who(role, name)
     state = _waiting(store, run_id, "claim")
+    _may(state, role, "claim")
     now = clock.now()
     marks = read_marks(store, state)
-    if marks.claimed(now) and name_key(marks.claimed_by or "") != name_key(name):
+    if marks.claimed(now) and name_key(marks.claimed_by or "") != name_key(name) and _may_decide_claim(state, marks):
         raise ApprovalRefused(f"{marks.claim_line(now)} Nothing was claimed; ask them, or decide it knowing they are on it.")
     until = now + timedelta(minutes=minutes)
     row = {"claimed_by": name, "claimed_role": role, "claimed_at": iso(now), "claim_until": iso(until)}
@@ -353,14 +444,19 @@ def handover(
     clock: Clock,
     *,
     signer: DecisionSigner | None = None,
+    to_role: str | None = None,
 ) -> RunMarks:
     """Hand the waiting run ``run_id`` to the colleague ``to`` with ``note`` (one line, required),
     as ``name`` (``role``). It clears a standing claim: the run is now the recipient's. The
-    caller checks ``to`` against the approvers registry in a shop home (:meth:`core.home.Home.handover`).
+    caller checks ``to`` against the approvers registry in a shop home and gives their role as
+    ``to_role`` (:meth:`core.home.Home.mark`): a recipient whose role may not decide the run is
+    refused, since the run would then be in nobody's "mine" (None: a practice home, whose names
+    have no registered role).
 
     Raises:
-        ApprovalRefused: an empty or multi-line note, a recipient name that is not plain text,
-            the checks of :func:`claim`. Nothing is written.
+        ApprovalRefused: an empty or multi-line note, a recipient name that is not plain text, a
+            maker or a recipient whose role may not decide the run (:func:`core.rulebook.may_mark`,
+            :func:`core.rulebook.may_receive`), the checks of :func:`claim`. Nothing is written.
     """
     name = _who(role, name)
     said = not_plain_name(to)
@@ -378,6 +474,12 @@ def handover(
     if name_key(to.strip()) == name_key(name):
         raise ApprovalRefused(f"{one_line(name)} cannot hand a run to themself; nothing was handed over.")
     state = _waiting(store, run_id, "hand over")
+    _may(state, role, "handover")
+    from core.rulebook import may_receive
+
+    said = may_receive(state, to.strip(), to_role)
+    if said:
+        raise ApprovalRefused(said)
     now = clock.now()
     marks = read_marks(store, state)
     to, note = to.strip(), note.strip()
@@ -408,12 +510,15 @@ def snooze(
     """Set the waiting run ``run_id`` aside until ``until`` (timezone-aware), as ``name`` (``role``).
 
     Raises:
-        ApprovalRefused: ``until`` is not after now, or is past the request's expiry
+        ApprovalRefused: a role that may not decide the run (a snooze hides it from the waiting
+            queue of those who may: :func:`core.rulebook.may_mark`), ``until`` is not after now,
+            or is past the request's expiry
             (:func:`snooze_deadline`: it would come back too old to approve); the checks of
             :func:`claim`. Nothing is written.
     """
     name = _who(role, name)
     state = _waiting(store, run_id, "snooze")
+    _may(state, role, "snooze")
     now = clock.now()
     if until <= now:
         raise ApprovalRefused(f"{iso(until)} is not after now ({iso(now)}); snooze until a later time. Nothing was set aside.")

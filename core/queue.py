@@ -217,6 +217,15 @@ class ApprovalQueue:
         now = self._clock.now()
         return standing(self._store.run_marks(), now), now
 
+    def marked_away(self, marks: dict[str, Any], now: datetime, role: str | None, name: str | None) -> Any:
+        """How many waiting runs ``role`` may decide are set aside, handed to someone other than
+        ``name`` or claimed by someone else, among the standing ``marks`` (:meth:`marks_now`): the
+        line each face shows so that a mark never hides a run silently
+        (:func:`core.marks.marked_away`, a :class:`core.marks.MarkedAway`)."""
+        from core.marks import marked_away
+
+        return marked_away(self._store, marks, now, role, name)
+
     def marks(self, state: TaskState) -> Any:
         """The marks of ``state``'s run (:class:`core.marks.RunMarks`; none from an older run that
         a reset gave the same readable ID)."""
@@ -314,6 +323,9 @@ class ApprovalQueue:
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
         detail = describe(state, approver, others, trace, keys, tickets=self._root / TICKETS)
         if state.status == "waiting_approval" and state.proposal is not None:
+            from core.rulebook import MARK_ACTIONS, may_mark
+
+            detail = replace(detail, mark_offers={a: may_mark(state, approver.role, a) for a in MARK_ACTIONS})
             marks = self.marks(state)  # issue 24: the claim, hand-over, snooze
             now = self._clock.now()
             marked = marks.lines(now)

@@ -12,6 +12,9 @@ Rules (issue "Core 2", seeds 000 and 001):
 - ``approve`` and ``reject``: only a run ``waiting_approval`` with a proposal; once decided, the
   sentence names who decided it and when. Both also need a role at least the one the proposal
   needs (issue 12: an agent rejecting a run that needs a team lead decides above their role).
+- ``claim``, ``handover``, ``snooze`` (:data:`MARK_ACTIONS`, :func:`may_mark`): the role the
+  proposal needs, as a decision; a hand-over's recipient too (:func:`may_receive`). A refused mark
+  is ``ApprovalRefused`` (the CLI's exit 4, as a refused decision).
 - ``resume``: any run that is not final (``done``, ``handed_to_person``, ``stopped``).
 - ``trace``: always.
 - ``compare``: when the ticket has another run.
@@ -26,13 +29,25 @@ from dataclasses import dataclass
 from typing import Literal
 
 from core.clock import iso
-from core.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
+from core.policy import ROLE_LABELS, UnknownRole, check_role, may_approve, proposal_role, who_may_approve
 from core.safetext import one_line
 from core.state import FINAL_STATUSES, TaskState
 
 Action = Literal["approve", "reject", "resume", "trace", "compare"]
+MarkAction = Literal["claim", "handover", "snooze"]
 ACTIONS: tuple[Action, ...] = ("approve", "reject", "resume", "trace", "compare")
 """Every action a person can take on one run, in the order the app lists its keys."""
+
+MARK_ACTIONS: tuple[MarkAction, ...] = ("claim", "handover", "snooze")
+"""The marks that need the role the run's proposal needs (:func:`may_mark`): a claim, a hand-over
+and a set-aside (snooze) each keep a run from the people who may decide it (a second claim is
+refused, a snooze leaves "waiting", a hand-over leaves every other "mine"), so only someone who
+may decide the run may put one on it. Releasing one's own claim gives the run back and needs no
+role."""
+
+_MARK_VERBS: dict[str, str] = {"claim": "claim", "handover": "hand over", "snooze": "snooze"}
+_MARK_DOING: dict[str, str] = {"claim": "claim it", "handover": "hand it over", "snooze": "set it aside"}
+_MARK_NOUNS: dict[str, str] = {"claim": "claimed", "handover": "handed over", "snooze": "set aside"}
 
 
 @dataclass(frozen=True)
@@ -124,6 +139,52 @@ def needed_role(state: TaskState) -> str | None:
     if state.proposal is None or not state.proposal.actions:
         return None
     return proposal_role(state.proposal.actions)
+
+
+def may_mark(state: TaskState, role: str, action: str) -> str | None:
+    """Whether ``role`` may put the mark ``action`` (one of :data:`MARK_ACTIONS`) on the waiting
+    run ``state``: None when it may, else one sentence naming the role needed. The rule is the
+    decision's (a role at least the one the proposal needs under the current policy), because a
+    mark keeps the run from those who may decide it: a claim by someone who cannot decide blocks
+    the claims of those who can, a snooze hides the run from their waiting queue. Any other
+    action (``release``) needs no role. A run that is not waiting is :func:`nothing_to_mark`'s."""
+    if action not in MARK_ACTIONS:
+        return None
+    if state.status != "waiting_approval" or state.proposal is None:
+        return nothing_to_mark(state, _MARK_VERBS[action])
+    needed = needed_role(state)
+    if needed is None or may_approve(role, needed):
+        return None
+    return (
+        f"You are {role_label(role)}: run {state.run_id} needs {who_may_approve(needed)} to {_MARK_DOING[action]}, "
+        f"as to approve or reject it. Nothing was {_MARK_NOUNS[action]}."
+    )
+
+
+def may_receive(state: TaskState, name: str, role: str | None) -> str | None:
+    """Whether the colleague ``name`` with ``role`` may be handed the waiting run ``state``: None
+    when they may, else one sentence naming them and the role needed. A hand-over puts the run
+    in the recipient's "mine" and takes it out of everyone else's, so a recipient who may not
+    decide it would leave it in nobody's. ``role`` None (a practice home: its names are not
+    registered, so their roles are unknown) is not checked."""
+    needed = needed_role(state)
+    if role is None or needed is None or may_approve(role, needed):
+        return None
+    return (
+        f"{person(name, role)} may not decide run {state.run_id}: it needs {who_may_approve(needed)}; "
+        "hand it to someone who may. Nothing was handed over."
+    )
+
+
+def may_decide(role: str | None, needed: str | None) -> bool:
+    """Whether ``role`` may decide a run whose proposal needs ``needed`` (either None or a role
+    the policy no longer knows: yes, so that a reader is told rather than left out)."""
+    if role is None or not needed:
+        return True
+    try:
+        return may_approve(role, needed)
+    except UnknownRole:  # a role the policy no longer knows: say it rather than drop it
+        return True
 
 
 def offers(state: TaskState, approver: Approver, *, others: int = 0) -> dict[Action, str | None]:

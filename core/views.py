@@ -514,6 +514,10 @@ class RunDetail:
     reader holds a standing claim on the waiting run (a face says it before a decision), else None."""
     my_claim: bool = False
     """Issue 24: the reader holds a standing claim on the waiting run (the app's ``c`` releases it)."""
+    mark_offers: dict[str, str | None] = field(default_factory=dict)
+    """Each of :data:`core.rulebook.MARK_ACTIONS` (claim, hand-over, snooze) that the reader may
+    not put on the waiting run, mapped to the rulebook's sentence (:func:`core.rulebook.may_mark`:
+    a mark needs the role the decision needs); None or absent where they may."""
 
 
 def unreadable_detail(

@@ -96,14 +96,16 @@ class Event:
 
 def relevant(event: Event, role: str | None, name: str | None) -> bool:
     """Whether ``event`` is for the person ``name`` with ``role`` (None: a watcher of everything):
-    a hand-over to them (to no one else: a hand-over names its person); a request, lapse, claim,
-    refusal or run handed to a person on a run their role may approve (or whose role is unknown).
-    A hand-over to someone else is not theirs; neither is their own claim."""
+    a hand-over to them; a request, lapse, claim, hand-over to someone else, refusal or run
+    handed to a person on a run their role may approve (or whose role is unknown). A hand-over to
+    a colleague takes the run out of every other "mine", so everyone who may decide the run hears
+    of it, not only its recipient (a mark never hides a run from those who may decide it without
+    saying so). Their own claim or hand-over is not news to them."""
     if role is None and name is None:
         return True
-    if event.kind == "handover":
-        return name is None or name_key(event.to_name or "") == name_key(name)
-    if event.kind == "claim" and name is not None and name_key(event.name or "") == name_key(name):
+    if event.kind == "handover" and name is not None and name_key(event.to_name or "") == name_key(name):
+        return True
+    if event.kind in ("claim", "handover") and name is not None and name_key(event.name or "") == name_key(name):
         return False
     if role is None or not event.required_role:
         return True

@@ -17,15 +17,26 @@ from textual.message import Message
 class PageLoaded(Message):
     """A page of the queue and the counts per status; ``serial`` is the load it answers
     (older loads are dropped) and ``select`` the run to put the cursor on; ``aside`` how many
-    waiting runs are set aside now (issue 24: the "waiting" count leaves them out)."""
+    waiting runs are set aside now (issue 24: the "waiting" count leaves them out); ``away`` the
+    line that says how many waiting runs the approver may decide a mark keeps from them
+    (:meth:`core.marks.MarkedAway.line`), or None."""
 
-    def __init__(self, page: Page, counts: dict[str, int], serial: int, select: str | None = None, aside: int = 0) -> None:
+    def __init__(
+        self,
+        page: Page,
+        counts: dict[str, int],
+        serial: int,
+        select: str | None = None,
+        aside: int = 0,
+        away: str | None = None,
+    ) -> None:
         super().__init__()
         self.page = page
         self.counts = counts
         self.serial = serial
         self.select = select
         self.aside = aside
+        self.away = away
 
 
 class DetailLoaded(Message):

@@ -42,7 +42,7 @@ PRACTICE: tuple[tuple[str, ...], ...] = (
     ("show", T65273_RUN),
     ("claim", T65273_RUN, "--as", "team_lead", "--name", "Tomás"),
     ("handover", T65273_RUN, "--as", "team_lead", "--name", "Tomás", "--to", "Ana", "--note", "check the capture"),
-    ("snooze", T65273_RUN, "--as", "agent", "--name", "Ana", "--until", "1h"),
+    ("snooze", T65273_RUN, "--as", "team_lead", "--name", "Ana", "--until", "1h"),
     ("runs",),  # a marked waiting run's row has `marks`
     ("watch", "--once", "--as", "grace"),  # the first start: from now on, an empty list
     ("reject", "T-90103-agent-chat-small-1", "--as", "grace", "--name", "Grace", "--reason", "a handed_to_person event"),

@@ -44,17 +44,17 @@ def test_claim_handover_snooze_on_the_cli_with_refusals_as_sentences(cli):
     assert out.rstrip().endswith("(claimed by Tomás)")
     code, _, err = cli("claim", RUN, "--as", "grace")
     assert code == 4 and "--name NAME" in err
-    code, _, err = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "tomorrowish")
+    code, _, err = cli("snooze", RUN, "--as", "team_lead", "--name", "Ana", "--until", "tomorrowish")
     assert code == 2 and err.startswith("Cannot read the time 'tomorrowish'")
-    code, _, err = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "99999999h")  # a new user's trial
+    code, _, err = cli("snooze", RUN, "--as", "team_lead", "--name", "Ana", "--until", "99999999h")  # a new user's trial
     assert code == 2 and "past any date resolver keeps" in err and "OverflowError" not in err
-    code, _, err = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "2020-01-01T09:00:00")
+    code, _, err = cli("snooze", RUN, "--as", "team_lead", "--name", "Ana", "--until", "2020-01-01T09:00:00")
     assert code == 4 and "is not after now" in err
     code, out, _ = cli("handover", RUN, "--as", "team_lead", "--name", "Tomás", "--to", "Ana", "--note", "see [/]\x1b[31mred")
     assert code == 0 and "Handed to Ana by Tomás at " in out and ": see [/]red" in out and "\x1b" not in out
     assert cli("runs", "--mine", "--as", "grace", "--name", "Grace")[1].startswith("None of the 1 saved run(s)")
     assert cli("runs", "--mine", "--as", "team_lead", "--name", "ana")[1].startswith(RUN)
-    code, out, _ = cli("snooze", RUN, "--as", "agent", "--name", "Ana", "--until", "2h")
+    code, out, _ = cli("snooze", RUN, "--as", "team_lead", "--name", "Ana", "--until", "2h")
     assert code == 0 and "Set aside by Ana until " in out
     assert cli("runs", "--status", "waiting_approval")[1].startswith("No runs match status waiting_approval")
     code, out, _ = cli("show", RUN)
@@ -82,10 +82,10 @@ def test_claim_minutes_comes_from_the_config_file(tmp_path, capsys, monkeypatch)
     root = tmp_path / "home"
     assert main(["run", "T-65273", "--home", str(root)]) == 0
     capsys.readouterr()
-    assert main(["claim", RUN, "--as", "agent", "--name", "Ana", "--home", str(root)]) == 4
+    assert main(["claim", RUN, "--as", "team_lead", "--name", "Ana", "--home", str(root)]) == 4
     assert "claim_minutes must be a whole number of minutes from 1 to 1440, not 0" in capsys.readouterr().err
     config.write_text("claim_minutes = 5\n", encoding="utf-8")
-    assert main(["claim", RUN, "--as", "agent", "--name", "Ana", "--home", str(root)]) == 0
+    assert main(["claim", RUN, "--as", "team_lead", "--name", "Ana", "--home", str(root)]) == 0
     out = capsys.readouterr().out
     start, until = out.split("(claimed ")[1].split(")")[0].split(", until ")
     h1, m1 = map(int, start.split(":"))
@@ -203,13 +203,14 @@ def _config(text: str) -> None:
 
 
 def test_watch_without_name_is_the_config_files_name(cli):
-    """A new user's trial: ``watch`` without ``--name`` ignored the config file's ``name``, so a
-    hand-over to a colleague reached this watcher (and its position was no one's)."""
+    """A new user's trial: ``watch`` without ``--name`` ignored the config file's ``name``, so its
+    position was no one's. A hand-over to Ana is hers; one to Tomás reaches her too, as it takes
+    the run out of her "mine" and her role may decide it."""
     _config('name = "Ana"\n')
     assert cli("watch", "--once", "--as", "team_lead")[0] == 0
     assert cli("handover", RUN, "--as", "grace", "--name", "Grace", "--to", "Tomás", "--note", "yours")[0] == 0
     code, out, _ = cli("watch", "--once", "--as", "team_lead")
-    assert code == 0 and "handed to" not in out, out  # Tomás's, not Ana's
+    assert code == 0 and out.endswith("handed to Tomás by Grace: yours\n"), out  # it leaves Ana's "mine": she may decide it
     assert cli("handover", RUN, "--as", "grace", "--name", "Grace", "--to", "Ana", "--note", "yours now")[0] == 0
     code, out, _ = cli("watch", "--once", "--as", "team_lead")
     assert code == 0 and out.endswith("handed to Ana by Grace: yours now\n"), out

@@ -369,6 +369,8 @@ def test_marks_name_their_maker_and_the_function_writes_their_audit_row(shop, us
     code, out, err = cli("ana", "claim", T65273_RUN, "--name", "Ana", passphrase=ANA)
     assert code == 0, err
     code, out, err = cli("ana", "handover", T65273_RUN, "--to", "Bob", "--note", "yours", "--name", "Ana", passphrase=ANA)
+    assert code == 4 and err.startswith(f"Bob (role agent) may not decide run {T65273_RUN}: it needs team lead"), err
+    code, out, err = cli("ana", "handover", T65273_RUN, "--to", "Grace", "--note", "yours", "--name", "Ana", passphrase=ANA)
     assert code == 0, err
     with psycopg.connect(urls["admin"], autocommit=True) as conn:
         rows = conn.execute("SELECT decision, name, role FROM audit WHERE run_id = %s ORDER BY id", (T65273_RUN,)).fetchall()
@@ -516,8 +518,9 @@ def test_the_executors_user_finishes_an_approval_once_and_the_runner_cannot(shop
 
 def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(shop, users):
     """The owner, as the owner's database user, adds an approver (registry row, audit row, seal and
-    head); an approver's user may not; the administrator maps the new one, who claims, and whose
-    rejection above their role the database refuses too; audit verify passes."""
+    head); an approver's user may not; the administrator maps the new one, whose claim and
+    rejection above their role are refused (the rejection by the database too); audit verify
+    passes."""
     cli, urls = shop
     code, _, err = cli("owner", "approvers", "add", "Carl", "--role", "agent", passphrase="carl-passphrase", owner=GRACE)
     assert code == 0, err
@@ -528,7 +531,7 @@ def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(sho
     )
     assert code == 0, err
     code, _, err = cli("runner", "claim", T65273_RUN, "--name", "Carl", passphrase="carl-passphrase")
-    assert code == 0, err
+    assert code == 4 and "needs team lead or above to claim it" in err, err  # a mark needs the decision's role
     code, _, err = cli("runner", "reject", T65273_RUN, "--reason", "not ours", "--name", "Carl", passphrase="carl-passphrase")
     assert code == 4 and "needs team lead or above" in err, err
     from core.approval import reject

@@ -19,6 +19,7 @@ from core.home import Home
 from core.views import Approver, after_approve, after_reject, after_resume, changes_lines, history_lines
 from textual.message import Message
 
+from resolver_tui.keys import key_for
 from resolver_tui.messages import (
     ChangesFound,
     DetailLoaded,
@@ -30,7 +31,7 @@ from resolver_tui.messages import (
     OperationDone,
     PageLoaded,
 )
-from resolver_tui.widgets.bars import MINE
+from resolver_tui.widgets.bars import FILTERS, MINE
 from resolver_tui.widgets.run_table import PAGE_ROWS
 
 if TYPE_CHECKING:
@@ -141,9 +142,24 @@ class Decisions:
                 )
             else:
                 page = queue.page(status, search=search, after=after, sort=sort, limit=limit)
-            return PageLoaded(page, queue.counts(), serial, select, aside=queue.set_aside())
+            return PageLoaded(page, queue.counts(), serial, select, aside=queue.set_aside(), away=self._away(status))
 
         return read_again(read)
+
+    def _away(self, status: str | None) -> str | None:
+        """Under the waiting and mine filters, the line saying how many waiting runs this
+        approver may decide are set aside or claimed by someone else
+        (:meth:`core.marks.MarkedAway.line`): a mark never takes a run out of the queue of those
+        who may decide it silently. The app's "mine" keeps runs handed to others (it filters by
+        role only), so only ``resolver runs --mine`` counts those. None elsewhere or unmarked."""
+        if status not in ("waiting_approval", MINE):
+            return None
+        queue = self.home.queue
+        marks, now = queue.marks_now()
+        if not marks:
+            return None
+        where = f"press {key_for(f'status({[f for f, _ in FILTERS].index(None)})')} for all, which lists every run with its marks"
+        return queue.marked_away(marks, now, self.approver.role, self.approver.name).line(mine=False, lists_all=where)
 
     def detail(self, run_id: str) -> DetailLoaded:
         """The run's detail (a waiting run's lookups run again: no model call)."""

@@ -236,6 +236,7 @@ class QueueScreen(Screen):
     def compose(self) -> ComposeResult:
         yield TopBar(id="topbar")
         yield FilterBar(id="filters")
+        yield Static(id="marked")  # how many runs you may decide a mark keeps from this filter
         back, read = key_for("back"), key_for("read")
         yield Input(  # never selects on focus: keys typed with the / would replace each other (a trial)
             placeholder=f"filter: ticket, order, customer or run ID ({read} applies, {back} clears)",
@@ -437,6 +438,7 @@ class QueueScreen(Screen):
         self.page_error = ("", 0.0)
         self.counts = message.counts
         self.aside = message.aside
+        self._show_marked(message.away)
         self.refreshed = page.now.strftime("%H:%M:%S")
         self.empty = not sum(message.counts.values())
         self._show_bars()
@@ -456,6 +458,14 @@ class QueueScreen(Screen):
         if self.empty and self.load_demo_if_empty:
             self.load_demo_if_empty = False
             self.action_load_demo()
+
+    def _show_marked(self, line: str | None) -> None:
+        """Show under the filters ``line`` (:meth:`core.marks.MarkedAway.line`: how many waiting
+        runs this approver may decide are set aside or claimed by someone else), or hide it: a
+        mark never takes a run out of the queue of those who may decide it without saying so."""
+        marked = self.query_one("#marked", Static)
+        marked.display = bool(line)
+        marked.update(plain(line or ""))
 
     def _show_empty(self) -> None:
         empty = self.query_one("#empty", Static)
@@ -766,7 +776,8 @@ class QueueScreen(Screen):
     def _markable(self, action: str, word: str) -> RunDetail | None:
         """The highlighted run's detail when ``action`` (``claim``, ``handover``, ``snooze``; the
         key named from :data:`~resolver_tui.keys.KEYS`) may mark it now, else None: only a
-        waiting run is marked (a notice says why). In a shop home a mark is signed: while the key
+        waiting run is marked, by an approver whose role may decide it (the rulebook's
+        :attr:`~core.views.RunDetail.mark_offers`; a notice says why not). In a shop home a mark is signed: while the key
         is locked the passphrase dialog opens first, and the action goes on once it is unlocked
         (:meth:`key_unlocked`; issue 24)."""
         d = self.detail
@@ -775,6 +786,11 @@ class QueueScreen(Screen):
             return None
         if d.status != "waiting_approval":
             self.notify(f"{key_for(action)}: only a waiting run is {word}; {run_id} is {d.status}.", markup=False)
+            return None
+        why = None if action == "claim" and d.my_claim else d.mark_offers.get(action)  # releasing one's claim needs no role
+        if why:  # the rulebook's sentence, as the command line's (before any passphrase)
+            noun = {"claim": "claim", "handover": "hand-over", "snooze": "snooze"}[action]
+            self.notify(f"{key_for(action)}: {noun} is not offered: {why}", severity="warning", markup=False)
             return None
         if self.home.kind == "shop" and self.unlocked is None:
             self._unlock_for(run_id, action)

@@ -46,7 +46,7 @@ def test_a_snoozed_run_leaves_waiting_until_its_time_and_comes_back_by_itself(ho
     home.run("T-65273")
     home.run("T-90103")
     until = clock.now() + timedelta(hours=2)
-    home.mark("snooze", RUN, "agent", "Ana", until=until)
+    home.mark("snooze", RUN, "team_lead", "Ana", until=until)
     waiting = [r.run_id for r in home.queue.page("waiting_approval").rows]
     assert waiting == ["T-90103-agent-chat-small-1"]
     assert RUN in [r.run_id for r in home.queue.page(None).rows]  # "all" still lists it
@@ -62,7 +62,7 @@ def test_the_waiting_count_leaves_out_the_runs_set_aside_until_their_time(home, 
     home.run("T-90103")
     queue = home.queue
     assert queue.counts()["waiting_approval"] == 2 and queue.set_aside() == 0
-    home.mark("snooze", RUN, "agent", "Ana", until=clock.now() + timedelta(hours=2))
+    home.mark("snooze", RUN, "team_lead", "Ana", until=clock.now() + timedelta(hours=2))
     assert queue.set_aside() == 1
     assert queue.counts()["waiting_approval"] - queue.set_aside() == len(queue.page("waiting_approval").rows) == 1
     assert queue.total() == 2  # every saved run, one set aside too
@@ -77,10 +77,10 @@ def test_the_waiting_count_leaves_out_the_runs_set_aside_until_their_time(home, 
 def test_a_snooze_in_the_past_or_beyond_the_requests_expiry_is_refused_with_nothing_written(home, clock):
     home.run("T-65273")
     with pytest.raises(ApprovalRefused, match="is not after now"):
-        home.mark("snooze", RUN, "agent", "Ana", until=clock.now() - timedelta(seconds=1))
+        home.mark("snooze", RUN, "team_lead", "Ana", until=clock.now() - timedelta(seconds=1))
     with pytest.raises(ApprovalRefused, match=r"approval request expires at 2026-10-16T17:00:00-04:00"):
-        home.mark("snooze", RUN, "agent", "Ana", until=clock.now() + timedelta(days=7, seconds=1))
-    home.mark("snooze", RUN, "agent", "Ana", until=clock.now() + timedelta(days=7))  # the expiry itself is allowed
+        home.mark("snooze", RUN, "team_lead", "Ana", until=clock.now() + timedelta(days=7, seconds=1))
+    home.mark("snooze", RUN, "team_lead", "Ana", until=clock.now() + timedelta(days=7))  # the expiry itself is allowed
     assert [d for d, _, _ in _marks_audit(home)] == ["snooze"]
 
 
@@ -145,7 +145,7 @@ def test_deleting_or_resetting_runs_clears_their_marks(home, clock):
     home.delete(RUN)
     assert home.store.run_marks() == {}
     home.run("T-65273")
-    home.mark("snooze", RUN, "agent", "Ana", until=clock.now() + timedelta(hours=1))
+    home.mark("snooze", RUN, "team_lead", "Ana", until=clock.now() + timedelta(hours=1))
     home.reset()
     assert home.store.run_marks() == {}
 
