@@ -662,7 +662,7 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
     On a team store the watcher ``LISTEN``s (:meth:`core.home.Home.queue_changes`): a
     notification wakes it at once, and it still reads every ``--interval`` seconds, the safety
     net for a notification lost while its listener reconnected (and the only way on SQLite).
-    A store that cannot be reached or stays locked (ConnectionLost, StoreBusy) is said once, on
+    A store that cannot be reached or stays locked (StoreUnreachable, StoreBusy) is said once, on
     stderr, while it lasts; the watcher keeps its position and goes on when the store answers,
     for it watches for days and a dropped connection is no reason to stop."""
     import json
@@ -670,7 +670,7 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
     import time
 
     from core.data import load_policy
-    from core.errors import ConnectionLost
+    from core.errors import StoreUnreachable
     from core.homepath import config_path, read_config
     from core.safetext import safe_lines
     from core.watch import (
@@ -731,7 +731,7 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
                                     f"{why} The watcher stops here; its next start delivers event #{event.id} again."
                                 )
                     position.deliver(event.id)
-            except (ConnectionLost, StoreBusy) as exc:
+            except (StoreUnreachable, StoreBusy) as exc:
                 if args.once:
                     raise
                 home.log.info("watch: %s", exc)

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.clock import iso
-from core.errors import ConnectionLost, ResolverError, StoreBusy
+from core.errors import ResolverError, StoreBusy, StoreUnreachable
 from core.policy import ROLE_LABELS, may_approve, proposal_role
 from core.safetext import name_key, one_line
 
@@ -307,7 +307,7 @@ def sweep_lapses(store: Store, now: datetime, policy: PolicyData, rows: list[Run
     for run_id in candidates:
         try:
             state = store.load(run_id)
-        except (ConnectionLost, StoreBusy):
+        except (StoreUnreachable, StoreBusy):
             raise  # the store, not the run: the caller says so
         except ResolverError:
             continue  # a corrupt or deleted run has no request to lapse

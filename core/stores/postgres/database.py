@@ -48,7 +48,7 @@ import psycopg.errors
 import psycopg.rows
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from core.errors import ConnectionLost, ResolverError, StoreBusy
+from core.errors import ConnectionLost, ResolverError, StoreBusy, StoreUnreachable
 
 LOCK_TIMEOUT_S = 5.0
 """Seconds a statement waits for a lock another connection holds before StoreBusy."""
@@ -193,7 +193,7 @@ class Database:
             try:
                 first = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
             except psycopg.OperationalError as exc:
-                raise ResolverError(f"Cannot reach {self.label}: {_first_line(exc)}.") from None
+                raise StoreUnreachable(f"Cannot reach {self.label}: {_first_line(exc)}.") from None
             try:
                 self._configure(first)
                 if on_open is not None:
