@@ -162,3 +162,15 @@ def undo_migration_12(conn) -> None:
     ):
         conn.execute(f"DROP FUNCTION {function}")
     conn.execute("DELETE FROM resolver_migrations WHERE version = 12")
+
+
+def undo_migration_20(conn) -> None:
+    """Take migration 20 (the practice world's notifications) out of the schema of ``conn``, in its
+    transaction: its triggers and function dropped and its row deleted, so a test can build what
+    an earlier migration left."""
+    from core.stores.common import WORLD_TABLES
+
+    for table in (*WORLD_TABLES, "register_head"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {table}_notify ON {table}")
+    conn.execute("DROP FUNCTION IF EXISTS resolver_notify_world()")
+    conn.execute("DELETE FROM resolver_migrations WHERE version = 20")

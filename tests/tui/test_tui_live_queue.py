@@ -213,3 +213,22 @@ async def test_a_store_that_does_not_answer_is_named_in_the_pane_never_a_damaged
         said = [n.message for n in list(app._notifications)[told:]]
         assert len(said) == 1 and UNREACHABLE in said[0] and UNREADABLE not in said[0], said
         assert down in pane_text(app) and "checkpoint" not in pane_text(app).lower(), pane_text(app)
+
+
+async def test_a_colleagues_manual_refund_reaches_the_panes_what_changed_by_notification(tmp_path):
+    """Issue 38's observation: on a team store the pane kept saying "nothing" after a colleague's
+    manual refund until its 30 s safety timer (the world's writes sent no notification). Polling
+    off here: only migration 20's notification can make the pane read the world again."""
+    with fresh_schema() as url:
+        mine, other = _homes(tmp_path, url)
+        mine.run("T-65273")
+        app = make_app(mine)  # refresh_interval=None
+        async with app.run_test(size=(160, 40)) as pilot:
+            queue = app.queue
+            await settle(pilot)
+            await select(pilot, RUN)
+            assert queue.live.listening(GUARD_S)
+            assert "nothing: the lookups give the same results now." in pane_text(app)
+            other.manual_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+            await until(pilot, lambda: "refunded: 0.00 then 119.00" in pane_text(app), "the colleague's refund")
+            assert "nothing: the lookups give the same results now." not in pane_text(app)

@@ -293,6 +293,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         lambda: _journal_17(),
     ),
     (18, "the role a proposal needs never falls: each line's own role, and only positive values summed", lambda: _roles_18()),
+    (20, "the practice world's notifications: NOTIFY at each write of the world or its register", lambda: _world_notify()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -307,6 +308,12 @@ def _notify() -> tuple[str, ...]:
     from core.stores.postgres.listen import NOTIFY_TRIGGERS
 
     return NOTIFY_TRIGGERS
+
+
+def _world_notify() -> tuple[str, ...]:
+    from core.stores.postgres.listen import WORLD_NOTIFY
+
+    return WORLD_NOTIFY
 
 
 def _roles() -> tuple[str, ...]:
