@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pg import fresh_schema
+from pg import Cut, fresh_schema, through
 from pg_rounds import ROOT, fresh_home
 
 RUN = "T-65273-agent-chat-small-1"
@@ -139,3 +139,38 @@ def test_the_watcher_lives_through_ended_connections_a_locked_store_and_its_rest
             assert line.endswith("goes on when the store answers."), err
             assert "psycopg" not in line.lower() and "Traceback" not in line and "[BAD]" not in line, err
         assert len(err) <= 2, err  # a lost connection (when a read met it) and the lock, nothing more
+
+
+def test_a_watcher_whose_server_went_away_says_so_once_and_goes_on_when_it_is_back(tmp_path):
+    """The server cut off for several seconds (every connection closed, the port refusing), then
+    back: the watcher says once that the store cannot be reached (not that it is busy), stays
+    alive, and prints the event made while it was away when the store answers again."""
+    with fresh_schema() as url:
+        relay = Cut(url)
+        root = tmp_path / "home"
+        home = fresh_home(root, url)
+        home.run("T-65273")
+        watcher = Watcher(root, through(url, relay), f"resolver-watch-{uuid.uuid4().hex[:8]}")
+        try:
+            watcher.until("Watching from event #")
+            ids = [_claim_again(home, url)]
+            watcher.until(f"#{ids[-1]} ")
+            relay.cut()
+            ids.append(_claim_again(home, url))  # made while the watcher cannot reach the store
+            end = time.monotonic() + GUARD_S
+            while not watcher.err:
+                assert time.monotonic() < end and watcher.proc.poll() is None, (watcher.out, watcher.err)
+                time.sleep(0.05)
+            time.sleep(3.0)  # several reads fail meanwhile: still one sentence
+            relay.join()
+            watcher.until(f"#{ids[-1]} ")
+            ids.append(_claim_again(home, url))
+            watcher.until(f"#{ids[-1]} ")
+        finally:
+            code = watcher.stop() if watcher.proc.poll() is None else watcher.proc.returncode
+        assert code == 0
+        assert _event_ids(watcher.out) == ids, watcher.out
+        assert len(watcher.err) == 1, watcher.err
+        said = watcher.err[0]
+        assert said.startswith("Cannot") and "busy" not in said and "no free connection" not in said, said
+        assert said.endswith("goes on when the store answers.") and "psycopg" not in said.lower(), said
