@@ -12,6 +12,15 @@ On PostgreSQL an event's ID is taken before its transaction commits, so an event
 after a higher one was read: every read starts :data:`WINDOW` IDs behind the position and drops
 the IDs already delivered (the position keeps them, for that window).
 
+**Woken, and alive for days.** On a team store the running watcher (``resolver watch``,
+:func:`core.cli.cmd_watch`) ``LISTEN``s with the app's own listener
+(:class:`core.stores.postgres.listen.QueueListener`) and reads at once when a notification
+comes; its reads every ``--interval`` seconds stay as the safety net for a notification lost
+while the listener reconnected, and are SQLite's only way. A store that does not answer (the
+server ended the connection or went away, or a lock was held past the timeout) is said once
+(:func:`outage_line`) while it lasts, and the watcher goes on from its position when the store
+answers: the position is in memory and on disk, so nothing is skipped (at least once, as at a restart).
+
 A **lapse** (a waiting request whose evidence passed the policy's age limit with no one acting)
 is written by :func:`sweep_lapses`, once per request by a compare-and-set
 (:meth:`core.stores.events.QueueEventRows.record_lapse`): by the watcher at every pass, and by
