@@ -670,19 +670,37 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_watch(home: Home, args: argparse.Namespace) -> int:
-    """``resolver watch [--as ROLE] [--name N] [--once] [--interval S]`` (issue 24, item 3,
-    :mod:`core.watch`): print one line per event for this person (``--json``: one object per
-    line; with ``--once`` one list), run the config file's ``notify`` per event, keep the
-    position in the home folder after each. ``--once`` prints what is new and exits. A notify
-    command that fails stops the watcher with its sentence (exit 1); the next start delivers that
-    event again."""
+    """``resolver watch [--as ROLE] [--name N] [--once] [--interval S]`` (:mod:`core.watch`):
+    print one line per event for this person (``--json``: one object per line; with ``--once``
+    one list), run the config file's ``notify`` per event, keep the position in the home folder
+    after each. ``--once`` prints what is new and exits. A notify command that fails stops the
+    watcher with its sentence (exit 1); the next start delivers that event again.
+
+    On a team store the watcher ``LISTEN``s (:meth:`core.home.Home.queue_changes`): a
+    notification wakes it at once, and it still reads every ``--interval`` seconds, the safety
+    net for a notification lost while its listener reconnected (and the only way on SQLite).
+    A store that cannot be reached or stays locked (StoreUnreachable, StoreBusy) is said once, on
+    stderr, while it lasts; the watcher keeps its position and goes on when the store answers,
+    for it watches for days and a dropped connection is no reason to stop."""
     import json
+    import threading
     import time
 
     from core.data import load_policy
+    from core.errors import StoreUnreachable
     from core.homepath import config_path, read_config
     from core.safetext import safe_lines
-    from core.watch import LAPSE_SWEEP_S, Position, new_events, newest_event, notify_command, relevant, run_notify, sweep_lapses
+    from core.watch import (
+        LAPSE_SWEEP_S,
+        Position,
+        new_events,
+        newest_event,
+        notify_command,
+        outage_line,
+        relevant,
+        run_notify,
+        sweep_lapses,
+    )
 
     if args.interval <= 0:
         raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
@@ -699,35 +717,60 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
         newest = newest_event(home.store)
         position.start_at(newest)
         print(f"Watching from event #{newest}: what happens from now on.", file=sys.stderr if args.json else sys.stdout)
+        sys.stdout.flush()
     policy = load_policy()
     shown: list[dict[str, object]] = []
     swept = 0.0
+    wake = threading.Event()
+    listener = None if args.once else home.queue_changes()
+    if listener is not None:  # every notification, and a reconnection (what was sent meanwhile is lost), wakes a read
+        listener.start(lambda batch: wake.set(), lambda state: wake.set())
+    outage = False
     try:
         while True:
-            if time.monotonic() - swept >= LAPSE_SWEEP_S or args.once:  # lapses come by the hour, not the second
-                sweep_lapses(home.store, home.clock.now(), policy)
-                swept = time.monotonic()
-            for event in new_events(home.store, position):
-                if relevant(event, role, name):
-                    if args.json and args.once:
-                        shown.append(json.loads(event.as_json()))
-                    else:
-                        sys.stdout.write(event.as_json() + "\n" if args.json else safe_lines([event.line()]))
-                        sys.stdout.flush()
-                    if command is not None:
-                        why = run_notify(command, event)
-                        if why is not None:
-                            if shown:
-                                _json(shown)
-                            raise ResolverError(f"{why} The watcher stops here; its next start delivers event #{event.id} again.")
-                position.deliver(event.id)
+            try:
+                if time.monotonic() - swept >= LAPSE_SWEEP_S or args.once:  # lapses come by the hour, not the second
+                    sweep_lapses(home.store, home.clock.now(), policy)
+                    swept = time.monotonic()
+                for event in new_events(home.store, position):
+                    if relevant(event, role, name):
+                        if args.json and args.once:
+                            shown.append(json.loads(event.as_json()))
+                        else:
+                            sys.stdout.write(event.as_json() + "\n" if args.json else safe_lines([event.line()]))
+                            sys.stdout.flush()
+                        if command is not None:
+                            why = run_notify(command, event)
+                            if why is not None:
+                                if shown:
+                                    _json(shown)
+                                raise ResolverError(
+                                    f"{why} The watcher stops here; its next start delivers event #{event.id} again."
+                                )
+                    position.deliver(event.id)
+            except (StoreUnreachable, StoreBusy) as exc:
+                if args.once:
+                    raise
+                home.log.info("watch: %s", exc)
+                if not outage:  # once while it lasts: a store down for an hour is not 3,600 lines
+                    print(outage_line(exc, position.last), file=sys.stderr)
+                    sys.stderr.flush()
+                outage = True
+            else:
+                if outage:
+                    home.log.info("watch: the store answers again after event #%d", position.last)
+                outage = False
             if args.once:
                 if args.json:
                     _json(shown)
                 return 0
-            time.sleep(args.interval)
+            wake.wait(args.interval)
+            wake.clear()
     except KeyboardInterrupt:
         return 0
+    finally:
+        if listener is not None:
+            listener.stop()
 
 
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:

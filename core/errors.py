@@ -43,7 +43,13 @@ class StoreConflict(StoreBusy):
     (:data:`core.home.DECIDE_ATTEMPTS`) before this reaches a person."""
 
 
-class ConnectionLost(ResolverError):
+class StoreUnreachable(ResolverError):
+    """A team store's server cannot be reached, or ended the connection under a statement: the
+    store says nothing about any run meanwhile, so a face names the store (a run it could not
+    read is not called damaged) and reads again when it answers."""
+
+
+class ConnectionLost(StoreUnreachable):
     """A team store's connection failed under a statement (the server ended it, or cannot be
     reached): the pool's dead idle connections are dropped before this is raised, so a read made
     again connects anew (the app's reads do so once, issue 24). A write is never made again by

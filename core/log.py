@@ -14,6 +14,12 @@ library's ``RotatingFileHandler`` is safe within one process only. No file stays
 records (many homes in one process hold no file open). Nothing of the log is ever printed on
 the terminal: a record that cannot be written (a full disk, a folder in the log's place) is
 dropped silently instead of logging's ``--- Logging error ---`` traceback on stderr.
+
+The libraries' own loggers (:data:`LIBRARY_LOGGERS`: psycopg and its pool, which warn
+``discarding closed connection: <psycopg.Connection [BAD] ...>`` when the server ends a
+connection) write to the first home's log of the process and never reach the terminal: without
+a handler, logging's last resort would print their warnings on stderr, between the sentences
+of a watcher or over the app's screen.
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ BACKUPS = 3
 """How many rotated files are kept (``resolver.log.1`` ...)."""
 FILE_MODE = 0o600
 """Mode of the log, its old files and its lock file: the log holds run IDs and reasons."""
+
+LIBRARY_LOGGERS = ("psycopg",)
+"""Loggers of the libraries resolver uses that warn on their own (``psycopg.pool`` is a child of
+``psycopg``): kept off the terminal, in the home's log (:func:`command_log`)."""
 
 _FORMAT = "%(asctime)s %(levelname)s pid=%(process)d %(name)s: %(message)s"
 
@@ -117,4 +127,16 @@ def command_log(home_root: Path | str, name: str = "resolver") -> logging.Logger
         handler = logging.NullHandler()
     handler.setFormatter(_EscapingFormatter(_FORMAT))
     logger.addHandler(handler)
+    _libraries_to(handler)
     return logger
+
+
+def _libraries_to(handler: logging.Handler) -> None:
+    """Send :data:`LIBRARY_LOGGERS` to ``handler`` (the first home's log of the process; a later
+    home's log gets only resolver's own records) and never to the terminal: they stop
+    propagating to the root logger, whose last resort prints on stderr."""
+    for name in LIBRARY_LOGGERS:
+        library = logging.getLogger(name)
+        library.propagate = False
+        if not library.handlers:
+            library.addHandler(handler)

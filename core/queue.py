@@ -31,7 +31,7 @@ from typing import Any
 from core.auditchain import REGISTRY_PREFIX
 from core.clock import Clock
 from core.data import customer_names, load_policy
-from core.errors import ResolverError
+from core.errors import ResolverError, StoreBusy, StoreUnreachable
 from core.policy import action_value, proposal_role, rank
 from core.rulebook import Approver
 from core.state import RunView, TaskState, WorldSeen, action_short
@@ -310,13 +310,18 @@ class ApprovalQueue:
         pane shows (the lookups behind a waiting run's evidence run again: no model call).
         ``keys`` are the face's key for each action, for the sentences that name one
         (:func:`core.views.describe`). A run whose checkpoint cannot be read (or is gone) comes
-        back as a detail with ``error`` set, never as an exception."""
+        back as a detail with ``error`` set, never as an exception. A store that does not
+        answer (StoreUnreachable, StoreBusy) is raised: it says nothing about the run, whose
+        checkpoint may be healthy, and the caller reads again or names the store
+        (:func:`core.views.unreachable_detail`)."""
         summary = None
         try:
             summary = self._store.summary(run_id)
             others = self.others(summary.task_id, run_id)
             state = self._store.load_view(run_id)
             trace = trace_lines(self._store.events(run_id)) if state.status == "running" else None
+        except (StoreUnreachable, StoreBusy):
+            raise
         except ResolverError as exc:
             if summary is None:
                 return unreadable_detail(run_id, str(exc))

@@ -37,6 +37,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "BLOCK_MARK",
     "RESUMED",
     "STATUS_SHORT",
+    "UNREACHABLE",
     "UNREADABLE",
     "Action",
     "Approver",
@@ -79,6 +80,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "status_text",
     "ticket_lines",
     "trace_lines",
+    "unreachable_detail",
     "unreadable_detail",
     "usage_line",
 ]
@@ -463,6 +465,8 @@ Tone = Literal["", "ok", "warn", "error"]
 
 UNREADABLE = "Its checkpoint cannot be read, so nothing can be done with this run."
 
+UNREACHABLE = "The store does not answer now, so nothing can be done with this run until it does."
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -533,6 +537,21 @@ def unreadable_detail(
         notes=[error, "No action is allowed on this run."],
         tone="error",
         offers=why,
+        error=error,
+    )
+
+
+def unreachable_detail(run_id: str, error: str) -> RunDetail:
+    """The detail of a run its store could not be asked about (the server ended the connection,
+    cannot be reached, or a lock held the read past its timeout): ``error`` says so, and no
+    action is offered until the store answers. Nothing is known of the run itself, so nothing
+    calls its checkpoint unreadable: that would send a person after a healthy run."""
+    return RunDetail(
+        run_id=run_id,
+        title=f"{run_id}  ·  the store does not answer",
+        notes=[error, "The run is read again when the store answers."],
+        tone="error",
+        offers={a: UNREACHABLE for a in ACTIONS},
         error=error,
     )
 

@@ -12,6 +12,15 @@ On PostgreSQL an event's ID is taken before its transaction commits, so an event
 after a higher one was read: every read starts :data:`WINDOW` IDs behind the position and drops
 the IDs already delivered (the position keeps them, for that window).
 
+**Woken, and alive for days.** On a team store the running watcher (``resolver watch``,
+:func:`core.cli.cmd_watch`) ``LISTEN``s with the app's own listener
+(:class:`core.stores.postgres.listen.QueueListener`) and reads at once when a notification
+comes; its reads every ``--interval`` seconds stay as the safety net for a notification lost
+while the listener reconnected, and are SQLite's only way. A store that does not answer (the
+server ended the connection or went away, or a lock was held past the timeout) is said once
+(:func:`outage_line`) while it lasts, and the watcher goes on from its position when the store
+answers: the position is in memory and on disk, so nothing is skipped (at least once, as at a restart).
+
 A **lapse** (a waiting request whose evidence passed the policy's age limit with no one acting)
 is written by :func:`sweep_lapses`, once per request by a compare-and-set
 (:meth:`core.stores.events.QueueEventRows.record_lapse`): by the watcher at every pass, and by
@@ -31,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.clock import iso
-from core.errors import ResolverError
+from core.errors import ResolverError, StoreBusy, StoreUnreachable
 from core.policy import ROLE_LABELS, may_approve, proposal_role
 from core.safetext import name_key, one_line
 
@@ -39,7 +48,17 @@ if TYPE_CHECKING:
     from core.data import PolicyData
     from core.store import RunSummary, Store
 
-__all__ = ["LAPSE_SWEEP_S", "WINDOW", "Event", "Position", "notify_command", "relevant", "run_notify", "sweep_lapses"]
+__all__ = [
+    "LAPSE_SWEEP_S",
+    "WINDOW",
+    "Event",
+    "Position",
+    "notify_command",
+    "outage_line",
+    "relevant",
+    "run_notify",
+    "sweep_lapses",
+]
 
 WINDOW = 200
 """How many IDs behind its position a watcher reads again (PostgreSQL's IDs are not commit order:
@@ -228,6 +247,17 @@ def run_notify(command: list[str], event: Event) -> str | None:
     return None
 
 
+def outage_line(exc: ResolverError, last: int) -> str:
+    """The one sentence a running watcher says when its store stops answering (``exc``: a lost
+    connection, a lock held past the timeout, no free connection): what happened, and that it
+    keeps its place after event ``last`` and goes on by itself, so a person knows nothing is
+    missed and there is nothing to restart."""
+    said = str(exc).rstrip().removesuffix("; try again.")  # it tries again by itself
+    if said and not said.endswith((".", "!", "?")):
+        said += "."
+    return f"{said} The watcher keeps its place after event #{last} and goes on when the store answers."
+
+
 def _not_lapsed_yet(store: Store, rows: list[RunSummary], candidates: list[str]) -> list[str]:
     """``candidates`` but the runs whose present request's ``lapse`` event is written already
     (issue 27, item 3: each read of the waiting queue loaded its page's 50 lapsed runs whole and
@@ -288,6 +318,8 @@ def sweep_lapses(store: Store, now: datetime, policy: PolicyData, rows: list[Run
     for run_id in candidates:
         try:
             state = store.load(run_id)
+        except (StoreUnreachable, StoreBusy):
+            raise  # the store, not the run: the caller says so
         except ResolverError:
             continue  # a corrupt or deleted run has no request to lapse
         if state.status != "waiting_approval" or state.proposal is None:

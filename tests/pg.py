@@ -10,7 +10,10 @@ skip with the reason; under ``CI=true`` they fail (and ``.ci/run`` fails before 
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -211,3 +214,95 @@ def played_version(url: str) -> int:
 
     with psycopg.connect(url) as conn:
         return max(int(r[0]) for r in conn.execute("SELECT version FROM resolver_migrations") if r[0] not in SAVES_NEED)
+
+
+def undo_migration_20(conn) -> None:
+    """Take migration 20 (the practice world's notifications) out of the schema of ``conn``, in its
+    transaction: its triggers and function dropped and its row deleted, so a test can build what
+    an earlier migration left."""
+    from core.stores.common import WORLD_TABLES
+
+    for table in (*WORLD_TABLES, "register_head"):
+        conn.execute(f"DROP TRIGGER IF EXISTS {table}_notify ON {table}")
+    conn.execute("DROP FUNCTION IF EXISTS resolver_notify_world()")
+    conn.execute("DELETE FROM resolver_migrations WHERE version = 20")
+
+
+class Cut:
+    """A TCP relay between a process and the tests' server that can be cut (every connection
+    closed and the port refusing, as a server that went down) and joined again on the same port."""
+
+    def __init__(self, url: str) -> None:
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if not parts.hostname or not parts.port:
+            pytest.skip("the tests' server is reached by a socket, not TCP: no relay to cut")
+        self.upstream = (parts.hostname, parts.port)
+        self.port = 0
+        self.conns: list[socket.socket] = []
+        self.lock = threading.Lock()
+        self.listener: socket.socket | None = None
+        self.join()
+
+    def join(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(32)
+        self.port = listener.getsockname()[1]
+        self.listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def cut(self) -> None:
+        assert self.listener is not None
+        listener, self.listener = self.listener, None
+        with contextlib.suppress(OSError):  # wakes the accept under way (a close alone leaves the port listening)
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+        with self.lock:
+            for conn in self.conns:
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
+                conn.close()
+            self.conns.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return
+            if self.listener is not listener:  # cut meanwhile
+                client.close()
+                return
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            with self.lock:
+                self.conns += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                with contextlib.suppress(OSError):
+                    s.close()
+
+
+def through(url: str, relay: Cut) -> str:
+    """``url`` going through ``relay`` (its host and port replaced by the relay's)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{relay.port}"))

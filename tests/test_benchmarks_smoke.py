@@ -122,3 +122,14 @@ def test_callgrind_counts_each_marked_region_and_nothing_else(tmp_path) -> None:
     short, long_ = min(regions["short"]), regions["long"][0]
     assert 1.8 < long_ / short < 2.2, regions
     assert max(regions["floor"]) < short / 20, regions
+
+
+def test_bench_watch_quick_prints_both_homes_figures() -> None:
+    from pg import server_url
+
+    server_url()  # skips with the reason when PostgreSQL is absent
+    out = run_quick("bench_watch.py")
+    assert "== A claim to its line of resolver watch" in out, out
+    for label in ("team store (LISTEN): p99", "SQLite home folder (polling): p99"):
+        assert label in out, out
+    assert "bench_watch done" in out

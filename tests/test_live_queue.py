@@ -14,7 +14,7 @@ from core.clock import FixedClock
 from core.home import Home
 
 from helpers import MONDAY
-from pg import fresh_schema, undo_migration_12
+from pg import fresh_schema, undo_migration_12, undo_migration_20
 
 RUN = "T-65273-agent-chat-small-1"
 GUARD_S = 30.0
@@ -129,6 +129,7 @@ def test_a_store_at_schema_10_is_upgraded_and_its_waiting_run_approves_and_is_he
             conn.execute("DROP FUNCTION resolver_queue_event_forget()")
             conn.execute("DELETE FROM resolver_migrations WHERE version IN (11, 13, 16)")
             undo_migration_12(conn)
+            undo_migration_20(conn)  # and 20's, which a store at 10 had not either
             assert max(r[0] for r in conn.execute("SELECT version FROM resolver_migrations")) == 10
         home = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)
         with psycopg.connect(url) as conn:
@@ -183,3 +184,31 @@ def test_a_store_copy_into_postgresql_sends_one_notification_to_read_the_queue_a
             heard.until(("claim", run), ("marks", run))
         finally:
             listener.stop()
+
+
+def test_a_write_to_the_world_or_its_register_is_heard_once_per_statement_kind(tmp_path):
+    """Migration 20: a colleague's manual refund (a write of the practice world by another
+    home), a row of the register written by hand, and nothing while the store copy's quiet
+    setting is on (the claim after it shows by order that the quiet write sent nothing)."""
+    import psycopg
+
+    with fresh_schema() as url:
+        home = Home(tmp_path / "a", clock=FixedClock(MONDAY), store=url)
+        home.run("T-65273")
+        other = Home(tmp_path / "b", clock=FixedClock(MONDAY), store=url)
+        heard, listener = _listen(home)
+        try:
+            other.manual_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+            n = len(heard.until(("world", None)))
+            with psycopg.connect(url) as conn:  # one transaction, two statements on the register: one notification
+                conn.execute("UPDATE operations SET service = service WHERE false")
+                conn.execute("UPDATE register_head SET one = one")
+            n = len(heard.until(("world", None), after=n))
+            with psycopg.connect(url) as conn:
+                conn.execute("SELECT set_config('resolver.quiet', 'on', true)")
+                conn.execute("UPDATE customers SET customer_id = customer_id")
+            home.mark("claim", RUN, "grace", "Ana")
+            changes = heard.until(("claim", RUN), after=n)
+        finally:
+            listener.stop()
+        assert ("world", None) not in changes[n:], changes[n:]

@@ -119,3 +119,18 @@ def test_a_home_whose_log_cannot_be_made_prints_nothing_on_the_terminal(tmp_path
     )
     done = subprocess.run([sys.executable, "-c", script, str(blocker / "home")], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout == "went on\n" and done.stderr == "", done.stderr
+
+
+def test_a_librarys_warning_goes_to_the_homes_log_never_to_the_terminal(tmp_path):
+    """psycopg_pool warned ``discarding closed connection: <psycopg.Connection [BAD] ...>`` on the
+    terminal of a watcher whose connection the server ended (logging's last resort prints a
+    warning of a logger without a handler on stderr). In a fresh process, as a command is."""
+    script = (
+        "import logging, sys\n"
+        "from core.log import command_log\n"
+        "command_log(sys.argv[1])\n"
+        "logging.getLogger('psycopg.pool').warning('discarding closed connection: <psycopg.Connection [BAD] at 0x1>')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout == "" and done.stderr == "", done
+    assert "psycopg.pool: discarding closed connection" in (tmp_path / LOG_NAME).read_text(encoding="utf-8")

@@ -61,7 +61,7 @@ def test_the_schema_is_made_by_versioned_migrations_once(url):
     with psycopg.connect(url) as conn:
         versions = [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY version")]
     assert (
-        versions == [version for version, _, _ in MIGRATIONS] == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+        versions == [version for version, _, _ in MIGRATIONS] == [1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]
     )  # 5 and 9 are unused
 
 
@@ -79,24 +79,8 @@ def test_a_migration_numbered_below_one_applied_is_applied_when_missing(url):
     _open(url)
     with psycopg.connect(url) as conn:
         assert [r[0] for r in conn.execute("SELECT version FROM resolver_migrations ORDER BY version")] == [
-            1,
-            2,
-            3,
-            4,
-            6,
-            7,
-            8,
-            10,
-            11,
-            12,
-            13,
-            14,
-            15,
-            16,
-            17,
-            18,
-            19,
-        ]
+            1, 2, 3, 4, 6, 7, 8, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20,
+        ]  # fmt: skip
         assert conn.execute("SELECT to_regclass('store_meta')").fetchone()[0] is not None
 
 
@@ -200,3 +184,33 @@ def test_the_friday_to_monday_story_and_the_crash_story_on_postgres(url, tmp_pat
     assert code == 0 and "request_refund LK-793996: done (operation" in out and "Status: done" in out
     code, out = run("resume", "T-90104-agent_structured-chat-strong-1")
     assert "Nothing to resume: the run is done." in out
+
+
+def test_a_server_that_went_away_is_unreachable_not_busy_and_answers_again_when_back(url):
+    """The server cut off (every connection closed, the port refusing): the read that meets a
+    dead connection is ConnectionLost, the next one, which waits for a connection that cannot be
+    made, is StoreUnreachable naming why (it said the store "had no free connection", as if busy),
+    and once the server is back a read works again on new connections."""
+    from core.errors import ConnectionLost, StoreUnreachable
+    from core.stores.postgres.database import Database, forget
+
+    from pg import Cut, through
+
+    relay = Cut(url)
+    _open(url)
+    forget(url)
+    db = Database(through(url, relay))
+    try:
+        with db.read() as conn:
+            assert conn.execute("SELECT 1").fetchone()[0] == 1
+        relay.cut()
+        with pytest.raises(ConnectionLost), db.read() as conn:
+            conn.execute("SELECT 1")
+        with pytest.raises(StoreUnreachable, match=r"^Cannot reach the PostgreSQL database .*: .*\.$") as said, db.read() as conn:
+            conn.execute("SELECT 1")
+        assert "free connection" not in str(said.value) and "\n" not in str(said.value)
+        relay.join()
+        with db.read() as conn:
+            assert conn.execute("SELECT 1").fetchone()[0] == 1
+    finally:
+        db.close()

@@ -14,9 +14,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
-from core.errors import ConnectionLost, ResolverError, ResumeChanged, WorldChanged
+from core.errors import ConnectionLost, ResolverError, ResumeChanged, StoreBusy, StoreUnreachable, WorldChanged
 from core.home import Home
-from core.views import Approver, after_approve, after_reject, after_resume, changes_lines, history_lines
+from core.views import (
+    Approver,
+    RunDetail,
+    after_approve,
+    after_reject,
+    after_resume,
+    changes_lines,
+    history_lines,
+    unreachable_detail,
+)
 from textual.message import Message
 
 from resolver_tui.keys import key_for
@@ -55,7 +64,7 @@ def guarded(run_id: str | None, work: Callable[[], Message]) -> Message:
         return Failed(run_id, str(exc))
 
 
-M = TypeVar("M", bound=Message)
+M = TypeVar("M")
 
 
 def read_again(read: Callable[[], M]) -> M:
@@ -161,14 +170,23 @@ class Decisions:
         where = f"press {key_for(f'status({[f for f, _ in FILTERS].index(None)})')} for all, which lists every run with its marks"
         return queue.marked_away(marks, now, self.approver.role, self.approver.name).line(mine=False, lists_all=where)
 
+    def _run_detail(self, run_id: str) -> RunDetail:
+        """The run's detail read once more after a lost connection (:func:`read_again`); a store
+        that still does not answer gives the detail that says so
+        (:func:`core.views.unreachable_detail`), never a damaged checkpoint."""
+        try:
+            return read_again(lambda: self.home.queue.run(run_id, self.approver, keys=self.keys))
+        except (StoreUnreachable, StoreBusy) as exc:
+            return unreachable_detail(run_id, str(exc))
+
     def detail(self, run_id: str) -> DetailLoaded:
         """The run's detail (a waiting run's lookups run again: no model call)."""
-        return read_again(lambda: DetailLoaded(self.home.queue.run(run_id, self.approver, keys=self.keys)))
+        return DetailLoaded(self._run_detail(run_id))
 
     def dialog(self, run_id: str, kind: str) -> DialogReady:
         """The run's detail read again for the ``kind`` dialog (``approve``): the lookups run
         again, so the dialog shows the world as it is (issue 18)."""
-        return read_again(lambda: DialogReady(self.home.queue.run(run_id, self.approver, keys=self.keys), kind))
+        return DialogReady(self._run_detail(run_id), kind)
 
     def trace(self, run_id: str) -> Message:
         """The run's trace, or why it cannot be read."""

@@ -156,3 +156,79 @@ async def test_at_80_columns_the_filter_bar_still_says_live_and_not_live(tmp_pat
             await until(
                 pilot, lambda: queue.live_state == "reconnected" and bar().rstrip().endswith("8 mine  live"), "live again"
             )
+
+
+async def test_a_after_every_connection_of_the_app_was_ended_opens_the_dialog_of_the_healthy_run(tmp_path):
+    """The server ended every connection of the app's pool: ``a`` on a healthy waiting run said
+    its "checkpoint cannot be read" (the read that met the dead connection was taken for the
+    run's); it reads again on a new connection and opens the approve dialog."""
+    import psycopg
+    from resolver_tui.screens.dialogs import ConfirmScreen
+
+    with fresh_schema() as url:
+        mine, _ = _homes(tmp_path, url)
+        mine.run("T-65273")
+        app = make_app(mine)
+        async with app.run_test(size=(160, 40)) as pilot:
+            queue = app.queue
+            await settle(pilot)
+            await select(pilot, RUN)
+            queue.live.stop()  # no notification reads anything before the key
+            await until(pilot, lambda: not queue.live.alive, "the listener stopped")
+            pids = [conn.info.backend_pid for conn in list(mine.store.db.pool._pool)]
+            assert pids
+            with psycopg.connect(url, autocommit=True) as conn:
+                for pid in pids:
+                    conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            told = len(app._notifications)
+            await pilot.press("a")
+            await settle(pilot)
+            said = [n.message for n in list(app._notifications)[told:]]
+            assert isinstance(app.screen, ConfirmScreen), said
+            assert f"Approve run {RUN}?" in screen_text(app) and said == [], said
+
+
+async def test_a_store_that_does_not_answer_is_named_in_the_pane_never_a_damaged_checkpoint(tmp_path, monkeypatch):
+    """A store that still does not answer when the run is read again: the pane and ``a`` say
+    the store does not answer (StoreUnreachable's sentence), never that the checkpoint cannot
+    be read. (Any store: the failure is made by replacing its summary read.)"""
+    from core.errors import ConnectionLost
+    from core.views import UNREACHABLE, UNREADABLE
+
+    home = Home(tmp_path / "h", clock=FixedClock(MONDAY))
+    home.run("T-65273")
+    app = make_app(home)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await select(pilot, RUN)
+        down = "Cannot use the PostgreSQL database test on 127.0.0.1:5432: server closed the connection unexpectedly."
+
+        def unreachable(run_id):
+            raise ConnectionLost(down)
+
+        monkeypatch.setattr(home.queue._store, "summary", unreachable)
+        told = len(app._notifications)
+        await pilot.press("a")
+        await settle(pilot)
+        said = [n.message for n in list(app._notifications)[told:]]
+        assert len(said) == 1 and UNREACHABLE in said[0] and UNREADABLE not in said[0], said
+        assert down in pane_text(app) and "checkpoint" not in pane_text(app).lower(), pane_text(app)
+
+
+async def test_a_colleagues_manual_refund_reaches_the_panes_what_changed_by_notification(tmp_path):
+    """Issue 38's observation: on a team store the pane kept saying "nothing" after a colleague's
+    manual refund until its 30 s safety timer (the world's writes sent no notification). Polling
+    off here: only migration 20's notification can make the pane read the world again."""
+    with fresh_schema() as url:
+        mine, other = _homes(tmp_path, url)
+        mine.run("T-65273")
+        app = make_app(mine)  # refresh_interval=None
+        async with app.run_test(size=(160, 40)) as pilot:
+            queue = app.queue
+            await settle(pilot)
+            await select(pilot, RUN)
+            assert queue.live.listening(GUARD_S)
+            assert "nothing: the lookups give the same results now." in pane_text(app)
+            other.manual_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
+            await until(pilot, lambda: "refunded: 0.00 then 119.00" in pane_text(app), "the colleague's refund")
+            assert "nothing: the lookups give the same results now." not in pane_text(app)

@@ -48,7 +48,7 @@ import psycopg.errors
 import psycopg.rows
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from core.errors import ConnectionLost, ResolverError, StoreBusy, StoreConflict
+from core.errors import ConnectionLost, ResolverError, StoreBusy, StoreConflict, StoreUnreachable
 
 LOCK_TIMEOUT_S = 5.0
 """Seconds a statement waits for a lock another connection holds before StoreBusy."""
@@ -193,7 +193,7 @@ class Database:
             try:
                 first = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
             except psycopg.OperationalError as exc:
-                raise ResolverError(f"Cannot reach {self.label}: {_first_line(exc)}.") from None
+                raise StoreUnreachable(f"Cannot reach {self.label}: {_first_line(exc)}.") from None
             try:
                 self._configure(first)
                 if on_open is not None:
@@ -241,8 +241,10 @@ class Database:
     @contextmanager
     def errors(self) -> Iterator[None]:
         """PostgreSQL's errors as sentences: a lock held too long or no free connection is
-        StoreBusy; a transaction the server undid for another's sake (a deadlock or a
-        serialization failure) is StoreConflict, which nothing of was written; a constraint's error passes as it is; a refusal of a separated store's
+        StoreBusy (StoreUnreachable when no connection can be made at all; a connection that
+        failed under a statement is ConnectionLost); a transaction the server undid for another's
+        sake (a deadlock or a serialization failure) is StoreConflict, which nothing of was
+        written; a constraint's error passes as it is; a refusal of a separated store's
         function or guard (SQLSTATE ``RS403``, issue 25) is ApprovalRefused with its message,
         ``RS409`` AuditMoved; a privilege the user lacks is one sentence naming it; anything
         else is a ResolverError."""
@@ -261,6 +263,9 @@ class Database:
                 f"{time.monotonic() - started:.1f} s ({_first_line(exc)}); try again."
             ) from None
         except PoolTimeout:
+            why = self._unreachable()
+            if why is not None:  # no free connection because none can be made: the server is gone, not busy
+                raise StoreUnreachable(f"Cannot reach {self.label}: {why}.") from None
             raise StoreBusy(
                 f"{self.label[:1].upper()}{self.label[1:]} had no free connection for {time.monotonic() - started:.1f} s; try again."
             ) from None
@@ -273,6 +278,16 @@ class Database:
             raise ConnectionLost(f"Cannot use {self.label}: {_first_line(exc)}.") from None
         except psycopg.Error as exc:
             raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} failed: {_first_line(exc)}.") from None
+
+    def _unreachable(self) -> str | None:
+        """Why a new connection to the server cannot be made now (the first line of libpq's
+        error), or None when one can: asked after the pool had no connection to give, to tell a
+        server that is down or cut off from a pool whose connections are all in use."""
+        try:
+            psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S).close()
+        except psycopg.Error as exc:
+            return _first_line(exc)
+        return None
 
     def _drop_dead(self) -> None:
         """After a connection failed: test the pool's idle connections and drop those the server

@@ -7,7 +7,11 @@ hand-over, a snooze, a delete, ``resolver store copy``'s import, SQL written by 
 - ``runs``: a run added or deleted, or its ``status``, ``version`` or ``state_ok`` changed
   (a step's save changes the version; a lease's renewal changes none of them and sends nothing);
 - ``run_marks``: a claim, a release, a hand-over, a snooze (any change of a run's marks);
-- ``queue_events``: every event the watcher reads (:mod:`core.stores.events`), lapses included.
+- ``queue_events``: every event the watcher reads (:mod:`core.stores.events`), lapses included;
+- the practice world's tables and its register (migration 20, :data:`WORLD_NOTIFY`): one
+  ``{"kind": "world", "run_id": null}`` per statement that writes, deletes or truncates one (a
+  colleague's manual refund, an execution's write, a reset), so every other app's "What
+  changed since the agent looked" is read again at once instead of at its safety timer.
 
 Each sends ``pg_notify(channel, payload)`` with the payload a small JSON object,
 ``{"kind": TABLE_OR_EVENT, "run_id": RUN}``. A statement that adds or deletes more than
@@ -44,6 +48,8 @@ __all__ = [
     "QUIET",
     "QUIET_NOTIFY",
     "REREAD",
+    "WORLD",
+    "WORLD_NOTIFY",
     "QueueListener",
     "channel",
     "notify_reread",
@@ -137,6 +143,51 @@ QUIET_NOTIFY = _notify_functions(
     "CREATE OR REPLACE FUNCTION", f"\n    IF current_setting('{QUIET}', true) = 'on' THEN\n        RETURN NULL;\n    END IF;"
 )
 """Migration 13's part of the notifications: the same functions, silent while :data:`QUIET` is on."""
+
+
+WORLD = "world"
+"""The ``kind`` of a notification that the practice world or its register changed (``run_id`` null)."""
+
+
+def _world_notify() -> tuple[str, ...]:
+    from core.stores.common import WORLD_TABLES
+
+    function = f"""CREATE FUNCTION resolver_notify_world() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF current_setting('{QUIET}', true) = 'on' THEN
+        RETURN NULL;
+    END IF;
+    PERFORM pg_notify({_CHANNEL_SQL}, json_build_object('kind', '{WORLD}', 'run_id', NULL)::text);
+    RETURN NULL;
+END
+$$"""
+    triggers = tuple(
+        f"CREATE TRIGGER {table}_notify AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON {table} "
+        "FOR EACH STATEMENT EXECUTE FUNCTION resolver_notify_world()"
+        for table in (*WORLD_TABLES, "register_head")
+    )
+    owner = """DO $$
+DECLARE
+    owning text;
+BEGIN
+    REVOKE ALL ON FUNCTION resolver_notify_world() FROM PUBLIC;
+    IF to_regclass('store_roles') IS NOT NULL THEN
+        SELECT tables_role INTO owning FROM store_roles;
+    END IF;
+    IF owning IS NOT NULL THEN  -- a store set up with role separation: its functions belong to the tables' role
+        EXECUTE format('ALTER FUNCTION resolver_notify_world() OWNER TO %I', owning);
+    END IF;
+END
+$$"""
+    return (function, *triggers, owner)
+
+
+WORLD_NOTIFY = _world_notify()
+"""Migration 20: a statement that writes the practice world or its register sends one
+:data:`WORLD` notification (the same payload within a transaction is sent once, at its commit),
+silent under :data:`QUIET` as the queue's are; on a store set up with role separation the
+function belongs to the tables' role, as every function of the schema does. Per statement, not per row: a reset that builds
+the world again is one notification per table, and a listener reads the queue once for them."""
 
 
 def notify_reread(conn: Any) -> None:

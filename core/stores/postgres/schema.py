@@ -407,6 +407,7 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
         "decisions in one lock order: the queue's counts only append, and the audit's head is locked for the append alone",
         lambda: _decisions_19(),
     ),
+    (20, "the practice world's notifications: NOTIFY at each write of the world or its register", lambda: _world_notify()),
 )
 """``(number, what it makes, a function giving its statements)``, in order."""
 
@@ -421,6 +422,12 @@ def _notify() -> tuple[str, ...]:
     from core.stores.postgres.listen import NOTIFY_TRIGGERS
 
     return NOTIFY_TRIGGERS
+
+
+def _world_notify() -> tuple[str, ...]:
+    from core.stores.postgres.listen import WORLD_NOTIFY
+
+    return WORLD_NOTIFY
 
 
 def _roles() -> tuple[str, ...]:
