@@ -289,7 +289,9 @@ def _team_kind(root: Path, url: str, usable: bool) -> str:
 
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
-    otherwise). Never creates or changes a file."""
+    otherwise). Never creates or changes a file. No line holds a password: the store is shown
+    masked, and every line passes through :func:`core.masking.mask_text` with its URL, since a
+    line may quote what a library said about it."""
     from core.homekind import folder_kind, home_kind, shop_evidence
     from core.state import SCHEMA_VERSION
 
@@ -348,4 +350,7 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         lines += _sqlite_journal_lines(root)
         lines += _database_lines(root / "larkfield.sqlite", "practice world")
     lines += _dependency_lines(url is not None)
+    from core.masking import mask_text
+
+    lines = [mask_text(line, [url]) for line in lines]  # a line may quote a library's error, and that the URL
     return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

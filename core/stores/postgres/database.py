@@ -49,6 +49,7 @@ import psycopg.rows
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.errors import ConnectionLost, ResolverError, StoreBusy
+from core.masking import mask_text
 
 LOCK_TIMEOUT_S = 5.0
 """Seconds a statement waits for a lock another connection holds before StoreBusy."""
@@ -80,9 +81,13 @@ def describe(url: str) -> str:
     return f"the PostgreSQL database {name} on {host}{port}{schema}"
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException, url: str | None = None) -> str:
+    """The first line of a library's error, for a sentence, with every password masked
+    (:func:`core.masking.mask_text`): libpq quotes pieces of the URL it could not read
+    (``invalid percent-encoded token: "s3%zzcret"``, ``... in URI: "postgresql://..."``), so the
+    passwords of ``url``, the one that failed, are masked wherever they stand."""
     text = str(exc).strip().splitlines()
-    return text[0].rstrip(".") if text else type(exc).__name__
+    return mask_text(text[0].rstrip(".") if text else type(exc).__name__, [url])
 
 
 class Row:
@@ -150,7 +155,7 @@ def _refusals(label: str) -> Iterator[None]:
         from core.auditchain import AuditMoved
         from core.errors import ApprovalRefused, DatabaseRefused
 
-        message = (exc.diag.message_primary or _first_line(exc)).strip()
+        message = (exc.diag.message_primary or first_line(exc)).strip()
         if exc.sqlstate == "RS409":
             raise AuditMoved(message) from None
         if exc.sqlstate == "RS403":
@@ -193,7 +198,7 @@ class Database:
             try:
                 first = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
             except psycopg.OperationalError as exc:
-                raise ResolverError(f"Cannot reach {self.label}: {_first_line(exc)}.") from None
+                raise ResolverError(f"Cannot reach {self.label}: {first_line(exc, self.url)}.") from None
             try:
                 self._configure(first)
                 if on_open is not None:
@@ -252,7 +257,7 @@ class Database:
         except (psycopg.errors.LockNotAvailable, psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
             raise StoreBusy(
                 f"{self.label[:1].upper()}{self.label[1:]} stayed locked by another writer for "
-                f"{time.monotonic() - started:.1f} s ({_first_line(exc)}); try again."
+                f"{time.monotonic() - started:.1f} s ({first_line(exc, self.url)}); try again."
             ) from None
         except PoolTimeout:
             raise StoreBusy(
@@ -261,12 +266,14 @@ class Database:
         except psycopg.IntegrityError:
             raise
         except psycopg.errors.InvalidSchemaName as exc:
-            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} has no such schema ({_first_line(exc)}).") from None
+            raise ResolverError(
+                f"{self.label[:1].upper()}{self.label[1:]} has no such schema ({first_line(exc, self.url)})."
+            ) from None
         except psycopg.OperationalError as exc:
             self._drop_dead()
-            raise ConnectionLost(f"Cannot use {self.label}: {_first_line(exc)}.") from None
+            raise ConnectionLost(f"Cannot use {self.label}: {first_line(exc, self.url)}.") from None
         except psycopg.Error as exc:
-            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} failed: {_first_line(exc)}.") from None
+            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} failed: {first_line(exc, self.url)}.") from None
 
     def _drop_dead(self) -> None:
         """After a connection failed: test the pool's idle connections and drop those the server
