@@ -250,10 +250,11 @@ def _sqlite_journal_lines(root: Path) -> list[str]:
 
 def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
     """The team store's lines (issue 23): the server and schema version read without changing
-    anything; when the schema is this resolver's, the audit as ``audit verify`` checks it."""
+    anything; when the schema is this resolver's, each trigger missing or altered by name, and
+    the audit as ``audit verify`` checks it."""
     from core.queue import queue_columns
     from core.signing import verify_audit_read_only
-    from core.stores import open_store, team_store_lines
+    from core.stores import open_store, team_store_lines, trigger_lines
 
     pairs = team_store_lines(url)
     lines = [_line(level, text) for level, text in pairs]
@@ -264,6 +265,7 @@ def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
         report = verify_audit_read_only(root, store, kind, world_at=url)
     except ResolverError as exc:
         return [*lines, _line("FAIL", f"audit: cannot be checked ({exc})")]
+    lines += [_line(level, text) for level, text in trigger_lines(store)]
     if report.ok:
         lines.append(_line("ok", report.lines()[0].removeprefix("Audit: ").rstrip(".").join(("audit: ", ""))))
     else:

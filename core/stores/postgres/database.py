@@ -194,6 +194,9 @@ class Database:
         self.path = Path(self.label)
         self._local = _Local()
         self._separated: bool | None = None
+        self.trigger_problems: dict[str, str] = {}
+        self.repaired_triggers: list[str] = []
+        self._checked_at_open = False
         with self.errors():
             try:
                 first = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
@@ -206,6 +209,8 @@ class Database:
                     from core.stores.postgres.roles import separated
 
                     self._separated = separated(first)  # asked at the open, so no save pays a round trip for it
+                    self._check_triggers(first)
+                    self._checked_at_open = True
             finally:
                 first.close()
             self.pool = ConnectionPool(
@@ -219,6 +224,49 @@ class Database:
                 open=False,
             )
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
+
+    def _check_triggers(self, conn: psycopg.Connection[Any]) -> None:
+        """Compare the store's triggers with the schema's (:func:`core.stores.postgres.triggers.trigger_problems`)
+        once per process: a user who may makes each wrong one again (:attr:`repaired_triggers`);
+        what is still wrong is kept in :attr:`trigger_problems`, and every write is then refused
+        by :meth:`_writable` while reads go on, so one dropped trigger never locks anyone out."""
+        from core.stores.postgres.triggers import repair_triggers, trigger_problems
+
+        problems = trigger_problems(conn)
+        if problems:
+            self.repaired_triggers = repair_triggers(conn, problems)
+            if self.repaired_triggers:
+                problems = trigger_problems(conn)
+        self.trigger_problems = problems
+
+    def check_triggers(self) -> list[str]:
+        """Check the store's triggers again (a store object opened later in the process than the
+        pool: someone may have dropped one since), unless the open of this pool just did; returns
+        the names made again since the last call (said once by the caller), see
+        :meth:`_check_triggers`."""
+        if self._checked_at_open:
+            self._checked_at_open = False
+        else:
+            with self.read() as conn:
+                self._check_triggers(conn)
+        repaired, self.repaired_triggers = self.repaired_triggers, []
+        return repaired
+
+    def _writable(self) -> None:
+        """Raise DatabaseRefused naming each trigger that is missing or altered: a write now could
+        break the rule the trigger keeps (an audit row changed, a count or an event not kept), so
+        none is made; reads, ``doctor`` and ``audit verify`` do not come here."""
+        if not self.trigger_problems:
+            return
+        from core.errors import DatabaseRefused
+
+        named = "; ".join(f"{name} is {why}" for name, why in self.trigger_problems.items())
+        raise DatabaseRefused(
+            f"{self.label[:1].upper()}{self.label[1:]} refuses every write while a trigger of its schema is not as "
+            f"the schema makes it ({named}); nothing was written. Reads, doctor and audit verify still work; the "
+            "owner of the store's tables or its administrator makes the trigger again by running any resolver "
+            "command with their URL."
+        )
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -314,6 +362,7 @@ class Database:
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         """A transaction: committed at the end, rolled back on any exception (a savepoint when
         this thread is already inside one)."""
+        self._writable()
         with self.errors(), self._use() as conn, conn.transaction():
             yield conn
 
@@ -322,6 +371,7 @@ class Database:
         """A connection for one statement that must write all or nothing: in autocommit the
         statement is its own transaction (one round trip, no ``BEGIN`` or ``COMMIT``); inside this
         thread's transaction, a savepoint around it, so its failure does not abort the outer one."""
+        self._writable()
         with self.errors(), self._use() as conn:
             if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 yield conn
@@ -340,6 +390,7 @@ class Database:
         ``sync()`` or at the end, and the transaction is rolled back. Where the client's libpq
         has no pipeline mode (before 14), or inside this thread's transaction, it is
         :meth:`transaction` and ``sync`` does nothing."""
+        self._writable()
         with self.errors(), self._use() as conn:
             if not PIPELINE or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 with conn.transaction():
