@@ -25,7 +25,7 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["Trigger", "expected_triggers", "repair_triggers", "setup_triggers", "trigger_problems"]
+__all__ = ["Trigger", "expected_triggers", "make_again", "repair_triggers", "setup_triggers", "trigger_problems"]
 
 _CREATE_TRIGGER = re.compile(
     r"^\s*CREATE TRIGGER (\w+) (BEFORE|AFTER) (.+?) ON (\w+)\b.*?FOR EACH (ROW|STATEMENT)\b.*?EXECUTE FUNCTION (\w+)\(\)",
@@ -50,6 +50,16 @@ class Trigger:
     function: str
     body: str | None
     statement: str
+
+
+def make_again(conn: psycopg.Connection[Any], statement: str) -> None:
+    """Drop the trigger ``statement`` creates, if it is there, and create it as written: one
+    way to make a trigger again, for the setup and for a repair alike."""
+    m = _CREATE_TRIGGER.match(statement)
+    if m is None:
+        raise ValueError(f"not a CREATE TRIGGER statement: {statement[:60]}")
+    conn.execute(f"DROP TRIGGER IF EXISTS {m.group(1)} ON {m.group(4)}")
+    conn.execute(statement)
 
 
 def setup_triggers(tables: set[str] | frozenset[str]) -> list[str]:
@@ -159,8 +169,7 @@ def repair_triggers(conn: psycopg.Connection[Any], problems: dict[str, str]) -> 
     try:
         with conn.transaction():
             for name in fixable:
-                conn.execute(f"DROP TRIGGER IF EXISTS {name} ON {expected[name].table}")
-                conn.execute(expected[name].statement)
+                make_again(conn, expected[name].statement)
     except psycopg.errors.InsufficientPrivilege:
         return []
     return fixable
