@@ -361,7 +361,8 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         """A transaction: committed at the end, rolled back on any exception (a savepoint when
-        this thread is already inside one)."""
+        this thread is already inside one). Refused (DatabaseRefused) while a trigger of the
+        store is missing or altered (:meth:`_writable`), as are :meth:`atomic` and :meth:`pipelined`."""
         self._writable()
         with self.errors(), self._use() as conn, conn.transaction():
             yield conn

@@ -773,7 +773,9 @@ def setup_roles(
         conn.execute("DROP POLICY IF EXISTS queue_events_lapse ON queue_events")
         conn.execute("CREATE POLICY queue_events_read ON queue_events FOR SELECT USING (true)")
         conn.execute("CREATE POLICY queue_events_lapse ON queue_events FOR INSERT WITH CHECK (kind = 'lapse')")
-        for statement in setup_triggers(set(tables)):  # the guards (and migration 17's stamp), made again if dropped
+        for statement in setup_triggers(
+            set(tables), journal="resolver_guard_model_calls()" in functions
+        ):  # the guards (and migration 17's stamp), made again if dropped
             make_again(conn, statement)
         effects = tuple(EFFECT_TABLES_COLUMNS)
         world = tuple(t for t in WORLD_TABLES if t in tables)

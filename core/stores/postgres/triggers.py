@@ -62,9 +62,11 @@ def make_again(conn: psycopg.Connection[Any], statement: str) -> None:
     conn.execute(statement)
 
 
-def setup_triggers(tables: set[str] | frozenset[str]) -> list[str]:
+def setup_triggers(tables: set[str] | frozenset[str], *, journal: bool) -> list[str]:
     """The ``CREATE TRIGGER`` statements of role separation's guards (``resolver store roles
-    setup`` runs them), for those of their tables that exist in ``tables``."""
+    setup`` runs them), for those of their tables that exist in ``tables``; ``journal``: with
+    migration 17's trigger on the journal of model calls, made again too (a store set up before
+    migration 17 has not its function)."""
     from core.stores.postgres.roles import JOURNAL_TRIGGER
     from core.stores.practice import EFFECT_TABLES_COLUMNS
 
@@ -72,7 +74,7 @@ def setup_triggers(tables: set[str] | frozenset[str]) -> list[str]:
         "CREATE TRIGGER runs_guard BEFORE INSERT OR UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION resolver_guard_runs()",
         "CREATE TRIGGER run_marks_guard BEFORE INSERT OR UPDATE OR DELETE ON run_marks FOR EACH ROW "
         "EXECUTE FUNCTION resolver_guard_marks()",
-        JOURNAL_TRIGGER,
+        *([JOURNAL_TRIGGER] if journal else []),
         *(
             f"CREATE TRIGGER {table}_guard BEFORE INSERT OR UPDATE OR DELETE ON {table} FOR EACH ROW "
             "EXECUTE FUNCTION resolver_guard_register()"
@@ -124,7 +126,7 @@ def expected_triggers(conn: psycopg.Connection[Any]) -> dict[str, Trigger]:
     statements = dict(triggers)
     if 12 in versions and conn.execute("SELECT 1 FROM store_roles").fetchone():
         tables = {str(r[0]) for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
-        for statement in setup_triggers(tables):
+        for statement in setup_triggers(tables, journal=17 in versions):
             statements[_CREATE_TRIGGER.match(statement).group(1)] = statement  # type: ignore[union-attr]
     return {name: _parsed(statement, bodies) for name, statement in statements.items()}
 
