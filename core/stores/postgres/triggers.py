@@ -32,6 +32,8 @@ _CREATE_TRIGGER = re.compile(
     re.DOTALL,
 )
 _DROP_TRIGGER = re.compile(r"^\s*DROP TRIGGER (?:IF EXISTS )?(\w+) ON (\w+)", re.DOTALL)
+_DROP_FUNCTION = re.compile(r"^\s*DROP FUNCTION (?:IF EXISTS )?(\w+)\b.*\bCASCADE\b", re.DOTALL)
+_DROP_TABLE = re.compile(r"^\s*DROP TABLE (?:IF EXISTS )?(\w+)", re.DOTALL)
 _CREATE_FUNCTION = re.compile(r"^\s*CREATE (?:OR REPLACE )?FUNCTION (\w+)\(\) RETURNS trigger\b.*?AS \$\$(.*?)\$\$", re.DOTALL)
 
 _TYPE_ROW, _TYPE_BEFORE = 1, 2
@@ -84,6 +86,12 @@ def setup_triggers(tables: set[str] | frozenset[str], *, journal: bool) -> list[
     return [s for s in made if (m := _CREATE_TRIGGER.match(s)) and m.group(4) in tables]
 
 
+def _part(statement: str, part: str) -> str:
+    """The ``table`` or ``function`` a ``CREATE TRIGGER`` statement names."""
+    m = _CREATE_TRIGGER.match(statement)
+    return "" if m is None else m.group(4 if part == "table" else 6)
+
+
 @lru_cache(maxsize=64)
 def _from_migrations(versions: frozenset[int]) -> tuple[dict[str, str], dict[str, str]]:
     """The triggers (name → statement) and trigger functions (name → body) the migrations of
@@ -101,6 +109,10 @@ def _from_migrations(versions: frozenset[int]) -> tuple[dict[str, str], dict[str
                 triggers[m.group(1)] = statement
             elif m := _DROP_TRIGGER.match(statement):
                 triggers.pop(m.group(1), None)
+            elif m := _DROP_FUNCTION.match(statement):  # CASCADE: its triggers go with it
+                triggers = {n: st for n, st in triggers.items() if _part(st, "function") != m.group(1)}
+            elif m := _DROP_TABLE.match(statement):  # its triggers go with it
+                triggers = {n: st for n, st in triggers.items() if _part(st, "table") != m.group(1)}
             elif m := _CREATE_FUNCTION.match(statement):
                 bodies[m.group(1)] = m.group(2)
     return triggers, bodies
