@@ -434,9 +434,9 @@ class Registry:
         """True when the rows are a team store's: new keys are then written to :attr:`keys` only."""
         self.keys = KeyFiles(self.root)
         """This machine's key files (:class:`core.keyfiles.KeyFiles`, ``keys/`` in the home folder)."""
-        from core.homepath import mask_password
+        from core.masking import mask_url
 
-        self.shown = f"the team store {mask_password(store)}" if self.team and store else str(self.root)
+        self.shown = f"the team store {mask_url(store)}" if self.team and store else str(self.root)
         """Where the registry is, as sentences name it: the home folder, or ``the team store URL``
         with its password masked as ``doctor`` prints it (a new user's trial: ``approvers init``
         on a team store named the folder)."""

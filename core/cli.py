@@ -1932,7 +1932,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         afresh = args.command == "restore" or (args.command == "reset" and bool(getattr(args, "all", False)))
         home = Home(root, read_only=args.command in READ_ONLY, store=store, afresh=afresh)
         log = command_log(root)
-        log.info("%s %s", args.command, " ".join(ascii(a) for a in argv))
+        log.info("%s %s", args.command, " ".join(ascii(a) for a in argv))  # the log masks the --store URL's password
         try:
             code = args.func(home, args)
         except SimulatedCrash as crash:
@@ -2016,11 +2016,13 @@ def _runs_light(args: argparse.Namespace) -> int | None:
 
 
 def _said(exc: ResolverError) -> int:
-    """Print an expected error's one sentence on stderr; its exit code (README, "Exit codes"):
-    2 for a value that cannot be taken as typed, 4 for a refusal, else 1."""
+    """Print an expected error's one sentence on stderr, every password in it masked
+    (:func:`core.masking.mask_text`: a sentence may quote a URL); its exit code (README, "Exit
+    codes"): 2 for a value that cannot be taken as typed, 4 for a refusal, else 1."""
+    from core.masking import mask_text
     from core.safetext import safe_text
 
-    print(safe_text(exc), file=sys.stderr)
+    print(mask_text(safe_text(exc)), file=sys.stderr)
     if isinstance(exc, BadArgument):
         return EXIT_USAGE
     return EXIT_REFUSED if type(exc).__name__ in REFUSALS else EXIT_ERROR

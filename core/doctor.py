@@ -250,10 +250,11 @@ def _sqlite_journal_lines(root: Path) -> list[str]:
 
 def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
     """The team store's lines (issue 23): the server and schema version read without changing
-    anything; when the schema is this resolver's, the audit as ``audit verify`` checks it."""
+    anything; when the schema is this resolver's, each trigger missing or altered by name, and
+    the audit as ``audit verify`` checks it."""
     from core.queue import queue_columns
     from core.signing import verify_audit_read_only
-    from core.stores import open_store, team_store_lines
+    from core.stores import open_store, team_store_lines, trigger_lines
 
     pairs = team_store_lines(url)
     lines = [_line(level, text) for level, text in pairs]
@@ -264,6 +265,7 @@ def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
         report = verify_audit_read_only(root, store, kind, world_at=url)
     except ResolverError as exc:
         return [*lines, _line("FAIL", f"audit: cannot be checked ({exc})")]
+    lines += [_line(level, text) for level, text in trigger_lines(store)]
     if report.ok:
         lines.append(_line("ok", report.lines()[0].removeprefix("Audit: ").rstrip(".").join(("audit: ", ""))))
     else:
@@ -289,7 +291,9 @@ def _team_kind(root: Path, url: str, usable: bool) -> str:
 
 def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     """Check the home at ``where``; returns (the lines, the exit code: 0 when no line is FAIL, 1
-    otherwise). Never creates or changes a file."""
+    otherwise). Never creates or changes a file. No line holds a password: the store is shown
+    masked, and every line passes through :func:`core.masking.mask_text` with its URL, since a
+    line may quote what a library said about it."""
     from core.homekind import folder_kind, home_kind, shop_evidence
     from core.state import SCHEMA_VERSION
 
@@ -348,4 +352,7 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         lines += _sqlite_journal_lines(root)
         lines += _database_lines(root / "larkfield.sqlite", "practice world")
     lines += _dependency_lines(url is not None)
+    from core.masking import mask_text
+
+    lines = [mask_text(line, [url]) for line in lines]  # a line may quote a library's error, and that the URL
     return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

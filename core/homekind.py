@@ -210,13 +210,13 @@ def team_kind(root: Path | str, store: str, *, record: bool = True) -> Kind:
         ResolverError: the store is a practice store and the folder a shop home; the store
             cannot be reached (one sentence).
     """
-    from core.homepath import mask_password
+    from core.masking import mask_url
     from core.stores import open_shop_parts, recorded_kind, store_kind
 
     root = Path(root)
     folder = folder_kind(root)
     made = store_kind(store, folder or "practice") if record else (recorded_kind(store) or folder or "practice")
-    shown = mask_password(store)
+    shown = mask_url(store)
     if folder is not None and made != folder:
         raise kind_refusal(root, folder, made, store)
     if made == "practice":
@@ -234,10 +234,10 @@ def team_kind(root: Path | str, store: str, *, record: bool = True) -> Kind:
 def kind_refusal(root: Path, kind: str, made: str, store: str) -> ResolverError:
     """The refusal of a home folder of ``kind`` pointed at the team store ``store`` made for the
     kind ``made``: ShopRefused when the store is a shop's, else ResolverError."""
-    from core.homepath import mask_password
+    from core.masking import mask_url
 
     said = (
-        f"The home folder {root} is a {kind} home, but the team store {mask_password(store)} was made for a {made} "
+        f"The home folder {root} is a {kind} home, but the team store {mask_url(store)} was made for a {made} "
         f"home: a folder's kind must be its store's. Use a folder of its kind (resolver init{' --shop' if made == 'shop' else ''} "
         "--home NEW --store URL; an empty folder takes the store's kind), or another store."
     )
@@ -345,7 +345,7 @@ def init_home(root: Path | str, shop: bool = False, store: str | None = None) ->
 
 def _init_team(root: Path, shop: bool, store: str) -> str:
     """:func:`init_home` on the team store ``store``. Raises ResolverError, ShopRefused."""
-    from core.homepath import mask_password
+    from core.masking import mask_url
     from core.stores import recorded_kind, store_kind
 
     want: Kind = "shop" if shop else "practice"
@@ -356,7 +356,7 @@ def _init_team(root: Path, shop: bool, store: str) -> str:
         )
     before = recorded_kind(store)
     made = store_kind(store, want)
-    shown = mask_password(store)
+    shown = mask_url(store)
     if made != want:
         raise ResolverError(
             f"The team store {shown} was made for a {made} home, and a store never changes kind; "

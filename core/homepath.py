@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from core.errors import BadArgument, ResolverError
+from core.masking import mask_url
 
 __all__ = [
     "CONFIG_ENV",
@@ -119,19 +120,9 @@ class StoreChoice:
         return "sqlite" if self.url is None else "postgres"
 
     def shown(self) -> str:
-        """The URL as it may be printed (a password replaced by ``***``), or ``SQLite``."""
-        return "SQLite" if self.url is None else mask_password(self.url)
-
-
-def mask_password(url: str) -> str:
-    """``url`` with the password of its user part replaced by ``***`` (for screens and logs)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+        """The URL as it may be printed (its passwords replaced by ``***``,
+        :func:`core.masking.mask_url`), or ``SQLite``."""
+        return "SQLite" if self.url is None else mask_url(self.url)
 
 
 def team_label(url: str) -> str:
@@ -150,12 +141,15 @@ def team_label(url: str) -> str:
 def parse_store_url(text: str, where: str) -> tuple[Literal["sqlite", "postgres"], str]:
     """``("sqlite", FOLDER)`` for ``sqlite:///FOLDER`` (the home folder holding ``runs.sqlite``;
     everything after ``sqlite://`` is the path, so ``sqlite:///srv/shop`` is ``/srv/shop``), or
-    ``("postgres", URL)`` for ``postgresql://…`` / ``postgres://…`` (a libpq URL, unchanged).
+    ``("postgres", URL)`` for ``postgresql://…`` / ``postgres://…`` (a libpq URL, unchanged). A
+    password holding an ``@`` must be written ``%40``: libpq ends the user part at the first
+    ``@``, so the rest of the password would become the host and be printed in its error.
     ``where`` names the source for the sentence (``--store``).
 
     Raises:
         BadArgument: an empty value, a value with spaces or control characters, another scheme,
-            or a ``sqlite:`` URL without a path (one sentence).
+            a ``sqlite:`` URL without a path, or a ``postgresql:`` URL that cannot be read (an
+            IPv6 host without its ``]``) or has two ``@`` before its host (one sentence).
     """
     value = text.strip()
     if not value:
@@ -172,6 +166,14 @@ def parse_store_url(text: str, where: str) -> tuple[Literal["sqlite", "postgres"
             raise BadArgument(f"{where} names no folder; give sqlite:///FOLDER (the home folder that holds runs.sqlite).")
         return "sqlite", path
     if scheme in POSTGRES_SCHEMES:
+        from urllib.parse import urlsplit
+
+        try:
+            netloc = urlsplit(value).netloc
+        except ValueError as exc:  # an IPv6 host without its "]"
+            raise BadArgument(f"{where} cannot be read as a URL ({exc}); give postgresql://HOST/DATABASE.") from None
+        if netloc.count("@") > 1:  # libpq ends the user part at the first: the rest would be the host
+            raise BadArgument(f"{where} has more than one '@' before its host; write an '@' of the user or password as %40.")
         return "postgres", value
     raise BadArgument(
         f"{where} has the scheme {scheme[:20]!r}; resolver stores runs in sqlite:///FOLDER (the default) or "

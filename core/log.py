@@ -34,6 +34,8 @@ from pathlib import Path
 
 from concurrent_log_handler import ConcurrentRotatingFileHandler
 
+from core.masking import mask_text
+
 LOG_NAME = "resolver.log"
 LOCK_NAME = ".__resolver.lock"
 """The lock file ``concurrent-log-handler`` keeps beside the log (its name for ``resolver.log``)."""
@@ -57,10 +59,13 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 class _EscapingFormatter(logging.Formatter):
     """Writes control characters (escape sequences from a ticket, a reason) as ``\\xNN``, so
-    ``cat resolver.log`` in a terminal is as safe as the screen."""
+    ``cat resolver.log`` in a terminal is as safe as the screen, and masks every password
+    (:func:`core.masking.mask_text`): a record quotes command lines, URLs and libraries' errors,
+    and the log is kept for months where a password must never be."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", super().format(record))
+        text = mask_text(super().format(record))
+        return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _create_private(path: Path | str) -> None:

@@ -120,11 +120,11 @@ def not_on_a_team_store(home: Home, command: str) -> None:
     "backed up" over nothing (a new user's finding). Raises ResolverError naming what to use."""
     if home.store_url is None:
         return
-    from core.homepath import mask_password
+    from core.masking import mask_url
 
     raise ResolverError(
         f"`resolver {command}` copies a home folder's SQLite files, and this home's runs are in the team store "
-        f"{mask_password(home.store_url)}: back it up with PostgreSQL's own tools (pg_dump), or copy it into a "
+        f"{mask_url(home.store_url)}: back it up with PostgreSQL's own tools (pg_dump), or copy it into a "
         "SQLite folder with `resolver store copy --from URL --to sqlite:///FOLDER`. Nothing was written."
     )
 

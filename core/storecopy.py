@@ -78,9 +78,9 @@ class StoreReport:
 
 def _label(where: Place) -> str:
     if is_team_store(where):
-        from core.homepath import mask_password
+        from core.masking import mask_url
 
-        return f"the team store {mask_password(str(where))}"
+        return f"the team store {mask_url(str(where))}"
     return f"the home folder {where}"
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from core.cli import main
 from core.errors import BadArgument
-from core.homepath import locate_home, locate_store, mask_password, parse_store_url
+from core.homepath import locate_home, locate_store, parse_store_url
+from core.masking import mask_url
 
 from helpers import T65273_RUN, run_process
 
@@ -81,7 +82,7 @@ def test_the_cli_refuses_a_bad_store_with_exit_2_and_writes_nothing(tmp_path, ca
 
 
 def test_a_password_in_the_url_is_never_printed(tmp_path):
-    assert mask_password("postgresql://grace:s3cret@db.larkfield/shop") == "postgresql://grace:***@db.larkfield/shop"
+    assert mask_url("postgresql://grace:s3cret@db.larkfield/shop") == "postgresql://grace:***@db.larkfield/shop"
     done = run_process(tmp_path / "h", "doctor", env={"RESOLVER_STORE": "postgresql://grace:s3cret@127.0.0.1:1/none"})
     assert "s3cret" not in done.stdout + done.stderr and "postgresql://grace:***@127.0.0.1:1/none" in done.stdout
 

@@ -247,14 +247,14 @@ def _kept_counts(url: str) -> dict[str, int]:
 def test_approvers_init_on_a_team_store_names_the_store_with_its_password_masked(url, tmp_path, capsys, monkeypatch):
     """A new user's trial: ``approvers init`` on a team store said "Made the approvers registry
     of /the/folder", which holds none of it; it names the store as ``doctor`` prints it."""
-    from core.homepath import mask_password
+    from core.masking import mask_url
 
     with psycopg.connect(url) as conn:
         user = conn.execute("SELECT current_user").fetchone()[0]  # type: ignore[index]
     secret = url.replace("postgresql://", f"postgresql://{user}:s3cret-pw@", 1)  # trust auth: the password is not checked
     a = _machine(tmp_path / "a", secret, capsys, monkeypatch)
     assert a("init", "--shop")[0] == 0
-    shown = mask_password(secret)
+    shown = mask_url(secret)
     assert "s3cret-pw" not in shown and f"Store: {shown} (from --store)" in a("doctor")[1]
     code, out, err = a("approvers", "init", passphrase=GRACE)
     assert code == 0 and out.startswith(f"Made the approvers registry of the team store {shown}; owner Grace"), err

@@ -265,6 +265,15 @@ def team_store_lines(url: str) -> list[tuple[str, str]]:
     return list(_postgres().schema_lines(url))
 
 
+def trigger_lines(store: Store) -> list[tuple[str, str]]:
+    """``resolver doctor``'s lines on the triggers of a team store's ``store`` (each one missing
+    or altered named, each one this user made again said; see
+    :mod:`core.stores.postgres.triggers`): ``(level, text)`` pairs. None for a SQLite store,
+    whose audit triggers doctor checks in the file."""
+    lines = getattr(store, "trigger_lines", None)
+    return list(lines()) if callable(lines) else []
+
+
 def queue_listener(where: Place) -> QueueChanges | None:
     """The live queue's listener of the store at ``where`` (not started): PostgreSQL's
     ``LISTEN`` (:class:`core.stores.postgres.listen.QueueListener`); None for a SQLite file,

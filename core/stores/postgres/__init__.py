@@ -148,7 +148,7 @@ def schema_version_of(url: str) -> int | None:
     import psycopg
 
     from core.errors import ResolverError
-    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line
     from core.stores.postgres.schema import no_schema, schema_version
 
     label = describe(url)
@@ -159,7 +159,7 @@ def schema_version_of(url: str) -> int | None:
                 raise ResolverError(no_schema(conn, label, "."))
             return schema_version(conn)
     except psycopg.Error as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc, url)
         raise ResolverError(f"Cannot reach {label}: {first}.") from None
 
 
@@ -213,7 +213,7 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
         return [("FAIL", str(exc))]
     import psycopg
 
-    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line
     from core.stores.postgres.schema import LATEST, no_schema, schema_version
 
     label = describe(url)
@@ -227,7 +227,7 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
                 missing = no_schema(conn, label, "; create it or choose another")
             roles = _roles_line(conn) if have >= 12 else None
     except psycopg.Error as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc, url)
         return [("FAIL", f"team store: cannot reach {label}: {first}")]
     lines = [("ok", f"team store: {label}, PostgreSQL {server}")]
     if have < 0:
@@ -272,7 +272,7 @@ def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping
     import psycopg
 
     from core.errors import ResolverError
-    from core.stores.postgres.database import CONNECT_TIMEOUT_S, database, describe, forget
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, database, describe, first_line, forget
     from core.stores.postgres.roles import setup_roles as setup
 
     database(url)  # made or upgraded to the latest migration
@@ -282,10 +282,10 @@ def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping
         with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
             return setup(conn, tables_role, users, mapping)
     except psycopg.errors.InsufficientPrivilege as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc, url)
         raise ResolverError(
             f"The user of {label} may not set up roles ({first}); run this with a database administrator's URL. Nothing was changed."
         ) from None
     except psycopg.Error as exc:
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        first = first_line(exc, url)
         raise ResolverError(f"Cannot set up roles in {label}: {first}. Nothing was changed.") from None

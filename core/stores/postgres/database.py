@@ -49,6 +49,7 @@ import psycopg.rows
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from core.errors import ConnectionLost, ResolverError, StoreBusy, StoreConflict, StoreUnreachable
+from core.masking import mask_text
 
 LOCK_TIMEOUT_S = 5.0
 """Seconds a statement waits for a lock another connection holds before StoreBusy."""
@@ -80,9 +81,13 @@ def describe(url: str) -> str:
     return f"the PostgreSQL database {name} on {host}{port}{schema}"
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException, url: str | None = None) -> str:
+    """The first line of a library's error, for a sentence, with every password masked
+    (:func:`core.masking.mask_text`): libpq quotes pieces of the URL it could not read
+    (``invalid percent-encoded token: "s3%zzcret"``, ``... in URI: "postgresql://..."``), so the
+    passwords of ``url``, the one that failed, are masked wherever they stand."""
     text = str(exc).strip().splitlines()
-    return text[0].rstrip(".") if text else type(exc).__name__
+    return mask_text(text[0].rstrip(".") if text else type(exc).__name__, [url])
 
 
 class Row:
@@ -150,7 +155,7 @@ def _refusals(label: str) -> Iterator[None]:
         from core.auditchain import AuditMoved
         from core.errors import ApprovalRefused, DatabaseRefused
 
-        message = (exc.diag.message_primary or _first_line(exc)).strip()
+        message = (exc.diag.message_primary or first_line(exc)).strip()
         if exc.sqlstate == "RS409":
             raise AuditMoved(message) from None
         if exc.sqlstate == "RS403":
@@ -189,11 +194,14 @@ class Database:
         self.path = Path(self.label)
         self._local = _Local()
         self._separated: bool | None = None
+        self.trigger_problems: dict[str, str] = {}
+        self.repaired_triggers: list[str] = []
+        self._checked_at_open = False
         with self.errors():
             try:
                 first = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
             except psycopg.OperationalError as exc:
-                raise StoreUnreachable(f"Cannot reach {self.label}: {_first_line(exc)}.") from None
+                raise StoreUnreachable(f"Cannot reach {self.label}: {first_line(exc, self.url)}.") from None
             try:
                 self._configure(first)
                 if on_open is not None:
@@ -201,6 +209,8 @@ class Database:
                     from core.stores.postgres.roles import separated
 
                     self._separated = separated(first)  # asked at the open, so no save pays a round trip for it
+                    self._check_triggers(first)
+                    self._checked_at_open = True
             finally:
                 first.close()
             self.pool = ConnectionPool(
@@ -214,6 +224,49 @@ class Database:
                 open=False,
             )
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
+
+    def _check_triggers(self, conn: psycopg.Connection[Any]) -> None:
+        """Compare the store's triggers with the schema's (:func:`core.stores.postgres.triggers.trigger_problems`)
+        once per process: a user who may makes each wrong one again (:attr:`repaired_triggers`);
+        what is still wrong is kept in :attr:`trigger_problems`, and every write is then refused
+        by :meth:`_writable` while reads go on, so one dropped trigger never locks anyone out."""
+        from core.stores.postgres.triggers import repair_triggers, trigger_problems
+
+        problems = trigger_problems(conn)
+        if problems:
+            self.repaired_triggers = repair_triggers(conn, problems)
+            if self.repaired_triggers:
+                problems = trigger_problems(conn)
+        self.trigger_problems = problems
+
+    def check_triggers(self) -> list[str]:
+        """Check the store's triggers again (a store object opened later in the process than the
+        pool: someone may have dropped one since), unless the open of this pool just did; returns
+        the names made again since the last call (said once by the caller), see
+        :meth:`_check_triggers`."""
+        if self._checked_at_open:
+            self._checked_at_open = False
+        else:
+            with self.read() as conn:
+                self._check_triggers(conn)
+        repaired, self.repaired_triggers = self.repaired_triggers, []
+        return repaired
+
+    def _writable(self) -> None:
+        """Raise DatabaseRefused naming each trigger that is missing or altered: a write now could
+        break the rule the trigger keeps (an audit row changed, a count or an event not kept), so
+        none is made; reads, ``doctor`` and ``audit verify`` do not come here."""
+        if not self.trigger_problems:
+            return
+        from core.errors import DatabaseRefused
+
+        named = "; ".join(f"{name} is {why}" for name, why in self.trigger_problems.items())
+        raise DatabaseRefused(
+            f"{self.label[:1].upper()}{self.label[1:]} refuses every write while a trigger of its schema is not as "
+            f"the schema makes it ({named}); nothing was written. Reads, doctor and audit verify still work; the "
+            "owner of the store's tables or its administrator makes the trigger again by running any resolver "
+            "command with their URL."
+        )
 
     @staticmethod
     def _configure(conn: psycopg.Connection[Any]) -> None:
@@ -255,12 +308,12 @@ class Database:
         except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure) as exc:
             raise StoreConflict(
                 f"{self.label[:1].upper()}{self.label[1:]} undid this change to let another writer's through "
-                f"({_first_line(exc)}); nothing of it was written: try again."
+                f"({first_line(exc, self.url)}); nothing of it was written: try again."
             ) from None
         except psycopg.errors.LockNotAvailable as exc:
             raise StoreBusy(
                 f"{self.label[:1].upper()}{self.label[1:]} stayed locked by another writer for "
-                f"{time.monotonic() - started:.1f} s ({_first_line(exc)}); try again."
+                f"{time.monotonic() - started:.1f} s ({first_line(exc, self.url)}); try again."
             ) from None
         except PoolTimeout:
             why = self._unreachable()
@@ -272,12 +325,14 @@ class Database:
         except psycopg.IntegrityError:
             raise
         except psycopg.errors.InvalidSchemaName as exc:
-            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} has no such schema ({_first_line(exc)}).") from None
+            raise ResolverError(
+                f"{self.label[:1].upper()}{self.label[1:]} has no such schema ({first_line(exc, self.url)})."
+            ) from None
         except psycopg.OperationalError as exc:
             self._drop_dead()
-            raise ConnectionLost(f"Cannot use {self.label}: {_first_line(exc)}.") from None
+            raise ConnectionLost(f"Cannot use {self.label}: {first_line(exc, self.url)}.") from None
         except psycopg.Error as exc:
-            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} failed: {_first_line(exc)}.") from None
+            raise ResolverError(f"{self.label[:1].upper()}{self.label[1:]} failed: {first_line(exc, self.url)}.") from None
 
     def _unreachable(self) -> str | None:
         """Why a new connection to the server cannot be made now (the first line of libpq's
@@ -286,7 +341,7 @@ class Database:
         try:
             psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S).close()
         except psycopg.Error as exc:
-            return _first_line(exc)
+            return first_line(exc, self.url)
         return None
 
     def _drop_dead(self) -> None:
@@ -327,7 +382,9 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         """A transaction: committed at the end, rolled back on any exception (a savepoint when
-        this thread is already inside one)."""
+        this thread is already inside one). Refused (DatabaseRefused) while a trigger of the
+        store is missing or altered (:meth:`_writable`), as are :meth:`atomic` and :meth:`pipelined`."""
+        self._writable()
         with self.errors(), self._use() as conn, conn.transaction():
             yield conn
 
@@ -336,6 +393,7 @@ class Database:
         """A connection for one statement that must write all or nothing: in autocommit the
         statement is its own transaction (one round trip, no ``BEGIN`` or ``COMMIT``); inside this
         thread's transaction, a savepoint around it, so its failure does not abort the outer one."""
+        self._writable()
         with self.errors(), self._use() as conn:
             if conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
                 yield conn
@@ -354,6 +412,7 @@ class Database:
         ``sync()`` or at the end, and the transaction is rolled back. Where the client's libpq
         has no pipeline mode (before 14), or inside this thread's transaction, it is
         :meth:`transaction` and ``sync`` does nothing."""
+        self._writable()
         with self.errors(), self._use() as conn:
             if not PIPELINE or conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
                 with conn.transaction():

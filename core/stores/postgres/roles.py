@@ -71,6 +71,7 @@ import psycopg
 from psycopg import sql
 
 from core.errors import ResolverError
+from core.stores.postgres.triggers import make_again, setup_triggers
 
 C = 'text COLLATE "C"'
 
@@ -767,11 +768,6 @@ def setup_roles(
             "set_at = now()",
             (tables_role,),
         )
-        for table in ("runs",):
-            conn.execute(f"DROP TRIGGER IF EXISTS {table}_guard ON {table}")
-            conn.execute(
-                f"CREATE TRIGGER {table}_guard BEFORE INSERT OR UPDATE ON {table} FOR EACH ROW EXECUTE FUNCTION resolver_guard_runs()"
-            )
         # A lapse (informational, written once by whoever reads the queue first) is the one event
         # a user may insert; the others are the triggers', which run as the tables' role.
         conn.execute("ALTER TABLE queue_events ENABLE ROW LEVEL SECURITY")
@@ -779,21 +775,11 @@ def setup_roles(
         conn.execute("DROP POLICY IF EXISTS queue_events_lapse ON queue_events")
         conn.execute("CREATE POLICY queue_events_read ON queue_events FOR SELECT USING (true)")
         conn.execute("CREATE POLICY queue_events_lapse ON queue_events FOR INSERT WITH CHECK (kind = 'lapse')")
-        conn.execute("DROP TRIGGER IF EXISTS run_marks_guard ON run_marks")
-        conn.execute(
-            "CREATE TRIGGER run_marks_guard BEFORE INSERT OR UPDATE OR DELETE ON run_marks FOR EACH ROW "
-            "EXECUTE FUNCTION resolver_guard_marks()"
-        )
-        if "resolver_guard_model_calls()" in functions:  # migration 17's stamp and refusal, made again if dropped
-            conn.execute("DROP TRIGGER IF EXISTS model_calls_written_by ON model_calls")
-            conn.execute(JOURNAL_TRIGGER)
+        for statement in setup_triggers(
+            set(tables), journal="resolver_guard_model_calls()" in functions
+        ):  # the guards (and migration 17's stamp), made again if dropped
+            make_again(conn, statement)
         effects = tuple(EFFECT_TABLES_COLUMNS)
-        for table in effects:
-            conn.execute(f"DROP TRIGGER IF EXISTS {table}_guard ON {table}")
-            conn.execute(
-                f"CREATE TRIGGER {table}_guard BEFORE INSERT OR UPDATE OR DELETE ON {table} FOR EACH ROW "
-                "EXECUTE FUNCTION resolver_guard_register()"
-            )
         world = tuple(t for t in WORLD_TABLES if t in tables)
         lines = [f"The tables, sequences and functions of schema {schema} now belong to {tables_role} (NOLOGIN)."]
         groups = {kind: list(dict.fromkeys(users.get(kind, []))) for kind in KINDS}

@@ -223,23 +223,30 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         self._repair_triggers()
 
     def _repair_triggers(self) -> None:
-        """Create again an append-only guard of the audit that someone dropped, and say so in
-        :attr:`repairs` and :attr:`repaired_triggers` (``resolver audit verify`` reports it)."""
-        from core.auditchain import TRIGGERS
-        from core.stores.postgres.schema import audit_trigger
-
-        with self.db.read() as conn:
-            missing = sorted(set(TRIGGERS) - auditchain.triggers(conn))
-        if not missing:
+        """Check the store's triggers against the schema's (:meth:`Database.check_triggers`): one
+        that someone dropped or altered is made again when this user may, and said in
+        :attr:`repairs` and :attr:`repaired_triggers` (``resolver audit verify`` reports it); when
+        it may not, the store refuses writes naming it, and reads go on."""
+        repaired = self.db.check_triggers()
+        if not repaired:
             return
-        with self.db.transaction() as conn:
-            for name in missing:
-                conn.execute(f"DROP TRIGGER IF EXISTS {name} ON audit")
-                conn.execute(audit_trigger(name))
         self.repairs.append(
-            f"The checkpoint store in {self.db.label} had lost its trigger(s) {', '.join(missing)}; they were created again."
+            f"The checkpoint store in {self.db.label} had lost its trigger(s) {', '.join(repaired)}; they were created again."
         )
-        self.repaired_triggers.extend(missing)
+        self.repaired_triggers.extend(repaired)
+
+    def trigger_lines(self) -> list[tuple[str, str]]:
+        """``doctor``'s lines on the store's triggers: a FAIL line naming each trigger still
+        missing or altered (every write is refused until it is made again), a warn line for each
+        one this open made again, else one ok line."""
+        lines = [
+            ("FAIL", f"team store: trigger {name} is {why}; every write is refused until the owner of the tables or the "
+             "administrator makes it again (any resolver command with their URL)")
+            for name, why in self.db.trigger_problems.items()
+        ]  # fmt: skip
+        lines += [("warn", f"team store: trigger {name} was missing or altered; made again as the schema makes it")
+                  for name in self.repaired_triggers]  # fmt: skip
+        return lines or [("ok", "team store: every trigger as the schema makes it")]
 
     # -- save -----------------------------------------------------------------------------------
 

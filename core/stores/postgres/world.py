@@ -122,6 +122,12 @@ def build(db: Database) -> None:
     store with history and the world has since gone."""
     if db.url in _built:
         return
+    with db.read() as conn:  # a built world is only read: no transaction, so a store refusing writes still opens
+        built = _is_built(conn)
+    if built:
+        with _lock:
+            _built.add(db.url)
+        return
     with db.transaction() as conn:
         conn.execute("SELECT pg_advisory_xact_lock(hashtext('resolver-world:' || current_schema()))")
         if not _is_built(conn):
