@@ -34,28 +34,12 @@ from typing import Any
 from core.clock import FixedClock
 from core.home import Home
 
-from harness import figure, heading, median, ms, pct
+from harness import figure, heading, median, ms, pct, pg_server
 
 RUN = "T-65273-agent-chat-small-1"
 MONDAY = "2026-01-05T09:00:00+00:00"
 TARGET_S = 1.0
 GUARD_S = 30.0
-
-
-def _server() -> str:
-    import os
-
-    import psycopg
-
-    for url in (os.environ.get("RESOLVER_TEST_PG") or "", "postgresql://127.0.0.1:5432/test", "postgresql:///test"):
-        if not url:
-            continue
-        try:
-            psycopg.connect(url, connect_timeout=3, autocommit=True).close()
-            return url
-        except psycopg.Error:
-            continue
-    sys.exit("PostgreSQL is not reachable: set RESOLVER_TEST_PG to a server's URL.")
 
 
 class Frames:
@@ -169,7 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     import psycopg
     from core.stores.postgres.database import forget
 
-    server = _server()
+    server = pg_server()
     schema = f"bench_live_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")

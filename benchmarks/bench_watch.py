@@ -28,27 +28,13 @@ import time
 import uuid
 from pathlib import Path
 
-from harness import figure, heading, median, ms, pct
+from harness import figure, heading, median, ms, pct, pg_server
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = "T-65273-agent-chat-small-1"
 MONDAY = "2026-01-05T09:00:00+00:00"
 TARGET_S = 0.1
 GUARD_S = 30.0
-
-
-def _server() -> str:
-    import psycopg
-
-    for url in (os.environ.get("RESOLVER_TEST_PG") or "", "postgresql://127.0.0.1:5432/test", "postgresql:///test"):
-        if not url:
-            continue
-        try:
-            psycopg.connect(url, connect_timeout=3, autocommit=True).close()
-            return url
-        except psycopg.Error:
-            continue
-    sys.exit("PostgreSQL is not reachable: set RESOLVER_TEST_PG to a server's URL.")
 
 
 class Lines:
@@ -129,7 +115,7 @@ def main() -> None:
     samples = 5 if args.quick else args.samples
     import psycopg
 
-    server = _server()
+    server = pg_server()
     schema = f"bench_watch_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f"CREATE SCHEMA {schema}")

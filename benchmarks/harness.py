@@ -504,3 +504,20 @@ def shm_tmp(prefix: str) -> Path:
     """A new folder on tmpfs (/dev/shm when present), where only CPU counts."""
     where = "/dev/shm" if Path("/dev/shm").is_dir() else None
     return Path(tempfile.mkdtemp(prefix=prefix, dir=where))
+
+
+def pg_server() -> str:
+    """The URL of a PostgreSQL server to measure on: ``RESOLVER_TEST_PG``, else the local
+    server by TCP, else by its socket (database ``test``). Exits with a sentence when none
+    answers."""
+    import psycopg
+
+    for url in (os.environ.get("RESOLVER_TEST_PG") or "", "postgresql://127.0.0.1:5432/test", "postgresql:///test"):
+        if not url:
+            continue
+        try:
+            psycopg.connect(url, connect_timeout=3, autocommit=True).close()
+            return url
+        except psycopg.Error:
+            continue
+    sys.exit("PostgreSQL is not reachable: set RESOLVER_TEST_PG to a server's URL.")

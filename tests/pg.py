@@ -306,3 +306,33 @@ def through(url: str, relay: Cut) -> str:
     parts = urlsplit(url)
     user = f"{parts.username}@" if parts.username else ""
     return urlunsplit(parts._replace(netloc=f"{user}127.0.0.1:{relay.port}"))
+
+
+@contextmanager
+def database_roles(prefix: str, kinds: Iterable[str]) -> Iterator[dict[str, str]]:
+    """Database roles with unique names (``{prefix}_{kind}_{tag}``), ``tables`` ``NOLOGIN`` and the
+    others ``LOGIN``, for a test of role separation: yields kind -> role name, and drops them (and
+    what they own) afterwards, this process's connections as them closed first. Skips the test
+    when the tests' server role may not create roles."""
+    import psycopg
+
+    server = server_url()
+    with psycopg.connect(server, autocommit=True) as conn:
+        may = conn.execute("SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").fetchone()
+        if not may or not may[0]:
+            pytest.skip("the tests' PostgreSQL role may not create roles (CREATEROLE), so role separation cannot be tried")
+        tag = uuid.uuid4().hex[:8]
+        made = {k: f"{prefix}_{k}_{tag}" for k in kinds}
+        for kind, name in made.items():
+            conn.execute(f"CREATE ROLE {name} {'NOLOGIN' if kind == 'tables' else 'LOGIN'}")
+    try:
+        yield made
+    finally:
+        from core.stores.postgres.database import _databases, forget
+
+        for url in [u for u in _databases if any(n in u for n in made.values())]:
+            forget(url)
+        with psycopg.connect(server, autocommit=True) as conn:
+            for name in made.values():
+                conn.execute(f"DROP OWNED BY {name} CASCADE")
+                conn.execute(f"DROP ROLE {name}")

@@ -14,14 +14,13 @@ through the CLI and the refund is paid once.
 from __future__ import annotations
 
 import json
-import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
 from helpers import T65273_RUN, shop_cli
-from pg import fresh_schema, played_version, release_upto, server_url
+from pg import database_roles, fresh_schema, played_version, release_upto
 
 GRACE, ANA, BOB = "grace-passphrase", "ana-passphrase", "bob-passphrase"
 
@@ -43,26 +42,8 @@ def _as_user(url: str, user: str) -> str:
 def users():
     """Seven roles with unique names (tables' owner, owner, runner, executor, Ana, Bob, and a
     stranger the setup names nowhere), dropped after."""
-    server = server_url()
-    with psycopg.connect(server, autocommit=True) as conn:
-        may = conn.execute("SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").fetchone()
-        if not may or not may[0]:
-            pytest.skip("the tests' PostgreSQL role may not create roles (CREATEROLE), so role separation cannot be tried")
-        tag = uuid.uuid4().hex[:8]
-        made = {k: f"r25_{k}_{tag}" for k in ("tables", "owner", "runner", "executor", "ana", "bob", "stranger")}
-        for kind, name in made.items():
-            conn.execute(f"CREATE ROLE {name} {'NOLOGIN' if kind == 'tables' else 'LOGIN'}")
-    try:
+    with database_roles("r25", ("tables", "owner", "runner", "executor", "ana", "bob", "stranger")) as made:
         yield made
-    finally:
-        from core.stores.postgres.database import _databases, forget
-
-        for url in [u for u in _databases if any(n in u for n in made.values())]:
-            forget(url)
-        with psycopg.connect(server, autocommit=True) as conn:
-            for name in made.values():
-                conn.execute(f"DROP OWNED BY {name} CASCADE")
-                conn.execute(f"DROP ROLE {name}")
 
 
 @pytest.fixture
@@ -616,6 +597,21 @@ def _refused_in(conn: psycopg.Connection, statement: str, params: tuple) -> str:
     raise AssertionError(f"not refused: {statement}")
 
 
+def _shop_set_up(cli, users: dict[str, str]) -> None:
+    """As the administrator: a shop store, Grace the owner, Ana a team lead, T-65273 waiting, and
+    role separation set up (the tables' role, the executor's user, Ana's user)."""
+    assert cli("admin", "init", "--shop")[0] == 0
+    assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
+    code, _, err = cli("admin", "approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)
+    assert code == 0, err
+    assert cli("admin", "run", "T-65273")[0] == 0
+    code, _, err = cli(
+        "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--executor-user", users["executor"],
+        "--approver", f"Ana={users['ana']}",
+    )  # fmt: skip
+    assert code == 0, err
+
+
 def _functions_owned(admin: str) -> dict[str, tuple[str, bool, list[str] | None]]:
     """The schema's functions: name -> (owner, SECURITY DEFINER, SET clauses)."""
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -647,16 +643,7 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
 
         with monkeypatch.context() as m:  # the previous release: migrations up to 13
             release_upto(m, 13)
-            assert cli("admin", "init", "--shop")[0] == 0
-            assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
-            code, _, err = cli("admin", "approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)
-            assert code == 0, err
-            assert cli("admin", "run", "T-65273")[0] == 0
-            code, _, err = cli(
-                "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--executor-user", users["executor"],
-                "--approver", f"Ana={users['ana']}",
-            )  # fmt: skip
-            assert code == 0, err
+            _shop_set_up(cli, users)
             assert cli("admin", "refresh", T65273_RUN, "--name", "Ana", passphrase=ANA)[0] == 0  # her key leaves the row
             code, out, err = cli(
                 "ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA
@@ -1016,16 +1003,7 @@ def test_a_store_set_up_at_18_takes_migration_19_with_its_owners_and_an_approver
             m.setattr(schema, "MIGRATIONS", before)
             m.setattr(schema, "ALL", frozenset(v for v, _, _ in before))
             m.setattr(schema, "LATEST", 18)
-            assert cli("admin", "init", "--shop")[0] == 0
-            assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
-            code, _, err = cli("admin", "approvers", "add", "Ana", "--role", "team_lead", passphrase=ANA, owner=GRACE)
-            assert code == 0, err
-            assert cli("admin", "run", "T-65273")[0] == 0
-            code, _, err = cli(
-                "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--executor-user", users["executor"],
-                "--approver", f"Ana={users['ana']}",
-            )  # fmt: skip
-            assert code == 0, err
+            _shop_set_up(cli, users)
             for url in urls.values():
                 forget(url)
         code, out, err = cli("admin", "store", "migrate")

@@ -10,13 +10,11 @@ still work.
 
 from __future__ import annotations
 
-import uuid
-
 import psycopg
 import pytest
 
 from helpers import T65273_RUN, shop_cli
-from pg import fresh_schema, server_url
+from pg import database_roles, fresh_schema
 
 GRACE, ANA = "grace-passphrase", "ana-passphrase"
 
@@ -29,26 +27,8 @@ def _as_user(url: str, user: str) -> str:
 @pytest.fixture
 def users():
     """Five roles with unique names (tables' owner, owner, runner, executor, Ana), dropped after."""
-    server = server_url()
-    with psycopg.connect(server, autocommit=True) as conn:
-        may = conn.execute("SELECT rolsuper OR rolcreaterole FROM pg_roles WHERE rolname = current_user").fetchone()
-        if not may or not may[0]:
-            pytest.skip("the tests' PostgreSQL role may not create roles (CREATEROLE), so role separation cannot be tried")
-        tag = uuid.uuid4().hex[:8]
-        made = {k: f"r38_{k}_{tag}" for k in ("tables", "owner", "runner", "executor", "ana")}
-        for kind, name in made.items():
-            conn.execute(f"CREATE ROLE {name} {'NOLOGIN' if kind == 'tables' else 'LOGIN'}")
-    try:
+    with database_roles("r38", ("tables", "owner", "runner", "executor", "ana")) as made:
         yield made
-    finally:
-        from core.stores.postgres.database import _databases, forget
-
-        for url in [u for u in _databases if any(n in u for n in made.values())]:
-            forget(url)
-        with psycopg.connect(server, autocommit=True) as conn:
-            for name in made.values():
-                conn.execute(f"DROP OWNED BY {name} CASCADE")
-                conn.execute(f"DROP ROLE {name}")
 
 
 @pytest.fixture

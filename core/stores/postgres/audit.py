@@ -31,17 +31,11 @@ _NEWEST = f"SELECT {', '.join(COLUMNS)}, (SELECT COUNT(*) FROM audit) FROM audit
 """The newest row and the number of rows, in one statement (one snapshot, so they agree)."""
 
 
-APPEND_FUNCTION = f"""CREATE OR REPLACE FUNCTION resolver_append(p_run_id text, p_audit jsonb) RETURNS bigint
-LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-DECLARE
-    tip audit;
-    prev text;
-    next_id bigint;
-BEGIN
+CHAIN_TIP = """
     PERFORM one FROM audit_head FOR UPDATE;
     SELECT * INTO tip FROM audit ORDER BY id DESC LIMIT 1;
     IF tip.id IS NULL THEN
-        prev := '{GENESIS}';
+        prev := repeat('0', 64);
         next_id := 1;
     ELSE
         prev := resolver_row_hash(tip);
@@ -49,7 +43,20 @@ BEGIN
     END IF;
     IF p_audit->>'prev' IS NOT NULL AND p_audit->>'prev' <> prev THEN
         RAISE EXCEPTION 'Another decision was recorded while this one was signed; decide again.' USING ERRCODE = 'RS409';
-    END IF;
+    END IF;"""
+"""The chain's tip in PL/pgSQL, for a function that appends one audit row (its variables ``tip``,
+``prev``, ``next_id``, its argument ``p_audit``): the head's lock, the newest row, the next row's
+``prev`` (its hash, :func:`core.auditchain.row_hash` in SQL) and ``id``, and SQLSTATE ``RS409``
+when the row was signed over a ``prev`` that moved. Shared by ``resolver_append`` and the
+functions of a store with role separation (:mod:`core.stores.postgres.roles`)."""
+
+APPEND_FUNCTION = f"""CREATE OR REPLACE FUNCTION resolver_append(p_run_id text, p_audit jsonb) RETURNS bigint
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+    tip audit;
+    prev text;
+    next_id bigint;
+BEGIN{CHAIN_TIP}
     INSERT INTO audit ({", ".join(COLUMNS)}) VALUES (
         next_id, p_run_id, p_audit->>'decision', p_audit->>'role', p_audit->>'name', p_audit->>'digest', p_audit->>'at',
         p_audit->>'detail', p_audit->>'run_uid', prev, p_audit->>'sig', p_audit->>'binds');

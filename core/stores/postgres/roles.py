@@ -71,6 +71,7 @@ import psycopg
 from psycopg import sql
 
 from core.errors import ResolverError
+from core.stores.postgres.audit import CHAIN_TIP
 from core.stores.postgres.triggers import make_again, setup_triggers
 
 C = 'text COLLATE "C"'
@@ -172,19 +173,9 @@ _CALLER = """
             session_user USING ERRCODE = 'RS403';
     END IF;"""
 
-_APPEND = """
-    PERFORM one FROM audit_head FOR UPDATE;
-    SELECT * INTO tip FROM audit ORDER BY id DESC LIMIT 1;
-    IF tip.id IS NULL THEN
-        prev := repeat('0', 64);
-        next_id := 1;
-    ELSE
-        prev := resolver_row_hash(tip);
-        next_id := tip.id + 1;
-    END IF;
-    IF p_audit->>'prev' IS NOT NULL AND p_audit->>'prev' <> prev THEN
-        RAISE EXCEPTION 'Another decision was recorded while this one was signed; decide again.' USING ERRCODE = 'RS409';
-    END IF;
+_APPEND = (
+    CHAIN_TIP
+    + """
     IF p_audit->>'role' IS DISTINCT FROM their_role OR p_audit->>'name' IS DISTINCT FROM who THEN
         RAISE EXCEPTION 'The audit row names % (%), but the database user % is %''s entry (%); nothing was recorded.',
             p_audit->>'name', p_audit->>'role', session_user, who, their_role USING ERRCODE = 'RS403';
@@ -192,6 +183,7 @@ _APPEND = """
     INSERT INTO audit (id, run_id, decision, role, name, digest, at, detail, run_uid, prev, sig, binds) VALUES (
         next_id, p_run_id, p_audit->>'decision', their_role, who, p_audit->>'digest', p_audit->>'at',
         COALESCE(p_audit->>'detail', ''), p_audit->>'run_uid', prev, COALESCE(p_audit->>'sig', ''), p_audit->>'binds');"""
+)
 
 _RANK = "array_position(ARRAY['agent', 'team_lead', 'grace'], {})"
 
