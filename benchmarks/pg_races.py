@@ -160,7 +160,7 @@ def bench_deciders(url: str, root: Path, seconds: float) -> None:
     figure("N = 8 decisions/s at least N = 1's", f"{eight.per_second():.1f} vs {one.per_second():.1f}", ">= N = 1",
            eight.per_second() >= one.per_second())  # fmt: skip
     figure("N = 8 p99 of a decision", f"{eight.percentile(0.99):.1f} ms", "< 100 ms", eight.percentile(0.99) < 100)
-    same = decide_round(root, url, 8, seconds, same_run=True, runs=max(200, int(150 * seconds)))
+    same = decide_round(root, url, 8, seconds, same_run=True)
     told, decided = same.outcomes.get("told", 0), same.outcomes.get("decided", 0)
     bad = {k: v for k, v in same.outcomes.items() if k not in ("decided", "told")}
     figure("8 on the same runs: runs decided, losers told who decided", f"{decided}, {told}", "(printed)", None)

@@ -331,7 +331,7 @@ def copy_waiting(conn, run_id: str, n: int) -> list[str]:
     """``n`` copies of the waiting run ``run_id`` (its header and every entry), made in SQL in
     the store of ``conn``: each with its own run ID and ``run_uid`` (replaced in every text
     column, the header's JSON included; the copies' entries keep no checksum, so they are
-    checked in full when read). Returns the copies' run IDs, in order."""
+    checked in full when read), then ``ANALYZE``. Returns the copies' run IDs, in order."""
     uid = conn.execute("SELECT state::jsonb->>'run_uid' FROM runs WHERE run_id = %s", (run_id,)).fetchone()[0]
     ids = [f"{run_id}-c{i:05d}" for i in range(n)]
     uids = [f"{uid[:-6]}{i:06d}" for i in range(n)]
@@ -365,6 +365,10 @@ def copy_waiting(conn, run_id: str, n: int) -> list[str]:
             "unnest(%(ids)s::text[], %(uids)s::text[]) c (id, uid) WHERE e.run_id = %(id)s",
             {"id": run_id, "uid": uid, "ids": ids, "uids": uids},
         )
+    # As tests/pg_bulk.py's copies: the planner's statistics of the tables just filled in bulk,
+    # so a load is planned for the rows there now (a store filled and emptied round after round
+    # under the same run IDs kept the first round's statistics, and loads took ten times longer).
+    conn.execute("ANALYZE runs, entries")
     return ids
 
 
@@ -401,12 +405,20 @@ def _deadlocks(url: str) -> int:
         return int(conn.execute("SELECT deadlocks FROM pg_stat_database WHERE datname = current_database()").fetchone()[0])
 
 
-def decide_round(root: Path, url: str, deciders: int, seconds: float, *, same_run: bool = False, runs: int = 4000) -> DecideRound:
+RUNS_PER_S = {False: 2000, True: 500}
+"""Waiting runs made per second of a round (distinct runs, the same runs): about twice what 8
+deciders get through on the reference 2-core machine, so a round lasts its seconds."""
+
+
+def decide_round(
+    root: Path, url: str, deciders: int, seconds: float, *, same_run: bool = False, runs: int | None = None
+) -> DecideRound:
     """``deciders`` processes, each its own home on the team store ``url`` (``deadlock_timeout``
     raised to 5 s on their connections, so a lock cycle would show as a long wait and then an
     error), start at one instant and reject waiting runs for ``seconds``: each its own share of
-    ``runs`` copies of T-65273's waiting run (``same_run``: all of them the same runs, in the
-    same order, so every run is raced for by all)."""
+    ``runs`` copies of T-65273's waiting run (default: :data:`RUNS_PER_S` per second; ``same_run``:
+    all of them the same runs, in the same order, so every run is raced for by all)."""
+    runs = runs or max(200, int(RUNS_PER_S[same_run] * seconds))
     home = fresh_home(root, url)
     state = home.run("T-65273")
     with home.store.db.read() as conn:

@@ -44,16 +44,17 @@ def test_eight_deciders_on_distinct_runs_never_deadlock(tmp_path, url):
     assert got.said == [], got.said
     assert set(got.outcomes) == {"decided"}, got.outcomes
     assert got.conflicts == [] and got.deadlocks == 0, (got.conflicts[:3], got.deadlocks)
-    assert got.outcomes["decided"] > 8 * SECONDS  # far more in practice; this says the round ran
+    assert got.wall >= SECONDS - 1.0, got.wall  # it decided for the whole round, never out of runs
     rejected = _rejections(tmp_path / "home", url)
     assert sum(rejected.values()) == got.outcomes["decided"] and set(rejected.values()) == {1}
 
 
 def test_eight_deciders_on_the_same_runs_decide_each_once_and_tell_the_others_who(tmp_path, url):
-    got = decide_round(tmp_path / "home", url, 8, SECONDS, same_run=True, runs=2500)
+    got = decide_round(tmp_path / "home", url, 8, SECONDS, same_run=True)
     assert got.said == [], got.said
     assert set(got.outcomes) <= {"decided", "told"}, got.outcomes
     assert got.conflicts == [] and got.deadlocks == 0, (got.conflicts[:3], got.deadlocks)
     rejected = _rejections(tmp_path / "home", url)
     assert set(rejected.values()) == {1} and len(rejected) == got.outcomes["decided"]
     assert got.outcomes["told"] >= got.outcomes["decided"]  # most tries find the run decided by another
+    assert got.wall >= SECONDS - 1.0, got.wall
