@@ -79,6 +79,16 @@ class Frames:
         return None
 
 
+async def _shown_and_listening(pilot, queue) -> None:
+    """Wait until the app's pane shows T-65273's run with its detail and its listener is up (the
+    measured changes start from there); exits with a sentence after :data:`GUARD_S`."""
+    end = time.monotonic() + GUARD_S
+    while not (queue.pane.shown_run == RUN and queue.detail is not None and queue.live.listening(0)):
+        if time.monotonic() > end:
+            sys.exit("The app never showed the run.")
+        await pilot.pause(0.02)
+
+
 async def measure_world(url: str, changes: int) -> list[float]:
     """The delays of ``changes`` manual refunds of 1.00 CAD by a colleague, each to the first
     frame of the other app whose "What changed" shows the new refunded total."""
@@ -94,11 +104,7 @@ async def measure_world(url: str, changes: int) -> list[float]:
     async with app.run_test(size=(160, 40)) as pilot:
         frames = Frames(app)
         queue = app.queue
-        end = time.monotonic() + GUARD_S
-        while not (queue.pane.shown_run == RUN and queue.detail is not None and queue.live.listening(0)):
-            if time.monotonic() > end:
-                sys.exit("The app never showed the run.")
-            await pilot.pause(0.02)
+        await _shown_and_listening(pilot, queue)
         for i in range(changes):
             await asyncio.to_thread(other.manual_refund, f"bench-{i}", "LK-507862", "1.00", "GOODWILL", "PAY-507862-2")
             committed = time.perf_counter()
@@ -125,11 +131,7 @@ async def measure(url: str, changes: int) -> list[float]:
     async with app.run_test(size=(160, 40)) as pilot:
         frames = Frames(app)
         queue = app.queue
-        end = time.monotonic() + GUARD_S
-        while not (queue.pane.shown_run == RUN and queue.detail is not None and queue.live.listening(0)):
-            if time.monotonic() > end:
-                sys.exit("The app never showed the run.")
-            await pilot.pause(0.02)
+        await _shown_and_listening(pilot, queue)
         for i in range(changes):
             claim = i % 2 == 0
             await asyncio.to_thread(other.mark, "claim" if claim else "release", RUN, "grace", "Ana")
