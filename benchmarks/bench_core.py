@@ -40,9 +40,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.clock import FixedClock
-from core.home import Home
-from core.state import TaskState
+from core.api.home import Home
+from core.ground.clock import FixedClock
+from core.ground.state import TaskState
 from core.stores.sqlite.checkpoint import CheckpointStore
 
 from harness import (
@@ -663,7 +663,7 @@ def bench_startup(quick: bool, templates: Home) -> None:
             "    imported: "
             + ", ".join(
                 f"{p} {'yes' if p in names else 'no'}"
-                for p in ("textual", "rich", "pydantic", "sqlite_utils", "core.world", "core.executor")
+                for p in ("textual", "rich", "pydantic", "sqlite_utils", "core.contract.world", "core.engine.executor")
             )
         )
 

@@ -4,7 +4,7 @@
     .venv/bin/python benchmarks/bench_keys.py --quick  # 1 round each
 
 Prints the time of one unlock attempt (the attacker's cost per guess, on one core) for a key
-encrypted by resolver today (scrypt at ``core.approvers.KEY_COST``, then AES-256-GCM) beside a
+encrypted by resolver today (scrypt at ``core.engine.approvers.KEY_COST``, then AES-256-GCM) beside a
 key of the release before issue 28 (PKCS#8 PBES2, PBKDF2-HMAC-SHA256 at 2,048 iterations, what
 ``cryptography``'s ``BestAvailableEncryption`` writes), and the guesses per second each allows.
 The target is about 0.25 s a guess. Nothing is asserted: a busy machine never fails a build.
@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core import approvers
+from core.engine import approvers
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 

@@ -5,7 +5,7 @@
 (``RESOLVER_TEST_PG``, else ``postgresql://127.0.0.1:5432/test``), saves a waiting run, starts the
 approvals app on it (Textual's headless ``run_test``, 160x40, polling off: ``refresh_interval=None``)
 with the run in the pane, and then, 30 times, a colleague on another connection (a second
-:class:`~core.home.Home` in a thread, its own pooled connection) claims or releases the run. Each
+:class:`~core.api.home.Home` in a thread, its own pooled connection) claims or releases the run. Each
 delay is from the colleague's commit (the moment ``Home.mark`` returns, just after the server
 acknowledged the commit: the delay is, if anything, under-stated by that acknowledgement's trip)
 to the first frame the app hands its terminal that shows the change in the pane (the claim's
@@ -31,8 +31,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 
 from harness import figure, heading, median, ms, pct, pg_server
 

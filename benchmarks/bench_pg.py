@@ -138,8 +138,8 @@ def _setting(conn: Any, name: str) -> str:
 
 
 def open_store(url: str) -> Any:
-    from core.clock import FixedClock
-    from core.queue import queue_columns
+    from core.api.queue import queue_columns
+    from core.ground.clock import FixedClock
     from core.stores import open_store as open_place
 
     return open_place(url, FixedClock(FRIDAY), summarize=queue_columns)
@@ -207,7 +207,7 @@ def plan_of(conn: Any, sql: str, params: tuple[Any, ...]) -> str:
 
 
 def bench_queue(quick: bool) -> None:
-    from core.store import PAGE_SIZE
+    from core.contract.store import PAGE_SIZE
 
     from pg_bulk import copy_runs
 

@@ -55,7 +55,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from core.home import Home
+from core.api.home import Home
 
 from harness import build_home, count_runs, disk_tmp, figure, heading, make_templates, median, ms, pct, shm_tmp
 

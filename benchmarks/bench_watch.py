@@ -65,9 +65,9 @@ class Lines:
 def measure(root: Path, url: str | None, samples: int) -> list[float]:
     """The delays of ``samples`` claims on the home at ``root`` (``url``: its team store, None:
     its SQLite files), as seen by a watcher process."""
-    from core.clock import FixedClock
-    from core.home import Home
-    from core.watch import newest_event
+    from core.api.home import Home
+    from core.engine.watch import newest_event
+    from core.ground.clock import FixedClock
 
     home = Home(root, clock=FixedClock(MONDAY), store=url)
     home.run("T-65273")

@@ -27,9 +27,9 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from core.clock import FixedClock
-from core.home import Home
-from core.state import TaskState
+from core.api.home import Home
+from core.ground.clock import FixedClock
+from core.ground.state import TaskState
 from core.stores.common import entry_checksum
 from core.stores.sqlite.checkpoint import CheckpointStore
 
@@ -352,7 +352,7 @@ TEMPLATES = [
 
 def make_templates(root: Path) -> Home:
     """A home with one real run of each status, made through the runner, approvals and executor."""
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
 
     home = Home(root, clock=FixedClock(FRIDAY))
     for task, how, status in dict.fromkeys(TEMPLATES):

@@ -1,13 +1,13 @@
 """The ``resolver`` command line (also ``python -m core``).
 
-Every command is a thin face on core: writes through :class:`core.home.Home`, reads through
-its read side ``home.queue`` (:class:`core.queue.ApprovalQueue`), refusals from
-:func:`core.rulebook.offers`. Modules are imported by the command that needs them, so
+Every command is a thin face on core: writes through :class:`core.api.home.Home`, reads through
+its read side ``home.queue`` (:class:`core.api.queue.ApprovalQueue`), refusals from
+:func:`core.engine.rulebook.offers`. Modules are imported by the command that needs them, so
 ``resolver --help`` loads neither pydantic nor SQLite. Expected errors print one sentence on
 stderr, never a traceback; the exit codes are in :data:`EXIT_CODES` (and the README). Every
-line printed goes through :func:`core.views.safe_text`, so no escape sequence from data reaches
+line printed goes through :func:`core.api.views.safe_text`, so no escape sequence from data reaches
 a terminal; an unexpected error is logged with its stack trace in the home's ``resolver.log``
-(:mod:`core.log`) and shown as one sentence.
+(:mod:`core.ground.log`) and shown as one sentence.
 
 ``Next:`` and ``Resume with:`` lines name the command the way it was invoked: ``resolver`` for
 the installed command and ``python -m core``, ``python -m resolver`` for the lesson's
@@ -25,28 +25,28 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from core import __version__
-from core.errors import BadArgument, ResolverError, StoreBusy, WorldChanged
-from core.safetext import nfc, not_one_line, not_plain_name, one_line, pad
+from core.ground.errors import BadArgument, ResolverError, StoreBusy, WorldChanged
+from core.ground.safetext import nfc, not_one_line, not_plain_name, one_line, pad
 
 if TYPE_CHECKING:
     from _typeshed import SupportsWrite
 
-    from core.approvers import Unlocked
-    from core.home import Home
-    from core.model import LiveRoute
-    from core.rulebook import Action, Approver
-    from core.state import TaskState, WorldSeen
+    from core.api.home import Home
+    from core.engine.approvers import Unlocked
+    from core.engine.rulebook import Action, Approver
+    from core.ground.state import TaskState, WorldSeen
+    from core.models.model import LiveRoute
 
 # The parser's choices, spelled here so that ``resolver --help`` imports neither pydantic nor
-# SQLite; tests/test_cli.py checks they equal core.state.STATUSES and core.data.ROLES.
+# SQLite; tests/test_cli.py checks they equal core.ground.state.STATUSES and core.ground.data.ROLES.
 STATUSES = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
 ROLES = ("agent", "team_lead", "grace")
 SORTS = ("age", "updated", "created", "amount", "role")
-"""``runs --sort``: the queue's sorts (tests/test_cli.py checks they equal core.store.SORTS)."""
+"""``runs --sort``: the queue's sorts (tests/test_cli.py checks they equal core.contract.store.SORTS)."""
 
 PASSPHRASE_ENV = "RESOLVER_PASSPHRASE"
 OWNER_PASSPHRASE_ENV = "RESOLVER_OWNER_PASSPHRASE"
-"""Spelled here for ``--help`` (tests/test_approvers.py checks they equal core.signing's)."""
+"""Spelled here for ``--help`` (tests/test_approvers.py checks they equal core.engine.signing's)."""
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -71,13 +71,13 @@ PROG = "resolver"
 
 
 def _print(lines: Sequence[str] | str = "") -> None:
-    """Print lines, each through :func:`core.safetext.safe_text` (no escape sequence from data).
-    On a terminal they are folded to its width first (:func:`core.safetext.fold`): a line the
+    """Print lines, each through :func:`core.ground.safetext.safe_text` (no escape sequence from data).
+    On a terminal they are folded to its width first (:func:`core.ground.safetext.fold`): a line the
     terminal wrapped itself would start its next row at the margin, unmarked, where a customer's
     text could pose as the request's own line (issue 19). A pipe or a file gets them whole."""
     import shutil
 
-    from core.safetext import fold, safe_text
+    from core.ground.safetext import fold, safe_text
 
     if isinstance(lines, str):
         lines = [lines]
@@ -100,7 +100,7 @@ def _ended(state: TaskState) -> int:
 
 
 def _state_json(state: TaskState, **extra: object) -> dict[str, object]:
-    from core.views import decision_lines, operation_lines
+    from core.api.views import decision_lines, operation_lines
 
     return {
         "run_id": state.run_id,
@@ -119,7 +119,7 @@ def _status(state: TaskState) -> None:
 def _show_request(home: Home, state: TaskState) -> None:
     """The approval request, then the command that approves it: with the role it needs in a
     practice home, by a named approver in a shop home (issue 14: ``--as`` is refused there)."""
-    from core.rulebook import needed_role, role_label
+    from core.engine.rulebook import needed_role, role_label
 
     shop = home.kind == "shop"
     _print(home.queue.request(state))
@@ -132,9 +132,9 @@ def _show_request(home: Home, state: TaskState) -> None:
 
 def _show_run_outcome(home: Home, state: TaskState) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
-    from core.runner import outcome_line
-    from core.safetext import block, one_line
-    from core.views import refused_lines
+    from core.api.views import refused_lines
+    from core.engine.runner import outcome_line
+    from core.ground.safetext import block, one_line
 
     if state.proposal is None:
         _print(f"Run {state.run_id}: {state.status} after {state.step} step(s).")
@@ -158,8 +158,8 @@ def _show_run_outcome(home: Home, state: TaskState) -> None:
 def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
     """Refuse with the rulebook's sentence (the one the app shows) when ``action`` is not
     offered to ``role`` on the run. Raises ApprovalRefused."""
-    from core.errors import ApprovalRefused
-    from core.rulebook import Approver, offers
+    from core.engine.rulebook import Approver, offers
+    from core.ground.errors import ApprovalRefused
 
     why = offers(home.queue.view(run_id), Approver(role))[action]
     if why:
@@ -170,7 +170,7 @@ def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
 
 
 def cmd_run(home: Home, args: argparse.Namespace) -> int:
-    from core.store import crash_point
+    from core.contract.store import crash_point
 
     if args.run_id is not None:
         check_id(args.run_id, "run ID")
@@ -184,7 +184,7 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
         live=_live_route(args),
     )
     if args.json:
-        from core.runner import outcome_line
+        from core.engine.runner import outcome_line
 
         _json(_state_json(state, outcome=outcome_line(state) if state.proposal else None))
         return 0
@@ -194,9 +194,9 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_record(home: Home, args: argparse.Namespace) -> int:
     """``resolver record TASK --model ROUTE``: a live run, then its turns as a recording in the
-    home (:meth:`core.home.Home.record`). Raises BadArgument when ROUTE is not a live route."""
-    from core.runner import outcome_line
-    from core.store import crash_point
+    home (:meth:`core.api.home.Home.record`). Raises BadArgument when ROUTE is not a live route."""
+    from core.contract.store import crash_point
+    from core.engine.runner import outcome_line
 
     live = _live_route(args)
     if live is None:
@@ -232,11 +232,11 @@ def cmd_record(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_ticket(home: Home, args: argparse.Namespace) -> int:
-    """``resolver ticket add FILE`` (:meth:`core.home.Home.add_ticket`) and ``ticket list``
-    (:func:`core.tickets.list_tickets`): the home's own tickets."""
+    """``resolver ticket add FILE`` (:meth:`core.api.home.Home.add_ticket`) and ``ticket list``
+    (:func:`core.ground.tickets.list_tickets`): the home's own tickets."""
     from pathlib import Path
 
-    from core.tickets import TICKETS, list_tickets, ticket_line
+    from core.ground.tickets import TICKETS, list_tickets, ticket_line
 
     if args.ticket_cmd == "add":
         added = home.add_ticket(Path(args.file))
@@ -275,8 +275,8 @@ def _live_route(args: argparse.Namespace) -> LiveRoute | None:
     Raises:
         BadArgument: a flag missing or bad, or a config table that does not read.
     """
-    from core.data import load_prices
-    from core.model import LiveRoute, load_routes
+    from core.ground.data import load_prices
+    from core.models.model import LiveRoute, load_routes
 
     flags = {"--model-name": args.model_name, "--api-key-env": args.api_key_env, "--price-as": args.price_as}
     if args.base_url is None:
@@ -300,16 +300,16 @@ def _live_route(args: argparse.Namespace) -> LiveRoute | None:
 
 def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     """Print the runs page by page as they are read (``--json``: one JSON array, streamed). The
-    light listing (:class:`core.listing.ListingQueue`) reads the four printed columns as tuples
+    light listing (:class:`core.api.listing.ListingQueue`) reads the four printed columns as tuples
     for the text lines (issue 27, item 6); ``--json`` prints every column of each summary. A
     waiting listing ends with a line saying how many waiting runs the reader may decide are set
     aside, handed to someone else (``--mine``) or claimed by someone else, when any is
-    (:class:`core.marks.MarkedAway`): a mark never takes a run out of a queue silently."""
+    (:class:`core.engine.marks.MarkedAway`): a mark never takes a run out of a queue silently."""
     import json
     from dataclasses import asdict
 
-    from core.listing import ListingQueue, PrintedPage
-    from core.safetext import safe_lines
+    from core.api.listing import ListingQueue, PrintedPage
+    from core.ground.safetext import safe_lines
 
     shown = 0
     if args.limit < 0:
@@ -362,7 +362,7 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     if marks and status == "waiting_approval":  # a mark never hides a run without saying so (the rulebook's rule)
         away = queue.marked_away(marks, now, max_role, args.name).line(mine=max_role is not None)
     if not shown:
-        from core.safetext import safe_text
+        from core.ground.safetext import safe_text
 
         if args.status or args.search:
             _print(
@@ -384,8 +384,8 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
 def _marked_out(m: Any, run_status: str, status: str | None, max_role: str | None, name: str | None, now: Any) -> bool:
     """Whether a listed run leaves the listing for its marks (issue 24): a run set aside leaves
     ``--status waiting_approval`` until its time; a run handed to someone else leaves ``--mine``
-    of ``--name``. ``m``: its standing :class:`core.marks.RunMarks`, or None."""
-    from core.marks import hides_from_mine
+    of ``--name``. ``m``: its standing :class:`core.engine.marks.RunMarks`, or None."""
+    from core.engine.marks import hides_from_mine
 
     if m is None or run_status != "waiting_approval" or status != "waiting_approval":
         return False
@@ -393,7 +393,7 @@ def _marked_out(m: Any, run_status: str, status: str | None, max_role: str | Non
 
 
 def _config_name(name: str | None) -> str | None:
-    """``--name`` as given, else the config file's ``name`` (:func:`core.approver_config.load`,
+    """``--name`` as given, else the config file's ``name`` (:func:`core.engine.approver_config.load`,
     who is at the keyboard, as the app reads it), else None. For ``runs --mine`` and ``watch``
     (a new user's trial: ``watch`` without ``--name`` ignored the file's name).
 
@@ -402,7 +402,7 @@ def _config_name(name: str | None) -> str | None:
     """
     if name:
         return name
-    from core.approver_config import load
+    from core.engine.approver_config import load
 
     config = load()
     return nfc(config.name) if config else None  # issue 19: names in NFC on the way in
@@ -416,7 +416,7 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
         if args.role or args.name:
             raise BadArgument("--as and --name go with --mine (the runs that approver may approve); add --mine.")
         return None
-    from core.home import Home as WholeHome
+    from core.api.home import Home as WholeHome
 
     whole = home if isinstance(home, WholeHome) else WholeHome(home.root)
     args.name = _config_name(args.name)
@@ -435,9 +435,9 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
 
 
 def cmd_resume(home: Home, args: argparse.Namespace) -> int:
-    from core.rulebook import nothing_to_resume
-    from core.store import crash_point
-    from core.views import after_resume
+    from core.api.views import after_resume
+    from core.contract.store import crash_point
+    from core.engine.rulebook import nothing_to_resume
 
     done = home.resume(args.run, on_step=lambda s: crash_point("step"), accept_changes=args.accept_changes)
     if args.json:
@@ -461,7 +461,7 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
 def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unlocked | None:
     """In a shop home, the approver named by ``--name``, unlocked with their passphrase (``--as``
     is refused there); in a practice home, None (``--as`` is required when ``required``)."""
-    from core.signing import read_passphrase
+    from core.engine.signing import read_passphrase
 
     if _named_approver(home, args, required) is None:
         return None
@@ -470,9 +470,9 @@ def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unl
 
 def _unlock(home: Home, name: str, read: Callable[..., str], prompt: str, fd: int | None) -> Unlocked:
     """Unlock ``name`` in a shop home: first whether this machine holds their key at all
-    (:meth:`core.approvers.Registry.key_problem`, issue 23), so a missing key file is said before
+    (:meth:`core.engine.approvers.Registry.key_problem`, issue 23), so a missing key file is said before
     a passphrase is asked; then the passphrase. Raises ApprovalRefused (one sentence)."""
-    from core.errors import ApprovalRefused
+    from core.ground.errors import ApprovalRefused
 
     problem = home.registry().key_problem(name) if home.kind == "shop" else None
     if problem:
@@ -490,8 +490,8 @@ def _named_approver(home: Home, args: argparse.Namespace, required: bool = True)
             nearest registered names), a revoked approver or a registry that does not verify.
         ResolverError: no ``--as`` in a practice home.
     """
-    from core.errors import ApprovalRefused
-    from core.rulebook import Approver
+    from core.engine.rulebook import Approver
+    from core.ground.errors import ApprovalRefused
 
     if home.kind != "shop":
         if required and not args.role:
@@ -537,11 +537,11 @@ def _show_then_confirm(
     a shop home), ``--digest`` is not the current proposal's, no terminal to ask on and neither
     ``--yes`` nor ``--digest``, or the person answered No.
     """
-    from core.approval import digest_matches
-    from core.errors import ApprovalRefused
-    from core.rulebook import offers, stale_digest
-    from core.safetext import block
-    from core.views import approve_dialog, describe, reject_dialog
+    from core.api.views import approve_dialog, describe, reject_dialog
+    from core.engine.approval import digest_matches
+    from core.engine.rulebook import offers, stale_digest
+    from core.ground.errors import ApprovalRefused
+    from core.ground.safetext import block
 
     shop = home.kind == "shop"
     done = {"approve": "approved", "reject": "rejected"}[verb]
@@ -585,7 +585,7 @@ def _show_then_confirm(
 def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | None:
     """``Tomás is on it (claimed 12:03, until 12:33).`` when someone other than ``name`` holds a
     standing claim on ``state``'s run (issue 24), else None."""
-    from core.safetext import name_key
+    from core.ground.safetext import name_key
 
     marks = home.queue.marks(state)
     now = home.clock.now()
@@ -599,7 +599,7 @@ def mark_time(text: str, now: datetime) -> datetime:
     """``snooze --until`` (and the app's snooze dialog): an ISO 8601 time (as ``clock set`` reads it, America/Toronto without an
     offset) or a duration from now (as ``prune --older-than`` reads it: ``90m``, ``2h``, ``1d``).
     Raises BadArgument (exit 2)."""
-    from core.clock import parse_time
+    from core.ground.clock import parse_time
 
     try:
         return parse_time(text)
@@ -617,13 +617,13 @@ def mark_time(text: str, now: datetime) -> datetime:
 
 def cmd_mark(home: Home, args: argparse.Namespace) -> int:
     """``claim RUN [--release]``, ``handover RUN --to NAME --note TEXT``, ``snooze RUN --until
-    TIME`` (issue 24, :mod:`core.marks`): checked as a decision is (``--as`` in a practice home,
+    TIME`` (issue 24, :mod:`core.engine.marks`): checked as a decision is (``--as`` in a practice home,
     ``--name`` and the passphrase in a shop home), recorded in the audit, signed in a shop home.
     A claim, a hand-over or a snooze by a role that may not decide the run, or a hand-over to
     such a colleague, is refused with the rulebook's sentence (exit 4, as a refused decision;
     in a shop home before the passphrase is asked)."""
-    from core.errors import ApprovalRefused
-    from core.safetext import one_line
+    from core.ground.errors import ApprovalRefused
+    from core.ground.safetext import one_line
 
     said = not_plain_name(args.name)
     if said:
@@ -641,8 +641,8 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
         raise ApprovalRefused(f"Say who you are with --name NAME (and --as ROLE): a {args.command} names its maker.")
     signer = None
     if who is not None:
-        from core.rulebook import may_mark, may_receive, nothing_to_mark
-        from core.signing import read_passphrase
+        from core.engine.rulebook import may_mark, may_receive, nothing_to_mark
+        from core.engine.signing import read_passphrase
 
         seen = home.queue.view(args.run)  # refused before the passphrase is asked (a trial finding)
         if seen.status != "waiting_approval" or seen.proposal is None:
@@ -670,13 +670,13 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_watch(home: Home, args: argparse.Namespace) -> int:
-    """``resolver watch [--as ROLE] [--name N] [--once] [--interval S]`` (:mod:`core.watch`):
+    """``resolver watch [--as ROLE] [--name N] [--once] [--interval S]`` (:mod:`core.engine.watch`):
     print one line per event for this person (``--json``: one object per line; with ``--once``
     one list), run the config file's ``notify`` per event, keep the position in the home folder
     after each. ``--once`` prints what is new and exits. A notify command that fails stops the
     watcher with its sentence (exit 1); the next start delivers that event again.
 
-    On a team store the watcher ``LISTEN``s (:meth:`core.home.Home.queue_changes`): a
+    On a team store the watcher ``LISTEN``s (:meth:`core.api.home.Home.queue_changes`): a
     notification wakes it at once, and it still reads every ``--interval`` seconds, the safety
     net for a notification lost while its listener reconnected (and the only way on SQLite).
     A store that cannot be reached or stays locked (StoreUnreachable, StoreBusy) is said once, on
@@ -686,11 +686,7 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
     import threading
     import time
 
-    from core.data import load_policy
-    from core.errors import StoreUnreachable
-    from core.homepath import config_path, read_config
-    from core.safetext import safe_lines
-    from core.watch import (
+    from core.engine.watch import (
         LAPSE_SWEEP_S,
         Position,
         new_events,
@@ -701,6 +697,10 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
         run_notify,
         sweep_lapses,
     )
+    from core.ground.data import load_policy
+    from core.ground.errors import StoreUnreachable
+    from core.ground.homepath import config_path, read_config
+    from core.ground.safetext import safe_lines
 
     if args.interval <= 0:
         raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
@@ -774,10 +774,10 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
-    from core.errors import ApprovalRefused
-    from core.rulebook import Approver
-    from core.signing import read_passphrase
-    from core.views import after_approve
+    from core.api.views import after_approve
+    from core.engine.rulebook import Approver
+    from core.engine.signing import read_passphrase
+    from core.ground.errors import ApprovalRefused
 
     if args.digest is not None and not args.digest.strip():
         raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
@@ -823,11 +823,11 @@ def _after_lock(home: Home, run_id: str, sentence: str) -> str:
 
 
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
-    from core.approval import REASON_REQUIRED
-    from core.errors import ApprovalRefused
-    from core.rulebook import Approver
-    from core.signing import read_passphrase
-    from core.views import after_reject
+    from core.api.views import after_reject
+    from core.engine.approval import REASON_REQUIRED
+    from core.engine.rulebook import Approver
+    from core.engine.signing import read_passphrase
+    from core.ground.errors import ApprovalRefused
 
     if args.digest is not None and not args.digest.strip():
         raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
@@ -855,7 +855,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
-    from core.views import approved_vs_current, status_lines
+    from core.api.views import approved_vs_current, status_lines
 
     if args.run is None:
         if args.json:
@@ -863,7 +863,7 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
             return 0
         _print(f"Home: {home.root} ({home.kind})")
         return 0
-    # the same status text as the app's pane (core.views); --json prints the whole state
+    # the same status text as the app's pane (core.api.views); --json prints the whole state
     state = home.queue.load(args.run) if args.json else home.queue.view(args.run)
     if args.json:
         marks = home.queue.marks(state).lines(home.clock.now()) if state.status == "waiting_approval" else []
@@ -882,8 +882,8 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     """Read the evidence again and re-derive the preconditions: a new proposal version."""
-    from core.errors import ApprovalRefused
-    from core.rulebook import not_decidable
+    from core.engine.rulebook import not_decidable
+    from core.ground.errors import ApprovalRefused
 
     current = home.store.load_view(args.run)  # an unknown or settled run is said before any passphrase (issue 19)
     if current.status != "waiting_approval" or current.proposal is None:
@@ -905,10 +905,10 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
 def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
     """``approvers init|key|add|list|revoke|recover`` (issue 14): the registry of a shop home;
     ``key`` (issue 23) makes a new approver's key on their own machine."""
-    from core.approvers import fingerprint
-    from core.homekind import require_shop
-    from core.safetext import safe_text
-    from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase, record_registry_change
+    from core.api.homekind import require_shop
+    from core.engine.approvers import fingerprint
+    from core.engine.signing import OWNER_PASSPHRASE_ENV, read_passphrase, record_registry_change
+    from core.ground.safetext import safe_text
 
     def record(change: str, name: str, role: str) -> Callable[[Unlocked, dict[str, Any]], None]:
         """The registry's change as an owner-signed audit row, with the head (issue 28)."""
@@ -933,7 +933,7 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             ]
         )
         return 0
-    from core.rulebook import role_label
+    from core.engine.rulebook import role_label
 
     if args.approvers_cmd == "key":
         passphrase = read_passphrase(f"New passphrase for {args.name}: ", fd=args.passphrase_fd, confirm=True)
@@ -954,7 +954,7 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
         return 0
     if args.approvers_cmd == "add":
         if args.public_key is not None:  # before anything is read or asked: exit 2, nothing written
-            from core.approvers import RegistryError, check_fingerprint, check_public_key
+            from core.engine.approvers import RegistryError, check_fingerprint, check_public_key
 
             try:
                 args.public_key = check_public_key(args.public_key)
@@ -1050,7 +1050,7 @@ def cmd_approvers(home: Home, args: argparse.Namespace) -> int:
             }
         )
         return EXIT_ERROR if problems else 0
-    from core.rulebook import role_label
+    from core.engine.rulebook import role_label
 
     _print(f"Owner key: {registry.fingerprint()}")
     for e in registry.entries():
@@ -1078,9 +1078,9 @@ def _confirm_fingerprint(name: str, public_key: str) -> None:
     Raises:
         ApprovalRefused: the owner did not confirm.
     """
-    from core.approvers import fingerprint
-    from core.errors import ApprovalRefused
-    from core.safetext import safe_text
+    from core.engine.approvers import fingerprint
+    from core.ground.errors import ApprovalRefused
+    from core.ground.safetext import safe_text
 
     said = fingerprint(public_key)
     if not sys.stdin.isatty():  # said once the key is added (:func:`_told_fingerprint`)
@@ -1099,8 +1099,8 @@ def _told_fingerprint(name: str, public_key: str) -> None:
     """After ``approvers add NAME --public-key HEX`` without ``--fingerprint`` and without a
     terminal: the added key's fingerprint on stderr (for the script's log), to compare with the
     one ``approvers key`` printed."""
-    from core.approvers import fingerprint
-    from core.safetext import safe_text
+    from core.engine.approvers import fingerprint
+    from core.ground.safetext import safe_text
 
     print(
         safe_text(
@@ -1114,8 +1114,8 @@ def _told_fingerprint(name: str, public_key: str) -> None:
 def _audit_verify(home: Home, as_json: bool = False) -> int:
     """``audit verify`` (issue 14): the hash chain, the triggers, and in a shop home each
     decision's signature and the signed ``audit.head``. Exit 1 when anything is found."""
-    from core.safetext import safe_text
-    from core.signing import verify_home_audit
+    from core.engine.signing import verify_home_audit
+    from core.ground.safetext import safe_text
 
     report = verify_home_audit(home.root, home.store, home.kind, home.world_at)
     if as_json:
@@ -1153,7 +1153,7 @@ def cmd_changes(home: Home, args: argparse.Namespace) -> int:
     if args.json:
         _json(changes)
         return 0
-    from core.views import changes_lines
+    from core.api.views import changes_lines
 
     _print(changes_lines(changes))
     return 0
@@ -1180,7 +1180,7 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
 def _audit_line(r: dict[str, object]) -> str:
     """One audit row as a line: who decided what on which digest; a row nobody decided (a
     reset) with what it did."""
-    from core.rulebook import person, role_label
+    from core.engine.rulebook import person, role_label
 
     if not r.get("role") and not r.get("name"):
         return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')}: {one_line(r.get('detail'))}"
@@ -1190,7 +1190,7 @@ def _audit_line(r: dict[str, object]) -> str:
 
 
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
-    from core.homekind import require_practice
+    from core.api.homekind import require_practice
 
     require_practice(home.root, "`reset`", home.kind)
     if args.run:
@@ -1253,10 +1253,10 @@ def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
 
 def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     """``clock show|set|advance|real``. A time that cannot be read, or that ``set`` or ``advance``
-    would take outside the supported range (:func:`core.clock.supported`), is a bad value: exit
+    would take outside the supported range (:func:`core.ground.clock.supported`), is a bad value: exit
     2 with its sentence, ``clock.json`` untouched. A damaged ``clock.json`` is exit 1."""
-    from core.clock import TimeOutOfRange, iso, parse_time
-    from core.homekind import check_clock_command
+    from core.api.homekind import check_clock_command
+    from core.ground.clock import TimeOutOfRange, iso, parse_time
 
     check_clock_command(home.root, args.clock_cmd, home.kind)
     if home.kind == "shop":  # real time only: set and advance were refused above
@@ -1314,8 +1314,8 @@ def cmd_doctor(home: Home, args: argparse.Namespace) -> int:  # pragma: no cover
 
 def cmd_prune(home: Home, args: argparse.Namespace) -> int:
     """Delete finished runs whose last checkpoint is older than ``--older-than``."""
-    from core.clock import TimeOutOfRange
-    from core.maintenance import prune, prune_cutoff
+    from core.ground.clock import TimeOutOfRange
+    from core.ops.maintenance import prune, prune_cutoff
 
     age = parse_duration(args.older_than)
     if age.total_seconds() <= 0:
@@ -1328,7 +1328,7 @@ def cmd_prune(home: Home, args: argparse.Namespace) -> int:
     lines = prune(home, age)
     if args.json:
         removed = [line.strip() for line in lines[1:]] if lines[0].startswith("Removed") else []
-        from core.clock import format_duration
+        from core.ground.clock import format_duration
 
         _json({"older_than": format_duration(age), "removed": removed, "lines": lines})
         return 0
@@ -1337,8 +1337,8 @@ def cmd_prune(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_backup(home: Home, args: argparse.Namespace) -> int:
-    """Copy the whole home into one archive (see :func:`core.maintenance.backup`)."""
-    from core.maintenance import backup
+    """Copy the whole home into one archive (see :func:`core.ops.maintenance.backup`)."""
+    from core.ops.maintenance import backup
 
     lines = backup(home, args.file)
     if args.json:
@@ -1349,12 +1349,12 @@ def cmd_backup(home: Home, args: argparse.Namespace) -> int:
 
 
 def cmd_restore(home: Home, args: argparse.Namespace) -> int:
-    """Replace this home with a backup after checking it (see :func:`core.maintenance.restore`)."""
-    from core.maintenance import not_on_a_team_store, restore
+    """Replace this home with a backup after checking it (see :func:`core.ops.maintenance.restore`)."""
+    from core.ops.maintenance import not_on_a_team_store, restore
 
     not_on_a_team_store(home, "restore")  # before any passphrase
     if home.kind == "shop":
-        from core.signing import OWNER_PASSPHRASE_ENV, read_passphrase
+        from core.engine.signing import OWNER_PASSPHRASE_ENV, read_passphrase
 
         registry = home.registry()
         owner = str(registry.seal()["owner"])
@@ -1401,7 +1401,7 @@ def _tui_argv(argv: list[str]) -> list[str] | None:
 
 
 def cmd_class(home: Home, args: argparse.Namespace) -> int:
-    from core import lesson  # the trainer kit; imported only when asked for
+    from core.trainer import lesson  # the trainer kit; imported only when asked for
 
     lines = lesson.play(home, args)
     if args.json:
@@ -1416,9 +1416,9 @@ def cmd_class(home: Home, args: argparse.Namespace) -> int:
 
 
 def _store_place(text: str, where: str) -> Any:
-    """The place a store URL names (:func:`core.homepath.parse_store_url`): a folder's Path for
+    """The place a store URL names (:func:`core.ground.homepath.parse_store_url`): a folder's Path for
     ``sqlite:///FOLDER``, the URL for ``postgresql://…``. Raises BadArgument (one sentence)."""
-    from core.homepath import parse_store_url
+    from core.ground.homepath import parse_store_url
 
     backend, value = parse_store_url(text, where)
     from pathlib import Path
@@ -1427,18 +1427,18 @@ def _store_place(text: str, where: str) -> Any:
 
 
 def cmd_store(args: argparse.Namespace) -> int:
-    """``resolver store copy|check|migrate`` (issue 23, item 4; :mod:`core.storecopy`): each
+    """``resolver store copy|check|migrate`` (issue 23, item 4; :mod:`core.ops.storecopy`): each
     opens the stores it names, never a home. ``check`` and ``migrate`` take the store chosen as
     every command chooses it (``--store``, ``$RESOLVER_STORE``, the config file, else the home
     folder). Exit 0 when all is equal or well, 1 when something differs or fails."""
-    from core import storecopy
+    from core.ops import storecopy
 
     if args.store_cmd == "roles":
         return _store_roles(args)
     if args.store_cmd == "copy":
         report = storecopy.copy_store(_store_place(args.from_url, "--from"), _store_place(args.to_url, "--to"))
     else:
-        from core.homepath import locate_home
+        from core.ground.homepath import locate_home
 
         where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
         place = where.store.url if where.store.url is not None else where.path
@@ -1455,7 +1455,7 @@ def _store_roles(args: argparse.Namespace) -> int:
     """``resolver store roles setup`` (issue 25): role separation in the team store chosen as every
     command chooses it, with that URL's (an administrator's) rights. Exit 2 for a mapping that
     is not NAME=USER or a store that is not a team store."""
-    from core.homepath import locate_home
+    from core.ground.homepath import locate_home
     from core.stores.postgres import setup_roles
 
     mapping: dict[str, str] = {}
@@ -1480,12 +1480,12 @@ def _store_roles(args: argparse.Namespace) -> int:
 
 class _Parser(argparse.ArgumentParser):
     """argparse, whose messages echo what was typed (``unrecognized arguments: ...``): a message
-    holding a control character goes through :func:`core.views.safe_text` first. ``--help``
+    holding a control character goes through :func:`core.api.views.safe_text` first. ``--help``
     holds none, so it still imports neither pydantic nor SQLite."""
 
     def _print_message(self, message: str, file: SupportsWrite[str] | None = None) -> None:
         if any((ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F for c in message):
-            from core.views import safe_text
+            from core.api.views import safe_text
 
             message = safe_text(message)
         super()._print_message(message, file)
@@ -1867,7 +1867,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
     ``prog`` is the command as invoked (``python -m resolver`` for the lesson's package)."""
     global PROG
     PROG = prog
-    from core.platform import require_posix
+    from core.ground.platform import require_posix
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -1898,10 +1898,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
             return listed
     log = None
     try:
-        from core.executor import SimulatedCrash
-        from core.home import Home, locate_home
-        from core.homekind import init_home
-        from core.log import command_log
+        from core.api.home import Home, locate_home
+        from core.api.homekind import init_home
+        from core.engine.executor import SimulatedCrash
+        from core.ground.log import command_log
 
         if args.command == "store":
             return cmd_store(args)
@@ -1909,7 +1909,7 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
         if args.command in READ_ONLY and args.command != "doctor":
             where.require_existing()
         if args.command == "doctor":
-            from core.doctor import doctor_lines
+            from core.ops.doctor import doctor_lines
 
             lines, code = doctor_lines(where)
             if args.json:
@@ -1969,10 +1969,10 @@ def main(argv: Sequence[str] | None = None, prog: str = "resolver") -> int:
 
 
 def _say_log_problem(log: Any) -> None:
-    """Say once, on stderr, that the home's log could not be written (:func:`core.log.log_problem`)."""
+    """Say once, on stderr, that the home's log could not be written (:func:`core.ground.log.log_problem`)."""
     if log is None:
         return
-    from core.log import log_problem
+    from core.ground.log import log_problem
 
     problem = log_problem(log)
     if problem:
@@ -1981,7 +1981,7 @@ def _say_log_problem(log: Any) -> None:
 
 def _read_fds_early(args: argparse.Namespace) -> None:
     """Read ``--passphrase-fd``, ``--owner-passphrase-fd`` and ``--code-fd`` before the home
-    opens any file (:func:`core.signing.read_fd_early`, issue 28).
+    opens any file (:func:`core.engine.signing.read_fd_early`, issue 28).
 
     Raises:
         BadArgument: a descriptor that is not open, cannot be read or holds no UTF-8 text (exit 2).
@@ -1989,7 +1989,7 @@ def _read_fds_early(args: argparse.Namespace) -> None:
     fds = [getattr(args, name, None) for name in ("passphrase_fd", "owner_passphrase_fd", "code_fd")]
     if not any(fd is not None for fd in fds):
         return
-    from core.signing import read_fd_early
+    from core.engine.signing import read_fd_early
 
     for fd in fds:
         if fd is not None:
@@ -2001,9 +2001,9 @@ def _read_fds_early(args: argparse.Namespace) -> None:
 
 def _runs_light(args: argparse.Namespace) -> int | None:
     """``resolver runs`` on a store already in the current format, without importing the whole
-    home (:mod:`core.listing`); None to take the ordinary path."""
-    from core.homepath import locate_home
-    from core.listing import listing_home
+    home (:mod:`core.api.listing`); None to take the ordinary path."""
+    from core.api.listing import listing_home
+    from core.ground.homepath import locate_home
 
     try:
         where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
@@ -2017,10 +2017,10 @@ def _runs_light(args: argparse.Namespace) -> int | None:
 
 def _said(exc: ResolverError) -> int:
     """Print an expected error's one sentence on stderr, every password in it masked
-    (:func:`core.masking.mask_text`: a sentence may quote a URL); its exit code (README, "Exit
+    (:func:`core.ground.masking.mask_text`: a sentence may quote a URL); its exit code (README, "Exit
     codes"): 2 for a value that cannot be taken as typed, 4 for a refusal, else 1."""
-    from core.masking import mask_text
-    from core.safetext import safe_text
+    from core.ground.masking import mask_text
+    from core.ground.safetext import safe_text
 
     print(mask_text(safe_text(exc)), file=sys.stderr)
     if isinstance(exc, BadArgument):

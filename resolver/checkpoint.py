@@ -1,6 +1,6 @@
 """The lesson's checkpoint store (seed 000): ``CheckpointStore`` and ``TaskState``.
 
-Public API of the lesson, defined in :mod:`core.lesson_api` and :mod:`core.state`:
+Public API of the lesson, defined in :mod:`core.trainer.lesson_api` and :mod:`core.ground.state`:
 
 - ``CheckpointStore(path=None, clock=None)``: the home's ``runs.sqlite`` by default.
   ``save(state)`` writes the whole state (and stamps ``updated_at``), ``load(run_id)`` reads it
@@ -13,7 +13,7 @@ Raises ShopRefused in a shop home.
 
 from __future__ import annotations
 
-from core.lesson_api import CheckpointStore
-from core.state import TaskState
+from core.ground.state import TaskState
+from core.trainer.lesson_api import CheckpointStore
 
 __all__ = ["CheckpointStore", "TaskState"]

@@ -1,6 +1,6 @@
 """The lesson's agent loop (seed 000): ``new_state`` and ``run_task``.
 
-Public API of the lesson, defined in :mod:`core.lesson_api` and :mod:`core.runner`:
+Public API of the lesson, defined in :mod:`core.trainer.lesson_api` and :mod:`core.engine.runner`:
 
 - ``new_state(task, variant, model, run_id, clock=None, repeat=1)``: a fresh ``running``
   ``TaskState`` with a new unique ``run_uid``.
@@ -14,7 +14,7 @@ Raises ShopRefused in a shop home.
 
 from __future__ import annotations
 
-from core.lesson_api import new_state, run_task
-from core.runner import outcome_line
+from core.engine.runner import outcome_line
+from core.trainer.lesson_api import new_state, run_task
 
 __all__ = ["new_state", "outcome_line", "run_task"]

@@ -1,6 +1,6 @@
 """The lesson's practice world (seed 000): ``World``, ``Faults`` and ``PRACTICE_DB``.
 
-Public API of the lesson, defined in :mod:`core.lesson_api`:
+Public API of the lesson, defined in :mod:`core.trainer.lesson_api`:
 
 - ``World(path=PRACTICE_DB, ticket_id="manual", faults=(), clock=None)``: the practice world;
   ``World(ticket_id="phone-call").request_refund("manual-1", "LK-507862", 119.00, "RFD-DOUBLE",
@@ -15,7 +15,7 @@ Raises ShopRefused in a shop home.
 
 from __future__ import annotations
 
-from core.lesson_api import Faults, World, practice_db
+from core.trainer.lesson_api import Faults, World, practice_db
 
 PRACTICE_DB = practice_db()
 

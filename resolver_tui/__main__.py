@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from core import __version__, approver_config
+from core import __version__
+from core.api.home import Home, locate_home
+from core.api.homekind import require_practice
 from core.cli import EXIT_USAGE, _not_utf8
-from core.errors import ResolverError
-from core.home import Home, locate_home
-from core.homekind import require_practice
+from core.engine import approver_config
+from core.ground.errors import ResolverError
 
 MIN_REFRESH_S = 0.5
 """The shortest auto-refresh interval, seconds: each refresh reads the queue's page and counts,

@@ -6,9 +6,9 @@ import gc
 import time
 from collections.abc import Callable
 
-from core.errors import ResolverError
-from core.home import Home
-from core.views import Approver
+from core.api.home import Home
+from core.api.views import Approver
+from core.ground.errors import ResolverError
 from textual import events, on, work
 from textual.app import App
 from textual.logging import TextualHandler
@@ -48,7 +48,7 @@ class ResolverApp(App):
             whose changes arrive as they are made (issue 24), a safety net of at least
             :data:`~resolver_tui.screens.queue.LIVE_SAFETY_NET_S`.
         demo: load the demo queue at start when the home is empty.
-        trainer: list the trainer's moments in the palette (when :mod:`core.lesson` exists).
+        trainer: list the trainer's moments in the palette (when :mod:`core.trainer.lesson` exists).
 
     Raises:
         UnknownRole: ``role`` is not one of the policy's roles.
@@ -71,7 +71,9 @@ class ResolverApp(App):
     ) -> None:
         super().__init__()
         self.home = home
-        home.log.addHandler(TextualHandler(stderr=False))  # the home's log (core.log) also to Textual's console, never the screen
+        home.log.addHandler(
+            TextualHandler(stderr=False)
+        )  # the home's log (core.ground.log) also to Textual's console, never the screen
         self.approver = Approver(role, (name or "").strip() or role.replace("_", " "))
         self.refresh_interval = refresh_interval or None
         self.demo = demo

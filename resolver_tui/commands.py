@@ -1,6 +1,6 @@
 """Command palette providers: every action of the queue (from the one action table,
 :func:`resolver_tui.keys.palette`), ``Jump to run <id>``, and the trainer's moments when
-:mod:`core.lesson` exists (issue 5)."""
+:mod:`core.trainer.lesson` exists (issue 5)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, cast
 
-from core.lesson import MOMENTS, TITLES
+from core.trainer.lesson import MOMENTS, TITLES
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
@@ -73,7 +73,7 @@ class ResolverCommands(Provider):
 
 
 class LessonCommands(Provider):
-    """The trainer's moments (:data:`core.lesson.MOMENTS`, titled "Simulate: ..."), listed only
+    """The trainer's moments (:data:`core.trainer.lesson.MOMENTS`, titled "Simulate: ..."), listed only
     in trainer mode (issue 5), so a trainer changes the world or crashes a run in place."""
 
     def _moments(self) -> list[tuple[str, Callable[[], object]]]:

@@ -6,7 +6,7 @@ built from :data:`KEYS`: the screens' ``BINDINGS`` (:func:`bindings`), the foote
 it shows), the detail pane's key line (:func:`rule_keys`), the command palette
 (:func:`palette`), the help screen (:func:`help_rows`), the sentence a dimmed key says
 (:func:`for_key`), and the key letters core's sentences get from the app
-(:func:`core.views.describe`'s ``keys``). A key added here appears in all of them; one left out
+(:func:`core.api.views.describe`'s ``keys``). A key added here appears in all of them; one left out
 is in none.
 """
 
@@ -33,7 +33,7 @@ class Key:
     ``action`` is what Textual runs (``approve``, ``status(0)``, ``cursor('down')``); ``key``
     the Textual key names, comma-separated (``slash``, ``n,escape``); ``shown`` how a person
     reads it (``/``); ``label`` the footer's and pane's word; ``help`` the help screen's, the
-    palette's and the tooltip's sentence; ``rule`` the rulebook action (:data:`core.views.ACTIONS`)
+    palette's and the tooltip's sentence; ``rule`` the rulebook action (:data:`core.api.views.ACTIONS`)
     or the screen's own rule (``load_demo``) that decides whether it is offered (None: always);
     ``footer`` whether the footer shows it; ``palette`` its title in the command palette ('':
     not listed there).
@@ -76,7 +76,7 @@ def _status_keys() -> list[Key]:
 
 
 KEYS: list[Key] = [
-    # -- the highlighted run: the rulebook decides (core.rulebook.offers) ------------------------
+    # -- the highlighted run: the rulebook decides (core.engine.rulebook.offers) ------------------------
     Key(
         "queue",
         "approve",
@@ -293,7 +293,7 @@ def textual_key(action: str) -> str:
 def rule_keys() -> dict[str, Key]:
     """The keys of the rulebook's actions, by action (``approve`` -> its row): the detail pane's
     key line and the dimmed-key sentence."""
-    from core.views import ACTIONS
+    from core.api.views import ACTIONS
 
     return {k.rule: k for k in KEYS if k.scope == "queue" and k.rule in ACTIONS}
 

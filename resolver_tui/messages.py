@@ -1,7 +1,7 @@
 """Messages the thread workers post back to the queue screen.
 
 Workers never touch widgets: they read through ``home.queue`` or write through
-:class:`core.home.Home` on their own connection
+:class:`core.api.home.Home` on their own connection
 (:class:`~resolver_tui.screens.decisions.Decisions`) and report with one of these
 (``post_message`` is thread-safe). Each worker ends with exactly one of them, or with an error
 that the screen's one worker-error handler shows.
@@ -9,8 +9,8 @@ that the screen's one worker-error handler shows.
 
 from __future__ import annotations
 
-from core.queue import Page
-from core.views import RunDetail
+from core.api.queue import Page
+from core.api.views import RunDetail
 from textual.message import Message
 
 
@@ -19,7 +19,7 @@ class PageLoaded(Message):
     (older loads are dropped) and ``select`` the run to put the cursor on; ``aside`` how many
     waiting runs are set aside now (issue 24: the "waiting" count leaves them out); ``away`` the
     line that says how many waiting runs the approver may decide a mark keeps from them
-    (:meth:`core.marks.MarkedAway.line`), or None."""
+    (:meth:`core.engine.marks.MarkedAway.line`), or None."""
 
     def __init__(
         self,
@@ -88,7 +88,7 @@ class Failed(Message):
 
 class ChangesFound(Message):
     """A resume of a running loop was refused because its policy, tool schema or model route
-    changed since it started (:class:`core.errors.ResumeChanged`): ``text`` is core's sentence,
+    changed since it started (:class:`core.ground.errors.ResumeChanged`): ``text`` is core's sentence,
     ``changes`` a line per change, ``others`` the ticket's other runs (for the resume that
     accepts them). Nothing changed."""
 

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from core.chat_stub import ChatStub
+from core.api.home import Home
 from core.cli import main
-from core.clock import FixedClock
-from core.home import Home
+from core.ground.clock import FixedClock
+from core.models.chat_stub import ChatStub
 
 from helpers import FRIDAY, MONDAY, run_process
 
@@ -21,7 +21,7 @@ from helpers import FRIDAY, MONDAY, run_process
 @pytest.fixture(autouse=True)
 def approver_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test's config file is in a temporary folder: no test reads or writes the real
-    user's config directory ($RESOLVER_CONFIG names the file, core.homepath.config_path)."""
+    user's config directory ($RESOLVER_CONFIG names the file, core.ground.homepath.config_path)."""
     folder = tmp_path_factory.mktemp("config")
     monkeypatch.setenv("RESOLVER_CONFIG", str(folder / "config.toml"))
     return folder
@@ -41,9 +41,9 @@ def resolver_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
 
 def cheap_key_cost() -> Iterator[None]:
     """Keys made by a test are encrypted at scrypt n = 2**10 (about 1 ms) instead of the
-    product's 2**16 (about 0.28 s), through the one seam for it (core.approvers.use_key_cost);
+    product's 2**16 (about 0.28 s), through the one seam for it (core.engine.approvers.use_key_cost);
     an unlock uses the cost stored with the key. Processes a test starts use the product's cost."""
-    from core.approvers import KeyCost, use_key_cost
+    from core.engine.approvers import KeyCost, use_key_cost
 
     before = use_key_cost(KeyCost(n=2**10))
     yield
@@ -52,7 +52,7 @@ def cheap_key_cost() -> Iterator[None]:
 
 @pytest.fixture
 def stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatStub]:
-    """A chat-completions server on 127.0.0.1 (:mod:`core.chat_stub`) replaying T-65273's
+    """A chat-completions server on 127.0.0.1 (:mod:`core.models.chat_stub`) replaying T-65273's
     chat-small recording 1; it accepts the key ``sk-test``, which ``$STUB_KEY`` holds."""
     monkeypatch.setenv("STUB_KEY", "sk-test")
     with ChatStub(key="sk-test") as server:
@@ -73,7 +73,7 @@ def home(tmp_path: Path, clock: FixedClock) -> Home:
 def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A home holding the demo queue, built once per session on Monday 2026-10-12 09:00 by the
     real runner, approvals and executor. Never use it directly: :func:`copy_home` it."""
-    from core.demo import build_demo
+    from core.trainer.demo import build_demo
 
     root = tmp_path_factory.mktemp("demo-template") / "home"
     build_demo(Home(root, clock=FixedClock(MONDAY)))

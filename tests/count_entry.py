@@ -1,13 +1,13 @@
 """The model-call counting entry point of the PostgreSQL race tests (issue 23).
 
 ``python tests/count_entry.py ARGS`` is ``python -m core ARGS`` with the recorded model's
-:meth:`~core.recorded_model.RecordedModel.complete` counted: each call appends one line (this
+:meth:`~core.models.recorded_model.RecordedModel.complete` counted: each call appends one line (this
 process's ID and the turn asked for) to the file ``RESOLVER_COUNT_CALLS`` names, opened in append
 mode so several processes share it. Two resumes of one crashed loop that both asked the model
 for the same step show here as two lines, even when one of them lost the compare-and-set and its
 answer was never saved (the checkpoint's own count cannot show such a call). With
 ``RESOLVER_COUNT_POINTS`` it also writes, as the process exits, how many times each kind of
-crash point (:func:`core.store.crash_point`) was reached, one ``KIND N`` line each: the points a
+crash point (:func:`core.contract.store.crash_point`) was reached, one ``KIND N`` line each: the points a
 SIGKILL sweep goes through. The package installs no such entry point and ``core`` reads neither
 variable.
 """
@@ -24,7 +24,7 @@ POINTS_ENV = "RESOLVER_COUNT_POINTS"
 
 def count_calls(path: str) -> None:
     """Append ``"PID TURN"`` to ``path`` at every recorded model call of this process."""
-    from core import recorded_model
+    from core.models import recorded_model
 
     complete = recorded_model.RecordedModel.complete
 
@@ -41,7 +41,7 @@ def count_points(path: str) -> None:
     """Count every crash point this process reaches; write ``KIND N`` lines to ``path`` at exit."""
     import atexit
 
-    from core.store import set_crash_hook
+    from core.contract.store import set_crash_hook
 
     seen: dict[str, int] = {}
     set_crash_hook(lambda kind: seen.__setitem__(kind, seen.get(kind, 0) + 1))

@@ -2,7 +2,7 @@
 
 ``python tests/crash_entry.py ARGS`` is ``python -m core ARGS`` with one kill point armed: the
 one ``RESOLVER_KILL_AT`` names (``save:N``, ``row:N``, ``call:N``, ``write:N``, ``step:N`` or ``answer:N``, see
-:func:`core.store.set_crash_hook`); at that point the process kills itself with SIGKILL, as
+:func:`core.contract.store.set_crash_hook`); at that point the process kills itself with SIGKILL, as
 a power cut would. The package installs no such entry point and ``core`` reads no such
 variable: an installed ``resolver`` with ``RESOLVER_KILL_AT`` set runs as if it were not.
 :func:`helpers.run_process` starts this file when a test names ``RESOLVER_KILL_AT``.
@@ -20,7 +20,7 @@ KILL_ENV = "RESOLVER_KILL_AT"
 def arm(target: str) -> None:
     """Kill this process with SIGKILL at the crash point ``target`` names (``kind:N``: the N-th
     time that kind of point is reached in this process)."""
-    from core.store import set_crash_hook
+    from core.contract.store import set_crash_hook
 
     counts: dict[str, int] = {}
 

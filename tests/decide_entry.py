@@ -1,8 +1,8 @@
-"""One approver process of :func:`pg_rounds.decide_round`: its own :class:`core.home.Home` on the
+"""One approver process of :func:`pg_rounds.decide_round`: its own :class:`core.api.home.Home` on the
 team store, waiting for the round's start time, then rejecting its runs one after another until
 the round's seconds are over. Prints one JSON object: per outcome the count, each decision's
 seconds, and every conflict the store raised (retried ones included, counted where the store
-raises them, since :meth:`core.home.Home._signed` retries them unseen).
+raises them, since :meth:`core.api.home.Home._signed` retries them unseen).
 
 Usage: ``python tests/decide_entry.py HOME URL NAME START_AT SECONDS RUN_ID...`` (``START_AT``:
 an epoch time in seconds)."""
@@ -15,8 +15,8 @@ import time
 
 
 def main(argv: list[str]) -> None:
-    from core.errors import ApprovalRefused, ResolverError, StoreBusy, StoreConflict
-    from core.home import Home
+    from core.api.home import Home
+    from core.ground.errors import ApprovalRefused, ResolverError, StoreBusy, StoreConflict
 
     root, url, name, start_at, seconds, *runs = argv
     home = Home(root, store=url)

@@ -100,8 +100,8 @@ def shop_cli(root: Path, capsys, monkeypatch):
     owner=...) -> (code, out, err)`` with the approver's and the owner's passphrases in the
     environment (as a script passes them; None: unset); ``run.root`` is the home. The shop-home
     tests build their homes with it."""
-    from core import signing
     from core.cli import main
+    from core.engine import signing
 
     monkeypatch.delenv(signing.PASSPHRASE_ENV, raising=False)
     monkeypatch.delenv(signing.OWNER_PASSPHRASE_ENV, raising=False)
@@ -122,10 +122,10 @@ def shop_cli(root: Path, capsys, monkeypatch):
 
 def store_at(path: Path, clock: Any = None, afresh: bool = False) -> Any:
     """The checkpoint store at ``path`` through the back-end every home uses
-    (:func:`core.stores.open_store`), saving the queue's columns (:func:`core.queue.queue_columns`)
+    (:func:`core.stores.open_store`), saving the queue's columns (:func:`core.api.queue.queue_columns`)
     as the home's store does; ``afresh`` makes it though it is lost in a used home (as
     ``resolver reset --all`` does)."""
-    from core.queue import queue_columns
+    from core.api.queue import queue_columns
     from core.stores import open_store
 
     return open_store(path, clock, summarize=queue_columns, afresh=afresh)
@@ -137,8 +137,8 @@ def busy_home_at(root: Path, store: str | None = None) -> Any:
     write it)."""
     from datetime import timedelta
 
-    from core.clock import FixedClock
-    from core.home import Home
+    from core.api.home import Home
+    from core.ground.clock import FixedClock
 
     clock = FixedClock(FRIDAY)
     home = Home(root, clock=clock, store=store)
@@ -173,7 +173,7 @@ NEEDLES = ("send_reply only, no refund", "1. send_reply", "Who may approve: agen
 def assert_marked(text: str, where: str, least: int = len(NEEDLES)) -> None:
     """Every line holding a forged line (issue 19) is a marked block's line or holds it after
     ``⏎``; at least ``least`` such lines (the test double reached the screen)."""
-    from core.safetext import BLOCK_MARK, LINE_BREAK_MARK
+    from core.ground.safetext import BLOCK_MARK, LINE_BREAK_MARK
 
     seen = 0
     for line in text.splitlines():
@@ -189,8 +189,8 @@ def assert_marked(text: str, where: str, least: int = len(NEEDLES)) -> None:
 
 def forge(monkeypatch: Any, root: Path, run_id: str = T65273_RUN) -> None:
     """The test double: every untrusted field of ``run_id`` holds :data:`FORGED`."""
-    from core import views
-    from core.home import Home
+    from core.api import views
+    from core.api.home import Home
 
     real_task, real_names = views.find_task, views.customer_names
 
@@ -212,7 +212,7 @@ def forge(monkeypatch: Any, root: Path, run_id: str = T65273_RUN) -> None:
 def stub_route(stub: Any, **fields: Any) -> Any:
     """The live route ``stub`` on the test's chat-completions server (``model`` ``stub-model``,
     its key in ``$STUB_KEY``, priced as chat-small); ``fields`` change any of them."""
-    from core.model import LiveRoute
+    from core.models.model import LiveRoute
 
     given: dict[str, Any] = {
         "name": "stub",
@@ -271,11 +271,11 @@ def forged_finish(stub: Any, amount: str = "24.00") -> str:
 
 
 def refused_at_step_3(home: Any, stub: Any) -> None:
-    """Run T-65273 live in ``home`` (a :class:`core.home.Home`) on ``stub``; the model server
+    """Run T-65273 live in ``home`` (a :class:`core.api.home.Home`) on ``stub``; the model server
     refuses step 3's call (HTTP 401): the run stays ``running`` at step 2, its journal holding
     step 3's attempt 1 as a refusal."""
     import pytest
-    from core.model import ModelUnavailable
+    from core.models.model import ModelUnavailable
 
     def arm(state: Any) -> None:
         if state.step == 2:

@@ -31,7 +31,7 @@ COUNT_ENTRY = Path(__file__).parent / "count_entry.py"
 ORDER = "LK-507862"
 """T-65273's order: its double charge of 119.00 CAD is refunded once."""
 KINDS = ("save", "row", "call", "write")
-"""The executor's crash points (:func:`core.store.crash_point`): each checkpoint save, each row
+"""The executor's crash points (:func:`core.contract.store.crash_point`): each checkpoint save, each row
 a save writes, each service call (counted before it is made), each write done (before its
 result is saved)."""
 ROLE = "grace"
@@ -73,12 +73,12 @@ def at_once(root: Path, url: str, commands: list[tuple[str, ...]], count_file: P
     return out
 
 
-def fresh_home(root: Path, url: str):  # -> core.home.Home
+def fresh_home(root: Path, url: str):  # -> core.api.home.Home
     """The practice home at ``root`` on the team store ``url``, its runs deleted and its world
     built again from ``data/`` (so T-65273's refund can be made once more), its trainer's clock
     (``clock.json``, which every process of the round reads) set to seed 000's Friday."""
-    from core.clock import FileClock, parse_time
-    from core.home import Home
+    from core.api.home import Home
+    from core.ground.clock import FileClock, parse_time
 
     root.mkdir(parents=True, exist_ok=True)
     clock = FileClock(root / "clock.json")
@@ -99,7 +99,7 @@ def _register(url: str) -> list[dict]:
 
 
 def _chain_problems(home) -> list[str]:
-    from core.auditchain import verify_audit
+    from core.engine.auditchain import verify_audit
 
     return [f"audit: {p}" for p in verify_audit(home.store).problems]
 
@@ -284,8 +284,8 @@ def resume_round(root: Path, url: str) -> ResumeRound:
     if killed.returncode != -9:
         got.problems.append(f"the run killed after step 1 exited {killed.returncode}: {killed.stderr.strip()[-300:]}")
         return got
-    from core.clock import FileClock
-    from core.home import Home
+    from core.api.home import Home
+    from core.ground.clock import FileClock
 
     home = Home(root, clock=FileClock(root / "clock.json"), store=url)
     if home.store.load(T65273_RUN).usage.model_calls != 1:

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from core.errors import CorruptCheckpoint
+from core.ground.errors import CorruptCheckpoint
 
 from helpers import store_at
 

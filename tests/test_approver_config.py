@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 import pytest
-from core import approver_config
-from core.approver_config import ApproverConfig
-from core.errors import ResolverError
+from core.engine import approver_config
+from core.engine.approver_config import ApproverConfig
+from core.ground.errors import ResolverError
 from resolver_tui.__main__ import parse_args, who
 
 
@@ -158,8 +158,8 @@ def test_a_config_folder_that_cannot_be_made_is_one_sentence(tmp_path: Path, mon
 def test_key_idle_minutes_defaults_to_5_and_refuses_a_value_out_of_range(tmp_path):
     """Issue 28: how long the app keeps a key unlocked without a decision."""
     import pytest
-    from core.approver_config import key_idle_seconds
-    from core.errors import ResolverError
+    from core.engine.approver_config import key_idle_seconds
+    from core.ground.errors import ResolverError
 
     path = tmp_path / "config.toml"
     assert key_idle_seconds(path) == 300.0
@@ -172,7 +172,7 @@ def test_key_idle_minutes_defaults_to_5_and_refuses_a_value_out_of_range(tmp_pat
 
 
 def test_a_key_holder_forgets_the_key_after_its_idle_time():
-    from core.signing import KeyHolder
+    from core.engine.signing import KeyHolder
 
     now = [0.0]
     holder = KeyHolder(300.0, clock=lambda: now[0])

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 from core import cli as cli_module
-from core import signing
-from core.approval import plan_operations, sign
-from core.approvers import Registry
-from core.auditchain import GENESIS, row_hash
+from core.api.home import Home
 from core.cli import main
-from core.executor import REDECIDE
-from core.home import Home
-from core.state import Approval
+from core.engine import signing
+from core.engine.approval import plan_operations, sign
+from core.engine.approvers import Registry
+from core.engine.auditchain import GENESIS, row_hash
+from core.engine.executor import REDECIDE
+from core.ground.state import Approval
 from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE
 
 from helpers import T65273_RUN, copy_frozen_home, shop_cli
@@ -466,10 +466,10 @@ def test_refresh_in_a_practice_home_records_who_refreshed(cli):
 
 def test_a_refresh_saved_before_refreshes_were_signed_still_verifies(staffed):
     """A shop home's audit from before: its refresh rows name nobody and carry no signature (the
-    old code path, core.refresh.refresh without a signer). audit verify still passes them; a
+    old code path, core.engine.refresh.refresh without a signer). audit verify still passes them; a
     refresh row naming an approver without a valid signature does not."""
-    from core.home import Home
-    from core.refresh import refresh
+    from core.api.home import Home
+    from core.engine.refresh import refresh
 
     home = Home(staffed.root)
     refresh(home.store, home.world(), "T-65273-agent-chat-small-1", home.clock)  # as the old command did
@@ -500,7 +500,7 @@ def test_a_small_order_public_key_is_refused_at_add_and_never_verifies(staffed, 
     """A new user's finding: ``approvers add Ann --public-key 0100…00`` was taken, and with it the
     signature ``01 00…00`` + 32 zero bytes verifies for every message (OpenSSL accepts it), so a
     refund was paid in Ann's name with no key held by anyone."""
-    from core.approvers import verify_hex, weak_public_key
+    from core.engine.approvers import verify_hex, weak_public_key
 
     before = _registry_rows(staffed.root)
     code, _, err = staffed("approvers", "add", "Ann", "--role", "team_lead", "--public-key", weak, owner=GRACE)
@@ -512,7 +512,7 @@ def test_a_small_order_public_key_is_refused_at_add_and_never_verifies(staffed, 
 
 
 def test_real_keys_are_not_called_weak():
-    from core.approvers import public_hex, verify_hex, weak_public_key
+    from core.engine.approvers import public_hex, verify_hex, weak_public_key
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     for _ in range(50):
@@ -525,7 +525,7 @@ def test_a_decision_signed_for_a_small_order_key_the_last_release_took_pays_noth
     """The trial's attack end to end: Ann's entry holds ``01 00…00`` (an owner-signed entry, as the
     release before this check wrote it), and her decision carries the signature that verifies for
     every message under it. Nothing is paid, and ``audit verify`` names the row."""
-    from core import approvers as approvers_module
+    from core.engine import approvers as approvers_module
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     weak = "01" + "00" * 31

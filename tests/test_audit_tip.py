@@ -8,8 +8,8 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 
 FIXTURE = Path(__file__).parent / "fixtures" / "store_before_issue_27"
 FRIDAY = "2026-10-09T17:00:00-04:00"
@@ -40,7 +40,7 @@ def test_a_store_before_issue_27_gets_its_audit_length_counted_once(tmp_path):
     done = home.approve("T-65273-waiting-2", "team_lead", "Grace")
     assert done.status == "done"
     assert _stored_length(home.store.path) == (2, 2) and home.store.chain_tip()[1] == 2
-    from core.auditchain import verify_audit
+    from core.engine.auditchain import verify_audit
 
     assert verify_audit(home.store).problems == []
     # the trigger dropped (by hand): the next open creates it again and counts once more
@@ -94,7 +94,7 @@ def test_the_tip_read_in_one_statement_is_the_tip_read_in_two_and_a_store_withou
     """Issue 27, item 2: the newest row and ``audit_tip``'s length are read in one statement; a
     store without ``audit_tip`` (an older file opened read-only) still gets the tip, its length
     counted, never an error; an empty audit is the genesis."""
-    from core.auditchain import GENESIS, row_hash
+    from core.engine.auditchain import GENESIS, row_hash
     from core.stores.sqlite.audit import SqliteAudit, last_hash
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
@@ -109,7 +109,7 @@ def test_the_tip_read_in_one_statement_is_the_tip_read_in_two_and_a_store_withou
     try:
         newest = conn.execute("SELECT * FROM audit ORDER BY id DESC LIMIT 1").fetchone()
         count = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
-        from core.auditchain import COLUMNS
+        from core.engine.auditchain import COLUMNS
 
         names = [d[1] for d in conn.execute("PRAGMA table_info(audit)")]
         expected = (row_hash(tuple(newest[names.index(c)] for c in COLUMNS)), count)

@@ -7,7 +7,7 @@ A trial: ``get_order`` with ``{"order_id": ["LK-507862"]}`` (and, on PostgreSQL,
 failed in the store, which the error blamed; the journal kept the answer as the step's, so every
 resume replayed it and failed again, and the run stayed ``running`` for good.
 
-Every test talks to the local chat-completions server (:mod:`core.chat_stub`) through the real
+Every test talks to the local chat-completions server (:mod:`core.models.chat_stub`) through the real
 ``openai`` client, on a home of each back-end.
 """
 
@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from core.clock import FixedClock
-from core.home import Home
-from core.model import ModelUnavailable, is_failure
-from core.runner import LoopCrash, crash_after_step, outcome_line
+from core.api.home import Home
+from core.engine.runner import LoopCrash, crash_after_step, outcome_line
+from core.ground.clock import FixedClock
+from core.models.model import ModelUnavailable, is_failure
 from core.stores import BACKENDS
 
 from helpers import stub_route

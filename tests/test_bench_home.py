@@ -19,7 +19,7 @@ def test_every_copy_of_a_built_home_reads_back_as_a_sound_run(tmp_path) -> None:
         from harness import build_home, make_templates
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    from core.home import Home
+    from core.api.home import Home
 
     templates = make_templates(tmp_path / "templates")
     build_home(tmp_path / "home", 40, templates)

@@ -20,10 +20,10 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from core.clock import FixedClock, parse_time
-from core.executor import SimulatedCrash
-from core.home import Home
-from core.preconditions import drift
+from core.api.home import Home
+from core.engine.executor import SimulatedCrash
+from core.engine.preconditions import drift
+from core.ground.clock import FixedClock, parse_time
 
 from helpers import FRIDAY, T65273_RUN, T90104_RUN, run_process
 
@@ -280,9 +280,9 @@ def test_a_loser_whose_world_moved_because_the_winner_wrote_is_told_who_won(tmp_
     """A finding of the PostgreSQL race rounds (issue 23): of 700 approvers who lost a race, one
     was told "The world changed while you read" because the winner's refund was already written
     when it ran the lookups again. It is a lost race: the sentence says who won."""
-    from core import preconditions
-    from core.errors import ApprovalRefused
-    from core.home import Home
+    from core.api.home import Home
+    from core.engine import preconditions
+    from core.ground.errors import ApprovalRefused
 
     home = Home(tmp_path / "home")
     run = home.run("T-65273").run_id

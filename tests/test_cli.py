@@ -169,7 +169,7 @@ def test_a_locked_database_gives_a_clear_sentence_and_loses_nothing(cli, monkeyp
 
 
 def test_escape_sequences_in_customer_text_never_reach_the_terminal(cli):
-    from core.data import load_task
+    from core.ground.data import load_task
 
     assert "\x1b" in load_task("T-17910").message
     code, out, _ = cli("run", "T-17910", "--repeat", "1")
@@ -232,8 +232,8 @@ def test_the_trainer_clock_moves_forward_and_back(cli):
 
 def test_the_parser_spells_the_statuses_and_roles_of_core():
     from core import cli
-    from core.data import ROLES
-    from core.state import STATUSES
+    from core.ground.data import ROLES
+    from core.ground.state import STATUSES
 
     assert cli.STATUSES == STATUSES and cli.ROLES == ROLES
 
@@ -245,7 +245,7 @@ def test_help_imports_neither_pydantic_nor_sqlite():
         "sys.argv = ['resolver', '--help']\n"
         "try:\n    runpy.run_module('core', run_name='__main__')\n"
         "except SystemExit:\n    pass\n"
-        "heavy = sorted(m for m in ('pydantic', 'sqlite3', 'sqlite_utils', 'core.state', 'core.home') if m in sys.modules)\n"
+        "heavy = sorted(m for m in ('pydantic', 'sqlite3', 'sqlite_utils', 'core.ground.state', 'core.api.home') if m in sys.modules)\n"
         "print('HEAVY', ','.join(heavy))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -264,7 +264,7 @@ def test_interrupt_help_says_it_simulates_a_crash(cli, capsys):
 def test_runs_prints_page_by_page_and_json_stays_one_array(cli, monkeypatch):
     import json
 
-    from core.listing import ListingQueue
+    from core.api.listing import ListingQueue
 
     for repeat in ("1", "2", "3"):
         cli("run", "T-90103", "--repeat", repeat)
@@ -278,7 +278,7 @@ def test_runs_prints_page_by_page_and_json_stays_one_array(cli, monkeypatch):
 
         return pages_of
 
-    # `resolver runs` on a current store reads through core.listing: printed columns for lines, summaries for JSON
+    # `resolver runs` on a current store reads through core.api.listing: printed columns for lines, summaries for JSON
     monkeypatch.setattr(ListingQueue, "pages", counting(ListingQueue.pages))
     monkeypatch.setattr(ListingQueue, "printed_pages", counting(ListingQueue.printed_pages))
     code, out, _ = cli("runs")
@@ -340,7 +340,7 @@ def test_runs_sort_and_mine_as_the_app_does(cli):
         cli("runs", "--sort", "price")
     assert bad.value.code == 2
     from core.cli import SORTS as CLI_SORTS
-    from core.store import SORTS
+    from core.contract.store import SORTS
 
     assert set(CLI_SORTS) == set(SORTS)
 
@@ -393,8 +393,8 @@ def test_audit_name_leaves_out_the_owners_registry_rows_that_name_an_approver(tm
 def test_a_name_with_an_escape_or_an_invisible_character_is_refused_on_every_face(cli, name):
     """A new user's finding: such names were stored as typed, so the audit held a "Grace" that
     is not Grace's name."""
-    from core.errors import ApprovalRefused
-    from core.home import Home
+    from core.api.home import Home
+    from core.ground.errors import ApprovalRefused
 
     assert cli("run", "T-65273")[0] == 0
     code, _, err = cli("approve", "--yes", "T-65273-agent-chat-small-1", "--as", "grace", "--name", name)

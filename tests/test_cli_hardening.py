@@ -173,8 +173,8 @@ def test_advancing_the_clock_out_of_range_gets_a_sentence(cli):
 def test_the_clock_file_is_written_atomically_and_private(tmp_path):
     from datetime import timedelta
 
-    from core.clock import FileClock, parse_time
-    from core.errors import ResolverError
+    from core.ground.clock import FileClock, parse_time
+    from core.ground.errors import ResolverError
 
     clock = FileClock(tmp_path / "clock.json")
     clock.set(parse_time(FRIDAY))
@@ -205,8 +205,8 @@ def test_the_clock_file_is_written_atomically_and_private(tmp_path):
 
 
 def test_a_locked_world_during_approve_says_resume_finishes_it(waiting, monkeypatch):
-    from core.errors import StoreBusy
-    from core.home import Home
+    from core.api.home import Home
+    from core.ground.errors import StoreBusy
 
     def locked(self, run_id, **kw):
         raise StoreBusy(f"The practice world {self.world_path} stayed locked by another process for 5 s; try again.")
@@ -432,7 +432,7 @@ def test_restore_refuses_newer_runs_unless_told_and_keeps_the_replaced_home(wait
 def test_a_shop_home_is_restored_by_its_owner_with_their_passphrase(tmp_path, monkeypatch, capsys):
     """Restoring a shop home was refused with a sentence naming an issue number; now the owner's
     passphrase unlocks it, a wrong one is refused, and only a backup of the same owner goes in."""
-    from core.signing import OWNER_PASSPHRASE_ENV, PASSPHRASE_ENV
+    from core.engine.signing import OWNER_PASSPHRASE_ENV, PASSPHRASE_ENV
 
     shop = tmp_path / "shop"
     monkeypatch.setenv(PASSPHRASE_ENV, "owner passphrase one")
@@ -504,8 +504,8 @@ def test_a_folder_in_place_of_a_homes_file_is_never_backed_up_nor_restored_halfw
 
 
 def test_windows_is_refused_with_a_sentence():
-    from core.errors import ResolverError
-    from core.platform import require_posix
+    from core.ground.errors import ResolverError
+    from core.ground.platform import require_posix
 
     require_posix("posix")
     with pytest.raises(ResolverError, match="POSIX"):
@@ -533,7 +533,7 @@ def test_search_folds_case_by_unicode_rules(cli, term):
 
 
 def test_each_home_has_its_own_log_and_escapes_are_written_as_text(tmp_path):
-    from core.home import Home
+    from core.api.home import Home
 
     a, b = Home(tmp_path / "a"), Home(tmp_path / "b")
     a.log.info("only in a \x1b]52;c;eA==\x07")
@@ -552,8 +552,8 @@ def test_the_app_and_the_cli_log_decisions_through_home(waiting):
 
 
 def test_an_empty_digest_through_home_is_refused_too(tmp_path):
-    from core.errors import ResolverError
-    from core.home import Home
+    from core.api.home import Home
+    from core.ground.errors import ResolverError
 
     home = Home(tmp_path / "h")
     state = home.run("T-65273")
@@ -600,7 +600,7 @@ def test_a_name_or_reason_that_spans_lines_is_refused(waiting, argv):
 
 
 def test_bidirectional_controls_never_reach_the_terminal():
-    from core.safetext import safe_text
+    from core.ground.safetext import safe_text
 
     assert safe_text("Eve\u202eenod :sutatS") == "Eveenod :sutatS"
     assert safe_text("a\u2066b\u2069c\u200fd") == "abcd"
@@ -621,7 +621,7 @@ def test_prune_removes_the_pruned_tickets_text_from_every_file_of_the_home(cli, 
     import json as _json
     import sqlite3 as _sqlite3
 
-    from core.data import load_task
+    from core.ground.data import load_task
 
     real_connect = _sqlite3.connect
 

@@ -9,8 +9,8 @@ import re
 from pathlib import Path
 
 import pytest
-from core import signing
 from core.cli import build_parser, main
+from core.engine import signing
 
 from helpers import T65273_RUN
 
@@ -132,7 +132,7 @@ def _play(argvs, home: Path, tmp: Path, capsys, monkeypatch) -> dict[str, list[o
 def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_documented(tmp_path, capsys, monkeypatch, stub):
     monkeypatch.setenv(signing.PASSPHRASE_ENV, "correct horse battery staple")
     monkeypatch.setenv(signing.OWNER_PASSPHRASE_ENV, "correct horse battery staple")
-    from core.chat_stub import ChatStub
+    from core.models.chat_stub import ChatStub
 
     with ChatStub() as stub:
         config = tmp_path / "config.toml"

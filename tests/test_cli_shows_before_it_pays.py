@@ -10,8 +10,8 @@ import io
 import unicodedata
 
 import pytest
-from core import signing
-from core.home import Home
+from core.api.home import Home
+from core.engine import signing
 
 from helpers import T65273_RUN, shop_cli
 
@@ -151,7 +151,7 @@ def test_a_role_too_low_is_refused_before_the_passphrase(shop, monkeypatch):
 
 
 def test_expired_evidence_is_refused_before_the_passphrase(shop, monkeypatch):
-    from core import queue
+    from core.api import queue
 
     real = queue.load_policy  # a policy under which any evidence is too old
     monkeypatch.setattr(queue, "load_policy", lambda: real().model_copy(update={"evidence_max_age_s": -1}))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from core.data import (
+from core.contract.world import TOOL_ARGS
+from core.engine.policy import proposal_role, who_may_approve
+from core.ground.data import (
     FinalTurn,
     ToolCallTurn,
     load_policy,
@@ -15,10 +17,8 @@ from core.data import (
     load_world_data,
     task_ids,
 )
-from core.policy import proposal_role, who_may_approve
-from core.pricing import cost_usd, show_usd
-from core.state import ProposedAction, action_short
-from core.world import TOOL_ARGS
+from core.ground.state import ProposedAction, action_short
+from core.models.pricing import cost_usd, show_usd
 from pydantic import TypeAdapter
 
 ACTIONS = TypeAdapter(list[ProposedAction])

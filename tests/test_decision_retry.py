@@ -1,15 +1,15 @@
 """A decision the store undid for another writer's sake (StoreConflict: PostgreSQL's deadlock or
 serialization failure, nothing written) is made again by the home itself, so the person sees
-the decision land or who decided instead; only after :data:`core.home.DECIDE_ATTEMPTS` attempts
+the decision land or who decided instead; only after :data:`core.api.home.DECIDE_ATTEMPTS` attempts
 does the conflict's sentence reach them. PostgreSQL's SQLSTATEs 40P01 and 40001 are
 StoreConflict; 55P03 (a lock not granted in time) stays StoreBusy."""
 
 from __future__ import annotations
 
 import pytest
-from core.clock import FixedClock
-from core.errors import StoreBusy, StoreConflict
-from core.home import DECIDE_ATTEMPTS, Home
+from core.api.home import DECIDE_ATTEMPTS, Home
+from core.ground.clock import FixedClock
+from core.ground.errors import StoreBusy, StoreConflict
 
 from helpers import FRIDAY
 from pg import fresh_schema
@@ -54,7 +54,7 @@ def test_a_decision_undone_at_every_attempt_says_so_once_and_writes_nothing(tmp_
 
 
 def test_a_run_decided_by_another_between_attempts_is_refused_with_who_decided(tmp_path):
-    from core.errors import ApprovalRefused
+    from core.ground.errors import ApprovalRefused
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     other = Home(tmp_path / "home", clock=FixedClock(FRIDAY))

@@ -8,14 +8,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from core.approval import approve, verify
-from core.clock import FixedClock, parse_time
-from core.errors import ApprovalRefused
-from core.home import Home
-from core.homekind import init_home
-from core.preconditions import drift
-from core.rulebook import Approver
-from core.state import TaskState, cad
+from core.api.home import Home
+from core.api.homekind import init_home
+from core.engine.approval import approve, verify
+from core.engine.preconditions import drift
+from core.engine.rulebook import Approver
+from core.ground.clock import FixedClock, parse_time
+from core.ground.errors import ApprovalRefused
+from core.ground.state import TaskState, cad
 
 from helpers import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home, core_command
 
@@ -66,7 +66,7 @@ def test_mondays_request_names_the_weekend_refund_field_by_field(home):
     text = "\n".join(detail.body)
     assert "What changed since the agent looked:" in text and "RF-4CFEAE8E" in text
     assert detail.decision is not None
-    from core.views import approve_dialog
+    from core.api.views import approve_dialog
 
     dialog = "\n".join(approve_dialog(detail.decision, Approver("grace", "Grace")))
     assert "manual-1" in dialog and "Evidence read 2d 16h ago" in dialog
@@ -128,7 +128,7 @@ def test_one_effect_per_ticket_holds_after_the_first_run_is_pruned(home):
 
 
 def test_a_run_of_the_ticket_that_is_executing_blocks_another(home):
-    from core.executor import SimulatedCrash
+    from core.engine.executor import SimulatedCrash
 
     a = home.run("T-90104", "agent_structured", "chat-strong", 1)
     b = home.run("T-90104", "agent_structured", "chat-strong", 1)  # --repeat 1 twice
@@ -200,7 +200,7 @@ def test_an_execution_started_before_the_limit_finishes_after_it(home):
     """Started means a service call was attempted (issue 20): the crash just after the refund's
     call finishes hours later; the crash just before it (no call) lapses, in
     tests/test_boundaries.py."""
-    from core.executor import SimulatedCrash
+    from core.engine.executor import SimulatedCrash
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     with pytest.raises(SimulatedCrash):
@@ -211,7 +211,7 @@ def test_an_execution_started_before_the_limit_finishes_after_it(home):
 
 
 def test_a_pending_write_is_reconciled_before_its_preconditions_are_checked(home):
-    from core.executor import SimulatedCrash
+    from core.engine.executor import SimulatedCrash
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     with pytest.raises(SimulatedCrash):
@@ -329,7 +329,7 @@ def test_a_waiting_run_of_0_1_0_is_approvable_after_the_upgrade(tmp_path):
 def test_a_v3_checkpoint_loads_unbound():
     import json
 
-    from core.state import SCHEMA_VERSION, migrate
+    from core.ground.state import SCHEMA_VERSION, migrate
 
     raw = json.loads((Path(__file__).parent / "fixtures" / "task_state_v3.json").read_text())
     assert raw["schema_version"] == 3
@@ -348,8 +348,8 @@ def test_t90104_run_ids_are_the_conftest_ones(home):
     "now", ["2026-10-12T09:00:00-04:00", "2026-10-15T10:00:00-04:00", "2026-10-16T16:00:00-04:00", "2026-10-17T12:00:00-04:00"]
 )
 def test_the_demo_queue_is_made_relative_to_the_homes_clock_and_never_opens_expired(now):
-    from core.data import load_policy
-    from core.demo import friday_before
+    from core.ground.data import load_policy
+    from core.trainer.demo import friday_before
 
     at = parse_time(now)
     start = friday_before(at)

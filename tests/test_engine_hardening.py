@@ -16,13 +16,13 @@ import time
 from pathlib import Path
 
 import pytest
-from core.approval import load_key
-from core.errors import ApprovalKeyError, CorruptCheckpoint, LeaseHeld, ResolverError
-from core.home import Home
-from core.store import UnsupportedStoreFormat, lease_owner_name
+from core.api.home import Home
+from core.contract.store import UnsupportedStoreFormat, lease_owner_name
+from core.contract.world import WorldMissing
+from core.engine.approval import load_key
+from core.ground.errors import ApprovalKeyError, CorruptCheckpoint, LeaseHeld, ResolverError
 from core.stores.sqlite.database import FileMoved
 from core.stores.sqlite.world import SqliteWorld as World
-from core.world import WorldMissing
 
 from helpers import T65273_RUN, run_process, store_at
 
@@ -159,7 +159,7 @@ def test_a_resume_during_a_call_longer_than_the_lease_does_not_take_the_run_over
 
 
 def test_the_heartbeat_renews_the_lease_while_a_call_runs(home):
-    from core import executor
+    from core.engine import executor
 
     state = home.run("T-65273")
     owner = lease_owner_name()
@@ -204,7 +204,7 @@ def test_an_execution_of_three_operations_starts_one_heartbeat_thread(home, monk
 
 
 def test_a_resume_of_a_loop_that_another_process_is_running_is_refused_before_any_model_call(home, monkeypatch):
-    from core import recorded_model
+    from core.models import recorded_model
 
     state = home.run("T-65273", max_steps=1)  # the loop stops after step 1 ... make it running again
     with sqlite3.connect(home.store.path) as conn:
@@ -248,7 +248,7 @@ def test_two_resumes_of_a_killed_loop_pay_for_the_3_model_calls_once(tmp_path):
 
 
 def test_a_loop_crash_in_this_process_gives_the_lease_back(home):
-    from core.runner import LoopCrash, crash_after_step
+    from core.engine.runner import LoopCrash, crash_after_step
 
     with pytest.raises(LoopCrash):
         home.run("T-65273", on_step=crash_after_step(1))
@@ -522,7 +522,7 @@ def test_a_run_that_reuses_a_readable_id_after_reset_is_never_taken_for_the_old_
     world records PAY-507862-2 as refunded in full, so its proposal breaks the proposal rules
     (P5) and it is handed to a person; and were it waiting, its approval would be refused (one
     effect per ticket outlives the deleted run)."""
-    from core.approval import plan_operations, world_problem
+    from core.engine.approval import plan_operations, world_problem
 
     first = home.run("T-65273")
     done = home.approve(first.run_id, "team_lead")
@@ -540,7 +540,7 @@ def test_a_run_that_reuses_a_readable_id_after_reset_is_never_taken_for_the_old_
 
 # -- many processes at once -------------------------------------------------------------------------
 
-_OPEN = "import sys; from core.home import Home; Home(sys.argv[1]); print('ok')"
+_OPEN = "import sys; from core.api.home import Home; Home(sys.argv[1]); print('ok')"
 
 
 @pytest.mark.slow
@@ -616,7 +616,7 @@ def test_an_approval_key_others_can_read_is_refused_with_chmod_600(tmp_path):
 
 
 def test_a_missing_key_while_approvals_are_in_flight_is_not_made_again(home):
-    from core.executor import SimulatedCrash
+    from core.engine.executor import SimulatedCrash
 
     other = home.run("T-65273")
     with pytest.raises(SimulatedCrash):

@@ -10,11 +10,11 @@ import threading
 from decimal import Decimal
 
 import pytest
-from core.approval import load_key, sign
-from core.data import PolicyData, load_policy
-from core.errors import ApprovalRefused, LeaseHeld
-from core.home import Home
-from core.state import operation_id
+from core.api.home import Home
+from core.engine.approval import load_key, sign
+from core.ground.data import PolicyData, load_policy
+from core.ground.errors import ApprovalRefused, LeaseHeld
+from core.ground.state import operation_id
 
 from helpers import run_process
 
@@ -81,7 +81,7 @@ def test_a_role_too_low_is_refused_at_approve_with_nothing_changed(home):
 
 def test_a_role_too_low_under_the_current_policy_is_refused_at_execution(home, monkeypatch):
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    from core import approval
+    from core.engine import approval
 
     approval.approve(home.store, home.approval_key(), state.run_id, "agent", "Amira", clock=home.clock)
     stricter = load_policy().model_dump()
@@ -103,7 +103,7 @@ def test_a_stale_digest_is_refused(home):
 
 
 def test_a_proposal_edited_after_approval_is_refused_at_execution(home):
-    from core import approval
+    from core.engine import approval
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
@@ -265,7 +265,7 @@ def test_a_live_lease_refuses_a_second_executor_and_an_expired_one_is_taken_over
     from datetime import timedelta
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    from core import approval
+    from core.engine import approval
 
     approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
     home.store.acquire_lease(state.run_id, "window-1@elsewhere:1:abc", 60)
@@ -279,7 +279,7 @@ def test_a_lease_of_a_dead_process_on_this_host_is_taken_over(home):
     import socket
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    from core import approval
+    from core.engine import approval
 
     approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
@@ -295,7 +295,7 @@ def test_money_stays_decimal_through_the_checkpoint(home):
 
 
 def test_an_operation_added_after_approval_is_refused(home):
-    from core import approval
+    from core.engine import approval
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)

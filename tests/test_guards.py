@@ -18,16 +18,16 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from core import approval as approval_module
-from core import signing
-from core.approval import load_key, plan_operations, sign
-from core.approvers import entry_message
-from core.clock import FixedClock, iso, parse_time
-from core.data import PolicyData, load_policy
-from core.errors import ApprovalRefused, LeaseHeld
-from core.executor import SimulatedCrash
-from core.home import Home
-from core.state import Approval, TaskState, cad
+from core.api.home import Home
+from core.engine import approval as approval_module
+from core.engine import signing
+from core.engine.approval import load_key, plan_operations, sign
+from core.engine.approvers import entry_message
+from core.engine.executor import SimulatedCrash
+from core.ground.clock import FixedClock, iso, parse_time
+from core.ground.data import PolicyData, load_policy
+from core.ground.errors import ApprovalRefused, LeaseHeld
+from core.ground.state import Approval, TaskState, cad
 from core.stores.sqlite import audit as sqlite_audit
 from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE
 
@@ -85,7 +85,7 @@ def forge_practice_approval(home: Home, run_id: str, key: bytes, role: str = "gr
 
 
 def test_guard_hmac_an_approval_signed_with_another_key_pays_nothing(home, tmp_path):
-    # GUARD hmac: core.approval.verify's signature check
+    # GUARD hmac: core.engine.approval.verify's signature check
     home.run("T-65273")
     forge_practice_approval(home, T65273_RUN, load_key(tmp_path / "not-this-homes.key"))
     state = home.execute(T65273_RUN)
@@ -207,7 +207,7 @@ def test_guard_one_effect_per_ticket_a_second_run_of_the_ticket_does_not_refund_
 def test_guard_one_effect_per_ticket_from_the_world_after_the_first_run_was_pruned(home):
     # GUARD one-effect (the world's side): the first run's checkpoint is gone (pruned), only the
     # practice world's records say that a run of the ticket already refunded
-    from core.maintenance import prune
+    from core.ops.maintenance import prune
 
     home.run("T-90104", "agent_structured", "chat-strong", 1)
     assert home.approve(T90104_RUN, "agent", "Amira").status == "done"

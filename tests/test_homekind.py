@@ -11,11 +11,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from core.api.home import Home
+from core.api.homekind import DIFFERENCES, home_kind, init_home
 from core.cli import main
-from core.clock import FileClock, SystemClock
-from core.errors import ResolverError, ShopRefused
-from core.home import Home
-from core.homekind import DIFFERENCES, home_kind, init_home
+from core.ground.clock import FileClock, SystemClock
+from core.ground.errors import ResolverError, ShopRefused
 
 from helpers import FRIDAY, T65273_RUN
 
@@ -94,16 +94,16 @@ def test_a_shop_home_refuses_the_lessons_commands_and_nothing_changes(shop, argv
 
 
 def test_the_demo_queue_is_refused_in_a_shop_home(shop):
-    from core.demo import build_demo
+    from core.trainer.demo import build_demo
 
     with pytest.raises(ShopRefused, match="the demo queue runs only in a practice home"):
         build_demo(Home(shop.root))
 
 
 def test_the_lessons_python_api_is_refused_in_a_shop_home(shop, monkeypatch):
-    from core.data import load_task
-    from core.lesson_api import CheckpointStore, MockProvider, World, run_task
+    from core.ground.data import load_task
     from core.stores.sqlite.world import SqliteWorld as CoreWorld
+    from core.trainer.lesson_api import CheckpointStore, MockProvider, World, run_task
 
     monkeypatch.setenv("RESOLVER_HOME", str(shop.root))
     with pytest.raises(ShopRefused, match="the lesson's Python API"):

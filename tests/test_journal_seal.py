@@ -27,10 +27,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from core.clock import FixedClock
-from core.errors import JournalUntrusted, ResolverError
-from core.home import Home
-from core.store import set_crash_hook
+from core.api.home import Home
+from core.contract.store import set_crash_hook
+from core.ground.clock import FixedClock
+from core.ground.errors import JournalUntrusted, ResolverError
 from core.stores.sqlite.checkpoint import STORE_FORMAT
 
 from helpers import FRIDAY, LIVE_RUN, T65273_RUN, forged_finish, refused_at_step_3, stub_config, stub_route
@@ -143,7 +143,7 @@ def test_the_runs_own_crash_window_answer_still_resumes_with_no_second_call(home
 def test_planted_rows_count_nothing_as_paid(home, stub):
     """A planted unanswered attempt would be counted as a paid call (lost in flight): it is not
     the runner's, so it counts nothing, and its step refuses the resume."""
-    from core.model import CallJournal
+    from core.models.model import CallJournal
 
     refused_at_step_3(home, stub)
     conn = sqlite3.connect(home.root / "runs.sqlite")
@@ -159,7 +159,7 @@ def test_planted_rows_count_nothing_as_paid(home, stub):
 def test_a_store_opened_without_the_homes_key_neither_writes_nor_trusts_its_journal(home, stub):
     """The lesson's Python API opens the store without the home's key (it only replays
     recordings): the journal is then neither written nor taken, each refusal one sentence."""
-    from core.queue import queue_columns
+    from core.api.queue import queue_columns
     from core.stores.sqlite.checkpoint import CheckpointStore
 
     refused_at_step_3(home, stub)
@@ -183,8 +183,8 @@ def test_a_format_6_home_is_upgraded_to_7_its_journal_sealed_its_stopped_run_res
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 6
     assert "seal" not in {r[1] for r in conn.execute("PRAGMA table_info(model_calls)")}
     conn.close()
-    from core.queue import queue_columns
-    from core.store import UnsupportedStoreFormat
+    from core.api.queue import queue_columns
+    from core.contract.store import UnsupportedStoreFormat
     from core.stores.sqlite.checkpoint import CheckpointStore
 
     with pytest.raises(UnsupportedStoreFormat, match=r"holds 3 journaled model call\(s\) of an earlier release"):

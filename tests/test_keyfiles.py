@@ -1,4 +1,4 @@
-"""The approvers' key files on a machine (issue 23, item 3; core/keyfiles.py): modes, the atomic
+"""The approvers' key files on a machine (issue 23, item 3; core/engine/keyfiles.py): modes, the atomic
 write, a missing file, a damaged one, and a file of another name."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 import stat
 
 import pytest
-from core.keyfiles import FORMAT, KeyFile, KeyFileError, KeyFiles, key_id
+from core.engine.keyfiles import FORMAT, KeyFile, KeyFileError, KeyFiles, key_id
 
 PUB = "ab" * 32
 

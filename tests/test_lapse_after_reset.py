@@ -13,12 +13,12 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from core.clock import FixedClock
-from core.data import load_policy
-from core.home import Home
+from core.api.home import Home
+from core.engine.watch import sweep_lapses
+from core.ground.clock import FixedClock
+from core.ground.data import load_policy
 from core.stores.postgres import schema
 from core.stores.postgres.database import forget
-from core.watch import sweep_lapses
 
 from pg import fresh_schema, team_store
 

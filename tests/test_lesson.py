@@ -9,10 +9,10 @@ import sys
 from datetime import timedelta
 
 import pytest
-from core.clock import parse_time
-from core.errors import ResolverError
-from core.home import Home
-from core.state import SCHEMA_VERSION
+from core.api.home import Home
+from core.ground.clock import parse_time
+from core.ground.errors import ResolverError
+from core.ground.state import SCHEMA_VERSION
 
 from helpers import FRIDAY, T65273_RUN
 
@@ -30,7 +30,7 @@ def test_class_all_sets_every_status_count_and_number_of_the_lesson(cli):
     assert code == 0, err
     assert "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081" in out
     assert "refunded PAY-507862-2 by hand: RF-4CFEAE8E 119.00 CAD" in out
-    from core.home import Home
+    from core.api.home import Home
 
     home = Home(cli.home)
     statuses = {r.run_id: r.status for r in home.store.page()}
@@ -206,7 +206,7 @@ def test_run_task_without_a_state_makes_one_and_refuses_a_state_of_another_ticke
 
 
 def test_the_mock_provider_is_the_recorded_model(lesson_home):
-    from core.recorded_model import NoRecording
+    from core.models.recorded_model import NoRecording
     from resolver.providers import MockProvider
 
     provider = MockProvider()
@@ -217,20 +217,20 @@ def test_the_mock_provider_is_the_recorded_model(lesson_home):
 
 
 def test_the_lesson_api_names_are_the_cores():
-    import core.data
-    import core.runner
-    import core.state
+    import core.engine.runner
+    import core.ground.data
+    import core.ground.state
     import core.stores.sqlite.checkpoint
     import resolver.checkpoint
     import resolver.data
     import resolver.runner
     import resolver.systems
-    from core import lesson_api
+    from core.trainer import lesson_api
 
     assert issubclass(resolver.checkpoint.CheckpointStore, core.stores.sqlite.checkpoint.CheckpointStore)
-    assert resolver.checkpoint.TaskState is core.state.TaskState
-    assert resolver.data.load_task is core.data.load_task
-    assert resolver.runner.outcome_line is core.runner.outcome_line
+    assert resolver.checkpoint.TaskState is core.ground.state.TaskState
+    assert resolver.data.load_task is core.ground.data.load_task
+    assert resolver.runner.outcome_line is core.engine.runner.outcome_line
     assert resolver.systems.World is lesson_api.World and resolver.runner.run_task is lesson_api.run_task
     for module in (resolver.checkpoint, resolver.data, resolver.runner, resolver.systems):
         assert module.__doc__ and "lesson" in module.__doc__
@@ -287,7 +287,7 @@ def test_the_resolver_main_returns_the_exit_code_and_never_exits(tmp_path, monke
 def test_the_lesson_api_refuses_a_run_id_that_would_break_a_line(run_id):
     """A new user's finding: ``new_state`` took a run ID with a line break, and every face then
     printed it across two lines."""
-    from core.errors import BadArgument
+    from core.ground.errors import BadArgument
     from resolver.data import load_task
     from resolver.runner import new_state
 

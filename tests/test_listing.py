@@ -1,4 +1,4 @@
-"""``resolver runs`` through :mod:`core.listing` (issue 10, start-up): the same rows in the same
+"""``resolver runs`` through :mod:`core.api.listing` (issue 10, start-up): the same rows in the same
 order as the home's queue, no pydantic imported, and an older store still opened by the whole home."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.home import Home
-from core.listing import listing_home
+from core.api.home import Home
+from core.api.listing import listing_home
 
 from helpers import copy_frozen_home
 
@@ -32,7 +32,7 @@ def test_runs_imports_no_model(home: Home):
     home.run("T-90103")
     code = (
         "import sys; from core.cli import main; main(['runs', '--home', sys.argv[1]]); "
-        "print(sorted(m for m in ('pydantic', 'sqlite_utils', 'core.state', 'core.home') if m in sys.modules))"
+        "print(sorted(m for m in ('pydantic', 'sqlite_utils', 'core.ground.state', 'core.api.home') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code, str(home.root)], capture_output=True, text=True, check=True).stdout
     assert "T-90103-agent-chat-small-1" in out and out.strip().splitlines()[-1] == "[]", out
@@ -82,7 +82,7 @@ def build(argv: list[str]):
 
 def test_a_page_of_lines_is_made_safe_line_by_line():
     """An escape sequence left open in one run's line never eats the lines after it."""
-    from core.safetext import safe_lines
+    from core.ground.safetext import safe_lines
 
     lines = ["R-1 \x1b]0;title done", "R-2 waiting", "R-3\u202e done"]
     assert safe_lines(lines) == "R-1 \nR-2 waiting\nR-3 done\n"
@@ -90,11 +90,11 @@ def test_a_page_of_lines_is_made_safe_line_by_line():
 
 
 def test_cells_counts_ascii_as_the_general_rule_does():
-    """The ASCII fast path of :func:`core.safetext.cells` (issue 27: the pane folds its lines at
+    """The ASCII fast path of :func:`core.ground.safetext.cells` (issue 27: the pane folds its lines at
     every key) gives what the per-character rule gives, control characters included."""
     import string
 
-    from core.safetext import cells
+    from core.ground.safetext import cells
 
     def by_rule(text: str) -> int:
         return sum(cells(ch + "é") - 1 for ch in text)  # each character measured on the general path
@@ -108,7 +108,7 @@ def test_cut_keeps_to_the_rule_on_its_ascii_path_and_with_its_kept_widths():
     """``_cut`` (how much of a line fits a row of the pane, issue 27: folded at every key) takes
     an ASCII line by its length and a wider one by the widths it keeps per character; both give
     what measuring character by character with :func:`cells` gives, at every width."""
-    from core.safetext import _cut, _cut_measured, cells
+    from core.ground.safetext import _cut, _cut_measured, cells
 
     def by_rule(text: str, width: int) -> int:
         return _cut_measured(text, width, cells)  # each character measured by the general rule
@@ -178,7 +178,7 @@ def test_a_header_made_not_json_with_a_new_version_is_not_offered_as_mine(cli):
     with text that is not JSON together with a new version (a hand edit, a damaged restore) was
     listed as a sound waiting run, under ``runs --mine`` too, until some face loaded it. The README
     ("The approvals app"): a run whose checkpoint cannot be read is marked corrupt, never waiting."""
-    from core.clock import FixedClock
+    from core.ground.clock import FixedClock
 
     home = Home(cli.home, clock=FixedClock("2026-10-09T17:00:00-04:00"))
     state = home.run("T-65273")

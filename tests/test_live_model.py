@@ -1,7 +1,7 @@
 """A live model beside the recordings (issue 26, step 1): the provider seam.
 
 Every test talks to a real HTTP server on 127.0.0.1 speaking chat-completions
-(:mod:`core.chat_stub`), through the real ``openai`` client; nothing of ours is mocked.
+(:mod:`core.models.chat_stub`), through the real ``openai`` client; nothing of ours is mocked.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.errors import BadArgument
-from core.model import LiveRoute, ModelUnavailable, load_routes
-from core.runner import outcome_line
+from core.engine.runner import outcome_line
+from core.ground.errors import BadArgument
+from core.models.model import LiveRoute, ModelUnavailable, load_routes
 
 from helpers import stub_config, stub_route
 
@@ -181,10 +181,10 @@ def test_a_bad_config_route_is_one_sentence(cli, tmp_path, monkeypatch, text, se
 def test_the_recorded_path_never_imports_openai(tmp_path):
     code = (
         "import sys\n"
-        "from core.home import Home\n"
+        "from core.api.home import Home\n"
         f"Home({str(tmp_path / 'home')!r}).run('T-65273')\n"
         "assert 'openai' not in sys.modules, 'openai imported'\n"
-        "assert 'core.live_model' not in sys.modules\n"
+        "assert 'core.models.live_model' not in sys.modules\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -193,7 +193,7 @@ def test_the_recorded_path_never_imports_openai(tmp_path):
 def test_each_attempt_is_journaled_before_it_is_sent_and_its_answer_before_it_is_used(home, stub):
     """Our own retries (the openai client's are off): each attempt is a journal row of its own,
     a refusal saved as a failure, which a resume never takes for an answer."""
-    from core.model import is_failure
+    from core.models.model import is_failure
 
     def arm(state):
         if state.step == 1:
@@ -236,7 +236,7 @@ def test_an_attempt_lost_in_flight_is_counted_as_paid(home, stub):
 
 
 def test_a_step_answered_before_a_crash_is_taken_from_the_journal_with_no_second_call(home, stub):
-    from core.model import CallJournal, model_for
+    from core.models.model import CallJournal, model_for
 
     state = home.run("T-65273", live=route(stub))
     assert stub.calls == 3
@@ -267,7 +267,7 @@ def test_a_kill_after_the_answer_and_before_the_step_save_pays_for_nothing_on_re
 
 def test_stored_messages_keep_each_tool_calls_id_and_arguments_as_returned(home, stub):
     """Schema 6: the history a resumed loop sends is the one the API returned, IDs included."""
-    from core.runner import LoopCrash, crash_after_step
+    from core.engine.runner import LoopCrash, crash_after_step
 
     with pytest.raises(LoopCrash):
         home.run("T-65273", live=route(stub), on_step=crash_after_step(2))
@@ -286,7 +286,7 @@ def test_stored_messages_keep_each_tool_calls_id_and_arguments_as_returned(home,
 
 
 def test_a_schema_5_checkpoint_loads_as_current_with_messages_without_tool_call_ids():
-    from core.state import SCHEMA_VERSION, TaskState, migrate
+    from core.ground.state import SCHEMA_VERSION, TaskState, migrate
 
     raw = json.loads((FIXTURES / "task_state_v5.json").read_text())
     assert raw["schema_version"] == 5 and "tool_call_id" not in raw["messages"][2]
@@ -300,7 +300,7 @@ def test_a_home_of_the_release_before_resumes_its_loop_and_approves_its_waiting_
     """The frozen home of schema 5 and store format 2 (``tests/fixtures/home_schema_5``)."""
     import shutil
 
-    from core.home import Home
+    from core.api.home import Home
 
     root = tmp_path / "home"
     shutil.copytree(FIXTURES / "home_schema_5", root)

@@ -10,8 +10,8 @@ from __future__ import annotations
 import threading
 import time
 
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 
 from helpers import MONDAY
 from pg import fresh_schema, undo_migration_12, undo_migration_20
@@ -155,7 +155,7 @@ def test_a_store_copy_into_postgresql_sends_one_notification_to_read_the_queue_a
     made one notification each before. A marker committed after the copy shows nothing else came
     (PostgreSQL delivers in commit order)."""
     import psycopg
-    from core.storecopy import copy_store
+    from core.ops.storecopy import copy_store
     from core.stores.postgres.listen import REREAD, QueueListener, channel
 
     runs = len(demo_home.store.page(None, limit=1000))

@@ -1,6 +1,6 @@
 """A live model paid for once (issue 26, items 3 and 7): real processes, a real HTTP server.
 
-``resolver run T-65273 --model stub`` asks :mod:`core.chat_stub` on 127.0.0.1 through the real
+``resolver run T-65273 --model stub`` asks :mod:`core.models.chat_stub` on 127.0.0.1 through the real
 ``openai`` client and is SIGKILLed at every point from sending a request to the step's save,
 then resumed in a new process. What the sweep holds, for every point:
 
@@ -21,11 +21,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.chat_stub import ChatStub
-from core.data import load_recordings
-from core.home import Home
-from core.pricing import cost_usd, show_usd
-from core.runner import outcome_line
+from core.api.home import Home
+from core.engine.runner import outcome_line
+from core.ground.data import load_recordings
+from core.models.chat_stub import ChatStub
+from core.models.pricing import cost_usd, show_usd
 
 from helpers import core_command, run_process, stub_config
 
@@ -44,7 +44,7 @@ def points(tmp_path: Path, stub: ChatStub, monkeypatch) -> list[tuple[int, str]]
     (``received``) to the end of that step (``step``), as ``(step, "kind:N")``, N counting that
     kind from the process's start as ``tests/crash_entry.py`` does."""
     from core.cli import main
-    from core.store import set_crash_hook
+    from core.contract.store import set_crash_hook
 
     for k, v in config(tmp_path, stub).items():
         monkeypatch.setenv(k, v)
@@ -149,11 +149,11 @@ def test_a_sigkill_while_the_request_is_in_flight_costs_exactly_one_more_call_co
 
 
 def test_the_stub_server_ships_as_a_command_and_a_config_route_on_it_prints_the_seed_line(tmp_path):
-    """Issue 26's done-when: a config route ``stub`` on ``python -m core.chat_stub``, replaying
+    """Issue 26's done-when: a config route ``stub`` on ``python -m core.models.chat_stub``, replaying
     T-65273's chat-small recording 1 and priced as chat-small, prints the seed's line."""
     env = {**os.environ, "STUB_KEY": "sk-demo"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "core.chat_stub", "--port", "0", "--key-env", "STUB_KEY"],
+        [sys.executable, "-m", "core.models.chat_stub", "--port", "0", "--key-env", "STUB_KEY"],
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -192,7 +192,7 @@ def test_the_stub_server_ships_as_a_command_and_a_config_route_on_it_prints_the_
     ],
 )
 def test_the_stub_command_says_a_bad_option_in_one_sentence(argv, sentence, capsys):
-    from core.chat_stub import main
+    from core.models.chat_stub import main
 
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -205,7 +205,7 @@ def test_a_sigkill_at_every_point_of_a_finish_that_breaks_a_rule_never_leaves_it
     rules' P2): killed at every point from each request to its step's save and resumed in a new
     process, the run ends handed to a person every time, with one ``rule_broken`` event, nothing
     planned or written, and no call paid twice."""
-    from core.data import FinalTurn
+    from core.ground.data import FinalTurn
 
     final = stub.turns[-1]
     assert isinstance(final, FinalTurn)

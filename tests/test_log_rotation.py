@@ -14,11 +14,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from core.log import BACKUPS, LOG_NAME, MAX_BYTES
+from core.ground.log import BACKUPS, LOG_NAME, MAX_BYTES
 
 WRITER = r"""
 import sys
-from core.log import command_log
+from core.ground.log import command_log
 
 home, tag, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
 log = command_log(home)
@@ -94,7 +94,7 @@ def test_a_log_that_cannot_be_written_prints_nothing_on_the_terminal(tmp_path):
     home = tmp_path / "home"
     (home / LOG_NAME).mkdir(parents=True)
     script = (
-        "from core.log import command_log\n"
+        "from core.ground.log import command_log\n"
         "import sys\n"
         "log = command_log(sys.argv[1])\n"
         "log.error('an error to log')\n"
@@ -111,7 +111,7 @@ def test_a_home_whose_log_cannot_be_made_prints_nothing_on_the_terminal(tmp_path
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     script = (
-        "from core.log import command_log\n"
+        "from core.ground.log import command_log\n"
         "import sys\n"
         "log = command_log(sys.argv[1])\n"
         "log.error('an error to log')\n"
@@ -127,7 +127,7 @@ def test_a_librarys_warning_goes_to_the_homes_log_never_to_the_terminal(tmp_path
     warning of a logger without a handler on stderr). In a fresh process, as a command is."""
     script = (
         "import logging, sys\n"
-        "from core.log import command_log\n"
+        "from core.ground.log import command_log\n"
         "command_log(sys.argv[1])\n"
         "logging.getLogger('psycopg.pool').warning('discarding closed connection: <psycopg.Connection [BAD] at 0x1>')\n"
     )

@@ -11,10 +11,10 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from core.api.home import Home
 from core.cli import main
-from core.clock import FixedClock
-from core.home import Home
-from core.marks import CLAIM_MINUTES, claim_minutes
+from core.engine.marks import CLAIM_MINUTES, claim_minutes
+from core.ground.clock import FixedClock
 from core.stores.sqlite.checkpoint import STORE_FORMAT
 
 from helpers import shop_cli
@@ -149,14 +149,14 @@ def test_a_home_of_the_previous_store_format_upgrades_and_its_waiting_run_is_cla
     assert home.store.run_marks() == {}
     home.mark("claim", "T-65273-waiting-2", "team_lead", "Tomás")
     assert home.approve("T-65273-waiting-2", "team_lead", "Grace").status == "done"
-    from core.auditchain import verify_audit
+    from core.engine.auditchain import verify_audit
 
     assert verify_audit(home.store).problems == []
 
 
 def test_a_hand_over_to_oneself_or_with_a_note_too_long_is_refused(cli):
     """A new user's trial: ``handover RUN --name Bea --to bea`` was taken, and so was a 5,000-character note."""
-    from core.marks import NOTE_MAX
+    from core.engine.marks import NOTE_MAX
 
     code, _, err = cli("handover", RUN, "--as", "team_lead", "--name", "Bea", "--to", "bea", "--note", "yours")
     assert code == 4 and "cannot hand a run to themself" in err
@@ -171,8 +171,8 @@ def test_a_hand_over_to_oneself_or_with_a_note_too_long_is_refused(cli):
 
 def test_a_claim_that_ends_on_another_day_says_the_day():
     """A new user's trial: with ``claim_minutes = 1440`` the claim read "claimed 08:39, until 08:39"."""
-    from core.clock import parse_time
-    from core.marks import RunMarks
+    from core.engine.marks import RunMarks
+    from core.ground.clock import parse_time
 
     at = parse_time("2026-10-12T08:39:00-04:00")
     later = parse_time("2026-10-13T08:39:00-04:00")
@@ -239,7 +239,7 @@ def test_a_failing_notify_command_is_one_sentence_with_single_spaces(cli, tmp_pa
     ``: `` before the CLI's next sentence)."""
     import sys
 
-    from core.watch import Event, run_notify
+    from core.engine.watch import Event, run_notify
 
     event = Event(id=7, kind="claim", run_id=RUN, at="2026-10-12T09:00:00-04:00", name="Ana")
     silent = run_notify([sys.executable, "-c", "raise SystemExit(3)"], event)

@@ -1,7 +1,7 @@
 """Marks follow the decision rules: a claim, a set-aside (snooze) and a hand-over need the role the
-run's proposal needs (the rulebook decides: :func:`core.rulebook.may_mark`), a hand-over to
+run's proposal needs (the rulebook decides: :func:`core.engine.rulebook.may_mark`), a hand-over to
 someone who may not decide the run is refused with a sentence naming them and the role needed
-(:func:`core.rulebook.may_receive`), and a mark never takes a run out of the queue of those who
+(:func:`core.engine.rulebook.may_receive`), and a mark never takes a run out of the queue of those who
 may decide it without saying so there (``runs`` says how many, the watchers of all who may decide
 a handed-over run hear of it).
 
@@ -16,11 +16,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from core.errors import ApprovalRefused
-from core.marks import read_marks
-from core.rulebook import MARK_ACTIONS, may_mark, may_receive
+from core.engine.marks import read_marks
+from core.engine.rulebook import MARK_ACTIONS, may_mark, may_receive
+from core.engine.watch import Event, relevant
+from core.ground.errors import ApprovalRefused
 from core.stores import BACKENDS
-from core.watch import Event, relevant
 
 from helpers import T65273_RUN, shop_cli
 from pg import team_store
@@ -51,7 +51,7 @@ def shop(request, tmp_path, capsys, monkeypatch):
 
 
 def test_the_rulebook_asks_for_the_decisions_role_for_each_mark_and_of_the_recipient(tmp_path, clock):
-    from core.home import Home
+    from core.api.home import Home
 
     home = Home(tmp_path / "home", clock)
     home.run("T-65273")
@@ -74,7 +74,7 @@ def test_the_rulebook_asks_for_the_decisions_role_for_each_mark_and_of_the_recip
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_in_a_practice_home_an_agent_may_not_claim_snooze_or_hand_over_a_team_leads_run(backend, tmp_path, clock):
-    from core.home import Home
+    from core.api.home import Home
 
     with team_store(backend) as url:
         home = Home(tmp_path / "home", clock, store=url)
@@ -119,8 +119,8 @@ def test_a_hand_over_to_someone_who_may_not_decide_is_refused_naming_them_and_th
 
 
 def test_the_core_refuses_as_the_app_calls_it_with_an_unlocked_key(shop):
-    """The app calls :meth:`core.home.Home.mark` with the unlocked key: the same sentences."""
-    from core.home import Home
+    """The app calls :meth:`core.api.home.Home.mark` with the unlocked key: the same sentences."""
+    from core.api.home import Home
 
     home = Home(shop.root, store=shop.url)
     ana = home.unlock("Ana", ANA)
@@ -168,7 +168,7 @@ def test_a_claim_left_by_someone_who_may_not_decide_does_not_keep_those_who_may_
     """A claim made before marks needed the decision's role (Bob's, as an agent, written as the
     store kept it then) no longer blocks Ana's: hers replaces it. One by a colleague who may
     decide still refuses."""
-    from core.home import Home
+    from core.api.home import Home
 
     home = Home(tmp_path / "home", clock)
     home.run("T-65273")

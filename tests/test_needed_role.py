@@ -1,6 +1,6 @@
 """The role a proposal needs never falls, and both back-ends agree on it.
 
-:func:`core.policy.proposal_role` (every face, the approval, the executor) and the team store's
+:func:`core.engine.policy.proposal_role` (every face, the approval, the executor) and the team store's
 ``resolver_needed_role`` (the database's own check inside ``resolver_decide``) are run on the one
 table of cases in ``tests/role_cases.py``, whose expected roles are written out by hand from the
 shipped policy. A trial's second line of -100.00 on a 119.00 refund summed to 19.00, which an
@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from core.policy import proposal_role
-from core.state import ProposedAction
+from core.engine.policy import proposal_role
+from core.ground.state import ProposedAction
 from pydantic import TypeAdapter
 
 from pg import fresh_schema
@@ -29,7 +29,7 @@ def test_the_python_rule_gives_the_role_of_every_case(what, actions, role):
 
 def test_no_line_lowers_the_role_of_a_proposal():
     """Adding any line, whatever its sign, never makes a proposal need a lower role."""
-    from core.data import ROLES
+    from core.ground.data import ROLES
 
     base = [row for _, row, _ in CASES if row]
     extra = [row[0] for row in base]
@@ -43,7 +43,7 @@ def test_no_line_lowers_the_role_of_a_proposal():
 def test_the_team_store_gives_the_role_of_every_case(tmp_path):
     """``resolver_needed_role`` as the latest migration leaves it, on every case of the table."""
     import psycopg
-    from core.home import Home
+    from core.api.home import Home
 
     with fresh_schema() as url:
         Home(tmp_path / "h", store=url)  # the store made and migrated to the latest

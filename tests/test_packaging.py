@@ -45,7 +45,7 @@ def test_a_wheel_carries_the_practice_world_and_core_finds_it(wheel: Path, tmp_p
             "core/_data/recordings/T-65273.json",
         } <= names
         zf.extractall(tmp_path / "site")
-    code = "import core.data as d; print(d.data_dir()); print(d.load_task('T-65273').order_id)"
+    code = "import core.ground.data as d; print(d.data_dir()); print(d.load_task('T-65273').order_id)"
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -138,11 +138,11 @@ def test_every_package_the_shipped_code_imports_is_declared():
 
 
 def test_the_openai_extra_is_imported_only_by_the_live_model():
-    """Issue 26: the recorded path never imports ``openai``; only ``core/live_model.py`` does,
+    """Issue 26: the recorded path never imports ``openai``; only ``core/models/live_model.py`` does,
     inside the client's constructor (``tests/test_live_model.py`` checks it in a process)."""
     shipped = [p for package in SHIPPED for p in sorted((ROOT / package).rglob("*.py"))]
     users = [p.relative_to(ROOT).as_posix() for p in shipped if "openai" in _imported_top_level_of(p)]
-    assert users == ["core/live_model.py"]
+    assert users == ["core/models/live_model.py"]
 
 
 def test_the_postgres_extra_is_imported_only_by_its_back_end():

@@ -9,9 +9,9 @@ told who decided it. The benchmark prints the same rounds' figures
 from __future__ import annotations
 
 import pytest
-from core.auditchain import verify_audit
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.engine.auditchain import verify_audit
+from core.ground.clock import FixedClock
 
 from helpers import FRIDAY
 from pg import fresh_schema

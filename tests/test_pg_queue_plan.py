@@ -8,8 +8,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import pytest
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 
 from helpers import FRIDAY, T65273_RUN
 from pg import fresh_schema

@@ -5,7 +5,7 @@ the tables belong to a NOLOGIN role, and decisions go only through ``resolver_de
 Each test makes its roles with unique names and drops them; when the connecting role may not
 create roles the tests skip with the reason. The done-when of the issue: a database user mapped
 to an ``agent`` entry cannot record an approval of T-65273's 119.00 refund through the CLI, the
-code path the app uses (:meth:`core.home.Home.approve` and a forged role under it), or plain SQL
+code path the app uses (:meth:`core.api.home.Home.approve` and a forged role under it), or plain SQL
 (every table, and a direct call of the function), each try counting 0 refunds; a user that is not
 the owner cannot alter the registry or the audit; a team lead mapped to their user approves
 through the CLI and the refund is paid once.
@@ -109,8 +109,8 @@ def _approved_refund(cli, admin: str) -> dict:
 def _approved_header(admin: str, role: str, name: str) -> tuple[int, dict, list[str]]:
     """The waiting run's version and header, with an approval by ``name`` (``role``) and its
     operations as the approval code would plan them, and their IDs."""
-    from core.approval import plan_operations
-    from core.state import TaskState
+    from core.engine.approval import plan_operations
+    from core.ground.state import TaskState
 
     with psycopg.connect(admin, autocommit=True) as conn:
         version, text = conn.execute("SELECT version, state FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()  # type: ignore[misc]
@@ -139,9 +139,9 @@ def test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow(shop,
 
     # The code path the app uses (Home.approve), with a client that lies about Bob's role: the
     # database recomputes the role from the stored proposal and Bob's registry entry.
-    from core.approval import approve
-    from core.errors import ApprovalRefused
-    from core.queue import queue_columns
+    from core.api.queue import queue_columns
+    from core.engine.approval import approve
+    from core.ground.errors import ApprovalRefused
     from core.stores import open_store
 
     store = open_store(bob, summarize=queue_columns)
@@ -515,9 +515,9 @@ def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(sho
     assert code == 4 and "needs team lead or above to claim it" in err, err  # a mark needs the decision's role
     code, _, err = cli("runner", "reject", T65273_RUN, "--reason", "not ours", "--name", "Carl", passphrase="carl-passphrase")
     assert code == 4 and "needs team lead or above" in err, err
-    from core.approval import reject
-    from core.errors import ApprovalRefused
-    from core.queue import queue_columns
+    from core.api.queue import queue_columns
+    from core.engine.approval import reject
+    from core.ground.errors import ApprovalRefused
     from core.stores import open_store
 
     with pytest.raises(ApprovalRefused, match=r"Carl is agent, and run .* needs team_lead or above"):
@@ -736,8 +736,8 @@ def test_an_approval_may_carry_only_the_operations_its_stored_proposal_plans(sho
     the same signed with his own key by a patched client): the function took the operations from
     the caller, and the register's guard then paid the extra one. Now they must be exactly what
     the stored proposal plans."""
-    from core.approval import plan_operations
-    from core.state import TaskState
+    from core.engine.approval import plan_operations
+    from core.ground.state import TaskState
 
     cli, urls = shop
     admin, bob = urls["admin"], urls["bob"]
@@ -828,11 +828,11 @@ def test_two_sessions_cannot_both_write_the_row_of_one_approved_operation(shop, 
 
 def test_the_sql_policy_sums_the_lines_of_a_kind_as_the_python_one_does(tmp_path):
     """Issue 25's third trial split T-65273's refund into lines each within an agent's 25.00;
-    ``resolver_needed_role`` (migration 15) and :func:`core.policy.proposal_role` both sum a
+    ``resolver_needed_role`` (migration 15) and :func:`core.engine.policy.proposal_role` both sum a
     kind's lines, and agree on every case."""
-    from core.home import Home
-    from core.policy import proposal_role
-    from core.state import ProposedAction
+    from core.api.home import Home
+    from core.engine.policy import proposal_role
+    from core.ground.state import ProposedAction
     from pydantic import TypeAdapter
 
     line = {"type": "request_refund", "order_id": "LK-507862", "amount": "23.80", "reason_code": "RFD-DOUBLE",
@@ -858,8 +858,8 @@ def test_a_lapse_written_by_an_approver_goes_with_its_run_deleted_by_the_owner(s
     role, takes the lapse and Ana's claim with it (a trial: the owner's ``reset --run`` deleted
     the run, then failed on its marks in a second transaction, leaving the claim to the next run
     of that ID), and a lapse for the run now gone is not written."""
-    from core.clock import FixedClock
-    from core.queue import queue_columns
+    from core.api.queue import queue_columns
+    from core.ground.clock import FixedClock
     from core.stores import postgres
 
     cli, urls = shop
@@ -895,7 +895,7 @@ def test_only_the_runners_user_writes_the_journal_and_an_approvers_insert_is_ref
     guard refuses it; ``setup`` takes the grant back again. The runner's own rows are stamped as
     its user's, its resume proposes the real 119.00 refund, and the owner's delete of the run
     takes its journal with it."""
-    from core.home import Home
+    from core.api.home import Home
     from core.stores import postgres
 
     from helpers import LIVE_RUN, forged_finish, refused_at_step_3
@@ -935,7 +935,7 @@ def test_only_the_runners_user_writes_the_journal_and_an_approvers_insert_is_ref
 
 
 def _columns():
-    from core.queue import queue_columns
+    from core.api.queue import queue_columns
 
     return queue_columns
 
@@ -945,7 +945,7 @@ def test_a_journal_answer_an_approvers_user_wrote_refuses_the_resume_and_doctor_
     lets a superuser set it, and a superuser could drop the guard anyway): the runner's resume
     takes nothing from it, asks nothing, proposes nothing and gives the lease back, with one
     sentence; ``doctor`` names the run in a FAIL line."""
-    from core.home import Home
+    from core.api.home import Home
 
     from helpers import LIVE_RUN, forged_finish, refused_at_step_3
 
@@ -1022,7 +1022,7 @@ def test_a_store_set_up_at_18_takes_migration_19_with_its_owners_and_an_approver
             )
         code, out, err = cli("ana", "runs")
         assert code == 0 and "Traceback" not in err, out + err
-        from core.queue import queue_columns
+        from core.api.queue import queue_columns
         from core.stores.postgres.store import PostgresStore
 
         theirs = PostgresStore(urls["ana"], summarize=queue_columns)

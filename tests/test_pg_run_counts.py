@@ -10,8 +10,8 @@ from __future__ import annotations
 from itertools import pairwise
 
 import pytest
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from core.stores.postgres.database import forget
 
 from helpers import FRIDAY
@@ -108,7 +108,7 @@ def test_a_store_at_schema_18_takes_migration_19_and_its_waiting_run_approves(ho
     """A store as the release before left it (counts added to in place, no deltas, no
     ``resolver_append``), with a waiting run: opened again, migration 19 is applied, the counts
     are unchanged, and the run is approved, chained to the audit written before."""
-    from core.auditchain import row_hash
+    from core.engine.auditchain import row_hash
 
     waiting = home.run("T-65273")
     done = home.run("T-90103", repeat=1)
@@ -137,7 +137,7 @@ def test_a_frozen_schema_18_team_store_takes_migration_19_and_its_waiting_run_is
     from pathlib import Path
 
     import psycopg
-    from core.auditchain import verify_audit
+    from core.engine.auditchain import verify_audit
     from core.stores.postgres.schema import ALL
 
     from pg import restore_frozen

@@ -6,12 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from core.clock import FixedClock, parse_time
-from core.data import load_task
-from core.errors import ResolverError, StoreBusy
-from core.queue import queue_columns
-from core.runner import new_state
-from core.store import UnsupportedStoreFormat
+from core.api.queue import queue_columns
+from core.contract.store import UnsupportedStoreFormat
+from core.engine.runner import new_state
+from core.ground.clock import FixedClock, parse_time
+from core.ground.data import load_task
+from core.ground.errors import ResolverError, StoreBusy
 
 from pg import fresh_schema, server_url, with_schema
 
@@ -127,7 +127,7 @@ def test_without_the_postgres_extra_the_store_says_how_to_install_it():
 
     code = (
         "import sys; sys.modules['psycopg'] = None\n"
-        "from core.errors import ResolverError\n"
+        "from core.ground.errors import ResolverError\n"
         "from core.stores import postgres\n"
         "try:\n"
         "    postgres.open_store('postgresql:///test', summarize=None)\n"
@@ -140,7 +140,7 @@ def test_without_the_postgres_extra_the_store_says_how_to_install_it():
 
 def test_a_dropped_audit_guard_is_made_again_and_reported(url):
     import psycopg
-    from core.auditchain import verify_audit
+    from core.engine.auditchain import verify_audit
 
     _open(url)
     with psycopg.connect(url, autocommit=True) as conn:
@@ -191,7 +191,7 @@ def test_a_server_that_went_away_is_unreachable_not_busy_and_answers_again_when_
     dead connection is ConnectionLost, the next one, which waits for a connection that cannot be
     made, is StoreUnreachable naming why (it said the store "had no free connection", as if busy),
     and once the server is back a read works again on new connections."""
-    from core.errors import ConnectionLost, StoreUnreachable
+    from core.ground.errors import ConnectionLost, StoreUnreachable
     from core.stores.postgres.database import Database, forget
 
     from pg import Cut, through

@@ -1,5 +1,5 @@
 """The agent is untrusted: a proposal is checked against the ticket, the evidence and the world
-before anyone may approve it (:mod:`core.proposal_rules`).
+before anyone may approve it (:mod:`core.engine.proposal_rules`).
 
 The inputs come from public bug reports a trial turned into proposals for T-65273 (a double
 charge of 119.00 CAD on order LK-507862 of customer C-1001):
@@ -22,11 +22,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from core.api.home import Home
 from core.cli import main
-from core.data import FinalTurn, PolicyData, ToolCallTurn, load_policy, load_recordings, task_ids
-from core.home import Home
-from core.proposal_rules import RULES, ShippedFacts, TicketFacts, WorldFacts, problems, shape_problems, standing_problems
-from core.state import Evidence, ProposedAction, TaskState
+from core.engine.proposal_rules import RULES, ShippedFacts, TicketFacts, WorldFacts, problems, shape_problems, standing_problems
+from core.ground.data import FinalTurn, PolicyData, ToolCallTurn, load_policy, load_recordings, task_ids
+from core.ground.state import Evidence, ProposedAction, TaskState
 from pydantic import TypeAdapter
 
 from helpers import stub_route
@@ -148,7 +148,7 @@ def test_p7_items_and_quantities_of_the_order(home):
 
 
 def test_p8_a_reply_or_a_hand_over_that_lists_actions_is_refused_rather_than_guessed():
-    from core.proposal_rules import outcome_problems
+    from core.engine.proposal_rules import outcome_problems
 
     assert [b.rule for b in outcome_problems("reply", [refund("119.00")])] == ["P8"]
     assert [b.rule for b in outcome_problems("hand_to_person", [refund("119.00")])] == ["P8"]
@@ -156,7 +156,7 @@ def test_p8_a_reply_or_a_hand_over_that_lists_actions_is_refused_rather_than_gue
 
 
 def test_p1_an_action_without_its_fields_is_one_sentence_per_line():
-    from core.proposal_rules import unreadable
+    from core.engine.proposal_rules import unreadable
 
     said = unreadable(
         [{**refund("1.00"), "payment_id": None}, {"type": "reship_item", "order_id": "LK-640436", "sku": "PLANTER"}]
@@ -266,7 +266,7 @@ def test_a_live_route_whose_finish_breaks_a_rule_is_handed_to_a_person(home, stu
     rules = [e.data["rule"] for e in state.events if e.kind == "rule_broken"]
     assert rules == [rule]
     assert home.queue.counts().get("waiting_approval", 0) == 0
-    from core.errors import ApprovalRefused
+    from core.ground.errors import ApprovalRefused
 
     with pytest.raises(ApprovalRefused, match="not waiting_approval"):
         home.approve(state.run_id, "grace", "Grace")
@@ -281,7 +281,7 @@ def _waiting_with(home: Home, actions: list[dict[str, Any]]) -> TaskState:
     saved by an earlier release, or written into the store by hand, would be)."""
     state = home.run("T-65273")
     assert state.status == "waiting_approval" and state.proposal is not None
-    from core.preconditions import bind, first_read
+    from core.engine.preconditions import bind, first_read
 
     forged = state.proposal.model_copy(update={"actions": ACTIONS.validate_python(actions)})
     state.proposal = bind(state, forged, first_read(state))
@@ -293,8 +293,8 @@ def _waiting_with(home: Home, actions: list[dict[str, Any]]) -> TaskState:
     ("actions", "rule"), [(NEGATIVE_LINE, "P2"), ([refund("119.00"), refund("119.00")], "P6"), (FOREIGN_ORDER, "P3")]
 )
 def test_a_waiting_proposal_that_breaks_a_rule_is_never_approved(home, actions, rule):
-    from core.errors import ApprovalRefused
-    from core.views import Approver
+    from core.api.views import Approver
+    from core.ground.errors import ApprovalRefused
 
     state = _waiting_with(home, actions)
     with pytest.raises(ApprovalRefused, match=f"breaks the proposal rules, so it may not be approved: {rule} "):
@@ -311,14 +311,14 @@ def test_a_waiting_proposal_that_breaks_a_rule_is_never_approved(home, actions, 
 def test_the_executor_refuses_an_executing_run_whose_proposal_breaks_a_rule(home):
     """An approval from before the rules, of a foreign order's refund, is not carried out: the
     executor asks the rules before the first write and hands the run to a person."""
-    from core.approval import approve
+    from core.engine.approval import approve
 
     state = _waiting_with(home, [refund("119.00")])
     approve(home.store, home.approval_key(), state.run_id, "grace", "Grace", clock=home.clock)
     executing = home.store.load(state.run_id)
     assert executing.status == "executing"
     # the proposal and its operations rewritten after the approval, as a store written by hand would hold them
-    from core.approval import plan_operations, sign
+    from core.engine.approval import plan_operations, sign
 
     executing.proposal = executing.proposal.model_copy(update={"actions": ACTIONS.validate_python(FOREIGN_ORDER)})  # type: ignore[union-attr]
     a = executing.approval

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core.clock import FixedClock
-from core.data import FinalTurn, ToolCallTurn, TurnUsage
-from core.home import Home
-from core.runner import start_run
-from core.state import Message
+from core.api.home import Home
+from core.engine.runner import start_run
+from core.ground.clock import FixedClock
+from core.ground.data import FinalTurn, ToolCallTurn, TurnUsage
+from core.ground.state import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

@@ -1,6 +1,6 @@
 """Issue 27, item 3: each filter of the app reads its pages from an index, on SQLite. The app's
 "waiting" and "mine" first pages took 170 to 290 ms at 1,000,000 runs; their plans were already
-the sort's index (the time went to loading the page's lapsed runs whole: :func:`core.watch.sweep_lapses`,
+the sort's index (the time went to loading the page's lapsed runs whole: :func:`core.engine.watch.sweep_lapses`,
 tested in ``tests/conformance/test_events_contract.py``). This keeps every filter's page, first
 and next, in every sort, and the lapse check's read, off a full scan and a temporary B-tree."""
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from core.home import Home
-from core.store import SORTS
+from core.api.home import Home
+from core.contract.store import SORTS
 from core.stores.sqlite.checkpoint import CheckpointStore
 from resolver_tui.widgets.bars import FILTERS, MINE
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from core.errors import ResolverError
-from core.rulebook import ACTIONS, Approver, offers
+from core.engine.rulebook import ACTIONS, Approver, offers
+from core.ground.errors import ResolverError
 
 T65273 = "T-65273-agent-chat-small-1"
 T90103 = "T-90103-agent-chat-small-1"

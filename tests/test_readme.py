@@ -105,7 +105,7 @@ def test_the_command_tables_name_every_command_and_option():
 
 def test_what_the_readme_says_about_reject_is_what_the_command_does(cli):
     """The README said "Any approver may reject a waiting proposal"; a reject needs the role the
-    proposal needs, as an approval does (core.rulebook). The sentence and the command agree."""
+    proposal needs, as an approval does (core.engine.rulebook). The sentence and the command agree."""
     flat = " ".join(README.split())
     assert "Any approver may reject" not in flat
     assert "A reject needs the same role as an approval of that proposal" in flat

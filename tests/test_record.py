@@ -8,9 +8,9 @@ import json
 import stat
 
 import pytest
-from core.data import TicketRecordings, data_dir
-from core.errors import ShopRefused
-from core.runner import LoopCrash, crash_after_step, outcome_line
+from core.engine.runner import LoopCrash, crash_after_step, outcome_line
+from core.ground.data import TicketRecordings, data_dir
+from core.ground.errors import ShopRefused
 
 from helpers import stub_config, stub_route
 
@@ -62,7 +62,7 @@ def test_the_cli_records_and_says_how_to_replay(cli, stub, tmp_path, monkeypatch
 
 
 def test_a_run_without_the_models_outcome_is_not_recorded(home, stub):
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
 
     with pytest.raises(ResolverError, match="ended stopped without the model's outcome; nothing was recorded"):
         _record_capped(home, stub)
@@ -70,15 +70,15 @@ def test_a_run_without_the_models_outcome_is_not_recorded(home, stub):
 
 
 def _record_capped(home, stub):
-    from core.record import turns_of
+    from core.models.record import turns_of
 
     state = home.run("T-65273", live=stub_route(stub), max_steps=2)
     return turns_of(home.store, state)
 
 
 def test_a_shop_home_refuses_record(tmp_path, stub, clock):
-    from core.home import Home
-    from core.homekind import init_home
+    from core.api.home import Home
+    from core.api.homekind import init_home
 
     init_home(tmp_path / "shop", shop=True)
     with pytest.raises(ShopRefused):

@@ -14,8 +14,8 @@ import sqlite3
 from pathlib import Path
 
 import psycopg
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from core.stores.postgres.schema import ALL
 from core.stores.sqlite.checkpoint import STORE_FORMAT
 

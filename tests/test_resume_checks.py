@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-from core.chat_stub import ChatStub
-from core.errors import ResumeChanged
-from core.runner import LoopCrash, crash_after_step, outcome_line
-from core.state import SCHEMA_VERSION, TOOLS_1, TaskState, migrate
-from core.toolschema import TOOLS, tool_schema_hash
+from core.engine.runner import LoopCrash, crash_after_step, outcome_line
+from core.ground.errors import ResumeChanged
+from core.ground.state import SCHEMA_VERSION, TOOLS_1, TaskState, migrate
+from core.models.chat_stub import ChatStub
+from core.models.toolschema import TOOLS, tool_schema_hash
 
 from helpers import stub_config, stub_route
 
@@ -72,7 +72,7 @@ def test_a_running_loop_started_under_other_rules_is_refused_then_goes_on_when_a
 
 
 def test_a_refusal_changes_nothing_and_the_cli_says_it_in_one_sentence_with_exit_4(cli):
-    from core.home import Home
+    from core.api.home import Home
 
     home = Home(cli.home)
     with pytest.raises(LoopCrash):
@@ -93,7 +93,7 @@ def test_waiting_and_executing_runs_resume_as_before_whatever_changed(home):
 
 def test_the_lessons_crash_run_resumes_without_a_question(cli):
     """Seed 000: ``python -m resolver resume T-65273-crash-1`` asks nothing."""
-    from core.home import Home
+    from core.api.home import Home
 
     home = Home(cli.home)
     with pytest.raises(LoopCrash):
@@ -168,15 +168,15 @@ def budget(monkeypatch, tokens: int, usd: str) -> None:
     """The policy as shipped, with this run budget."""
     from decimal import Decimal
 
-    import core.runner
-    from core.data import RunBudget, load_policy
+    import core.engine.runner
+    from core.ground.data import RunBudget, load_policy
 
     policy = load_policy().model_copy(update={"run_budget": RunBudget(tokens=tokens, usd=Decimal(usd))})
-    monkeypatch.setattr(core.runner, "load_policy", lambda: policy)
+    monkeypatch.setattr(core.engine.runner, "load_policy", lambda: policy)
 
 
 def test_the_shipped_budget_lets_every_recording_finish():
-    from core.data import load_policy
+    from core.ground.data import load_policy
 
     b = load_policy().run_budget
     assert b is not None and (b.tokens, str(b.usd)) == (50000, "0.05")

@@ -9,12 +9,12 @@ import re
 import sqlite3
 
 import pytest
-from core.approval import plan_operations, verify
-from core.clock import FixedClock
-from core.errors import ApprovalRefused
-from core.home import Home
-from core.identity import RandomRunUids, SeededRunUids, current, new_run_uid, using
-from core.state import SCHEMA_VERSION, migrate, operation_id
+from core.api.home import Home
+from core.engine.approval import plan_operations, verify
+from core.ground.clock import FixedClock
+from core.ground.errors import ApprovalRefused
+from core.ground.identity import RandomRunUids, SeededRunUids, current, new_run_uid, using
+from core.ground.state import SCHEMA_VERSION, migrate, operation_id
 
 from helpers import MONDAY, T65273_RUN, T90104_RUN, copy_frozen_home
 
@@ -129,7 +129,7 @@ def test_a_v2_checkpoint_migrates_to_v3_with_its_run_id_as_run_uid():
 
 
 def test_a_v3_checkpoint_without_run_uid_is_refused_as_corrupt(home):
-    from core.errors import CorruptCheckpoint
+    from core.ground.errors import CorruptCheckpoint
 
     state = home.run("T-65273")
     with sqlite3.connect(home.store.path) as conn:

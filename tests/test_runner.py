@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from core.data import load_task
-from core.identity import SeededRunUids, using
-from core.recorded_model import RecordedModel
-from core.runner import LoopCrash, crash_after_step, new_state, outcome_line, run_task
+from core.engine.runner import LoopCrash, crash_after_step, new_state, outcome_line, run_task
+from core.ground.data import load_task
+from core.ground.identity import SeededRunUids, using
+from core.models.recorded_model import RecordedModel
 from core.stores.sqlite.world import SqliteWorld as World
 
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"

@@ -8,10 +8,10 @@ import json
 import sqlite3
 
 import pytest
-from core.clock import FixedClock
-from core.errors import ResolverError, StaleCheckpoint
-from core.home import Home
-from core.state import Evidence, Message
+from core.api.home import Home
+from core.ground.clock import FixedClock
+from core.ground.errors import ResolverError, StaleCheckpoint
+from core.ground.state import Evidence, Message
 from core.stores.sqlite.database import Connection
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
@@ -115,7 +115,7 @@ def test_the_rows_and_header_a_save_writes_are_model_dump_json_s_text(tmp_path):
 def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
     """Issue 27: ``row_hash`` of a row as read (a tuple, a BLOB read as ``blob:<hex>``) is the
     hash of the same row as a dict; a tuple of the wrong length is a ValueError, never a hash."""
-    from core.auditchain import COLUMNS, as_row, row_hash
+    from core.engine.auditchain import COLUMNS, as_row, row_hash
 
     values = (7, "r", "approve", "team_lead", "Grace", "d" * 64, FRIDAY, "Zoë — ok", "u", "0" * 64, "s", None)
     assert row_hash(values) == row_hash(as_row(values))
@@ -137,7 +137,7 @@ def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
 )
 def test_an_audit_row_s_json_is_json_dumps_text(values):
     """Issue 27: ``_encode_row`` writes the text ``json.dumps`` writes (the hash covers it)."""
-    from core.auditchain import _encode_row
+    from core.engine.auditchain import _encode_row
 
     assert _encode_row(values) == json.dumps(values, ensure_ascii=False, separators=(",", ":"))
 
@@ -147,7 +147,7 @@ def test_rows_read_as_stored_bytes_that_are_not_utf8_are_a_corrupt_checkpoint_no
     and hands them to pydantic as they are. A body rewritten as bytes that are not UTF-8, with a
     checksum made to match (only the checksum was right), and a header stored as such a BLOB, are
     each the corrupt-checkpoint sentence; a non-ASCII body written by a save round-trips."""
-    from core.errors import CorruptCheckpoint
+    from core.ground.errors import CorruptCheckpoint
     from core.stores.common import entry_checksum
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
@@ -270,7 +270,7 @@ def test_a_changed_created_at_is_written_though_its_text_is_remembered(tmp_path)
     the field holds the very same object; a new moment assigned is written."""
     from datetime import timedelta
 
-    from core.clock import iso
+    from core.ground.clock import iso
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     state = home.run("T-65273")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from core.masking import mask_text, mask_url, passwords_of
+from core.ground.masking import mask_text, mask_url, passwords_of
 
 from helpers import T65273_RUN, run_process
 from pg import fresh_schema

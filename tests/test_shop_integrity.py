@@ -14,11 +14,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from core import signing
-from core.approvers import KEY_COST, Registry
+from core.api.homekind import home_kind
 from core.cli import main
-from core.errors import ResolverError
-from core.homekind import home_kind
+from core.engine import signing
+from core.engine.approvers import KEY_COST, Registry
+from core.ground.errors import ResolverError
 
 from helpers import T65273_RUN, T90104_RUN, run_process, shop_cli
 
@@ -265,7 +265,7 @@ def _write_header(root: Path, state) -> None:
 
 
 def test_an_approval_voided_by_a_refresh_and_written_back_never_executes(shop):
-    from core.home import Home
+    from core.api.home import Home
 
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
     code, _, err = shop("approve", "--yes", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)
@@ -506,8 +506,8 @@ def _delete_rows_after(root: Path, length: int) -> None:
 
 
 def test_a_signed_decision_binds_the_chain_before_it_its_world_and_its_operations(shop):
-    from core import auditchain
-    from core.home import Home
+    from core.api.home import Home
+    from core.engine import auditchain
 
     assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     home = Home(shop.root)
@@ -530,7 +530,7 @@ def test_history_run_and_head_rolled_back_together_are_found_by_the_register(sho
     """The issue's row 3 carried one step further: the attacker also puts the run back as it was
     before Tomás approved, so no run holds an orphan approval. The register (the payment
     service's own record) still holds the 119.00 refund, and no signed approval binds it."""
-    from core.home import Home
+    from core.api.home import Home
 
     old_head = (shop.root / "audit.head").read_bytes()
     length = json.loads(old_head)["length"]
@@ -552,7 +552,7 @@ def test_a_manual_refund_is_not_held_against_the_audit(shop):
     """Writes a person made by hand are recorded as ``manual`` in the register; they are not the
     executor's, so ``audit verify`` holds nothing against them (a shop home refuses
     ``manual-refund``: the write is made here as the payment service would record it)."""
-    from core.home import Home
+    from core.api.home import Home
 
     Home(shop.root).world().request_refund("phone-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
     code, out, err = shop("audit", "verify")
@@ -561,7 +561,7 @@ def test_a_manual_refund_is_not_held_against_the_audit(shop):
 
 @pytest.mark.parametrize("rewrite", ["world", "operations"])
 def test_an_approval_whose_state_was_rewritten_after_signing_never_executes(shop, rewrite):
-    from core.home import Home
+    from core.api.home import Home
 
     code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
     assert code == 3, err
@@ -589,7 +589,7 @@ def test_a_row_signed_at_another_place_in_the_chain_is_reported():
     """A signed row whose ``binds`` records a chain length other than the rows before it: found
     by ``verify_audit`` whatever its signature (the signature itself is checked by the shop's
     row check). SQLite-only: it builds an audit table by hand."""
-    from core import auditchain
+    from core.engine import auditchain
     from core.stores.sqlite import audit as sqlite_audit
 
     conn = sqlite3.connect(":memory:")
@@ -618,7 +618,7 @@ FROZEN_SIGNED_HEAD = Path(__file__).parent / "fixtures" / "shop_before_signed_he
 
 
 def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_path, capsys, monkeypatch):
-    from core.home import Home
+    from core.api.home import Home
 
     root = tmp_path / "shop"
     shutil.copytree(FROZEN_SIGNED_HEAD, root, ignore=shutil.ignore_patterns("README.md"))
@@ -649,7 +649,7 @@ def later(monkeypatch):
     (the clock keeps seconds: rows a second apart or in one second are both real)."""
     from datetime import timedelta
 
-    from core.clock import SystemClock
+    from core.ground.clock import SystemClock
 
     real = SystemClock.now
 
@@ -677,7 +677,7 @@ def test_a_lapsed_approval_written_back_after_a_rejection_never_executes(shop, l
     """A new user's finding: an approval that lapsed, of a run a team lead then rejected, was
     written back by SQL with one operation marked as called (so it could not lapse again), and
     ``resume`` paid 9.95. Any row that ends an approval now voids it, not only a refresh."""
-    from core.home import Home
+    from core.api.home import Home
 
     assert shop("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong")[0] == 0
     assert shop("approve", "--yes", T90104_RUN, "--name", "Bot", "--interrupt", "before-write", passphrase=BOT)[0] == 3

@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from core.clock import FixedClock
-from core.errors import ResolverError
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
+from core.ground.errors import ResolverError
 from core.stores.sqlite.database import Database
 
 from helpers import FRIDAY, T65273_RUN, unwritable
@@ -173,7 +173,7 @@ def test_a_write_transaction_commits_once_rolls_back_on_error_and_says_sqlite_s_
     commits once, rolls back what an exception interrupted (counted, what the connection learnt
     forgotten), gives a SQLite failure as a sentence naming the file, leaves a constraint error and
     any other exception as they are, and the thread's connection stays usable."""
-    from core.errors import StoreBusy
+    from core.ground.errors import StoreBusy
     from core.stores.sqlite.database import Connection
 
     db = Database(tmp_path / "t.sqlite", label="the test file")

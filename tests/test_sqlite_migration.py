@@ -8,8 +8,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from core.home import Home
-from core.state import migrate
+from core.api.home import Home
+from core.ground.state import migrate
 from core.stores.sqlite.checkpoint import STORE_FORMAT
 
 from helpers import FROZEN_0_1_0, copy_frozen_home, run_process, store_at
@@ -136,7 +136,7 @@ def test_two_processes_opening_the_old_home_at_once_migrate_it_once(old_home):
 
 
 def _derived(operation_id: str) -> str:
-    from core.world import derived_id
+    from core.contract.world import derived_id
 
     return derived_id("RF", operation_id)
 

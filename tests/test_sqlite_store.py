@@ -13,13 +13,13 @@ import threading
 from pathlib import Path
 
 import pytest
-from core.clock import FixedClock
-from core.data import load_task
-from core.errors import CorruptCheckpoint
-from core.home import Home
-from core.runner import new_state
-from core.state import SCHEMA_VERSION, Evidence, Message
-from core.store import UnsupportedStoreFormat
+from core.api.home import Home
+from core.contract.store import UnsupportedStoreFormat
+from core.engine.runner import new_state
+from core.ground.clock import FixedClock
+from core.ground.data import load_task
+from core.ground.errors import CorruptCheckpoint
+from core.ground.state import SCHEMA_VERSION, Evidence, Message
 from core.stores.sqlite.checkpoint import STORE_FORMAT
 from core.stores.sqlite.database import FileMoved
 

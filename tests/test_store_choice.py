@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from core.cli import main
-from core.errors import BadArgument
-from core.homepath import locate_home, locate_store, parse_store_url
-from core.masking import mask_url
+from core.ground.errors import BadArgument
+from core.ground.homepath import locate_home, locate_store, parse_store_url
+from core.ground.masking import mask_url
 
 from helpers import T65273_RUN, run_process
 
@@ -97,7 +97,7 @@ def test_a_run_saved_through_a_sqlite_store_url_is_in_that_folder(tmp_path, caps
 
 
 def test_the_lesson_api_follows_a_sqlite_store_choice(tmp_path, monkeypatch):
-    from core.lesson_api import CheckpointStore, World, practice_db
+    from core.trainer.lesson_api import CheckpointStore, World, practice_db
 
     monkeypatch.delenv("RESOLVER_HOME")
     monkeypatch.setenv("RESOLVER_STORE", f"sqlite://{tmp_path}/lesson")

@@ -9,9 +9,9 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-from core.clock import FixedClock
-from core.home import Home
-from core.state import RunView
+from core.api.home import Home
+from core.ground.clock import FixedClock
+from core.ground.state import RunView
 from core.stores.common import entry_checksum
 from core.stores.sqlite.checkpoint import STORE_FORMAT
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from core.api.home import Home
 from core.cli import main
-from core.clock import FixedClock
-from core.home import Home
-from core.storecopy import HOME_FILES, copy_store, verify_copy
+from core.ground.clock import FixedClock
+from core.ops.storecopy import HOME_FILES, copy_store, verify_copy
 from core.stores import open_rows, register_entries, store_path
 from core.stores.sqlite.checkpoint import STORE_FORMAT
 
@@ -201,7 +201,7 @@ def test_a_broken_chain_fails_the_check(demo_home, tmp_path, capsys):
 
 
 def test_a_shop_store_keeps_its_kind_through_two_team_stores_and_back(tmp_path, capsys, monkeypatch):
-    from core.homekind import home_kind
+    from core.api.homekind import home_kind
 
     shop = shop_cli(tmp_path / "shop", capsys, monkeypatch)
     assert shop("init", "--shop")[0] == 0

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from core.keyfiles import KeyFiles
+from core.engine.keyfiles import KeyFiles
 
 from helpers import T65273_RUN, shop_cli
 from pg import fresh_schema, restore_frozen
@@ -313,7 +313,7 @@ def test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first(url,
                 )
             conn.execute("UPDATE shop_parts SET body = %s WHERE name = 'approvers.json'", (seal,))
         shutil.copy2(KeyFiles(x.root).path("Ana"), KeyFiles(b.root).path("Ana"))  # the attacker's Ana key
-    from core.approvers import fingerprint
+    from core.engine.approvers import fingerprint
 
     code, _, err = b("approve", "--yes", "T-97580-agent-chat-small-1", "--name", "Ana", passphrase=ANA)
     assert code == 4, err
@@ -370,7 +370,7 @@ def test_a_sqlite_shop_home_takes_the_two_step_add_too(tmp_path, capsys, monkeyp
 def _typo(public: str) -> str:
     """``public`` with one hex digit mistyped, still a well-formed Ed25519 public key (the typo
     check_public_key cannot catch)."""
-    from core.approvers import RegistryError, check_public_key
+    from core.engine.approvers import RegistryError, check_public_key
 
     for i in range(len(public)):
         for digit in "0123456789abcdef":
@@ -392,7 +392,7 @@ def test_a_typo_in_the_public_key_is_caught_by_its_fingerprint_before_anything_i
     import io
     import shlex
 
-    from core.approvers import Registry, fingerprint
+    from core.engine.approvers import Registry, fingerprint
 
     class Terminal(io.StringIO):
         def isatty(self) -> bool:
@@ -425,7 +425,7 @@ def test_a_typo_in_the_public_key_is_caught_by_its_fingerprint_before_anything_i
     code, out, err = shop("approvers", "add", "Bob", "--role", "agent", "--public-key", typo, owner=GRACE)
     assert code == 0 and f"The key added for Bob has the fingerprint {fingerprint(typo)}" in err, err
     monkeypatch.setattr("sys.stdin", Terminal("y\n"))  # the owner compared the fingerprints: yes adds
-    from core.approvers import public_hex
+    from core.engine.approvers import public_hex
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     cy = public_hex(Ed25519PrivateKey.generate())

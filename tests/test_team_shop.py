@@ -13,9 +13,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from core.approvers import SEAL_FILE
-from core.auditchain import HEAD_FILE
-from core.errors import ShopRefused
+from core.engine.approvers import SEAL_FILE
+from core.engine.auditchain import HEAD_FILE
+from core.ground.errors import ShopRefused
 
 from helpers import T65273_RUN, shop_cli
 from pg import fresh_schema, restore_frozen
@@ -147,7 +147,7 @@ def test_the_lesson_api_refuses_a_shop_store(url, tmp_path, capsys, monkeypatch)
     a("init", "--shop")
     monkeypatch.setenv("RESOLVER_STORE", url)
     monkeypatch.setenv("RESOLVER_HOME", str(tmp_path / "lesson"))
-    from core.lesson_api import CheckpointStore, World
+    from core.trainer.lesson_api import CheckpointStore, World
 
     with pytest.raises(ShopRefused, match=r"made for a shop home|is a shop home: the lesson"):
         CheckpointStore()
@@ -247,7 +247,7 @@ def _kept_counts(url: str) -> dict[str, int]:
 def test_approvers_init_on_a_team_store_names_the_store_with_its_password_masked(url, tmp_path, capsys, monkeypatch):
     """A new user's trial: ``approvers init`` on a team store said "Made the approvers registry
     of /the/folder", which holds none of it; it names the store as ``doctor`` prints it."""
-    from core.masking import mask_url
+    from core.ground.masking import mask_url
 
     with psycopg.connect(url) as conn:
         user = conn.execute("SELECT current_user").fetchone()[0]  # type: ignore[index]

@@ -23,8 +23,8 @@ def _cli(capsys, *argv: str) -> tuple[int, str, str]:
 
 
 def test_the_lessons_python_and_its_commands_see_one_team_store(url, monkeypatch, capsys):
-    from core.lesson_api import CheckpointStore, World, practice_db
     from core.stores.postgres.store import PostgresStore
+    from core.trainer.lesson_api import CheckpointStore, World, practice_db
     from resolver.data import load_task
     from resolver.runner import new_state
 
@@ -54,8 +54,8 @@ def test_a_practice_folder_never_reaches_a_shop_store(url, tmp_path, monkeypatch
         )
     monkeypatch.setenv("RESOLVER_HOME", str(practice))
     monkeypatch.setenv("RESOLVER_STORE", url)
-    from core.errors import ShopRefused
-    from core.lesson_api import CheckpointStore, World
+    from core.ground.errors import ShopRefused
+    from core.trainer.lesson_api import CheckpointStore, World
 
     with pytest.raises(ShopRefused):
         CheckpointStore()

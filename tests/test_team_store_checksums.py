@@ -11,8 +11,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from core.stores.common import entry_checksum
 from core.stores.postgres.schema import ALL
 

@@ -8,9 +8,9 @@ import json
 import stat
 
 import pytest
-from core.data import TaskNotFound, find_task
-from core.errors import ShopRefused
-from core.tickets import TicketInvalid, check_ticket
+from core.ground.data import TaskNotFound, find_task
+from core.ground.errors import ShopRefused
+from core.ground.tickets import TicketInvalid, check_ticket
 
 from helpers import HOME_TICKET, stub_config, stub_route, ticket_file
 
@@ -144,7 +144,7 @@ def test_a_home_ticket_runs_live_is_shown_safely_approved_and_recorded(cli, stub
 
 def test_a_home_ticket_without_a_recording_needs_a_live_route(home, tmp_path):
     home.add_ticket(good_file(tmp_path))
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
 
     with pytest.raises(ResolverError, match="T-70001 has no recorded runs for agent/chat-small"):
         home.run("T-70001")
@@ -153,8 +153,8 @@ def test_a_home_ticket_without_a_recording_needs_a_live_route(home, tmp_path):
 
 
 def test_a_shop_home_refuses_ticket_add_and_reset_all_keeps_them(tmp_path, clock):
-    from core.home import Home
-    from core.homekind import init_home
+    from core.api.home import Home
+    from core.api.homekind import init_home
 
     init_home(tmp_path / "shop", shop=True)
     with pytest.raises(ShopRefused, match="`ticket add` runs only in a practice home"):
@@ -175,7 +175,7 @@ def test_a_home_ticket_never_shadows_a_shipped_one_nor_reads_outside_its_folder(
     with pytest.raises(TaskNotFound):
         find_task("../T-70009", folder)
     (folder / "T-70003.json").write_text(json.dumps({**GOOD, "task_id": "T-70004"}))
-    from core.data import DataError
+    from core.ground.data import DataError
 
     with pytest.raises(DataError, match="holds the ticket 'T-70004', not T-70003"):
         find_task("T-70003", folder)

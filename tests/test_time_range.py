@@ -16,11 +16,11 @@ import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from core.approval import load_key, verify
+from core.api.home import Home
 from core.cli import EXIT_ERROR, EXIT_USAGE
-from core.clock import END, FileClock, FixedClock, TimeOutOfRange, iso, parse_time, supported
-from core.errors import CorruptCheckpoint
-from core.home import Home
+from core.engine.approval import load_key, verify
+from core.ground.clock import END, FileClock, FixedClock, TimeOutOfRange, iso, parse_time, supported
+from core.ground.errors import CorruptCheckpoint
 
 from helpers import FRIDAY, T65273_RUN
 
@@ -187,9 +187,9 @@ def test_supported_names_the_range_and_returns_the_time_itself():
 def test_a_lease_time_out_of_range_in_the_store_never_hands_a_live_lease_over(tmp_path, expires):
     """A lease whose expiry cannot be read or is out of range counts as unexpired: held while its
     holder lives (a sentence, nothing written), taken over once the holder is gone."""
-    from core.errors import LeaseHeld
-    from core.executor import SimulatedCrash
-    from core.store import lease_owner_name
+    from core.contract.store import lease_owner_name
+    from core.engine.executor import SimulatedCrash
+    from core.ground.errors import LeaseHeld
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     home.run("T-65273")
@@ -229,9 +229,9 @@ def test_a_lease_time_out_of_range_in_the_store_never_hands_a_live_lease_over(tm
 def test_a_time_read_from_a_checkpoints_json_is_checked_as_a_time_made_in_python(at):
     """Issue 27, item 1: a checkpoint's times are checked in pydantic's Rust when read as JSON,
     rows whose checksum matched too (an event's ``at`` once skipped the check for them);
-    JSON accepts exactly what :func:`core.clock.supported` accepts, and a time it refuses is
+    JSON accepts exactly what :func:`core.ground.clock.supported` accepts, and a time it refuses is
     refused by the careful path (Python input) with the sentence."""
-    from core.state import Event
+    from core.ground.state import Event
     from pydantic import ValidationError
 
     row = {"seq": 1, "at": at, "kind": "created", "message": "m"}
@@ -254,7 +254,7 @@ def test_iso_is_the_text_of_astimezone_replace_isoformat():
     making a second datetime with ``replace``; the text is the formula's over DST changes (both
     folds), microseconds or none, offsets of whole hours, minutes and seconds (Toronto's local
     mean time), four-digit padded years, other zones and naive times."""
-    from core.clock import SHOP_TZ
+    from core.ground.clock import SHOP_TZ
 
     def formula(value: datetime) -> str:
         return value.astimezone(SHOP_TZ).replace(microsecond=0).isoformat()

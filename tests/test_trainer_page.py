@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from core.state import SCHEMA_VERSION
+from core.ground.state import SCHEMA_VERSION
 
 from helpers import run_process
 
@@ -168,7 +168,7 @@ def test_every_command_of_the_page_is_played_in_its_order():
 
 
 def test_the_lease_exercise_uses_a_ticket_no_moment_touches():
-    from core import lesson
+    from core.trainer import lesson
 
     touched = set(re.findall(r"T-\d{5}", Path(lesson.__file__).read_text(encoding="utf-8").split("# --- exercises")[0]))
     assert lesson.LEASE_TICKET not in touched

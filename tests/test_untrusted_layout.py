@@ -15,8 +15,9 @@ import os
 import sqlite3
 import unicodedata
 
-from core import safetext, views
-from core.home import Home
+from core.api import views
+from core.api.home import Home
+from core.ground import safetext
 
 from helpers import FORGED, T65273_RUN, assert_marked, forge
 
@@ -118,7 +119,7 @@ def test_a_decomposed_search_finds_the_stored_name(demo_home):
 
 
 def test_roles_by_label_and_the_person_grace_told_apart_from_the_role(demo_home):
-    from core.views import Approver, decision_lines
+    from core.api.views import Approver, decision_lines
 
     state = demo_home.approve(T65273_RUN, "team_lead", "Tomás")
     text = "\n".join(decision_lines(state))
@@ -127,7 +128,7 @@ def test_roles_by_label_and_the_person_grace_told_apart_from_the_role(demo_home)
 
 
 def test_preconditions_are_numbered_once_per_request(demo_home):
-    from core.views import precondition_lines
+    from core.api.views import precondition_lines
 
     lines = precondition_lines(demo_home.queue.load(T65273_RUN))
     numbers = [line.split(".")[0].strip() for line in lines[1:]]
@@ -135,7 +136,7 @@ def test_preconditions_are_numbered_once_per_request(demo_home):
 
 
 def test_the_reject_dialog_gives_the_reply_its_own_line(demo_home):
-    from core.views import Approver, reject_dialog
+    from core.api.views import Approver, reject_dialog
 
     detail = demo_home.queue.run(T65273_RUN, Approver("team_lead", "Tomás"))
     body = reject_dialog(detail.decision, Approver("team_lead", "Tomás"))

@@ -11,12 +11,12 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from core.approval import verify
-from core.clock import FixedClock
-from core.errors import WorldChanged
-from core.home import Home
-from core.queue import ApprovalQueue
-from core.state import SCHEMA_VERSION, TaskState, migrate
+from core.api.home import Home
+from core.api.queue import ApprovalQueue
+from core.engine.approval import verify
+from core.ground.clock import FixedClock
+from core.ground.errors import WorldChanged
+from core.ground.state import SCHEMA_VERSION, TaskState, migrate
 
 from helpers import MONDAY, T65273_RUN
 

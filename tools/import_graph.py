@@ -157,7 +157,12 @@ def figures() -> dict[str, object]:
     files, arrows = _graph()
     found = circles(files, arrows)
     floor = floors(files, arrows, found)
-    back = sorted(f"{f} -> {t}" for f, ts in arrows.items() for t in ts if floor[t] > floor[f] or (floor[t] == floor[f] and any(f in c and t in c for c in found)))
+    back = sorted(
+        f"{f} -> {t}"
+        for f, ts in arrows.items()
+        for t in ts
+        if floor[t] > floor[f] or (floor[t] == floor[f] and any(f in c and t in c for c in found))
+    )
     total, unexplained = deferred_imports(files)
     return {
         "files": len(files),

@@ -60,35 +60,35 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "hmac",
         "practice home: the approval's HMAC signature",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("if signed and not hmac.compare_digest(expected, a.signature):", "if False:"),),
         (G + "test_guard_hmac_an_approval_signed_with_another_key_pays_nothing",),
     ),
     Mutant(
         "digest",
         "the approval names the proposal's digest",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("if state.proposal is None or a.digest != state.proposal.digest:", "if state.proposal is None:"),),
         (G + "test_guard_digest_a_proposal_raised_after_approval_pays_nothing",),
     ),
     Mutant(
         "operations",
         "the operations are the ones the approved proposal plans",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("if [(op.operation_id, op.action) for op in state.operations] != planned:", "if False:"),),
         (G + "test_guard_operations_an_operation_edited_after_approval_pays_nothing",),
     ),
     Mutant(
         "role-execution",
         "the role under the policy at the write",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("        if not may_approve(a.role, needed):", "        if False:"),),
         (G + "test_guard_role_at_execution_a_stricter_policy_pays_nothing",),
     ),
     Mutant(
         "role-approval",
         "the role at approval",
-        "core/approval.py",
+        "core/engine/approval.py",
         (
             (
                 "    if not may_approve(role, needed):\n        raise ApprovalRefused(role_too_low(",
@@ -135,7 +135,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "reconcile",
         "row 1: a register entry is this operation only if it records the planned write",
-        "core/executor.py",
+        "core/engine/executor.py",
         (("    if not same_call(recorded, planned):", "    if False:"),),
         (
             B + "test_a_manual_refund_under_the_pending_operations_id_is_not_that_operation",
@@ -145,7 +145,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "approval-expiry",
         "an approval whose execution has not started lapses",
-        "core/executor.py",
+        "core/engine/executor.py",
         (
             (
                 "    a = state.approval\n    if a is None or started(state, world):",
@@ -160,7 +160,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "started-pending",
         "row 6: a pending operation with no call has not started (back to: pending is a start)",
-        "core/state.py",
+        "core/ground/state.py",
         (
             (
                 'return any(op.calls > 0 or op.status in ("done", "failed") for op in operations)',
@@ -175,14 +175,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "evidence-expiry",
         "evidence older than the policy allows is not approved",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("    if age > policy.evidence_max_age_s:", "    if False:"),),
         (G + "test_guard_evidence_expiry_evidence_older_than_the_policy_is_not_approved",),
     ),
     Mutant(
         "one-effect",
         "one effect per ticket (the store's and the world's check)",
-        "core/approval.py",
+        "core/engine/approval.py",
         (
             (
                 "dup = overlapping_effects(store, state) or (effects_of_ticket(world, state) if world is not None else None)",
@@ -194,21 +194,21 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "one-effect-store",
         "one effect per ticket: another run of the ticket executing (its checkpoint)",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("dup = overlapping_effects(store, state) or (", "dup = None or ("),),
         (G + "test_guard_one_effect_per_ticket_while_the_first_run_is_still_executing",),
     ),
     Mutant(
         "one-effect-world",
         "one effect per ticket: the world's records of another run of the ticket",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("or (effects_of_ticket(world, state) if world is not None else None)", "or None"),),
         (G + "test_guard_one_effect_per_ticket_from_the_world_after_the_first_run_was_pruned",),
     ),
     Mutant(
         "shop-precondition",
         "shop home: an approval whose preconditions already fail is refused before the write",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("    if world is not None and not practice and state.proposal is not None:", "    if False:"),),
         (G + "test_guard_shop_precondition_a_shop_home_refuses_the_approval_before_the_write",),
     ),
@@ -225,8 +225,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/stores/common.py",
         (
             (
-                "        if isinstance(state, view):\n            from core.state import PartialState\n",
-                "        if False:\n            from core.state import PartialState\n",
+                "        if isinstance(state, view):\n            from core.ground.state import PartialState\n",
+                "        if False:\n            from core.ground.state import PartialState\n",
             ),
         ),
         (R + "test_a_view_is_never_saved_and_the_history_stays_whole",),
@@ -246,7 +246,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "single-use",
         "a run is decided once (only a waiting run can be approved)",
-        "core/approval.py",
+        "core/engine/approval.py",
         (
             (
                 'if state.status != "waiting_approval" or state.proposal is None:\n        raise _not_waiting(state)',
@@ -270,7 +270,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "ed25519",
         "shop home: the approver's Ed25519 signature over the decision",
-        "core/signing.py",
+        "core/engine/signing.py",
         (("    if not verify_hex(entry.public_key, sig, row_message(row)):", "    if False:"),),
         (
             G + "test_guard_signature_a_forged_ed25519_approval_with_a_matching_audit_row_pays_nothing",
@@ -280,7 +280,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "registry",
         "shop home: the registry is the owner's (entry signatures and seal)",
-        "core/approvers.py",
+        "core/engine/approvers.py",
         (
             (
                 '        if problems:\n            raise ApprovalRefused(f"The approvers registry',
@@ -292,7 +292,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "revoked",
         "shop home: a revoked approver's decisions stop executing",
-        "core/approvers.py",
+        "core/engine/approvers.py",
         (
             (
                 "        if entry.revoked:\n            raise ApprovalRefused(",
@@ -304,14 +304,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "audit-verify-signature",
         "audit verify: each decision row's signature (finds an inserted row)",
-        "core/signing.py",
+        "core/engine/signing.py",
         (('        if not row["sig"] or not verify_hex(key, row["sig"], row_message(row)):', "        if False:"),),
         (G + "test_an_inserted_audit_row_no_decision_made_is_reported_and_never_accepted",),
     ),
     Mutant(
         "refresh-voids",
         "shop home: an approval followed by a row that ends it (a refresh, a lapse, a decision) never executes (issue 28)",
-        "core/signing.py",
+        "core/engine/signing.py",
         (("    if ended is not None:", "    if False:"),),
         (
             S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",
@@ -321,42 +321,42 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "audit-verify-voided",
         "audit verify: an approval followed by a refresh with no refusal between (issue 28)",
-        "core/auditchain.py",
+        "core/engine/auditchain.py",
         (("    report.problems += _voided_approvals(all_rows)", "    pass"),),
         (S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",),
     ),
     Mutant(
         "registry-behind",
         "shop home: a registry older than the audit records executes nothing (issue 28)",
-        "core/signing.py",
+        "core/engine/signing.py",
         (("    if behind:\n        return behind", "    if False:\n        return behind"),),
         (S + "test_a_revocation_undone_by_putting_the_registry_back_pays_nothing",),
     ),
     Mutant(
         "audit-verify-approval-row",
         "audit verify: every approver-signed approval a run holds has its audit row (issue 28)",
-        "core/signing.py",
+        "core/engine/signing.py",
         (("    report.problems += approvals_without_rows(audit)", "    pass"),),
         (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
     ),
     Mutant(
         "audit-verify-head-behind",
         "audit verify: the head is never shorter than the newest signed row (issue 28)",
-        "core/signing.py",
+        "core/engine/signing.py",
         (('    if head["length"] < last_signed:', "    if False:"),),
         (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
     ),
     Mutant(
         "approval-binds",
         "shop home: the approval's world and operations are the ones its signature binds (issue 28)",
-        "core/signing.py",
+        "core/engine/signing.py",
         (("    if unbound:\n        return unbound", "    if False:\n        return unbound"),),
         (S + "test_an_approval_whose_state_was_rewritten_after_signing_never_executes",),
     ),
     Mutant(
         "audit-verify-register",
         "audit verify: every write a run made is bound by a signed approval (issue 28)",
-        "core/signing.py",
+        "core/engine/signing.py",
         (
             (
                 "    report.problems += writes_without_approvals(world_path(Path(root)) if world_at is None else world_at, audit)",
@@ -368,7 +368,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "audit-verify-register-window",
         "audit verify: an approval binds only the writes made while it stood (issue 28)",
-        "core/signing.py",
+        "core/engine/signing.py",
         (
             (
                 '        if end is not None and end["decision"] not in MID_EXECUTION_REFUSALS:\n            continue',
@@ -380,7 +380,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "audit-verify-binds-head",
         "audit verify: a signed row stands where the chain was when it was signed (issue 28)",
-        "core/auditchain.py",
+        "core/engine/auditchain.py",
         (("            why_binds = _binds_problem(row, i)", "            why_binds = None"),),
         (S + "test_a_row_signed_at_another_place_in_the_chain_is_reported",),
     ),
@@ -394,56 +394,56 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "owner-pin",
         "team store: a machine refuses an owner key other than the one it first trusted (issue 23)",
-        "core/approvers.py",
+        "core/engine/approvers.py",
         (("                if pinned is not None and pinned != owner_key:", "                if False:"),),
         ("tests/test_team_keys.py::test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first",),
     ),
     Mutant(
         "weak-public-key",
         "a signature under a small-order Ed25519 key (one anyone can sign for) never verifies (a new user's trial)",
-        "core/approvers.py",
+        "core/engine/approvers.py",
         (("        if weak_public_key(raw) is not None:\n            return False\n", ""),),
         ("tests/test_approvers.py::test_a_decision_signed_for_a_small_order_key_the_last_release_took_pays_nothing",),
     ),
     Mutant(
         "key-file-public-key",
         "a key file for another public key is named as such at unlock (AES-GCM's associated data refuses it anyway, as a wrong passphrase; issue 23)",
-        "core/approvers.py",
+        "core/engine/approvers.py",
         (("            if local.public_key != entry.public_key:", "            if False:"),),
         ("tests/test_team_keys.py::test_a_key_file_for_another_public_key_is_caught_at_unlock",),
     ),
     Mutant(
         "passphrase-length",
         "a new key's passphrase has at least 12 characters (issue 28)",
-        "core/approvers.py",
+        "core/engine/approvers.py",
         (("    if len(passphrase) < MIN_PASSPHRASE:", "    if False:"),),
         (S + "test_a_weak_passphrase_is_refused_for_a_new_key",),
     ),
     Mutant(
         "passphrase-common",
         "a new key's passphrase is not a common password (issue 28)",
-        "core/approvers.py",
+        "core/engine/approvers.py",
         (("    if _common(passphrase):", "    if False:"),),
         (S + "test_a_weak_passphrase_is_refused_for_a_new_key",),
     ),
     Mutant(
         "shop-kind-missing",
         "a shop home whose home.json was removed stays a shop (issue 28)",
-        "core/homekind.py",
+        "core/api/homekind.py",
         (('            raise _lost(root, evidence, "is missing") from None', '            return "practice"'),),
         (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
     ),
     Mutant(
         "shop-kind-changed",
         "a shop home whose home.json says practice stays a shop (issue 28)",
-        "core/homekind.py",
+        "core/api/homekind.py",
         (('            raise _lost(root, evidence, f"says {kind}")', "            pass"),),
         (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
     ),
     Mutant(
         "team-store-kind",
         "a practice folder never reaches a shop's team store (issue 23)",
-        "core/homekind.py",
+        "core/api/homekind.py",
         (('    return "shop" if made == "shop" else "practice"', '    return folder or "practice"'),),
         ("tests/test_team_store.py::test_a_practice_folder_never_reaches_a_shop_store",),
     ),
@@ -483,14 +483,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "policy-sum",
         "a proposal needs the role of each kind of action's summed value (issue 25's third trial)",
-        "core/policy.py",
+        "core/engine/policy.py",
         (("totals[kind] = totals.get(kind, zero) + value", "totals[kind] = max(totals.get(kind, zero), value)"),),
         ("tests/test_data.py::test_a_refund_split_into_lines_needs_the_role_of_their_sum",),
     ),
     Mutant(
         "policy-never-falls",
         "no line lowers the role a proposal needs: every value counted as at least 0",
-        "core/policy.py",
+        "core/engine/policy.py",
         (("value = max(action_value(action), zero)", "value = action_value(action)"),),
         ("tests/test_needed_role.py::test_the_python_rule_gives_the_role_of_every_case",),
     ),
@@ -509,7 +509,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "rules-proposal",
         "the runner checks every finish against the proposal rules before it waits for approval",
-        "core/runner.py",
+        "core/engine/runner.py",
         (("broken = problems(actions, ticket, WorldFacts(world), state.evidence, policy)", "broken = []"),),
         (
             "tests/test_proposal_rules.py::test_a_home_recording_that_breaks_a_rule_is_handed_to_a_person_and_nothing_is_paid",
@@ -519,14 +519,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         "rules-decision",
         "a decision asks the proposal rules again (a proposal saved before them, or written by hand)",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("    broken = rules_broken(state, world, policy)\n    if broken:", "    broken = ''\n    if broken:"),),
         ("tests/test_proposal_rules.py::test_a_waiting_proposal_that_breaks_a_rule_is_never_approved",),
     ),
     Mutant(
         "rules-write",
         "the executor asks the proposal rules before every write",
-        "core/approval.py",
+        "core/engine/approval.py",
         (("    broken = rules_broken(state)\n    if broken:", "    broken = ''\n    if broken:"),),
         ("tests/test_proposal_rules.py::test_the_executor_refuses_an_executing_run_whose_proposal_breaks_a_rule",),
     ),
@@ -535,7 +535,7 @@ MUTANTS: tuple[Mutant, ...] = (
 
 EQUIVALENT: tuple[tuple[str, str], ...] = (
     (
-        "audit row match (core/signing.py check_approval: the row's run, digest, role, name, time)",
+        "audit row match (core/engine/signing.py check_approval: the row's run, digest, role, name, time)",
         "the Ed25519 signature is verified over the approval's own fields and the row's prev, so a row "
         "that differs can only carry a real approver's real approval; audit verify still reports it",
     ),

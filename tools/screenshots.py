@@ -14,11 +14,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from core import lesson  # noqa: E402
-from core.clock import FixedClock  # noqa: E402
-from core.demo import build_demo  # noqa: E402
-from core.home import Home  # noqa: E402
-from core.identity import SeededRunUids, using  # noqa: E402
+from core.api.home import Home  # noqa: E402
+from core.ground.clock import FixedClock  # noqa: E402
+from core.ground.identity import SeededRunUids, using  # noqa: E402
+from core.trainer import lesson  # noqa: E402
+from core.trainer.demo import build_demo  # noqa: E402
 from resolver_tui.app import ResolverApp  # noqa: E402
 
 MONDAY = "2026-10-12T09:00:00-04:00"

@@ -2,11 +2,11 @@
 
 Each part of a home is at a :data:`Place`: a SQLite file in the home folder (the default), or the
 team store's PostgreSQL URL (issue 23, chosen by ``--store``, ``RESOLVER_STORE`` or ``store`` in
-the config file: :func:`core.homepath.locate_store`). :func:`open_store`, :func:`open_world`,
+the config file: :func:`core.ground.homepath.locate_store`). :func:`open_store`, :func:`open_world`,
 :func:`open_registry_rows`, :func:`open_shop_parts`, :func:`check_world`, :func:`reset_world` and
 :func:`register_entries` open or check a part at its place with its back-end: SQLite
 (:mod:`core.stores.sqlite`) for a path, PostgreSQL (:mod:`core.stores.postgres`) for a URL.
-:class:`core.home.Home`, the lesson's Python API and the listing call these, and nothing else
+:class:`core.api.home.Home`, the lesson's Python API and the listing call these, and nothing else
 names a back-end's module. The conformance suite (``tests/conformance/``) runs every contract
 test against each name in :data:`BACKENDS`.
 
@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.approvers import ApproverRows
-    from core.clock import Clock
-    from core.data import Fault
-    from core.store import JournalKey, QueueChanges, ShopParts, Store, StoreRows, Summarize
-    from core.world import World
+    from core.contract.store import JournalKey, QueueChanges, ShopParts, Store, StoreRows, Summarize
+    from core.contract.world import World
+    from core.engine.approvers import ApproverRows
+    from core.ground.clock import Clock
+    from core.ground.data import Fault
 
 BACKENDS: tuple[str, ...] = ("sqlite", "postgres")
 """Every back-end of the contract (the conformance suite's parameter)."""
@@ -86,11 +86,11 @@ def open_store(
 ) -> Store:
     """The checkpoint store at ``path`` (a SQLite file, or a PostgreSQL URL: :data:`Place`; made
     on first use, migrated on open), saving the queue's columns given by ``summarize`` with every
-    run (:func:`core.queue.queue_columns`). A SQLite file missing or empty in a home that has
+    run (:func:`core.api.queue.queue_columns`). A SQLite file missing or empty in a home that has
     been used is refused as lost unless ``afresh`` (``resolver reset --all``, ``resolver restore``,
     a copy's new folder: made again).
 
-    ``journal_key`` (:data:`core.store.JournalKey`) gives a SQLite store its home's approval key,
+    ``journal_key`` (:data:`core.contract.store.JournalKey`) gives a SQLite store its home's approval key,
     which seals and checks its journal of model calls (a store opened without it can neither
     write nor trust that journal; see :class:`core.stores.sqlite.checkpoint.CheckpointStore`); a
     team store ignores it (its database stamps each row's writer). :func:`folder_journal_key`
@@ -109,8 +109,8 @@ def open_store(
 
 
 def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = False) -> JournalKey:
-    """The :data:`core.store.JournalKey` of the home folder ``root``: its ``approval.key``, read
-    when first asked (:func:`core.approval.load_key`).
+    """The :data:`core.contract.store.JournalKey` of the home folder ``root``: its ``approval.key``, read
+    when first asked (:func:`core.engine.approval.load_key`).
 
     ``make``: made when missing (32 random bytes, 0600), unless approvals are in flight, whose
     HMAC signatures a new key would void (the store's count; ``in_flight_ok``: a shop home, whose
@@ -118,8 +118,8 @@ def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = Fa
     refused (a read that must change nothing). Raises ApprovalKeyError when asked."""
 
     def key(in_flight: Callable[[], int]) -> bytes:
-        from core.approval import load_key
-        from core.errors import ApprovalKeyError
+        from core.engine.approval import load_key
+        from core.ground.errors import ApprovalKeyError
 
         path = Path(root) / "approval.key"
         if not make and not path.exists():
@@ -203,7 +203,7 @@ def open_registry_rows(root: Place, *, backend: str | None = None) -> ApproverRo
 
 
 def open_shop_parts(root: Path | str, store: str | None = None) -> ShopParts:
-    """The per-shop parts of a home (:class:`core.store.ShopParts`: the owner's registry seal, the
+    """The per-shop parts of a home (:class:`core.contract.store.ShopParts`: the owner's registry seal, the
     signed audit head, the practice HMAC key, the trainer's clock, issue 23): the files in the
     folder ``root`` as they always were, or, with ``store`` (a team store's PostgreSQL URL), the
     rows of that store's ``shop_parts`` table, shared by every machine pointed at it. Opening
@@ -222,7 +222,7 @@ def adopt_folder_parts(root: Path, parts: ShopParts) -> list[str]:
     stayed in the folder of the machine that wrote them) into the store's ``parts``, each only
     when the store has none of that name; the folder's file is left as it is (nothing reads it on
     a team store). Returns the names moved. Raises OSError, ResolverError."""
-    from core.store import SHOP_PARTS
+    from core.contract.store import SHOP_PARTS
 
     moved = []
     for name in SHOP_PARTS:
@@ -253,7 +253,7 @@ def store_kind(where: Place, kind: str) -> str:
     """The kind of home the store at ``where`` belongs to (issue 23: the store knows its kind,
     fixed when it is made). A team store records ``kind`` the first time a home opens it and
     returns what it recorded from then on; a SQLite store is its home folder, whose kind is
-    ``kind`` (:mod:`core.homekind` reads it from the folder). Raises ResolverError (one sentence)."""
+    ``kind`` (:mod:`core.api.homekind` reads it from the folder). Raises ResolverError (one sentence)."""
     if _require(None, where) == "postgres":
         return str(_postgres().store_kind(str(where), kind))
     return kind
@@ -285,7 +285,7 @@ def queue_listener(where: Place) -> QueueChanges | None:
 
 
 def open_rows(where: Place) -> StoreRows:
-    """Every row of the store at ``where``, table by table (:class:`core.store.StoreRows`, for
+    """Every row of the store at ``where``, table by table (:class:`core.contract.store.StoreRows`, for
     ``resolver store copy``): a SQLite home FOLDER (its ``runs.sqlite``, ``larkfield.sqlite`` and
     ``approvers.sqlite``), or a PostgreSQL URL. Opening a folder creates nothing; opening a URL
     makes or upgrades its schema. Raises ResolverError (one sentence)."""

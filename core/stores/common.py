@@ -9,7 +9,7 @@ result refers to its row) and ``checksum`` (:func:`entry_checksum` of ``body`` a
 written with the row since store format 4 / PostgreSQL migration 8; NULL in older rows).
 Entries are validated when they are written and checked by their checksum when read back: a
 row whose bytes changed since is a corrupt checkpoint, and the checks that remain on a read run
-in pydantic's Rust (a time's range: :class:`core.state._Supported`), not in Python. :class:`CheckpointRows` is the mixin both back-ends inherit: it tells
+in pydantic's Rust (a time's range: :class:`core.ground.state._Supported`), not in Python. :class:`CheckpointRows` is the mixin both back-ends inherit: it tells
 an append from an edit (:meth:`~CheckpointRows._prepare`), makes the new rows
 (:meth:`~CheckpointRows._rows`), joins what was read back into one JSON text and validates it once
 (:meth:`~CheckpointRows._build`), with the careful path's own errors for an old schema or a corrupt
@@ -35,15 +35,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from core.clock import iso
-from core.errors import CorruptCheckpoint, JournalUntrusted, LeaseHeld, ResolverError, StaleCheckpoint
-from core.store import SORTS, RunSummary
+from core.contract.store import SORTS, RunSummary
+from core.ground.clock import iso
+from core.ground.errors import CorruptCheckpoint, JournalUntrusted, LeaseHeld, ResolverError, StaleCheckpoint
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from core.state import TaskState
-    from core.store import Summarize
+    from core.contract.store import Summarize
+    from core.ground.state import TaskState
 
 LISTS = ("messages", "evidence", "events")
 """TaskState's append-only lists, stored one row per element; the rest of the model is the header."""
@@ -108,7 +108,7 @@ def _crc(body: bytes, extra: bytes | None) -> int:
 
 
 _iso_of = functools.lru_cache(maxsize=4096)(iso)
-""":func:`core.clock.iso` remembered per moment: a run's ``created_at`` and its events' times are
+""":func:`core.ground.clock.iso` remembered per moment: a run's ``created_at`` and its events' times are
 written at every save and change seldom (issue 27, item 2: no per-save work that does not change
 with the step). Datetimes are immutable and hash by value, so a hit is the same text."""
 
@@ -164,13 +164,13 @@ def _dumps_result(value: Any) -> str:
 
 
 _RUN_VIEW: type | None = None
-""":class:`core.state.RunView`, once imported (:func:`_run_view`)."""
+""":class:`core.ground.state.RunView`, once imported (:func:`_run_view`)."""
 
 
 def _run_view() -> type:
-    """:class:`core.state.RunView`, imported at the first save (a listing never imports the model)."""
+    """:class:`core.ground.state.RunView`, imported at the first save (a listing never imports the model)."""
     global _RUN_VIEW
-    from core.state import RunView
+    from core.ground.state import RunView
 
     _RUN_VIEW = RunView
     return RunView
@@ -394,10 +394,10 @@ class CheckpointRows:
 
     def _prepare(self, state: TaskState) -> _Prepared:
         """Stamp ``state.updated_at`` from the clock and work out what its save writes. Raises
-        PartialState for a read-side :class:`~core.state.RunView` (nothing is stamped)."""
+        PartialState for a read-side :class:`~core.ground.state.RunView` (nothing is stamped)."""
         view = _RUN_VIEW or _run_view()
         if isinstance(state, view):
-            from core.state import PartialState
+            from core.ground.state import PartialState
 
             raise PartialState(
                 f"Run {state.run_id} was read for display only (without its message history) and cannot be saved; "
@@ -455,14 +455,14 @@ class CheckpointRows:
         return _Prepared(now, old, new, saved, appended, rows, values, written)
 
     def _build(self, run_id: str, parts: _Parts, view: bool = False) -> TaskState:
-        """The state of ``parts`` validated once: a :class:`~core.state.RunView` with ``view``
+        """The state of ``parts`` validated once: a :class:`~core.ground.state.RunView` with ``view``
         (parts read by :func:`read_parts` with ``opening``; never remembered for a save), else
-        the whole :class:`~core.state.TaskState`. An entry whose checksum did not match is a corrupt
-        checkpoint; every entry is validated, times in pydantic's Rust (:class:`core.state._Supported`).
+        the whole :class:`~core.ground.state.TaskState`. An entry whose checksum did not match is a corrupt
+        checkpoint; every entry is validated, times in pydantic's Rust (:class:`core.ground.state._Supported`).
         Raises CorruptCheckpoint, UnsupportedSchemaVersion."""
         from pydantic import ValidationError
 
-        from core.state import SCHEMA_VERSION, RunView, TaskState
+        from core.ground.state import SCHEMA_VERSION, RunView, TaskState
 
         cls = RunView if view else TaskState
         if parts.damaged is not None:
@@ -492,7 +492,7 @@ class CheckpointRows:
         that still holds its lists (release 0.1.0's whole-state form, or a row edited by hand)."""
         from pydantic import ValidationError
 
-        from core.state import RunView, TaskState, migrate
+        from core.ground.state import RunView, TaskState, migrate
 
         cls = RunView if view else TaskState
 
@@ -587,7 +587,7 @@ def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | N
     """A run's checkpoint as stored, read on ``conn`` (``?`` SQL; the caller holds one read
     transaction for both statements): the header, and each list's element texts with an
     evidence's result and a tool message's referred content joined back in. With ``opening``
-    (the read side, :class:`core.state.RunView`) only the first ``opening`` messages are read:
+    (the read side, :class:`core.ground.state.RunView`) only the first ``opening`` messages are read:
     the rest of the history is never sent by the database. Each entry's checksum is checked
     (:func:`entry_checksum`): ``damaged`` names the first that did not match. None when no run."""
     # header, bodies and extras as the stored UTF-8 bytes (CAST AS BLOB): checksummed, joined and
@@ -661,7 +661,7 @@ def sort_order(status: str | None, sort: str | None) -> tuple[str, str, bool]:
 
 
 class AuditReads:
-    """The read side of :class:`core.store.AuditLog` over a back-end's audit SQL module
+    """The read side of :class:`core.contract.store.AuditLog` over a back-end's audit SQL module
     (:attr:`_audit_sql`: ``rows``, ``last_hash``, ``find_row``, ``later_ending``, ``triggers``,
     ``signed_approvals``, each taking a connection first), on connections of ``self.db.read()``."""
 
@@ -669,7 +669,7 @@ class AuditReads:
     _audit_sql: Any
 
     def audit_rows(self) -> list[dict[str, Any]]:
-        """Every audit row, oldest first, with every column of :data:`core.auditchain.COLUMNS`."""
+        """Every audit row, oldest first, with every column of :data:`core.engine.auditchain.COLUMNS`."""
         with self.db.read() as conn:
             return self._audit_sql.rows(conn)
 
@@ -685,7 +685,7 @@ class AuditReads:
 
     def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
         """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
-        recorded there (:func:`core.auditchain.ends_approval`), or None."""
+        recorded there (:func:`core.engine.auditchain.ends_approval`), or None."""
         with self.db.read() as conn:
             return self._audit_sql.later_ending(conn, run_uid, after_id)
 
@@ -701,8 +701,8 @@ class AuditReads:
 
 
 def audit_values(run_id: str, audit: dict[str, Any], prev: str) -> tuple[Any, ...]:
-    """The values of an appended audit row after its ``id``, in :data:`core.auditchain.COLUMNS`
-    order: ``audit`` as :meth:`core.store.AuditLog.append_audit` takes it, chained to ``prev``."""
+    """The values of an appended audit row after its ``id``, in :data:`core.engine.auditchain.COLUMNS`
+    order: ``audit`` as :meth:`core.contract.store.AuditLog.append_audit` takes it, chained to ``prev``."""
     return (
         run_id,
         audit["decision"],
@@ -776,7 +776,7 @@ class ModelCallJournal:
     Why: a resume takes a journaled answer as the model's turn, and the turn becomes the run's
     proposal. Only the agent's runner proposes, so an answer anyone else wrote into the table
     (plain SQL into ``runs.sqlite``, an approver's database user on a team store) must never be
-    taken: :meth:`journal_answered` refuses the step (:class:`~core.errors.JournalUntrusted`),
+    taken: :meth:`journal_answered` refuses the step (:class:`~core.ground.errors.JournalUntrusted`),
     :meth:`model_calls` says which rows are trusted, and :meth:`journal_problems` lists every
     untrusted row for ``resolver doctor``."""
 
@@ -978,7 +978,7 @@ REGISTRY_COLUMNS = "name, role, public_key, added_at, revoked_at, signature, pri
 
 class RegistryChange:
     """The writes of one change of the approvers registry's rows, inside its transaction
-    (:class:`core.approvers.ApproverChange`), over a connection speaking ``?`` SQL (``sqlite3``,
+    (:class:`core.engine.approvers.ApproverChange`), over a connection speaking ``?`` SQL (``sqlite3``,
     or :class:`core.stores.postgres.database.QmarkConnection`); ``order`` is the column that keeps
     the order rows were added in."""
 
@@ -1055,7 +1055,7 @@ def world_columns() -> dict[str, tuple[str, ...]]:
     """The practice world's columns per table, in the order both back-ends make them: the
     built tables' from the rows of ``data/`` (:func:`core.stores.practice.world_rows`), the write
     services' and the register's from :data:`core.stores.practice.EFFECT_TABLES_COLUMNS`."""
-    from core.data import load_world_data
+    from core.ground.data import load_world_data
     from core.stores.practice import EFFECT_TABLES_COLUMNS, world_rows
 
     out: dict[str, tuple[str, ...]] = {}
@@ -1073,7 +1073,7 @@ def copy_columns(table: str) -> tuple[str, ...]:
     """The columns ``store copy`` carries for ``table`` (the ones both back-ends have; a
     back-end's own columns, PostgreSQL's ``runs.n`` and ``runs.search``, SQLite's rowid, are
     made again by the target). Raises KeyError for a table not in :data:`COPY_PARTS`."""
-    from core.auditchain import COLUMNS
+    from core.engine.auditchain import COLUMNS
     from core.stores.events import EVENT_COLUMNS
     from core.stores.marks import MARK_COLUMNS
 
@@ -1118,7 +1118,7 @@ COPY_BATCH = 1000
 def refuse_used(label: str, counts: dict[str, int]) -> None:
     """Raise StoreNotEmpty when ``counts`` (rows per table of a target) holds runs, audit rows,
     approvers or register entries: a copy writes only into an empty store, nothing is merged."""
-    from core.store import StoreNotEmpty
+    from core.contract.store import StoreNotEmpty
 
     held = [f"{counts[t]} {t} row(s)" for t in GUARDED if counts.get(t)]
     if held:

@@ -15,7 +15,7 @@ transaction as the write that makes it, whichever code path saves:
 - ``lapse``: a waiting request whose evidence became too old to approve with no one acting,
   written once per request (run and digest) by :meth:`QueueEventRows.record_lapse`, a
   compare-and-set on a unique index, by the watcher or a read of the waiting queue
-  (:func:`core.watch.sweep_lapses`), only while the run is there and waiting. A run's lapses go
+  (:func:`core.engine.watch.sweep_lapses`), only while the run is there and waiting. A run's lapses go
   with the run when it is deleted (``reset``, ``reset --run``, ``prune``: SQLite in the delete's
   transaction, PostgreSQL by migration 16's trigger on ``runs``), so a later run given the same
   ID and proposing the same digest (the lesson repeated after ``resolver reset``) lapses again.
@@ -25,7 +25,7 @@ transaction as the write that makes it, whichever code path saves:
 
 On SQLite ``id`` is in commit order (writers take turns). On PostgreSQL it comes from an
 identity sequence, taken before commit, so a row may become visible after a higher one: a
-watcher reads again a window behind its place and drops the IDs it has seen (:mod:`core.watch`).
+watcher reads again a window behind its place and drops the IDs it has seen (:mod:`core.engine.watch`).
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ class QueueEventRows:
     def lapse_times(self, run_ids: list[str]) -> dict[str, list[str]]:
         """The ``at`` (ISO 8601 with offset) of every ``lapse`` event of ``run_ids``, by run ID
         (a run without one is absent): one read on the unique index of the lapses, 500 runs a
-        statement (SQLite's parameter limit). :func:`core.watch.sweep_lapses` skips loading a
+        statement (SQLite's parameter limit). :func:`core.engine.watch.sweep_lapses` skips loading a
         run whose request's lapse is written already (issue 27, item 3)."""
         found: dict[str, list[str]] = {}
         if not run_ids:

@@ -6,7 +6,7 @@ One row per marked run in ``run_marks`` (SQLite: created by the store format tha
 written whole at each change with a compare-and-set on its ``version`` and the change's audit
 row **in the same transaction**, so a claim, a hand-over or a snooze is recorded in the audit
 exactly when it stands. The store keeps the columns as text and knows no rule: what may be
-marked, by whom and until when is :mod:`core.marks`.
+marked, by whom and until when is :mod:`core.engine.marks`.
 
 A back-end supplies ``_journal_write`` / ``_journal_read`` (the ``?``-SQL transactions of
 :class:`core.stores.common.ModelCallJournal`) and :meth:`RunMarksRows._marks_audit` (its audit
@@ -18,7 +18,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
-from core.errors import StaleCheckpoint
+from core.ground.errors import StaleCheckpoint
 from core.stores.common import rows_in
 
 __all__ = ["MARK_COLUMNS", "RunMarksRows"]
@@ -56,7 +56,7 @@ class RunMarksRows:
         raise NotImplementedError
 
     def _marks_audit(self, conn: Any, run_id: str, audit: dict[str, Any]) -> None:
-        """Append ``audit`` (as :meth:`core.store.AuditLog.append_audit`) inside ``conn``'s transaction."""
+        """Append ``audit`` (as :meth:`core.contract.store.AuditLog.append_audit`) inside ``conn``'s transaction."""
         raise NotImplementedError
 
     def run_marks(self, run_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -80,7 +80,7 @@ class RunMarksRows:
         Raises:
             StaleCheckpoint: someone changed the run's marks since ``version`` was read; nothing
                 was written.
-            core.auditchain.AuditMoved: a signed row's ``prev`` moved; nothing was written.
+            core.engine.auditchain.AuditMoved: a signed row's ``prev`` moved; nothing was written.
             StoreBusy, ReadOnlyFile: nothing was written.
         """
         names = [c for c in MARK_COLUMNS if c not in ("run_id", "version")]

@@ -1,6 +1,6 @@
 """The practice world's tools and write services, over any SQL back-end (issue 23).
 
-:class:`PracticeWorld` is the back-end-neutral half of :class:`core.world.World`: the read-only
+:class:`PracticeWorld` is the back-end-neutral half of :class:`core.contract.world.World`: the read-only
 tools, the write services with their invariants and idempotency keys, the expected-state checks
 (issue 11), "what changed" and the operations register's reads. It speaks SQL with ``?``
 placeholders through three context managers a back-end supplies: :meth:`~PracticeWorld._connect`
@@ -26,11 +26,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Protocol
 
-from core.clock import Clock, SystemClock, iso
-from core.data import Fault, WorldData, load_policy
-from core.errors import ResolverError
-from core.state import EFFECT_TABLES, Action, Precondition, cad
-from core.world import (
+from core.contract.world import (
     WRITE_SERVICES,
     PreconditionFailed,
     ServiceRefused,
@@ -44,6 +40,10 @@ from core.world import (
     same_call,
     tool_args_problem,
 )
+from core.ground.clock import Clock, SystemClock, iso
+from core.ground.data import Fault, WorldData, load_policy
+from core.ground.errors import ResolverError
+from core.ground.state import EFFECT_TABLES, Action, Precondition, cad
 
 SERVICE_DELAY_ENV = "RESOLVER_SERVICE_DELAY_S"
 """Test hook: every write service of a new process waits this many seconds (real time) before it
@@ -230,7 +230,7 @@ class PracticeWorld:
 
         ``tool`` and ``args`` are the model's as it gave them (a live answer, or a recording's
         turn: any JSON value may be there). They are checked before any SQL
-        (:func:`core.world.tool_args_problem`: exactly the tool's own arguments, each a string of
+        (:func:`core.contract.world.tool_args_problem`: exactly the tool's own arguments, each a string of
         1 to 100 printable characters), so a list, a number, null, a huge string or one holding
         NUL never reaches a query, where SQLite's or PostgreSQL's error would blame the store for
         the model's value.
@@ -243,7 +243,7 @@ class PracticeWorld:
         return getattr(self, tool)(**args)
 
     def read_tool(self, tool: str, args: dict[str, Any]) -> tuple[Any, int]:
-        """:meth:`core.world.World.read_tool`: the tool's result and the register's number, read in
+        """:meth:`core.contract.world.World.read_tool`: the tool's result and the register's number, read in
         one snapshot (:meth:`_snapshot`). Raises UnknownTool (:meth:`call_tool`), before the
         snapshot is opened."""
         _check(tool, args)
@@ -262,7 +262,7 @@ class PracticeWorld:
         """The order with its lines (CAD as strings), or ``{"error": ...}``.
 
         Raises UnknownTool, before any query, for an ``order_id`` that is not a tool's argument
-        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        (:func:`core.contract.world.tool_args_problem`: the model's value, never the store's fault)."""
         _check("get_order", {"order_id": order_id})
         with self._connect() as conn:
             order = conn.execute("SELECT * FROM orders WHERE order_id = ?", (order_id,)).fetchone()
@@ -279,7 +279,7 @@ class PracticeWorld:
         """Every payment of the order: amount, refunded so far, status (captured|refunded).
 
         Raises UnknownTool, before any query, for an ``order_id`` that is not a tool's argument
-        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        (:func:`core.contract.world.tool_args_problem`: the model's value, never the store's fault)."""
         _check("get_payments", {"order_id": order_id})
         with self._connect() as conn:
             rows = conn.execute("SELECT * FROM payments WHERE order_id = ? ORDER BY payment_id", (order_id,)).fetchall()
@@ -289,7 +289,7 @@ class PracticeWorld:
         """The order's shipments with carrier, tracking and dates.
 
         Raises UnknownTool, before any query, for an ``order_id`` that is not a tool's argument
-        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        (:func:`core.contract.world.tool_args_problem`: the model's value, never the store's fault)."""
         _check("get_shipment", {"order_id": order_id})
         with self._connect() as conn:
             rows = conn.execute("SELECT * FROM shipments WHERE order_id = ? ORDER BY shipment_id", (order_id,)).fetchall()
@@ -299,7 +299,7 @@ class PracticeWorld:
         """The customer, or ``{"error": ...}``.
 
         Raises UnknownTool, before any query, for a ``customer_id`` that is not a tool's argument
-        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        (:func:`core.contract.world.tool_args_problem`: the model's value, never the store's fault)."""
         _check("get_customer", {"customer_id": customer_id})
         with self._connect() as conn:
             row = conn.execute("SELECT * FROM customers WHERE customer_id = ?", (customer_id,)).fetchone()
@@ -309,7 +309,7 @@ class PracticeWorld:
         """The text of policy rule ``rule_id`` (W1...Wn).
 
         Raises UnknownTool, before any query, for a ``rule_id`` that is not a tool's argument
-        (:func:`core.world.tool_args_problem`: the model's value, never the store's fault)."""
+        (:func:`core.contract.world.tool_args_problem`: the model's value, never the store's fault)."""
         _check("get_policy", {"rule_id": rule_id})
         for rule in load_policy().rules:
             if rule.rule_id == rule_id:
@@ -499,7 +499,7 @@ class PracticeWorld:
     def call_service(
         self, operation_id: str, action: Action, *, expect: Sequence[Precondition] = (), own: Collection[str] = ()
     ) -> dict[str, Any]:
-        """:meth:`core.world.World.call_service`: the service of :data:`WRITE_SERVICES` that
+        """:meth:`core.contract.world.World.call_service`: the service of :data:`WRITE_SERVICES` that
         ``action`` names, with ``operation_id`` as its idempotency key, ``expect`` checked in the
         write's transaction (``own``: the run's own operations). Raises ServiceRefused,
         PreconditionFailed, TransientServiceError; ResolverError for a type without a service."""
@@ -656,7 +656,7 @@ class PracticeWorld:
 
 
 def _check(tool: str, args: Any) -> None:
-    """Raise UnknownTool with :func:`core.world.tool_args_problem`'s sentence when ``args`` are
+    """Raise UnknownTool with :func:`core.contract.world.tool_args_problem`'s sentence when ``args`` are
     not ``tool``'s own arguments (no query is made before this passes)."""
     problem = tool_args_problem(tool, args)
     if problem is not None:

@@ -1,9 +1,9 @@
 """The queue screen's reads and writes on the home, as a plain object (issue 18, item 6).
 
 :class:`Decisions` is handed the home, the approver and the lease owner; each method does one
-read or write through ``home.queue`` or :class:`core.home.Home` and returns the one message of
+read or write through ``home.queue`` or :class:`core.api.home.Home` and returns the one message of
 :mod:`resolver_tui.messages` that reports it. It blocks, so the screen calls it in a thread
-worker; it never touches a widget. An expected error (:class:`~core.errors.ResolverError`)
+worker; it never touches a widget. An expected error (:class:`~core.ground.errors.ResolverError`)
 becomes :class:`~resolver_tui.messages.Failed`; any other reaches the screen's one worker-error
 handler.
 """
@@ -14,9 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, TypeVar
 
-from core.errors import ConnectionLost, ResolverError, ResumeChanged, StoreBusy, StoreUnreachable, WorldChanged
-from core.home import Home
-from core.views import (
+from core.api.home import Home
+from core.api.views import (
     Approver,
     RunDetail,
     after_approve,
@@ -26,6 +25,7 @@ from core.views import (
     history_lines,
     unreachable_detail,
 )
+from core.ground.errors import ConnectionLost, ResolverError, ResumeChanged, StoreBusy, StoreUnreachable, WorldChanged
 from textual.message import Message
 
 from resolver_tui.keys import key_for
@@ -44,10 +44,10 @@ from resolver_tui.widgets.bars import FILTERS, MINE
 from resolver_tui.widgets.run_table import PAGE_ROWS
 
 if TYPE_CHECKING:
-    from core.approvers import Unlocked
-    from core.marks import RunMarks
-    from core.signing import KeyHolder
-    from core.views import WorldSeen
+    from core.api.views import WorldSeen
+    from core.engine.approvers import Unlocked
+    from core.engine.marks import RunMarks
+    from core.engine.signing import KeyHolder
 
 Post = Callable[[Message], object]
 """Where a long write reports its progress (the screen's thread-safe ``post_message``)."""
@@ -69,7 +69,7 @@ M = TypeVar("M")
 
 def read_again(read: Callable[[], M]) -> M:
     """``read()``, made once more when a team store's connection was lost under it
-    (:class:`core.errors.ConnectionLost`: the pool dropped its dead connections, so the second
+    (:class:`core.ground.errors.ConnectionLost`: the pool dropped its dead connections, so the second
     read connects anew). For reads only: ``R`` after the server ended every connection reads the
     queue quietly instead of showing the dead connection's error (issue 24). A second failure
     is raised with its sentence."""
@@ -102,8 +102,8 @@ class Decisions:
 
     def _holder(self) -> KeyHolder:
         if self.key_holder is None:
-            from core.approver_config import KEY_IDLE_MINUTES, key_idle_seconds
-            from core.signing import KeyHolder  # cryptography is imported at the first decision, not at start
+            from core.engine.approver_config import KEY_IDLE_MINUTES, key_idle_seconds
+            from core.engine.signing import KeyHolder  # cryptography is imported at the first decision, not at start
 
             try:
                 idle = key_idle_seconds()
@@ -158,7 +158,7 @@ class Decisions:
     def _away(self, status: str | None) -> str | None:
         """Under the waiting and mine filters, the line saying how many waiting runs this
         approver may decide are set aside or claimed by someone else
-        (:meth:`core.marks.MarkedAway.line`): a mark never takes a run out of the queue of those
+        (:meth:`core.engine.marks.MarkedAway.line`): a mark never takes a run out of the queue of those
         who may decide it silently. The app's "mine" keeps runs handed to others (it filters by
         role only), so only ``resolver runs --mine`` counts those. None elsewhere or unmarked."""
         if status not in ("waiting_approval", MINE):
@@ -173,7 +173,7 @@ class Decisions:
     def _run_detail(self, run_id: str) -> RunDetail:
         """The run's detail read once more after a lost connection (:func:`read_again`); a store
         that still does not answer gives the detail that says so
-        (:func:`core.views.unreachable_detail`), never a damaged checkpoint."""
+        (:func:`core.api.views.unreachable_detail`), never a damaged checkpoint."""
         try:
             return read_again(lambda: self.home.queue.run(run_id, self.approver, keys=self.keys))
         except (StoreUnreachable, StoreBusy) as exc:
@@ -290,7 +290,7 @@ class Decisions:
 
     def claim(self, run_id: str, release: bool) -> Message:
         """Claim the waiting run ``run_id``, or with ``release`` release this approver's claim
-        (issue 24, :meth:`core.home.Home.mark`); in a shop home signed with the unlocked key."""
+        (issue 24, :meth:`core.api.home.Home.mark`); in a shop home signed with the unlocked key."""
 
         def work() -> Message:
             kind = "release" if release else "claim"
@@ -303,7 +303,7 @@ class Decisions:
     def mark(self, run_id: str, kind: str, to: str = "", note: str = "", until: str = "") -> Message:
         """Hand the waiting run ``run_id`` over (``kind`` ``handover``: to colleague ``to`` with
         ``note``) or snooze it (``snooze``: ``until``, as ``resolver snooze --until`` reads it, ISO
-        8601 or a duration from now such as ``90m``) through :meth:`core.home.Home.mark`, the
+        8601 or a duration from now such as ``90m``) through :meth:`core.api.home.Home.mark`, the
         command line's path (issue 24); in a shop home signed with the unlocked key. Core's
         refusal (an unknown colleague, a blank note, a time past the run's expiry, a settled run,
         a time it cannot read) comes back as :class:`Failed` with its sentence; nothing is written
@@ -311,7 +311,7 @@ class Decisions:
 
         def work() -> Message:
             from core.cli import mark_time
-            from core.safetext import one_line
+            from core.ground.safetext import one_line
 
             if kind == "snooze":
                 marks = self.home.mark(
@@ -354,7 +354,7 @@ class Decisions:
         """Resume by status, posting each operation an execution finishes. A running loop whose
         policy, tool schema or model route changed is refused with :class:`ChangesFound`
         (nothing changed), unless ``accept_changes``: then it goes on under the new ones, this
-        run only (:meth:`core.home.Home.resume`)."""
+        run only (:meth:`core.api.home.Home.resume`)."""
 
         def work() -> Message:
             try:

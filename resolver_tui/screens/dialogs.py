@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any, Literal, TypeVar
 
-from core.views import not_one_line
+from core.api.views import not_one_line
 from textual import events, on
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
@@ -75,7 +75,7 @@ class ConfirmScreen(Fenced[bool]):
 
     def __init__(self, title: str, body: list[str], yes: str = "Yes", seal: str | None = None) -> None:
         """``seal``: a line kept on screen beside the buttons, never scrolled away
-        (:func:`core.views.decision_seal`: the digest and who decides)."""
+        (:func:`core.api.views.decision_seal`: the digest and who decides)."""
         super().__init__()
         self.title_text = title
         self.body = body
@@ -104,7 +104,7 @@ class ConfirmScreen(Fenced[bool]):
 
 class ReasonInput(Input):
     """The reject dialog's reason (one line, as core takes it). A paste holding line breaks is
-    refused whole with core's sentence (:func:`core.views.not_one_line`, the command line's),
+    refused whole with core's sentence (:func:`core.api.views.not_one_line`, the command line's),
     never cut to its first line silently as Textual's ``Input`` does (issue 19). It never
     selects its text on focus: keys typed before its focus event would replace each other (a
     trial's ``/`` box)."""
@@ -191,7 +191,7 @@ class MarkScreen(Fenced[dict[str, str] | None]):
     ``{field id: text}`` (stripped), or None when cancelled (Esc or Cancel).
 
     ``fields`` are ``(id, label, placeholder)``; the title, labels and body are shown literally.
-    The dialog checks nothing itself: core's refusal (:meth:`core.home.Home.mark`) is its word.
+    The dialog checks nothing itself: core's refusal (:meth:`core.api.home.Home.mark`) is its word.
     """
 
     BINDINGS = bindings("dialog")

@@ -5,7 +5,7 @@ One class (issue 18, item 6): widgets are told what to show (:class:`TopBar`, :c
 :class:`RunTable`, :class:`DetailPane`), and every read and write on the home is a call of the
 plain :class:`~resolver_tui.screens.decisions.Decisions` object run in a thread worker, which
 reports with a message. What may be done with a run, and why not, comes from the rulebook in the
-run's :class:`~core.views.RunDetail`; every key comes from :mod:`resolver_tui.keys`.
+run's :class:`~core.api.views.RunDetail`; every key comes from :mod:`resolver_tui.keys`.
 
 Keys act on what is on screen and settled: approve and reject act on the highlighted row, and
 only once its detail is shown; the approve dialog opens after the run's lookups ran again, so it
@@ -22,9 +22,9 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.errors import ResolverError
-from core.home import Home
-from core.views import ACTIONS, Approver, RunDetail, approve_dialog, decision_seal, reject_dialog
+from core.api.home import Home
+from core.api.views import ACTIONS, Approver, RunDetail, approve_dialog, decision_seal, reject_dialog
+from core.ground.errors import ResolverError
 from textual import events, on
 from textual.app import ComposeResult
 from textual.message import Message
@@ -58,8 +58,8 @@ from resolver_tui.widgets.run_table import HEADER_SORTS, PAGE_ROWS, SORTS, RunTa
 from resolver_tui.widgets.safe import clean, plain
 
 if TYPE_CHECKING:
-    from core.approvers import Unlocked
-    from core.views import WorldSeen
+    from core.api.views import WorldSeen
+    from core.engine.approvers import Unlocked
 
 OFFERED = (*ACTIONS, "load_demo")
 CURSOR_DOWN, CURSOR_UP = "cursor('down')", "cursor('up')"
@@ -114,7 +114,7 @@ def empty_text(root: Path | str, kind: str, loading_demo: bool) -> str:
 
 def where_runs_are(home: Home) -> Path | str:
     """Where ``home``'s runs are kept, as the empty queue names it: the home folder, or ``the
-    team store DB@HOST:PORT`` (:attr:`core.home.Home.runs_live_at`)."""
+    team store DB@HOST:PORT`` (:attr:`core.api.home.Home.runs_live_at`)."""
     label = home.runs_live_at
     return home.root if label is None else f"the team store {label}"
 
@@ -460,7 +460,7 @@ class QueueScreen(Screen):
             self.action_load_demo()
 
     def _show_marked(self, line: str | None) -> None:
-        """Show under the filters ``line`` (:meth:`core.marks.MarkedAway.line`: how many waiting
+        """Show under the filters ``line`` (:meth:`core.engine.marks.MarkedAway.line`: how many waiting
         runs this approver may decide are set aside or claimed by someone else), or hide it: a
         mark never takes a run out of the queue of those who may decide it without saying so."""
         marked = self.query_one("#marked", Static)
@@ -777,7 +777,7 @@ class QueueScreen(Screen):
         """The highlighted run's detail when ``action`` (``claim``, ``handover``, ``snooze``; the
         key named from :data:`~resolver_tui.keys.KEYS`) may mark it now, else None: only a
         waiting run is marked, by an approver whose role may decide it (the rulebook's
-        :attr:`~core.views.RunDetail.mark_offers`; a notice says why not). In a shop home a mark is signed: while the key
+        :attr:`~core.api.views.RunDetail.mark_offers`; a notice says why not). In a shop home a mark is signed: while the key
         is locked the passphrase dialog opens first, and the action goes on once it is unlocked
         (:meth:`key_unlocked`; issue 24)."""
         d = self.detail

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from core.views import one_line, role_label
+from core.api.views import one_line, role_label
 from rich.cells import cell_len
 from textual.content import Content
 from textual.widgets import Static
@@ -55,13 +55,13 @@ class TopBar(LineBar):
     """``Larkfield approvals · practice · approver: Tomás (role team lead) · clock Mon
     2026-10-12 09:00 (simulated)``: ``kind`` is the home's kind, ``practice`` or ``shop``. The
     role is said to be one (issue 19: the demo's person Grace and the role ``grace``), the name
-    on one line (:func:`core.views.one_line`)."""
+    on one line (:func:`core.api.views.one_line`)."""
 
     NARROW = 110
     """Below this width (characters) the bar drops the app's name and says less."""
 
     def show(self, name: str, role: str, now: datetime | None, kind: str = "practice", team: str | None = None) -> None:
-        """``team``: the team store's label (:meth:`core.home.Home.runs_live_at`), shown after
+        """``team``: the team store's label (:meth:`core.api.home.Home.runs_live_at`), shown after
         the kind so an approver knows whose queue this is; None for the home folder's files."""
         narrow = 0 < self.size.width < self.NARROW
         sep = " · " if narrow else "  ·  "

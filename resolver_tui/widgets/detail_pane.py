@@ -1,5 +1,5 @@
 """The detail pane: one run's title, notices, offered keys and body, handed a
-:class:`core.views.RunDetail` and the keys' labels (it knows nothing of the store or the keys).
+:class:`core.api.views.RunDetail` and the keys' labels (it knows nothing of the store or the keys).
 
 A newly shown run opens at its top; a refresh of the same run keeps where it was scrolled
 (issue 18). Its border title says whose run it is and, with ``▶``, that it has the focus.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from core.views import ACTIONS, RunDetail
+from core.api.views import ACTIONS, RunDetail
 from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll

@@ -1,6 +1,6 @@
 """The runs table: a keyed ``DataTable`` fed a page at a time, refreshed by diff.
 
-The table is handed pages (:class:`core.queue.Page`) and knows nothing of the store. It posts
+The table is handed pages (:class:`core.api.queue.Page`) and knows nothing of the store. It posts
 :class:`RunTable.RunHighlighted` when the cursor lands on a run, with ``at_end`` set when the
 cursor came within :data:`NEXT_PAGE_AHEAD` rows of the last loaded row (the screen then asks for
 the next page).
@@ -15,8 +15,8 @@ from datetime import datetime
 from itertools import chain
 from typing import Any
 
-from core.queue import Page, RunSummary
-from core.views import age_text, role_label, status_short
+from core.api.queue import Page, RunSummary
+from core.api.views import age_text, role_label, status_short
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style

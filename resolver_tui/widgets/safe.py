@@ -4,15 +4,15 @@ A plain ``str`` given to ``Static``, ``Label``, a ``DataTable`` cell, ``notify``
 title is parsed as markup: ``"[/"`` crashes the app and ``"[@click=app.quit]x[/]"`` becomes a
 live action (textual issue 6155). Everything shown from the store goes through :func:`plain`
 (a :class:`~textual.content.Content`) or :func:`cell` (a Rich ``Text`` for table cells), both
-built from :func:`core.views.safe_text`, which strips ESC sequences and control characters.
+built from :func:`core.api.views.safe_text`, which strips ESC sequences and control characters.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from core.safetext import fold
-from core.views import safe_text
+from core.api.views import safe_text
+from core.ground.safetext import fold
 from rich.text import Text
 from textual import events
 from textual.content import Content
@@ -43,7 +43,7 @@ def cell(value: Any, style: str = "") -> Text:
 
 class FoldedLines(Static):
     """Lines of a run's request (core's own and marked untrusted ones) folded to the widget's own
-    width by :func:`core.safetext.fold`, again whenever that width changes (a resize, a scroll
+    width by :func:`core.ground.safetext.fold`, again whenever that width changes (a resize, a scroll
     bar appearing). Textual never wraps them itself, so no screen row starts with the middle of
     a customer's or a tool's text without its mark (issue 19, found by a new user: a wrapped
     block line showed ``Who may approve: agent or above`` at the margin).

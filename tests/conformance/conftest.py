@@ -15,13 +15,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from core.approvers import ApproverRows
-from core.clock import FixedClock
-from core.home import Home
-from core.queue import queue_columns
-from core.store import Store
+from core.api.home import Home
+from core.api.queue import queue_columns
+from core.contract.store import Store
+from core.contract.world import World
+from core.engine.approvers import ApproverRows
+from core.ground.clock import FixedClock
 from core.stores import BACKENDS, open_registry_rows, open_store
-from core.world import World
 
 from pg import team_store
 

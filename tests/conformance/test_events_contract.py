@@ -11,8 +11,8 @@ from datetime import timedelta
 
 import pytest
 from core.cli import main
-from core.errors import ApprovalRefused
-from core.watch import sweep_lapses
+from core.engine.watch import sweep_lapses
+from core.ground.errors import ApprovalRefused
 
 RUN = "T-65273-agent-chat-small-1"
 OTHER = "T-90103-agent-chat-small-1"
@@ -43,7 +43,7 @@ def test_each_write_that_makes_an_event_writes_it(home, clock):
 
 
 def test_a_refusal_and_a_lapse_are_events_and_the_lapse_is_written_once(home, clock, new_store):
-    from core.data import load_policy
+    from core.ground.data import load_policy
 
     home.run("T-65273")
     clock.sleep(8 * 86400)  # the evidence is older than the policy allows: approve is refused

@@ -8,8 +8,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from core.errors import ApprovalRefused, StaleCheckpoint
-from core.marks import RunMarks, read_marks
+from core.engine.marks import RunMarks, read_marks
+from core.ground.errors import ApprovalRefused, StaleCheckpoint
 
 RUN = "T-65273-agent-chat-small-1"
 
@@ -97,7 +97,7 @@ def test_a_hand_over_moves_the_run_to_its_recipients_mine_and_clears_the_claim(h
 
 
 def test_a_settled_run_unknown_role_or_empty_note_is_refused_with_nothing_written(home):
-    from core.policy import UnknownRole
+    from core.engine.policy import UnknownRole
 
     state = home.run("T-90103")
     home.approve(state.run_id, "team_lead", "Grace")
@@ -151,9 +151,9 @@ def test_deleting_or_resetting_runs_clears_their_marks(home, clock):
 
 
 def test_the_detail_of_a_marked_run_says_its_marks_first(home, clock):
-    """The app's pane and every face reading :meth:`core.queue.ApprovalQueue.run` show the claim
+    """The app's pane and every face reading :meth:`core.api.queue.ApprovalQueue.run` show the claim
     and the hand-over's note, made one line (issue 19's untrusted text)."""
-    from core.rulebook import Approver
+    from core.engine.rulebook import Approver
 
     home.run("T-65273")
     home.mark("claim", RUN, "team_lead", "Tomás")

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from core.errors import CorruptCheckpoint, RunNotFound
-from core.state import OPENING_MESSAGES, PartialState, RunView, TaskState
+from core.ground.errors import CorruptCheckpoint, RunNotFound
+from core.ground.state import OPENING_MESSAGES, PartialState, RunView, TaskState
 from test_store_contract import _replace, _tool_step
 
 
@@ -167,8 +167,8 @@ def test_a_changed_result_of_an_evidence_is_a_corrupt_checkpoint(home, team_url)
 def test_a_time_out_of_range_in_a_row_whose_checksum_matches_is_still_refused(home, team_url, new_store):
     """Issue 27, item 1: a row whose checksum matches (its checksum written with it, as by a save
     of another build) is still checked for its times, now in pydantic's Rust, on both loads; the
-    sentence is :func:`core.clock.supported`'s (before, a trusted event's time went unchecked)."""
-    from core.clock import iso
+    sentence is :func:`core.ground.clock.supported`'s (before, a trusted event's time went unchecked)."""
+    from core.ground.clock import iso
     from core.stores.common import entry_checksum
 
     state = _long_run(home, 1)

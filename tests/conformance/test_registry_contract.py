@@ -1,13 +1,13 @@
-"""The approvers registry's rows (core/approvers.py ``ApproverRows``), run against every back-end
+"""The approvers registry's rows (core/engine/approvers.py ``ApproverRows``), run against every back-end
 (tests/conformance/conftest.py): rows in the order added, each change all or nothing, and a
 registry whose signatures and seal hold over the back-end's rows."""
 
 from __future__ import annotations
 
 import pytest
-from core.approvers import Registry
-from core.clock import parse_time
-from core.errors import ApprovalRefused
+from core.engine.approvers import Registry
+from core.ground.clock import parse_time
+from core.ground.errors import ApprovalRefused
 
 ROW = ("Grace", "grace", "ab" * 32, "2026-10-09T17:00:00-04:00", None, "sig-1", "PEM-1", "REC-1")
 

@@ -1,4 +1,4 @@
-"""The contract's rows for moving a store (issue 23, item 4: :class:`core.store.StoreRows`), on
+"""The contract's rows for moving a store (issue 23, item 4: :class:`core.contract.store.StoreRows`), on
 every back-end: what one place exports another imports verbatim, one transaction per part, and a
 used target is refused with nothing written."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from core.errors import ResolverError
-from core.home import Home
-from core.store import StoreNotEmpty
+from core.api.home import Home
+from core.contract.store import StoreNotEmpty
+from core.ground.errors import ResolverError
 from core.stores import open_rows
 from core.stores.common import COPY_PARTS, GUARDED
 

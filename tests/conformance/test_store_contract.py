@@ -1,4 +1,4 @@
-"""The store contract (core/store.py), run against every back-end (tests/conformance/conftest.py):
+"""The store contract (core/contract/store.py), run against every back-end (tests/conformance/conftest.py):
 the whole state survives the process, two writers are told apart, bad checkpoints fail loudly
 while the others list, leases fold into saves, and the queue pages, sorts, searches and counts."""
 
@@ -9,12 +9,12 @@ from typing import Any
 
 import core.stores
 import pytest
-from core.clock import FixedClock
-from core.data import load_task
-from core.errors import CorruptCheckpoint, LeaseHeld, ResolverError, RunNotFound, StaleCheckpoint, UnsupportedSchemaVersion
-from core.runner import new_state
-from core.state import SCHEMA_VERSION, Evidence, Message, TaskState
-from core.store import RunSummary, Store
+from core.contract.store import RunSummary, Store
+from core.engine.runner import new_state
+from core.ground.clock import FixedClock
+from core.ground.data import load_task
+from core.ground.errors import CorruptCheckpoint, LeaseHeld, ResolverError, RunNotFound, StaleCheckpoint, UnsupportedSchemaVersion
+from core.ground.state import SCHEMA_VERSION, Evidence, Message, TaskState
 from core.stores import BACKENDS, open_store
 
 from helpers import busy_home_at
@@ -158,7 +158,7 @@ def test_the_audit_row_carries_the_run_uid_when_given(home):
 
 
 def test_the_store_knows_no_policy_it_writes_the_columns_it_is_handed(team_url, tmp_path):
-    from core.store import blank_columns
+    from core.contract.store import blank_columns
 
     clock = FixedClock(FRIDAY)
     store = open_store(team_url or core.stores.store_path(tmp_path), clock, summarize=blank_columns)
@@ -208,7 +208,7 @@ def test_a_save_that_names_a_lease_owner_needs_the_lease(home):
 
 
 def test_an_executor_that_finds_a_corrupt_checkpoint_gives_its_lease_back(home):
-    from core import approval
+    from core.engine import approval
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
@@ -324,7 +324,7 @@ def _row(n: int, who: str, **extra: Any) -> dict[str, Any]:
 def test_two_appenders_at_once_make_one_chain(store, new_store):
     import threading
 
-    from core.auditchain import verify_audit
+    from core.engine.auditchain import verify_audit
 
     writers = [new_store(store), new_store(store)]
     start = threading.Barrier(len(writers))
@@ -354,7 +354,7 @@ def test_two_appenders_at_once_make_one_chain(store, new_store):
 def test_of_two_deciders_who_signed_the_same_chain_one_is_told(store, new_store):
     import threading
 
-    from core.auditchain import AuditMoved, verify_audit
+    from core.engine.auditchain import AuditMoved, verify_audit
 
     store.append_audit(_row(0, "first"))
     tip, _n = store.chain_tip()
@@ -430,8 +430,8 @@ def _plant(backend: str, home: Any, run_id: str) -> str:
 
 
 def test_a_journal_row_its_runner_did_not_write_is_never_taken_nor_counted_on_any_back_end(home, backend):
-    from core.errors import JournalUntrusted
-    from core.model import CallJournal
+    from core.ground.errors import JournalUntrusted
+    from core.models.model import CallJournal
 
     store = home.store
     run_id = home.run("T-65273").run_id

@@ -1,5 +1,5 @@
 """A model's value never reaches the world's SQL as anything but a string it may hold, on every
-back-end: a read-only tool refuses other arguments with :class:`~core.world.UnknownTool` and one
+back-end: a read-only tool refuses other arguments with :class:`~core.contract.world.UnknownTool` and one
 sentence before any query, and a recording whose turn calls ``get_order`` with a list for its ID
 replays to an error result in the evidence, never a store error (a trial: the run stayed
 ``running`` for good, every resume blamed the store).
@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from core.api.home import Home
 from core.cli import main
-from core.data import DataError
-from core.home import Home
-from core.world import MAX_ARG_CHARS, READ_TOOLS, TOOL_ARGS, UnknownTool, World
+from core.contract.world import MAX_ARG_CHARS, READ_TOOLS, TOOL_ARGS, UnknownTool, World
+from core.ground.data import DataError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

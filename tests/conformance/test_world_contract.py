@@ -1,4 +1,4 @@
-"""The practice world's contract (core/world.py), run against every back-end
+"""The practice world's contract (core/contract/world.py), run against every back-end
 (tests/conformance/conftest.py): idempotent write services that check their own invariants, the
 operations register, the read-only tools, and the write services' table."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pytest
-from core.state import RefundAction, ReplyAction, ReshipAction, ReturnLabelAction
-from core.world import WRITE_SERVICES, ServiceRefused, UnknownTool, derived_id
+from core.contract.world import WRITE_SERVICES, ServiceRefused, UnknownTool, derived_id
+from core.ground.state import RefundAction, ReplyAction, ReshipAction, ReturnLabelAction
 
 
 def test_the_weekend_refund_has_the_seed_id_and_a_second_call_changes_nothing(world):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from core.home import Home
+from core.api.home import Home
 from tui_helpers import monday_home
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from core.errors import ResumeChanged
-from core.runner import LoopCrash, crash_after_step, outcome_line
-from core.toolschema import tool_schema_hash
+from core.engine.runner import LoopCrash, crash_after_step, outcome_line
+from core.ground.errors import ResumeChanged
+from core.models.toolschema import tool_schema_hash
 from resolver_tui.screens.dialogs import ConfirmScreen
 from tui_helpers import make_app, pane_text, screen_text, select, settle
 

@@ -64,7 +64,7 @@ def _lines_text(app) -> str:
 
 
 async def test_h_shows_the_run_s_decisions_and_refusals_with_reasons_made_safe(demo_home):
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
 
     first, second = [r.run_id for r in demo_home.queue.page("waiting_approval", search="T-90103", limit=50).rows][:2]
     demo_home.approve(first, "grace", "Grace")

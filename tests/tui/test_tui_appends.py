@@ -9,8 +9,8 @@ from dataclasses import replace
 from itertools import pairwise
 
 import pytest
-from core.queue import Page
-from core.store import RunSummary
+from core.api.queue import Page
+from core.contract.store import RunSummary
 from resolver_tui.widgets.run_table import COLUMNS, RunTable, elide_middle, row_cells
 from rich.cells import cell_len
 from tui_helpers import OneWidget, Terminal

@@ -10,8 +10,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 
 import pytest
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from resolver_tui.screens.dialogs import ConfirmScreen
 from tui_helpers import make_app, pane_text, select, settle
 

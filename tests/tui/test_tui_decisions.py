@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
 from tui_helpers import FRIDAY, MONDAY, make_app, monday_home, pane_text, screen_text, select, settle, type_text
 

@@ -4,7 +4,7 @@ the title and the actions first, and its buttons stay on screen outside the scro
 
 from __future__ import annotations
 
-from core.views import Approver, approve_dialog
+from core.api.views import Approver, approve_dialog
 from resolver_tui.screens.dialogs import ConfirmScreen
 from textual.widgets import Button
 from tui_helpers import make_app, open_key, screen_text, settle
@@ -69,7 +69,7 @@ def _seal_on_screen(app, digest: str, who: str) -> None:
 async def test_a_tall_approve_dialog_keeps_the_digest_and_who_on_screen_at_80x24(demo_home):
     """A new user's finding: at 80x24 the digest and "Approving as" were below the fold of a
     tall dialog while the key that approves was in reach."""
-    from core.views import decision_seal
+    from core.api.views import decision_seal
 
     twin = demo_home.queue.run("T-90103-agent-chat-small-1", GRACE).decision
     demo_home.approve(twin.run_id, "grace", "Grace", twin.digest, expect_version=twin.version)

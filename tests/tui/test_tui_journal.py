@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
-from core.errors import JournalUntrusted
+from core.ground.errors import JournalUntrusted
 from tui_helpers import make_app, select, settle
 
 from helpers import FRIDAY, LIVE_RUN, forged_finish, refused_at_step_3

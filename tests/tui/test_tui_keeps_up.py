@@ -9,7 +9,7 @@ import threading
 from dataclasses import replace
 
 import pytest
-from core.queue import Page
+from core.api.queue import Page
 from resolver_tui.widgets.run_table import RunTable
 from resolver_tui.widgets.safe import FoldedLines
 from rich.cells import cell_len
@@ -725,7 +725,7 @@ async def test_the_pane_repaints_its_title_line_alone_for_another_run_of_the_sam
     """Another run whose sections have the same heights repaints the pane's top line for its ID
     and the sections, never the whole pane (issue 27, item 3), and the terminal shows the new
     title where a render of the whole screen shows it."""
-    from core.views import RunDetail
+    from core.api.views import RunDetail
     from resolver_tui.widgets.detail_pane import DetailPane
     from tui_helpers import Terminal
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from resolver_tui.screens.queue import LOST, RECONNECTED
 from tui_helpers import MONDAY, make_app, pane_text, screen_text, select, settle
 
@@ -192,8 +192,8 @@ async def test_a_store_that_does_not_answer_is_named_in_the_pane_never_a_damaged
     """A store that still does not answer when the run is read again: the pane and ``a`` say
     the store does not answer (StoreUnreachable's sentence), never that the checkpoint cannot
     be read. (Any store: the failure is made by replacing its summary read.)"""
-    from core.errors import ConnectionLost
-    from core.views import UNREACHABLE, UNREADABLE
+    from core.api.views import UNREACHABLE, UNREADABLE
+    from core.ground.errors import ConnectionLost
 
     home = Home(tmp_path / "h", clock=FixedClock(MONDAY))
     home.run("T-65273")

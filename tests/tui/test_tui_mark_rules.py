@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from core.approvers import Registry
-from core.clock import SystemClock
-from core.home import Home
+from core.api.home import Home
+from core.engine.approvers import Registry
+from core.ground.clock import SystemClock
 from resolver_tui.screens.dialogs import MarkScreen
 from textual.widgets import Static
 from tui_helpers import make_app, monday_home, open_key, settle, type_text
@@ -49,7 +49,7 @@ async def test_an_agents_c_z_and_o_say_the_rulebooks_sentence_and_write_nothing(
 
 
 async def test_in_a_shop_home_an_agents_claim_asks_no_passphrase_and_a_hand_over_to_him_is_refused(tmp_path):
-    from core.homekind import init_home
+    from core.api.homekind import init_home
 
     root = tmp_path / "shop"
     init_home(root, shop=True)

@@ -3,9 +3,9 @@ a masked input, and the unlocked key is kept for the app's session only."""
 
 from __future__ import annotations
 
-from core.approvers import Registry
-from core.clock import SystemClock
-from core.home import Home
+from core.api.home import Home
+from core.engine.approvers import Registry
+from core.ground.clock import SystemClock
 from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen
 from textual.widgets import Input
 from tui_helpers import make_app, screen_text, settle, type_text
@@ -15,7 +15,7 @@ T97580 = "T-97580-agent-chat-small-1"
 
 
 def _shop(tmp_path) -> Home:
-    from core.homekind import init_home
+    from core.api.homekind import init_home
 
     root = tmp_path / "shop"
     init_home(root, shop=True)
@@ -71,7 +71,7 @@ async def test_the_app_approves_with_a_passphrase_in_the_dialog(tmp_path):
 async def test_the_app_forgets_an_unlocked_key_after_the_idle_time(tmp_path):
     """Issue 28 (an unattended app): after key_idle_minutes without a decision (default 5) the
     next approval asks for the passphrase again; nothing is decided in the approver's name."""
-    from core.signing import KeyHolder
+    from core.engine.signing import KeyHolder
 
     home = _shop(tmp_path)
     app = make_app(home, "team_lead", "Ana")
@@ -106,8 +106,8 @@ async def test_the_dialog_says_where_a_missing_key_file_was_looked_for(tmp_path)
     """Issue 23, item 3: on a team store Ana's key is a file on her machine. The app on another
     machine (an empty ``keys/``) says in one sentence where it looked and how to make or copy the
     key; nothing is decided, nothing crashes, and the dialog can be tried again."""
-    from core.homekind import init_home
-    from core.keyfiles import KeyFiles
+    from core.api.homekind import init_home
+    from core.engine.keyfiles import KeyFiles
 
     from pg import fresh_schema
 

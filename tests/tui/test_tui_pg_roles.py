@@ -6,7 +6,7 @@ with the reason when the test role may not create roles)."""
 
 from __future__ import annotations
 
-from core.home import Home
+from core.api.home import Home
 from resolver_tui.screens.dialogs import PassphraseApproveScreen
 from tui_helpers import make_app, settle, type_text
 
@@ -14,11 +14,11 @@ from test_pg_roles import BOB, _refunds, _status, shop, users  # noqa: F401 (fix
 
 
 async def test_the_app_of_an_agent_entry_cannot_approve_the_119_refund_past_the_database(shop, monkeypatch):  # noqa: F811
-    import core.approval
-    import core.rulebook
+    import core.engine.approval
+    import core.engine.rulebook
 
     cli, urls = shop
-    for module in (core.approval, core.rulebook):  # a client without its own role check
+    for module in (core.engine.approval, core.engine.rulebook):  # a client without its own role check
         monkeypatch.setattr(module, "may_approve", lambda role, needed: True)
     home = Home(cli.root, store=urls["bob"])  # Bob's machine: the home folder holding his key file
     app = make_app(home, "agent", "Bob")

@@ -1,12 +1,12 @@
 """The app shows why the agent's proposal was never offered for approval: one line per broken
-proposal rule in the pane, and no approve key (:mod:`core.proposal_rules`)."""
+proposal rule in the pane, and no approve key (:mod:`core.engine.proposal_rules`)."""
 
 from __future__ import annotations
 
 import json
 
-from core.data import load_recordings
-from core.home import Home
+from core.api.home import Home
+from core.ground.data import load_recordings
 from tui_helpers import make_app, pane_text, select, settle
 
 RUN = "T-65273-agent-chat-small-1"

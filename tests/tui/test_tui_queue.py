@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core.state import STATUSES
+from core.ground.state import STATUSES
 from resolver_tui.keys import help_rows
 from resolver_tui.screens.dialogs import ConfirmScreen
 from resolver_tui.screens.help import HelpScreen

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 from core.cli import main
-from core.clock import FileClock, parse_time
-from core.rulebook import not_decidable, role_too_low
+from core.engine.rulebook import not_decidable, role_too_low
+from core.ground.clock import FileClock, parse_time
 from resolver_tui.screens.dialogs import ConfirmScreen
 from tui_helpers import MONDAY, make_app, pane_text, select, settle
 

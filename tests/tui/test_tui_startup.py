@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from core.home import Home
-from core.homekind import init_home
+from core.api.home import Home
+from core.api.homekind import init_home
 from tui_helpers import make_app, screen_text, settle
 
 
@@ -164,7 +164,7 @@ def test_without_a_terminal_the_app_refuses_with_one_sentence(tmp_path):
 
 
 def test_require_terminal_looks_at_both_ends():
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
     from resolver_tui.__main__ import require_terminal
 
     class Tty:
@@ -194,9 +194,9 @@ def test_without_a_terminal_the_first_start_question_is_never_asked(tmp_path):
 def test_in_a_shop_home_the_app_runs_as_the_registrys_approver_with_the_registrys_role(tmp_path, monkeypatch):
     """A new user's finding: the app took the role from the config file and showed it as fact;
     only the passphrase dialog learned otherwise."""
-    from core.approvers import Registry
-    from core.clock import SystemClock
-    from core.errors import ApprovalRefused
+    from core.engine.approvers import Registry
+    from core.ground.clock import SystemClock
+    from core.ground.errors import ApprovalRefused
     from resolver_tui.__main__ import approver_at, parse_args
 
     root = tmp_path / "shop"
@@ -238,8 +238,8 @@ def test_a_refresh_interval_that_would_spin_or_is_not_a_number_is_one_sentence(g
 def test_name_in_a_shop_home_with_a_registry_asks_nothing_and_saves_nothing(tmp_path, monkeypatch):
     """A new user's trial: ``resolver-tui --name Bea`` on a shop store still asked who was at the
     keyboard and the role, and saved the answer (Grace) over the file while the app ran as Bea."""
-    from core.approvers import Registry
-    from core.clock import SystemClock
+    from core.engine.approvers import Registry
+    from core.ground.clock import SystemClock
     from resolver_tui.__main__ import approver_at, parse_args
 
     root = tmp_path / "shop"

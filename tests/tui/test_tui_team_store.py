@@ -4,7 +4,7 @@ password)."""
 
 from __future__ import annotations
 
-from core.home import Home
+from core.api.home import Home
 from tui_helpers import make_app, screen_text, select, settle
 
 from pg import fresh_schema

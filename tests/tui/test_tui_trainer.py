@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from resolver_tui.app import ResolverApp
 from resolver_tui.screens.dialogs import ConfirmScreen
 from resolver_tui.screens.text import LinesScreen

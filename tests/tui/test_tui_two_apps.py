@@ -1,6 +1,6 @@
 """Two apps on one team store (issue 24, done-when: "Two apps on one PostgreSQL queue see each
 other's decisions, claims and hand-overs by notification"). Both apps run at once in this test's
-event loop, each with its own :class:`core.home.Home` (its own connections) on one PostgreSQL
+event loop, each with its own :class:`core.api.home.Home` (its own connections) on one PostgreSQL
 schema, polling off (``refresh_interval`` None): a claim (``c``), a hand-over (``o``) and an
 approval (``a``) typed in the first app reach the second's table and detail pane by ``NOTIFY``
 alone. Each wait is on a predicate of the second app's state, with a deadline only as a guard.
@@ -12,8 +12,8 @@ the variable)."""
 
 from __future__ import annotations
 
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from resolver_tui.screens.dialogs import ConfirmScreen, MarkScreen
 from test_tui_live_queue import GUARD_S, until
 from tui_helpers import MONDAY, make_app, pane_text, select, settle, type_text

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from core.views import Approver
+from core.api.views import Approver
 from resolver_tui.screens.dialogs import ConfirmScreen, RejectScreen
 from rich.cells import cell_len
 from textual import events
@@ -97,7 +97,7 @@ async def test_may_approve_never_stands_beside_a_refusal_of_approve(demo_home):
 
 
 def test_a_handed_over_run_says_who_approved_and_what_refused_the_write(demo_home):
-    from core.views import status_lines
+    from core.api.views import status_lines
 
     world = demo_home.world("manual")
     world.request_refund("manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")

@@ -6,8 +6,8 @@ import html
 import re
 from pathlib import Path
 
-from core.clock import FixedClock
-from core.home import Home
+from core.api.home import Home
+from core.ground.clock import FixedClock
 from resolver_tui.app import ResolverApp
 from rich.cells import cell_len
 from rich.segment import ControlType

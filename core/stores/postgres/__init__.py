@@ -1,11 +1,11 @@
 """PostgreSQL, the team store: the second back-end of the store contract (issue 23).
 
-- :mod:`~core.stores.postgres.store`: :class:`PostgresStore`, implementing :class:`core.store.Store`;
+- :mod:`~core.stores.postgres.store`: :class:`PostgresStore`, implementing :class:`core.contract.store.Store`;
 - :mod:`~core.stores.postgres.audit`: the audit chain's SQL, appended under a lock on its head;
-- :mod:`~core.stores.postgres.world`: :class:`PostgresWorld`, implementing :class:`core.world.World`;
-- :mod:`~core.stores.postgres.registry`: the approvers' rows, implementing :class:`core.approvers.ApproverRows`;
+- :mod:`~core.stores.postgres.world`: :class:`PostgresWorld`, implementing :class:`core.contract.world.World`;
+- :mod:`~core.stores.postgres.registry`: the approvers' rows, implementing :class:`core.engine.approvers.ApproverRows`;
 - :mod:`~core.stores.postgres.parts`: the per-shop parts (seal, audit head, practice key, trainer's clock),
-  implementing :class:`core.store.ShopParts`;
+  implementing :class:`core.contract.store.ShopParts`;
 - :mod:`~core.stores.postgres.database`: the pool of connections and errors as sentences;
 - :mod:`~core.stores.postgres.schema`: the versioned migrations.
 
@@ -13,7 +13,7 @@ Every function takes ``url``, a libpq URL (``postgresql://user@host:5432/dbname`
 ``postgresql:///dbname`` for the local socket); a schema is chosen by libpq's
 ``options=-csearch_path=NAME`` parameter and the tables go in the first schema of the search path.
 An unreachable server, an unknown database or schema, or a lock held too long is a
-:class:`~core.errors.ResolverError` (:class:`~core.errors.StoreBusy`) with one sentence.
+:class:`~core.ground.errors.ResolverError` (:class:`~core.ground.errors.StoreBusy`) with one sentence.
 
 Only modules under :mod:`core.stores` import ``psycopg`` (an import-linter contract in
 ``pyproject.toml``); this package imports it only when a part is opened.
@@ -25,11 +25,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from core.approvers import ApproverRows
-    from core.clock import Clock
-    from core.data import Fault
-    from core.store import ShopParts, Store, Summarize
-    from core.world import World
+    from core.contract.store import ShopParts, Store, Summarize
+    from core.contract.world import World
+    from core.engine.approvers import ApproverRows
+    from core.ground.clock import Clock
+    from core.ground.data import Fault
 
 __all__ = [
     "check_world",
@@ -55,7 +55,7 @@ def _need_psycopg() -> None:
         import psycopg  # noqa: F401
         import psycopg_pool  # noqa: F401
     except ImportError:
-        from core.errors import ResolverError
+        from core.ground.errors import ResolverError
 
         raise ResolverError(
             "A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: pip install 'resolver[postgres]'."
@@ -122,7 +122,7 @@ def open_registry_rows(url: str) -> ApproverRows:
 
 
 def open_rows(url: str) -> Any:
-    """Every row of the team store at ``url``, table by table (:class:`core.store.StoreRows`,
+    """Every row of the team store at ``url``, table by table (:class:`core.contract.store.StoreRows`,
     for ``resolver store copy``). Raises ResolverError (one sentence)."""
     _need_psycopg()
     from core.stores.postgres.rows import PostgresRows
@@ -147,7 +147,7 @@ def schema_version_of(url: str) -> int | None:
     _need_psycopg()
     import psycopg
 
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
     from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line
     from core.stores.postgres.schema import no_schema, schema_version
 
@@ -250,7 +250,7 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
 def _roles_line(conn: Any) -> tuple[str, str]:
     """``doctor``'s line on role separation (issue 25): off, or on with the tables' role and
     what this connection's user is (an approver's entry, or mapped to none)."""
-    from core.safetext import safe_text
+    from core.ground.safetext import safe_text
 
     row = conn.execute("SELECT tables_role FROM store_roles").fetchone()
     if row is None:
@@ -271,7 +271,7 @@ def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping
     _need_psycopg()
     import psycopg
 
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
     from core.stores.postgres.database import CONNECT_TIMEOUT_S, database, describe, first_line, forget
     from core.stores.postgres.roles import setup_roles as setup
 

@@ -6,7 +6,7 @@ every part opened on that URL in this process (:func:`database`). A pool rather 
 per thread, as the SQLite back-end keeps: a PostgreSQL connection is a server process, so a thread
 that ends (the app's workers, the executor's heartbeat) must not keep one open until the process
 exits; a pooled connection goes back to the pool at the end of each use, so
-:meth:`core.store.Store.end_thread` has nothing to give back. Within one use the thread keeps its
+:meth:`core.contract.store.Store.end_thread` has nothing to give back. Within one use the thread keeps its
 connection: a read or a transaction opened inside another on the same thread runs on the same
 connection (nested transactions become savepoints), as the SQLite helper nests.
 
@@ -19,7 +19,7 @@ see one state (a run's events, a backup) is a ``REPEATABLE READ`` snapshot
 one statement runs in autocommit (:meth:`Database.atomic`: one round trip), and a transaction
 whose statements need not wait on each other is pipelined (:meth:`Database.pipelined`).
 Every connection waits at most :data:`LOCK_TIMEOUT_S` for a lock (``lock_timeout``), then
-:class:`~core.errors.StoreBusy` says so in one sentence, as SQLite's busy timeout does.
+:class:`~core.ground.errors.StoreBusy` says so in one sentence, as SQLite's busy timeout does.
 
 Errors become sentences (:meth:`Database.errors`): no server, an unknown database or role, a
 schema that does not exist, a lock held too long. A constraint's error
@@ -48,8 +48,8 @@ import psycopg.errors
 import psycopg.rows
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from core.errors import ConnectionLost, ResolverError, StoreBusy, StoreConflict, StoreUnreachable
-from core.masking import mask_text
+from core.ground.errors import ConnectionLost, ResolverError, StoreBusy, StoreConflict, StoreUnreachable
+from core.ground.masking import mask_text
 
 LOCK_TIMEOUT_S = 5.0
 """Seconds a statement waits for a lock another connection holds before StoreBusy."""
@@ -83,7 +83,7 @@ def describe(url: str) -> str:
 
 def first_line(exc: BaseException, url: str | None = None) -> str:
     """The first line of a library's error, for a sentence, with every password masked
-    (:func:`core.masking.mask_text`): libpq quotes pieces of the URL it could not read
+    (:func:`core.ground.masking.mask_text`): libpq quotes pieces of the URL it could not read
     (``invalid percent-encoded token: "s3%zzcret"``, ``... in URI: "postgresql://..."``), so the
     passwords of ``url``, the one that failed, are masked wherever they stand."""
     text = str(exc).strip().splitlines()
@@ -152,8 +152,8 @@ def _refusals(label: str) -> Iterator[None]:
     except psycopg.Error as exc:
         if exc.sqlstate not in ("RS403", "RS409") and not isinstance(exc, psycopg.errors.InsufficientPrivilege):
             raise
-        from core.auditchain import AuditMoved
-        from core.errors import ApprovalRefused, DatabaseRefused
+        from core.engine.auditchain import AuditMoved
+        from core.ground.errors import ApprovalRefused, DatabaseRefused
 
         message = (exc.diag.message_primary or first_line(exc)).strip()
         if exc.sqlstate == "RS409":
@@ -258,7 +258,7 @@ class Database:
         none is made; reads, ``doctor`` and ``audit verify`` do not come here."""
         if not self.trigger_problems:
             return
-        from core.errors import DatabaseRefused
+        from core.ground.errors import DatabaseRefused
 
         named = "; ".join(f"{name} is {why}" for name, why in self.trigger_problems.items())
         raise DatabaseRefused(

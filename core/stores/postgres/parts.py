@@ -1,5 +1,5 @@
 """The per-shop parts in PostgreSQL (issue 23): :class:`PostgresParts`, behind
-:class:`core.store.ShopParts`.
+:class:`core.contract.store.ShopParts`.
 
 Table ``shop_parts`` (migration 6 of :mod:`core.stores.postgres.schema`): one row per part,
 ``name`` (``approvers.json``, ``audit.head``, ``approval.key``, ``clock.json``), ``body`` (the

@@ -1,5 +1,5 @@
 """The approvers registry's rows in PostgreSQL (issue 23): :class:`PostgresApproverRows`, behind
-:class:`core.approvers.ApproverRows`.
+:class:`core.engine.approvers.ApproverRows`.
 
 Table ``approvers`` (migration 2 of :mod:`core.stores.postgres.schema`): the same eight columns as
 the SQLite back-end's, an identity ``n`` keeping the order rows were added in, and a unique index
@@ -9,8 +9,8 @@ change made the registry (:meth:`PostgresApproverRows.exists`). The writes are t
 
 Since issue 23's key files the rows hold no key material: ``private_key`` is '' and
 ``recovery_key`` NULL (each approver's encrypted key is a file on their machine,
-:mod:`core.keyfiles`); a store of an earlier release keeps its keys in the rows until each is
-moved at its first unlock (:meth:`core.approvers.Registry.unlock`). The columns stay, so no
+:mod:`core.engine.keyfiles`); a store of an earlier release keeps its keys in the rows until each is
+moved at its first unlock (:meth:`core.engine.approvers.Registry.unlock`). The columns stay, so no
 migration was needed.
 """
 

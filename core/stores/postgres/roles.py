@@ -8,7 +8,7 @@ store never set up):
   one entry per user (unique); NULL for an entry not mapped.
 - ``policy_limits`` and ``catalog_prices``: the policy's approval limits and the catalog's unit
   prices (``data/policy.json``, ``data/world.json``) ported into SQL, so the database recomputes
-  the role a proposal needs (:data:`NEEDED_ROLE`, the rule of :func:`core.policy.proposal_role`,
+  the role a proposal needs (:data:`NEEDED_ROLE`, the rule of :func:`core.engine.policy.proposal_role`,
   issue "Core 2") from the proposal stored in the run's header, never from a column a caller wrote.
 - ``decided``: one row per decision recorded by :data:`DECIDE` (the run, the audit row's ``id``
   and the IDs of the operations approved); the register's guard reads it.
@@ -70,7 +70,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from core.errors import ResolverError
+from core.ground.errors import ResolverError
 from core.stores.postgres.audit import CHAIN_TIP
 from core.stores.postgres.triggers import make_again, setup_triggers
 
@@ -86,7 +86,7 @@ _DECISION_KEYS = ("status", "approval", "rejection", "operations", "version", "u
 
 
 def _policy_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    from core.data import ROLES, load_policy, load_world_data
+    from core.ground.data import ROLES, load_policy, load_world_data
 
     policy = load_policy()
     limits = [
@@ -126,7 +126,7 @@ SELECT encode(sha256(convert_to('[' || concat_ws(',', to_json(a.id)::text,
     COALESCE(to_json(a.prev)::text, 'null'), COALESCE(to_json(a.sig)::text, 'null'))
     || CASE WHEN a.binds IS NOT NULL THEN ',' || to_json(a.binds)::text ELSE '' END || ']', 'UTF8')), 'hex')
 $$"""
-""":func:`core.auditchain.row_hash` in SQL: SHA-256 of the row's canonical JSON (PostgreSQL's
+""":func:`core.engine.auditchain.row_hash` in SQL: SHA-256 of the row's canonical JSON (PostgreSQL's
 ``to_json`` of a text escapes as Python's ``json.dumps(ensure_ascii=False)`` does), so the
 decision function chains a row to the real tip, never to a ``prev`` the caller wrote."""
 
@@ -162,7 +162,7 @@ BEGIN
     RETURN best;
 END
 $$"""
-""":func:`core.policy.proposal_role` in SQL: the lowest role whose limit covers each action's
+""":func:`core.engine.policy.proposal_role` in SQL: the lowest role whose limit covers each action's
 value (a refund its amount, a reship unit price x quantity, anything else 0), the highest of
 them for the proposal (``agent`` when it has none)."""
 
@@ -448,7 +448,7 @@ _PROPOSAL_CORE = (
     "jsonb_build_array({p}->'outcome', {p}->'rule', {p}->'reason', {p}->'actions', {p}->'reply_draft', {p}->'recipient')"
 )
 """What an agent proposes, as SQL over a proposal ``{p}``: its outcome, rule, reason, actions,
-reply draft and recipient. A refresh (:mod:`core.refresh`) keeps these and renews only the
+reply draft and recipient. A refresh (:mod:`core.engine.refresh`) keeps these and renews only the
 evidence's time, preconditions and version, so a refresh by an approver does not change who
 proposed."""
 
@@ -493,7 +493,7 @@ _PLANNED = """        IF EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(new
 """
 """Migration 15, a second trial: ``resolver_decide`` took the operations from the caller, so an
 agent's user approving a 9.95 refund it may approve attached a 119.00 refund of another order,
-signed with its own key. The operations must be exactly what :func:`core.approval.plan_operations`
+signed with its own key. The operations must be exactly what :func:`core.engine.approval.plan_operations`
 plans from the stored proposal: its actions in order, then the reply draft's ``send_reply``."""
 
 _ONE_ROW = """        EXECUTE format('SELECT EXISTS (SELECT 1 FROM %I.%I WHERE operation_id = $1)', TG_TABLE_SCHEMA, TG_TABLE_NAME)
@@ -545,7 +545,7 @@ BEGIN
     RETURN best;
 END
 $$"""
-""":func:`core.policy.proposal_role` in SQL as migration 15 replaces migration 12's: each kind of
+""":func:`core.engine.policy.proposal_role` in SQL as migration 15 replaces migration 12's: each kind of
 action's values summed before its limit is looked up (a third trial split one refund into ten of
 23.80, each within an agent's 25.00, and an agent's approval paid 238.00)."""
 
@@ -606,7 +606,7 @@ _LINES_AND_SUMS_18 = """    FOR t IN WITH lines AS (
 NEEDED_ROLE_18 = NEEDED_ROLE_15.replace(_SUMMED_15, _LINES_AND_SUMS_18, 1)
 if _LINES_AND_SUMS_18 not in NEEDED_ROLE_18:  # migration 15's text moved
     raise RuntimeError("NEEDED_ROLE_18 could not be derived from migration 15's NEEDED_ROLE_15")
-""":func:`core.policy.proposal_role` in SQL as migration 18 replaces migration 15's: the highest of
+""":func:`core.engine.policy.proposal_role` in SQL as migration 18 replaces migration 15's: the highest of
 each line's own role and of each kind's values summed, every value taken as at least 0, so no line
 lowers the role (a trial's second line of -100.00 on a 119.00 refund summed to 19.00, which an
 agent may approve). ``CREATE OR REPLACE`` keeps the function's owner and grants on a store already

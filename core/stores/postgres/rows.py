@@ -1,5 +1,5 @@
 """Every row of a team store, table by table (issue 23, item 4): :class:`PostgresRows`, the
-PostgreSQL side of :class:`core.store.StoreRows`, what ``resolver store copy`` reads and writes.
+PostgreSQL side of :class:`core.contract.store.StoreRows`, what ``resolver store copy`` reads and writes.
 
 All parts live in one schema. A part is read in one ``REPEATABLE READ`` snapshot and written in
 one transaction. What the target makes itself is made as the rows go in: ``runs.n`` (the
@@ -62,7 +62,7 @@ class PostgresRows:
         return str(row[0]) if row else None
 
     def db_users(self) -> tuple[dict[str, str], str | None]:
-        """The approvers' database users and the tables' role (:meth:`core.store.StoreRows.db_users`);
+        """The approvers' database users and the tables' role (:meth:`core.contract.store.StoreRows.db_users`);
         a store before migration 12 has neither."""
         with self.db.read() as conn:
             if conn.execute("SELECT to_regclass('store_roles')").fetchone()[0] is None:  # type: ignore[index]
@@ -76,7 +76,7 @@ class PostgresRows:
 
     def map_db_users(self, mapping: dict[str, str]) -> int:
         """Map the approvers' entries to database users in one transaction
-        (:meth:`core.store.StoreRows.map_db_users`); an entry the registry lacks is skipped."""
+        (:meth:`core.contract.store.StoreRows.map_db_users`); an entry the registry lacks is skipped."""
         with self.db.transaction() as conn:
             quiet(conn)
             return sum(
@@ -92,7 +92,7 @@ class PostgresRows:
             notify_reread(conn)
 
     def export_rows(self, part: str) -> Iterator[Batch]:
-        """The part's rows in batches, in one snapshot (see :meth:`core.store.StoreRows.export_rows`)."""
+        """The part's rows in batches, in one snapshot (see :meth:`core.contract.store.StoreRows.export_rows`)."""
         tables = COPY_PARTS[part]
         if not self.has_part(part):
             return
@@ -105,7 +105,7 @@ class PostgresRows:
                         yield table, columns, [tuple(r) for r in rows]
 
     def import_rows(self, part: str, batches: Iterable[Batch]) -> dict[str, int]:
-        """Write the part's rows in one transaction (see :meth:`core.store.StoreRows.import_rows`).
+        """Write the part's rows in one transaction (see :meth:`core.contract.store.StoreRows.import_rows`).
         Raises StoreNotEmpty, ResolverError."""
         from core.stores.postgres.store import search_text
         from core.stores.postgres.world import build

@@ -90,7 +90,7 @@ from typing import Any
 
 import psycopg
 
-from core.store import UnsupportedStoreFormat
+from core.contract.store import UnsupportedStoreFormat
 from core.stores import common
 
 C = 'text COLLATE "C"'
@@ -163,7 +163,7 @@ def _sql_type(value: Any) -> str:
 def world_tables() -> tuple[str, ...]:
     """The practice world's ``CREATE`` statements (migration 3), from the rows of ``data/``
     (:func:`core.stores.practice.world_rows`) and :data:`core.stores.practice.EFFECT_TABLES_COLUMNS`."""
-    from core.data import load_world_data
+    from core.ground.data import load_world_data
     from core.stores.practice import EFFECT_TABLES_COLUMNS, world_rows
 
     out = []
@@ -196,7 +196,7 @@ STORE_META = (f"CREATE TABLE store_meta (key {C} PRIMARY KEY, value {C} NOT NULL
 """Migration 4: what the store knows of itself, fixed when first set (``kind``: practice or shop)."""
 
 SHOP_PARTS = (f"CREATE TABLE shop_parts (name {C} PRIMARY KEY, body bytea NOT NULL, set_at timestamptz NOT NULL DEFAULT now())",)
-"""Migration 6: the per-shop parts (:data:`core.store.SHOP_PARTS`), a row each."""
+"""Migration 6: the per-shop parts (:data:`core.contract.store.SHOP_PARTS`), a row each."""
 
 COUNT_SHARDS = 8
 """Rows per status in ``run_counts``: a writer adds to the row of its server process
@@ -528,7 +528,7 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
             approver, runner or executor: only the tables' owner or an administrator may; issue 25).
         UnsupportedStoreFormat: the schema holds a version this resolver does not know (a newer one's).
     """
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
 
     schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
     if schema is None:

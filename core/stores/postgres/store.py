@@ -1,4 +1,4 @@
-"""The checkpoint store in PostgreSQL: :class:`PostgresStore`, implementing :class:`core.store.Store`
+"""The checkpoint store in PostgreSQL: :class:`PostgresStore`, implementing :class:`core.contract.store.Store`
 (issue 23), for a team whose approvers work one queue from several machines.
 
 The layout is the SQLite store's (:mod:`core.stores.common`: a header row per run beside the
@@ -52,11 +52,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import psycopg
 import psycopg.errors
 
-from core.auditchain import REGISTRY_PREFIX
-from core.clock import SHOP_TZ, Clock, SystemClock, iso
-from core.errors import ResolverError, RunNotFound, StoreBusy
-from core.safetext import nfc
-from core.store import (
+from core.contract.store import (
     PAGE_SIZE,
     Lease,
     RunExists,
@@ -65,6 +61,10 @@ from core.store import (
     crash_point,
     lease_held_by_other,
 )
+from core.engine.auditchain import REGISTRY_PREFIX
+from core.ground.clock import SHOP_TZ, Clock, SystemClock, iso
+from core.ground.errors import ResolverError, RunNotFound, StoreBusy
+from core.ground.safetext import nfc
 from core.stores.common import (
     _HEADER_COLS,
     _SUMMARY,
@@ -85,7 +85,7 @@ from core.stores.postgres.marks import PostgresMarks
 from core.stores.postgres.schema import FOLD_AT
 
 if TYPE_CHECKING:
-    from core.state import RunView, TaskState
+    from core.ground.state import RunView, TaskState
 
 _SEARCHED = ("task_id", "order_id", "customer", "run_id")
 
@@ -95,7 +95,7 @@ LEASE_UNTIL = (
     "FROM (SELECT t, z, (t AT TIME ZONE z) - (t AT TIME ZONE 'UTC') AS o "
     f"FROM (SELECT date_trunc('second', now() + make_interval(secs => %s)) AS t, '{SHOP_TZ.key}'::text AS z) a) b)"
 )
-"""The database's ``now()`` plus ``%s`` seconds as :func:`core.clock.iso` writes a time (ISO 8601
+"""The database's ``now()`` plus ``%s`` seconds as :func:`core.ground.clock.iso` writes a time (ISO 8601
 to the second, in the shop's zone, with its offset): a lease's end computed in the statement that
 stores it, so no ``SELECT now()`` round trip comes first."""
 
@@ -258,12 +258,12 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         lease_owner: str | None = None,
         lease_ttl_s: float | None = None,
     ) -> TaskState:
-        """Write ``state`` as its run's checkpoint (see :meth:`core.store.Store.save`): a
+        """Write ``state`` as its run's checkpoint (see :meth:`core.contract.store.Store.save`): a
         compare-and-set on ``state.version``, only the rows appended since this object was last
         saved or read, ``audit`` appended in the same transaction.
 
         Raises:
-            RunExists, StaleCheckpoint, LeaseHeld, core.auditchain.AuditMoved, StoreBusy.
+            RunExists, StaleCheckpoint, LeaseHeld, core.engine.auditchain.AuditMoved, StoreBusy.
         """
         prep = self._prepare(state)
         run_id = state.run_id
@@ -313,7 +313,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         written, 0 when the version moved (the caller says who won). Raises ApprovalRefused (the
         function's sentence), AuditMoved."""
         if prep.old == 0 or not prep.appended:
-            from core.errors import ApprovalRefused
+            from core.ground.errors import ApprovalRefused
 
             raise ApprovalRefused(
                 f"Run {state.run_id} changed since it was read; read it again, then decide. Nothing was recorded."
@@ -424,9 +424,9 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         return self._build(run_id, parts)
 
     def load_view(self, run_id: str) -> RunView:
-        """The run as the read side shows it (:class:`core.state.RunView`: no message history
+        """The run as the read side shows it (:class:`core.ground.state.RunView`: no message history
         past the opening ones), read in one snapshot; never saved. Raises as :meth:`load`."""
-        from core.state import OPENING_MESSAGES
+        from core.ground.state import OPENING_MESSAGES
 
         with self.db.read() as conn:
             parts = self._read(conn, run_id, OPENING_MESSAGES)
@@ -511,7 +511,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         limit: int = PAGE_SIZE,
         max_role_rank: int | None = None,
     ) -> list[RunSummary]:
-        """One page of the queue, keyset-paginated (see :meth:`core.store.Store.page`).
+        """One page of the queue, keyset-paginated (see :meth:`core.contract.store.Store.page`).
         Raises ResolverError for an unknown sort."""
         search = nfc(search)
         sort, column, ascending = sort_order(status, sort)

@@ -1,5 +1,5 @@
 """The Larkfield practice world in PostgreSQL: :class:`PostgresWorld`, implementing
-:class:`core.world.World` (issue 23). Its tools and write services are
+:class:`core.contract.world.World` (issue 23). Its tools and write services are
 :class:`core.stores.practice.PracticeWorld`'s, the SQL shared with the SQLite back-end; this
 module supplies the connections, builds the world and guards its register.
 
@@ -27,12 +27,12 @@ from typing import Any
 
 import psycopg
 
-from core.clock import Clock
-from core.data import Fault, load_world_data
+from core.contract.world import WorldMissing
+from core.ground.clock import Clock
+from core.ground.data import Fault, load_world_data
 from core.stores.postgres.database import Database, QmarkConnection, database
 from core.stores.postgres.schema import WORLD_TABLES
 from core.stores.practice import PracticeWorld, world_rows
-from core.world import WorldMissing
 
 
 class PostgresWorld(PracticeWorld):
@@ -179,7 +179,7 @@ def register_entries(url: str) -> list[dict[str, Any]]:
     """Every entry of the operations register, in commit order: ``{"operation_id", "service",
     "actor", "at", "seq"}``, read in one statement; empty when the world was never built. Raises ValueError when the register
     cannot be read (one sentence)."""
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
 
     try:
         db = database(url)

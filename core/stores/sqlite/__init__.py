@@ -1,12 +1,12 @@
 """SQLite, the first back-end of the store contract (issue 22).
 
 - :mod:`~core.stores.sqlite.checkpoint`: :class:`CheckpointStore`, the checkpoint store
-  (``runs.sqlite``), implementing :class:`core.store.Store`;
+  (``runs.sqlite``), implementing :class:`core.contract.store.Store`;
 - :mod:`~core.stores.sqlite.audit`: the audit chain's SQL;
 - :mod:`~core.stores.sqlite.world`: :class:`SqliteWorld`, the practice world
-  (``larkfield.sqlite``), implementing :class:`core.world.World`;
+  (``larkfield.sqlite``), implementing :class:`core.contract.world.World`;
 - :mod:`~core.stores.sqlite.registry`: the approvers registry's table (``approvers.sqlite``),
-  implementing :class:`core.approvers.ApproverRows`;
+  implementing :class:`core.engine.approvers.ApproverRows`;
 - :mod:`~core.stores.sqlite.database`: the one connection helper (WAL, ``synchronous = FULL``,
   busy timeout, a connection per thread reopened when the file is replaced);
 - :mod:`~core.stores.sqlite.files`: the files read or copied as files (doctor, backup, restore).

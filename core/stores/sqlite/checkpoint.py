@@ -18,7 +18,7 @@
   second) in ``extra`` for the trace. ``checksum`` (format 4, issue 27) is the CRC-32 of ``body``
   and ``extra`` (:func:`core.stores.common.entry_checksum`): a row is validated when written and
   checked by it when read back; a format-3 store gets the column when opened, its rows NULL.
-- ``audit``: append-only record of every decision (see :mod:`core.approval`); triggers refuse
+- ``audit``: append-only record of every decision (see :mod:`core.engine.approval`); triggers refuse
   any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
 - ``audit_tip``: one row, the audit chain's length (its number of rows), kept by a trigger in the
   same transaction as every audit insert, so a decision reads the chain's length and tip at the
@@ -34,28 +34,28 @@
   from the home's ``approval.key`` (:func:`core.stores.common.journal_seal`), written with the
   row and again with its answer: a resume takes an answer only when its seal verifies, so a row
   planted with SQL by someone without the key never becomes a proposal
-  (:class:`~core.errors.JournalUntrusted`). See :meth:`CheckpointStore._seal_journal` for the rows
+  (:class:`~core.ground.errors.JournalUntrusted`). See :meth:`CheckpointStore._seal_journal` for the rows
   already there when a store of an earlier format is upgraded.
 
 A save is one ``BEGIN IMMEDIATE`` transaction (one fsync: see :mod:`core.stores.sqlite.database`) with a
 compare-and-set on ``version``: a writer holding a stale copy gets
-:class:`~core.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
+:class:`~core.ground.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
 two row writes of a save leaves the previous whole checkpoint (the transaction never commits).
 A step's save is the header's compare-and-set (one UPDATE) plus one multi-row INSERT of the
 step's entries (issue 27, item 2). A load reads header and rows in one read transaction as
 their stored UTF-8 bytes (``CAST AS BLOB``: never decoded to ``str`` and encoded back), checks
 each row's checksum, joins them into one JSON text and validates it once
 (``TaskState.model_validate_json``, a time's range checked in pydantic's Rust, not in Python:
-:class:`core.state._Supported`); ``load_view`` reads only what the read side shows; anything unusual (an older schema, a
+:class:`core.ground.state._Supported`); ``load_view`` reads only what the read side shows; anything unusual (an older schema, a
 corrupt row, a header in release 0.1.0's whole-state form) takes the careful path with its own
 clear error.
 
 The store knows no policy: the queue's columns come from the ``summarize`` function it is
-handed when it is made (:func:`core.queue.queue_columns`), called inside every save (issue 22:
+handed when it is made (:func:`core.api.queue.queue_columns`), called inside every save (issue 22:
 never optional, so a run saved through the lesson's Python API shows in the queue like any).
 
-This is the SQLite implementation of :class:`core.store.Store` (issue 22); the contract's value
-types, sorts and lease rules are in :mod:`core.store`.
+This is the SQLite implementation of :class:`core.contract.store.Store` (issue 22); the contract's value
+types, sorts and lease rules are in :mod:`core.contract.store`.
 """
 
 from __future__ import annotations
@@ -71,14 +71,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
-from core.clock import Clock, SystemClock, iso, parse_time
-from core.errors import (
-    ResolverError,
-    RunNotFound,
-)
-from core.homepath import home_was_used
-from core.safetext import nfc
-from core.store import (
+from core.contract.store import (
     PAGE_SIZE,
     SORTS,
     JournalKey,
@@ -91,6 +84,13 @@ from core.store import (
     crash_point,
     lease_held_by_other,
 )
+from core.ground.clock import Clock, SystemClock, iso, parse_time
+from core.ground.errors import (
+    ResolverError,
+    RunNotFound,
+)
+from core.ground.homepath import home_was_used
+from core.ground.safetext import nfc
 from core.stores.common import (
     _ALWAYS_ORDER,
     _HEADER_COLS,
@@ -119,7 +119,7 @@ if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where the
     # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
     import sqlite_utils
 
-    from core.state import RunView, TaskState
+    from core.ground.state import RunView, TaskState
 
 __all__ = [
     "BUSY_TIMEOUT_S",
@@ -216,7 +216,7 @@ _IN_FLIGHT = (
     "(SELECT 1 FROM audit WHERE audit.run_id = runs.run_id AND audit.decision = 'approve')"
 )
 """Runs executing under an approval this home signed: while there are any, a missing
-``approval.key`` is not made again (:func:`core.approval.load_key`)."""
+``approval.key`` is not made again (:func:`core.engine.approval.load_key`)."""
 _CREATE_ENTRIES = (
     "CREATE TABLE IF NOT EXISTS entries (run_id TEXT NOT NULL, n INTEGER NOT NULL, list TEXT NOT NULL, "
     "seq INTEGER NOT NULL, body TEXT NOT NULL, extra TEXT, ref INTEGER, checksum INTEGER, PRIMARY KEY (run_id, n)) "
@@ -236,12 +236,12 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             0.1.0's format on open.
         clock: stamps ``updated_at`` at every save (default: real time).
         summarize: gives the queue's columns of a state, called inside every save (the product
-            hands :func:`core.queue.queue_columns`; required, issue 22: a store that wrote blank
+            hands :func:`core.api.queue.queue_columns`; required, issue 22: a store that wrote blank
             columns left a run out of the queue's totals and every approver's "mine").
-        journal_key: where the home's approval key comes from (:data:`core.store.JournalKey`),
+        journal_key: where the home's approval key comes from (:data:`core.contract.store.JournalKey`),
             asked once, when a journal row is first sealed or checked (or the upgrade to format
             7 finds rows to seal); the journal's seals are made under a key derived from it
-            (:func:`core.stores.common.journal_key`). :class:`core.home.Home` passes its
+            (:func:`core.stores.common.journal_key`). :class:`core.api.home.Home` passes its
             ``approval.key``. A store opened without one (None: the lesson's Python API, which
             only replays recordings, tests, the listing) keeps working for every run, but its
             journal can be neither written nor trusted: :meth:`journal_attempt` and
@@ -633,7 +633,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     ) -> None:
         from pydantic import ValidationError
 
-        from core.state import TaskState, migrate
+        from core.ground.state import TaskState, migrate
 
         dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
         try:
@@ -701,7 +701,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         message, evidence or event, replace the element; a field edited in place on the very
         object already saved is not noticed. ``audit`` (``decision``, ``role``, ``name``, ``digest``, ``at``, optional
         ``detail``, ``run_uid``, and a signed decision's ``prev`` and ``sig``) is appended in the same transaction,
-        chained to the row before it (:func:`core.auditchain.append`; raises StaleCheckpoint
+        chained to the row before it (:func:`core.engine.auditchain.append`; raises StaleCheckpoint
         when a signed ``prev`` is no longer the newest row's hash).
 
         ``lease_owner``: the save also requires that this owner holds the run's lease, and
@@ -817,9 +817,9 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         return self._build(run_id, self._read_once(run_id, None))
 
     def load_view(self, run_id: str) -> RunView:
-        """The run as the read side shows it (:class:`core.state.RunView`: no message history
+        """The run as the read side shows it (:class:`core.ground.state.RunView`: no message history
         past the opening ones), in one read transaction; never saved. Raises as :meth:`load`."""
-        from core.state import OPENING_MESSAGES
+        from core.ground.state import OPENING_MESSAGES
 
         return cast("RunView", self._build(run_id, self._read_once(run_id, OPENING_MESSAGES), view=True))
 
@@ -897,7 +897,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         sort key)``, in the order and pages of :meth:`page` with the same arguments (issue 27,
         item 6: the printed columns only, no :class:`RunSummary` per run). ``(sort key,
         run_id)`` of the last row is the cursor ``after`` of the next page. At most ``limit``
-        rows. This SQLite store's own read for :mod:`core.listing`, not part of the contract.
+        rows. This SQLite store's own read for :mod:`core.api.listing`, not part of the contract.
 
         Raises:
             ResolverError: an unknown sort (the sentence lists the sorts).

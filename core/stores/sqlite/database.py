@@ -13,7 +13,7 @@ cache, and no save pays for opening a connection. Every connection runs with:
   after the power comes back. ``NORMAL`` would save that fsync but may lose the last commits on
   power loss, which would let an acknowledged approval vanish.
 - ``busy_timeout``: another process's write lock is waited for up to :data:`BUSY_TIMEOUT_S`
-  seconds, then :class:`~core.errors.StoreBusy` says so in one sentence.
+  seconds, then :class:`~core.ground.errors.StoreBusy` says so in one sentence.
 
 The last connection to close checkpoints the WAL into the database (SQLite's default; Python
 3.11 cannot set ``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE``). With one long-lived connection per thread
@@ -67,7 +67,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from core.errors import ResolverError, StoreBusy
+from core.ground.errors import ResolverError, StoreBusy
 
 BUSY_TIMEOUT_S = 5.0
 """Seconds a connection waits for another process's lock before StoreBusy."""
@@ -176,9 +176,9 @@ class Database:
             replaced raises :class:`FileMoved` (the checkpoint store: an empty store made in
             place of a moved one would show an empty queue and lose track of the runs).
 
-    Errors: :class:`~core.errors.StoreBusy` when a lock outlasts the busy timeout;
+    Errors: :class:`~core.ground.errors.StoreBusy` when a lock outlasts the busy timeout;
     :class:`FileMoved` when the file opened is gone from ``path`` (or, ``keep_file``, replaced);
-    :class:`~core.errors.ResolverError` with one sentence for any other SQLite failure (which
+    :class:`~core.ground.errors.ResolverError` with one sentence for any other SQLite failure (which
     also makes every thread reopen its connection at its next use, see the module's doc).
     """
 

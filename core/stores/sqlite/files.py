@@ -3,9 +3,9 @@
 ``sqlite3`` themselves. Each opens its own short-lived connection, read-only unless it copies
 into a file, and closes it before it returns; none creates a database.
 
-The functions of :mod:`core.maintenance` that were here (``_online_backup``, ``_integrity``,
-``_newest``, ``_saved_after``, ``scrub``, ``forget_replies``) moved whole; the probes of :mod:`core.doctor`,
-:mod:`core.homekind` and :mod:`core.listing` are their SQL, unchanged.
+The functions of :mod:`core.ops.maintenance` that were here (``_online_backup``, ``_integrity``,
+``_newest``, ``_saved_after``, ``scrub``, ``forget_replies``) moved whole; the probes of :mod:`core.ops.doctor`,
+:mod:`core.api.homekind` and :mod:`core.api.listing` are their SQL, unchanged.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from core.errors import ResolverError
+from core.ground.errors import ResolverError
 from core.stores.sqlite.audit import SqliteAudit
 from core.stores.sqlite.database import Database
 
@@ -209,7 +209,7 @@ def forget_replies(conn: sqlite3.Connection, operations: list[str]) -> int:
 
 
 class FolderParts:
-    """The per-shop parts of a SQLite home (:class:`core.store.ShopParts`, issue 23): the files
+    """The per-shop parts of a SQLite home (:class:`core.contract.store.ShopParts`, issue 23): the files
     ``approvers.json``, ``audit.head``, ``approval.key`` and ``clock.json`` in the home folder
     ``root``, as they always were: each written to a private temporary file (mode 0600) and
     renamed into place, so a reader sees the old file or the new one."""

@@ -1,9 +1,9 @@
 """The approvers registry's table in SQLite (``approvers.sqlite``, issue 22): the rows of
-:class:`core.approvers.Registry`, behind :class:`core.approvers.ApproverRows`.
+:class:`core.engine.approvers.Registry`, behind :class:`core.engine.approvers.ApproverRows`.
 
 Table ``approvers``: ``name`` (key, case-insensitive), ``role``, ``public_key``, ``added_at``,
 ``revoked_at``, ``signature``, ``private_key``, ``recovery_key``, as before issue 22. The
-signatures, the seal and the keys' encryption are the registry's (:mod:`core.approvers`); this
+signatures, the seal and the keys' encryption are the registry's (:mod:`core.engine.approvers`); this
 module only stores and reads rows, each change in one ``BEGIN IMMEDIATE`` transaction.
 """
 

@@ -1,5 +1,5 @@
 """Every row of a SQLite home, table by table (issue 23, item 4): :class:`SqliteRows`, the SQLite
-side of :class:`core.store.StoreRows`, what ``resolver store copy`` reads and writes.
+side of :class:`core.contract.store.StoreRows`, what ``resolver store copy`` reads and writes.
 
 A SQLite home keeps its parts in three files of the folder: the runs and the audit in
 ``runs.sqlite``, the practice world in ``larkfield.sqlite``, the approvers' rows in
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from core.errors import ResolverError
-from core.homepath import home_was_used
-from core.store import blank_columns
+from core.contract.store import blank_columns
+from core.ground.errors import ResolverError
+from core.ground.homepath import home_was_used
 from core.stores.common import COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
 from core.stores.sqlite.database import Database
 
@@ -91,13 +91,13 @@ class SqliteRows:
         return counts
 
     def recorded_kind(self) -> str | None:
-        """None: a SQLite store is its home folder, whose kind ``home.json`` says (:mod:`core.homekind`)."""
+        """None: a SQLite store is its home folder, whose kind ``home.json`` says (:mod:`core.api.homekind`)."""
         return None
 
     # -- export and import ------------------------------------------------------------------------
 
     def export_rows(self, part: str) -> Iterator[Batch]:
-        """The part's rows in batches, in one read transaction (see :meth:`core.store.StoreRows.export_rows`)."""
+        """The part's rows in batches, in one read transaction (see :meth:`core.contract.store.StoreRows.export_rows`)."""
         tables = COPY_PARTS[part]
         if not self.has_part(part):
             return
@@ -112,19 +112,19 @@ class SqliteRows:
                     yield table, columns, [tuple(r) for r in rows]
 
     def copied(self) -> None:
-        """Nothing: a SQLite store's readers poll (:meth:`core.store.StoreRows.copied`)."""
+        """Nothing: a SQLite store's readers poll (:meth:`core.contract.store.StoreRows.copied`)."""
 
     def db_users(self) -> tuple[dict[str, str], None]:
-        """None: a SQLite store has no database users (:meth:`core.store.StoreRows.db_users`)."""
+        """None: a SQLite store has no database users (:meth:`core.contract.store.StoreRows.db_users`)."""
         return {}, None
 
     def map_db_users(self, mapping: dict[str, str]) -> int:
-        """Refused: a SQLite home has no database users (:meth:`core.store.StoreRows.map_db_users`)."""
+        """Refused: a SQLite home has no database users (:meth:`core.contract.store.StoreRows.map_db_users`)."""
         raise ResolverError("A SQLite home has no database users; role separation is for a team store.")
 
     def import_rows(self, part: str, batches: Iterable[Batch]) -> dict[str, int]:
         """Write the part's rows in one ``BEGIN IMMEDIATE`` transaction (see
-        :meth:`core.store.StoreRows.import_rows`). Raises StoreNotEmpty, ResolverError."""
+        :meth:`core.contract.store.StoreRows.import_rows`). Raises StoreNotEmpty, ResolverError."""
         tables = COPY_PARTS[part]
         written = dict.fromkeys(tables, 0)
         db = self._database(part)
@@ -164,7 +164,7 @@ def store_format(root: Path | str) -> int | None:
     Raises ResolverError (one sentence) for a file SQLite cannot read."""
     import sqlite3
 
-    from core.errors import ResolverError
+    from core.ground.errors import ResolverError
 
     path = Path(root) / RUNS_FILE
     if not path.is_file() or path.stat().st_size == 0:

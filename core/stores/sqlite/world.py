@@ -1,7 +1,7 @@
 """The Larkfield practice world in SQLite: ``larkfield.sqlite``, its read-only tools and write services.
 
-The SQLite implementation of the world's contract (:class:`core.world.World`, issue 22); the
-tools' names, the register's call shapes and the services' errors are :mod:`core.world`'s.
+The SQLite implementation of the world's contract (:class:`core.contract.world.World`, issue 22); the
+tools' names, the register's call shapes and the services' errors are :mod:`core.contract.world`'s.
 
 The world is built on first use from ``data/world.json``. It holds customers, catalog, orders,
 payments and shipments, what the write services did (refunds, reshipments, return labels,
@@ -27,12 +27,12 @@ from typing import Any
 
 import sqlite_utils
 
-from core.data import load_world_data
-from core.stores.practice import EFFECT_TABLES_COLUMNS, PracticeWorld, world_rows
-from core.stores.sqlite.database import Database
-from core.world import (
+from core.contract.world import (
     WorldMissing,
 )
+from core.ground.data import load_world_data
+from core.stores.practice import EFFECT_TABLES_COLUMNS, PracticeWorld, world_rows
+from core.stores.sqlite.database import Database
 
 
 class SqliteWorld(PracticeWorld):

@@ -1,0 +1,366 @@
+"""The tamper-evident audit (issue 14): every audit row carries the hash of the row before it.
+
+The ``audit`` table of ``runs.sqlite`` gains two columns, added on first use (nullable, so a
+store of release 0.1.0 or of main before issue 14 keeps its rows as an unchained prefix):
+
+- ``prev``: the SHA-256 (hex) of the row before it (:data:`GENESIS` for the first chained row);
+- ``sig``: in a shop home, the deciding approver's Ed25519 signature of the decision
+  (:mod:`core.engine.signing`); empty for a row the system wrote (an execution the executor refused).
+- ``binds`` (issue 28): on a signed row, the canonical JSON of what the signature binds beside
+  the decision: ``head``, the chain as the signer saw it (``"<length>:<hash of the newest
+  row>"``), and on an approval the world fingerprint it was approved against (``world``) and the
+  IDs of the operations it commits to (``ops``). NULL on older rows and system rows.
+
+A row's hash (:func:`row_hash`) is the SHA-256 of the canonical JSON of every column, its ``id``
+and ``prev`` included, so editing, deleting or inserting a row breaks the chain after it.
+Deleting the newest rows leaves a shorter chain that is still whole, so the chain's length and
+latest hash are also kept outside the audit table, in ``audit.head`` in the home folder (on a
+team store, its ``shop_parts`` row, issue 23: :func:`write_head`), signed by the owner at ``resolver approvers init`` and by the deciding
+approver at each decision. ``resolver audit verify`` (:func:`verify_audit`) checks the chain, the
+head, each row's signature and the append-only triggers.
+
+The chain's rules are here; its SQL (append, read, the chain's tip) is each back-end's
+(:mod:`core.stores.sqlite.audit`, issue 22; :mod:`core.stores.postgres.audit`, issue 23), reached
+through :class:`core.contract.store.AuditReader`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.ground.errors import StaleCheckpoint
+
+if TYPE_CHECKING:
+    from core.contract.store import AuditReader, ShopParts
+
+
+class AuditMoved(StaleCheckpoint):
+    """A signed decision named a ``prev`` that is no longer the newest audit row's hash: another
+    decision was recorded between signing and saving. Nothing was written; sign again."""
+
+
+REGISTRY_PREFIX = "registry:"
+"""How the ``decision`` of an audit row recording a registry change starts: ``registry:init``,
+``registry:add``, ``registry:revoke``, ``registry:recover`` (signed by the owner, :mod:`core.engine.signing`)."""
+
+GENESIS = "0" * 64
+"""The ``prev`` of the first chained row."""
+
+HEAD_FILE = "audit.head"
+"""The chain's length and latest hash, signed, in the home folder."""
+
+HASHED = ("id", "run_id", "decision", "role", "name", "digest", "at", "detail", "run_uid", "prev", "sig")
+"""The audit columns every row's hash covers, in order."""
+
+COLUMNS = (*HASHED, "binds")
+"""Every chain column: :data:`HASHED`, then ``binds``, which a row's hash covers only when set
+(so rows written before the column existed keep their hashes)."""
+
+TRIGGERS = ("audit_no_update", "audit_no_delete")
+"""The append-only triggers of the audit table (made by the SQLite store, :mod:`core.stores.sqlite.checkpoint`)."""
+
+
+def as_row(values: Any) -> dict[str, Any]:
+    """An audit row as read: a dict of :data:`COLUMNS` from a sequence of their values. A value
+    stored as a BLOB (only SQL outside resolver writes one) is read as the text ``blob:<hex>``,
+    so the row's hash and signature no longer match and ``audit verify`` reports it, never a crash."""
+    return {c: f"blob:{v.hex()}" if isinstance(v, bytes) else v for c, v in zip(COLUMNS, values, strict=True)}
+
+
+def row_hash(row: dict[str, Any] | tuple) -> str:
+    """SHA-256 (hex) of an audit row's canonical JSON: a list of the :data:`HASHED` values
+    (NULL as ``null``) followed by ``binds`` when it is set, separators without spaces, UTF-8.
+    ``row`` is a dict of :data:`COLUMNS` or a tuple in their order."""
+    if isinstance(row, dict):
+        values = [row.get(c) for c in HASHED]
+        binds = row.get("binds")
+    else:
+        values = [f"blob:{v.hex()}" if isinstance(v, bytes) else v for v in row]  # as :func:`as_row` reads it
+        if len(values) != len(COLUMNS):
+            raise ValueError(f"an audit row has {len(COLUMNS)} columns, not {len(values)}")
+        binds = values.pop()
+    if binds is not None:
+        values.append(binds)
+    return hashlib.sha256(_encode_row(values).encode("utf-8")).hexdigest()
+
+
+_encode_list = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def _encode_row(values: list[Any]) -> str:
+    """``json.dumps(values, ensure_ascii=False, separators=(",", ":"))``, the same text: a row's
+    values are text, whole numbers and None, written here with the encoder's own string escaper
+    (``json.encoder.encode_basestring``) instead of a JSON encoder made per call (issue 27: half
+    of a decision's hash of the newest row); any other value goes through the encoder."""
+    pieces = []
+    for v in values:
+        kind = type(v)
+        if kind is str:
+            pieces.append(_encode_string(v))
+        elif v is None:
+            pieces.append("null")
+        elif kind is int:
+            pieces.append(int.__repr__(v))
+        else:
+            return _encode_list(values)
+    return "[" + ",".join(pieces) + "]"
+
+
+_encode_string = json.encoder.encode_basestring
+
+
+def make_binds(length: int, prev: str, *, world: str | None = None, ops: list[str] | None = None) -> str:
+    """The ``binds`` value of a signed row (issue 28): canonical JSON of ``head``, the chain as the
+    signer saw it (``length`` rows, the newest one's hash ``prev``), and for an approval the world
+    ``world`` fingerprint (hex) it was approved against and the operation IDs ``ops`` it commits to."""
+    body: dict[str, Any] = {"head": f"{length}:{prev}"}
+    if world is not None:
+        body["world"] = world
+    if ops is not None:
+        body["ops"] = list(ops)
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def read_binds(row: dict[str, Any]) -> dict[str, Any] | None:
+    """A row's ``binds`` as a dict (``head``: str, optional ``world``: str and ``ops``: list of
+    str), or None when the row has none (an older row, a system row).
+
+    Raises:
+        ValueError: it is not what :func:`make_binds` writes (not JSON, nested too deep, another
+            shape): the row was edited outside resolver.
+    """
+    text = row.get("binds")
+    if text is None:
+        return None
+    try:
+        body = json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        body = None
+    if (
+        not isinstance(body, dict)
+        or not isinstance(body.get("head"), str)
+        or not isinstance(body.get("world", ""), str)
+        or not (isinstance(body.get("ops", []), list) and all(isinstance(op, str) for op in body.get("ops", [])))
+    ):
+        raise ValueError("not a binds value")
+    return body
+
+
+ENDS_APPROVAL = ("approve", "reject", "refresh")
+"""Decisions that, in a later row of the same run, end an earlier approval (issue 28): a new
+decision is recorded only on a waiting run, so the earlier approval no longer stood. Every
+row whose decision starts with :data:`REFUSED_PREFIX` ends it too: a lapse, an execution the
+executor refused, a precondition. The one statement of the rule: :func:`ends_approval` in
+Python, :func:`ends_approval_sql` in a back-end's query."""
+
+REFUSED_PREFIX = "refused"
+"""How the ``decision`` of a refusal row starts (``refused:expiry``, ``refused:unauthorized`` ...)."""
+
+
+def ends_approval(decision: str) -> bool:
+    """True when a later row of a run with this ``decision`` ends the run's earlier approval
+    (:data:`ENDS_APPROVAL`, or any refusal: :data:`REFUSED_PREFIX`)."""
+    return decision in ENDS_APPROVAL or str(decision).startswith(REFUSED_PREFIX)
+
+
+def ends_approval_sql(placeholder: str = "?") -> tuple[str, tuple[str, ...]]:
+    """:func:`ends_approval` as a SQL condition on the column ``decision`` and its parameters,
+    for a back-end's query (``placeholder``: ``?`` for SQLite, ``%s`` for psycopg)."""
+    marks = ", ".join([placeholder] * len(ENDS_APPROVAL))
+    return f"(decision IN ({marks}) OR decision LIKE {placeholder})", (*ENDS_APPROVAL, REFUSED_PREFIX + "%")
+
+
+def _binds_problem(row: dict[str, Any], index: int) -> str | None:
+    """Why a row's signed ``binds`` disagrees with where the row stands (issue 28), or None: the
+    head it records must be the chain just before it, ``index`` rows ending with its ``prev``."""
+    try:
+        binds = read_binds(row)
+    except ValueError:
+        return "its binds cannot be read (edited, or written outside resolver)"
+    if binds is None or binds["head"] == f"{index}:{row['prev']}":
+        return None
+    length = binds["head"].split(":", 1)[0]
+    return (
+        f"it was signed when the chain had {length} row(s) ending as its prev says, but {index} row(s) stand "
+        "before it: rows before it were deleted, inserted or rewritten"
+    )
+
+
+def _voided_approvals(all_rows: list[dict[str, Any]]) -> list[str]:
+    """Each approve row followed by a refresh row of the same run with no refusal between them
+    (issue 28). resolver refreshes only a waiting run, and an approved run waits again only after
+    a ``refused...`` row (a lapse, a decision that was never an approver's), so such a pair means
+    the run was set back to waiting outside resolver; that approval never executes."""
+    open_approval: dict[str, dict[str, Any]] = {}
+    out: list[str] = []
+    for row in all_rows:
+        run = row["run_uid"] or row["run_id"]
+        if row["decision"] == "approve":
+            open_approval[run] = row
+        elif str(row["decision"]).startswith(REFUSED_PREFIX):
+            open_approval.pop(run, None)
+        elif row["decision"] == "refresh" and run in open_approval:
+            a = open_approval.pop(run)
+            out.append(
+                f"row {a['id']} ({a['run_id']}, approve) is followed by row {row['id']} (refresh) with no refusal between: "
+                "the run was set back to waiting outside resolver, and that approval is void"
+            )
+    return out
+
+
+# -- the head outside the database -----------------------------------------------------------------
+
+
+def head_message(length: int, latest: str) -> bytes:
+    """What an ``audit.head`` signature covers."""
+    return f"resolver-audit-head-v1\n{length}\n{latest}".encode()
+
+
+def write_head(where: Path | ShopParts, length: int, latest: str, signer: str, signature: str) -> None:
+    """Write ``audit.head`` (atomically; a file of mode 0600 in a SQLite home, a row of the team
+    store's ``shop_parts``, issue 23): the chain's ``length``, ``latest`` hash, the ``signer``'s
+    name and their Ed25519 ``signature`` (hex) of :func:`head_message`. ``where``: the home's
+    per-shop parts (:func:`core.stores.open_shop_parts`), or its folder.
+
+    Raises:
+        OSError: the head cannot be written (a folder in its place, a full disk); no temporary
+            file is left behind. ResolverError: the team store cannot be reached."""
+    from core.stores import parts_at
+
+    body = json.dumps({"length": length, "hash": latest, "signer": signer, "signature": signature}) + "\n"
+    parts_at(where).write(HEAD_FILE, body.encode("utf-8"))
+
+
+def read_head(where: Path | ShopParts) -> dict[str, Any] | None:
+    """``audit.head`` as a dict, or None when absent (``where`` as for :func:`write_head`).
+    Raises ValueError when unreadable, OSError when the file cannot be read, ResolverError when
+    the team store cannot be reached."""
+    from core.stores import parts_at
+
+    data = parts_at(where).read(HEAD_FILE)
+    if data is None:
+        return None
+    raw = json.loads(data.decode("utf-8"))
+    if not isinstance(raw, dict) or not isinstance(raw.get("length"), int) or not isinstance(raw.get("hash"), str):
+        raise ValueError("not an audit head")
+    return raw
+
+
+# -- verify ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class AuditReport:
+    """What :func:`verify_audit` found: ``problems`` (one sentence each; empty when whole),
+    ``length`` (rows), ``chained`` (rows carrying ``prev``), ``latest`` (the newest row's hash)."""
+
+    length: int = 0
+    chained: int = 0
+    latest: str = GENESIS
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """True when nothing was found."""
+        return not self.problems
+
+    def lines(self) -> list[str]:
+        """The report as lines for the CLI and ``resolver doctor``."""
+        if self.ok:
+            legacy = self.length - self.chained
+            extra = f" ({legacy} older row(s) from before the chain)" if legacy else ""
+            return [f"Audit: {self.length} row(s), chain whole{extra}, latest {self.latest[:16]}."]
+        return [f"Audit: {len(self.problems)} problem(s) in {self.length} row(s):", *(f"  {p}" for p in self.problems)]
+
+
+RowCheck = Callable[[dict[str, Any]], str | None]
+HeadCheck = Callable[[dict[str, Any]], str | None]
+
+
+def verify_audit(
+    audit: AuditReader,
+    root: Path | ShopParts | None = None,
+    *,
+    check_row: RowCheck | None = None,
+    check_head: HeadCheck | None = None,
+    head_required: bool = False,
+) -> AuditReport:
+    """Check the audit of a store (``audit``, its :class:`core.contract.store.AuditReader`) and, with
+    ``root`` (the home's folder or per-shop parts, :func:`read_head`), its ``audit.head``.
+
+    Finds: a missing append-only trigger; a chained row whose ``prev`` is not the hash of the
+    row before it (a row edited, deleted or inserted before it); an unchained row after a
+    chained one; a signed row whose ``binds`` records another place in the chain (issue 28); an
+    approval followed by a refresh of its run with no refusal between (issue 28); a row
+    ``check_row`` refuses (a shop home checks each decision's signature
+    against the registry); a head longer than the chain (the newest rows deleted), or whose hash
+    is not the chain's row at its length, or that ``check_head`` refuses (its signature);
+    ``head_required`` and no head.
+    """
+    report = AuditReport()
+    names = audit.audit_triggers()
+    for t in TRIGGERS:
+        if t not in names:
+            report.problems.append(f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed")
+    all_rows = audit.audit_rows()
+    report.length = len(all_rows)
+    hashes: list[str] = []
+    prev_hash = GENESIS
+    started = False
+    for i, row in enumerate(all_rows):
+        if row["prev"] is None:
+            if started:
+                report.problems.append(
+                    f"row {row['id']} ({row['run_id']}, {row['decision']}) carries no chain hash after chained rows: inserted"
+                )
+        else:
+            if not started:
+                started = True
+                expected = GENESIS if i == 0 else prev_hash
+            else:
+                expected = prev_hash
+            report.chained += 1
+            why_binds = _binds_problem(row, i)
+            if why_binds:
+                report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}): {why_binds}")
+            if row["prev"] != expected:
+                report.problems.append(
+                    f"row {row['id']} ({row['run_id']}, {row['decision']}) does not follow the row before it: "
+                    "a row before it was edited, deleted or inserted"
+                )
+            if check_row is not None:
+                why = check_row(row)
+                if why:
+                    report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}): {why}")
+        prev_hash = row_hash(row)
+        hashes.append(prev_hash)
+    report.latest = prev_hash
+    report.problems += _voided_approvals(all_rows)
+    if root is None:
+        return report
+    try:
+        head = read_head(root)
+    except (OSError, ValueError):
+        report.problems.append(f"{HEAD_FILE} cannot be read: restore it from a backup")
+        return report
+    if head is None:
+        if head_required:
+            report.problems.append(f"{HEAD_FILE} is missing: the newest rows cannot be checked")
+        return report
+    n = head["length"]
+    if n > report.length:
+        report.problems.append(f"{HEAD_FILE} records {n} row(s) but the audit has {report.length}: the newest rows were deleted")
+    elif n > 0 and hashes[n - 1] != head["hash"]:
+        report.problems.append(f"row {n} is not the one {HEAD_FILE} records: the audit was rewritten")
+    elif n == 0 and head["hash"] != GENESIS:
+        report.problems.append(f"{HEAD_FILE} records an empty audit with a hash: it was edited")
+    if check_head is not None:
+        why = check_head(head)
+        if why:
+            report.problems.append(f"{HEAD_FILE}: {why}")
+    return report

@@ -1,0 +1,1 @@
+"""The model seam: recorded and live models, the stub server, the tool schema, prices, recording."""

@@ -1,0 +1,1 @@
+"""The operator's chores: doctor, maintenance, copying a store."""
