@@ -13,10 +13,10 @@ import pytest
 from core import cli as cli_module
 from core.api.home import Home
 from core.cli import main
+from core.contract.audit import GENESIS, row_hash
 from core.engine import signing
 from core.engine.approval import plan_operations, sign
 from core.engine.approvers import Registry
-from core.engine.auditchain import GENESIS, row_hash
 from core.engine.executor import REDECIDE
 from core.ground.state import Approval
 from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE

@@ -94,7 +94,7 @@ def test_the_tip_read_in_one_statement_is_the_tip_read_in_two_and_a_store_withou
     """Issue 27, item 2: the newest row and ``audit_tip``'s length are read in one statement; a
     store without ``audit_tip`` (an older file opened read-only) still gets the tip, its length
     counted, never an error; an empty audit is the genesis."""
-    from core.engine.auditchain import GENESIS, row_hash
+    from core.contract.audit import GENESIS, row_hash
     from core.stores.sqlite.audit import SqliteAudit, last_hash
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
@@ -109,7 +109,7 @@ def test_the_tip_read_in_one_statement_is_the_tip_read_in_two_and_a_store_withou
     try:
         newest = conn.execute("SELECT * FROM audit ORDER BY id DESC LIMIT 1").fetchone()
         count = conn.execute("SELECT COUNT(*) FROM audit").fetchone()[0]
-        from core.engine.auditchain import COLUMNS
+        from core.contract.audit import COLUMNS
 
         names = [d[1] for d in conn.execute("PRAGMA table_info(audit)")]
         expected = (row_hash(tuple(newest[names.index(c)] for c in COLUMNS)), count)

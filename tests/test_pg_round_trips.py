@@ -90,7 +90,7 @@ def test_a_decisions_save_is_one_round_trip_every_time(home, new_store_of):
 def test_decisions_of_two_store_objects_chain_to_each_others_rows(home, new_store_of):
     """Two store objects (two machines) deciding in turn: every audit row is chained to the
     one before it, whichever object wrote that one, so the chain stays whole."""
-    from core.engine.auditchain import row_hash
+    from core.contract.audit import row_hash
 
     state = home.run("T-65273")
     other = new_store_of(home)
@@ -114,7 +114,7 @@ def test_a_decision_signed_over_a_tip_that_moved_is_refused_and_writes_nothing(h
     """The audit's ``prev`` a decision was signed over is checked under the head's lock: once
     another row was appended, the save is refused with AuditMoved and neither the header nor
     the rows nor an audit row is written."""
-    from core.engine.auditchain import AuditMoved
+    from core.contract.audit import AuditMoved
 
     state = home.run("T-65273")
     loaded = home.store.load(state.run_id)

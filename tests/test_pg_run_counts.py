@@ -108,7 +108,7 @@ def test_a_store_at_schema_18_takes_migration_19_and_its_waiting_run_approves(ho
     """A store as the release before left it (counts added to in place, no deltas, no
     ``resolver_append``), with a waiting run: opened again, migration 19 is applied, the counts
     are unchanged, and the run is approved, chained to the audit written before."""
-    from core.engine.auditchain import row_hash
+    from core.contract.audit import row_hash
 
     waiting = home.run("T-65273")
     done = home.run("T-90103", repeat=1)

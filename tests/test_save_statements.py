@@ -115,7 +115,7 @@ def test_the_rows_and_header_a_save_writes_are_model_dump_json_s_text(tmp_path):
 def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
     """Issue 27: ``row_hash`` of a row as read (a tuple, a BLOB read as ``blob:<hex>``) is the
     hash of the same row as a dict; a tuple of the wrong length is a ValueError, never a hash."""
-    from core.engine.auditchain import COLUMNS, as_row, row_hash
+    from core.contract.audit import COLUMNS, as_row, row_hash
 
     values = (7, "r", "approve", "team_lead", "Grace", "d" * 64, FRIDAY, "Zoë — ok", "u", "0" * 64, "s", None)
     assert row_hash(values) == row_hash(as_row(values))
@@ -137,7 +137,7 @@ def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
 )
 def test_an_audit_row_s_json_is_json_dumps_text(values):
     """Issue 27: ``_encode_row`` writes the text ``json.dumps`` writes (the hash covers it)."""
-    from core.engine.auditchain import _encode_row
+    from core.contract.audit import _encode_row
 
     assert _encode_row(values) == json.dumps(values, ensure_ascii=False, separators=(",", ":"))
 

@@ -507,21 +507,21 @@ def _delete_rows_after(root: Path, length: int) -> None:
 
 def test_a_signed_decision_binds_the_chain_before_it_its_world_and_its_operations(shop):
     from core.api.home import Home
-    from core.engine import auditchain
+    from core.contract import audit as audit_rows
 
     assert shop("approve", "--yes", T65273_RUN, "--name", "Tomás", passphrase=TOMAS)[0] == 0
     home = Home(shop.root)
     all_rows = home.store.audit_rows()
     approve = next(r for r in all_rows if r["decision"] == "approve")
     position = all_rows.index(approve)
-    binds = auditchain.read_binds(approve)
+    binds = audit_rows.read_binds(approve)
     state = home.store.load(T65273_RUN)
     assert binds == {
         "head": f"{position}:{approve['prev']}",
         "ops": [op.operation_id for op in state.operations],
         **({"world": state.approval.world.fingerprint} if state.approval.world else {}),
     }
-    assert all(auditchain.read_binds(r) for r in all_rows if r["sig"])  # registry rows bind the head too
+    assert all(audit_rows.read_binds(r) for r in all_rows if r["sig"])  # registry rows bind the head too
     code, out, err = shop("audit", "verify")
     assert code == 0 and "chain whole" in out, (out, err)
 
@@ -589,6 +589,7 @@ def test_a_row_signed_at_another_place_in_the_chain_is_reported():
     """A signed row whose ``binds`` records a chain length other than the rows before it: found
     by ``verify_audit`` whatever its signature (the signature itself is checked by the shop's
     row check). SQLite-only: it builds an audit table by hand."""
+    from core.contract import audit as audit_rows
     from core.engine import auditchain
     from core.stores.sqlite import audit as sqlite_audit
 
@@ -601,10 +602,10 @@ def test_a_row_signed_at_another_place_in_the_chain_is_reported():
         conn.execute(f"CREATE TRIGGER {name} BEFORE {event} ON audit BEGIN SELECT RAISE(ABORT, 'append-only'); END")
     base = {"decision": "refused:expired", "role": "agent", "name": "Bot", "digest": "d", "at": "2026-12-01T09:00:00-05:00"}
     first = sqlite_audit.append(conn, "r1", base)
-    sqlite_audit.append(conn, "r2", {**base, "decision": "approve", "binds": auditchain.make_binds(1, first["hash"])})
+    sqlite_audit.append(conn, "r2", {**base, "decision": "approve", "binds": audit_rows.make_binds(1, first["hash"])})
     assert auditchain.verify_audit(sqlite_audit.SqliteAudit(conn)).ok
     second = sqlite_audit.last_hash(conn)[0]
-    sqlite_audit.append(conn, "r3", {**base, "decision": "approve", "binds": auditchain.make_binds(7, second)})
+    sqlite_audit.append(conn, "r3", {**base, "decision": "approve", "binds": audit_rows.make_binds(7, second)})
     report = auditchain.verify_audit(sqlite_audit.SqliteAudit(conn))
     assert report.problems == [
         "row 3 (r3, approve): it was signed when the chain had 7 row(s) ending as its prev says, but 2 row(s) stand "

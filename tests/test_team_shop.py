@@ -13,8 +13,8 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from core.contract.audit import HEAD_FILE
 from core.engine.approvers import SEAL_FILE
-from core.engine.auditchain import HEAD_FILE
 from core.ground.errors import ShopRefused
 
 from helpers import T65273_RUN, shop_cli

@@ -31,10 +31,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from core.api.homekind import Kind, home_clock, home_kind, require_practice, team_kind
 from core.api.queue import ApprovalQueue, queue_columns
+from core.contract.audit import AuditMoved
 from core.contract.store import JournalKey, QueueChanges, ShopParts, Store, lease_owner_name
 from core.contract.world import World, WorldMissing
 from core.engine.approval import approve, load_key, load_stored_key, reject
-from core.engine.auditchain import AuditMoved
 from core.engine.executor import Interrupt, OnProgress, execute
 from core.engine.runner import OnStep, continue_run, start_run
 from core.ground.clock import Clock, FileClock, iso

@@ -41,9 +41,9 @@ from core.api.views import (
     trace_lines,
     unreadable_detail,
 )
+from core.contract.audit import REGISTRY_PREFIX
 from core.contract.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
 from core.contract.store import Store as CheckpointStore
-from core.engine.auditchain import REGISTRY_PREFIX
 from core.engine.policy import action_value, proposal_role, rank
 from core.engine.rulebook import Approver
 from core.ground.clock import Clock

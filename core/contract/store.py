@@ -16,8 +16,8 @@
   :meth:`~AuditLog.audit_rows`, :meth:`~AuditLog.chain_tip`, :meth:`~AuditLog.find_audit_row`,
   :meth:`~AuditLog.later_ending`, :meth:`~AuditLog.audit_triggers` and
   :meth:`~AuditLog.signed_approvals`, which :func:`core.engine.auditchain.verify_audit` reads to verify
-  the chain. The hashing of a row (:func:`core.engine.auditchain.row_hash`) is the core's; a back-end
-  stores the columns of :data:`core.engine.auditchain.COLUMNS` (``binds`` included) and keeps the table append-only;
+  the chain. The hashing of a row (:func:`core.contract.audit.row_hash`) is the core's; a back-end
+  stores the columns of :data:`core.contract.audit.COLUMNS` (``binds`` included) and keeps the table append-only;
 - **marks** (issue 24): :meth:`~Store.run_marks`, :meth:`~Store.put_marks`: who claimed a run,
   to whom it was handed, until when it is set aside (a run's marks go with it when it is deleted);
 - **events** (issue 24): :meth:`~Store.queue_events`, :meth:`~Store.record_lapse`: what a watcher
@@ -284,7 +284,7 @@ def lease_held_by_other(run_id: str, holder: str | None, until: str | None, owne
 
 
 AuditRow = dict[str, Any]
-"""One audit row: the values of :data:`core.engine.auditchain.COLUMNS` by name (``id``, ``run_id``,
+"""One audit row: the values of :data:`core.contract.audit.COLUMNS` by name (``id``, ``run_id``,
 ``decision``, ``role``, ``name``, ``digest``, ``at`` (ISO 8601), ``detail``, ``run_uid``,
 ``prev`` (the previous row's hash, None for a row from before the chain), ``sig``)."""
 
@@ -295,11 +295,11 @@ class AuditReader(Protocol):
     read-only by ``resolver doctor`` (:class:`core.stores.sqlite.audit.SqliteAudit`)."""
 
     def audit_rows(self) -> list[AuditRow]:
-        """Every audit row, oldest first, with every column of :data:`core.engine.auditchain.COLUMNS`."""
+        """Every audit row, oldest first, with every column of :data:`core.contract.audit.COLUMNS`."""
         ...
 
     def chain_tip(self) -> tuple[str, int]:
-        """``(hash of the newest row, number of rows)``; ``(core.engine.auditchain.GENESIS, 0)`` when empty."""
+        """``(hash of the newest row, number of rows)``; ``(core.contract.audit.GENESIS, 0)`` when empty."""
         ...
 
     def find_audit_row(self, run_id: str, decision: str, sig: str) -> AuditRow | None:
@@ -308,13 +308,13 @@ class AuditReader(Protocol):
 
     def later_ending(self, run_uid: str, after_id: int) -> AuditRow | None:
         """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
-        recorded there (:func:`core.engine.auditchain.ends_approval`: a later decision, a refresh, any
+        recorded there (:func:`core.contract.audit.ends_approval`: a later decision, a refresh, any
         ``refused...`` row), or None (issue 28)."""
         ...
 
     def audit_triggers(self) -> set[str]:
         """The names of the guards that keep the audit append-only and are in place now (of
-        :data:`core.engine.auditchain.TRIGGERS`); :func:`core.engine.auditchain.verify_audit` reports any
+        :data:`core.contract.audit.TRIGGERS`); :func:`core.engine.auditchain.verify_audit` reports any
         missing one."""
         ...
 
@@ -329,7 +329,7 @@ class AuditLog(AuditReader, Protocol):
 
     A back-end keeps the rows in the order appended (``id`` rising from 1), refuses any edit or
     delete of a row (SQLite: triggers), and chains each appended row to the one before it
-    (:func:`core.engine.auditchain.row_hash`). Reads never raise for an empty audit."""
+    (:func:`core.contract.audit.row_hash`). Reads never raise for an empty audit."""
 
     def append_audit(self, audit: dict[str, Any]) -> None:
         """Append one audit row outside any save (a refusal, a registry change), chained to the
@@ -337,7 +337,7 @@ class AuditLog(AuditReader, Protocol):
         ``at``, and optionally ``detail``, ``run_uid`` and a signed row's ``prev`` and ``sig``.
 
         Raises:
-            core.engine.auditchain.AuditMoved: a signed ``prev`` is no longer the newest row's hash.
+            core.contract.audit.AuditMoved: a signed ``prev`` is no longer the newest row's hash.
             StoreBusy, ReadOnlyFile: the store could not be written; nothing was.
         """
         ...
@@ -386,7 +386,7 @@ class Store(AuditLog, Protocol):
             RunExists: a new run whose ID another process saved first.
             StaleCheckpoint: someone saved the run since this copy was read.
             LeaseHeld: ``lease_owner`` no longer holds the lease.
-            core.engine.auditchain.AuditMoved: a signed decision's ``prev`` moved.
+            core.contract.audit.AuditMoved: a signed decision's ``prev`` moved.
             core.ground.state.PartialState: ``state`` is a read-side :meth:`load_view` (nothing written).
             StoreBusy, ReadOnlyFile: nothing was written.
         """
@@ -589,7 +589,7 @@ class Store(AuditLog, Protocol):
 
         Raises:
             StaleCheckpoint: the marks changed since ``version`` was read; nothing was written.
-            core.engine.auditchain.AuditMoved: a signed row's ``prev`` moved; nothing was written.
+            core.contract.audit.AuditMoved: a signed row's ``prev`` moved; nothing was written.
         """
         ...
 

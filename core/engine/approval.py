@@ -34,10 +34,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.contract.audit import AuditMoved
 from core.contract.store import ShopParts
 from core.contract.store import Store as CheckpointStore
 from core.contract.world import World
-from core.engine.auditchain import AuditMoved
 from core.engine.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.engine.rulebook import decided_by, not_decidable, person, role_too_low, stale_digest
 from core.ground.clock import Clock, iso

@@ -7,7 +7,7 @@ of ``{"kind": "resolver-decision-v2", "decision", "run_uid", "digest", "role", "
 registry), the name, the time (ISO 8601), the rejection's reason (empty for an approval), the
 hash of the audit row before this decision's row (:mod:`core.engine.auditchain`) and ``binds`` (issue
 28: the chain's length and hash before the row, and an approval's world fingerprint and
-operation IDs, :func:`core.engine.auditchain.make_binds`). A row signed before binds existed was signed
+operation IDs, :func:`core.contract.audit.make_binds`). A row signed before binds existed was signed
 as ``resolver-decision-v1`` without it, and still verifies. The signature is kept
 twice: in the audit row's ``sig`` column (hex) and, for an approval, in
 ``TaskState.approval.signature`` as ``ed25519:`` + hex, so that a decision signed with the
@@ -34,9 +34,10 @@ from getpass import getpass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.contract import audit as audit_rows
+from core.contract.audit import REGISTRY_PREFIX
 from core.engine import auditchain
 from core.engine.approvers import SEAL_FILE, Registry, RegistryError, Unlocked, fingerprint, verify_hex
-from core.engine.auditchain import REGISTRY_PREFIX
 from core.engine.marks import MARK_DECISIONS
 from core.ground.clock import iso
 from core.ground.errors import ApprovalRefused, ResolverError
@@ -74,7 +75,7 @@ def decision_message(
     """The bytes an approver signs for one decision (see the module's docstring): version 1
     without ``binds`` (a row signed before issue 28 finished), version 2 with it (the chain's
     length, and for an approval its world fingerprint and operation IDs,
-    :func:`core.engine.auditchain.make_binds`)."""
+    :func:`core.contract.audit.make_binds`)."""
     body = {
         "kind": "resolver-decision-v1" if binds is None else "resolver-decision-v2",
         "decision": decision,
@@ -151,7 +152,7 @@ class DecisionSigner:
         ``ops`` (its operation IDs). The save that records it refuses (StaleCheckpoint) if
         another row was appended meanwhile."""
         prev, length = store.chain_tip()
-        binds = auditchain.make_binds(length, prev, world=world, ops=ops)
+        binds = audit_rows.make_binds(length, prev, world=world, ops=ops)
         message = decision_message(decision, run_uid, digest, self.role, self.name, iso(at), detail, prev, binds)
         sig = self.approver.sign(message)
         return Seal(PREFIX + sig, {"prev": prev, "sig": sig, "binds": binds})
@@ -202,12 +203,12 @@ def record_registry_change(
             "detail": f"registry version {int(seal['version'])}",
             "run_uid": None,
             "prev": prev,
-            "binds": auditchain.make_binds(length, prev),
+            "binds": audit_rows.make_binds(length, prev),
         }
         row["sig"] = owner.sign(registry_row_message(row))
         try:
             store.append_audit(row)
-        except auditchain.AuditMoved:
+        except audit_rows.AuditMoved:
             continue
         seal_head(where, store, owner)
         return
@@ -302,7 +303,7 @@ def _unbound(state: TaskState, row: dict[str, Any]) -> str | None:
     world fingerprint it was approved against and the operations it commits to. A row signed
     before the binds existed binds neither."""
     try:
-        binds = auditchain.read_binds(row)
+        binds = audit_rows.read_binds(row)
     except ValueError:
         return "the approval's audit row binds nothing readable (edited, or written outside resolver)"
     if binds is None:
@@ -374,7 +375,7 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str, world_at: P
         f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed "
         "(it was created again when this home was opened)"
         for t in store.repaired_triggers
-        if t in auditchain.TRIGGERS
+        if t in audit_rows.TRIGGERS
     ]
     return report
 
@@ -443,7 +444,7 @@ def writes_without_approvals(world_at: Place, audit: AuditReader) -> list[str]:
     """Issue 28: each write a run made in the world's operations register must be bound by a
     signed approval in the audit that stood when it was made: the operation's ID is in the
     approval row's ``binds``, the write is no older than the approval, and the first row that
-    ended the approval (:func:`core.engine.auditchain.ends_approval`) is an executor's refusal made after
+    ended the approval (:func:`core.contract.audit.ends_approval`) is an executor's refusal made after
     it (:data:`MID_EXECUTION_REFUSALS`), or there is none. An approval ended by a lapse (which
     comes only before any call) or directly by another decision bound no write at all. For an
     approval signed before binds existed, any approval row of that run counts.
@@ -469,7 +470,7 @@ def writes_without_approvals(world_at: Place, audit: AuditReader) -> list[str]:
         if row["decision"] != "approve" or not row["sig"]:
             continue
         try:
-            binds = auditchain.read_binds(row)
+            binds = audit_rows.read_binds(row)
             start = datetime.fromisoformat(str(row["at"]))
         except ValueError:
             continue  # said by the row's own check
@@ -480,7 +481,7 @@ def writes_without_approvals(world_at: Place, audit: AuditReader) -> list[str]:
             (
                 later
                 for later in by_run.get(str(row["run_uid"] or row["run_id"]), [])
-                if later["id"] > row["id"] and auditchain.ends_approval(later["decision"])
+                if later["id"] > row["id"] and audit_rows.ends_approval(later["decision"])
             ),
             None,
         )
@@ -529,7 +530,7 @@ def signed_rows_beyond_head(where: Path | ShopParts, audit: AuditReader) -> list
     last_signed = max((i + 1 for i, row in enumerate(all_rows) if row["sig"]), default=0)
     if head["length"] < last_signed:
         return [
-            f"{auditchain.HEAD_FILE} records {head['length']} row(s) but row {last_signed} is signed, and every signed row "
+            f"{audit_rows.HEAD_FILE} records {head['length']} row(s) but row {last_signed} is signed, and every signed row "
             "moves the head: the head was put back from an older copy"
         ]
     return []

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from core.contract.registry import ApproverRows
     from core.contract.store import JournalKey, QueueChanges, ShopParts, Store, StoreRows, Summarize
     from core.contract.world import World
-    from core.engine.approvers import ApproverRows
     from core.ground.clock import Clock
     from core.ground.data import Fault
 

@@ -669,7 +669,7 @@ class AuditReads:
     _audit_sql: Any
 
     def audit_rows(self) -> list[dict[str, Any]]:
-        """Every audit row, oldest first, with every column of :data:`core.engine.auditchain.COLUMNS`."""
+        """Every audit row, oldest first, with every column of :data:`core.contract.audit.COLUMNS`."""
         with self.db.read() as conn:
             return self._audit_sql.rows(conn)
 
@@ -685,7 +685,7 @@ class AuditReads:
 
     def later_ending(self, run_uid: str, after_id: int) -> dict[str, Any] | None:
         """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
-        recorded there (:func:`core.engine.auditchain.ends_approval`), or None."""
+        recorded there (:func:`core.contract.audit.ends_approval`), or None."""
         with self.db.read() as conn:
             return self._audit_sql.later_ending(conn, run_uid, after_id)
 
@@ -701,7 +701,7 @@ class AuditReads:
 
 
 def audit_values(run_id: str, audit: dict[str, Any], prev: str) -> tuple[Any, ...]:
-    """The values of an appended audit row after its ``id``, in :data:`core.engine.auditchain.COLUMNS`
+    """The values of an appended audit row after its ``id``, in :data:`core.contract.audit.COLUMNS`
     order: ``audit`` as :meth:`core.contract.store.AuditLog.append_audit` takes it, chained to ``prev``."""
     return (
         run_id,
@@ -978,7 +978,7 @@ REGISTRY_COLUMNS = "name, role, public_key, added_at, revoked_at, signature, pri
 
 class RegistryChange:
     """The writes of one change of the approvers registry's rows, inside its transaction
-    (:class:`core.engine.approvers.ApproverChange`), over a connection speaking ``?`` SQL (``sqlite3``,
+    (:class:`core.contract.registry.ApproverChange`), over a connection speaking ``?`` SQL (``sqlite3``,
     or :class:`core.stores.postgres.database.QmarkConnection`); ``order`` is the column that keeps
     the order rows were added in."""
 
@@ -1073,7 +1073,7 @@ def copy_columns(table: str) -> tuple[str, ...]:
     """The columns ``store copy`` carries for ``table`` (the ones both back-ends have; a
     back-end's own columns, PostgreSQL's ``runs.n`` and ``runs.search``, SQLite's rowid, are
     made again by the target). Raises KeyError for a table not in :data:`COPY_PARTS`."""
-    from core.engine.auditchain import COLUMNS
+    from core.contract.audit import COLUMNS
     from core.stores.events import EVENT_COLUMNS
     from core.stores.marks import MARK_COLUMNS
 

@@ -80,7 +80,7 @@ class RunMarksRows:
         Raises:
             StaleCheckpoint: someone changed the run's marks since ``version`` was read; nothing
                 was written.
-            core.engine.auditchain.AuditMoved: a signed row's ``prev`` moved; nothing was written.
+            core.contract.audit.AuditMoved: a signed row's ``prev`` moved; nothing was written.
             StoreBusy, ReadOnlyFile: nothing was written.
         """
         names = [c for c in MARK_COLUMNS if c not in ("run_id", "version")]

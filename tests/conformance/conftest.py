@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from core.api.home import Home
 from core.api.queue import queue_columns
+from core.contract.registry import ApproverRows
 from core.contract.store import Store
 from core.contract.world import World
-from core.engine.approvers import ApproverRows
 from core.ground.clock import FixedClock
 from core.stores import BACKENDS, open_registry_rows, open_store
 

@@ -354,7 +354,8 @@ def test_two_appenders_at_once_make_one_chain(store, new_store):
 def test_of_two_deciders_who_signed_the_same_chain_one_is_told(store, new_store):
     import threading
 
-    from core.engine.auditchain import AuditMoved, verify_audit
+    from core.contract.audit import AuditMoved
+    from core.engine.auditchain import verify_audit
 
     store.append_audit(_row(0, "first"))
     tip, _n = store.chain_tip()

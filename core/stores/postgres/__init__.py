@@ -3,7 +3,7 @@
 - :mod:`~core.stores.postgres.store`: :class:`PostgresStore`, implementing :class:`core.contract.store.Store`;
 - :mod:`~core.stores.postgres.audit`: the audit chain's SQL, appended under a lock on its head;
 - :mod:`~core.stores.postgres.world`: :class:`PostgresWorld`, implementing :class:`core.contract.world.World`;
-- :mod:`~core.stores.postgres.registry`: the approvers' rows, implementing :class:`core.engine.approvers.ApproverRows`;
+- :mod:`~core.stores.postgres.registry`: the approvers' rows, implementing :class:`core.contract.registry.ApproverRows`;
 - :mod:`~core.stores.postgres.parts`: the per-shop parts (seal, audit head, practice key, trainer's clock),
   implementing :class:`core.contract.store.ShopParts`;
 - :mod:`~core.stores.postgres.database`: the pool of connections and errors as sentences;
@@ -25,9 +25,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from core.contract.registry import ApproverRows
     from core.contract.store import ShopParts, Store, Summarize
     from core.contract.world import World
-    from core.engine.approvers import ApproverRows
     from core.ground.clock import Clock
     from core.ground.data import Fault
 

@@ -1,6 +1,6 @@
 """The audit chain's SQL in PostgreSQL (issue 23): as :mod:`core.stores.sqlite.audit`, the chain's
-rules (:data:`~core.engine.auditchain.COLUMNS`, :func:`~core.engine.auditchain.row_hash`,
-:data:`~core.engine.auditchain.GENESIS`, :class:`~core.engine.auditchain.AuditMoved`) are the core's.
+rules (:data:`~core.contract.audit.COLUMNS`, :func:`~core.contract.audit.row_hash`,
+:data:`~core.contract.audit.GENESIS`, :class:`~core.contract.audit.AuditMoved`) are the core's.
 
 **One appender at a time.** :func:`append` first locks the audit's one-row head
 (``SELECT ... FROM audit_head FOR UPDATE``), then reads the newest row and writes the next one,
@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from core.engine.auditchain import COLUMNS, GENESIS, TRIGGERS, AuditMoved, as_row, ends_approval_sql, row_hash
+from core.contract.audit import COLUMNS, GENESIS, TRIGGERS, AuditMoved, as_row, ends_approval_sql, row_hash
 from core.stores.common import audit_values
 
 _SELECT = f"SELECT {', '.join(COLUMNS)} FROM audit"
@@ -46,7 +46,7 @@ CHAIN_TIP = """
     END IF;"""
 """The chain's tip in PL/pgSQL, for a function that appends one audit row (its variables ``tip``,
 ``prev``, ``next_id``, its argument ``p_audit``): the head's lock, the newest row, the next row's
-``prev`` (its hash, :func:`core.engine.auditchain.row_hash` in SQL) and ``id``, and SQLSTATE ``RS409``
+``prev`` (its hash, :func:`core.contract.audit.row_hash` in SQL) and ``id``, and SQLSTATE ``RS409``
 when the row was signed over a ``prev`` that moved. Shared by ``resolver_append`` and the
 functions of a store with role separation (:mod:`core.stores.postgres.roles`)."""
 
@@ -153,7 +153,7 @@ def find_row(conn: psycopg.Connection[Any], run_id: str, decision: str, sig: str
 
 def later_ending(conn: psycopg.Connection[Any], run_uid: str, after_id: int) -> dict[str, Any] | None:
     """The first row of the run ``run_uid`` after row ``after_id`` that ends the approval recorded
-    there (:func:`core.engine.auditchain.ends_approval`), or None."""
+    there (:func:`core.contract.audit.ends_approval`), or None."""
     ends, params = ends_approval_sql("%s")
     row = conn.execute(
         _SELECT + f" WHERE run_uid = %s AND id > %s AND {ends} ORDER BY id LIMIT 1",
@@ -170,6 +170,6 @@ def signed_approvals(conn: psycopg.Connection[Any], prefix: str) -> list[tuple[s
 
 
 def triggers(conn: psycopg.Connection[Any]) -> set[str]:
-    """The audit's append-only triggers present now (of :data:`~core.engine.auditchain.TRIGGERS`)."""
+    """The audit's append-only triggers present now (of :data:`~core.contract.audit.TRIGGERS`)."""
     names = {r[0] for r in conn.execute("SELECT tgname FROM pg_trigger WHERE tgrelid = 'audit'::regclass AND NOT tgisinternal")}
     return names & set(TRIGGERS)

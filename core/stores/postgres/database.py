@@ -152,7 +152,7 @@ def _refusals(label: str) -> Iterator[None]:
     except psycopg.Error as exc:
         if exc.sqlstate not in ("RS403", "RS409") and not isinstance(exc, psycopg.errors.InsufficientPrivilege):
             raise
-        from core.engine.auditchain import AuditMoved
+        from core.contract.audit import AuditMoved
         from core.ground.errors import ApprovalRefused, DatabaseRefused
 
         message = (exc.diag.message_primary or first_line(exc)).strip()

@@ -1,5 +1,5 @@
 """The approvers registry's rows in PostgreSQL (issue 23): :class:`PostgresApproverRows`, behind
-:class:`core.engine.approvers.ApproverRows`.
+:class:`core.contract.registry.ApproverRows`.
 
 Table ``approvers`` (migration 2 of :mod:`core.stores.postgres.schema`): the same eight columns as
 the SQLite back-end's, an identity ``n`` keeping the order rows were added in, and a unique index

@@ -126,7 +126,7 @@ SELECT encode(sha256(convert_to('[' || concat_ws(',', to_json(a.id)::text,
     COALESCE(to_json(a.prev)::text, 'null'), COALESCE(to_json(a.sig)::text, 'null'))
     || CASE WHEN a.binds IS NOT NULL THEN ',' || to_json(a.binds)::text ELSE '' END || ']', 'UTF8')), 'hex')
 $$"""
-""":func:`core.engine.auditchain.row_hash` in SQL: SHA-256 of the row's canonical JSON (PostgreSQL's
+""":func:`core.contract.audit.row_hash` in SQL: SHA-256 of the row's canonical JSON (PostgreSQL's
 ``to_json`` of a text escapes as Python's ``json.dumps(ensure_ascii=False)`` does), so the
 decision function chains a row to the real tip, never to a ``prev`` the caller wrote."""
 

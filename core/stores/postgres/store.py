@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 import psycopg
 import psycopg.errors
 
+from core.contract.audit import REGISTRY_PREFIX
 from core.contract.store import (
     PAGE_SIZE,
     Lease,
@@ -61,7 +62,6 @@ from core.contract.store import (
     crash_point,
     lease_held_by_other,
 )
-from core.engine.auditchain import REGISTRY_PREFIX
 from core.ground.clock import SHOP_TZ, Clock, SystemClock, iso
 from core.ground.errors import ResolverError, RunNotFound, StoreBusy
 from core.ground.safetext import nfc
@@ -263,7 +263,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         saved or read, ``audit`` appended in the same transaction.
 
         Raises:
-            RunExists, StaleCheckpoint, LeaseHeld, core.engine.auditchain.AuditMoved, StoreBusy.
+            RunExists, StaleCheckpoint, LeaseHeld, core.contract.audit.AuditMoved, StoreBusy.
         """
         prep = self._prepare(state)
         run_id = state.run_id

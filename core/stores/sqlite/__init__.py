@@ -6,7 +6,7 @@
 - :mod:`~core.stores.sqlite.world`: :class:`SqliteWorld`, the practice world
   (``larkfield.sqlite``), implementing :class:`core.contract.world.World`;
 - :mod:`~core.stores.sqlite.registry`: the approvers registry's table (``approvers.sqlite``),
-  implementing :class:`core.engine.approvers.ApproverRows`;
+  implementing :class:`core.contract.registry.ApproverRows`;
 - :mod:`~core.stores.sqlite.database`: the one connection helper (WAL, ``synchronous = FULL``,
   busy timeout, a connection per thread reopened when the file is replaced);
 - :mod:`~core.stores.sqlite.files`: the files read or copied as files (doctor, backup, restore).

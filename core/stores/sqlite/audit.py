@@ -2,8 +2,8 @@
 once held, moved here whole (issue 22) so that no module outside :mod:`core.stores` speaks SQL.
 
 Each runs on a connection of the checkpoint store, inside the caller's transaction where it
-writes; the chain's rules (:data:`~core.engine.auditchain.COLUMNS`, :func:`~core.engine.auditchain.row_hash`,
-:data:`~core.engine.auditchain.GENESIS`, :class:`~core.engine.auditchain.AuditMoved`) are the core's.
+writes; the chain's rules (:data:`~core.contract.audit.COLUMNS`, :func:`~core.contract.audit.row_hash`,
+:data:`~core.contract.audit.GENESIS`, :class:`~core.contract.audit.AuditMoved`) are the core's.
 :class:`SqliteAudit` reads the audit of one connection as :class:`core.contract.store.AuditLog`'s read
 side, for ``resolver doctor`` and ``audit verify`` on a store opened read-only.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from core.engine.auditchain import COLUMNS, GENESIS, TRIGGERS, AuditMoved, as_row, ends_approval_sql, row_hash
+from core.contract.audit import COLUMNS, GENESIS, TRIGGERS, AuditMoved, as_row, ends_approval_sql, row_hash
 from core.stores.common import audit_values
 
 
@@ -51,7 +51,7 @@ def ensure_columns(conn: sqlite3.Connection) -> None:
 
 
 def _select(conn: sqlite3.Connection) -> str:
-    """``SELECT`` of :data:`~core.engine.auditchain.COLUMNS` from the audit, with NULL for a column an
+    """``SELECT`` of :data:`~core.contract.audit.COLUMNS` from the audit, with NULL for a column an
     older store lacks (only when that store could not be given it: a read-only file)."""
     have = _columns(conn)
     if have >= _ALL:
@@ -157,7 +157,7 @@ def find_row(conn: sqlite3.Connection, run_id: str, decision: str, sig: str) -> 
 
 def later_ending(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[str, Any] | None:
     """The first row of the run ``run_uid`` after the audit row ``after_id`` that ends the
-    approval recorded there (:func:`core.engine.auditchain.ends_approval`: a later decision, refresh
+    approval recorded there (:func:`core.contract.audit.ends_approval`: a later decision, refresh
     or any ``refused...`` row), or None.
 
     An approval with such a row after it was lapsed, refused, rejected, refreshed or decided
@@ -179,7 +179,7 @@ def signed_approvals(conn: sqlite3.Connection, prefix: str) -> list[tuple[str, s
 
 
 def triggers(conn: sqlite3.Connection) -> set[str]:
-    """The audit's append-only triggers present now (of :data:`~core.engine.auditchain.TRIGGERS`)."""
+    """The audit's append-only triggers present now (of :data:`~core.contract.audit.TRIGGERS`)."""
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'audit'")}
     return names & set(TRIGGERS)
 

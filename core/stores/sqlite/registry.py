@@ -1,5 +1,5 @@
 """The approvers registry's table in SQLite (``approvers.sqlite``, issue 22): the rows of
-:class:`core.engine.approvers.Registry`, behind :class:`core.engine.approvers.ApproverRows`.
+:class:`core.engine.approvers.Registry`, behind :class:`core.contract.registry.ApproverRows`.
 
 Table ``approvers``: ``name`` (key, case-insensitive), ``role``, ``public_key``, ``added_at``,
 ``revoked_at``, ``signature``, ``private_key``, ``recovery_key``, as before issue 22. The
