@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from core.trainer.lesson import MOMENTS, TITLES
 from textual.command import DiscoveryHit, Hit, Hits, Provider
@@ -15,8 +15,16 @@ from textual.content import Content
 from resolver_tui.keys import palette
 
 if TYPE_CHECKING:
-    from resolver_tui.app import ResolverApp
     from resolver_tui.screens.queue import QueueScreen
+
+
+class _TrainerApp(Protocol):
+    """What the trainer's palette needs of the app (:class:`resolver_tui.app.ResolverApp`), named
+    here so that the palette does not import the app that lists it."""
+
+    trainer: bool
+
+    def run_moment(self, fn: Callable[..., list[str]], name: str) -> Any: ...
 
 
 class ResolverCommands(Provider):
@@ -77,7 +85,7 @@ class LessonCommands(Provider):
     in trainer mode (issue 5), so a trainer changes the world or crashes a run in place."""
 
     def _moments(self) -> list[tuple[str, Callable[[], object]]]:
-        app = cast("ResolverApp", self.app)
+        app = cast("_TrainerApp", self.app)
         if not getattr(app, "trainer", False):
             return []
         return [(TITLES[name], partial(app.run_moment, fn, name)) for name, fn in MOMENTS.items()]

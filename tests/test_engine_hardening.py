@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from core.api.home import Home
+from core.contract.approval_key import load_key
 from core.contract.store import UnsupportedStoreFormat, lease_owner_name
 from core.contract.world import WorldMissing
-from core.engine.approval import load_key
 from core.ground.errors import ApprovalKeyError, CorruptCheckpoint, LeaseHeld, ResolverError
 from core.stores.sqlite.database import FileMoved
 from core.stores.sqlite.world import SqliteWorld as World

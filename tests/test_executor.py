@@ -11,7 +11,8 @@ from decimal import Decimal
 
 import pytest
 from core.api.home import Home
-from core.engine.approval import load_key, sign
+from core.contract.approval_key import load_key
+from core.engine.approval import sign
 from core.ground.data import PolicyData, load_policy
 from core.ground.errors import ApprovalRefused, LeaseHeld
 from core.ground.state import operation_id

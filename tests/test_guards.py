@@ -19,9 +19,10 @@ from pathlib import Path
 
 import pytest
 from core.api.home import Home
+from core.contract.approval_key import load_key
 from core.engine import approval as approval_module
 from core.engine import signing
-from core.engine.approval import load_key, plan_operations, sign
+from core.engine.approval import plan_operations, sign
 from core.engine.approvers import entry_message
 from core.engine.executor import SimulatedCrash
 from core.ground.clock import FixedClock, iso, parse_time

@@ -236,7 +236,8 @@ def test_an_attempt_lost_in_flight_is_counted_as_paid(home, stub):
 
 
 def test_a_step_answered_before_a_crash_is_taken_from_the_journal_with_no_second_call(home, stub):
-    from core.models.model import CallJournal, model_for
+    from core.models.model import CallJournal
+    from core.models.pick import model_for
 
     state = home.run("T-65273", live=route(stub))
     assert stub.calls == 3

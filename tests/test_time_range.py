@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from core.api.home import Home
 from core.cli import EXIT_ERROR, EXIT_USAGE
-from core.engine.approval import load_key, verify
+from core.contract.approval_key import load_key
+from core.engine.approval import verify
 from core.ground.clock import END, FileClock, FixedClock, TimeOutOfRange, iso, parse_time, supported
 from core.ground.errors import CorruptCheckpoint
 

@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from core.api.homekind import Kind, home_clock, home_kind, require_practice, team_kind
 from core.api.queue import ApprovalQueue, queue_columns
+from core.contract.approval_key import load_key, load_stored_key
 from core.contract.audit import AuditMoved
 from core.contract.store import JournalKey, QueueChanges, ShopParts, Store, lease_owner_name
 from core.contract.world import World, WorldMissing
-from core.engine.approval import approve, load_key, load_stored_key, reject
+from core.engine.approval import approve, reject
 from core.engine.executor import Interrupt, OnProgress, execute
 from core.engine.runner import OnStep, continue_run, start_run
 from core.ground.clock import Clock, FileClock, iso
@@ -54,7 +55,8 @@ from core.ground.log import command_log
 from core.ground.platform import require_posix
 from core.ground.state import TaskState, WorldSeen
 from core.ground.tickets import TICKETS
-from core.models.model import LiveRoute, Model, live_route_of, load_routes, model_for, recorded_route
+from core.models.model import LiveRoute, Model, live_route_of, load_routes, recorded_route
+from core.models.pick import model_for
 from core.models.record import RECORDINGS
 from core.stores import (
     Place,
@@ -346,7 +348,7 @@ class Home:
         return add_ticket(Path(path), self.root / TICKETS)
 
     def model_for(self, state: TaskState) -> Model:
-        """The model a run asks, picked from its saved model route (:func:`core.models.model.model_for`):
+        """The model a run asks, picked from its saved model route (:func:`core.models.pick.model_for`):
         the recorded model, or a live chat-completions client (which needs the ``openai`` extra),
         journaled in this home's store so a resume never pays twice for an answer received.
 
@@ -706,13 +708,6 @@ class Home:
         """
         require_practice(self.root, "`manual-refund` (the lesson's weekend phone call)", self.kind)
         return self.world("manual").request_refund(operation_id, order_id, amount, reason_code, payment_id)
-
-    def load_demo(self) -> list[str]:
-        """Fill this empty home with the Larkfield demo queue (see :func:`core.trainer.demo.build_demo`);
-        one line per run made. Raises ResolverError when the home already has saved runs."""
-        from core.trainer.demo import build_demo  # demo builds Homes of its own
-
-        return build_demo(self)
 
     def delete(self, run_id: str, *, audited: bool = False) -> None:
         """Delete one run and its events (a corrupt one, say); the audit keeps its rows, and with

@@ -35,7 +35,6 @@ from core.api.views import (
     approved_vs_current,
     describe,
     diff_lines,
-    drift_lines,
     proposal_record,
     standing,
     trace_lines,
@@ -45,6 +44,7 @@ from core.contract.audit import REGISTRY_PREFIX
 from core.contract.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
 from core.contract.store import Store as CheckpointStore
 from core.engine.policy import action_value, proposal_role, rank
+from core.engine.preconditions import drift_lines
 from core.engine.rulebook import Approver
 from core.ground.clock import Clock
 from core.ground.data import customer_names, load_policy

@@ -59,7 +59,6 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
     "decision_lines",
     "describe",
     "diff_lines",
-    "drift_lines",
     "effect_ids",
     "execution_lines",
     "history_lines",
@@ -720,27 +719,6 @@ def ages_lines(
             f"Approved {_span((now - a.at).total_seconds())} ago; execution not started; "
             + (f"the approval lapses in {_span(left)}." if left > 0 else "the approval has lapsed.")
         )
-    return lines
-
-
-def drift_lines(differences: list[str], effects: list[str], failing: list[str], unread: Iterable[str] = ()) -> list[str]:
-    """The request's section "What changed since the agent looked": each difference of the
-    lookups run again now, field by field; every effect on the orders the actions name since the
-    evidence was read, whoever made it; the preconditions that fail now; and each order or
-    payment an action names that the agent never read, with what the world holds for it now
-    (``unread``: :attr:`core.engine.preconditions.Drift.unread`), so the section never says "nothing"
-    about a record nobody looked at."""
-    unread = list(unread)
-    lines = ["What changed since the agent looked:"]
-    if not (differences or effects or failing):
-        lines.append("  nothing: the lookups give the same results now.")
-    lines += [f"  {one_line(d)}" for d in differences]
-    if effects:
-        lines += ["  Effects on the order since the evidence was read:", *(f"    {one_line(e)}" for e in effects)]
-    if failing:
-        lines += ["  Preconditions that fail now:", *(f"    {one_line(f)}" for f in failing)]
-    if unread:
-        lines += ["  Named by an action but never read by the agent:", *(f"    {one_line(u)}" for u in unread)]
     return lines
 
 

@@ -21,6 +21,9 @@ class AuditMoved(StaleCheckpoint):
     decision was recorded between signing and saving. Nothing was written; sign again."""
 
 
+MARK_DECISIONS = ("claim", "release", "handover", "snooze")
+"""The audit's ``decision`` of each mark (:data:`core.engine.signing.SIGNED_DECISIONS` holds them)."""
+
 REGISTRY_PREFIX = "registry:"
 """How the ``decision`` of an audit row recording a registry change starts: ``registry:init``,
 ``registry:add``, ``registry:revoke``, ``registry:recover`` (signed by the owner, :mod:`core.engine.signing`)."""

@@ -130,7 +130,7 @@ _crash_hook: CrashHook | None = None
 JournalKey = Callable[[Callable[[], int]], bytes]
 """Where a SQLite store gets its home's approval key, from which the key that seals its journal
 of model calls is derived (:func:`core.stores.common.journal_key`): called with a function that
-counts the approvals in flight (:func:`core.engine.approval.load_key`'s ``in_flight``, asked only when
+counts the approvals in flight (:func:`core.contract.approval_key.load_key`'s ``in_flight``, asked only when
 the key must be made), it returns the key's bytes or raises ApprovalKeyError. A team store needs
 none: its database stamps each journal row with the user that wrote it."""
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from core.contract.audit import MARK_DECISIONS
 from core.ground.clock import Clock, iso, parse_time
 from core.ground.errors import ApprovalRefused, StaleCheckpoint
 from core.ground.safetext import name_key, not_one_line, not_plain_name, one_line
@@ -54,9 +55,6 @@ CLAIM_MINUTES = 30
 """How long a claim stands, in minutes, unless the config file's ``claim_minutes`` says otherwise:
 long enough to read a request and check the world, short enough that a claim left by someone who
 went home frees the run before the next shift looks."""
-
-MARK_DECISIONS = ("claim", "release", "handover", "snooze")
-"""The audit's ``decision`` of each mark (:data:`core.engine.signing.SIGNED_DECISIONS` holds them)."""
 
 
 def claim_minutes(config: dict[str, Any]) -> int:

@@ -12,12 +12,14 @@ is refused when the lookups return something else by the time it is recorded (is
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from core.contract.world import World
 from core.ground.clock import iso
+from core.ground.safetext import one_line
 from core.ground.state import EFFECT_OF_ACTION, Lookup, Precondition, Proposal, TaskState, WorldSeen, cad
 
 
@@ -352,3 +354,24 @@ __all__ = [
     "orders_named",
     "unread",
 ]
+
+
+def drift_lines(differences: list[str], effects: list[str], failing: list[str], unread: Iterable[str] = ()) -> list[str]:
+    """The request's section "What changed since the agent looked": each difference of the
+    lookups run again now, field by field; every effect on the orders the actions name since the
+    evidence was read, whoever made it; the preconditions that fail now; and each order or
+    payment an action names that the agent never read, with what the world holds for it now
+    (``unread``: :attr:`core.engine.preconditions.Drift.unread`), so the section never says "nothing"
+    about a record nobody looked at."""
+    unread = list(unread)
+    lines = ["What changed since the agent looked:"]
+    if not (differences or effects or failing):
+        lines.append("  nothing: the lookups give the same results now.")
+    lines += [f"  {one_line(d)}" for d in differences]
+    if effects:
+        lines += ["  Effects on the order since the evidence was read:", *(f"    {one_line(e)}" for e in effects)]
+    if failing:
+        lines += ["  Preconditions that fail now:", *(f"    {one_line(f)}" for f in failing)]
+    if unread:
+        lines += ["  Named by an action but never read by the agent:", *(f"    {one_line(u)}" for u in unread)]
+    return lines

@@ -29,7 +29,8 @@ from core.ground.errors import BadArgument, ResolverError, ResumeChanged
 from core.ground.identity import new_run_uid
 from core.ground.safetext import one_line, run_id_problem
 from core.ground.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState, action_short
-from core.models.model import LiveRoute, Model, live_route_of, model_for, price_model, recorded_route
+from core.models.model import LiveRoute, Model, live_route_of, price_model, recorded_route
+from core.models.pick import model_for
 from core.models.pricing import cost_usd, show_usd
 from core.models.recorded_model import repeats_of
 from core.models.toolschema import tool_schema_hash
@@ -37,7 +38,7 @@ from core.stores import Place, open_world
 
 OnStep = Callable[[TaskState], None]
 PickModel = Callable[[TaskState], Model]
-"""Which model asks for a run: by default :func:`core.models.model.model_for` (the run's model route)."""
+"""Which model asks for a run: by default :func:`core.models.pick.model_for` (the run's model route)."""
 
 
 SYSTEM_PROMPT = (
@@ -367,7 +368,7 @@ def start_run(
     given back when the loop ends, so a ``resume`` meanwhile is refused before any model call.
     ``live`` runs a live chat-completions route instead of a recording (``model`` is then its
     name, and ``repeat`` is refused); ``pick`` gives the model for the saved state
-    (:func:`core.models.model.model_for`, the run's route). ``tickets`` and ``recordings`` are a
+    (:func:`core.models.pick.model_for`, the run's route). ``tickets`` and ``recordings`` are a
     home's own folders, read after ``data/`` (:func:`core.ground.data.find_task`, ``resolver ticket
     add``; the repeats ``resolver record`` wrote).
 
@@ -456,7 +457,7 @@ def continue_run(
     :meth:`~core.contract.store.Store.claim`), **before** any model call: a second resume
     of the same loop is refused with LeaseHeld naming the holder, and pays for nothing. A run
     that another process finished meanwhile is returned as it is now. The model is the one the
-    run's saved route names (``pick``, :func:`core.models.model.model_for`).
+    run's saved route names (``pick``, :func:`core.models.pick.model_for`).
 
     Then what the loop was started under is checked (:func:`loop_changes`, issue 26): a policy,
     tool schema or model route (``route_now``) that changed refuses the resume with one sentence,

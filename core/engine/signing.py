@@ -35,10 +35,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.contract import audit as audit_rows
-from core.contract.audit import REGISTRY_PREFIX
+from core.contract.audit import MARK_DECISIONS, REGISTRY_PREFIX
 from core.engine import auditchain
 from core.engine.approvers import SEAL_FILE, Registry, RegistryError, Unlocked, fingerprint, verify_hex
-from core.engine.marks import MARK_DECISIONS
 from core.ground.clock import iso
 from core.ground.errors import ApprovalRefused, ResolverError
 from core.stores import Place, is_team_store, register_entries, world_path

@@ -22,13 +22,25 @@ import os
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from core.ground.errors import ResolverError
 
-if TYPE_CHECKING:
-    from core.contract.store import ShopParts
+
+class ClockParts(Protocol):
+    """Where a shop's trainer clock is kept when it is not a file in the home folder: the part
+    ``clock.json`` of the home's per-shop parts (:class:`core.contract.store.ShopParts` fulfils
+    it). Named here, in the clock's own terms, so that the clock stands below the contracts."""
+
+    def read(self, name: str) -> bytes | None: ...
+
+    def write(self, name: str, data: bytes) -> None: ...
+
+    def remove(self, name: str) -> None: ...
+
+    def label(self, name: str) -> str: ...
+
 
 SHOP_TZ = ZoneInfo("America/Toronto")
 """Larkfield's time zone: every time shown to a person is in it."""
@@ -155,7 +167,7 @@ class FileClock:
     named in sentences.
     """
 
-    def __init__(self, path: Path, parts: ShopParts | None = None) -> None:
+    def __init__(self, path: Path, parts: ClockParts | None = None) -> None:
         self.path = Path(path)
         self.parts = parts
 

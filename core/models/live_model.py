@@ -1,6 +1,6 @@
 """A live model: an OpenAI-compatible chat-completions server, through the ``openai`` package.
 
-Imported only for an ``openai:`` route (:func:`core.models.model.model_for`), so the recorded path
+Imported only for an ``openai:`` route (:func:`core.models.pick.model_for`), so the recorded path
 never imports ``openai`` (the ``openai`` extra: ``pip install 'resolver[openai]'``).
 
 What is sent: the run's messages (the system prompt, the ticket, each tool call the model made

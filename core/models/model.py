@@ -227,27 +227,6 @@ def is_failure(raw: str) -> bool:
     return isinstance(answer, dict) and "error" in answer and "choices" not in answer
 
 
-def model_for(state: TaskState, store: Store | None = None, recordings: Path | None = None) -> Model:
-    """The model ``state``'s route names: the recorded model (``recordings``: a home's folder of
-    ``resolver record`` runs, read after ``data/recordings``) or a live chat-completions client
-    (journaled in ``store`` when given: each attempt written before it is sent, each answer
-    before it is acted on, a step answered before a crash answered again from there).
-
-    Raises:
-        NoRecording: a recorded route without its recording.
-        ResolverError: the ``openai`` extra is not installed, or the route does not read.
-    """
-    live = live_route_of(state.meta.model_route)
-    if live is not None:
-        from core.models.live_model import OpenAIChatModel
-
-        journal = CallJournal(store, state.run_id, state.meta.model_route) if store is not None else None
-        return OpenAIChatModel(live, journal)
-    from core.models.recorded_model import RecordedModel
-
-    return RecordedModel(state.task_id, state.variant, state.model, state.repeat, recordings)
-
-
 _KEYS: dict[str, type | tuple[type, ...]] = {
     "base_url": str,
     "model": str,

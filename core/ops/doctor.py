@@ -27,7 +27,7 @@ DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs", "concurre
 TEAM_DEPENDENCIES = ("psycopg", "psycopg-pool")
 """The ``postgres`` extra (issue 23), checked when the home's store is a team store."""
 KEY_MIN_BYTES = 32
-"""The approval key's length when resolver makes it (:func:`core.engine.approval.load_key`)."""
+"""The approval key's length when resolver makes it (:func:`core.contract.approval_key.load_key`)."""
 
 
 def _line(level: str, text: str) -> str:

@@ -110,7 +110,7 @@ def open_store(
 
 def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = False) -> JournalKey:
     """The :data:`core.contract.store.JournalKey` of the home folder ``root``: its ``approval.key``, read
-    when first asked (:func:`core.engine.approval.load_key`).
+    when first asked (:func:`core.contract.approval_key.load_key`).
 
     ``make``: made when missing (32 random bytes, 0600), unless approvals are in flight, whose
     HMAC signatures a new key would void (the store's count; ``in_flight_ok``: a shop home, whose
@@ -118,7 +118,7 @@ def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = Fa
     refused (a read that must change nothing). Raises ApprovalKeyError when asked."""
 
     def key(in_flight: Callable[[], int]) -> bytes:
-        from core.engine.approval import load_key
+        from core.contract.approval_key import load_key
         from core.ground.errors import ApprovalKeyError
 
         path = Path(root) / "approval.key"

@@ -26,6 +26,7 @@ from core.api.views import (
     unreachable_detail,
 )
 from core.ground.errors import ConnectionLost, ResolverError, ResumeChanged, StoreBusy, StoreUnreachable, WorldChanged
+from core.trainer.demo import build_demo
 from textual.message import Message
 
 from resolver_tui.keys import key_for
@@ -236,7 +237,7 @@ class Decisions:
         """Load the demo queue into the empty home."""
 
         def work() -> Message:
-            made = self.home.load_demo()
+            made = build_demo(self.home)
             return Finished(None, [f"Loaded the demo queue: {len(made)} runs."])
 
         return guarded(None, work)

@@ -216,7 +216,7 @@ _IN_FLIGHT = (
     "(SELECT 1 FROM audit WHERE audit.run_id = runs.run_id AND audit.decision = 'approve')"
 )
 """Runs executing under an approval this home signed: while there are any, a missing
-``approval.key`` is not made again (:func:`core.engine.approval.load_key`)."""
+``approval.key`` is not made again (:func:`core.contract.approval_key.load_key`)."""
 _CREATE_ENTRIES = (
     "CREATE TABLE IF NOT EXISTS entries (run_id TEXT NOT NULL, n INTEGER NOT NULL, list TEXT NOT NULL, "
     "seq INTEGER NOT NULL, body TEXT NOT NULL, extra TEXT, ref INTEGER, checksum INTEGER, PRIMARY KEY (run_id, n)) "
