@@ -115,7 +115,7 @@ def _copy_database(source: Path, target: Path) -> None:
 
 
 def not_on_a_team_store(home: Home, command: str) -> None:
-    """Refuse ``backup`` and ``restore`` on a home whose runs are in a team store (issue 23): they
+    """Refuse ``backup`` and ``restore`` on a home whose runs are in a team store: they
     copy the home folder's SQLite files, and an archive of a folder without them would say
     "backed up" over nothing (a new user's finding). Raises ResolverError naming what to use."""
     if home.store_url is None:
@@ -148,7 +148,7 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
                 if (home.root / name).is_file():
                     copy = Path(tmp) / name
                     if home.root / name == home.store.path:
-                        home.store.backup(copy)  # the store's own consistent copy (issue 22)
+                        home.store.backup(copy)  # the store's own consistent copy
                     else:
                         _copy_database(home.root / name, copy)
                     tar.add(copy, arcname=name)
