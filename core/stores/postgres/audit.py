@@ -1,4 +1,4 @@
-"""The audit chain's SQL in PostgreSQL (issue 23): as :mod:`core.stores.sqlite.audit`, the chain's
+"""The audit chain's SQL in PostgreSQL: as :mod:`core.stores.sqlite.audit`, the chain's
 rules (:data:`~core.auditchain.COLUMNS`, :func:`~core.auditchain.row_hash`,
 :data:`~core.auditchain.GENESIS`, :class:`~core.auditchain.AuditMoved`) are the core's.
 
