@@ -1,6 +1,6 @@
 """Approvals: approve and reject a proposal, issue and verify signed approvals.
 
-Rules (issue "Core 2", seed 000 and seed 001):
+Rules (seed 000 and seed 001):
 
 - Only a ``waiting_approval`` run can be decided; a refusal names who decided it and when.
 - The role must reach what the proposal needs (``core.policy``: the highest of its actions).

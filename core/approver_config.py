@@ -4,7 +4,7 @@ The file is TOML, read with :mod:`tomllib` and edited with tomlkit (which keeps 
 file as it was)::
 
     name = "Tomás"
-    role = "team_lead"   # practice homes only; a later issue takes a shop's roles from a registry
+    role = "team_lead"   # practice homes only; a shop home takes roles from its approvers registry
 
 It is the one config file of resolver, :func:`core.homepath.config_path`:
 ``<user config dir>/resolver/config.toml`` (platformdirs), or the file ``$RESOLVER_CONFIG``

@@ -1,6 +1,6 @@
 """The executor: every approved write exactly once, across crashes, races and retries.
 
-For each operation in order (issue "Core 2", seed 000 and seed 001):
+For each operation in order (seed 000 and seed 001):
 
 1. skip it if ``done``;
 2. authorize again (:func:`core.approval.verify`: role under the current policy, digest,
@@ -50,7 +50,7 @@ from core.world import (
 )
 
 MAX_CALLS = 3
-"""Calls of one service per operation before the executor gives up (issue "Core 2")."""
+"""Calls of one service per operation before the executor gives up."""
 
 BACKOFF_S = (0.2, 0.4)
 """Seconds to wait after the first and second failed call (taken from the clock)."""

@@ -7,8 +7,8 @@
   are kept).
 - :func:`backup` copies the whole home into one ``.tar.gz``: both databases by SQLite's online
   backup API (a consistent copy while the app or an executor is writing, never a file copy of a
-  live WAL database) and every other file of the home (key, clock, home.json, anything later
-  issues add), except the log and SQLite's own ``-wal``/``-shm``/``-journal`` files.
+  live WAL database) and every other file of the home (key, clock, home.json, anything a later
+  release adds), except the log and SQLite's own ``-wal``/``-shm``/``-journal`` files.
 - :func:`restore` checks an archive before it replaces anything: both databases present and
   passing ``PRAGMA integrity_check``, no path outside the home, and the same kind of home
   (practice or shop) as the one it replaces; the home as it was is kept in a backup file beside

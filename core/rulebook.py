@@ -7,7 +7,7 @@ came in. The role a proposal needs is worked out from the current policy
 (:func:`core.policy.proposal_role`), the same check the approval and the executor make, never
 from a column saved at the last checkpoint.
 
-Rules (issue "Core 2", seeds 000 and 001):
+Rules (seeds 000 and 001):
 
 - ``approve`` and ``reject``: only a run ``waiting_approval`` with a proposal; once decided, the
   sentence names who decided it and when. Both also need a role at least the one the proposal
