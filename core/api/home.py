@@ -2,7 +2,7 @@
 
 One home folder holds all state: ``runs.sqlite`` (checkpoints, events, audit),
 ``larkfield.sqlite`` (the practice world), ``approval.key`` (the approval signing key, 0600)
-and, when a trainer set one, ``clock.json``; on a team store (issue 23) all of these are in the
+and, when a trainer set one, ``clock.json``; on a team store all of these are in the
 store, and the folder keeps only what is per person: the log (and the config file, wherever it is). It is ``./work`` by default, ``RESOLVER_HOME`` or
 ``--home DIR`` to change it; both databases are created on first use from ``data/``.
 
@@ -11,10 +11,10 @@ reject, execute, the weekend phone call, the demo queue, delete and reset. Reads
 ``home.queue``, the :class:`~core.api.queue.ApprovalQueue` beside it. Neither face opens the store
 or the world itself, and neither holds logic the other lacks.
 
-The home's parts are opened through :mod:`core.stores` (issue 22): the checkpoint store
+The home's parts are opened through :mod:`core.stores`: the checkpoint store
 (:class:`core.contract.store.Store`), the practice world (:class:`core.contract.world.World`) and, in a shop home,
 the approvers' rows: SQLite files in the folder, or the team store on PostgreSQL that
-``store`` names (issue 23).
+``store`` names.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ if TYPE_CHECKING:
     from core.models.record import Recorded
 
 HOME_MODE = 0o700
-"""The home folder's mode: only its owner may list or enter it (issue 13)."""
+"""The home folder's mode: only its owner may list or enter it."""
 FILE_MODE = 0o600
 """The mode of every file of the home: databases (their WAL and SHM files follow the database's
 mode in SQLite), key, clock, log."""
@@ -150,7 +150,7 @@ class Home:
         require_posix()  # leases test their holder with os.kill(pid, 0), which ends a process on Windows
         self.root = Path(root)
         self.store_url = store
-        """The team store's PostgreSQL URL (issue 23), or None: SQLite files in this folder."""
+        """The team store's PostgreSQL URL, or None: SQLite files in this folder."""
         self.world_path = world_path(self.root)
         """The practice world's SQLite file (used when :attr:`store_url` is None)."""
         self.world_at: Place = store if store is not None else self.world_path
@@ -187,7 +187,7 @@ class Home:
             self.store: Store = open_store(
                 self._store_at, self.clock, summarize=queue_columns, afresh=afresh, journal_key=self._journal_key(make=True)
             )
-            try:  # a lost world in a used home is never rebuilt: every use of it says so (issue 13)
+            try:  # a lost world in a used home is never rebuilt: every use of it says so
                 check_world(self.world_at, self.store.has_history())
                 open_world(self.world_at, self.clock)  # built on first use
             except WorldMissing:
@@ -213,7 +213,7 @@ class Home:
         return None if self.store_url is None else team_label(self.store_url)
 
     def queue_changes(self) -> QueueChanges | None:
-        """A listener of the live queue (issue 24, item 1), not started: on a team store a
+        """A listener of the live queue, not started: on a team store a
         ``LISTEN`` on its channel (:class:`core.contract.store.QueueChanges`), which hears every save,
         decision, claim and hand-over of any machine at its commit; None on the home folder's
         SQLite files, where the app polls (:attr:`ResolverApp.refresh_interval`)."""
@@ -221,7 +221,7 @@ class Home:
 
     @classmethod
     def at(cls, where: HomeLocation, clock: Clock | None = None, *, read_only: bool = False) -> Home:
-        """The home :func:`locate_home` found: its folder, on the store it chose (issue 23)."""
+        """The home :func:`locate_home` found: its folder, on the store it chose."""
         return cls(where.path, clock, read_only=read_only, store=where.store.url)
 
     def _open_read_only(self, clock: Clock | None) -> None:
@@ -254,21 +254,21 @@ class Home:
 
     def approval_key(self) -> bytes:
         """The approval signing key, read from ``approval.key`` (made on first use: 32 random
-        bytes, mode 0600), or on a team store from its part of that name (issue 23)."""
+        bytes, mode 0600), or on a team store from its part of that name."""
         if self.store_url is not None:
             return load_stored_key(self.parts, in_flight=self.store.approvals_in_flight)
         return load_key(self.key_path, in_flight=self.store.approvals_in_flight)  # counted only when the key is missing
 
     def trainer_clock(self) -> FileClock:
         """The trainer's clock of this practice home, for ``resolver clock``: ``clock.json`` in
-        the folder, or the team store's part of that name (issue 23)."""
+        the folder, or the team store's part of that name."""
         return FileClock(self.root / "clock.json", parts=self.parts if self.store_url is not None else None)
 
     def _hmac_key(self) -> bytes:
         """The key decisions are checked with: ``approval.key`` in a practice home; nothing in a
         shop home, where every decision is Ed25519-signed and an HMAC one is never accepted
         (:func:`core.engine.signing.check_approval`), so a shop home never needs ``approval.key`` to
-        approve or resume (issue 28)."""
+        approve or resume."""
         return b"" if self.kind == "shop" else self.approval_key()
 
     @staticmethod
@@ -436,14 +436,14 @@ class Home:
     ) -> TaskState:
         """Approve (see :func:`core.engine.approval.approve`) and then execute the run.
 
-        ``seen`` (issue 18) is what the lookups returned when the approver read the request
+        ``seen`` is what the lookups returned when the approver read the request
         (:meth:`core.api.queue.ApprovalQueue.look`): the approval is refused with
         :class:`~core.ground.errors.WorldChanged` when they return something else now.
 
-        In a shop home (issue 14) ``signer`` is the approver unlocked by :meth:`unlock`; ``role``
+        In a shop home ``signer`` is the approver unlocked by :meth:`unlock`; ``role``
         and ``name`` are then theirs. Raises ApprovalRefused in a shop home without a signer, and
         ResolverError for an empty ``digest`` (``""`` is never taken as "no digest": the check
-        would be skipped, issue 13)."""
+        would be skipped)."""
         if digest is not None and not digest.strip():
             raise ResolverError("The digest is empty: give the digest you read (the request's last line), or none.")
         decider = self._decider(signer)
@@ -558,7 +558,7 @@ class Home:
         self.log.info("execute %s: %s", run_id, state.status)
         return state
 
-    # -- approvers (issue 14) -------------------------------------------------------------------
+    # -- approvers ------------------------------------------------------------------------------
 
     def registry(self) -> Registry:
         """The approvers registry of this home (:class:`core.engine.approvers.Registry`)."""
@@ -620,7 +620,7 @@ class Home:
         Raises:
             ResolverError: the head cannot be written (a folder in its place, a full disk); the
                 sentence says the decision (``decided``: ``approval`` or ``rejection``) of
-                ``run_id`` is saved, and what finishes it (issue 28)."""
+                ``run_id`` is saved, and what finishes it."""
         if self.kind == "shop" and signer is not None:
             from core.engine.signing import seal_head
 
@@ -638,7 +638,7 @@ class Home:
                     f"place or move it aside, {then}."
                 ) from None
 
-    # -- marks: claim, hand over, set aside (issue 24) --------------------------------------------
+    # -- marks: claim, hand over, set aside -------------------------------------------------------
 
     def mark(
         self, kind: str, run_id: str, role: str, name: str | None = None, *, signer: Unlocked | None = None, **args: Any
@@ -723,7 +723,7 @@ class Home:
                 "at": iso(self.clock.now()),
                 "detail": f"deleted run {run_id} and its events (reset --run)",
             }
-        self.store.delete(run_id, audit)  # its marks with it (issue 24: a new run of this ID starts unmarked)
+        self.store.delete(run_id, audit)  # its marks with it (a new run of this ID starts unmarked)
 
     def reset(self, everything: bool = False) -> int:
         """Delete the saved runs (and with ``everything`` rebuild the practice world).

@@ -1,4 +1,4 @@
-"""Practice homes and shop homes (issue 9).
+"""Practice homes and shop homes.
 
 Every home folder is a **practice** home unless it was made as a **shop** home with
 ``resolver init --shop``; a shop home stays one for good. The lesson, the demo queue and the
@@ -12,7 +12,7 @@ in the wrong folder must not wipe, rewind or pay from it. In a shop home:
   with :class:`~core.ground.errors.ShopRefused`, one sentence, nothing changed.
 
 The kind is kept in ``home.json`` in the home folder (``{"kind": "shop", "made_at": ...}``),
-but it is decided by everything the home holds, not by that one file (issue 28): a folder that
+but it is decided by everything the home holds, not by that one file: a folder that
 holds an approvers registry (``approvers.sqlite``), its seal (``approvers.json``), an audit head
 (``audit.head``) or Ed25519-signed audit rows in ``runs.sqlite`` is a shop home whatever
 ``home.json`` says (:func:`shop_evidence`). There a missing ``home.json``, or one that names
@@ -22,7 +22,7 @@ approval, resets or books a manual refund. A folder with none of these and no ``
 practice home. :data:`DIFFERENCES` is the README's table of what differs, one row per
 difference.
 
-A folder pointed at a team store (issue 23) keeps no per-shop file: the store records its kind
+A folder pointed at a team store keeps no per-shop file: the store records its kind
 (``store_meta``) and keeps the registry's seal, the audit head, the practice key and the
 trainer's clock (:class:`core.contract.store.ShopParts`). Such a folder's kind is its store's
 (:func:`team_kind`); a folder that already is a home of the other kind is refused.
@@ -48,12 +48,12 @@ HOME_FILES = ("runs.sqlite", "larkfield.sqlite", "approval.key", "clock.json", "
 """Files that show a folder is already in use as a (practice) home."""
 
 SHOP_FILES = ("approvers.sqlite", "approvers.json", "audit.head")
-"""Files only a shop home ever holds (issue 14): their presence makes a folder a shop home."""
+"""Files only a shop home ever holds: their presence makes a folder a shop home."""
 
 
 class HomeKindLost(ResolverError):
     """A folder holding a shop home's registry, seal, audit head or signed audit rows whose
-    ``home.json`` is missing, damaged or names another kind (issue 28). Nothing runs there until
+    ``home.json`` is missing, damaged or names another kind. Nothing runs there until
     ``home.json`` is put back (``resolver init --shop`` writes it again)."""
 
 
@@ -144,7 +144,7 @@ def _lost(root: Path, evidence: list[str], what: str) -> HomeKindLost:
 def home_kind(root: Path | str) -> Kind:
     """``"shop"`` if ``root`` was made with ``resolver init --shop``, else ``"practice"``.
 
-    A folder with :func:`shop_evidence` must say ``"shop"`` in ``home.json`` (issue 28).
+    A folder with :func:`shop_evidence` must say ``"shop"`` in ``home.json``.
 
     Raises:
         HomeKindLost: the folder holds a shop home's files or signed rows, and ``home.json`` is
@@ -186,7 +186,7 @@ def home_kind(root: Path | str) -> Kind:
 def folder_kind(root: Path | str) -> Kind | None:
     """The kind the folder ``root`` itself says (:func:`home_kind`), or None when it holds
     nothing of a home (no ``home.json``, none of :data:`HOME_FILES`, no shop evidence): such a
-    folder pointed at a team store takes the store's kind (issue 23).
+    folder pointed at a team store takes the store's kind.
 
     Raises: HomeKindLost, ResolverError (as :func:`home_kind`)."""
     root = Path(root)
@@ -196,8 +196,8 @@ def folder_kind(root: Path | str) -> Kind | None:
 
 
 def team_kind(root: Path | str, store: str, *, record: bool = True) -> Kind:
-    """The kind of the home whose folder ``root`` is pointed at the team store ``store`` (issue
-    23): the kind the store recorded when it was made (with ``record``, a store no home opened
+    """The kind of the home whose folder ``root`` is pointed at the team store ``store``:
+    the kind the store recorded when it was made (with ``record``, a store no home opened
     yet records the folder's kind, practice for an empty folder; without, nothing is written:
     ``resolver doctor``). A folder that holds nothing of a home takes the store's kind, so a
     second machine needs no per-shop file.
@@ -246,8 +246,8 @@ def kind_refusal(root: Path, kind: str, made: str, store: str) -> ResolverError:
 
 def home_clock(root: Path | str, store: str | None = None, kind: Kind | None = None) -> Clock:
     """The clock of the home at ``root``: the trainer's ``clock.json`` in a practice home (real
-    time while the file is absent; on the team store ``store``, its part ``clock.json``, issue
-    23), real time in a shop home. ``kind``: the home's kind when the caller knows it, else the
+    time while the file is absent; on the team store ``store``, its part ``clock.json``),
+    real time in a shop home. ``kind``: the home's kind when the caller knows it, else the
     folder's (:func:`home_kind`)."""
     if (kind or home_kind(root)) == "shop":
         return SystemClock()
@@ -274,7 +274,7 @@ def require_practice(root: Path | str, what: str, kind: Kind | None = None) -> N
 
 
 def require_shop(root: Path | str, what: str, kind: Kind | None = None) -> None:
-    """Refuse ``what`` (the approvers registry, issue 14) in a practice home, saying how to make
+    """Refuse ``what`` (the approvers registry) in a practice home, saying how to make
     a shop home; ``kind`` as for :func:`require_practice`. Raises ShopRefused."""
     if (kind or home_kind(root)) != "shop":
         raise ShopRefused(
@@ -294,7 +294,7 @@ def init_home(root: Path | str, shop: bool = False, store: str | None = None) ->
     """Make ``root`` a home: a shop home with ``shop``, else a practice home. Returns one line
     that says what was made. Making a home twice the same way is no error.
 
-    With ``store`` (a team store's URL, issue 23) the kind is recorded in the store, not in the
+    With ``store`` (a team store's URL) the kind is recorded in the store, not in the
     folder, which keeps no per-shop file: a store no home opened yet takes ``shop`` (or
     practice); a store made for the other kind is refused, and so is a folder that is a home of
     the other kind (:func:`team_kind`).
@@ -330,7 +330,7 @@ def init_home(root: Path | str, shop: bool = False, store: str | None = None) ->
     try:
         root.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not lost:
-            root.chmod(0o700)  # a shop home is private like every home (issue 13): the folder 0700, its files 0600
+            root.chmod(0o700)  # a shop home is private like every home: the folder 0700, its files 0600
         made = iso(datetime.now(SHOP_TZ))
         fd = os.open(kind_path(root), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

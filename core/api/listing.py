@@ -5,7 +5,7 @@ so it needs neither pydantic nor the policy and customer data that :class:`core.
 imports to write. :func:`listing_home` opens the store alone when ``runs.sqlite`` is already in
 the current store format; anything else (no file yet, release 0.1.0's format to migrate, a file
 that cannot be read) is left to the whole :class:`~core.api.home.Home`, which migrates with the
-queue's columns and says what is wrong in its own sentence. Issue 10's start-up target:
+queue's columns and says what is wrong in its own sentence. The start-up target:
 ``resolver runs --status waiting_approval`` over 100,000 runs under 0.3 s, whole process.
 """
 
@@ -29,8 +29,8 @@ __all__ = ["ListingHome", "ListingPage", "ListingQueue", "PrintedPage", "Printed
 
 
 class PrintedRow(NamedTuple):
-    """What a line of ``resolver runs`` prints of one run: read as a tuple of four columns (issue
-    27, item 6), not as a :class:`RunSummary` of twenty; then the sort key (the page's cursor)."""
+    """What a line of ``resolver runs`` prints of one run: read as a tuple of four columns
+    (quick to build), not as a :class:`RunSummary` of twenty; then the sort key (the page's cursor)."""
 
     run_id: str
     status: str
@@ -66,7 +66,7 @@ class ListingQueue:
         self._root = root
 
     def marks_now(self) -> tuple[dict[str, RunMarks], datetime]:
-        """The marks that stand now (issue 24: claims, hand-overs, snoozes) by run ID, and the
+        """The marks that stand now (claims, hand-overs, snoozes) by run ID, and the
         home's clock time they were read at (the trainer's, in a practice home). The clock is
         read only when some run is marked: an unmarked home lists as fast as before."""
         from core.engine.marks import standing
@@ -138,8 +138,8 @@ class ListingHome:
 
 def _queue_columns(state: TaskState) -> QueueColumns:
     """:func:`core.api.queue.queue_columns`, imported at the first save only: a listing never saves,
-    so it never pays for the policy's import (issue 10, start-up), yet its store, like every
-    store, writes the queue's columns with every save (issue 22)."""
+    so it never pays for the policy's import (start-up stays fast), yet its store, like every
+    store, writes the queue's columns with every save."""
     from core.api.queue import queue_columns
 
     return queue_columns(state)
@@ -156,7 +156,7 @@ def listing_home(root: Path) -> ListingHome | None:
     path = root / "runs.sqlite"
     if not path.is_file():
         return None
-    home_kind(root)  # a shop home whose home.json was lost lists nothing either (issue 28)
+    home_kind(root)  # a shop home whose home.json was lost lists nothing either
     if store_format(path) != STORE_FORMAT:
         return None
     return ListingHome(root, ListingQueue(CheckpointStore(path, summarize=_queue_columns), root))

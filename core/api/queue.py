@@ -1,8 +1,8 @@
 """The approvals queue of one home: its columns and the read side both faces use.
 
 :func:`queue_columns` gives the queue's columns for one run. The store knows no policy and no
-customer data (issue 8, item 4): every store is made with :func:`queue_columns` as its
-``summarize`` function (:func:`core.stores.open_store`; issue 22: never optional, the lesson's
+customer data: every store is made with :func:`queue_columns` as its
+``summarize`` function (:func:`core.stores.open_store`; never optional, the lesson's
 Python API hands it too), and the store writes the result beside each checkpoint, so a page of
 the queue is read from indexed columns only.
 
@@ -121,7 +121,7 @@ class ApprovalQueue:
 
     def __init__(self, store: CheckpointStore, world_at: Place, clock: Clock, root: Path, *, kind: str | None = None) -> None:
         """``kind``: the home's kind when the caller knows it (a folder on a team store takes
-        its store's, issue 23); else the folder's (:func:`core.api.homekind.home_kind`), read when needed."""
+        its store's); else the folder's (:func:`core.api.homekind.home_kind`), read when needed."""
         self._store = store
         self._world_at = world_at
         self._clock = clock
@@ -171,9 +171,9 @@ class ApprovalQueue:
         first page; a page's ``next`` gives the following one). Waiting runs come oldest first,
         the others newest first. ``max_role`` (a role name) keeps only runs whose proposal needs
         that role or a lower one, with a readable checkpoint: with ``waiting_approval``, the runs
-        that approver may approve (the "mine" filter, issue 12). With ``waiting_approval`` a run
+        that approver may approve (the "mine" filter). With ``waiting_approval`` a run
         set aside until later is left out until its time, and with ``max_role`` and ``name`` a
-        run handed to another named colleague (issue 24: :mod:`core.engine.marks`).
+        run handed to another named colleague (:mod:`core.engine.marks`).
 
         Raises:
             ResolverError: the cursor cannot be read.
@@ -188,7 +188,7 @@ class ApprovalQueue:
 
     def _lapses(self, rows: list[RunSummary], now: datetime) -> None:
         """Write the ``lapse`` event of each request of this waiting page that lapsed with no one
-        acting (issue 24: any read of the queue may, once per request by a compare-and-set;
+        acting (any read of the queue may, once per request by a compare-and-set;
         :func:`core.engine.watch.sweep_lapses` loads only rows last saved before the age limit). A
         store that cannot be written now (read-only, busy) leaves it to the next read."""
         from contextlib import suppress
@@ -200,7 +200,7 @@ class ApprovalQueue:
 
     def _unmarked(self, rows: list[RunSummary], now: datetime, name: str | None) -> list[RunSummary]:
         """``rows`` of the "waiting" filter without the runs set aside at ``now`` and, for the
-        "mine" of ``name``, the runs handed to someone else (issue 24). A page may come back
+        "mine" of ``name``, the runs handed to someone else. A page may come back
         shorter than its limit; its cursor still follows its last row as read."""
         from core.engine.marks import hides_from_mine, standing
 
@@ -210,7 +210,7 @@ class ApprovalQueue:
         return [r for r in rows if not ((m := marks.get(r.run_id)) is not None and (m.snoozed(now) or hides_from_mine(m, name)))]
 
     def marks_now(self) -> tuple[dict[str, Any], datetime]:
-        """The marks that stand now (issue 24) by run ID (:class:`core.engine.marks.RunMarks`) and the
+        """The marks that stand now by run ID (:class:`core.engine.marks.RunMarks`) and the
         home's clock time they were read at, as :meth:`core.api.listing.ListingQueue.marks_now`."""
         from core.engine.marks import standing
 
@@ -259,7 +259,7 @@ class ApprovalQueue:
         return self._store.counts()
 
     def set_aside(self) -> int:
-        """How many waiting runs are set aside now (issue 24, a snooze not over): what the
+        """How many waiting runs are set aside now (a snooze not over): what the
         "waiting" filter's count leaves out, as :meth:`page`'s waiting filter does. The store's
         counts table (SQLite's and PostgreSQL's ``run_counts``) counts every waiting run; the
         snoozes are read from ``run_marks`` (one row per marked run) and each snoozed run's
@@ -297,7 +297,7 @@ class ApprovalQueue:
         return self._store.load(run_id)
 
     def view(self, run_id: str) -> RunView:
-        """One run as the read side shows it (issue 27, item 1: no message history past the
+        """One run as the read side shows it (no message history past the
         opening messages; :class:`core.ground.state.RunView`, never saved). Raises as :meth:`load`."""
         return self._store.load_view(run_id)
 
@@ -331,7 +331,7 @@ class ApprovalQueue:
             from core.engine.rulebook import MARK_ACTIONS, may_mark
 
             detail = replace(detail, mark_offers={a: may_mark(state, approver.role, a) for a in MARK_ACTIONS})
-            marks = self.marks(state)  # issue 24: the claim, hand-over, snooze
+            marks = self.marks(state)  # the claim, hand-over, snooze
             now = self._clock.now()
             marked = marks.lines(now)
             if marked:
@@ -344,11 +344,11 @@ class ApprovalQueue:
         vs = approved_vs_current(state)
         return replace(detail, body=[*vs, "", *detail.body]) if vs else detail
 
-    # -- the world now (issue 11) ----------------------------------------------------------------
+    # -- the world now ---------------------------------------------------------------------------
 
     def look(self, state: TaskState) -> WorldSeen:
         """Run the read-only lookups behind ``state``'s evidence again now (no model call): the
-        data an approval is bound to (:func:`core.engine.preconditions.look`, issue 18)."""
+        data an approval is bound to (:func:`core.engine.preconditions.look`)."""
         from core.engine.preconditions import look
         from core.stores import open_world
 
@@ -394,7 +394,7 @@ class ApprovalQueue:
         decision = replace(detail.decision, world=tuple(lines), seen=seen) if detail.decision else None
         notes = list(detail.notes)
         if refused:
-            # issue 19: "may approve" never stands beside a refusal of approve
+            # "may approve" never stands beside a refusal of approve
             said = standing(state, approver.role)
             notes = [standing(state, approver.role, refused) if n == said else n for n in notes]
             notes.insert(0, refused)

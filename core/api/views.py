@@ -6,7 +6,7 @@ record (:class:`RunDetail`) built from a checkpoint, the rulebook and the approv
 Every line function returns a list of lines. Untrusted text (ticket text, evidence, reply drafts,
 names, reasons) is passed through :func:`safe_text`, which removes control characters (ESC
 sequences must never reach a terminal); the app additionally never parses these lines as markup.
-Issue 19: it never takes the shape of the request's own lines either. A single-line field (a
+It never takes the shape of the request's own lines either. A single-line field (a
 subject, a name, a rule, an ID, a reason) goes through :func:`one_line` (its line breaks shown as
 ``⏎``); a multi-line value (the customer's message, the reason, a tool's output, the reply draft)
 through :func:`block`, every line marked ``│ ``, a mark the request's own lines never carry.
@@ -86,7 +86,7 @@ __all__ = [  # the rulebook's Approver, ACTIONS and role labels are part of the 
 
 
 def _indent(text: str, prefix: str = "  ") -> list[str]:
-    """A multi-line untrusted value as a marked block (issue 19, :func:`core.ground.safetext.block`)."""
+    """A multi-line untrusted value as a marked block (:func:`core.ground.safetext.block`)."""
     return block(text, prefix)
 
 
@@ -165,7 +165,7 @@ def standing(state: TaskState, role: str, refused: str | None = None) -> str:
     """The approver's standing under the current policy: ``Your role, team lead, may approve
     this (it needs team lead or above)`` or ``Needs team lead or above (your role: agent)``; ''
     without actions. ``refused`` is the rulebook's sentence when approve is not offered for
-    another reason: then the line never says "may approve" (issue 19: "you may approve" never
+    another reason: then the line never says "may approve" ("you may approve" never
     stands beside a refusal of approve)."""
     if state.proposal is None or not state.proposal.actions:
         return ""
@@ -443,7 +443,7 @@ def after_resume(kind: str, before: str, state: TaskState) -> list[str]:
     said = [f"Run {state.run_id} {RESUMED.get(kind, kind)}: {status_text(before)} -> {status_text(state.status)}."]
     if kind == "continued":
         return [*said, f"Outcome: {outcome_line(state)}"]
-    if before == "executing" and state.status == "waiting_approval":  # the approval lapsed or was refused (issue 20)
+    if before == "executing" and state.status == "waiting_approval":  # the approval lapsed or was refused
         last = next((e for e in reversed(state.events) if e.kind in ("approval_lapsed", "back_to_waiting")), None)
         return [*said, *([f"Back to waiting: {one_line(last.message)}"] if last else [])]
     return [*said, *execution_lines(state)]
@@ -480,13 +480,13 @@ class Decision:
     actions: list[str]
     has_reply: bool
     world: tuple[str, ...] = ()
-    """The "world now" lines (issue 11): ages, what changed since the agent looked, and the
+    """The "world now" lines: ages, what changed since the agent looked, and the
     preconditions that fail; the approve dialog repeats them."""
     seen: WorldSeen | None = None
-    """The lookups' data those lines were made from (issue 18): the approval is bound to it."""
+    """The lookups' data those lines were made from: the approval is bound to it."""
     needed: str = ""
     """The role the proposal needs (``team_lead``), '' when unknown: both dialogs and the
-    command line's question say who may approve (issue 19)."""
+    command line's question say who may approve."""
 
 
 @dataclass(frozen=True)
@@ -513,10 +513,10 @@ class RunDetail:
     decision: Decision | None = None
     error: str | None = None
     claim: str | None = None
-    """Issue 24: ``Tomás is on it (claimed 12:03, until 12:33).`` while someone other than the
+    """``Tomás is on it (claimed 12:03, until 12:33).`` while someone other than the
     reader holds a standing claim on the waiting run (a face says it before a decision), else None."""
     my_claim: bool = False
-    """Issue 24: the reader holds a standing claim on the waiting run (the app's ``c`` releases it)."""
+    """The reader holds a standing claim on the waiting run (the app's ``c`` releases it)."""
     mark_offers: dict[str, str | None] = field(default_factory=dict)
     """Each of :data:`core.engine.rulebook.MARK_ACTIONS` (claim, hand-over, snooze) that the reader may
     not put on the waiting run, mapped to the rulebook's sentence (:func:`core.engine.rulebook.may_mark`:
@@ -567,7 +567,7 @@ def describe(
     and why not, and its body (``tickets``: the home's own, as for :func:`approval_request`).
     ``others`` are the other runs of the ticket (oldest first),
     ``trace`` the trace lines of a running run, ``keys`` the caller's key for each action
-    (``{"compare": "d", "resume": "u"}``, issue 18): a sentence names a key only when its caller
+    (``{"compare": "d", "resume": "u"}``): a sentence names a key only when its caller
     gave one, and drops it otherwise (the command line has no keys)."""
     others = list(others or [])
     keys = keys or {}
@@ -652,8 +652,8 @@ def _request_details(request: list[str]) -> list[str]:
 
 
 def approve_dialog(decision: Decision, approver: Approver, *, question: bool = True) -> list[str]:
-    """What the approve dialog repeats, and ``resolver approve`` prints before it pays (issue
-    19): run, actions with their amounts under "nothing has happened yet", the reply, who may
+    """What the approve dialog repeats, and ``resolver approve`` prints before it pays:
+    run, actions with their amounts under "nothing has happened yet", the reply, who may
     approve, what changed since the agent looked, the digest and who is approving (seed 000:
     the approval names what was read). ``question``: end with the dialog's question (the
     command line asks its own)."""
@@ -680,7 +680,7 @@ def reject_dialog(decision: Decision, approver: Approver) -> list[str]:
     its own line (it will not be sent) and who rejects."""
     body = [f"Run {decision.run_id} (ticket {decision.task_id})", "", "Proposed actions (none will happen):"]
     body += operations_list(decision.actions, False)
-    if decision.has_reply:  # its own line (issue 19: it read "will go out after the actions" here)
+    if decision.has_reply:  # its own line, never read as going out after the actions
         body += ["", "Reply to the customer: the reply will not be sent."]
     if decision.needed:
         body += [f"Who may reject: {who_may_approve(decision.needed)} (as for approve)"]
@@ -693,7 +693,7 @@ def reject_dialog(decision: Decision, approver: Approver) -> list[str]:
     ]
 
 
-# -- the world now (issue 11) -------------------------------------------------------------------
+# -- the world now ------------------------------------------------------------------------------
 
 
 def _span(seconds: float) -> str:
@@ -724,7 +724,7 @@ def ages_lines(
 
 def approved_vs_current(state: TaskState) -> list[str]:
     """When the run's proposal is not the one approved (digest mismatch), the approved proposal
-    next to the current one, line by line (issue 11); else no lines."""
+    next to the current one, line by line; else no lines."""
     a, p = state.approval, state.proposal
     if a is None or p is None or a.digest == p.digest:
         return []
@@ -750,7 +750,7 @@ def approved_vs_current(state: TaskState) -> list[str]:
 
 def precondition_lines(state: TaskState) -> list[str]:
     """The preconditions of the proposal as the request lists them, numbered once per request
-    (``1.`` to ``n.``; issue 19: numbered per operation, ``1.`` appeared twice)."""
+    (``1.`` to ``n.``; numbered per operation, ``1.`` would appear twice)."""
     p = state.proposal
     if p is None or not p.preconditions:
         return []
@@ -768,7 +768,7 @@ def history_lines(rows: list[dict[str, Any]], *, with_run: bool = True) -> list[
     """The audit rows of :meth:`core.api.queue.ApprovalQueue.audit` as lines, oldest first: when,
     (the run, unless ``with_run`` is False), the decision or refusal, who (role and name), the
     digest decided on, then the reason or detail on its own indented line. Names and reasons are
-    single-line fields (:func:`core.ground.safetext.one_line`, issue 19)."""
+    single-line fields (:func:`core.ground.safetext.one_line`)."""
     out: list[str] = []
     for r in rows:
         decision = str(r.get("decision") or "")

@@ -32,9 +32,9 @@ def load_key(path: Path, *, in_flight: int | Callable[[], int] = 0) -> bytes:
     empty file (two approvers signing at once on a new home found this).
 
     ``in_flight``: runs approved and not yet finished (``executing``), or a function that counts
-    them, called only when the key is missing (issue 27: a count of the runs is no part of every
+    them, called only when the key is missing (a count of the runs is no part of every
     decision). A missing key is then not made again, since their signatures could no longer be
-    verified (issue 13).
+    verified.
 
     Raises:
         ApprovalKeyError: the key is not a file of hex digits, is shorter than
@@ -109,7 +109,7 @@ def _decode_key(raw: bytes, where: str) -> bytes:
 
 
 def load_stored_key(parts: ShopParts, *, in_flight: int | Callable[[], int] = 0) -> bytes:
-    """The approval signing key of a team store (issue 23): its per-shop part ``approval.key``
+    """The approval signing key of a team store: its per-shop part ``approval.key``
     (:class:`core.contract.store.ShopParts`), made on first use (32 random bytes, hex) by whichever
     machine asks first, so every machine pointed at the store checks decisions with the one key.
     ``in_flight`` as for :func:`load_key`: a missing key is not made again while approved runs

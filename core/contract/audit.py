@@ -75,7 +75,7 @@ _encode_list = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encod
 def _encode_row(values: list[Any]) -> str:
     """``json.dumps(values, ensure_ascii=False, separators=(",", ":"))``, the same text: a row's
     values are text, whole numbers and None, written here with the encoder's own string escaper
-    (``json.encoder.encode_basestring``) instead of a JSON encoder made per call (issue 27: half
+    (``json.encoder.encode_basestring``) instead of a JSON encoder made per call (that encoder cost half
     of a decision's hash of the newest row); any other value goes through the encoder."""
     pieces = []
     for v in values:
@@ -95,7 +95,7 @@ _encode_string = json.encoder.encode_basestring
 
 
 def make_binds(length: int, prev: str, *, world: str | None = None, ops: list[str] | None = None) -> str:
-    """The ``binds`` value of a signed row (issue 28): canonical JSON of ``head``, the chain as the
+    """The ``binds`` value of a signed row: canonical JSON of ``head``, the chain as the
     signer saw it (``length`` rows, the newest one's hash ``prev``), and for an approval the world
     ``world`` fingerprint (hex) it was approved against and the operation IDs ``ops`` it commits to."""
     body: dict[str, Any] = {"head": f"{length}:{prev}"}
@@ -132,7 +132,7 @@ def read_binds(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 ENDS_APPROVAL = ("approve", "reject", "refresh")
-"""Decisions that, in a later row of the same run, end an earlier approval (issue 28): a new
+"""Decisions that, in a later row of the same run, end an earlier approval: a new
 decision is recorded only on a waiting run, so the earlier approval no longer stood. Every
 row whose decision starts with :data:`REFUSED_PREFIX` ends it too: a lapse, an execution the
 executor refused, a precondition. The one statement of the rule: :func:`ends_approval` in

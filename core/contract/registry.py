@@ -12,7 +12,7 @@ from typing import Protocol
 
 
 class ApproverChange(Protocol):
-    """The writes of one registry change, inside one transaction of the back-end (issue 22).
+    """The writes of one registry change, inside one transaction of the back-end.
     A row is the eight values of :class:`Entry`, in its order."""
 
     def rows(self) -> list[tuple]:
@@ -37,7 +37,7 @@ class ApproverChange(Protocol):
 
 
 class ApproverRows(Protocol):
-    """Where a shop home's registry keeps its rows (issue 22): names, roles, public keys, the
+    """Where a shop home's registry keeps its rows: names, roles, public keys, the
     owner's signatures and the encrypted private keys. The signatures, the seal
     (``approvers.json``) and the keys are :class:`Registry`'s; a back-end only stores rows
     (SQLite: :class:`core.stores.sqlite.registry.SqliteApproverRows`, ``approvers.sqlite``)."""

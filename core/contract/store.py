@@ -1,4 +1,4 @@
-"""The store contract: what the core calls on a checkpoint store, whatever holds it (issue 22).
+"""The store contract: what the core calls on a checkpoint store, whatever holds it.
 
 :class:`Store` is a ``typing.Protocol``, grouped as the core uses it:
 
@@ -18,9 +18,9 @@
   :meth:`~AuditLog.signed_approvals`, which :func:`core.engine.auditchain.verify_audit` reads to verify
   the chain. The hashing of a row (:func:`core.contract.audit.row_hash`) is the core's; a back-end
   stores the columns of :data:`core.contract.audit.COLUMNS` (``binds`` included) and keeps the table append-only;
-- **marks** (issue 24): :meth:`~Store.run_marks`, :meth:`~Store.put_marks`: who claimed a run,
+- **marks**: :meth:`~Store.run_marks`, :meth:`~Store.put_marks`: who claimed a run,
   to whom it was handed, until when it is set aside (a run's marks go with it when it is deleted);
-- **events** (issue 24): :meth:`~Store.queue_events`, :meth:`~Store.record_lapse`: what a watcher
+- **events**: :meth:`~Store.queue_events`, :meth:`~Store.record_lapse`: what a watcher
   tells people, written by the store in the transaction of the write that makes each;
 - **housekeeping**: :meth:`~Store.has_history`, :meth:`~Store.approvals_in_flight`,
   :attr:`~Store.repairs` (what opening it repaired, for ``resolver doctor``),
@@ -29,7 +29,7 @@
   about to end gives back what it holds), and for the lesson's exercises only
   :meth:`~Store.overwrite_checkpoint` (a checkpoint as a damaged disk would leave it).
 
-**The queue's columns are part of every save** (issue 22): a store is made with the function
+**The queue's columns are part of every save**: a store is made with the function
 that gives them (:data:`Summarize`, :func:`core.api.queue.queue_columns`) and calls it inside
 :meth:`~Store.save`, so a run saved by any caller (the lesson's Python API included, whose
 ``store.save(state)`` keeps its one argument) shows its total, role and actions in the queue and
@@ -38,7 +38,7 @@ in an approver's "mine". The store itself knows no policy: it is handed the func
 The value types (:class:`RunSummary`, :class:`Lease`, :class:`QueueColumns`), the sorts
 (:data:`SORTS`), the page size and the crash points of the crash tests live here with the
 contract. The back-ends are SQLite (:mod:`core.stores.sqlite`) and PostgreSQL
-(:mod:`core.stores.postgres`, issue 23), sharing what is not SQL (:mod:`core.stores.common`);
+(:mod:`core.stores.postgres`), sharing what is not SQL (:mod:`core.stores.common`);
 :mod:`core.stores` picks one in one place. The conformance suite (``tests/conformance/``) runs every contract test against
 every back-end.
 
@@ -98,7 +98,7 @@ class RunExists(StaleCheckpoint):
 
 class StoreNotEmpty(ResolverError):
     """A copy's target already holds runs, audit rows, approvers or register entries: a store is
-    copied only into an empty one, nothing is merged (issue 23, item 4)."""
+    copied only into an empty one, nothing is merged."""
 
 
 class UnsupportedStoreFormat(ResolverError):
@@ -138,12 +138,12 @@ none: its database stamps each journal row with the user that wrote it."""
 def set_crash_hook(hook: CrashHook | None) -> None:
     """Install ``hook`` as this process's crash hook (None removes it).
 
-        Only the test suite calls this (issue 28: no test hook in the product): its entry point
+        Only the test suite calls this (no test hook in the product): its entry point
         ``tests/crash_entry.py``, which the package does not install, arms a kill at the point named
         by ``RESOLVER_KILL_AT`` (``save:N``, ``row:N``, ``call:N``, ``write:N`` or ``step:N``: right
         after the N-th checkpoint save, row write inside a save (before its commit), executor attempt
         (counted and saved, the service not yet called), executor write, loop step or live model
-    answer (journaled, the step not yet taken, issue 26)). The product
+    answer (journaled, the step not yet taken)). The product
         reads no environment variable for it; ``--interrupt`` is the lesson's documented crash."""
     global _crash_hook
     _crash_hook = hook
@@ -234,7 +234,7 @@ class Lease:
 
 def lease_owner_name(label: str = "resolver") -> str:
     """A lease owner that names the process: ``label@host:pid:token``."""
-    import socket  # here, not at the top: a listing never takes a lease (issue 27, item 6)
+    import socket  # here, not at the top: a listing never takes a lease, and start-up stays fast
     import uuid
 
     return f"{label}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -262,7 +262,7 @@ def holder_alive(owner: str) -> bool:
 
 def lease_unexpired(until: str, now: datetime) -> bool:
     """Whether the lease time ``until`` (ISO 8601, from the runs table) is after ``now``. A time
-    that cannot be read or is outside the supported range (issue 20) counts as unexpired: the
+    that cannot be read or is outside the supported range counts as unexpired: the
     lease is then held for as long as its holder lives, never taken from a live executor."""
     try:
         return supported(parse_time(until)) > now
@@ -271,7 +271,7 @@ def lease_unexpired(until: str, now: datetime) -> bool:
 
 
 def lease_held_by_other(run_id: str, holder: str | None, until: str | None, owner: str, now: datetime) -> LeaseHeld | None:
-    """The lease rule every back-end applies (issue 7): the error to raise when the run's lease,
+    """The lease rule every back-end applies: the error to raise when the run's lease,
     held by ``holder`` until ``until`` (ISO 8601), stops ``owner`` from taking it at ``now``; None
     when ``owner`` may take it (no holder, ``owner`` itself, expired by the clock, or a holder
     that is a process of this host that no longer exists)."""
@@ -309,7 +309,7 @@ class AuditReader(Protocol):
     def later_ending(self, run_uid: str, after_id: int) -> AuditRow | None:
         """The first row of the run ``run_uid`` after the row ``after_id`` that ends the approval
         recorded there (:func:`core.contract.audit.ends_approval`: a later decision, a refresh, any
-        ``refused...`` row), or None (issue 28)."""
+        ``refused...`` row), or None."""
         ...
 
     def audit_triggers(self) -> set[str]:
@@ -320,12 +320,12 @@ class AuditReader(Protocol):
 
     def signed_approvals(self, prefix: str) -> list[tuple[str, str]]:
         """``(run_id, header JSON)`` of every run whose saved approval's signature starts with
-        ``prefix`` (``ed25519:``), for the check that each has its audit row (issue 28)."""
+        ``prefix`` (``ed25519:``), for the check that each has its audit row."""
         ...
 
 
 class AuditLog(AuditReader, Protocol):
-    """The append-only, hash-chained audit of a store (issue 14), as the core reads and appends it.
+    """The append-only, hash-chained audit of a store, as the core reads and appends it.
 
     A back-end keeps the rows in the order appended (``id`` rising from 1), refuses any edit or
     delete of a row (SQLite: triggers), and chains each appended row to the one before it
@@ -401,7 +401,7 @@ class Store(AuditLog, Protocol):
         ...
 
     def load_view(self, run_id: str) -> RunView:
-        """The run as the read side shows it (issue 27, item 1): header, proposal, every evidence
+        """The run as the read side shows it: header, proposal, every evidence
         and event and the opening messages (:data:`core.ground.state.OPENING_MESSAGES`), never the
         message history; the proposal's digest is the whole load's. ``save`` refuses it
         (:class:`core.ground.state.PartialState`): only resume and the executor load the whole state.
@@ -576,7 +576,7 @@ class Store(AuditLog, Protocol):
         while other processes go on using it. Raises ResolverError with one sentence."""
         ...
 
-    # -- marks (issue 24: claim, hand-over, snooze; :mod:`core.stores.marks`) ------------------
+    # -- marks (claim, hand-over, snooze; :mod:`core.stores.marks`) ----------------------------
 
     def run_marks(self, run_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
         """The marks rows of ``run_ids`` (None: every marked run) by run ID, each a dict of
@@ -593,7 +593,7 @@ class Store(AuditLog, Protocol):
         """
         ...
 
-    # -- the queue's events (issue 24: :mod:`core.stores.events`) -------------------------------
+    # -- the queue's events (:mod:`core.stores.events`) -----------------------------------------
 
     def queue_events(self, after: int, limit: int = 500) -> list[dict[str, Any]]:
         """Up to ``limit`` events with an ID above ``after``, lowest ID first, each a dict of
@@ -603,7 +603,7 @@ class Store(AuditLog, Protocol):
 
     def lapse_times(self, run_ids: list[str]) -> dict[str, list[str]]:
         """The ``at`` of every ``lapse`` event of ``run_ids``, by run ID (absent: none), in one
-        read (issue 27, item 3: a read of the waiting queue loads no run whose lapse is written)."""
+        read (so a read of the waiting queue loads no run whose lapse is written)."""
         ...
 
     def record_lapse(self, run_id: str, digest: str, at: str, required_role: str | None) -> bool:
@@ -630,7 +630,7 @@ class Store(AuditLog, Protocol):
 
 class StoreRows(Protocol):
     """Every row of a home's store, table by table: what ``resolver store copy`` reads from one
-    store and writes into another, whatever back-ends they are (issue 23, item 4). A back-end
+    store and writes into another, whatever back-ends they are. A back-end
     opens it on a place (:func:`core.stores.open_rows`: a SQLite home folder holding
     ``runs.sqlite``, ``larkfield.sqlite`` and ``approvers.sqlite``, or a PostgreSQL URL).
 
@@ -681,15 +681,15 @@ class StoreRows(Protocol):
 
     def copied(self) -> None:
         """Called once at the end of a copy into this place: a team store tells its listeners to
-        read the whole queue again (its :meth:`import_rows` sends no notification per run, issue
-        24); a SQLite store does nothing (its readers poll)."""
+        read the whole queue again (its :meth:`import_rows` sends no notification per
+        run); a SQLite store does nothing (its readers poll)."""
 
     def recorded_kind(self) -> str | None:
         """The kind of home (``practice`` or ``shop``) the store records of itself, or None
         where it records none (a SQLite store: its folder's ``home.json`` says)."""
 
     def db_users(self) -> tuple[dict[str, str], str | None]:
-        """Role separation (issue 25) as the store records it: approver's name -> the database
+        """Role separation as the store records it: approver's name -> the database
         user the entry is mapped to (``approvers.db_user``, only the mapped ones), and the role
         that owns the tables once ``resolver store roles setup`` ran (else None). A SQLite
         store has neither: ``({}, None)``."""
@@ -697,14 +697,14 @@ class StoreRows(Protocol):
 
     def map_db_users(self, mapping: dict[str, str]) -> int:
         """Write ``mapping`` (approver's name -> database user) into ``approvers.db_user``, as
-        ``store copy`` carries it (issue 25); returns the entries mapped. Grants are not made:
+        ``store copy`` carries it; returns the entries mapped. Grants are not made:
         ``resolver store roles setup`` does that. Raises ResolverError on a SQLite store, which
         has no database users."""
         ...
 
 
 class QueueChanges(Protocol):
-    """A listener of a store's live queue (issue 24, item 1): PostgreSQL's ``LISTEN`` on the
+    """A listener of a store's live queue: PostgreSQL's ``LISTEN`` on the
     channel its triggers ``NOTIFY`` (:class:`core.stores.postgres.listen.QueueListener`). A
     SQLite store has none (:func:`core.stores.queue_listener` gives None): its readers poll."""
 
@@ -734,14 +734,14 @@ class QueueChanges(Protocol):
 
 
 SHOP_PARTS = ("approvers.json", "audit.head", "approval.key", "clock.json")
-"""The per-shop parts kept beside the tables (issue 23): the owner's registry seal, the signed
+"""The per-shop parts kept beside the tables: the owner's registry seal, the signed
 audit head, the practice HMAC key and the trainer's clock, each under its file's name. The
 home's kind is the fourth per-shop fact; a team store keeps it in ``store_meta``."""
 
 
 class ShopParts(Protocol):
     """Where a home keeps its per-shop parts (:data:`SHOP_PARTS`), each an opaque byte string
-    under its name (issue 23). The SQLite back-end keeps them as the files they always were, in
+    under its name. The SQLite back-end keeps them as the files they always were, in
     the home folder (:class:`core.stores.sqlite.files.FolderParts`: mode 0600, written
     atomically); the team store keeps them in its ``shop_parts`` table
     (:class:`core.stores.postgres.parts.PostgresParts`), so every machine pointed at it reads

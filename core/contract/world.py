@@ -1,4 +1,4 @@
-"""The practice world's contract (issue 22): its read-only tools, write services and operations register.
+"""The practice world's contract: its read-only tools, write services and operations register.
 
 :class:`World` is what the core calls on the Larkfield practice world, whatever holds it; the
 first back-end keeps it in SQLite (:class:`core.stores.sqlite.world.SqliteWorld`,
@@ -118,7 +118,7 @@ class ServiceRefused(ResolverError):
 
 class PreconditionFailed(ServiceRefused):
     """The service's own invariants hold, but the world is not as the approver saw it: an
-    expected state (a precondition of the approved proposal) does not hold (issue 11)."""
+    expected state (a precondition of the approved proposal) does not hold."""
 
 
 class TransientServiceError(ResolverError):
@@ -277,7 +277,7 @@ class World(Protocol):
         """Run one read-only tool (:meth:`call_tool`) and return ``(result, seq)``: ``seq`` is the
         operations register's number (:meth:`register_seq`) read in the same read transaction as
         the result, so every write numbered above it was committed after the evidence was read,
-        and every write at or below it is in the result (issue 20: "since" decided by the
+        and every write at or below it is in the result ("since" decided by the
         world's own order of events, never by the clock's resolution).
 
         Raises:

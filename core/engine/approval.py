@@ -1,6 +1,6 @@
 """Approvals: approve and reject a proposal, issue and verify signed approvals.
 
-Rules (issue "Core 2", seed 000 and seed 001):
+Rules (seed 000 and seed 001):
 
 - Only a ``waiting_approval`` run can be decided; a refusal names who decided it and when.
 - The role must reach what the proposal needs (``core.engine.policy``: the highest of its actions).
@@ -8,12 +8,12 @@ Rules (issue "Core 2", seed 000 and seed 001):
 - The decision is a compare-and-set on the checkpoint: of two racing approvers exactly one is
   recorded, and the other is told who won.
 - An approval carries an HMAC-SHA256 signature over the run's unique identity (``run_uid``,
-  never the readable run ID, which a reset gives out again: issue 9), digest, role, name and
+  never the readable run ID, which a reset gives out again), digest, role, name and
   time, with a key kept in the home folder (``approval.key``, mode 0600, made on first use). Approvals are
   server-issued (seed 001, "Forged approval on resume"): :func:`verify` refuses any that does not
   verify, so the executor hands the run to a person with nothing written.
 - Every decision is appended to the audit table, with the run's ``run_uid``.
-- An approval is bound to the world its approver read (issue 18): it carries what the read-only
+- An approval is bound to the world its approver read: it carries what the read-only
   lookups returned when the request was read (:class:`~core.ground.state.WorldSeen`); the lookups run
   again when the approval is recorded, and any difference refuses it
   (:class:`~core.ground.errors.WorldChanged`, with the section as it is now). Its signature covers
@@ -49,8 +49,8 @@ if TYPE_CHECKING:
 
 def sign(key: bytes, run_uid: str, digest: str, role: str, name: str, at: datetime, world: str | None = None) -> str:
     """HMAC-SHA256 (hex) over the run's ``run_uid``, digest, role, name and time (ISO 8601), and
-    ``world``, the fingerprint of what the lookups returned (:attr:`WorldSeen.fingerprint`,
-    issue 18), when the approval carries it.
+    ``world``, the fingerprint of what the lookups returned (:attr:`WorldSeen.fingerprint`),
+    when the approval carries it.
 
     A run migrated from release 0.1.0 has ``run_uid == run_id``, the string 0.1.0 signed, so
     its approvals still verify; an approval saved before schema 5 has no world and is signed
@@ -92,7 +92,7 @@ def _age(seconds: float) -> str:
 
 
 def overlapping_effects(store: CheckpointStore, state: TaskState) -> str | None:
-    """One effect per ticket (issue 11): why approving ``state`` would repeat an effect of
+    """One effect per ticket: why approving ``state`` would repeat an effect of
     another run of the same ticket, or None. Another run that is ``executing`` blocks; a ``done``
     one blocks when one of its done operations has an effect kind this proposal also plans on the
     same order. The sentence names the other run and what it did."""
@@ -143,7 +143,7 @@ _DID = {
 
 
 def effects_of_ticket(world: World, state: TaskState) -> str | None:
-    """One effect per ticket, from the practice world's own records (issue 11, and a new
+    """One effect per ticket, from the practice world's own records (a new
     user's finding): why approving ``state`` would repeat an effect that another run of the same
     ticket already made on the same order, or None. Unlike :func:`overlapping_effects` it does
     not need the other run's checkpoint, so a run deleted by ``prune`` or ``reset --run`` still
@@ -211,7 +211,7 @@ def plan_operations(state: TaskState) -> list[Operation]:
     IDs derived from the run's ``run_uid``."""
     actions: list[Action] = list(state.proposal.actions) if state.proposal else []
     if state.proposal and state.proposal.reply_draft.strip():
-        recipient = state.proposal.recipient or state.customer_id  # the digest covers the recipient (issue 11)
+        recipient = state.proposal.recipient or state.customer_id  # the digest covers the recipient
         actions.append(ReplyAction(order_id=state.order_id, customer_id=recipient, text=state.proposal.reply_draft))
     return [Operation(operation_id=operation_id(state.run_uid, i, a), index=i, action=a) for i, a in enumerate(actions)]
 
@@ -229,7 +229,7 @@ def _one_line(value: str | None, what: str) -> None:
 def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
     try:
         return store.save(state, audit=audit)
-    except AuditMoved:  # issue 14: signed over an audit row that is no longer the newest; the caller signs again
+    except AuditMoved:  # signed over an audit row that is no longer the newest; the caller signs again
         raise
     except StaleCheckpoint:
         fresh = store.load(state.run_id)
@@ -259,25 +259,25 @@ def approve(
     """Approve the current proposal of ``run_id`` as ``role`` (and ``name``); returns the state,
     now ``executing`` with its operations planned and a signed approval.
 
-    ``seen`` (issue 18) is what the read-only lookups returned when the approver read the request
+    ``seen`` is what the read-only lookups returned when the approver read the request
     (:func:`core.engine.preconditions.look`, which the faces call before they show it). With ``world``
     given the lookups run again here; when ``seen`` is given and they differ, the approval is
     refused. The approval carries the lookups as they are now (``Approval.world``).
 
     ``digest`` is the digest the approver read (full, or the 12-digit short form);
     ``expect_version`` the checkpoint version they read (the app passes both).
-    ``signer`` (a shop home, issue 14): the unlocked approver; the role and name are theirs and
+    ``signer`` (a shop home): the unlocked approver; the role and name are theirs and
     the approval is signed with their Ed25519 key (:mod:`core.engine.signing`) instead of the HMAC key.
 
     Raises:
         ApprovalRefused: not waiting_approval (says who decided it and when), role too low,
             stale digest, or a lost race (says who won). Nothing is changed.
-        ApprovalRefused (issue 11, each with an audit row): the evidence is older than the
+        ApprovalRefused (each with an audit row): the evidence is older than the
             policy's ``evidence_max_age_s``; another run of the ticket is executing or is done
             with an overlapping effect; with ``world`` given, in a shop home (``practice`` False),
             a precondition already fails now. A practice home goes on to the write there (the
             lesson's moment: the service refuses at the write).
-        WorldChanged (issue 18, with an audit row ``refused:world``): the lookups return
+        WorldChanged (with an audit row ``refused:world``): the lookups return
             something else than ``seen``; its ``lines`` are the section as it is now.
         UnknownRole, RunNotFound, CorruptCheckpoint.
     """
@@ -316,7 +316,7 @@ def approve(
         signer.seal(store, "approve", state.run_uid, current, at, world=fingerprint, ops=[op.operation_id for op in operations])
         if signer
         else None
-    )  # issue 14; issue 28: the signature binds the world seen and the operations too
+    )  # the signature binds the world seen and the operations too
     signature = seal.signature if seal else sign(key, state.run_uid, current, role, name, at, fingerprint)
     state.approval = Approval(role=role, name=name, at=at, digest=current, signature=signature, proposal=proposal, world=now_seen)
     state.status = "executing"
@@ -340,7 +340,7 @@ def approve(
 def _world_again(
     store: CheckpointStore, state: TaskState, world: World, seen: WorldSeen | None, role: str, name: str, clock: Clock
 ) -> WorldSeen:
-    """Run the lookups again as the approval is recorded (issue 18); refuse with the section as it
+    """Run the lookups again as the approval is recorded; refuse with the section as it
     is now, and an audit row ``refused:world``, when they differ from ``seen``; unless the run is
     no longer waiting: then another approver won and wrote first, and the refusal says who, as a
     lost race does (a finding of the PostgreSQL race rounds: 1 loser in 700 was told the world
@@ -402,7 +402,7 @@ def reject(
     name = (name or ROLE_LABELS[role]).strip() or ROLE_LABELS[role]
     at = clock.now()
     state.rejection = Rejection(role=role, name=name, at=at, digest=current, reason=reason.strip())
-    seal = signer.seal(store, "reject", state.run_uid, current, at, reason.strip()) if signer else None  # issue 14
+    seal = signer.seal(store, "reject", state.run_uid, current, at, reason.strip()) if signer else None
     state.status = "handed_to_person"
     state.log("rejected", f"rejected by {person(name, role)}: {reason.strip()}", at=at, role=role, name=name, digest=current)
     return _decide(
@@ -450,7 +450,7 @@ def verify(state: TaskState, key: bytes, policy: PolicyData | None = None, *, si
     proposal plans (none added, dropped or edited, IDs bound to this run's ``run_uid``); the
     signature verifies (issued by this code with this key, for this ``run_uid``); the role still suffices under the current policy.
     ``signed=False`` skips the HMAC check: a shop home checks the approver's Ed25519 signature
-    instead (:func:`core.engine.signing.check_approval`, issue 14).
+    instead (:func:`core.engine.signing.check_approval`).
     """
     a = state.approval
     if a is None:

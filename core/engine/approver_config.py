@@ -4,7 +4,7 @@ The file is TOML, read with :mod:`tomllib` and edited with tomlkit (which keeps 
 file as it was)::
 
     name = "Tomás"
-    role = "team_lead"   # practice homes only; a later issue takes a shop's roles from a registry
+    role = "team_lead"   # practice homes only; a shop home takes roles from its approvers registry
 
 It is the one config file of resolver, :func:`core.ground.homepath.config_path`:
 ``<user config dir>/resolver/config.toml`` (platformdirs), or the file ``$RESOLVER_CONFIG``
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 KEY_IDLE_MINUTES = 5
-"""How long the app keeps a shop-home approver's key unlocked without a decision (issue 28),
+"""How long the app keeps a shop-home approver's key unlocked without a decision,
 unless the config file says ``key_idle_minutes = N``."""
 
 
@@ -82,7 +82,7 @@ def load(path: Path | None = None) -> ApproverConfig | None:
 def key_idle_seconds(path: Path | None = None) -> float:
     """``key_idle_minutes`` of the config file at ``path`` (default :func:`config_path`) in
     seconds: after that long without a decision the app forgets an unlocked key and asks the
-    passphrase again (issue 28). :data:`KEY_IDLE_MINUTES` when the file or the key is absent.
+    passphrase again. :data:`KEY_IDLE_MINUTES` when the file or the key is absent.
 
     Raises:
         ResolverError: the file cannot be read, or the value is not a number of minutes from
@@ -106,9 +106,9 @@ def save(config: ApproverConfig, path: Path | None = None) -> Path:
     :func:`config_path`), readable by its owner only; returns the path.
 
     The file is edited, not rewritten: tomlkit keeps every other key, table, comment, type and
-    quoting byte for byte (issue 17: the hand-written writer dropped a comment, an integer, a
-    quoted key and a whole table, and wrote a name holding an escape character as a file TOML
-    could not read). A ``role`` of None removes the role line. The new text replaces the old in
+    quoting byte for byte (a hand-written writer can drop a comment, an integer, a quoted key
+    or a whole table, and write a name holding an escape character as a file TOML cannot
+    read). A ``role`` of None removes the role line. The new text replaces the old in
     one rename, so a crash leaves the old file or the new one, never half of either.
 
     Raises:
@@ -170,7 +170,7 @@ def ask_and_save(ask: Callable[[str], str], path: Path | None = None) -> Approve
     and return them. Raises EOFError when the terminal closes, ResolverError from :func:`save`."""
     name, prompt = "", "Who is at the keyboard? Your name: "
     while not name:
-        name = nfc(ask(prompt)).strip()  # issue 19: names in NFC on the way in
+        name = nfc(ask(prompt)).strip()  # names in NFC on the way in
         if not _printable(name):  # it is printed with every decision: no escape sequence, one line
             name, prompt = "", "A name is one line of plain text, with no escape sequence; your name: "
     role = ""
@@ -194,5 +194,5 @@ def resolve(role: str | None, name: str | None, kind: str, config: ApproverConfi
     chosen_role = role or (config.role if config else None)
     if chosen_role is None:
         raise ResolverError(f'No role: add role = "..." to {config_path()} or pass --as ROLE.')
-    chosen_name = nfc((name or "").strip() or (config.name if config else "")) or ""  # NFC (issue 19)
+    chosen_name = nfc((name or "").strip() or (config.name if config else "")) or ""  # names in NFC on the way in
     return chosen_role, chosen_name

@@ -1,4 +1,4 @@
-"""The approvers registry of a shop home (issue 14): who may decide, with which role and key.
+"""The approvers registry of a shop home: who may decide, with which role and key.
 
 Each approver has a name, a role (``agent``, ``team_lead``, ``grace``) and an Ed25519 key pair
 (the ``cryptography`` package). The owner (Grace) makes the registry with
@@ -16,7 +16,7 @@ Files in the home folder (mode 0600):
 - ``approvers.json``: the seal, outside the rows: the owner's name and public key, the
   number of entries and the SHA-256 of all of them, signed by the owner.
 
-On a team store (issue 23) the rows are the store's ``approvers`` table and the seal its
+On a team store the rows are the store's ``approvers`` table and the seal its
 ``shop_parts`` row ``approvers.json`` (:class:`core.contract.store.ShopParts`), so every machine pointed
 at the store reads one registry. The encrypted private keys are NOT in the store: each is a file
 on the machine of the approver it belongs to (:mod:`core.engine.keyfiles`, ``keys/`` in that machine's
@@ -120,7 +120,7 @@ def seal_message(
 ) -> bytes:
     """What the owner signs for the whole registry (``approvers.json``).
 
-    A seal written since issue 28 carries the registry's ``version`` (1 at ``approvers init``, one
+    A seal written by a release that versions the registry carries its ``version`` (1 at ``approvers init``, one
     more at each ``add``, ``revoke`` and ``recover``) and the time of that change (ISO 8601), so a
     registry put back from an older copy is told from the current one (``-v2``). A seal of an
     earlier release (``version`` None) is checked as it was signed (``-v1``) and counts as version 0.
@@ -133,7 +133,7 @@ def seal_message(
 RegistryChange = Callable[["Unlocked", dict[str, Any]], None]
 """Told of each registry change once its seal is written: the owner (unlocked) and the new seal
 (``version``, ``changed_at``, ``entries_hash`` ...); :func:`core.engine.signing.record_registry_change`
-appends the owner-signed audit row (issue 28)."""
+appends the owner-signed audit row."""
 
 
 def fingerprint(public_key_hex: str) -> str:
@@ -205,7 +205,7 @@ def verify_hex(public_key_hex: str, signature_hex: str, message: bytes) -> bool:
 
 @dataclass(frozen=True)
 class KeyCost:
-    """The scrypt cost of encrypting a private key (issue 28): ``n`` (CPU and memory, a power of
+    """The scrypt cost of encrypting a private key: ``n`` (CPU and memory, a power of
     two), ``r`` (block size) and ``p`` (parallelism). Memory is about 128 * n * r bytes."""
 
     n: int
@@ -216,7 +216,7 @@ class KeyCost:
 KEY_COST = KeyCost(n=2**16)
 """The cost every key is encrypted at: 64 MiB and about 0.28 s per guess on the reference 2-core
 machine (``benchmarks/bench_keys.py`` measures it here), against 2,048 PBKDF2-HMAC-SHA256
-iterations (about 1 ms) before issue 28. A guess costs the attacker the same."""
+iterations (about 1 ms) of the earlier key format. A guess costs the attacker the same."""
 
 _key_cost = KEY_COST
 
@@ -225,12 +225,12 @@ MAX_N = 2**20
 an unlock take all the machine's memory."""
 
 KEY_FORMAT = "resolver-scrypt-v1"
-"""How a key encrypted since issue 28 starts: ``resolver-scrypt-v1$n$r$p$salt$nonce$ciphertext``
+"""How a key encrypted in this format starts: ``resolver-scrypt-v1$n$r$p$salt$nonce$ciphertext``
 (hex): the raw 32-byte Ed25519 private key sealed with AES-256-GCM under the scrypt-derived key,
 the entry's public key as associated data."""
 
 MIN_PASSPHRASE = 12
-"""The shortest passphrase accepted for a new key (issue 28)."""
+"""The shortest passphrase accepted for a new key."""
 
 
 def use_key_cost(cost: KeyCost) -> KeyCost:
@@ -287,7 +287,7 @@ def _decrypt(stored: str, passphrase: str, public: str) -> Ed25519PrivateKey | N
 
 
 def is_legacy(stored: str) -> bool:
-    """True for a key encrypted before issue 28 (PKCS#8 PEM, PBKDF2 at 2,048 iterations): it is
+    """True for a key encrypted in the earlier format (PKCS#8 PEM, PBKDF2 at 2,048 iterations): it is
     encrypted again in :data:`KEY_FORMAT` at its next unlock."""
     return not stored.startswith(KEY_FORMAT + "$")
 
@@ -373,8 +373,8 @@ class Registry:
     """
 
     def __init__(self, root: Path | str, store: str | None = None) -> None:
-        """``store``: the team store's PostgreSQL URL holding the rows and the owner's seal
-        (issue 23), or None for ``approvers.sqlite`` and ``approvers.json`` in ``root``.
+        """``store``: the team store's PostgreSQL URL holding the rows and the owner's seal,
+        or None for ``approvers.sqlite`` and ``approvers.json`` in ``root``.
         Raises ResolverError when the team store cannot be reached."""
         self.root = Path(root)
         self.path = self.root / REGISTRY_DB
@@ -440,7 +440,7 @@ class Registry:
             ) from None
 
     def version(self) -> int:
-        """The registry's version from the seal: 0 for a seal of a release before issue 28.
+        """The registry's version from the seal: 0 for a seal of a release that did not version the registry.
         Raises RegistryError."""
         return int(self.seal().get("version", 0))
 
@@ -564,7 +564,7 @@ class Registry:
     def _stored_key(self, entry: Entry) -> tuple[KeyFile, bool]:
         """``entry``'s encrypted key and whether it came from the row (else this machine's key
         file): the file wins when there is one; the row's key is read when it still holds one
-        (a SQLite home, or a team store written before issue 23's key files).
+        (a SQLite home, or a team store written before the keys moved to each approver's key file).
 
         Raises:
             ApprovalRefused: no key anywhere for ``entry`` on this machine, or a key file for
@@ -590,8 +590,8 @@ class Registry:
 
     def _settle(self, entry: Entry, stored: KeyFile, in_row: bool, key: Ed25519PrivateKey, passphrase: str) -> None:
         """After ``key`` was unlocked with ``passphrase``: encrypt a key of an earlier release
-        (:func:`is_legacy`) again in :data:`KEY_FORMAT` (issue 28), and on a team store move a
-        key still in its row to this machine's key file (issue 23): the file is written and
+        (:func:`is_legacy`) again in :data:`KEY_FORMAT`, and on a team store move a
+        key still in its row to this machine's key file: the file is written and
         fsynced first, then the row's key columns are emptied in one change, only while they
         still hold what was read. Best effort: a file or row that cannot be written now keeps
         the key where it is, and the unlock goes on."""
@@ -624,7 +624,7 @@ class Registry:
         return sum(1 for e in self.entries() if e.private_key or e.recovery_key)
 
     def make_key(self, name: str, passphrase: str) -> tuple[KeyFile, Path]:
-        """The new approver's step on their own machine (issue 23): a new Ed25519 key pair,
+        """The new approver's step on their own machine: a new Ed25519 key pair,
         the private key encrypted with ``passphrase`` into this machine's key file; returns the
         file's contents and path. The owner then adds its public key (``approvers add NAME
         --role ROLE --public-key HEX``), without this passphrase.
@@ -903,7 +903,7 @@ def _entries_hash(entries: list[Entry]) -> str:
 
 def nearest(name: str, names: list[str]) -> str:
     """The registered names nearest ``name`` as a suggestion (``: did you mean Tomás?``), or ''
-    when none is near (issue 19: ``Tomas`` for the registered ``Tomás``). Compared by
+    when none is near (``Tomas`` for the registered ``Tomás``). Compared by
     :func:`core.ground.safetext.name_key`; at most three, by :func:`difflib.get_close_matches` (cutoff
     0.6)."""
     keys = {name_key(n): n for n in names}
@@ -938,7 +938,7 @@ def check_fingerprint(given: str, public_key_hex: str) -> None:
     """Refuse ``public_key_hex`` when its :func:`fingerprint` is not ``given`` (what
     ``approvers key`` printed on the approver's machine, passed as ``add --fingerprint``): an
     owner's typo in ``--public-key`` would otherwise take the name for good, since revoked names
-    are not reused (a new user's trial, issue 23). ``given`` is compared without its ``SHA256:``
+    are not reused. ``given`` is compared without its ``SHA256:``
     prefix, spaces or case, so ``SHA256:5eb0 2d8b ...`` and ``5eb02d8b...`` are the same.
 
     Raises:

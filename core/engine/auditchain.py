@@ -1,12 +1,12 @@
-"""The tamper-evident audit (issue 14): every audit row carries the hash of the row before it.
+"""The tamper-evident audit: every audit row carries the hash of the row before it.
 
 The ``audit`` table of ``runs.sqlite`` gains two columns, added on first use (nullable, so a
-store of release 0.1.0 or of main before issue 14 keeps its rows as an unchained prefix):
+store of release 0.1.0, or one made before the audit was chained, keeps its rows as an unchained prefix):
 
 - ``prev``: the SHA-256 (hex) of the row before it (:data:`GENESIS` for the first chained row);
 - ``sig``: in a shop home, the deciding approver's Ed25519 signature of the decision
   (:mod:`core.engine.signing`); empty for a row the system wrote (an execution the executor refused).
-- ``binds`` (issue 28): on a signed row, the canonical JSON of what the signature binds beside
+- ``binds``: on a signed row, the canonical JSON of what the signature binds beside
   the decision: ``head``, the chain as the signer saw it (``"<length>:<hash of the newest
   row>"``), and on an approval the world fingerprint it was approved against (``world``) and the
   IDs of the operations it commits to (``ops``). NULL on older rows and system rows.
@@ -15,12 +15,12 @@ A row's hash (:func:`row_hash`) is the SHA-256 of the canonical JSON of every co
 and ``prev`` included, so editing, deleting or inserting a row breaks the chain after it.
 Deleting the newest rows leaves a shorter chain that is still whole, so the chain's length and
 latest hash are also kept outside the audit table, in ``audit.head`` in the home folder (on a
-team store, its ``shop_parts`` row, issue 23: :func:`write_head`), signed by the owner at ``resolver approvers init`` and by the deciding
+team store, its ``shop_parts`` row: :func:`write_head`), signed by the owner at ``resolver approvers init`` and by the deciding
 approver at each decision. ``resolver audit verify`` (:func:`verify_audit`) checks the chain, the
 head, each row's signature and the append-only triggers.
 
 The chain's rules are here; its SQL (append, read, the chain's tip) is each back-end's
-(:mod:`core.stores.sqlite.audit`, issue 22; :mod:`core.stores.postgres.audit`, issue 23), reached
+(:mod:`core.stores.sqlite.audit`, :mod:`core.stores.postgres.audit`), reached
 through :class:`core.contract.store.AuditReader`.
 """
 
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 
 def _binds_problem(row: dict[str, Any], index: int) -> str | None:
-    """Why a row's signed ``binds`` disagrees with where the row stands (issue 28), or None: the
+    """Why a row's signed ``binds`` disagrees with where the row stands, or None: the
     head it records must be the chain just before it, ``index`` rows ending with its ``prev``."""
     try:
         binds = read_binds(row)
@@ -55,8 +55,8 @@ def _binds_problem(row: dict[str, Any], index: int) -> str | None:
 
 
 def _voided_approvals(all_rows: list[dict[str, Any]]) -> list[str]:
-    """Each approve row followed by a refresh row of the same run with no refusal between them
-    (issue 28). resolver refreshes only a waiting run, and an approved run waits again only after
+    """Each approve row followed by a refresh row of the same run with no refusal between them.
+    resolver refreshes only a waiting run, and an approved run waits again only after
     a ``refused...`` row (a lapse, a decision that was never an approver's), so such a pair means
     the run was set back to waiting outside resolver; that approval never executes."""
     open_approval: dict[str, dict[str, Any]] = {}
@@ -86,7 +86,7 @@ def head_message(length: int, latest: str) -> bytes:
 
 def write_head(where: Path | ShopParts, length: int, latest: str, signer: str, signature: str) -> None:
     """Write ``audit.head`` (atomically; a file of mode 0600 in a SQLite home, a row of the team
-    store's ``shop_parts``, issue 23): the chain's ``length``, ``latest`` hash, the ``signer``'s
+    store's ``shop_parts``): the chain's ``length``, ``latest`` hash, the ``signer``'s
     name and their Ed25519 ``signature`` (hex) of :func:`head_message`. ``where``: the home's
     per-shop parts (:func:`core.stores.open_shop_parts`), or its folder.
 
@@ -158,8 +158,8 @@ def verify_audit(
 
     Finds: a missing append-only trigger; a chained row whose ``prev`` is not the hash of the
     row before it (a row edited, deleted or inserted before it); an unchained row after a
-    chained one; a signed row whose ``binds`` records another place in the chain (issue 28); an
-    approval followed by a refresh of its run with no refusal between (issue 28); a row
+    chained one; a signed row whose ``binds`` records another place in the chain; an
+    approval followed by a refresh of its run with no refusal between; a row
     ``check_row`` refuses (a shop home checks each decision's signature
     against the registry); a head longer than the chain (the newest rows deleted), or whose hash
     is not the chain's row at its length, or that ``check_head`` refuses (its signature);

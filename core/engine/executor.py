@@ -1,6 +1,6 @@
 """The executor: every approved write exactly once, across crashes, races and retries.
 
-For each operation in order (issue "Core 2", seed 000 and seed 001):
+For each operation in order (seed 000 and seed 001):
 
 1. skip it if ``done``;
 2. authorize again (:func:`core.engine.approval.verify`: role under the current policy, digest,
@@ -9,7 +9,7 @@ For each operation in order (issue "Core 2", seed 000 and seed 001):
    by its ID; if the service already did it, it is marked done with the recorded result and
    the service is not called again. An entry under that ID whose service or arguments (kind,
    order, amount, payment, item, recipient) differ from the planned write is not this
-   operation (issue 20): the run is handed to a person with a sentence naming both, and
+   operation: the run is handed to a person with a sentence naming both, and
    nothing more is written;
 4. mark it ``pending``, count the attempt and save the checkpoint **before** the write (a call
    that ends the process is counted; after :data:`MAX_CALLS` the run goes to a person);
@@ -50,7 +50,7 @@ from core.ground.state import Operation, TaskState, action_short, execution_star
 from core.stores import Place, open_world
 
 MAX_CALLS = 3
-"""Calls of one service per operation before the executor gives up (issue "Core 2")."""
+"""Calls of one service per operation before the executor gives up."""
 
 BACKOFF_S = (0.2, 0.4)
 """Seconds to wait after the first and second failed call (taken from the clock)."""
@@ -88,7 +88,7 @@ class SimulatedCrash(ResolverError):
 
 
 class Heartbeat:
-    """The lease's heartbeat for one execution (issue 27, item 5): one daemon thread, started at
+    """The lease's heartbeat for one execution: one daemon thread, started at
     the execution's first service call (:meth:`start`; later calls find it running), that renews
     ``owner``'s lease of ``run_id`` every ``ttl_s / 3`` seconds (real time) until :meth:`stop`.
     A service call longer than the lease keeps the run; no thread is started per call (a thread
@@ -147,7 +147,7 @@ def _hand_over(store: CheckpointStore, state: TaskState, why: str, owner: str) -
 
 
 Authorize = Callable[[TaskState], "str | None"]
-"""Issue 14: a shop home's check of the approval (:func:`core.engine.signing.check_approval`), asked
+"""A shop home's check of the approval (:func:`core.engine.signing.check_approval`), asked
 before every write beside :func:`core.engine.approval.verify`; a reason refuses the write."""
 
 REDECIDE = "REDECIDE: "
@@ -158,7 +158,7 @@ def _recheck(
     store: CheckpointStore, state: TaskState, key: bytes, authorize: Authorize | None, owner: str, op: Operation | None
 ) -> TaskState | None:
     """Check the approval again before the first write (``op`` None) or before ``op``: in a
-    shop home the approver's signature, registry entry and audit row (``authorize``, issue 14),
+    shop home the approver's signature, registry entry and audit row (``authorize``),
     then the digest, operations, signature and role (:func:`core.engine.approval.verify`). Returns the
     run refused or handed to a person, with nothing written, or None when the approval holds."""
     where = f"before {op.action.type}" if op is not None else "before any write"
@@ -174,7 +174,7 @@ def _recheck(
 
 
 def _refuse_unauthorized(store: CheckpointStore, state: TaskState, why: str, owner: str, before: str) -> TaskState:
-    """Issue 14: refuse an approval the shop home's check does not accept, with an audit row
+    """Refuse an approval the shop home's check does not accept, with an audit row
     (``refused``, the reason in ``detail``) in the same save. A decision that was never an
     approver's goes back to ``waiting_approval`` if no operation was started, else to a person."""
     redecide = why.startswith(REDECIDE)
@@ -220,12 +220,12 @@ def execute(
     ``world_at`` is the practice world's place (a SQLite file, or the team store's URL).
     Returns the state, ``done`` or ``handed_to_person`` (or unchanged if not ``executing``).
     ``on_progress(state, op)`` runs after each operation is saved (the app updates its pane).
-    ``authorize`` (a shop home, issue 14): asked before every write too; its refusal writes an
+    ``authorize`` (a shop home): asked before every write too; its refusal writes an
     audit row and nothing else (:func:`_refuse_unauthorized`). ``tickets``: the home's folder of
     its own tickets, whose simulated faults the writes meet as a shipped ticket's do
     (:func:`core.ground.data.find_task`); a home ticket whose file is gone has none.
 
-    Transactions (issue 10: the fewest that keep the guarantees): one to take the lease and read
+    Transactions (the fewest that keep the guarantees): one to take the lease and read
     the checkpoint (:meth:`~core.contract.store.Store.claim`); per operation one save
     before the write (``pending``, renewing the lease) and one after it (``done``); a final save
     that also gives the lease back. A retried call adds one save per failed call. Approve and
@@ -326,7 +326,7 @@ def _progress(on_progress: OnProgress | None, state: TaskState, op: Operation) -
 def _reconcile(state: TaskState, op: Operation, world: World) -> Literal["done", "other", "absent"]:
     """Look a pending operation up in the register: ``done`` (marked done with the recorded
     result: the service already did it), ``absent`` (not there, or the operation is not
-    pending), or ``other`` (issue 20): an entry under this ID records a different write (another
+    pending), or ``other``: an entry under this ID records a different write (another
     service, order, amount, payment, item or recipient), so it is not this operation; ``op`` is
     marked failed with a sentence naming both, and the caller hands the run to a person."""
     if op.status != "pending":
@@ -351,7 +351,7 @@ def _reconcile(state: TaskState, op: Operation, world: World) -> Literal["done",
 
 
 def started(state: TaskState, world: World | None = None) -> bool:
-    """Whether the execution of ``state`` has started (issue 20): a service call was attempted
+    """Whether the execution of ``state`` has started: a service call was attempted
     (:func:`core.ground.state.execution_started`), or, with ``world``, a pending operation is already
     in the register (a checkpoint of release 0.1.0 did not count a call before making it). An
     operation saved ``pending`` with no call attempted has not started anything."""
@@ -367,7 +367,7 @@ def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str, 
     attempted, nothing in the register) by the policy's ``approval_valid_s`` to waiting (fails
     closed: the run needs a fresh decision), with the reason in the audit and the lease given
     back in the same save. A crash just before the write leaves an operation ``pending`` with
-    no call: that is not a start (issue 20). True when it lapsed."""
+    no call: that is not a start. True when it lapsed."""
     a = state.approval
     if a is None or started(state, world):
         return False
@@ -411,7 +411,7 @@ def _call(
     beat: Heartbeat,
 ) -> bool:
     """Call the service for ``op`` with retries, handing it the step's preconditions as the
-    expected state (issue 11); True when done, False when failed (a refusal, or a precondition
+    expected state; True when done, False when failed (a refusal, or a precondition
     that no longer holds).
 
     Each attempt is counted and saved (with ``op`` pending and the lease renewed) **before** the

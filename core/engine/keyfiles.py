@@ -1,4 +1,4 @@
-"""Each approver's encrypted private key as a file on that approver's machine (issue 23, item 3).
+"""Each approver's encrypted private key as a file on that approver's machine.
 
 On a team store every machine reads one registry (names, roles, public keys, the owner's
 signatures), but what unlocks a decision stays per person: the approver's Ed25519 private key,
@@ -66,7 +66,7 @@ class KeyFileError(ResolverError):
 class KeyFile:
     """One approver's key as stored on this machine: ``public_key`` 64 hex digits,
     ``private_key`` the encrypted key (:data:`core.engine.approvers.KEY_FORMAT`, or a PKCS#8 PEM of a
-    release before issue 28), ``recovery_key`` the owner's recovery copy or None."""
+    release before the scrypt key format), ``recovery_key`` the owner's recovery copy or None."""
 
     name: str
     public_key: str

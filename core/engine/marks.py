@@ -1,4 +1,4 @@
-"""Claim, hand over, set aside (issue 24, item 2): the marks a person puts on a waiting run.
+"""Claim, hand over, set aside: the marks a person puts on a waiting run.
 
 - **Claim** ("Tomás is on it"): shown to everyone; it lapses :data:`CLAIM_MINUTES` after it was
   made (the config file's ``claim_minutes`` changes it) or when its claimer releases it. Another
@@ -265,7 +265,7 @@ def _same(who: str | None, name: str | None) -> bool:
 
 def snooze_deadline(state: TaskState, policy: PolicyData) -> datetime:
     """The latest time a run may be set aside until: when its approval request expires (its
-    evidence reaches the policy's ``evidence_max_age_s``, issue 11)."""
+    evidence reaches the policy's ``evidence_max_age_s``)."""
     from core.engine.preconditions import evidence_time
 
     return evidence_time(state) + timedelta(seconds=policy.evidence_max_age_s)

@@ -1,4 +1,4 @@
-"""Preconditions and drift: approve against the world as it is now (issue 11).
+"""Preconditions and drift: approve against the world as it is now.
 
 :func:`derive` turns a run's evidence into the :class:`~core.ground.state.Precondition` list of its
 proposal (part of the canonical proposal and its digest). :func:`drift` re-runs the read-only
@@ -6,7 +6,7 @@ lookups behind the evidence against the world now (no model call) and reports ea
 field by field, every effect on the order since the evidence was read (whoever made it) and the
 preconditions that already fail. :func:`look` is the read itself, as data
 (:class:`~core.ground.state.WorldSeen`): an approval carries the one its approver saw, and the approval
-is refused when the lookups return something else by the time it is recorded (issue 18).
+is refused when the lookups return something else by the time it is recorded.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def _payment_seen(state: TaskState, order_id: str, payment_id: str) -> dict[str,
 
 def evidence_seq(state: TaskState) -> int | None:
     """The operations register's number when the run's evidence was first read: the lowest
-    ``seq`` of its evidence (issue 20), so every write numbered above it came after some of the
-    evidence was read. None when any evidence was saved before issue 20 (no number), or there
+    ``seq`` of its evidence, so every write numbered above it came after some of the
+    evidence was read. None when any evidence was saved before the register numbered its writes (no number), or there
     is none: "since" is then decided by time, the same second counting as since."""
     seqs = [ev.seq for ev in state.evidence]
     if not seqs or any(s is None for s in seqs):
@@ -52,7 +52,7 @@ def derive(state: TaskState, proposal: Proposal, evidence_at: datetime) -> list[
     - a reship: no other reship of that item since; a return label: no other label of that item;
     - the reply: no other reply on the order since.
 
-    "Since" is the register's number of the evidence (:func:`evidence_seq`, issue 20), with
+    "Since" is the register's number of the evidence (:func:`evidence_seq`), with
     ``evidence_at`` kept beside it for the people reading the request.
     """
     seq = evidence_seq(state)
@@ -251,7 +251,7 @@ def orders_named(state: TaskState) -> list[str]:
 def look(state: TaskState, world: World) -> WorldSeen:
     """Run the read-only lookups behind ``state``'s evidence against ``world`` now (no model
     call): each lookup's result (or why it cannot run again) and every effect on the order since
-    the evidence was read by an operation other than the run's own (issue 18: the data an
+    the evidence was read by an operation other than the run's own (the data an
     approval is bound to; :func:`drift` compares it with the evidence)."""
     lookups = []
     for tool, args in [*((ev.tool, ev.args) for ev in state.evidence), *_extra_lookups(state)]:
@@ -332,7 +332,7 @@ def first_read(state: TaskState) -> datetime:
 
 def evidence_time(state: TaskState) -> datetime:
     """When the evidence of the run's proposal was read: the proposal's ``evidence_at``, or for
-    a proposal saved before issue 11 the time of its first lookup (:func:`first_read`)."""
+    a proposal saved without ``evidence_at`` the time of its first lookup (:func:`first_read`)."""
     if state.proposal is not None and state.proposal.evidence_at is not None:
         return state.proposal.evidence_at
     return first_read(state)

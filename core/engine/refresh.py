@@ -1,4 +1,4 @@
-"""Refresh the evidence of a waiting run (issue 11, point 6).
+"""Refresh the evidence of a waiting run.
 
 The read-only lookups behind the evidence run again against the world now (no model call); the
 preconditions are derived again from the fresh evidence. The proposal's actions, rule, reason and

@@ -7,11 +7,11 @@ came in. The role a proposal needs is worked out from the current policy
 (:func:`core.engine.policy.proposal_role`), the same check the approval and the executor make, never
 from a column saved at the last checkpoint.
 
-Rules (issue "Core 2", seeds 000 and 001):
+Rules (seeds 000 and 001):
 
 - ``approve`` and ``reject``: only a run ``waiting_approval`` with a proposal; once decided, the
   sentence names who decided it and when. Both also need a role at least the one the proposal
-  needs (issue 12: an agent rejecting a run that needs a team lead decides above their role).
+  needs (an agent rejecting a run that needs a team lead decides above their role).
 - ``claim``, ``handover``, ``snooze`` (:data:`MARK_ACTIONS`, :func:`may_mark`): the role the
   proposal needs, as a decision; a hand-over's recipient too (:func:`may_receive`). A refused mark
   is ``ApprovalRefused`` (the CLI's exit 4, as a refused decision).
@@ -80,7 +80,7 @@ def role_label(role: str | None) -> str:
 
 def person(name: str | None, role: str | None) -> str:
     """``Grace (role grace)``, ``Tomás (role team lead)``: a person and their role in prose, the
-    role by its label and said to be one (issue 19: the demo's person Grace and the role
+    role by its label and said to be one (so the demo's person Grace and the role
     ``grace`` are told apart). ``name`` is shown on one line (:func:`core.ground.safetext.one_line`)."""
     return f"{one_line(name or '')} (role {role_label(role)})"
 
@@ -107,7 +107,7 @@ def not_decidable(state: TaskState) -> str:
 
 def nothing_to_mark(state: TaskState, verb: str) -> str:
     """Why a run that is not waiting cannot be claimed, released, handed over or snoozed
-    (``verb``, issue 24): its status, who decided it and when, and that there is nothing to
+    (``verb``): its status, who decided it and when, and that there is nothing to
     ``verb`` (a new user's trial: a claim of a done run said only "already approved").
     ``Run X is done (approved by Grace (role grace) at ...); there is nothing to claim.``"""
     who = decided_by(state)

@@ -171,7 +171,7 @@ def _finish(state: TaskState, turn: FinalTurn, world: World) -> None:
     assert proposal is not None
     if proposal.outcome == "resolve" and not proposal.actions:
         proposal = proposal.model_copy(update={"outcome": "reply"})
-    if proposal.outcome == "resolve":  # bound to the world as read (issue 11)
+    if proposal.outcome == "resolve":  # bound to the world as read
         from core.engine.preconditions import bind, first_read
 
         proposal = bind(state, proposal, first_read(state))
@@ -322,7 +322,7 @@ def run_task(state: TaskState, model: Model, world: World, clock: Clock, on_step
 
 def outcome_line(state: TaskState) -> str:
     """``resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081``.
-    The model's rule is one line (:func:`core.ground.safetext.one_line`, issue 19)."""
+    The model's rule is one line (:func:`core.ground.safetext.one_line`)."""
     u = state.usage
     head = f"{one_line(state.proposal.outcome)} (rule {one_line(state.proposal.rule)})" if state.proposal else state.status
     return (
@@ -459,7 +459,7 @@ def continue_run(
     that another process finished meanwhile is returned as it is now. The model is the one the
     run's saved route names (``pick``, :func:`core.models.pick.model_for`).
 
-    Then what the loop was started under is checked (:func:`loop_changes`, issue 26): a policy,
+    Then what the loop was started under is checked (:func:`loop_changes`): a policy,
     tool schema or model route (``route_now``) that changed refuses the resume with one sentence,
     unless ``accept_changes``: the run then goes on under the new ones (its metadata updated, an
     ``accepted`` event saying what changed), and a new route is the one asked from then on.

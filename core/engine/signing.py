@@ -1,12 +1,12 @@
-"""Signed decisions in a shop home (issue 14): each approval or rejection is signed with the
+"""Signed decisions in a shop home: each approval or rejection is signed with the
 deciding approver's Ed25519 key, and the executor checks it before every write.
 
 The signed message (:func:`decision_message`) is canonical JSON (sorted keys, no spaces, UTF-8)
 of ``{"kind": "resolver-decision-v2", "decision", "run_uid", "digest", "role", "name", "at",
 "detail", "prev", "binds"}``: the run's unique identity, the proposal's digest, the role (from the
 registry), the name, the time (ISO 8601), the rejection's reason (empty for an approval), the
-hash of the audit row before this decision's row (:mod:`core.engine.auditchain`) and ``binds`` (issue
-28: the chain's length and hash before the row, and an approval's world fingerprint and
+hash of the audit row before this decision's row (:mod:`core.engine.auditchain`) and ``binds``
+(the chain's length and hash before the row, and an approval's world fingerprint and
 operation IDs, :func:`core.contract.audit.make_binds`). A row signed before binds existed was signed
 as ``resolver-decision-v1`` without it, and still verifies. The signature is kept
 twice: in the audit row's ``sig`` column (hex) and, for an approval, in
@@ -18,7 +18,7 @@ whole (the owner's seal and signatures); is the approver in it, not revoked now,
 the approval names; is there an audit row recording exactly this approval; does the signature
 verify over it with the approver's public key; are the approval's world and the run's
 operations the ones it binds; has no ``refresh`` row of the run followed it (a
-refresh voids earlier approvals, issue 28). A decision signed with the old shared key, or made
+refresh voids earlier approvals). A decision signed with the old shared key, or made
 before the home had a registry, goes back to waiting with the reason (:data:`REDECIDE`).
 """
 
@@ -72,7 +72,7 @@ def decision_message(
     binds: str | None = None,
 ) -> bytes:
     """The bytes an approver signs for one decision (see the module's docstring): version 1
-    without ``binds`` (a row signed before issue 28 finished), version 2 with it (the chain's
+    without ``binds`` (a row signed before binds existed), version 2 with it (the chain's
     length, and for an approval its world fingerprint and operation IDs,
     :func:`core.contract.audit.make_binds`)."""
     body = {
@@ -146,7 +146,7 @@ class DecisionSigner:
         world: str | None = None,
         ops: list[str] | None = None,
     ) -> Seal:
-        """Sign ``decision`` over the audit's current newest hash and length (issue 28: the
+        """Sign ``decision`` over the audit's current newest hash and length (the
         chain's head is in the signed content), with an approval's ``world`` fingerprint and
         ``ops`` (its operation IDs). The save that records it refuses (StaleCheckpoint) if
         another row was appended meanwhile."""
@@ -159,13 +159,13 @@ class DecisionSigner:
 
 def seal_head(where: Path | ShopParts, store: CheckpointStore, signer: Unlocked) -> None:
     """Write ``audit.head`` for the audit as it is now, signed by ``signer``, among the home's
-    per-shop parts ``where`` (or in the home folder ``where``; on a team store its row, issue 23).
+    per-shop parts ``where`` (or in the home folder ``where``; on a team store its row).
     Raises OSError or ResolverError when it cannot be written."""
     latest, length = store.chain_tip()
     auditchain.write_head(where, length, latest, signer.name, signer.sign(auditchain.head_message(length, latest)))
 
 
-# -- registry changes in the audit (issue 28) -------------------------------------------------------
+# -- registry changes in the audit ------------------------------------------------------------------
 
 REGISTRY_RUN = "(approvers)"
 """The ``run_id`` of an audit row that records a registry change."""
@@ -174,8 +174,8 @@ REGISTRY_RUN = "(approvers)"
 def registry_row_message(row: dict[str, Any]) -> bytes:
     """The bytes the owner signs for a registry row: :func:`decision_message` of its decision,
     the seal's ``entries_hash`` (``digest``), the approver's role and name, the change's time and
-    ``detail`` (``registry version N``), over the row before it (``prev``) and, since issue 28,
-    the chain's length (``binds``)."""
+    ``detail`` (``registry version N``), over the row before it (``prev``) and, on a row
+    signed since binds existed, the chain's length (``binds``)."""
     return row_message({**row, "run_uid": ""})
 
 
@@ -229,7 +229,7 @@ def recorded_registry_version(audit: AuditReader, owner_key: str) -> int:
 
 
 def registry_behind(registry: Registry, audit: AuditReader) -> str | None:
-    """Why the registry is older than the store's ``audit`` says it was (issue 28), or None.
+    """Why the registry is older than the store's ``audit`` says it was, or None.
 
     Raises:
         RegistryError: the seal cannot be read.
@@ -298,7 +298,7 @@ def check_approval(state: TaskState, registry: Registry, store: CheckpointStore)
 
 
 def _unbound(state: TaskState, row: dict[str, Any]) -> str | None:
-    """Why the run's approval is not the one its signed audit row binds (issue 28), or None: the
+    """Why the run's approval is not the one its signed audit row binds, or None: the
     world fingerprint it was approved against and the operations it commits to. A row signed
     before the binds existed binds neither."""
     try:
@@ -317,7 +317,7 @@ def _unbound(state: TaskState, row: dict[str, Any]) -> str | None:
 
 SIGNED_DECISIONS = ("approve", "reject", "refresh", *MARK_DECISIONS)
 """The audit rows an approver signs in a shop home: the two decisions, a refresh (it voids
-approvals), and the marks of issue 24 (claim, release, hand-over, snooze: their ``detail``, the
+approvals), and the marks (claim, release, hand-over, snooze: their ``detail``, the
 note or the time, is signed too). Rows the system writes (``refused:...``) carry no signature."""
 
 
@@ -382,11 +382,11 @@ def verify_home_audit(root: Path, store: CheckpointStore, kind: str, world_at: P
 def verify_audit_read_only(root: Path, audit: AuditReader, kind: str, world_at: Place | None = None) -> auditchain.AuditReport:
     """The audit check of ``audit verify`` and ``resolver doctor`` over a store's ``audit`` (read only): the
     chain and triggers in any home; in a shop home with a registry also the registry (its
-    signatures, and its version against the audit's registry rows, issue 28), each row's
+    signatures, and its version against the audit's registry rows), each row's
     signature, the signed ``audit.head`` (never shorter than the newest signed row), every
     approver-signed approval a run holds against its audit row, and every write of the practice
     world at ``world_at`` (default: the home folder's ``larkfield.sqlite``) against the approvals.
-    A team store's URL as ``world_at`` (the world lives in the store, issue 23) is where the
+    A team store's URL as ``world_at`` (the world lives in the store) is where the
     registry's rows are read too."""
     team = str(world_at) if world_at is not None and is_team_store(world_at) else None
     registry = Registry(root, store=team)
@@ -415,7 +415,7 @@ def verify_audit_read_only(root: Path, audit: AuditReader, kind: str, world_at: 
 
 
 def approvals_without_rows(audit: AuditReader) -> list[str]:
-    """Issue 28: each run whose saved approval is an approver's (``ed25519:``) must have the
+    """Each run whose saved approval is an approver's (``ed25519:``) must have the
     audit row that records it; a run that still holds an approval whose row is gone had its
     history rolled back (the newest rows deleted with the head put back). One sentence per run."""
     out: list[str] = []
@@ -440,7 +440,7 @@ before a later write (the shop's check, a precondition). Writes before them stay
 
 
 def writes_without_approvals(world_at: Place, audit: AuditReader) -> list[str]:
-    """Issue 28: each write a run made in the world's operations register must be bound by a
+    """Each write a run made in the world's operations register must be bound by a
     signed approval in the audit that stood when it was made: the operation's ID is in the
     approval row's ``binds``, the write is no older than the approval, and the first row that
     ended the approval (:func:`core.contract.audit.ends_approval`) is an executor's refusal made after
@@ -515,7 +515,7 @@ def writes_without_approvals(world_at: Place, audit: AuditReader) -> list[str]:
 
 
 def signed_rows_beyond_head(where: Path | ShopParts, audit: AuditReader) -> list[str]:
-    """Issue 28: ``audit.head`` is signed after every signed row (a decision, a registry change),
+    """``audit.head`` is signed after every signed row (a decision, a registry change),
     so a head shorter than the newest signed row was put back from an older copy (with the newest
     rows edited or deleted). ``where``: the home's per-shop parts, or its folder. One sentence,
     or none."""
@@ -536,10 +536,10 @@ def signed_rows_beyond_head(where: Path | ShopParts, audit: AuditReader) -> list
 
 
 def registry_lines(root: Path, kind: str, store: str | None = None) -> list[str]:
-    """The registry's lines for ``resolver doctor`` (issue 14), read only: in a shop home the
+    """The registry's lines for ``resolver doctor``, read only: in a shop home the
     owner key's fingerprint (to compare with the one written down at ``approvers init``) and the
     registry's check; nothing in a practice home. ``store``: the team store's URL holding the
-    registry (issue 23), or None for the folder's. Never raises: each problem is a line."""
+    registry, or None for the folder's. Never raises: each problem is a line."""
     out: list[str] = []
     if kind != "shop":
         return out
@@ -563,7 +563,7 @@ def registry_lines(root: Path, kind: str, store: str | None = None) -> list[str]
 
 
 def key_lines(registry: Registry) -> list[str]:
-    """``resolver doctor``'s lines on the approvers' private keys (issue 23): one per key file of
+    """``resolver doctor``'s lines on the approvers' private keys: one per key file of
     this machine (``Key file: ...``, whose approver, and whether it is the registry entry's key;
     ``Key file problem: ...`` when it is damaged, readable by others, of another key or of no
     approver), ``Keys: none on this machine`` on a team store without any, and on a team store
@@ -609,7 +609,7 @@ def key_lines(registry: Registry) -> list[str]:
 
 class KeyHolder:
     """An approver's key kept unlocked in memory for at most ``idle_s`` seconds without use
-    (issue 28: an unattended app forgets it; the config's ``key_idle_minutes``, default 5).
+    (an unattended app forgets it; the config's ``key_idle_minutes``, default 5).
 
     ``clock`` gives seconds (``time.monotonic`` by default; tests pass their own). Never written
     anywhere; :meth:`get` returns None once the key was idle too long, and forgets it.
@@ -650,7 +650,7 @@ def _read_fd(fd: int) -> str:
 
     Raises:
         ResolverError: ``fd`` is negative, too large, not open, cannot be read, or its line is
-            not UTF-8 text (issue 28: one sentence each, never the catch-all).
+            not UTF-8 text (one sentence each, never the catch-all).
     """
     if not 0 <= fd < 2**31:
         raise ResolverError(f"File descriptor {fd} cannot exist: give the number of one this command inherits (3 in 3<file).")
@@ -676,7 +676,7 @@ def _read_fd(fd: int) -> str:
 
 def read_fd_early(fd: int) -> None:
     """Read the first line of ``fd`` now, before the command opens any file of its own, and
-    keep it for :func:`read_passphrase` (issue 28: ``--passphrase-fd 9`` with 9 not open in the
+    keep it for :func:`read_passphrase` (``--passphrase-fd 9`` with 9 not open in the
     shell must not read the descriptor of ``approvers.sqlite`` that resolver opened itself).
 
     Raises:

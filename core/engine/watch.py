@@ -1,4 +1,4 @@
-"""The watcher (issue 24, item 3): ``resolver watch`` tells a person what happened in the queue.
+"""The watcher: ``resolver watch`` tells a person what happened in the queue.
 
 The events are rows of the store's ``queue_events`` (:mod:`core.stores.events`), written in the
 transaction of the write that makes each. A watcher reads them after its **position** (a small
@@ -260,8 +260,8 @@ def outage_line(exc: ResolverError, last: int) -> str:
 
 def _not_lapsed_yet(store: Store, rows: list[RunSummary], candidates: list[str]) -> list[str]:
     """``candidates`` but the runs whose present request's ``lapse`` event is written already
-    (issue 27, item 3: each read of the waiting queue loaded its page's 50 lapsed runs whole and
-    wrote nothing new, 35 to 50 ms warm and 170 to 290 ms at 1,000,000 runs on a busy disk).
+    (without this, each read of the waiting queue loads its page's 50 lapsed runs whole and
+    writes nothing new: 35 to 50 ms warm and 170 to 290 ms at 1,000,000 runs on a busy disk).
 
     A lapse event's ``at`` (the evidence's time plus the limit) is before the moment it was found
     lapsed, so an event of an earlier request of the run (or of an earlier run of the same ID)

@@ -4,7 +4,7 @@ Times are timezone-aware, in Larkfield's zone (America/Toronto), stored as ISO 8
 (``2026-10-09T17:00:50-04:00``). Tests and trainers pass a :class:`FixedClock`; the trainer's
 clock kept in the home folder is a :class:`FileClock` (``resolver clock ...``).
 
-**The supported range** (issue 20): every time resolver takes, from a clock, the command line
+**The supported range**: every time resolver takes, from a clock, the command line
 (``clock set``, ``clock advance``, ``prune --older-than``) or a file (``clock.json``, a saved
 state), is checked by :func:`supported`: timezone-aware, an offset of whole minutes, from
 :data:`EARLIEST` (2000-01-01 00:00) up to but not including :data:`END` (2100-01-01 00:00),
@@ -162,7 +162,7 @@ class FileClock:
     :meth:`advance` refuse a time out of range with :class:`TimeOutOfRange`, and :meth:`now`
     raises it once the clock has run past :data:`END`.
 
-    With ``parts`` (a team store's per-shop parts, issue 23) the clock is kept as their part
+    With ``parts`` (a team store's per-shop parts) the clock is kept as their part
     ``clock.json`` instead, shared by every machine pointed at the store, and ``path`` is only
     named in sentences.
     """
@@ -232,7 +232,7 @@ class FileClock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_dir():
             raise ResolverError(f"The clock file {self.path} is a folder; remove it, then set the clock again.")
-        import tempfile  # here, not at the top: only setting the clock writes (issue 27, item 6: start-up)
+        import tempfile  # here, not at the top: only setting the clock writes, and start-up stays fast
 
         fd, tmp = tempfile.mkstemp(prefix=".clock-", suffix=".tmp", dir=self.path.parent)  # mode 0600
         try:
@@ -286,7 +286,7 @@ def parse_time(text: str) -> datetime:
 def iso(value: datetime) -> str:
     """ISO 8601 with offset, in America/Toronto, to the second: the text of
     ``value.astimezone(SHOP_TZ).replace(microsecond=0).isoformat()``, with the fraction cut out
-    of ``isoformat``'s text instead of a second datetime made by ``replace`` (issue 27, item 2:
+    of ``isoformat``'s text instead of a second datetime made by ``replace`` (that datetime was
     a third of the 27k instructions of each save's ``updated_at``). ``isoformat`` always writes
     the year in four digits and a fraction as ``.`` and six digits, so the fraction is
     characters 19 to 26."""

@@ -144,7 +144,7 @@ class ApprovalLimit(_Frozen):
 
 
 class RunBudget(_Frozen):
-    """What one run may spend on model calls (issue 26): ``tokens`` in and out together, and
+    """What one run may spend on model calls: ``tokens`` in and out together, and
     ``usd`` in US$ at ``data/models.json`` prices. A run that would pass either stops before the
     call and is handed to a person (:func:`core.engine.runner.over_budget`)."""
 
@@ -153,7 +153,7 @@ class RunBudget(_Frozen):
 
 
 class PolicyData(_Frozen):
-    """The policy: rules, approval limits, the expiry of issue 11 in seconds, and a run's budget.
+    """The policy: rules, approval limits, the evidence's expiry in seconds, and a run's budget.
 
     ``evidence_max_age_s``: how old the evidence may be when a proposal is approved (7 days: the
     lesson's Friday 17:00 to Monday 09:00 is 64 hours, and a demo queue made on the last Friday
@@ -220,7 +220,7 @@ class TurnUsage(_Frozen):
 
 class ToolCallTurn(_Frozen):
     """A read-only tool call. ``call_id`` and ``arguments`` are a live model's call ID and its
-    arguments as the JSON text it returned (issue 26); a recording has neither."""
+    arguments as the JSON text it returned; a recording has neither."""
 
     kind: Literal["tool_call"] = "tool_call"
     tool: str

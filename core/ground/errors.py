@@ -52,7 +52,7 @@ class StoreUnreachable(ResolverError):
 class ConnectionLost(StoreUnreachable):
     """A team store's connection failed under a statement (the server ended it, or cannot be
     reached): the pool's dead idle connections are dropped before this is raised, so a read made
-    again connects anew (the app's reads do so once, issue 24). A write is never made again by
+    again connects anew (the app's reads do so once). A write is never made again by
     the caller: whether it committed is unknown until the run is read."""
 
 
@@ -62,7 +62,7 @@ class ApprovalRefused(ResolverError):
 
 class ResumeChanged(ResolverError):
     """A running loop's policy, tools or model route changed since it started; the resume was
-    refused before any model call, nothing changed (``--accept-changes`` goes on, issue 26).
+    refused before any model call, nothing changed (``--accept-changes`` goes on).
     ``changes`` names each change in a line (``The policy was 2026-09-01; now 2026-10-01.``),
     for the app's dialog that offers accepting them for this run."""
 
@@ -77,22 +77,22 @@ class LeaseHeld(ResolverError):
 
 class DatabaseRefused(ResolverError):
     """A team store with role separation refused a write to the connecting database user: a right
-    its kind of user lacks (issue 25, "Separate database users"); nothing was written. The CLI
+    its kind of user lacks (README "Separate database users"); nothing was written. The CLI
     exits 4, as for every refusal (a new user's trial: it was 1)."""
 
 
 class ShopRefused(ResolverError):
     """A trainer's or lesson's command in a shop home: its clock is real time only, and nothing
-    there may wipe, rewind or pay as a lesson does (issue 9; see :mod:`core.api.homekind`)."""
+    there may wipe, rewind or pay as a lesson does (see :mod:`core.api.homekind`)."""
 
 
 class ApprovalKeyError(ResolverError):
     """``approval.key`` is damaged, too short, readable by others, or missing while approvals are
-    in flight (issue 13); the sentence says how to fix it."""
+    in flight; the sentence says how to fix it."""
 
 
 class WorldChanged(ApprovalRefused):
-    """Issue 18: the read-only lookups returned something else when an approval was recorded
+    """The read-only lookups returned something else when an approval was recorded
     than when its approver read the request; nothing was decided. ``lines`` is the request's
     section "What changed since the agent looked" as it is now, which both faces show."""
 

@@ -2,7 +2,7 @@
 first, before it decides whether the whole home is needed).
 
 ``--home DIR``, else ``$RESOLVER_HOME``, else the ``home`` key of the approver's config file
-(:func:`config_path`), else ``./work`` in the current folder (issue 13: the default stays the
+(:func:`config_path`), else ``./work`` in the current folder (the default stays the
 lesson's ``work/`` folder, and ``resolver doctor`` says which one is in use and why).
 """
 
@@ -39,7 +39,7 @@ DEFAULT_HOME = "work"
 CONFIG_ENV = "RESOLVER_CONFIG"
 STORE_ENV = "RESOLVER_STORE"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
-"""The URL schemes of the team store (issue 23); libpq takes both."""
+"""The URL schemes of the team store; libpq takes both."""
 
 
 def home_was_used(root: Path) -> bool:
@@ -104,8 +104,8 @@ RANK: dict[str, int] = {"flag": 0, "environment": 1, "config": 2, "default": 3}
 
 @dataclass(frozen=True)
 class StoreChoice:
-    """Which store holds the home's runs, audit, practice world and approvers' rows, and why
-    (issue 23): ``url`` is a PostgreSQL URL (``postgresql://…``, the team store), or None for
+    """Which store holds the home's runs, audit, practice world and approvers' rows, and why:
+    ``url`` is a PostgreSQL URL (``postgresql://…``, the team store), or None for
     SQLite files in the home folder (the default). ``source`` is ``flag`` (``--store``),
     ``environment`` (``$RESOLVER_STORE``), ``config`` (``store`` in :func:`config_path`) or
     ``default``. The home folder keeps what is per person either way: config, log, keys."""
@@ -269,8 +269,8 @@ def locate_home(arg: str | os.PathLike | None = None, store: str | None = None) 
 
     Raises:
         ResolverError: ``--home ''`` (never quietly ./work); a home this user may not reach
-            (another account's, issue 28).
-        BadArgument: a folder name longer than the system allows (issue 28); a store URL that
+            (another account's).
+        BadArgument: a folder name longer than the system allows; a store URL that
             cannot be taken; a ``sqlite:`` store naming another folder than a home given in the
             same place.
     """

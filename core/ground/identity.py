@@ -2,7 +2,7 @@
 
 A readable run ID (``T-65273-agent-chat-small-1``) comes back after ``resolver reset --all``, as
 the lesson needs; a ``run_uid`` never does. Operation IDs, approval signatures and audit rows
-are bound to the ``run_uid`` (issue 9), so an old decision never verifies on a new run that
+are bound to the ``run_uid``, so an old decision never verifies on a new run that
 reuses a readable ID, and a new run never meets an old run's idempotency keys in the register.
 
 The source is injectable. By default it is :class:`RandomRunUids` (``uuid4``: 32 hex digits).

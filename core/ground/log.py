@@ -1,13 +1,13 @@
 """The home's log: a rotating file ``resolver.log`` beside the databases.
 
 Decisions, refusals, executor calls and errors go here, with stack traces; the screen gets one
-sentence and never a traceback (issue 13). Every face logs to the logger named ``resolver``:
+sentence and never a traceback. Every face logs to the logger named ``resolver``:
 the CLI through :func:`command_log`, the app through Textual's handler as well (the hook in
 ``resolver_tui/app.py``). The file is 0600, like every file of the home, and rotates at
 :data:`MAX_BYTES` keeping :data:`BACKUPS` old files.
 
 Several processes write one log (the app, a command line, a second approver's app), so rotation
-is done by ``concurrent-log-handler`` (issue 20): every record is written, and every rotation
+is done by ``concurrent-log-handler``: every record is written, and every rotation
 made, under an exclusive lock on the lock file ``.__resolver.lock`` beside the log, so a record
 is never lost and a kept old file never overwritten by another process's rotation. The standard
 library's ``RotatingFileHandler`` is safe within one process only. No file stays open between
@@ -70,7 +70,7 @@ class _EscapingFormatter(logging.Formatter):
 
 def _create_private(path: Path | str) -> None:
     """Make ``path`` empty with mode 0600 if it does not exist; an existing file keeps its mode
-    (issue 28: resolver never changes the mode of a file it did not make). Never raises."""
+    (resolver never changes the mode of a file it did not make). Never raises."""
     with suppress(OSError):
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE))
 
@@ -99,7 +99,7 @@ class _HomeLogHandler(ConcurrentRotatingFileHandler):
 
 
 def log_problem(logger: logging.Logger) -> str | None:
-    """One sentence when the home's log of ``logger`` could not be written (issue 28: said once
+    """One sentence when the home's log of ``logger`` could not be written (said once
     by the command line, never a traceback), else None. The first failure is kept, so the
     sentence is the same however many records were dropped."""
     for handler in logger.handlers:

@@ -3,7 +3,7 @@
 Leases check that their holder is alive with ``os.kill(pid, 0)``, which on POSIX only asks and
 on Windows ends the process; file modes (0700 home, 0600 files) are POSIX too. So resolver
 declares POSIX only (the classifiers in ``pyproject.toml``) and refuses to start on Windows with
-one sentence (issue 13).
+one sentence.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The one helper that makes untrusted text safe for a terminal (ticket text, evidence, the
 model's rule, reasons, names, IDs from data), with nothing else imported: ``resolver runs``
 prints through it without loading the state model. :mod:`core.api.views` re-exports it, and the
-app's ``resolver_tui/widgets/safe.py`` builds on it (issue 13: no escape sequence from data
+app's ``resolver_tui/widgets/safe.py`` builds on it (no escape sequence from data
 reaches a terminal, in the CLI as in the app).
 """
 
@@ -59,13 +59,13 @@ def safe_lines(lines: list[str]) -> str:
 
 
 BLOCK_MARK = "│ "
-"""The mark at the start of every line of a multi-line untrusted value (issue 19): core's own
+"""The mark at the start of every line of a multi-line untrusted value: core's own
 lines never carry it, so a customer's message holding ``Who may approve: agent or above`` reads
 ``  │ Who may approve: agent or above``, inside the block, never as the request's line."""
 
 LINE_BREAK_MARK = "⏎"
-"""What a line break inside a single-line field (a subject, a name, an ID, a rule) is shown as
-(issue 19): the field stays on its line, and the break is visible."""
+"""What a line break inside a single-line field (a subject, a name, an ID, a rule) is shown as:
+the field stays on its line, and the break is visible."""
 
 _BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 """Every character :meth:`str.splitlines` breaks on."""
@@ -74,7 +74,7 @@ _BREAKS = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 def one_line(text: Any) -> str:
     """A single-line field of untrusted text (subject, name, reason, ID, rule) as one line: made
     safe by :func:`safe_text`, each line break (``\\n``, ``\\r``, U+2028 ... every break
-    :meth:`str.splitlines` knows) shown as :data:`LINE_BREAK_MARK`. Issue 19: a field never
+    :meth:`str.splitlines` knows) shown as :data:`LINE_BREAK_MARK`. A field never
     starts a line of its own, so it cannot pose as the request's own lines."""
     return safe_text(_BREAKS.sub(LINE_BREAK_MARK, "" if text is None else str(text)))
 
@@ -82,7 +82,7 @@ def one_line(text: Any) -> str:
 def block(text: Any, indent: str = "  ") -> list[str]:
     """A multi-line untrusted value (customer message, reply draft, tool output, reason) as
     lines, each ``indent`` + :data:`BLOCK_MARK` + the line (an empty value is one marked empty
-    line). Issue 19: the request's own lines never carry the mark, so a value holding
+    line). The request's own lines never carry the mark, so a value holding
     ``  1. send_reply ...`` cannot pass for one of its actions. ``--json`` keeps plain strings;
     this is for lines on a screen."""
     value = safe_text("" if text is None else text)
@@ -94,14 +94,14 @@ def nfc(text: str) -> str: ...
 @overload
 def nfc(text: None) -> None: ...
 def nfc(text: str | None) -> str | None:
-    """``text`` in Unicode normal form C (None stays None). Issue 19: names and searches are
+    """``text`` in Unicode normal form C (None stays None). Names and searches are
     normalised on the way in, so ``Tomás`` typed as ``a`` + U+0301 is the registered ``Tomás``
     and a decomposed ``García`` finds the stored one."""
     return None if text is None else unicodedata.normalize("NFC", text)
 
 
 def name_key(name: str) -> str:
-    """How two names are compared (issue 19): stripped, NFC, case-folded (``TOMÁS`` is
+    """How two names are compared: stripped, NFC, case-folded (``TOMÁS`` is
     ``Tomás``)."""
     return unicodedata.normalize("NFC", name.strip()).casefold()
 
@@ -109,7 +109,7 @@ def name_key(name: str) -> str:
 def not_one_line(value: str | None, what: str) -> str | None:
     """The one sentence both faces refuse a decision's name or reason with when it spans lines
     (``The reason must be one line ...``), else None. A new user's finding: a reason holding
-    ``\\nStatus: done`` printed a false status line on every face; issue 19: the app refuses a
+    ``\\nStatus: done`` printed a false status line on every face, so the app refuses a
     pasted two-line reason with this sentence too, never keeping its first line silently."""
     if value and _BREAKS.search(value):
         return f"The {what} must be one line (it holds a line break); nothing was decided."
@@ -154,11 +154,11 @@ def run_id_problem(run_id: str) -> str | None:
 
 
 def cells(text: str) -> int:
-    """How many terminal cells ``text`` takes (issue 19: widths in cells, not characters): a
+    """How many terminal cells ``text`` takes (widths in cells, not characters): a
     wide East Asian character or an emoji two, a combining mark, joiner or variation selector
     none, any other one. The app measures with Rich's ``cell_len``; core keeps Rich out and
     counts with :mod:`unicodedata` the same way for these. ASCII text takes one cell a character
-    (the pane folds every line at every key: issue 27)."""
+    (the pane folds every line at every key, so this path is kept quick)."""
     if text.isascii():
         return len(text)
     return sum(map(_char_cells, text))
@@ -167,8 +167,8 @@ def cells(text: str) -> int:
 @lru_cache(maxsize=4096)
 def _char_cells(ch: str) -> int:
     """The cells of one character (see :func:`cells`), kept per character: the pane folds its
-    lines at every key, and a line with one em dash was measured a character at a time through
-    :mod:`unicodedata` (issue 27, item 3)."""
+    lines at every key, and a line with one em dash would otherwise be measured a character at a
+    time through :mod:`unicodedata`."""
     if unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf") or "\ufe00" <= ch <= "\ufe0f":
         return 0
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
@@ -181,7 +181,7 @@ def pad(text: str, width: int) -> str:
 
 
 CONTINUED_MARK = "↳ "
-"""The mark at the start of the continuation of a line too wide for its screen (issue 19, found
+"""The mark at the start of the continuation of a line too wide for its screen (found
 by a new user: a marked block's line wrapped by the terminal or the pane began its second row at
 the margin, unmarked, where a customer's ``Who may approve: agent or above`` could stand)."""
 
@@ -213,7 +213,7 @@ def fold(lines: list[str], width: int) -> list[str]:
     (or mid-word when none does), and each following row starts with the line's indentation and
     :data:`BLOCK_MARK` when the line is a block's, else with the indentation, two spaces and
     :data:`CONTINUED_MARK`. Core's own lines never start with either, so untrusted text keeps
-    its mark on every row the screen shows (issue 19). ``width`` under 12 is taken as 12; a
+    its mark on every row the screen shows. ``width`` under 12 is taken as 12; a
     line that fits is kept as it is."""
     width = max(width, 12)
     out: list[str] = []

@@ -10,14 +10,14 @@ Schema versions (``schema_version``):
 - 2: adds ``reply_channel`` (default ``"email"``), seed 001's migration exercise, and the
   metadata block (``policy_version``, ``tool_schema_version``, ``model_route``). Release 0.1.0
   saved this version (``tests/fixtures/home_0_1_0``).
-- 3: adds ``run_uid``, the run's unique identity (issue 9). The readable ``run_id`` comes back
+- 3: adds ``run_uid``, the run's unique identity. The readable ``run_id`` comes back
   after ``resolver reset --all`` (``T-65273-agent-chat-small-1`` again); the ``run_uid`` never
   does. Operation IDs (the services' idempotency keys), the approval's signature and the audit
   rows are bound to it. A run saved before gets ``run_uid = run_id``: that is the string its
   0.1.0 operation IDs and signature were derived from, so they stay valid and an executing run
   resumes with its own operation IDs.
 
-- 4: binds the proposal to the world as read (issue 11): ``Proposal.recipient``,
+- 4: binds the proposal to the world as read: ``Proposal.recipient``,
   ``evidence_at``, ``preconditions`` and ``version``, and ``Approval.proposal`` (the proposal as
   approved). A proposal saved before gets none (``evidence_at`` None, no preconditions): its
   digest stays the one it had, so a waiting run stays approvable and an approval of 0.1.0
@@ -25,19 +25,19 @@ Schema versions (``schema_version``):
   ``tests/fixtures/task_state_v3.json``).
 - 5: two additions of one release, both with None for a checkpoint saved before.
 
-  - "Since" by the world's own order of events (issue 20): ``Evidence.seq`` (the practice
+  - "Since" by the world's own order of events: ``Evidence.seq`` (the practice
     world's operations register number read with the result) and ``Precondition.since_seq``. A
     checkpoint saved before gets None for both: its preconditions keep their digest and decide
     "since" by time, an event in the same second counting as since (frozen schema 4:
     ``tests/fixtures/home_before_issue_20``).
-  - The decision bound to the world the approver saw (issue 18): ``Approval.world``, what the
+  - The decision bound to the world the approver saw: ``Approval.world``, what the
     read-only lookups returned when the approve dialog opened (:class:`WorldSeen`), checked again
     when the decision is recorded and covered by the approval's signature. An approval saved
     before has none (``world`` None) and verifies as it did (frozen schema 4:
     ``tests/fixtures/task_state_v4.json`` and the home ``tests/fixtures/home_schema_4``).
 
 - 6: each tool call a live model makes keeps its ID and arguments as the API returned them
-  (``Message.tool_call_id`` and ``Message.arguments``, issue 26), so a resumed loop sends the
+  (``Message.tool_call_id`` and ``Message.arguments``), so a resumed loop sends the
   history back exactly. A message saved before gets ``""`` for both (frozen schema 5:
   ``tests/fixtures/task_state_v5.json`` and the home ``tests/fixtures/home_schema_5``).
 
@@ -72,7 +72,7 @@ CENT = Decimal("0.01")
 
 
 class _Supported:
-    """The check of :data:`Moment`, in two forms (issue 27, item 1).
+    """The check of :data:`Moment`, in two forms.
 
     - Python input (a ``datetime`` made in code, or a checkpoint's dict on the careful path,
       :meth:`core.stores.common.CheckpointRows._build_carefully`): :func:`core.ground.clock.supported`
@@ -97,11 +97,11 @@ class _Supported:
 
 
 Moment = Annotated[datetime, _Supported()]
-"""Every time a state holds: checked by :func:`core.ground.clock.supported` when made and when loaded
-(issue 20), so a checkpoint never keeps a time that ISO 8601 as saved cannot hold (an approval
+"""Every time a state holds: checked by :func:`core.ground.clock.supported` when made and when loaded,
+so a checkpoint never keeps a time that ISO 8601 as saved cannot hold (an approval
 would then no longer match its signature); a saved time out of range makes the checkpoint
 unreadable with a sentence (``CorruptCheckpoint``), never an approval refused as forged. From a
-checkpoint's JSON the check runs in pydantic's Rust (:class:`_Supported`, issue 27, item 1)."""
+checkpoint's JSON the check runs in pydantic's Rust (:class:`_Supported`), which is faster."""
 
 
 class InvalidAmount(ResolverError, ValueError):
@@ -237,7 +237,7 @@ EFFECT_OF_ACTION: dict[str, Effect] = {
 
 
 class Precondition(_Model):
-    """A world fact one planned operation depends on, derived from the evidence (issue 11).
+    """A world fact one planned operation depends on, derived from the evidence.
 
     ``index`` is the operation's index in the plan (the proposal's actions, then the reply).
     Two kinds:
@@ -246,10 +246,10 @@ class Precondition(_Model):
       already refunded, as the evidence showed it (a refund needs the charge as it was read);
     - ``none_since``: no ``effect`` (refund, reship, return_label, reply) on ``order_id`` (for
       ``sku`` when set) made since the evidence was read by an operation other than the run's
-      own. "Since" is decided by the world's own order of events (issue 20): ``since_seq`` is
+      own. "Since" is decided by the world's own order of events: ``since_seq`` is
       the operations register's number when the evidence was read, and an effect counts when
       its register entry is numbered above it, whatever the clock said. A precondition saved
-      before issue 20 has no ``since_seq``; then an effect at or after ``since`` counts (the
+      before schema 5 has no ``since_seq``; then an effect at or after ``since`` counts (the
       same second counts as since, never as before).
 
     The executor hands a step's preconditions to its write service as the expected state (a
@@ -269,7 +269,7 @@ class Precondition(_Model):
 
     def digest_dump(self) -> dict[str, Any]:
         """The precondition as the proposal's digest covers it: every field, ``since_seq`` only
-        when set (so a proposal saved before issue 20 keeps the digest it was approved on)."""
+        when set (so a proposal saved before schema 5 keeps the digest it was approved on)."""
         out = self.model_dump(mode="json")
         if out.get("since_seq") is None:
             out.pop("since_seq", None)
@@ -287,7 +287,7 @@ class Precondition(_Model):
 class Proposal(_Model):
     """What the agent proposes: ``outcome`` with its rule, reason, actions and reply draft.
 
-    Issue 11 adds what binds it to the world as read: ``recipient`` (the customer the reply goes
+    What binds it to the world as read: ``recipient`` (the customer the reply goes
     to), ``evidence_at`` (when the evidence was read), ``preconditions`` (per operation) and
     ``version`` (1, then +1 at every refresh of the evidence). A proposal saved before has none
     of them; its digest is then the one it had (so an approval of release 0.1.0 still verifies).
@@ -305,7 +305,7 @@ class Proposal(_Model):
 
     def digest_payload(self) -> dict[str, Any]:
         """What the digest covers: actions with all their arguments, rule and reply draft; and,
-        for a proposal made since issue 11, the reply's recipient, the evidence time, the
+        for a proposal that has them, the reply's recipient, the evidence time, the
         preconditions and the proposal version (every field an operation reads)."""
         payload: dict[str, Any] = {
             "actions": [a.model_dump(mode="json") for a in self.actions],
@@ -337,7 +337,7 @@ class Proposal(_Model):
 
 
 class Lookup(_Model):
-    """One read-only lookup run again (issue 18): the evidence's ``tool`` and ``args``, and the
+    """One read-only lookup run again: the evidence's ``tool`` and ``args``, and the
     JSON ``result`` it returns now, or ``error`` when it cannot run again."""
 
     tool: str
@@ -347,7 +347,7 @@ class Lookup(_Model):
 
 
 class WorldSeen(_Model):
-    """What the read-only lookups behind a run's evidence returned at ``at`` (issue 18): each
+    """What the read-only lookups behind a run's evidence returned at ``at``: each
     ``lookups`` result (no model call) and ``effects``, every write on the order since the
     evidence was read by an operation other than the run's own (``{"kind", "id", "line", "at",
     "operation_id", "actor"}``, :meth:`core.contract.world.World.effects_on`).
@@ -380,9 +380,9 @@ class Approval(_Model):
     digest: str
     signature: str
     proposal: Proposal | None = None
-    """The proposal as approved (issue 11): shown next to the current one on a mismatch."""
+    """The proposal as approved: shown next to the current one on a mismatch."""
     world: WorldSeen | None = None
-    """What the lookups returned when the approver read the request (issue 18); None for an
+    """What the lookups returned when the approver read the request; None for an
     approval saved before schema 5 or made without the world (a bare :func:`core.engine.approval.approve`)."""
 
 
@@ -413,7 +413,7 @@ class Operation(_Model):
 
 
 def execution_started(operations: list[Operation]) -> bool:
-    """Whether an execution has started (issue 20): a service call was attempted (an attempt is
+    """Whether an execution has started: a service call was attempted (an attempt is
     counted and saved before each call) or an operation is already done or failed. An operation
     saved ``pending`` with no call (the crash just before the write) has not started anything,
     so the approval's validity still applies to it. A checkpoint of release 0.1.0 did not count
@@ -434,7 +434,7 @@ class Usage(_Model):
 class Message(_Model):
     """One entry of the model's working context.
 
-    ``tool_call_id`` and ``arguments`` (schema 6, issue 26) keep a live model's tool call as the
+    ``tool_call_id`` and ``arguments`` (schema 6) keep a live model's tool call as the
     API returned it, so a resumed loop sends the history back exactly: on the assistant message
     that makes the call, its ID and its arguments (the JSON text as returned); on the tool
     message that answers it, the same ID. Empty for a recorded model's turns and for messages
@@ -451,9 +451,9 @@ class Message(_Model):
 class Evidence(_Model):
     """A read-only tool call the agent made, with its JSON result.
 
-    ``seq`` (issue 20): the practice world's operations register number read in the same
+    ``seq``: the practice world's operations register number read in the same
     snapshot as the result (:meth:`core.contract.world.World.read_tool`); every write numbered above it
-    came after this evidence. None for evidence saved before issue 20.
+    came after this evidence. None for evidence saved before schema 5.
     """
 
     step: int
@@ -474,7 +474,7 @@ class Event(_Model):
 
 
 class Meta(_Model):
-    """Seed 001's snapshot metadata, what a resume of the loop checks (issue 26, item 4).
+    """Seed 001's snapshot metadata, what a resume of the loop checks.
 
     ``policy_version``: ``data/policy.json``'s version when the run started (``""``: a run from
     before seed 001's metadata); ``tool_schema_version``: the hash of the tools a live model is
@@ -546,7 +546,7 @@ shows the ticket as given when the ticket's file cannot be read (:func:`core.api
 
 
 class RunView(TaskState):
-    """A run as the read side shows it (issue 27, item 1): the header (status, proposal,
+    """A run as the read side shows it: the header (status, proposal,
     approval, operations, usage ...), every evidence and event, and only the first
     :data:`OPENING_MESSAGES` messages, never the model's whole working context.
 
@@ -577,10 +577,10 @@ def migrate(raw: dict[str, Any]) -> dict[str, Any]:
     and an approval holds no copy of its proposal.
     v4 -> v5: evidence without a register number (``seq`` None) and preconditions without one
     (``since_seq`` None): "since" stays decided by time for them, the same second counting as
-    since (issue 20); an approval holds no world (``world`` None): it was signed without one and
-    still verifies (issue 18).
+    since; an approval holds no world (``world`` None): it was signed without one and
+    still verifies.
     v5 -> v6: messages without a tool call ID or arguments (both ``""``): a recorded or
-    earlier turn, sent back to a live model with the ID ``call_<step>`` (issue 26).
+    earlier turn, sent back to a live model with the ID ``call_<step>``.
     v6 -> v7: ``meta.tool_schema_version`` is the hash of the tools sent; the constant
     ``"tools-1"`` of schema 6 (and an empty one) becomes :data:`TOOLS_1`, the hash of the tools
     schema 6 sent, so a run resumed across the upgrade is not taken as shown other tools.
@@ -639,7 +639,7 @@ def _unnumbered(raw: dict[str, Any]) -> None:
 def operation_id(run_uid: str, index: int, action: BaseModel) -> str:
     """The stable ID of an operation: 16 hex digits of SHA-256 over the run's ``run_uid``, the
     index and the action's canonical JSON. The same on every resume, different for every action
-    and for every run, even one that reuses a readable run ID after a reset (issue 9). A run
+    and for every run, even one that reuses a readable run ID after a reset. A run
     migrated from release 0.1.0 has ``run_uid == run_id``, which gives its stored IDs again."""
     payload = f"{run_uid}|{index}|{canonical_json(action.model_dump(mode='json'))}"
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]

@@ -1,4 +1,4 @@
-"""Tickets of one's own (issue 26, item 6): ``resolver ticket add FILE`` and ``ticket list``.
+"""Tickets of one's own: ``resolver ticket add FILE`` and ``ticket list``.
 
 A ticket file is TOML (``FILE.toml``) or JSON (``FILE.json``) holding the keys of a shipped
 ticket (``data/tickets/T-nnnnn.json``, :class:`core.ground.data.Ticket`)::

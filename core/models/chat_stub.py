@@ -1,4 +1,4 @@
-"""A local OpenAI-compatible chat-completions server that replays a recording (issue 26).
+"""A local OpenAI-compatible chat-completions server that replays a recording.
 
 ``python -m core.models.chat_stub`` serves one recording of ``data/recordings`` on 127.0.0.1 over
 real HTTP, so a trainer can show a live model route without a network or a key that costs money,

@@ -1,4 +1,4 @@
-"""Recordings of one's own (issue 26, item 6): a live run written in the data format.
+"""Recordings of one's own: a live run written in the data format.
 
 ``resolver record TICKET --model ROUTE`` runs a ticket on a live route, then writes the turns the
 model answered, one per step as the journal of model calls saved them, as a recording of the data

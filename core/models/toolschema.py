@@ -3,8 +3,8 @@
 Every request sends :data:`TOOLS`: the five read-only tools of the practice world and ``finish``
 (the final outcome, validated by the same model as the recordings' final turns). A run records
 :func:`tool_schema_hash` of them in ``Meta.tool_schema_version`` when it starts, and a resume of
-its loop refuses when the tools sent now hash otherwise (issue 26, item 4: the model was shown
-other tools than the ones it will be sent).
+its loop refuses when the tools sent now hash otherwise (the model was shown
+other tools than the ones it would be sent).
 
 What an answer calling them may hold is checked beyond the schema's types, and the schema sent is
 left as it is (a change of it would refuse every running loop's resume until

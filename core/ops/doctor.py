@@ -7,7 +7,7 @@ which home is in use and why (flag, environment, config file, default), the mode
 (one FAIL line per run whose journal holds a row its runner did not write: a SQLite row whose
 seal does not verify with the home's key, a team store's row an approver's user wrote), the
 stored formats and schema versions, and the versions of the dependencies against the declared floors. It only reads: it
-opens the databases read-only and never creates or repairs anything (issue 13).
+opens the databases read-only and never creates or repairs anything.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
 """The triggers that keep the audit append-only (:mod:`core.stores.sqlite.checkpoint`)."""
 DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs", "concurrent-log-handler")
 TEAM_DEPENDENCIES = ("psycopg", "psycopg-pool")
-"""The ``postgres`` extra (issue 23), checked when the home's store is a team store."""
+"""The ``postgres`` extra, checked when the home's store is a team store."""
 KEY_MIN_BYTES = 32
 """The approval key's length when resolver makes it (:func:`core.contract.approval_key.load_key`)."""
 
@@ -160,9 +160,9 @@ def _dependency_lines(team: bool = False) -> list[str]:
 
 
 def _clock_line(root: Path, kind: str, url: str | None = None) -> str:
-    """The home's clock, checked against the supported times (issue 20): ok with the time, or
+    """The home's clock, checked against the supported times: ok with the time, or
     FAIL with the sentence (a damaged ``clock.json``, a computer's clock out of range). ``url``:
-    the team store keeping the trainer's clock (issue 23), or None for the folder's file."""
+    the team store keeping the trainer's clock, or None for the folder's file."""
     from core.ground.clock import FileClock, SystemClock, iso
     from core.ground.errors import ResolverError
     from core.stores import open_shop_parts
@@ -178,7 +178,7 @@ def _clock_line(root: Path, kind: str, url: str | None = None) -> str:
 
 
 def _audit_lines(root: Path, kind: str) -> list[str]:
-    """What ``resolver audit verify`` says, read only (issue 28): the hash chain and, in a shop
+    """What ``resolver audit verify`` says, read only: the hash chain and, in a shop
     home with a registry, each decision's signature and the signed ``audit.head``. A store made
     before the chain (no ``prev`` column yet) is a warn line: it is chained at its next open."""
     from core.engine.signing import verify_audit_read_only
@@ -249,7 +249,7 @@ def _sqlite_journal_lines(root: Path) -> list[str]:
 
 
 def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
-    """The team store's lines (issue 23): the server and schema version read without changing
+    """The team store's lines: the server and schema version read without changing
     anything; when the schema is this resolver's, each trigger missing or altered by name, and
     the audit as ``audit verify`` checks it."""
     from core.api.queue import queue_columns
@@ -324,15 +324,15 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         else:
             kept = "" if url is None else " (recorded in the team store)"
             lines.append(_line("ok", f"kind: {kind}{kept}; checkpoints are read at schema version {SCHEMA_VERSION}"))
-    except ResolverError as exc:  # a lost or unreadable home.json is a line, and the rest is still checked (issue 28)
+    except ResolverError as exc:  # a lost or unreadable home.json is a line, and the rest is still checked
         kind = "shop" if shop_evidence(root) else "practice"
         lines.append(_line("FAIL", str(exc)))
     lines += _mode_lines(root)
-    if url is None:  # a team store keeps the key (issue 23); it is checked where it is used
+    if url is None:  # a team store keeps the key; it is checked where it is used
         lines.append(_key_line(root / "approval.key"))
     if usable:
         lines.append(_clock_line(root, kind, url))
-    if kind == "shop" and usable:  # the owner key's fingerprint, to compare with the one on paper (issue 14)
+    if kind == "shop" and usable:  # the owner key's fingerprint, to compare with the one on paper
         from core.engine.signing import registry_lines
 
         for text in registry_lines(root, kind, url):

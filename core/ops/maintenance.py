@@ -7,8 +7,8 @@
   are kept).
 - :func:`backup` copies the whole home into one ``.tar.gz``: both databases by SQLite's online
   backup API (a consistent copy while the app or an executor is writing, never a file copy of a
-  live WAL database) and every other file of the home (key, clock, home.json, anything later
-  issues add), except the log and SQLite's own ``-wal``/``-shm``/``-journal`` files.
+  live WAL database) and every other file of the home (key, clock, home.json, anything a later
+  release adds), except the log and SQLite's own ``-wal``/``-shm``/``-journal`` files.
 - :func:`restore` checks an archive before it replaces anything: both databases present and
   passing ``PRAGMA integrity_check``, no path outside the home, and the same kind of home
   (practice or shop) as the one it replaces; the home as it was is kept in a backup file beside
@@ -115,7 +115,7 @@ def _copy_database(source: Path, target: Path) -> None:
 
 
 def not_on_a_team_store(home: Home, command: str) -> None:
-    """Refuse ``backup`` and ``restore`` on a home whose runs are in a team store (issue 23): they
+    """Refuse ``backup`` and ``restore`` on a home whose runs are in a team store: they
     copy the home folder's SQLite files, and an archive of a folder without them would say
     "backed up" over nothing (a new user's finding). Raises ResolverError naming what to use."""
     if home.store_url is None:
@@ -148,7 +148,7 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
                 if (home.root / name).is_file():
                     copy = Path(tmp) / name
                     if home.root / name == home.store.path:
-                        home.store.backup(copy)  # the store's own consistent copy (issue 22)
+                        home.store.backup(copy)  # the store's own consistent copy
                     else:
                         _copy_database(home.root / name, copy)
                     tar.add(copy, arcname=name)

@@ -1,4 +1,4 @@
-"""Moving a store, and the operator's look at one (issue 23, item 4): ``resolver store copy``,
+"""Moving a store, and the operator's look at one: ``resolver store copy``,
 ``resolver store check`` and ``resolver store migrate``.
 
 A store is at a :data:`core.stores.Place`: a SQLite home FOLDER (``sqlite:///FOLDER``, its
@@ -8,10 +8,10 @@ A store is at a :data:`core.stores.Place`: a SQLite home FOLDER (``sqlite:///FOL
 part (:data:`core.stores.common.COPY_PARTS`): the runs (headers with their versions and queue
 columns, the lists' rows, the journal of model calls, the runs' marks), the audit verbatim (ids,
 ``prev`` and signatures unchanged, so the hash chain is the same chain), the queue's events with
-their IDs (issue 24: those the target's triggers wrote as the runs and the audit went in are
+their IDs (those the target's triggers wrote as the runs and the audit went in are
 replaced by the source's), the approvers' rows and the practice
 world with its operations register (its ``seq`` numbers kept), and the approvers' database users
-(issue 25: carried into a team store, dropped into a SQLite home, said either way; the target's
+(carried into a team store, dropped into a SQLite home, said either way; the target's
 roles and grants are made by ``resolver store roles setup`` there). A target that already holds runs,
 audit rows, approvers or register entries is refused before anything is written: nothing is
 merged. The store's kind goes with it: a team store records the source's kind
@@ -22,7 +22,7 @@ practice HMAC key ``approval.key``, the trainer's ``clock.json``, a shop's seal
 ``approvers.json`` and signed ``audit.head``) is copied when both ends are folders; for a team
 store the report names the files it did not copy (they are not in the store yet).
 
-No key material reaches a team store (issue 23): an approver's encrypted private key lives on
+No key material reaches a team store: an approver's encrypted private key lives on
 their machine (:mod:`core.engine.keyfiles`). Copying a SQLite home into a team store writes the keys its
 rows hold as key files of that SQLite folder (fsynced before any row is written; the folder then
 decides for them on the team store, and each other approver's file is copied to their machine),
@@ -242,7 +242,7 @@ def copy_store(source: Place, target: Place) -> StoreReport:
 
 
 def _carry_db_users(src: StoreRows, dst: StoreRows, team_target: bool) -> list[str]:
-    """Role separation's part of the registry (issue 25): the approvers' database users go with
+    """Role separation's part of the registry: the approvers' database users go with
     their rows into a team store (one transaction after the registry's), and are dropped, said,
     into a SQLite home, which has none. Either way the target has no roles or grants: they
     belong to each server, so the lines say to run ``resolver store roles setup`` there."""
@@ -266,7 +266,7 @@ def _carry_db_users(src: StoreRows, dst: StoreRows, team_target: bool) -> list[s
 
 def _keys_in_rows(rows: StoreRows) -> list[KeyFile]:
     """The encrypted keys the source's approvers rows hold (a SQLite home's, or a team store's
-    of a release before issue 23's key files), as key files to write."""
+    of a release before the keys moved to each approver's key file), as key files to write."""
     out = []
     for table, columns, batch in rows.export_rows("registry"):
         if table != "approvers":
@@ -308,7 +308,7 @@ def _keys_to_files(folder: Path, keys: list[KeyFile]) -> str:
 
 def _without_keys(batches: Any) -> Any:
     """``batches`` of the registry with the ``private_key`` and ``recovery_key`` columns emptied
-    (a team store holds no key material, issue 23)."""
+    (a team store holds no key material)."""
     for table, columns, rows in batches:
         if table == "approvers":
             i, j = columns.index("private_key"), columns.index("recovery_key")
@@ -525,7 +525,7 @@ def migrate_store(where: Place) -> StoreReport:
 def _keys_left_line(where: Place) -> str:
     """The ``keys:`` line of ``store migrate`` and ``store check`` on a team store: how many
     approvers' encrypted keys its rows still hold (:func:`_keys_in_rows`; an earlier release's,
-    each moving to its approver's machine at their first unlock there, issue 23)."""
+    each moving to its approver's machine at their first unlock there)."""
     held = len(_keys_in_rows(open_rows(where)))
     if held:
         return (

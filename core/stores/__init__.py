@@ -1,7 +1,7 @@
-"""The back-ends of the store contract, and the one place that picks one (issue 22).
+"""The back-ends of the store contract, and the one place that picks one.
 
 Each part of a home is at a :data:`Place`: a SQLite file in the home folder (the default), or the
-team store's PostgreSQL URL (issue 23, chosen by ``--store``, ``RESOLVER_STORE`` or ``store`` in
+team store's PostgreSQL URL (chosen by ``--store``, ``RESOLVER_STORE`` or ``store`` in
 the config file: :func:`core.ground.homepath.locate_store`). :func:`open_store`, :func:`open_world`,
 :func:`open_registry_rows`, :func:`open_shop_parts`, :func:`check_world`, :func:`reset_world` and
 :func:`register_entries` open or check a part at its place with its back-end: SQLite
@@ -38,7 +38,7 @@ WORLD_FILE = "larkfield.sqlite"
 
 Place = Path | str
 """Where a part of a home lives: a SQLite file's path, or a PostgreSQL URL (``postgresql://…``,
-the team store, issue 23) for the store, the world and the approvers' rows alike."""
+the team store) for the store, the world and the approvers' rows alike."""
 
 POSTGRES_PREFIXES = ("postgresql:", "postgres:")
 
@@ -178,7 +178,7 @@ def reset_world(path: Place, *, backend: str | None = None) -> None:
 def register_entries(path: Place, *, backend: str | None = None) -> list[dict[str, Any]]:
     """Every entry of the practice world's operations register at ``path``, read only, in commit
     order: ``{"operation_id", "service", "actor", "at", "seq"}`` (``actor``: the run ID that wrote it,
-    or ``manual``; ``seq``: its number, 1, 2, ... in commit order), read in one statement; empty when the world does not exist yet. For ``resolver audit verify`` (issue 28),
+    or ``manual``; ``seq``: its number, 1, 2, ... in commit order), read in one statement; empty when the world does not exist yet. For ``resolver audit verify``,
     which holds each write a run made against the signed approvals in the audit.
 
     Raises:
@@ -204,7 +204,7 @@ def open_registry_rows(root: Place, *, backend: str | None = None) -> ApproverRo
 
 def open_shop_parts(root: Path | str, store: str | None = None) -> ShopParts:
     """The per-shop parts of a home (:class:`core.contract.store.ShopParts`: the owner's registry seal, the
-    signed audit head, the practice HMAC key, the trainer's clock, issue 23): the files in the
+    signed audit head, the practice HMAC key, the trainer's clock): the files in the
     folder ``root`` as they always were, or, with ``store`` (a team store's PostgreSQL URL), the
     rows of that store's ``shop_parts`` table, shared by every machine pointed at it. Opening
     creates nothing (but a team store's schema). Raises ResolverError when the store cannot be
@@ -250,7 +250,7 @@ def recorded_kind(where: Place) -> str | None:
 
 
 def store_kind(where: Place, kind: str) -> str:
-    """The kind of home the store at ``where`` belongs to (issue 23: the store knows its kind,
+    """The kind of home the store at ``where`` belongs to (the store knows its kind,
     fixed when it is made). A team store records ``kind`` the first time a home opens it and
     returns what it recorded from then on; a SQLite store is its home folder, whose kind is
     ``kind`` (:mod:`core.api.homekind` reads it from the folder). Raises ResolverError (one sentence)."""

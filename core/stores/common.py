@@ -1,4 +1,4 @@
-"""What every back-end of the checkpoint store shares (issue 23): the header-and-rows form of a
+"""What every back-end of the checkpoint store shares: the header-and-rows form of a
 checkpoint, written and read the same way whatever holds it.
 
 A run is stored as a **header** (the ``TaskState`` without its append-only lists, as JSON) beside
@@ -82,7 +82,7 @@ class _Saved:
 
 
 def entry_checksum(body: str | bytes, extra: str | bytes | None) -> int:
-    """The checksum of an ``entries`` row (issue 27, item 1): CRC-32 (:func:`zlib.crc32`, 0 to
+    """The checksum of an ``entries`` row: CRC-32 (:func:`zlib.crc32`, 0 to
     2**32 - 1) of ``body`` in UTF-8, then, when ``extra`` is not None, of a zero byte and
     ``extra`` (so None and ``""`` differ). Text is given as ``str`` or as its UTF-8 ``bytes``
     (the SQLite store reads its rows as stored bytes: :func:`read_parts`); both give one CRC.
@@ -109,7 +109,7 @@ def _crc(body: bytes, extra: bytes | None) -> int:
 
 _iso_of = functools.lru_cache(maxsize=4096)(iso)
 """:func:`core.ground.clock.iso` remembered per moment: a run's ``created_at`` and its events' times are
-written at every save and change seldom (issue 27, item 2: no per-save work that does not change
+written at every save and change seldom (no per-save work that does not change
 with the step). Datetimes are immutable and hash by value, so a hit is the same text."""
 
 
@@ -117,14 +117,14 @@ with the step). Datetimes are immutable and hash by value, so a hit is the same 
 def _created_of(moment: datetime) -> tuple[str, float]:
     """``(iso(moment), moment.timestamp())``, remembered per moment as :data:`_iso_of`: a run's
     ``created_at`` and ``created_ts``, written at every save and never changed, in one look-up
-    (hashing an aware datetime asks its zone for the offset: issue 27, item 2)."""
+    (hashing an aware datetime asks its zone for the offset)."""
     return iso(moment), moment.timestamp()
 
 
 def _json_bytes(model: BaseModel, exclude: set[str] | None = None) -> bytes:
     """``model.model_dump_json(exclude=exclude)`` as its UTF-8 bytes, through the model class's
     serializer without :meth:`~pydantic.BaseModel.model_dump_json`'s keyword handling in Python
-    (issue 27, item 2: about 6,500 instructions of a save's five dumps each; equality with
+    (that handling cost about 6,500 instructions in each of a save's five dumps; equality with
     ``model_dump_json`` is tested in ``tests/test_save_statements.py``)."""
     return type(model).__pydantic_serializer__.to_json(model, exclude=exclude)
 
@@ -152,7 +152,7 @@ _c_encoder = (
 def _dumps_result(value: Any) -> str:
     """:data:`_dumps` (``json.dumps(value, ensure_ascii=False, allow_nan=False)``: the same text,
     compared with the runner's tool message), through the C encoder made once instead of at
-    every call (issue 27, item 2). It keeps no record of the containers it is in (no state
+    every call. It keeps no record of the containers it is in (no state
     shared between threads), so a value that contains itself ends in RecursionError, given to
     the caller as a ValueError like ``json.dumps``'s "Circular reference detected"."""
     if _c_encoder is None or isinstance(value, str):
@@ -188,14 +188,14 @@ def _bound(raw: bytes, raw_text: bool) -> str | bytes:
 
 def _appended(now: Sequence[BaseModel], before: tuple[BaseModel, ...]) -> bool:
     """True when ``now`` starts with exactly the objects saved before (only appends since)."""
-    # map stops at the shorter: no copy of the first n elements (issue 27, item 2)
+    # map stops at the shorter: no copy of the first n elements
     return len(now) >= len(before) and all(map(operator.is_, now, before))
 
 
 def _join(obj: Any, name: str, value: Any) -> Any:
     """Add the field ``"name":value`` (``value`` a JSON text) to the JSON object text ``obj``
     (which ends with ``}``), in one allocation; ``obj`` and ``value`` are both ``str`` or both
-    UTF-8 ``bytes`` (what the SQLite store reads, issue 27), and so is the result."""
+    UTF-8 ``bytes`` (what the SQLite store reads), and so is the result."""
     if type(obj) is bytes:
         return b"".join((obj[:-1], b"" if obj == b"{}" else b",", b'"', name.encode(), b'":', value, b"}"))
     return "".join((obj[:-1], "" if obj == "{}" else ",", '"', name, '":', value, "}"))
@@ -204,7 +204,7 @@ def _join(obj: Any, name: str, value: Any) -> Any:
 def _join_lists(obj: str | bytes, lists: Sequence[tuple[str, list[Any]]]) -> str | bytes:
     """Add ``"name":[item,...]`` arrays of JSON texts to the JSON object text ``obj``; all ``str``,
     or all UTF-8 ``bytes`` (the SQLite store's rows as stored, handed to pydantic as they are, so
-    the joined text of a state is never encoded to UTF-8 again: issue 27, 73k of a typical load's
+    the joined text of a state is never encoded to UTF-8 again, which cost 73k of a typical load's
     1,030k instructions)."""
     if type(obj) is bytes:
         chunks = [obj[:-1]]
@@ -298,9 +298,9 @@ class CheckpointRows:
     _raw_text = False
     """True for a back-end that binds a JSON text that is not all ASCII (the header, an entry's
     body or extra) as its UTF-8 bytes, the very bytes pydantic and the JSON encoder wrote, and
-    stores it as TEXT (SQLite: ``CAST(? AS TEXT)``, issue 27, item 2: a decision's header, with
-    an em dash in its reply, was decoded from UTF-8 to ``str`` and encoded back by the driver,
-    100k instructions). An ASCII text is bound as ``str``: its decode is a copy and the driver
+    stores it as TEXT (SQLite: ``CAST(? AS TEXT)``: bound as ``str``, a decision's header with
+    an em dash in its reply would be decoded from UTF-8 to ``str`` and encoded back by the
+    driver, 100k instructions). An ASCII text is bound as ``str``: its decode is a copy and the driver
     reads its bytes in place, cheaper than the driver's adapter look-up for ``bytes`` (about
     1,100 instructions). False: always ``str`` (PostgreSQL)."""
 
@@ -316,8 +316,8 @@ class CheckpointRows:
         self, state: TaskState, version: int, columns: tuple | None, saved: _Saved | None = None, prep: _Prepared | None = None
     ) -> None:
         """Record what was written (or read) for ``state``; ``saved``: its record before this
-        save, updated in place (its weak reference already names this object: issue 27, item 2,
-        no new record and weak-reference callback at every save); ``prep``: the save written,
+        save, updated in place (its weak reference already names this object, so
+        a save makes no new record and weak-reference callback); ``prep``: the save written,
         whose ``created_at`` texts the next save reuses while the field holds the same object."""
         created = None if prep is None else (state.created_at, prep.values["created_at"], prep.values["created_ts"])
         if saved is not None and saved.ref() is state:
@@ -428,7 +428,7 @@ class CheckpointRows:
         rows = self._rows(state, start)
         created = state.created_at
         if saved is not None and saved.created is not None and saved.created[0] is created:
-            _, created_iso, created_ts = saved.created  # the same moment as at the last save (issue 27, item 2)
+            _, created_iso, created_ts = saved.created  # the same moment as at the last save
         else:
             created_iso, created_ts = _created_of(created)
         row = (
@@ -566,7 +566,7 @@ _READ_ENTRIES = (
 
 
 _READ_VIEW_ENTRIES = _READ_ENTRIES.replace(" ORDER BY", " AND (i.list <> 'messages' OR i.seq <= ?) ORDER BY")
-"""The read side's rows (issue 27, item 1): every evidence and event, the first messages only."""
+"""The read side's rows: every evidence and event, the first messages only."""
 
 
 IN_CHUNK = 500
@@ -591,7 +591,7 @@ def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | N
     the rest of the history is never sent by the database. Each entry's checksum is checked
     (:func:`entry_checksum`): ``damaged`` names the first that did not match. None when no run."""
     # header, bodies and extras as the stored UTF-8 bytes (CAST AS BLOB): checksummed, joined and
-    # handed to pydantic as they are, never decoded to str and encoded back (issue 27)
+    # handed to pydantic as they are, never decoded to str and encoded back
     row = conn.execute(_READ_RUN, (run_id,)).fetchone()
     if row is None:
         return None
@@ -602,7 +602,7 @@ def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | N
 
 def _assemble_stored(header: bytes, version: int, columns: tuple, rows: list[tuple]) -> _Parts | None:
     """:func:`assemble_parts` of rows read as stored bytes (the SQLite store, :func:`read_parts`)
-    when every row is as a save writes it (issue 27, item 1: one tight loop, the checksum's CRCs
+    when every row is as a save writes it (one tight loop, the checksum's CRCs
     inline): each row's checksum present and matching, an evidence's result and a tool message's
     referred content joined back in. None at the first row that is anything else (no checksum,
     a checksum that does not match, an unknown list, an evidence body ``{}``): the caller then
@@ -1013,7 +1013,7 @@ class RegistryChange:
         )
 
 
-# -- moving a store (issue 23, item 4): every row, table by table --------------------------------
+# -- moving a store: every row, table by table ---------------------------------------------------
 
 WORLD_TABLES = (
     "customers",

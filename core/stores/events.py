@@ -1,4 +1,4 @@
-"""The queue's events (issue 24, item 3): what a watcher tells people, the SQL both back-ends share.
+"""The queue's events: what a watcher tells people, the SQL both back-ends share.
 
 ``queue_events`` holds one row per event, with an ``id`` a watcher keeps its place by and a
 notify command drops a repeat by. The rows are written **by triggers**, so each is in the same
@@ -38,7 +38,7 @@ from core.stores.common import rows_in
 __all__ = ["EVENT_COLUMNS", "EVENT_KINDS", "QueueEventRows"]
 
 EVENT_KINDS = ("request", "claim", "handover", "lapse", "refusal", "handed_to_person")
-"""The kinds of event, in the words of issue 24."""
+"""The kinds of event ``resolver watch`` tells of (README "Run a team queue")."""
 
 EVENT_COLUMNS = ("id", "kind", "run_id", "at", "name", "role", "to_name", "required_role", "detail")
 """The columns of ``queue_events``: the event's ID, kind, run, time (ISO 8601 with offset), who
@@ -74,7 +74,7 @@ class QueueEventRows:
         """The ``at`` (ISO 8601 with offset) of every ``lapse`` event of ``run_ids``, by run ID
         (a run without one is absent): one read on the unique index of the lapses, 500 runs a
         statement (SQLite's parameter limit). :func:`core.engine.watch.sweep_lapses` skips loading a
-        run whose request's lapse is written already (issue 27, item 3)."""
+        run whose request's lapse is written already."""
         found: dict[str, list[str]] = {}
         if not run_ids:
             return found

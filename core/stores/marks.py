@@ -1,4 +1,4 @@
-"""The marks of runs in the queue (issue 24, item 2): who claimed a run, to whom it was handed,
+"""The marks of runs in the queue: who claimed a run, to whom it was handed,
 until when it is set aside; the SQL both back-ends share.
 
 One row per marked run in ``run_marks`` (SQLite: created by the store format that brings it,

@@ -1,8 +1,8 @@
-"""The practice world's tools and write services, over any SQL back-end (issue 23).
+"""The practice world's tools and write services, over any SQL back-end.
 
 :class:`PracticeWorld` is the back-end-neutral half of :class:`core.contract.world.World`: the read-only
-tools, the write services with their invariants and idempotency keys, the expected-state checks
-(issue 11), "what changed" and the operations register's reads. It speaks SQL with ``?``
+tools, the write services with their invariants and idempotency keys, the expected-state checks,
+"what changed" and the operations register's reads. It speaks SQL with ``?``
 placeholders through three context managers a back-end supplies: :meth:`~PracticeWorld._connect`
 (reads), :meth:`~PracticeWorld._immediate` (a write transaction that serializes the world's
 writers, so an entry's register number is taken in commit order) and
@@ -510,7 +510,7 @@ class PracticeWorld:
             time.sleep(_service_delay_s)
         return service(self, operation_id, action, expect, own)
 
-    # -- expected state (issue 11) --------------------------------------------------------------
+    # -- expected state -------------------------------------------------------------------------
 
     @classmethod
     def _effects(
@@ -524,7 +524,7 @@ class PracticeWorld:
         since_seq: int | None = None,
     ) -> list[Any]:
         """The rows of ``effect`` on ``order_id`` (and ``sku``) made since the evidence was read,
-        except the operations in ``exclude``, in commit order. "Since" (issue 20): with
+        except the operations in ``exclude``, in commit order. "Since": with
         ``since_seq`` (the register's number when the evidence was read), every write numbered
         above it; for evidence saved before the register had numbers, every write at or after
         ``since`` (the same second counts as since, never as before); with neither, every write."""

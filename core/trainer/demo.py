@@ -39,7 +39,7 @@ WAITING = [
 
 DEMO_MAX_AGE = timedelta(days=4)
 """The demo's oldest run is never older than this, so its evidence is well inside the policy's
-``evidence_max_age_s`` (issue 11: the README's main job never opens on expired runs)."""
+``evidence_max_age_s`` (so the README's main job never opens on expired runs)."""
 
 
 def friday_before(now: datetime) -> datetime:
@@ -106,7 +106,7 @@ def _build(home: Home) -> list[str]:
 
     # Approved by an agent and stopped just before the refund is written, ten minutes before the
     # home's now: the service was never called, so the execution has not started and the
-    # approval holds for an hour (issue 20); within it `u` finishes the refund in 1 call.
+    # approval holds for an hour; within it `u` finishes the refund in 1 call.
     friday = clock.now()
     clock.set(home.clock.now() - timedelta(minutes=10))
     s = demo.run("T-90104", "agent_structured", "chat-strong", 1)

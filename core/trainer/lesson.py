@@ -12,7 +12,7 @@ Exercises (``resolver exercise NAME``): crash-at-step, corrupt-checkpoint, migra
 resume-twice, lease-owner.
 
 Every moment and exercise runs in a practice home only: in a shop home each is refused
-(:class:`~core.ground.errors.ShopRefused`) before it changes anything (issue 9).
+(:class:`~core.ground.errors.ShopRefused`) before it changes anything.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def moment_crash_in_loop(home: Home, after_step: int = 1) -> list[str]:
 
 
 def _crash_at_write(home: Home, point: str) -> list[str]:
-    """T-90104 approved by Amira and stopped at ``point``. One effect per ticket (issue 11): when
+    """T-90104 approved by Amira and stopped at ``point``. One effect per ticket: when
     a run of T-90104 already waits, crashed before its write, that run is resumed and stopped
     again just after the write, rather than a second run approved for the same refund."""
     waiting = [r for r in home.store.runs_of_task("T-90104") if r.status == "executing"]
@@ -137,7 +137,7 @@ def moment_crash_after_write(home: Home) -> list[str]:
 def moment_resume_crashed(home: Home) -> list[str]:
     """Friday, still within the approval's validity: resume every T-90104 run left executing by
     a crash (what ``resolver resume RUN`` prints). An approval whose execution had not called
-    the service lapses after ``approval_valid_s`` (issue 20), so the lesson resumes its crash
+    the service lapses after ``approval_valid_s``, so the lesson resumes its crash
     before the clock moves to the weekend and Monday."""
     lines: list[str] = []
     for run in home.store.runs_of_task("T-90104"):

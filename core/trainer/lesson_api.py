@@ -9,7 +9,7 @@ the core (the SQLite store and world of :mod:`core.stores.sqlite`, :mod:`core.en
 Defaults follow the lesson: the home is ``--home``-less, so ``$RESOLVER_HOME`` or ``./work``
 (:func:`core.api.home.locate_home`); a store or world without a path is the home's, on the store the
 command line would use (``$RESOLVER_STORE`` or ``store`` in the config file: a page's Python and
-its commands see one store and one world, issue 23); a clock not given is the home's (the
+its commands see one store and one world); a clock not given is the home's (the
 trainer's clock in a practice home). ``CheckpointStore(path)`` with a path stays a SQLite file. Every entry point that touches a
 home refuses a shop home (:class:`~core.ground.errors.ShopRefused`): the lesson's API is for practice.
 
@@ -61,8 +61,8 @@ def team_store() -> str | None:
 def _practice_team_clock(url: str, clock: Clock | None) -> Clock:
     """``clock``, or the practice clock of the lesson's home on the team store ``url`` (the
     trainer's, kept in the store); either way refused (ShopRefused) when the home folder or the
-    store is a shop's: the lesson's API never reaches a shop store, whatever folder points at it
-    (issue 23). Shared by :class:`CheckpointStore` and :class:`World`."""
+    store is a shop's: the lesson's API never reaches a shop store, whatever folder points at it.
+    Shared by :class:`CheckpointStore` and :class:`World`."""
     from core.api.homekind import team_kind
 
     root = home_root()
@@ -87,7 +87,7 @@ class CheckpointStore(_SqliteStore):
     ``save(state)``, ``load(run_id)`` and ``latest(task_id)`` are the core store's. Every save
     writes the run's queue columns (:func:`core.api.queue.queue_columns`: total, role needed,
     actions), so a run saved here shows in the queue and in an approver's "mine" as one saved by
-    ``resolver run`` does (issue 22).
+    ``resolver run`` does.
 
     It is opened without the home's key (the lesson replays recordings only): the journal of
     live model calls, whose rows are sealed with a key derived from ``approval.key``, is neither

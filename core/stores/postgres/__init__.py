@@ -1,4 +1,4 @@
-"""PostgreSQL, the team store: the second back-end of the store contract (issue 23).
+"""PostgreSQL, the team store: the second back-end of the store contract.
 
 - :mod:`~core.stores.postgres.store`: :class:`PostgresStore`, implementing :class:`core.contract.store.Store`;
 - :mod:`~core.stores.postgres.audit`: the audit chain's SQL, appended under a lock on its head;
@@ -183,7 +183,7 @@ def recorded_kind(url: str) -> str | None:
 
 
 def store_kind(url: str, kind: str) -> str:
-    """The kind the store at ``url`` was made as (``practice`` or ``shop``, issue 23): ``kind``
+    """The kind the store at ``url`` was made as (``practice`` or ``shop``): ``kind``
     is written the first time a home opens the store, and from then on the recorded kind is
     returned whatever is asked, so a folder of another kind is told (the caller refuses).
     Raises ResolverError (one sentence) when the store cannot be reached."""
@@ -191,7 +191,7 @@ def store_kind(url: str, kind: str) -> str:
     from core.stores.postgres.database import database
 
     db = database(url)
-    with db.read() as conn:  # a user of a store with role separation may only read it (issue 25)
+    with db.read() as conn:  # a user of a store with role separation may only read it
         row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
     if row:
         return str(row[0])
@@ -248,7 +248,7 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
 
 
 def _roles_line(conn: Any) -> tuple[str, str]:
-    """``doctor``'s line on role separation (issue 25): off, or on with the tables' role and
+    """``doctor``'s line on role separation: off, or on with the tables' role and
     what this connection's user is (an approver's entry, or mapped to none)."""
     from core.ground.safetext import safe_text
 
@@ -264,7 +264,7 @@ def _roles_line(conn: Any) -> tuple[str, str]:
 
 
 def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping: dict[str, str]) -> list[str]:
-    """``resolver store roles setup`` (issue 25): role separation in the team store at ``url``,
+    """``resolver store roles setup``: role separation in the team store at ``url``,
     which must be a database administrator's connection (one that may create roles and change
     owners); the schema is migrated first. Returns the lines to print. Raises ResolverError
     (one sentence), see :func:`core.stores.postgres.roles.setup_roles`."""

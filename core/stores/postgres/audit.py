@@ -1,4 +1,4 @@
-"""The audit chain's SQL in PostgreSQL (issue 23): as :mod:`core.stores.sqlite.audit`, the chain's
+"""The audit chain's SQL in PostgreSQL: as :mod:`core.stores.sqlite.audit`, the chain's
 rules (:data:`~core.contract.audit.COLUMNS`, :func:`~core.contract.audit.row_hash`,
 :data:`~core.contract.audit.GENESIS`, :class:`~core.contract.audit.AuditMoved`) are the core's.
 

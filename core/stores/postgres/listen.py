@@ -1,4 +1,4 @@
-"""The live queue on PostgreSQL (issue 24, item 1): migration 11's ``NOTIFY`` triggers, and
+"""The live queue on PostgreSQL: migration 11's ``NOTIFY`` triggers, and
 :class:`QueueListener`, the connection that ``LISTEN``s to them.
 
 **What sends.** Triggers, so every writer is heard alike (a save, a decision, a claim, a

@@ -1,4 +1,4 @@
-"""``run_marks`` and ``queue_events`` in the team store (issue 24): migration 10's tables, the
+"""``run_marks`` and ``queue_events`` in the team store: migration 10's tables, the
 triggers that write the events in the transaction of the write that makes them
 (:mod:`core.stores.events`), and the PostgreSQL side of :class:`core.stores.marks.RunMarksRows`."""
 
@@ -112,9 +112,9 @@ $$""",
 """Migration 16: a deleted run's ``lapse`` events and its marks (``run_marks``: claim, hand-over,
 snooze) go with it, in the delete's transaction, by a trigger on ``runs`` (every delete:
 ``reset``, ``reset --run``, ``prune``, SQL by hand), so a later run given the same ID and
-proposing the same digest (the lesson repeated after a reset) lapses again and starts unmarked
-(issue 24); those of runs already deleted go at the upgrade. On a store with role separation
-(issue 25) the function belongs to the tables' role and runs as it (``SECURITY DEFINER``): the
+proposing the same digest (the lesson repeated after a reset) lapses again and starts unmarked;
+those of runs already deleted go at the upgrade. On a store with role separation
+the function belongs to the tables' role and runs as it (``SECURITY DEFINER``): the
 owner's user, who may delete runs, has no right on ``queue_events`` or ``run_marks`` (its
 ``reset`` deleted the runs, then failed on their marks, in a second transaction). Its
 ``search_path`` is pinned, as every function's. The other events stay
@@ -129,7 +129,7 @@ class PostgresMarks(RunMarksRows, QueueEventRows):
 
     def _marks_audit(self, conn: Any, run_id: str, audit: dict[str, Any]) -> None:
         """The mark's audit row, in the mark's transaction; on a store with role separation
-        (issue 25) through ``resolver_note``, as the caller's registry entry."""
+        through ``resolver_note``, as the caller's registry entry."""
         if self.db.separated:  # type: ignore[attr-defined]
             import json
 

@@ -1,4 +1,4 @@
-"""The per-shop parts in PostgreSQL (issue 23): :class:`PostgresParts`, behind
+"""The per-shop parts in PostgreSQL: :class:`PostgresParts`, behind
 :class:`core.contract.store.ShopParts`.
 
 Table ``shop_parts`` (migration 6 of :mod:`core.stores.postgres.schema`): one row per part,
@@ -33,7 +33,7 @@ class PostgresParts:
 
     def write(self, name: str, data: bytes) -> None:
         """Insert or replace the part in one statement (its own transaction). On a store with role
-        separation (issue 25) ``audit.head`` goes through ``resolver_put_head`` for a user who may
+        separation ``audit.head`` goes through ``resolver_put_head`` for a user who may
         not write ``shop_parts`` (an approver; the function refuses a head of fewer rows); the
         owner's user writes it as before."""
         if name == "audit.head" and self.db.separated:

@@ -1,4 +1,4 @@
-"""The approvers registry's rows in PostgreSQL (issue 23): :class:`PostgresApproverRows`, behind
+"""The approvers registry's rows in PostgreSQL: :class:`PostgresApproverRows`, behind
 :class:`core.contract.registry.ApproverRows`.
 
 Table ``approvers`` (migration 2 of :mod:`core.stores.postgres.schema`): the same eight columns as
@@ -7,7 +7,7 @@ on ``lower(name)`` (a name is one entry whatever its case). ``registry_made`` ho
 change made the registry (:meth:`PostgresApproverRows.exists`). The writes are the shared
 :class:`core.stores.common.RegistryChange`, each change one transaction.
 
-Since issue 23's key files the rows hold no key material: ``private_key`` is '' and
+The rows hold no key material: ``private_key`` is '' and
 ``recovery_key`` NULL (each approver's encrypted key is a file on their machine,
 :mod:`core.engine.keyfiles`); a store of an earlier release keeps its keys in the rows until each is
 moved at its first unlock (:meth:`core.engine.approvers.Registry.unlock`). The columns stay, so no

@@ -1,4 +1,4 @@
-"""A team store that refuses what a role may not do (issue 25): migration 12 and ``resolver store
+"""A team store that refuses what a role may not do: migration 12 and ``resolver store
 roles setup``.
 
 **Migration 12** (:data:`ROLES_MIGRATION`, applied to every team store; nothing changes for a
@@ -8,8 +8,8 @@ store never set up):
   one entry per user (unique); NULL for an entry not mapped.
 - ``policy_limits`` and ``catalog_prices``: the policy's approval limits and the catalog's unit
   prices (``data/policy.json``, ``data/world.json``) ported into SQL, so the database recomputes
-  the role a proposal needs (:data:`NEEDED_ROLE`, the rule of :func:`core.engine.policy.proposal_role`,
-  issue "Core 2") from the proposal stored in the run's header, never from a column a caller wrote.
+  the role a proposal needs (:data:`NEEDED_ROLE`, the rule of :func:`core.engine.policy.proposal_role`)
+  from the proposal stored in the run's header, never from a column a caller wrote.
 - ``decided``: one row per decision recorded by :data:`DECIDE` (the run, the audit row's ``id``
   and the IDs of the operations approved); the register's guard reads it.
 - ``store_roles``: one row once ``store roles setup`` ran (the role that owns the tables).
@@ -436,7 +436,7 @@ ROLES_MIGRATION: tuple[str, ...] = (
         EXECUTE format('ALTER FUNCTION resolver_put_head(bytea) SET search_path = %I, pg_catalog, pg_temp', current_schema());
     END $$""",
 )
-"""Migration 12 (issue 25), less the policy's rows (:func:`migration_12`)."""
+"""Migration 12, less the policy's rows (:func:`migration_12`)."""
 
 
 def migration_12() -> tuple[str, ...]:
@@ -551,7 +551,7 @@ action's values summed before its limit is looked up (a third trial split one re
 
 
 def migration_15() -> tuple[str, ...]:
-    """Migration 15 (issue 25, a new user's trial): a user mapped to an ``agent`` entry paid
+    """Migration 15 (found in a new user's trial): a user mapped to an ``agent`` entry paid
     T-65273's 119.00 CAD with plain SQL, by rewriting the waiting run's proposal to 1.00 (which
     an agent may approve), then calling ``resolver_decide`` without ``binds``. Now:
 
@@ -936,7 +936,7 @@ BEGIN
     RETURN NEW;
 END
 $$"""
-"""The register's guard as migration 14 replaces it (issue 25, second part): as before, a row
+"""The register's guard as migration 14 replaces it: as before, a row
 only for an operation a recorded approval planned, of a run executing with its approval in
 place, never an update or delete; and now the row must be that operation's own call: the
 register entry's service is the action's type and its arguments exactly the action's (order,
@@ -976,7 +976,7 @@ ARGS_MIGRATION: tuple[str, ...] = (
     )
     + "\nEND $$",
 )
-"""Migration 14 (issue 25, the register's guard binds the arguments): ``decided.calls`` (filled
+"""Migration 14 (the register's guard binds the arguments): ``decided.calls`` (filled
 for the decisions already recorded), :data:`DECIDE_14` and :data:`GUARD_REGISTER_14` in place
 of migration 12's functions (same names and signatures, so a store already set up keeps their
 owner, the tables' role, and their grants), and every guard's ``search_path`` pinned."""

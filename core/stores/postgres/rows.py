@@ -1,4 +1,4 @@
-"""Every row of a team store, table by table (issue 23, item 4): :class:`PostgresRows`, the
+"""Every row of a team store, table by table: :class:`PostgresRows`, the
 PostgreSQL side of :class:`core.contract.store.StoreRows`, what ``resolver store copy`` reads and writes.
 
 All parts live in one schema. A part is read in one ``REPEATABLE READ`` snapshot and written in
@@ -87,7 +87,7 @@ class PostgresRows:
     def copied(self) -> None:
         """Tell the store's listeners to read the whole queue again (one
         :data:`~core.stores.postgres.listen.REREAD` notification): :meth:`import_rows` writes
-        quietly, so a copy of a million runs sends one notification, not a million (issue 24)."""
+        quietly, so a copy of a million runs sends one notification, not a million."""
         with self.db.transaction() as conn:
             notify_reread(conn)
 
@@ -115,7 +115,7 @@ class PostgresRows:
         if part == "world":
             build(self.db)  # the tables' head row, as a first open makes it
         with self.db.transaction() as conn:
-            quiet(conn)  # issue 24: no notification per run; the copy sends one re-read at its end (copied)
+            quiet(conn)  # no notification per run; the copy sends one re-read at its end (copied)
             if part == "audit":
                 conn.execute("SELECT one FROM audit_head FOR UPDATE")
             if part == "world":

@@ -1,4 +1,4 @@
-"""The PostgreSQL back-end's schema, made and upgraded by versioned migrations (issue 23).
+"""The PostgreSQL back-end's schema, made and upgraded by versioned migrations.
 
 Each migration is a numbered list of statements (:data:`MIGRATIONS`); the table
 ``resolver_migrations`` records the numbers applied, with what each made and when. Opening a
@@ -40,28 +40,28 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
 - **7, the queue's counts**: ``run_counts`` (status, shard, n), kept by triggers on ``runs``
   (:data:`RUN_COUNTS`), so the filter bar's counts read a few dozen rows at any number of runs.
 - **8, entries' checksums**: ``entries.checksum``, the CRC-32 of a row's body and extra, written
-  with it and checked when it is read back (issue 27, item 1); older rows keep NULL.
-- **10, the marks of runs and the queue's events** (issue 24): ``run_marks``, one row per
+  with it and checked when it is read back; older rows keep NULL.
+- **10, the marks of runs and the queue's events**: ``run_marks``, one row per
   claimed, handed-over or snoozed run, and ``queue_events`` with the triggers that write it
   (:mod:`core.stores.postgres.marks`). Number 9 is unused (kept for a change made at the same
   time that needed none).
-- **11, the live queue** (issue 24, item 1): triggers on ``runs``, ``run_marks`` and
+- **11, the live queue**: triggers on ``runs``, ``run_marks`` and
   ``queue_events`` that send ``NOTIFY`` on the store's channel at each change the queue shows
   (:mod:`core.stores.postgres.listen`); nothing is stored.
-- **12, role separation** (issue 25): ``approvers.db_user``, the policy's limits and the
+- **12, role separation**: ``approvers.db_user``, the policy's limits and the
   catalog's prices in SQL, ``decided``, ``store_roles``, and the functions a separated store
   records decisions through (:mod:`core.stores.postgres.roles`); nothing changes until
   ``resolver store roles setup`` runs.
-- **13, refreshed requests and quiet copies** (issue 24): a trigger on a refresh's audit row
+- **13, refreshed requests and quiet copies**: a trigger on a refresh's audit row
   writes a new ``request`` event, and the notify functions send nothing while the
   transaction-local setting ``resolver.quiet`` is on (``store copy`` sends one re-read at its end).
-- **14, the register bound to the approved arguments** (issue 25): ``decided.calls`` (each
+- **14, the register bound to the approved arguments**: ``decided.calls`` (each
   approved operation's action, written by the decision function), and the register's guard
   compares every row the executor's user writes with it (:data:`core.stores.postgres.roles.GUARD_REGISTER_14`);
   the guards' ``search_path`` pinned. A store already set up keeps its owners and grants (the
   functions are replaced, not made anew); applying it to such a store needs the administrator's
   URL (or the tables' role), as ``resolver store migrate`` does.
-- **15, who proposed** (issue 25, a new user's trial): ``runs.proposal_by``, stamped by the runs'
+- **15, who proposed** (found in a new user's trial): ``runs.proposal_by``, stamped by the runs'
   guard, and ``resolver_decide`` refusing a proposal an approver's database user wrote
   (:func:`core.stores.postgres.roles.migration_15`).
 
@@ -249,7 +249,7 @@ $$""",
     f"INSERT INTO run_counts (status, shard, n) SELECT {_KEY.format(t='runs')}, 0, count(*) FROM runs GROUP BY 1",
 )
 """Migration 7: the queue's counts kept as rows (:meth:`core.stores.postgres.store.PostgresStore.counts`
-sums them) instead of a ``GROUP BY`` over every run, which took 0.5 s at 1,000,000 runs (issue 27).
+sums them) instead of a ``GROUP BY`` over every run, which took 0.5 s at 1,000,000 runs.
 
 Triggers, not the save's own SQL, keep them, so every writer of ``runs`` is counted alike: a save,
 a delete, a reset, ``resolver store copy``'s import, a row flagged corrupt, SQL written by hand.
@@ -362,7 +362,7 @@ which gives up at once when another fold runs: it never waits). The statements a
 take them again."""
 
 ENTRY_CHECKSUMS = ("ALTER TABLE entries ADD COLUMN checksum bigint",)
-"""Migration 8 (issue 27, item 1): each entry's checksum (:func:`core.stores.common.entry_checksum`),
+"""Migration 8: each entry's checksum (:func:`core.stores.common.entry_checksum`),
 written with the row; the rows already there keep NULL and are validated in full when read."""
 
 MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
@@ -503,7 +503,7 @@ ALL = frozenset(version for version, _, _ in MIGRATIONS)
 def no_schema(conn: psycopg.Connection[Any], label: str, advice: str) -> str:
     """Why ``conn`` has no current schema, as one sentence about the store ``label``: the search
     path names a schema the connecting user may not use (a store with role separation that its
-    setup did not name this user for: issue 25, a new user's trial was told to create the schema
+    setup did not name this user for: a new user's trial was told to create the schema
     that was there), or it names none that exists (then ``advice`` follows)."""
     row = conn.execute(
         "SELECT session_user, string_agg(n.nspname, ', ' ORDER BY n.nspname) FROM pg_namespace n "
@@ -525,7 +525,7 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
     Raises:
         ResolverError: the search path names no schema that exists (psycopg's error, as a sentence),
             or the connection's user may not apply a missing migration (a separated store's
-            approver, runner or executor: only the tables' owner or an administrator may; issue 25).
+            approver, runner or executor: only the tables' owner or an administrator may).
         UnsupportedStoreFormat: the schema holds a version this resolver does not know (a newer one's).
     """
     from core.ground.errors import ResolverError

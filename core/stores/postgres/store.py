@@ -1,5 +1,5 @@
-"""The checkpoint store in PostgreSQL: :class:`PostgresStore`, implementing :class:`core.contract.store.Store`
-(issue 23), for a team whose approvers work one queue from several machines.
+"""The checkpoint store in PostgreSQL: :class:`PostgresStore`, implementing :class:`core.contract.store.Store`,
+for a team whose approvers work one queue from several machines.
 
 The layout is the SQLite store's (:mod:`core.stores.common`: a header row per run beside the
 queue's columns, one ``entries`` row per list element, the hash-chained ``audit``, the journal of
@@ -11,7 +11,7 @@ model calls), made by the migrations of :mod:`core.stores.postgres.schema`. The 
   NOTHING`` whose primary key refuses a second maker (RunExists). A decision is single-use the
   same way: it is a save of the waiting run at the version the decider read, so of two deciders
   one writes and one is told.
-- **A save is as few round trips as it can be** (issue 23, item 6; issue 27, item 2). A step's
+- **A save is as few round trips as it can be**. A step's
   save is one statement in autocommit, so its own transaction: the header's write and, only if
   it was written, the insert of every new ``entries`` row from six arrays (``unnest``), in one
   CTE; the lease's end is computed in it from the database's ``now()`` (:data:`LEASE_UNTIL`).
@@ -153,7 +153,7 @@ _INSERT_ENTRIES = f"INSERT INTO entries ({_ENTRY_COLS}) SELECT %s, * FROM {_ENTR
 _APPEND = f"SELECT resolver_append(%s, %s::jsonb) WHERE {_IF_WROTE}"
 _NOTE = f"SELECT resolver_note(%s, %s::jsonb) WHERE {_IF_WROTE}"
 """A save's audit row, appended only when its header was written: by ``resolver_append``
-(migration 19), or on a store with role separation ``resolver_note`` (issue 25's function)."""
+(migration 19), or on a store with role separation ``resolver_note`` (a function of role separation)."""
 
 _LOAD = (
     "SELECT 0 AS k, NULL::text, convert_to(state, 'UTF8'), NULL::bytea, NULL::int, NULL::text, NULL::bigint, version "
@@ -168,10 +168,10 @@ trip and one snapshot (a statement sees one state even in autocommit). Read in b
 columns come as their bytes, not parsed from the text protocol (a third of a load at step 200).
 Each entry comes with its checksum (migration 8). The header, bodies and extras come as their
 UTF-8 bytes (``convert_to``, never ``::bytea``, which would read backslashes as escapes), checked,
-joined and handed to pydantic as they are: never decoded to ``str`` and encoded back (issue 27)."""
+joined and handed to pydantic as they are: never decoded to ``str`` and encoded back."""
 
 _LOAD_VIEW = _LOAD.replace(" ORDER BY k", " AND (i.list <> 'messages' OR i.seq <= %s) ORDER BY k")
-""":data:`_LOAD` for the read side (issue 27, item 1): every evidence and event, the opening
+""":data:`_LOAD` for the read side: every evidence and event, the opening
 messages only, so the history is never sent by the database."""
 
 
@@ -284,7 +284,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         # was saved or read (or all of a new run's); else all of them again, after a delete.
         all_again = not (prep.appended or prep.old == 0)
         written: int | None = None
-        separated = audit is not None and self.db.separated  # issue 25: rows through the store's functions
+        separated = audit is not None and self.db.separated  # rows through the store's functions
         if separated and audit is not None and audit["decision"] in ("approve", "reject"):
             written = self._decide_through_function(state, prep, audit)
         elif separated:
@@ -306,7 +306,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         return state
 
     def _decide_through_function(self, state: TaskState, prep: _Prepared, audit: dict[str, Any]) -> int:
-        """A decision's save on a store with role separation (issue 25): one call of
+        """A decision's save on a store with role separation: one call of
         ``resolver_decide`` (:data:`core.stores.postgres.roles.DECIDE`), which checks the caller's
         registry entry, the role the stored proposal needs and the new header, then writes the
         header, the new events and the chained audit row as the tables' owner. Returns 1 when
@@ -347,8 +347,8 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         refused save commits nothing. The locks are taken in one order by every writer: the run's
         row (the header's compare-and-set), then the audit's head, inside the append, which is
         the last statement before the commit (:mod:`core.stores.postgres.audit`). Returns the
-        headers written (0: refused, nothing written). ``noted`` (a store with role separation,
-        issue 25): the audit row goes through ``resolver_note`` (a refresh, or the executor's
+        headers written (0: refused, nothing written). ``noted`` (a store with role separation):
+        the audit row goes through ``resolver_note`` (a refresh, or the executor's
         refusal).
 
         Raises:
@@ -388,7 +388,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
 
     def append_audit(self, audit: dict[str, Any]) -> None:
         """Append one audit row outside any save (a refusal, a registry change), chained. On a
-        store with role separation (issue 25) every row but the owner's registry rows goes through
+        store with role separation every row but the owner's registry rows goes through
         ``resolver_note`` (:data:`core.stores.postgres.roles.NOTE`)."""
         if self.db.separated and not str(audit.get("decision", "")).startswith(REGISTRY_PREFIX):
             with self.db.atomic() as conn:
@@ -627,7 +627,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
             conn.execute("UPDATE runs SET lease_owner = NULL, lease_expires = NULL WHERE run_id = %s", (run_id,))
             return True
 
-    # -- the journal of model calls (issue 26): core.stores.common.ModelCallJournal ----------------
+    # -- the journal of model calls: core.stores.common.ModelCallJournal ---------------------------
 
     @contextmanager
     def _journal_write(self) -> Iterator[QmarkConnection]:

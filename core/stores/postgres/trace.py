@@ -1,4 +1,4 @@
-"""Round trips to the server, counted from libpq's own trace (issue 23, item 6; issue 27, item 2).
+"""Round trips to the server, counted from libpq's own trace.
 
 :func:`round_trips` is the one reading of ``PQtrace`` that ``benchmarks/bench_pg.py`` and
 ``tests/test_pg_round_trips.py`` share (they parsed it each their own way before; the duplicate

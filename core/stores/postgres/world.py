@@ -1,5 +1,5 @@
 """The Larkfield practice world in PostgreSQL: :class:`PostgresWorld`, implementing
-:class:`core.contract.world.World` (issue 23). Its tools and write services are
+:class:`core.contract.world.World`. Its tools and write services are
 :class:`core.stores.practice.PracticeWorld`'s, the SQL shared with the SQLite back-end; this
 module supplies the connections, builds the world and guards its register.
 

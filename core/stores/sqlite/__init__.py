@@ -1,4 +1,4 @@
-"""SQLite, the first back-end of the store contract (issue 22).
+"""SQLite, the first back-end of the store contract.
 
 - :mod:`~core.stores.sqlite.checkpoint`: :class:`CheckpointStore`, the checkpoint store
   (``runs.sqlite``), implementing :class:`core.contract.store.Store`;

@@ -1,5 +1,5 @@
-"""The audit chain's SQL in ``runs.sqlite`` (issue 14): the functions :mod:`core.engine.auditchain`
-once held, moved here whole (issue 22) so that no module outside :mod:`core.stores` speaks SQL.
+"""The audit chain's SQL in ``runs.sqlite``: the functions :mod:`core.engine.auditchain`
+once held, moved here whole so that no module outside :mod:`core.stores` speaks SQL.
 
 Each runs on a connection of the checkpoint store, inside the caller's transaction where it
 writes; the chain's rules (:data:`~core.contract.audit.COLUMNS`, :func:`~core.contract.audit.row_hash`,
@@ -31,8 +31,8 @@ def _columns(conn: sqlite3.Connection) -> set[str]:
 
 
 def ensure_columns(conn: sqlite3.Connection) -> None:
-    """Add ``prev`` and ``sig`` (a store made before issue 14) and ``binds`` (before the head was
-    signed into each row, issue 28) to the audit table if it lacks them: the migration of those
+    """Add ``prev`` and ``sig`` (a store made before the audit was chained) and ``binds`` (before the
+    head was signed into each row) to the audit table if it lacks them: the migration of those
     columns, made at the first audit read or write.
 
     Runs inside the caller's transaction; existing rows keep NULL (the unchained prefix, rows
@@ -61,13 +61,13 @@ def _select(conn: sqlite3.Connection) -> str:
 
 _ALL = frozenset(COLUMNS)
 _SELECT_ALL = f"SELECT {', '.join(COLUMNS)} FROM audit"
-"""The select of a store with every column (issue 27: built once, not at every decision)."""
+"""The select of a store with every column (built once, not at every decision)."""
 
 
 def last_hash(conn: sqlite3.Connection) -> tuple[str, int]:
     """``(hash of the newest row, number of rows)``; ``(GENESIS, 0)`` for an empty audit.
 
-    Issue 27, item 4: the newest row by its key and the length from ``audit_tip`` (kept by a
+    The newest row by its key and the length from ``audit_tip`` (kept by a
     trigger in the transaction of every insert), never a count of the table, so a decision costs
     the same at any length of the audit. Only a store not given ``audit_tip`` yet (one made
     before it, read from a file opened read-only) is counted."""
@@ -96,8 +96,8 @@ _NEWEST_AND_LENGTH = (
     f"SELECT {', '.join(COLUMNS)}, (SELECT length FROM audit_tip WHERE only = 1) FROM audit "
     "WHERE id = (SELECT MAX(id) FROM audit)"
 )
-"""The newest audit row and ``audit_tip``'s length in one statement (issue 27, item 2: a
-decision asked twice); a store without ``audit_tip`` (read-only, older) takes the two."""
+"""The newest audit row and ``audit_tip``'s length in one statement (a
+decision would otherwise ask twice); a store without ``audit_tip`` (read-only, older) takes the two."""
 
 
 def length(conn: sqlite3.Connection) -> int:
@@ -121,8 +121,8 @@ def append(conn: sqlite3.Connection, run_id: str, audit: dict[str, Any], *, hash
     ``detail``, ``run_uid``, ``sig``, ``binds`` and ``prev``: a signed decision names the
     ``prev`` it signed, and if another row was appended since, the save is refused. Returns the row as
     written (``id`` and ``prev`` included) with the chain's new ``length`` and, unless ``hashed``
-    is False, its ``hash`` (a caller that drops the row skips hashing it: issue 27, item 2, a
-    decision's save hashed the long request text of its own row for nothing).
+    is False, its ``hash`` (a caller that drops the row skips hashing it: a
+    decision's save would hash the long request text of its own row for nothing).
 
     Raises:
         AuditMoved: ``audit["prev"]`` is no longer the newest row's hash (another decision
@@ -161,8 +161,8 @@ def later_ending(conn: sqlite3.Connection, run_uid: str, after_id: int) -> dict[
     or any ``refused...`` row), or None.
 
     An approval with such a row after it was lapsed, refused, rejected, refreshed or decided
-    again (issue 28): its run was set back to an older state if it still holds it, and it never
-    executes. (A refresh's voiding of earlier approvals is the case of the issue's row 4.)"""
+    again: its run was set back to an older state if it still holds it, and it never
+    executes. (A refresh voids earlier approvals the same way.)"""
     ensure_columns(conn)
     ends, params = ends_approval_sql()
     row = conn.execute(

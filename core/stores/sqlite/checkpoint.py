@@ -15,14 +15,14 @@
   ROWID``, so a step's rows sit side by side in one B-tree page. A tool output is stored once:
   an evidence row keeps its result in ``extra``, and the tool message that repeats it refers to
   that row (``ref``) instead of holding a second copy. An event keeps its time (ISO 8601, to the
-  second) in ``extra`` for the trace. ``checksum`` (format 4, issue 27) is the CRC-32 of ``body``
+  second) in ``extra`` for the trace. ``checksum`` (format 4) is the CRC-32 of ``body``
   and ``extra`` (:func:`core.stores.common.entry_checksum`): a row is validated when written and
   checked by it when read back; a format-3 store gets the column when opened, its rows NULL.
 - ``audit``: append-only record of every decision (see :mod:`core.engine.approval`); triggers refuse
   any UPDATE or DELETE of its rows. ``run_uid`` names the run's identity when the caller gives it.
 - ``audit_tip``: one row, the audit chain's length (its number of rows), kept by a trigger in the
   same transaction as every audit insert, so a decision reads the chain's length and tip at the
-  same cost at 1,000,000 audit rows as at 10 (issue 27, item 4: never a count of the table). A
+  same cost at 1,000,000 audit rows as at 10 (never a count of the table). A
   store made before it gets it, counted once, when a connection first opens it.
 - ``run_counts``: runs per status, kept by triggers in the same transaction as every save, so
   the queue's counts cost the same at 1,000,000 runs as at 10; its ``corrupt:<status>`` rows count
@@ -42,7 +42,7 @@ compare-and-set on ``version``: a writer holding a stale copy gets
 :class:`~core.ground.errors.StaleCheckpoint` instead of overwriting newer work. A SIGKILL between any
 two row writes of a save leaves the previous whole checkpoint (the transaction never commits).
 A step's save is the header's compare-and-set (one UPDATE) plus one multi-row INSERT of the
-step's entries (issue 27, item 2). A load reads header and rows in one read transaction as
+step's entries. A load reads header and rows in one read transaction as
 their stored UTF-8 bytes (``CAST AS BLOB``: never decoded to ``str`` and encoded back), checks
 each row's checksum, joins them into one JSON text and validates it once
 (``TaskState.model_validate_json``, a time's range checked in pydantic's Rust, not in Python:
@@ -51,10 +51,10 @@ corrupt row, a header in release 0.1.0's whole-state form) takes the careful pat
 clear error.
 
 The store knows no policy: the queue's columns come from the ``summarize`` function it is
-handed when it is made (:func:`core.api.queue.queue_columns`), called inside every save (issue 22:
-never optional, so a run saved through the lesson's Python API shows in the queue like any).
+handed when it is made (:func:`core.api.queue.queue_columns`), called inside every save
+(never optional, so a run saved through the lesson's Python API shows in the queue like any).
 
-This is the SQLite implementation of :class:`core.contract.store.Store` (issue 22); the contract's value
+This is the SQLite implementation of :class:`core.contract.store.Store`; the contract's value
 types, sorts and lease rules are in :mod:`core.contract.store`.
 """
 
@@ -116,7 +116,7 @@ from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
 from core.stores.sqlite.marks import SqliteMarks, add_run_marks
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
-    # listing (``resolver runs``) reads its pages without importing them (issue 10, start-up)
+    # listing (``resolver runs``) reads its pages without importing them, and start-up stays fast
     import sqlite_utils
 
     from core.ground.state import RunView, TaskState
@@ -131,9 +131,9 @@ __all__ = [
 STORE_FORMAT = 7
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
-journal, issue 26), 4 (and each entry's ``checksum``, issue 27), 5 (and ``run_marks`` and
-``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
-refreshed request a new request event, issue 24), 7 (and ``model_calls.seal``: each journal row
+journal), 4 (and each entry's ``checksum``), 5 (and ``run_marks`` and
+``queue_events``: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
+refreshed request a new request event), 7 (and ``model_calls.seal``: each journal row
 sealed with the home's key). Formats 1 to 6 are migrated on open."""
 
 _pick_always = operator.itemgetter(*_ALWAYS_ORDER)
@@ -169,8 +169,7 @@ _ENTRY_VALUES = (
 )
 """An entry's row of values by its shape (:func:`_shape`): 1 when its ``extra`` is None, plus 2
 when its ``ref`` is. A NULL is written in the SQL, not bound: the driver binds None through its
-adapter lookup (a failed attribute lookup and its error text, about 1,100 instructions each;
-issue 27, item 2)."""
+adapter lookup (a failed attribute lookup and its error text, about 1,100 instructions each)."""
 _INSERT_ENTRY = f"INSERT INTO entries ({', '.join(ENTRY_COLUMNS)}) VALUES "
 _INSERT_UNCHECKED_ENTRY = "INSERT INTO entries (run_id, n, list, seq, body, extra, ref) VALUES (?, ?, ?, ?, ?, ?, ?)"
 """A row of release 0.1.0's whole state split at migration: never validated as written, so
@@ -184,7 +183,7 @@ and a whole rewrite of a 300-step run takes ten."""
 @lru_cache(maxsize=256)
 def _insert_entries_sql(shapes: tuple[int, ...]) -> str:
     """``INSERT INTO entries`` of one row per shape (:data:`_ENTRY_VALUES`) in one statement
-    (issue 27, item 2: a step's save is the header's compare-and-set plus one insert). Cached,
+    (so that a step's save is the header's compare-and-set plus one insert). Cached,
     so each sequence of shapes is prepared once (a step's rows have the same shapes every step)."""
     return _INSERT_ENTRY + ", ".join(_ENTRY_VALUES[shape] for shape in shapes)
 
@@ -223,7 +222,7 @@ _CREATE_ENTRIES = (
     "WITHOUT ROWID"
 )
 _ADD_CHECKSUM = "ALTER TABLE entries ADD COLUMN checksum INTEGER"
-"""Store format 4 (issue 27, item 1): each entry's checksum; the rows already there keep NULL and
+"""Store format 4: each entry's checksum; the rows already there keep NULL and
 are validated in full when read, as before (a migration that checksummed them would vouch for
 bytes no save validated)."""
 
@@ -236,8 +235,8 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             0.1.0's format on open.
         clock: stamps ``updated_at`` at every save (default: real time).
         summarize: gives the queue's columns of a state, called inside every save (the product
-            hands :func:`core.api.queue.queue_columns`; required, issue 22: a store that wrote blank
-            columns left a run out of the queue's totals and every approver's "mine").
+            hands :func:`core.api.queue.queue_columns`; required: a store that wrote blank
+            columns would leave a run out of the queue's totals and every approver's "mine").
         journal_key: where the home's approval key comes from (:data:`core.contract.store.JournalKey`),
             asked once, when a journal row is first sealed or checked (or the upgrade to format
             7 finds rows to seal); the journal's seals are made under a key derived from it
@@ -339,14 +338,14 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             elif fmt == 6:
                 self._seal_journal(conn)  # format 7: each journal row sealed with the home's key
             elif fmt == 5:
-                add_run_marks(conn)  # format 6, issue 24: a refreshed request's event (the tables are there)
+                add_run_marks(conn)  # format 6: a refreshed request's event (the tables are there)
                 self._seal_journal(conn)
             elif fmt in (2, 3, 4):
-                conn.execute(_CREATE_MODEL_CALLS)  # format 3, issue 26: the journal of model calls
+                conn.execute(_CREATE_MODEL_CALLS)  # format 3: the journal of model calls
                 if "checksum" not in {r[1] for r in conn.execute("PRAGMA table_info(entries)")}:
-                    conn.execute(_ADD_CHECKSUM)  # format 4, issue 27: each entry's checksum
-                add_run_marks(conn)  # formats 5 and 6, issue 24: the marks and the queue's events
-                self._add_listing_indexes(conn)  # and format 5's covering indexes (issue 27, item 6)
+                    conn.execute(_ADD_CHECKSUM)  # format 4: each entry's checksum
+                add_run_marks(conn)  # formats 5 and 6: the marks and the queue's events
+                self._add_listing_indexes(conn)  # and format 5's covering indexes
                 self._seal_journal(conn)
             elif "runs" in tables:
                 self._migrate_from_0_1_0(conn, db, tables)  # its journal is made new, with the seal column
@@ -358,7 +357,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        self._repair_triggers(conn)  # what a store of an older format lacks besides (audit_tip, issue 27)
+        self._repair_triggers(conn)  # what a store of an older format lacks besides (audit_tip)
 
     def _seal_journal(self, conn: sqlite3.Connection) -> None:
         """The step to format 7, inside the migration's transaction: give ``model_calls`` its
@@ -452,7 +451,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                 conn.execute("DELETE FROM run_counts")
                 conn.execute("INSERT INTO run_counts (status, n) SELECT status, COUNT(*) FROM runs GROUP BY status")
                 conn.execute(_RECOUNT_CORRUPT)
-            if "audit_tip_insert" in missing:  # a store before issue 27, or its trigger dropped: count once
+            if "audit_tip_insert" in missing:  # a store made before audit_tip, or its trigger dropped: count once
                 conn.execute("DELETE FROM audit_tip")
                 conn.execute(_COUNT_AUDIT_TIP)
             if {"runs_search_insert", "runs_search_delete", "runs_search_update"} & set(missing):
@@ -520,7 +519,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         if "run_counts" not in tables:
             db.table("run_counts").create({"status": str, "n": int}, pk="status", not_null={"n"})
         if "runs" in tables or "runs" in db.table_names():
-            add_run_marks(conn)  # issue 24: the marks and the queue's events (format 4)
+            add_run_marks(conn)  # the marks and the queue's events (format 4)
 
     @staticmethod
     def _create_indexes_and_triggers(conn: sqlite3.Connection, db: sqlite_utils.Database) -> None:
@@ -769,7 +768,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                 conn.execute("DELETE FROM entries WHERE run_id = ?", (run_id,))
                 _insert_entries(conn, self._rows(state, (0, 0, 0)))
             if audit is not None:
-                auditchain.append(conn, run_id, audit, hashed=False)  # issue 14: chained to the row before it
+                auditchain.append(conn, run_id, audit, hashed=False)  # chained to the row before it
                 crash_point("row")
         state.version = new
         self._remember(state, new, written, saved, prep)
@@ -778,10 +777,10 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
 
     def append_audit(self, audit: dict[str, Any]) -> None:
         """Append one audit row outside any save: a refusal (drift, precondition, duplicate,
-        expiry) that changes no checkpoint (issue 11). ``audit`` has ``run_id``, ``decision``,
+        expiry) that changes no checkpoint. ``audit`` has ``run_id``, ``decision``,
         ``role``, ``name``, ``digest``, ``at``, ``detail`` and ``run_uid``."""
         with self.db.immediate() as conn:
-            auditchain.append(conn, audit["run_id"], audit, hashed=False)  # chained like every other row (issue 14)
+            auditchain.append(conn, audit["run_id"], audit, hashed=False)  # chained like every other row
 
     @staticmethod
     def _refuse(conn: sqlite3.Connection, run_id: str, version: int, lease_owner: str | None) -> NoReturn:
@@ -865,13 +864,13 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         """One page of the queue, read from indexed columns only (keyset pagination).
 
         ``status`` None lists every status. ``search`` matches ticket, order, customer or run ID
-        (substring, case-insensitive, NFC: issue 19). ``sort`` is a name of :data:`SORTS`; by default waiting
+        (substring, case-insensitive, NFC). ``sort`` is a name of :data:`SORTS`; by default waiting
         runs come oldest first (``age``) and others newest first (``updated``). ``after`` is the
         cursor of the last row of the previous page: that row itself, or ``row.cursor(sort)``
         (its sort key and run ID); the page starts just after it. At most ``limit`` rows.
         ``max_role_rank`` keeps only runs with a proposal whose role needed ranks at most that
         (``role_rank`` between 0 and it, an indexed column) and a readable checkpoint (the app's
-        "mine" filter, issue 12).
+        "mine" filter).
 
         Raises:
             ResolverError: an unknown sort (the sentence lists the sorts).
@@ -894,8 +893,8 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         limit: int = PAGE_SIZE,
     ) -> list[tuple[str, str, str, int, Any]]:
         """The rows ``resolver runs`` prints, as tuples ``(run_id, status, updated_at, state_ok,
-        sort key)``, in the order and pages of :meth:`page` with the same arguments (issue 27,
-        item 6: the printed columns only, no :class:`RunSummary` per run). ``(sort key,
+        sort key)``, in the order and pages of :meth:`page` with the same arguments
+        (the printed columns only, no :class:`RunSummary` per run). ``(sort key,
         run_id)`` of the last row is the cursor ``after`` of the next page. At most ``limit``
         rows. This SQLite store's own read for :mod:`core.api.listing`, not part of the contract.
 
@@ -919,7 +918,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     ) -> tuple[str, list[Any]]:
         """The SQL of one page of :meth:`page` selecting ``select``, with its parameters but the
         last (the limit). Raises ResolverError for an unknown sort."""
-        search = nfc(search)  # issue 19: a decomposed "García" finds the stored one
+        search = nfc(search)  # a decomposed "García" finds the stored one
         sort, column, ascending = sort_order(status, sort)
         where: list[str] = []
         params: list[Any] = []
@@ -931,7 +930,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             params.append('"' + search.strip().replace('"', '""') + '"')
         elif search:  # one or two characters: too short for trigrams, a scan in the order's index
             # LIKE folds ASCII only ("Í" would miss "García"): both sides are folded by Python's
-            # Unicode casefold, as the trigram index folds (issue 13).
+            # Unicode casefold, as the trigram index folds.
             folded = search.casefold()
             like = "%" + folded.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
             columns = ("task_id", "order_id", "customer", "run_id")
@@ -955,7 +954,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         """Number of runs per status (statuses with no run are absent), from the counts table.
 
         A run whose checkpoint is flagged corrupt (``state_ok = 0``) is not counted under its
-        status but under ``"corrupt"`` (issue 12: a corrupt run is not waiting). The table keeps a
+        status but under ``"corrupt"`` (a corrupt run is not waiting). The table keeps a
         ``corrupt:<status>`` row per status, kept by triggers like the others, so this stays a read
         of a few rows at any number of runs.
         """
@@ -1149,7 +1148,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
                 "UPDATE runs SET lease_expires = ? WHERE run_id = ?", (iso(self.clock.now() - timedelta(seconds=1)), run_id)
             )
 
-    # -- the journal of model calls (issue 26): core.stores.common.ModelCallJournal ----------------
+    # -- the journal of model calls: core.stores.common.ModelCallJournal ---------------------------
 
     def _journal_write(self) -> AbstractContextManager[sqlite3.Connection]:
         return self.db.immediate()
@@ -1176,7 +1175,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
 
     def delete(self, run_id: str, audit: dict[str, Any] | None = None) -> None:
         """Delete one run and its rows (the audit table keeps its rows), its ``lapse`` events and
-        its marks among them (:mod:`core.stores.events`, issue 24: a later run of this ID would
+        its marks among them (:mod:`core.stores.events`: a later run of this ID would
         take them for its own), with ``audit`` appended as the audit row that records it, in the
         same transaction. Raises RunNotFound."""
         with self.db.immediate() as conn:
@@ -1210,13 +1209,13 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
 
 APPLICATION_ID = 0x52534C56
 """SQLite ``application_id`` of a checkpoint store (``RSLV``); a file with another non-zero one is
-not adopted. Stores made before issue 13 have 0 and get it at their next migration."""
+not adopted. Stores of earlier releases have 0 and get it at their next migration."""
 
 LISTED_SORT = "updated_ts"
 """The column of the sorts ``age`` and ``updated``: the default order of every listing."""
 
 LISTING_INDEXES = ("idx_runs_listing_status", "idx_runs_listing_all")
-"""The covering indexes of ``resolver runs`` and the queue's default sorts (issue 27, item 6):
+"""The covering indexes of ``resolver runs`` and the queue's default sorts:
 ``(status, updated_ts, run_id)`` and ``(updated_ts, run_id)`` as the filter and the order,
 then the other columns a printed line needs (``status``, ``updated_at``, ``state_ok``), so a
 listing reads its lines from the index alone. Without them each line is a lookup in ``runs``,
@@ -1300,7 +1299,7 @@ def _split_triggers(upsert: str) -> list[str]:
 CORRUPT_PREFIX = "corrupt:"
 """``run_counts`` keeps, beside each status's row, a ``corrupt:<status>`` row: how many runs of that
 status have a checkpoint flagged corrupt (``state_ok = 0``). :meth:`CheckpointStore.counts`
-subtracts them, so a corrupt run is never counted as waiting (issue 12)."""
+subtracts them, so a corrupt run is never counted as waiting."""
 
 _CORRUPT_UPSERT = (
     "INSERT INTO run_counts (status, n) SELECT 'corrupt:' || NEW.status, 1 WHERE NEW.state_ok = 0 "
@@ -1315,7 +1314,7 @@ _CORRUPT_TRIGGERS = (
     "BEGIN UPDATE run_counts SET n = n - 1 WHERE OLD.state_ok = 0 AND status = 'corrupt:' || OLD.status; "
     f"{_CORRUPT_UPSERT} END",
 )
-"""The triggers of the ``corrupt:<status>`` counts (issue 12). A store made before them gets them
+"""The triggers of the ``corrupt:<status>`` counts. A store made before them gets them
 when a connection opens (:meth:`CheckpointStore._repair_triggers`), with the counts rebuilt."""
 
 NEW_TRIGGERS = frozenset({"runs_corrupt_insert", "runs_corrupt_delete", "runs_corrupt_update", "audit_tip_insert"})
@@ -1333,7 +1332,7 @@ _AUDIT_TIP_TRIGGER = (
     "CREATE TRIGGER IF NOT EXISTS audit_tip_insert AFTER INSERT ON audit "
     "BEGIN UPDATE audit_tip SET length = length + 1 WHERE only = 1; END"
 )
-"""Keeps ``audit_tip.length`` in the transaction of every audit insert (issue 27, item 4)."""
+"""Keeps ``audit_tip.length`` in the transaction of every audit insert, so the chain's length is never a count of the table."""
 
 
 _CASEFOLD = "resolver_casefold"

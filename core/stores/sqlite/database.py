@@ -9,7 +9,7 @@ cache, and no save pays for opening a connection. Every connection runs with:
   SQLite's auto-checkpoint folds it into the database every 1,000 pages (amortised).
 - ``synchronous = FULL``: the WAL is fsynced at every commit, so **each committed transaction
   costs exactly one fsync** and survives a power cut, not only a crash of the process. This is
-  on purpose (issue 10): an approval that the app has acknowledged to Grace must still be there
+  on purpose: an approval that the app has acknowledged to Grace must still be there
   after the power comes back. ``NORMAL`` would save that fsync but may lose the last commits on
   power loss, which would let an acknowledged approval vanish.
 - ``busy_timeout``: another process's write lock is waited for up to :data:`BUSY_TIMEOUT_S`
@@ -17,7 +17,7 @@ cache, and no save pays for opening a connection. Every connection runs with:
 
 The last connection to close checkpoints the WAL into the database (SQLite's default; Python
 3.11 cannot set ``SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE``). With one long-lived connection per thread
-that happens once per process, at exit, not at every save as before issue 10.
+that happens once per process, at exit, not at every save as a connection opened per save would.
 
 A long-lived connection would keep reading a file that someone deleted and rebuilt under it
 (``resolver reset --all`` while the app is open). So at every use the helper compares the file's
@@ -35,7 +35,7 @@ world's too (a trial moved ``larkfield.sqlite`` away under the app: its next rea
 world there, and the real one's WAL, the register's last writes, went with it); only the process
 that deletes a file to build it again says so (:meth:`Database.made_again`).
 
-A long-lived connection also keeps the state it was opened in (issue 20). SQLite opens a file it
+A long-lived connection also keeps the state it was opened in. SQLite opens a file it
 may not write **read-only, silently**, and that connection refuses every write ("attempt to
 write a readonly database") for as long as it lives, even once the file is writable again; in
 the app, whose workers run on a pool of reused threads, a decision failed again on whichever
@@ -118,8 +118,8 @@ def _file_id(path: Path) -> tuple[int, int] | None:
 
 class Connection(sqlite3.Connection):
     """A ``sqlite3`` connection that can carry what was learnt about its file's schema while it
-    is open (:attr:`known`, e.g. the audit's columns once all are there: issue 27, item 2, no
-    ``PRAGMA table_info`` inside every decision). Columns are only ever added, a file replaced
+    is open (:attr:`known`, e.g. the audit's columns once all are there, so no
+    ``PRAGMA table_info`` runs inside every decision). Columns are only ever added, a file replaced
     under it gets a new connection (:meth:`Database.connection`), and a rolled-back write
     transaction forgets everything (:meth:`Database.immediate`), so nothing known goes stale."""
 
@@ -132,7 +132,7 @@ class Connection(sqlite3.Connection):
 
 FILE_MODE = 0o600
 """Mode of the database files (and their ``-wal`` and ``-shm``, which SQLite creates with the
-database file's mode): they hold ticket texts and customers' e-mail addresses (issue 13)."""
+database file's mode): they hold ticket texts and customers' e-mail addresses."""
 
 
 def _private_file(path: Path) -> None:
@@ -151,7 +151,7 @@ def _private_file(path: Path) -> None:
 
 class ReadOnlyFile(ResolverError):
     """A database file its owner left read-only (no write bit for its owner, or not writable by
-    this user): resolver never changes the mode of a file it did not make (issue 28), so the
+    this user): resolver never changes the mode of a file it did not make, so the
     write is refused with one sentence and nothing is written."""
 
 
@@ -256,10 +256,10 @@ class Database:
         return conn
 
     def _refuse_mode(self, st: os.stat_result) -> None:
-        """Refuse a write to a file its owner made read-only (issue 28): no write bit for the
+        """Refuse a write to a file its owner made read-only: no write bit for the
         owner (``chmod 444``, which root could still write) or none for this user, given the
         file's ``os.stat`` (the one stat of a write transaction, which also gives the file's
-        identity: issue 27, item 2). The mode is never changed: a file's mode is its owner's to set.
+        identity). The mode is never changed: a file's mode is its owner's to set.
 
         Raises:
             ReadOnlyFile: one sentence naming the file, its mode and what its owner does.
@@ -276,8 +276,8 @@ class Database:
     def _access(self, st: os.stat_result) -> bool:
         """``os.access(path, W_OK)``, asked again only when the file's identity, mode, owner,
         group or ``st_ctime_ns`` (which ``chmod``, ``chown``, ``setfacl`` and ``chattr`` all
-        move) differ from the last answer's (issue 27, item 2: a save paid a stat and an
-        ``access`` call for a check whose inputs had not changed). A file system remounted
+        move) differ from the last answer's (so a save pays no stat and
+        ``access`` call for a check whose inputs have not changed). A file system remounted
         read-only under an open store is not seen here: SQLite's own write fails with a sentence."""
         key = (st.st_dev, st.st_ino, st.st_mode, st.st_uid, st.st_gid, st.st_ctime_ns)
         known = self._access_known
@@ -288,8 +288,8 @@ class Database:
         return answer
 
     def _writable(self) -> bool:
-        """Whether this process may write the file now and its owner left it writable (issue 28:
-        a ``chmod 444`` file is read-only for root too); it is opened read-only when not."""
+        """Whether this process may write the file now and its owner left it writable
+        (a ``chmod 444`` file is read-only for root too); it is opened read-only when not."""
         try:
             return bool(self.path.stat().st_mode & stat.S_IWUSR) and os.access(self.path, os.W_OK)
         except OSError:
@@ -409,7 +409,7 @@ class Database:
 
         Counts one transaction and, if committed, one commit (one fsync of the WAL). One
         ``os.stat`` of the file per transaction gives both the read-only check and the file's
-        identity (issue 27, item 2: it was two stats and an ``os.access``), and the context is a
+        identity (not two stats and an ``os.access``), and the context is a
         class, not a generator (:class:`_Immediate`).
 
         Raises:

@@ -1,4 +1,4 @@
-"""The SQLite files of a home, read or copied as files (issue 22): what ``resolver doctor``,
+"""The SQLite files of a home, read or copied as files: what ``resolver doctor``,
 ``backup``, ``restore``, the home's kind and the listing's fast path once opened with
 ``sqlite3`` themselves. Each opens its own short-lived connection, read-only unless it copies
 into a file, and closes it before it returns; none creates a database.
@@ -209,7 +209,7 @@ def forget_replies(conn: sqlite3.Connection, operations: list[str]) -> int:
 
 
 class FolderParts:
-    """The per-shop parts of a SQLite home (:class:`core.contract.store.ShopParts`, issue 23): the files
+    """The per-shop parts of a SQLite home (:class:`core.contract.store.ShopParts`): the files
     ``approvers.json``, ``audit.head``, ``approval.key`` and ``clock.json`` in the home folder
     ``root``, as they always were: each written to a private temporary file (mode 0600) and
     renamed into place, so a reader sees the old file or the new one."""

@@ -1,4 +1,4 @@
-"""``run_marks`` and ``queue_events`` in ``runs.sqlite`` (issue 24): the tables, the triggers that
+"""``run_marks`` and ``queue_events`` in ``runs.sqlite``: the tables, the triggers that
 write the events in the transaction of the write that makes them (:mod:`core.stores.events`), the
 store-format step that brings them, and the SQLite side of :class:`core.stores.marks.RunMarksRows`."""
 
@@ -15,7 +15,7 @@ __all__ = ["EVENT_TRIGGERS", "MARKS_FORMAT", "REFRESH_FORMAT", "SqliteMarks", "a
 
 MARKS_FORMAT = 5
 """The store format (``PRAGMA user_version``) that brings ``run_marks`` and ``queue_events``
-(format 4 brought the entries' checksums, issue 27)."""
+(format 4 brought the entries' checksums)."""
 
 REFRESH_FORMAT = 6
 """The store format that makes a refreshed request a ``request`` event again (the trigger

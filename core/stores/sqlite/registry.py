@@ -1,8 +1,8 @@
-"""The approvers registry's table in SQLite (``approvers.sqlite``, issue 22): the rows of
+"""The approvers registry's table in SQLite (``approvers.sqlite``): the rows of
 :class:`core.engine.approvers.Registry`, behind :class:`core.contract.registry.ApproverRows`.
 
 Table ``approvers``: ``name`` (key, case-insensitive), ``role``, ``public_key``, ``added_at``,
-``revoked_at``, ``signature``, ``private_key``, ``recovery_key``, as before issue 22. The
+``revoked_at``, ``signature``, ``private_key``, ``recovery_key``, the columns it always had. The
 signatures, the seal and the keys' encryption are the registry's (:mod:`core.engine.approvers`); this
 module only stores and reads rows, each change in one ``BEGIN IMMEDIATE`` transaction.
 """

@@ -1,4 +1,4 @@
-"""Every row of a SQLite home, table by table (issue 23, item 4): :class:`SqliteRows`, the SQLite
+"""Every row of a SQLite home, table by table: :class:`SqliteRows`, the SQLite
 side of :class:`core.contract.store.StoreRows`, what ``resolver store copy`` reads and writes.
 
 A SQLite home keeps its parts in three files of the folder: the runs and the audit in
@@ -146,8 +146,8 @@ class SqliteRows:
 
 
 def _audit_columns(db: Database) -> None:
-    """Give the audit its chain's columns if it lacks them (a store made before issue 14 or 28,
-    or a new one not yet appended to): :func:`core.stores.sqlite.audit.ensure_columns`."""
+    """Give the audit its chain's columns if it lacks them (a store made before the audit was
+    chained or before its rows bound the head, or a new one not yet appended to): :func:`core.stores.sqlite.audit.ensure_columns`."""
     from core.stores.sqlite.audit import ensure_columns
 
     with db.read() as conn:

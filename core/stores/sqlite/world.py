@@ -1,6 +1,6 @@
 """The Larkfield practice world in SQLite: ``larkfield.sqlite``, its read-only tools and write services.
 
-The SQLite implementation of the world's contract (:class:`core.contract.world.World`, issue 22); the
+The SQLite implementation of the world's contract (:class:`core.contract.world.World`); the
 tools' names, the register's call shapes and the services' errors are :mod:`core.contract.world`'s.
 
 The world is built on first use from ``data/world.json``. It holds customers, catalog, orders,
@@ -110,7 +110,7 @@ class SqliteWorld(PracticeWorld):
 
     @staticmethod
     def _migrate(conn: sqlite3.Connection) -> None:
-        """Give a register made before issue 20 its ``seq`` column: each entry's number in commit
+        """Give a register made before its entries were numbered its ``seq`` column: each entry's number in commit
         order. Entries were only ever appended, one write transaction at a time, and never
         deleted, so their rowid order is the order in which they were committed. Another process
         migrating at the same moment is waited for; the column is added once."""
@@ -159,7 +159,7 @@ def _missing_sentence(path: Path, what: str) -> str:
 
 
 def check_world_file(path: Path | str, has_history: bool) -> None:
-    """Refuse a practice world that cannot be used as it is (issue 13).
+    """Refuse a practice world that cannot be used as it is.
 
     A directory in its place is refused always; a missing or zero-length file only when the home
     has history (``has_history``: runs or audit rows), since building it again would forget
