@@ -7,7 +7,7 @@ Public API of the lesson, defined in :mod:`core.lesson_api`:
   "PAY-507862-2")`` makes refund ``RF-4CFEAE8E`` of 119.00 CAD.
 - ``Faults(task.faults)``: a ticket's simulated faults, handed to a ``World``.
 - ``PRACTICE_DB``: the home's ``larkfield.sqlite`` (``$RESOLVER_HOME`` or ``./work``), or the
-  team store's URL when ``$RESOLVER_STORE`` or the config file chose one (issue 23), fixed
+  team store's URL when ``$RESOLVER_STORE`` or the config file chose one, fixed
   when this module is imported.
 
 Raises ShopRefused in a shop home.
