@@ -1,19 +1,18 @@
-"""Core benchmarks of issue 10: the checkpoint store beside LangGraph, the queue, the executor.
+"""Core benchmarks: the checkpoint store beside LangGraph, the queue, the executor.
 
 Run: ``python benchmarks/bench_core.py`` (full sizes: 100,000 and 1,000,000 runs, a 300-step run
 with 50 KB tool outputs; several minutes, and on release 0.1.0 much longer), ``--quick`` for a
 smoke run with small sizes, ``--only SECTION`` (repeatable) for some sections:
 
 - ``anchor``: save and load (the read side and the whole state) beside LangGraph's ``SqliteSaver`` on tmpfs
-  (CPU only), each ratio beside its target from issue 27's table, a garbage collection before each timed load;
+  (CPU only), each ratio beside its target (README, "Benchmarks"), a garbage collection before each timed load;
 - ``disk``: the same on disk with the same durability, with fsyncs and transactions per save;
 - ``long``: a 300-step run with 50 KB tool outputs: save cost at step 10 vs 300, bytes written;
 - ``listing``: ``resolver runs --status waiting_approval`` over 100,000 and 1,000,000 runs;
 - ``executor``: approve + execute overhead per operation, transactions and fsyncs per approve;
 - ``startup``: import time of ``resolver --help`` and ``resolver runs``;
 - ``instructions``: the instructions (valgrind's callgrind) of a step's save, a decision's save
-  and a load beside LangGraph's put and get_tuple: figures a busy machine does not move (issue
-  27, item 7; skipped with a sentence without valgrind; a few minutes, less with ``--quick``).
+  and a load beside LangGraph's put and get_tuple: figures a busy machine does not move (skipped with a sentence without valgrind; a few minutes, less with ``--quick``).
   The ``listing`` section counts the whole ``resolver runs`` process the same way (not with
   ``--quick``).
 
@@ -136,7 +135,7 @@ Prepare = Callable[[], Callable[[], object]]
 def interleaved(rounds: int, ours: Prepare, theirs: Prepare, *, collect: bool = False) -> tuple[list[float], list[float]]:
     """Time ``rounds`` calls of each side, alternating which goes first; with ``collect`` a
     garbage collection runs (untimed) before each timed call, so neither side pays for the
-    set-up's copies (issue 27: the load at step 200 carried that debt, 11.9x against 4.1x)."""
+    set-up's copies (the load at step 200 carried that debt, 11.9x against 4.1x)."""
     a: list[float] = []
     b: list[float] = []
     for r in range(rounds):
@@ -197,7 +196,7 @@ def load_of(store: CheckpointStore, state: TaskState) -> Prepare:
 
 
 def view_of(store: CheckpointStore, state: TaskState) -> Prepare:
-    """Resolver's read side (issue 27, item 1): what the pane and the approve dialog load."""
+    """Resolver's read side: what the pane and the approve dialog load."""
     rid = new_id()
     store.save(fresh_copy(state, rid))
     return lambda: lambda: store.load_view(rid)
@@ -236,7 +235,7 @@ def bench_anchor(quick: bool) -> None:
             f"  the step: step {k} of a real run of T-65273 (model turn, tool call, evidence, event); state {kib(step)}; "
             f"{rounds} rounds; resolver vs LangGraph put/get_tuple"
         )
-        # the targets of issue 27's table (its last column), printed beside each figure
+        # the targets (README, "Benchmarks"), printed beside each figure
         ours, theirs = interleaved(rounds, save_after(home.store, prev, step), put_after(anchor, prev, step))
         ratio_line("save of a typical step vs put (dict)", ours, theirs, 1.5)
         ours, theirs = interleaved(
@@ -687,8 +686,8 @@ INSTRUCTION_PAIRS = (
     ("view", "get", "load, read side, vs get_tuple", 1.0),
     ("load", "get", "load of the whole state vs get_tuple", 2.0),
 )
-"""(ours, the anchor's, what is compared, target ratio): issue 27's table, in instructions; the
-read side (``load_view``) has the table's 1.0x, the whole state (resume) the 2.0x the ``anchor``
+"""(ours, the anchor's, what is compared, target ratio): the anchor's targets, in instructions; the
+read side (``load_view``) has its 1.0x, the whole state (resume) the 2.0x the ``anchor``
 section gives it."""
 
 

@@ -1,11 +1,11 @@
-"""What one passphrase guess costs against a stored approver key (issue 28).
+"""What one passphrase guess costs against a stored approver key.
 
     .venv/bin/python benchmarks/bench_keys.py          # 5 rounds each
     .venv/bin/python benchmarks/bench_keys.py --quick  # 1 round each
 
 Prints the time of one unlock attempt (the attacker's cost per guess, on one core) for a key
 encrypted by resolver today (scrypt at ``core.engine.approvers.KEY_COST``, then AES-256-GCM) beside a
-key of the release before issue 28 (PKCS#8 PBES2, PBKDF2-HMAC-SHA256 at 2,048 iterations, what
+key as resolver wrote it before its keys moved to scrypt (PKCS#8 PBES2, PBKDF2-HMAC-SHA256 at 2,048 iterations, what
 ``cryptography``'s ``BestAvailableEncryption`` writes), and the guesses per second each allows.
 The target is about 0.25 s a guess. Nothing is asserted: a busy machine never fails a build.
 """
@@ -48,7 +48,7 @@ def main() -> None:
     ).decode("ascii")
     cost = approvers.KEY_COST
     print("## one passphrase guess against a stored key")
-    for label, stored in ((f"scrypt n={cost.n} r={cost.r} p={cost.p} (now)", now), ("PBKDF2 2,048 (before issue 28)", before)):
+    for label, stored in ((f"scrypt n={cost.n} r={cost.r} p={cost.p} (now)", now), ("PBKDF2 2,048 (before scrypt)", before)):
         guess = _time(lambda stored=stored: approvers._decrypt(stored, "wrong guess here", public), rounds)
         print(f"{label:<40} {guess * 1000:9.1f} ms a guess  {1 / guess:9.0f} guesses/s")
     target = 0.25

@@ -1,5 +1,5 @@
 """How soon a change committed on one connection shows in another app on the same team store
-(issue 24, item 1: the live queue by PostgreSQL's NOTIFY).
+(the live queue, by PostgreSQL's NOTIFY).
 
 ``python benchmarks/bench_live.py`` makes a schema of its own on the tests' server
 (``RESOLVER_TEST_PG``, else ``postgresql://127.0.0.1:5432/test``), saves a waiting run, starts the
@@ -10,9 +10,9 @@ delay is from the colleague's commit (the moment ``Home.mark`` returns, just aft
 acknowledged the commit: the delay is, if anything, under-stated by that acknowledgement's trip)
 to the first frame the app hands its terminal that shows the change in the pane (the claim's
 sentence there or gone). A frame is the compositor's update rendered to the terminal's text, as
-``bench_tui.py`` takes it. Prints the median and p95; target under 1 s (issue 24).
+``bench_tui.py`` takes it. Prints the median and p95; target under 1 s.
 
-A second section does the same for the world (issue 38, item 4): the colleague makes a manual
+A second section does the same for the world: the colleague makes a manual
 refund of 1.00 CAD on T-65273's order (a write of the practice world, heard by migration 20's
 notification), and the delay runs to the first frame whose pane's "What changed since the agent
 looked" names the new refunded total. Target under 1 s.

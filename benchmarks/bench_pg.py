@@ -1,4 +1,4 @@
-"""The team store's benchmarks of issue 23 (item 6): PostgreSQL beside LangGraph's ``PostgresSaver``.
+"""The team store's benchmarks: PostgreSQL beside LangGraph's ``PostgresSaver``.
 
 Run: ``python benchmarks/bench_pg.py`` (41 rounds, a queue of 1,000,000 runs; a few minutes),
 ``--quick`` for a smoke run (7 rounds, 20,000 runs), ``--only anchor`` or ``--only queue``.
@@ -109,7 +109,7 @@ class PgAnchor(Anchor):
 
 def collected(prepare: Prepare) -> Prepare:
     """``prepare`` followed by a garbage collection, so a timed call does not pay for the
-    set-up's copies (issue 27: the load at step 200 carried that debt, 11.9x against 4.1x)."""
+    set-up's copies (the SQLite store's load at step 200 carried that debt, 11.9x against 4.1x)."""
 
     def then_collect() -> Callable[[], object]:
         call = prepare()

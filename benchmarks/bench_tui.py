@@ -9,20 +9,20 @@ the app in a fresh process (Textual's headless ``run_test``, 120x40) and prints:
   target under 1 s at 1,000,000 runs;
 - key to detail painted: from a ``down`` key event posted to the app to the first frame that
   shows the next run's detail in the pane, over at least 200 presses (crossing the first page's
-  end, so the next page loads too); p50, p99 and worst; target p99 under 50 ms (issue 27);
+  end, so the next page loads too); p50, p99 and worst; target p99 under 50 ms;
 - every filter, "all" and "mine" included (the number keys 1-8): from the key (posted to the
   app, as for the presses) to the first frame that shows its first page, median of 3 rounds,
   and the next pages of "all" (key ``G``, which loads the next page); target under 100 ms per
-  page (issue 27).
+  page.
 
-Issue 27 (item 7): a figure stops at the painted screen, not at the pane's data. A frame is
+A figure stops at the painted screen, not at the pane's data. A frame is
 what Textual hands the terminal: the compositor's update rendered to the terminal's text
 (``render_segments``, as ``App._display`` does; the headless driver writes it nowhere). Beside
 each wall-clock figure the child prints the main thread's CPU time (``time.thread_time``) over
 the same span: a busy machine stretches the wall clock, far less the CPU a key costs.
 
 Beside them, the instructions of one key to detail painted and of one filter's key to its
-first page painted (the filter of every status, from the waiting runs; issue 27, item 7),
+first page painted (the filter of every status, from the waiting runs),
 counted by valgrind's callgrind in another app process on the first home, 20 presses and 5
 filter keys, from the key posted to the frame that paints the detail or the page, every thread
 included (:mod:`callgrind`): the figures to compare across changes on a busy machine. Without
@@ -32,7 +32,7 @@ Every figure stands beside its target with met or MISSED. The main thread's CPU 
 per filter has the wall-clock target (a key p99 under 50 ms, a filter under 100 ms): the part of
 the wall clock that a loaded machine cannot stretch. The instructions have a budget of
 :data:`INSTRUCTIONS_PER_SECOND` times the time target (100 M a key, 200 M a filter): a choice of
-this script, as a count has no target of its own in issue 27; the rate is that of CPython on one
+this script, as a count has no target of its own; the rate is that of CPython on one
 core of this class of machine, measured here as the instructions of a key (every thread) over the
 main thread's CPU of a key, about 2 to 4 G/s.
 
@@ -60,7 +60,7 @@ from core.api.home import Home
 from harness import build_home, count_runs, disk_tmp, figure, heading, make_templates, median, ms, pct, shm_tmp
 
 # =============================================================================================
-# ADAPTER: how this script reaches into the app (changes with the seam, issue 8).
+# ADAPTER: how this script reaches into the app (changes with the seam, the core's public faces).
 # =============================================================================================
 
 
@@ -165,7 +165,7 @@ INSTRUCTIONS_PER_SECOND = 2e9
 """The rate that turns a time target into an instruction budget (see the module's docstring)."""
 
 KEY_TARGET_S, FILTER_TARGET_S = 0.050, 0.100
-"""Issue 27's targets: a key to its detail painted (p99), a filter's key to its first page painted."""
+"""The targets: a key to its detail painted (p99), a filter's key to its first page painted."""
 
 
 # =============================================================================================

@@ -1,4 +1,4 @@
-"""How soon a colleague's claim shows as a line of ``resolver watch`` (issue 38, item 3).
+"""How soon a colleague's claim shows as a line of ``resolver watch``.
 
 ``python benchmarks/bench_watch.py`` starts a real ``python -m core watch --as grace`` process and,
 ``--samples`` times (default 50), a colleague in this process claims the waiting T-65273 run

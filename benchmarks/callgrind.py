@@ -1,4 +1,4 @@
-"""Instruction counts of marked regions of a Python process, with valgrind's callgrind (issue 27, item 7).
+"""Instruction counts of marked regions of a Python process, with valgrind's callgrind.
 
 Wall-clock medians move with the machine's load; the instructions a piece of code executes do
 not (to within a fraction of a percent, given the same inputs and hash seed). So beside each

@@ -1,10 +1,10 @@
 """Shared pieces of the benchmarks: the adapter, real states, big homes, counters and printing.
 
-Nothing here asserts a speed: the scripts print figures beside their targets (issue 10), so a
+Nothing here asserts a speed: the scripts print figures beside their targets, so a
 busy machine never fails a build.
 
-The ADAPTER section at the top holds every call that the storage rewrite (issue 10, branch
-``store``) or the seam (issue 8) changes. Each adapter works on the code of release 0.1.0 and on
+The ADAPTER section at the top holds every call that the storage rewrite (branch
+``store``) or the seam (the core's public faces) changes. Each adapter works on the code of release 0.1.0 and on
 the rewritten store, so the same scripts give the "before" and the "after" figures.
 """
 
@@ -65,7 +65,7 @@ def approve_and_execute(home: Home, run_id: str, role: str = "grace", name: str 
 
 def reset_world(home: Home) -> None:
     """Rebuild the practice world from ``data/`` and delete the saved runs, so the next approval
-    of the same ticket is a fresh one whose writes succeed (one effect per ticket, issue 11,
+    of the same ticket is a fresh one whose writes succeed (one effect per ticket
     refuses a second approval while an earlier run of the ticket is done with the same effect)."""
     home.reset(everything=True)
 
@@ -453,7 +453,7 @@ def build_home(root: Path, n: int, templates: Home) -> float:
             if name in int_pk:
                 continue
             if name == "checksum" and {"body", "extra"} <= {c[1] for c in info}:
-                # issue 27: an entry's checksum covers its body, which names the run: the copy's own
+                # an entry's checksum covers its body, which names the run: the copy's own
                 # (a kept template checksum made every copy a corrupt checkpoint in the app)
                 body, extra = (f"replace(src.{c}, src.run_id, plan.new_id)" for c in ("body", "extra"))
                 exprs.append(f"CASE WHEN src.checksum IS NULL THEN NULL ELSE entry_checksum({body}, {extra}) END")

@@ -1,4 +1,4 @@
-"""The PostgreSQL races of issue 23 (item 5), 100 rounds of each, in real ``python -m core`` processes.
+"""The team store's PostgreSQL races, 100 rounds of each, in real ``python -m core`` processes.
 
 Run: ``python benchmarks/pg_races.py`` (100 rounds of each; about 15 minutes on the reference
 2-core machine), ``--rounds N`` for another count, ``--quick`` for 2 of each, ``--only race``

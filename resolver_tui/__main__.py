@@ -100,8 +100,8 @@ def approver_at(home: Home, args: argparse.Namespace, ask=input) -> tuple[str, s
 
 def require_terminal(stdin=None, stdout=None) -> None:
     """Refuse to start the app without a terminal on both ends: started from a pipe, cron or a
-    service, Textual waited for a terminal that never came and the process hung until killed
-    (issue 17). Raises ResolverError naming the command line, which needs no terminal."""
+    service, Textual waited for a terminal that never came and the process hung until killed.
+    Raises ResolverError naming the command line, which needs no terminal."""
     stdin = sys.stdin if stdin is None else stdin
     stdout = sys.stdout if stdout is None else stdout
     if not (_is_tty(stdin) and _is_tty(stdout)):

@@ -45,7 +45,7 @@ class ResolverApp(App):
             a team lead unless they said so (``resolver_tui.__main__.who``).
         name: the approver's name, recorded with each decision (default: the role's label).
         refresh_interval: seconds between automatic refreshes (None or 0: off); on a team store,
-            whose changes arrive as they are made (issue 24), a safety net of at least
+            whose changes arrive as they are made, a safety net of at least
             :data:`~resolver_tui.screens.queue.LIVE_SAFETY_NET_S`.
         demo: load the demo queue at start when the home is empty.
         trainer: list the trainer's moments in the palette (when :mod:`core.trainer.lesson` exists).
@@ -97,7 +97,7 @@ class ResolverApp(App):
     def on_ready(self) -> None:
         """The first screen is painted: what the start-up made (modules, classes, widgets, the
         CSS) is collected once and frozen out of the garbage collector's reach (``gc.freeze``).
-        Issue 27, item 3: a full collection went through all of it every fifteen keys or so,
+        Before it, a full collection went through all of it every fifteen keys or so,
         55 to 85 ms of the main thread, and made the p99 of a key at 1,000,000 runs; with it
         frozen a full collection walks only what was made since. Undone when the app exits
         (:meth:`on_unmount`)."""
@@ -110,7 +110,7 @@ class ResolverApp(App):
 
     def collect_when_quiet(self) -> None:
         """Run the garbage collector's full collection, when one is due, in a pause of the keys
-        and the mouse (issue 27, item 3). CPython runs it whenever enough objects outlived two
+        and the mouse. CPython runs it whenever enough objects outlived two
         collections, in the middle of a key: at 1,000,000 runs it came every fifteen keys or
         so and took 20 to 100 ms, the p99 of a key. The app raises the collector's own rule
         (its third threshold, as :meth:`on_ready` found it) to :data:`FULL_AT_LATEST` and keeps
@@ -130,7 +130,7 @@ class ResolverApp(App):
             gc.set_threshold(*self._thresholds)
 
     async def on_event(self, event: events.Event) -> None:
-        """Keys act on what is on screen and settled (issue 18). Keys of one terminal read are
+        """Keys act on what is on screen and settled. Keys of one terminal read are
         queued before any of them is handled, so two rules apply before Textual's own routing:
 
         - a dialog (:class:`~resolver_tui.screens.dialogs.Fenced`) takes only keys that arrived

@@ -1,6 +1,6 @@
 """Command palette providers: every action of the queue (from the one action table,
 :func:`resolver_tui.keys.palette`), ``Jump to run <id>``, and the trainer's moments when
-:mod:`core.trainer.lesson` exists (issue 5)."""
+:mod:`core.trainer.lesson` exists."""
 
 from __future__ import annotations
 
@@ -82,7 +82,7 @@ class ResolverCommands(Provider):
 
 class LessonCommands(Provider):
     """The trainer's moments (:data:`core.trainer.lesson.MOMENTS`, titled "Simulate: ..."), listed only
-    in trainer mode (issue 5), so a trainer changes the world or crashes a run in place."""
+    in trainer mode, so a trainer changes the world or crashes a run in place."""
 
     def _moments(self) -> list[tuple[str, Callable[[], object]]]:
         app = cast("_TrainerApp", self.app)

@@ -1,5 +1,5 @@
 """The queue screen's frames: the next frame after a quiet moment comes at the next tick of the
-frame clock, not the one after (issue 27, item 3).
+frame clock, not the one after.
 
 Textual paints a screen on a timer of ``1 / MAX_FPS`` (60 a second), paused while nothing
 changes. Its timer, woken after a pause, skips the ticks it missed with one too many: the

@@ -1,4 +1,4 @@
-"""The one action table of the app (issue 18): every key, once.
+"""The one action table of the app: every key, once.
 
 Each :class:`Key` row gives the action Textual runs, the key, how a person reads it, its label,
 its help text and the rule that decides whether it is offered. Everything that names a key is

@@ -17,7 +17,7 @@ from textual.message import Message
 class PageLoaded(Message):
     """A page of the queue and the counts per status; ``serial`` is the load it answers
     (older loads are dropped) and ``select`` the run to put the cursor on; ``aside`` how many
-    waiting runs are set aside now (issue 24: the "waiting" count leaves them out); ``away`` the
+    waiting runs are set aside now (the "waiting" count leaves them out); ``away`` the
     line that says how many waiting runs the approver may decide a mark keeps from them
     (:meth:`core.engine.marks.MarkedAway.line`), or None."""
 
@@ -53,7 +53,7 @@ class OperationDone(DetailLoaded):
 
 class DialogReady(Message):
     """The run was read again for a dialog (``kind``: ``approve``): its lookups ran again, so
-    the dialog shows the world as it is now (issue 18)."""
+    the dialog shows the world as it is now."""
 
     def __init__(self, detail: RunDetail, kind: str) -> None:
         super().__init__()
@@ -64,7 +64,7 @@ class DialogReady(Message):
 class Finished(Message):
     """An approve, reject, resume, mark or demo load finished; ``lines`` say what happened and
     ``detail`` is the run after it (None for the demo); ``set_aside``: the run was snoozed, so it
-    left the waiting filters though its status did not (issue 24)."""
+    left the waiting filters though its status did not."""
 
     def __init__(self, run_id: str | None, lines: list[str], detail: RunDetail | None = None, set_aside: bool = False) -> None:
         super().__init__()
@@ -77,7 +77,7 @@ class Finished(Message):
 class Failed(Message):
     """An action or a read ended with an error sentence (refusal, lost race, lease held, busy
     store); ``lines`` the section "What changed since the agent looked" as it is now when the
-    world changed under an approval (issue 18)."""
+    world changed under an approval."""
 
     def __init__(self, run_id: str | None, text: str, lines: list[str] | None = None) -> None:
         super().__init__()
@@ -121,7 +121,7 @@ class MomentDone(Message):
 
 
 class QueueChanged(Message):
-    """The team store's listener heard changes (issue 24, item 1): ``changes`` is a batch of
+    """The team store's listener heard changes: ``changes`` is a batch of
     ``(kind, run_id)`` (run_id None: many runs), sent by any machine at its commit."""
 
     def __init__(self, changes: list[tuple[str, str | None]]) -> None:
@@ -138,7 +138,7 @@ class LiveState(Message):
 
 
 class KeyUnlocked(Message):
-    """The shop-home approver's key was unlocked for a mark (issue 24): ``action`` (``claim``,
+    """The shop-home approver's key was unlocked for a mark: ``action`` (``claim``,
     ``handover`` or ``snooze``) goes on, on run ``run_id`` if it is still highlighted."""
 
     def __init__(self, run_id: str, action: str) -> None:

@@ -3,7 +3,7 @@
 Reads ``pyproject.toml`` (the runtime dependencies and the ``test`` extra) and turns each
 ``name>=X`` into ``name==X``; a requirement without a floor is left out. ``.ci/run`` installs the
 project with these constraints into a second virtual environment and runs the suite there, so
-the floors we declare are floors that work (issue 13).
+the floors we declare are floors that work.
 
 Usage: ``python tools/lowest_constraints.py [EXTRA ...] > constraints.txt`` (default extra: test).
 """

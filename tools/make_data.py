@@ -1120,8 +1120,8 @@ add_order(new_order_id(), _c, [("LINEN-THROW", 1), ("CUSHION-COVER", 2)], _p, "d
 
 POLICY = {
     "version": "2026-10-01",
-    "evidence_max_age_s": 7 * 24 * 3600,  # issue 11: evidence age at approval
-    "approval_valid_s": 3600,  # issue 11: an approval, before its execution starts
+    "evidence_max_age_s": 7 * 24 * 3600,  # the evidence's greatest age at approval
+    "approval_valid_s": 3600,  # how long an approval stands before its execution starts
     "rules": [
         {
             "rule_id": "W1",

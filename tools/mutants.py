@@ -1,4 +1,4 @@
-"""Hand mutants of the guards on the way to a write (issue 20): each disables one guard, and
+"""Hand mutants of the guards on the way to a write: each disables one guard, and
 the tests that prove that guard must fail.
 
     .venv/bin/python tools/mutants.py            # every mutant; exit 0 when all are caught
@@ -310,7 +310,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "refresh-voids",
-        "shop home: an approval followed by a row that ends it (a refresh, a lapse, a decision) never executes (issue 28)",
+        "shop home: an approval followed by a row that ends it (a refresh, a lapse, a decision) never executes",
         "core/engine/signing.py",
         (("    if ended is not None:", "    if False:"),),
         (
@@ -320,42 +320,42 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "audit-verify-voided",
-        "audit verify: an approval followed by a refresh with no refusal between (issue 28)",
+        "audit verify: an approval followed by a refresh with no refusal between",
         "core/engine/auditchain.py",
         (("    report.problems += _voided_approvals(all_rows)", "    pass"),),
         (S + "test_an_approval_voided_by_a_refresh_and_written_back_never_executes",),
     ),
     Mutant(
         "registry-behind",
-        "shop home: a registry older than the audit records executes nothing (issue 28)",
+        "shop home: a registry older than the audit records executes nothing",
         "core/engine/signing.py",
         (("    if behind:\n        return behind", "    if False:\n        return behind"),),
         (S + "test_a_revocation_undone_by_putting_the_registry_back_pays_nothing",),
     ),
     Mutant(
         "audit-verify-approval-row",
-        "audit verify: every approver-signed approval a run holds has its audit row (issue 28)",
+        "audit verify: every approver-signed approval a run holds has its audit row",
         "core/engine/signing.py",
         (("    report.problems += approvals_without_rows(audit)", "    pass"),),
         (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
     ),
     Mutant(
         "audit-verify-head-behind",
-        "audit verify: the head is never shorter than the newest signed row (issue 28)",
+        "audit verify: the head is never shorter than the newest signed row",
         "core/engine/signing.py",
         (('    if head["length"] < last_signed:', "    if False:"),),
         (S + "test_history_rolled_back_with_the_head_is_found_by_audit_verify",),
     ),
     Mutant(
         "approval-binds",
-        "shop home: the approval's world and operations are the ones its signature binds (issue 28)",
+        "shop home: the approval's world and operations are the ones its signature binds",
         "core/engine/signing.py",
         (("    if unbound:\n        return unbound", "    if False:\n        return unbound"),),
         (S + "test_an_approval_whose_state_was_rewritten_after_signing_never_executes",),
     ),
     Mutant(
         "audit-verify-register",
-        "audit verify: every write a run made is bound by a signed approval (issue 28)",
+        "audit verify: every write a run made is bound by a signed approval",
         "core/engine/signing.py",
         (
             (
@@ -367,7 +367,7 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "audit-verify-register-window",
-        "audit verify: an approval binds only the writes made while it stood (issue 28)",
+        "audit verify: an approval binds only the writes made while it stood",
         "core/engine/signing.py",
         (
             (
@@ -379,21 +379,21 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "audit-verify-binds-head",
-        "audit verify: a signed row stands where the chain was when it was signed (issue 28)",
+        "audit verify: a signed row stands where the chain was when it was signed",
         "core/engine/auditchain.py",
         (("            why_binds = _binds_problem(row, i)", "            why_binds = None"),),
         (S + "test_a_row_signed_at_another_place_in_the_chain_is_reported",),
     ),
     Mutant(
         "read-only-database",
-        "a database its owner made read-only refuses every write (issue 28)",
+        "a database its owner made read-only refuses every write",
         "core/stores/sqlite/database.py",
         (("            db._refuse_mode(st)\n", "            pass\n"),),
         (S + "test_databases_the_owner_made_read_only_stay_so_and_pay_nothing",),
     ),
     Mutant(
         "owner-pin",
-        "team store: a machine refuses an owner key other than the one it first trusted (issue 23)",
+        "team store: a machine refuses an owner key other than the one it first trusted",
         "core/engine/approvers.py",
         (("                if pinned is not None and pinned != owner_key:", "                if False:"),),
         ("tests/test_team_keys.py::test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first",),
@@ -407,63 +407,63 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "key-file-public-key",
-        "a key file for another public key is named as such at unlock (AES-GCM's associated data refuses it anyway, as a wrong passphrase; issue 23)",
+        "a key file for another public key is named as such at unlock (AES-GCM's associated data refuses it anyway, as a wrong passphrase)",
         "core/engine/approvers.py",
         (("            if local.public_key != entry.public_key:", "            if False:"),),
         ("tests/test_team_keys.py::test_a_key_file_for_another_public_key_is_caught_at_unlock",),
     ),
     Mutant(
         "passphrase-length",
-        "a new key's passphrase has at least 12 characters (issue 28)",
+        "a new key's passphrase has at least 12 characters",
         "core/engine/approvers.py",
         (("    if len(passphrase) < MIN_PASSPHRASE:", "    if False:"),),
         (S + "test_a_weak_passphrase_is_refused_for_a_new_key",),
     ),
     Mutant(
         "passphrase-common",
-        "a new key's passphrase is not a common password (issue 28)",
+        "a new key's passphrase is not a common password",
         "core/engine/approvers.py",
         (("    if _common(passphrase):", "    if False:"),),
         (S + "test_a_weak_passphrase_is_refused_for_a_new_key",),
     ),
     Mutant(
         "shop-kind-missing",
-        "a shop home whose home.json was removed stays a shop (issue 28)",
+        "a shop home whose home.json was removed stays a shop",
         "core/api/homekind.py",
         (('            raise _lost(root, evidence, "is missing") from None', '            return "practice"'),),
         (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
     ),
     Mutant(
         "shop-kind-changed",
-        "a shop home whose home.json says practice stays a shop (issue 28)",
+        "a shop home whose home.json says practice stays a shop",
         "core/api/homekind.py",
         (('            raise _lost(root, evidence, f"says {kind}")', "            pass"),),
         (S + "test_a_shop_home_without_its_home_json_stays_a_shop_and_pays_nothing",),
     ),
     Mutant(
         "team-store-kind",
-        "a practice folder never reaches a shop's team store (issue 23)",
+        "a practice folder never reaches a shop's team store",
         "core/api/homekind.py",
         (('    return "shop" if made == "shop" else "practice"', '    return folder or "practice"'),),
         ("tests/test_team_store.py::test_a_practice_folder_never_reaches_a_shop_store",),
     ),
     Mutant(
         "db-decide-role",
-        "a separated team store's resolver_decide refuses a role below the one the stored proposal needs (issue 25)",
+        "a separated team store's resolver_decide refuses a role below the one the stored proposal needs",
         "core/stores/postgres/roles.py",
         (('        IF {_RANK.format("their_role")} < {_RANK.format("needed")} THEN', "        IF false THEN"),),
         ("tests/test_pg_roles.py::test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow",),
     ),
     Mutant(
         "db-proposal-by",
-        "a separated team store's resolver_decide refuses a proposal an approver's database user wrote (issue 25, a trial)",
+        "a separated team store's resolver_decide refuses a proposal an approver's database user wrote (found by a trial)",
         "core/stores/postgres/roles.py",
         (("    IF r.proposal_by IS NOT NULL AND EXISTS", "    IF false AND EXISTS"),),
         ("tests/test_pg_roles.py::test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay",),
     ),
     Mutant(
         "db-decide-planned",
-        "a separated team store's resolver_decide takes only the operations the stored proposal plans (issue 25, a trial)",
+        "a separated team store's resolver_decide takes only the operations the stored proposal plans (found by a trial)",
         "core/stores/postgres/roles.py",
         (
             (
@@ -475,14 +475,14 @@ MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         "db-register-lock",
-        "a separated team store's register guard locks an operation before its one-row check (issue 25, a trial)",
+        "a separated team store's register guard locks an operation before its one-row check (found by a trial)",
         "core/stores/postgres/roles.py",
         (("        PERFORM pg_advisory_xact_lock(hashtextextended(", "        PERFORM abs(hashtextextended("),),
         ("tests/test_pg_roles.py::test_two_sessions_cannot_both_write_the_row_of_one_approved_operation",),
     ),
     Mutant(
         "policy-sum",
-        "a proposal needs the role of each kind of action's summed value (issue 25's third trial)",
+        "a proposal needs the role of each kind of action's summed value (found by a trial)",
         "core/engine/policy.py",
         (("totals[kind] = totals.get(kind, zero) + value", "totals[kind] = max(totals.get(kind, zero), value)"),),
         ("tests/test_data.py::test_a_refund_split_into_lines_needs_the_role_of_their_sum",),

@@ -1,4 +1,4 @@
-"""The queue screen's reads and writes on the home, as a plain object (issue 18, item 6).
+"""The queue screen's reads and writes on the home, as a plain object.
 
 :class:`Decisions` is handed the home, the approver and the lease owner; each method does one
 read or write through ``home.queue`` or :class:`core.api.home.Home` and returns the one message of
@@ -72,7 +72,7 @@ def read_again(read: Callable[[], M]) -> M:
     """``read()``, made once more when a team store's connection was lost under it
     (:class:`core.ground.errors.ConnectionLost`: the pool dropped its dead connections, so the second
     read connects anew). For reads only: ``R`` after the server ended every connection reads the
-    queue quietly instead of showing the dead connection's error (issue 24). A second failure
+    queue quietly instead of showing the dead connection's error. A second failure
     is raised with its sentence."""
     try:
         return read()
@@ -97,7 +97,7 @@ class Decisions:
     lease_owner: str
     keys: Mapping[str, str] = field(default_factory=dict)
     key_holder: KeyHolder | None = None
-    """Issue 28: holds the unlocked key until ``key_idle_minutes`` of the approver's config pass
+    """Holds the unlocked key until ``key_idle_minutes`` of the approver's config pass
     without a decision (default 5); made at first use (a config that cannot be read keeps the
     default)."""
 
@@ -115,7 +115,7 @@ class Decisions:
 
     @property
     def unlocked(self) -> Unlocked | None:
-        """Issue 14: the shop-home approver's key, unlocked in memory at the first approval and
+        """The shop-home approver's key, unlocked in memory at the first approval and
         kept for this session only (never written anywhere), until it was idle too long."""
         return self._holder().get()
 
@@ -186,7 +186,7 @@ class Decisions:
 
     def dialog(self, run_id: str, kind: str) -> DialogReady:
         """The run's detail read again for the ``kind`` dialog (``approve``): the lookups run
-        again, so the dialog shows the world as it is (issue 18)."""
+        again, so the dialog shows the world as it is."""
         return DialogReady(self._run_detail(run_id), kind)
 
     def trace(self, run_id: str) -> Message:
@@ -198,7 +198,7 @@ class Decisions:
         return guarded(run_id, work)
 
     def history(self, kind: str, key: str) -> Message:
-        """History (issue 12): ``run`` (the decisions and refusals of run ``key``), ``name``
+        """History: ``run`` (the decisions and refusals of run ``key``), ``name``
         (those of approver ``key``) or ``changes`` (the practice world's changes)."""
 
         def work() -> Message:
@@ -276,7 +276,7 @@ class Decisions:
 
     def unlock(self, run_id: str, action: str, passphrase: str) -> Message:
         """Unlock the approver's key with ``passphrase`` for the mark ``action`` on ``run_id``
-        (issue 24: in a shop home a claim, hand-over or snooze is signed, and ``c``, ``o`` and
+        (in a shop home a claim, hand-over or snooze is signed, and ``c``, ``o`` and
         ``z`` ask the passphrase first when the key is locked); kept in :attr:`unlocked` for the
         session. A wrong passphrase comes back as :class:`Failed` with core's sentence."""
 
@@ -291,7 +291,7 @@ class Decisions:
 
     def claim(self, run_id: str, release: bool) -> Message:
         """Claim the waiting run ``run_id``, or with ``release`` release this approver's claim
-        (issue 24, :meth:`core.api.home.Home.mark`); in a shop home signed with the unlocked key."""
+        (:meth:`core.api.home.Home.mark`); in a shop home signed with the unlocked key."""
 
         def work() -> Message:
             kind = "release" if release else "claim"
@@ -305,7 +305,7 @@ class Decisions:
         """Hand the waiting run ``run_id`` over (``kind`` ``handover``: to colleague ``to`` with
         ``note``) or snooze it (``snooze``: ``until``, as ``resolver snooze --until`` reads it, ISO
         8601 or a duration from now such as ``90m``) through :meth:`core.api.home.Home.mark`, the
-        command line's path (issue 24); in a shop home signed with the unlocked key. Core's
+        command line's path; in a shop home signed with the unlocked key. Core's
         refusal (an unknown colleague, a blank note, a time past the run's expiry, a settled run,
         a time it cannot read) comes back as :class:`Failed` with its sentence; nothing is written
         then."""

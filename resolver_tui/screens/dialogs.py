@@ -25,7 +25,7 @@ T = TypeVar("T")
 
 
 class Fenced(ModalScreen[T]):
-    """A modal screen that answers only keys that arrived after it was drawn (issue 18).
+    """A modal screen that answers only keys that arrived after it was drawn.
 
     Keys of one terminal read (``a`` then ``y`` typed ahead, over SSH or on a busy machine) are
     stamped when they arrive, before the dialog exists; the app drops every key stamped before
@@ -105,7 +105,7 @@ class ConfirmScreen(Fenced[bool]):
 class ReasonInput(Input):
     """The reject dialog's reason (one line, as core takes it). A paste holding line breaks is
     refused whole with core's sentence (:func:`core.api.views.not_one_line`, the command line's),
-    never cut to its first line silently as Textual's ``Input`` does (issue 19). It never
+    never cut to its first line silently as Textual's ``Input`` does. It never
     selects its text on focus: keys typed before its focus event would replace each other (a
     trial's ``/`` box)."""
 
@@ -187,7 +187,7 @@ class NoteInput(ReasonInput):
 
 
 class MarkScreen(Fenced[dict[str, str] | None]):
-    """Hand over or snooze a waiting run (issue 24): one line per field, returned as
+    """Hand over or snooze a waiting run: one line per field, returned as
     ``{field id: text}`` (stripped), or None when cancelled (Esc or Cancel).
 
     ``fields`` are ``(id, label, placeholder)``; the title, labels and body are shown literally.
@@ -272,7 +272,7 @@ class PickRunScreen(Fenced[str | None]):
 
 
 class PassphraseApproveScreen(Fenced[str | None]):
-    """Approve in a shop home (issue 14): the approve dialog with a masked passphrase input.
+    """Approve in a shop home: the approve dialog with a masked passphrase input.
 
     Returns the passphrase typed (kept by the caller only to unlock the key once), or None when
     cancelled. Esc cancels; an empty passphrase is refused in place. The title and body are shown
@@ -283,7 +283,7 @@ class PassphraseApproveScreen(Fenced[str | None]):
 
     def __init__(self, title: str, body: list[str], who: str, seal: str | None = None, yes: str = "Approve") -> None:
         """``seal``: as for :class:`ConfirmScreen`, kept on screen above the passphrase box;
-        ``yes``: the button's word (``Unlock`` when a mark asks the passphrase, issue 24)."""
+        ``yes``: the button's word (``Unlock`` when a mark asks the passphrase)."""
         super().__init__()
         self.title_text = title
         self.body = body

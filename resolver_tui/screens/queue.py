@@ -1,7 +1,7 @@
 """The queue screen: the top bar, the status filters with counts, the runs table and the detail
 pane, for one home and one approver.
 
-One class (issue 18, item 6): widgets are told what to show (:class:`TopBar`, :class:`FilterBar`,
+One class: widgets are told what to show (:class:`TopBar`, :class:`FilterBar`,
 :class:`RunTable`, :class:`DetailPane`), and every read and write on the home is a call of the
 plain :class:`~resolver_tui.screens.decisions.Decisions` object run in a thread worker, which
 reports with a message. What may be done with a run, and why not, comes from the rulebook in the
@@ -134,7 +134,7 @@ LOST = "Live updates stopped: the connection to the team store dropped; reconnec
 class QueueScreen(Screen):
     """The approvals queue of ``home`` as ``approver``.
 
-    On a team store the queue is live (issue 24, item 1): a listener (``home.queue_changes()``)
+    On a team store the queue is live: a listener (``home.queue_changes()``)
     hears every change any machine commits and the screen reads the first page and the shown
     run's detail again, once per burst (a change heard while a page is in flight, an action runs
     or a dialog is open is read when that ends). A listener that loses its connection says so,
@@ -153,8 +153,8 @@ class QueueScreen(Screen):
     BINDINGS = bindings("queue")
     AUTO_FOCUS = "#runs"
 
-    # None of these paints anything itself: a change must not repaint the whole screen (issue 27,
-    # item 3: a reactive's default repaint marked the screen dirty at every key).
+    # None of these paints anything itself: a change must not repaint the whole screen (a
+    # reactive's default repaint marked the screen dirty at every key).
     selected_id: reactive[str | None] = reactive(None, repaint=False)
     busy: reactive[str] = reactive("", repaint=False)
     empty: reactive[bool] = reactive(False, repaint=False)
@@ -191,7 +191,7 @@ class QueueScreen(Screen):
         self.following = False  # the one-run view the screen switched to after an action
         self.counts: dict[str, int] = {}
         self.aside = 0
-        """How many waiting runs are set aside now (issue 24; the waiting count leaves them out)."""
+        """How many waiting runs are set aside now (the waiting count leaves them out)."""
         self.next_page: str | None = None
         self.loading_more = False
         self.page_serial = 0
@@ -222,8 +222,8 @@ class QueueScreen(Screen):
     ) -> Timer:
         """Textual's ``set_interval``, but the screen's timer of frames is a
         :class:`~resolver_tui.frames.FrameClock`: after a quiet moment the next frame comes at
-        the next tick due, not the one after (issue 27, item 3: a key's detail was painted 17 to
-        33 ms after its cursor)."""
+        the next tick due, not the one after (before, a key's detail was painted
+        17 to 33 ms after its cursor)."""
         if name != SCREEN_UPDATE:
             return super().set_interval(interval, callback, name=name, repeat=repeat, pause=pause)
         timer = FrameClock(self, interval, name=name, callback=callback, repeat=repeat or None, pause=pause)
@@ -269,7 +269,7 @@ class QueueScreen(Screen):
             self.live.stop()
 
     def on_screen_resume(self) -> None:
-        """A dialog or a screen of lines closed: the focus returns to the queue (issue 18)."""
+        """A dialog or a screen of lines closed: the focus returns to the queue."""
         self.remove_class("-covered")
         if self.table.display:
             self.set_focus(self.table)
@@ -329,7 +329,7 @@ class QueueScreen(Screen):
 
     @property
     def unlocked(self) -> Unlocked | None:
-        """The shop-home approver's key once unlocked in this session (issue 14), else None."""
+        """The shop-home approver's key once unlocked in this session, else None."""
         return self.decisions.unlocked
 
     def simulated_now(self) -> datetime | None:
@@ -542,7 +542,7 @@ class QueueScreen(Screen):
         return True
 
     def _show_detail_soon(self) -> None:
-        """Render the pane after the messages already queued (issue 27, item 3): a key sent
+        """Render the pane after the messages already queued: a key sent
         while a detail was read moves the cursor first, and a detail whose run is no longer under
         the cursor is never rendered (its successor's is), so a render never delays the next key
         and the pane never shows a run the cursor left. One render is queued at a time."""
@@ -651,7 +651,7 @@ class QueueScreen(Screen):
 
     def action_filter(self) -> None:
         """Open the filter box and focus it at once (not at the next idle moment), so the keys
-        typed right after ``/`` in the same burst go into it (issue 18)."""
+        typed right after ``/`` in the same burst go into it."""
         box = self.query_one("#search", Input)
         box.display = True
         box.value = self.search or ""
@@ -779,7 +779,7 @@ class QueueScreen(Screen):
         waiting run is marked, by an approver whose role may decide it (the rulebook's
         :attr:`~core.api.views.RunDetail.mark_offers`; a notice says why not). In a shop home a mark is signed: while the key
         is locked the passphrase dialog opens first, and the action goes on once it is unlocked
-        (:meth:`key_unlocked`; issue 24)."""
+        (:meth:`key_unlocked`)."""
         d = self.detail
         run_id = self.table.current
         if run_id is None or d is None or d.run_id != run_id or self.busy or self.opening:
@@ -822,7 +822,7 @@ class QueueScreen(Screen):
             {"claim": self.action_claim, "handover": self.action_handover, "snooze": self.action_snooze}[message.action]()
 
     def action_claim(self) -> None:
-        """Claim the highlighted waiting run, or release this approver's claim on it (issue 24).
+        """Claim the highlighted waiting run, or release this approver's claim on it.
         In a shop home the claim is signed: the key must be unlocked in this session."""
         d = self._markable("claim", "claimed")
         if d is not None:
@@ -844,14 +844,14 @@ class QueueScreen(Screen):
         self.app.push_screen(MarkScreen(title, body, fields, yes), answered)
 
     def action_handover(self) -> None:
-        """Hand the highlighted waiting run over to a colleague with a one-line note (issue 24)."""
+        """Hand the highlighted waiting run over to a colleague with a one-line note."""
         d = self._markable("handover", "handed over")
         if d is not None:
             fields = [("to", "To (the colleague's name):", "name"), ("note", "Note (one line, required):", "note")]
             self._mark_dialog(d, "handover", f"Hand run {d.run_id} over", fields, "Hand over")
 
     def action_snooze(self) -> None:
-        """Set the highlighted waiting run aside until a time (issue 24)."""
+        """Set the highlighted waiting run aside until a time."""
         d = self._markable("snooze", "snoozed")
         if d is not None:
             fields = [("until", "Until (ISO 8601, 2026-10-12T15:00, or a duration from now: 90m, 2h):", "90m")]
@@ -882,7 +882,7 @@ class QueueScreen(Screen):
             )
             return
         body = approve_dialog(decision, self.approver)
-        if message.detail.claim:  # issue 24: a colleague is on it; the dialog (default No) says so first
+        if message.detail.claim:  # a colleague is on it; the dialog (default No) says so first
             body = [message.detail.claim, "", *body]
         title = f"Approve run {decision.run_id}?"
         others = message.detail.others
@@ -898,7 +898,7 @@ class QueueScreen(Screen):
                 self._approve(decision.run_id, decision.digest, decision.version, others, decision.seen, passphrase)
 
         seal = decision_seal(decision, self.approver)
-        if self.home.kind == "shop" and self.unlocked is None:  # issue 14: the key is unlocked once per session
+        if self.home.kind == "shop" and self.unlocked is None:  # the key is unlocked once per session
             self.app.push_screen(PassphraseApproveScreen(title, body, self.approver.name, seal), typed)
         else:
             self.app.push_screen(ConfirmScreen(title, body, yes="Approve", seal=seal), answered)
@@ -925,7 +925,7 @@ class QueueScreen(Screen):
                 self._in_thread("action", partial(self.decisions.reject, decision.run_id, decision.digest, reason, d.others))
 
         body = reject_dialog(decision, self.approver)
-        if d.claim:  # issue 24: a colleague is on it
+        if d.claim:  # a colleague is on it
             body = [d.claim, "", *body]
         self.app.push_screen(RejectScreen(f"Reject run {decision.run_id}?", body), answered)
 
@@ -933,7 +933,7 @@ class QueueScreen(Screen):
         d = self.detail
         if d is None or self.why_not("resume"):
             return
-        if d.status == "waiting_approval":  # the focus stays on the queue (issue 18)
+        if d.status == "waiting_approval":  # the focus stays on the queue
             self.notify(f"Run {d.run_id} is waiting approval: its request is in the pane.", markup=False)
             return
         self._start(d.run_id)

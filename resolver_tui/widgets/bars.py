@@ -40,7 +40,7 @@ class LineBar(Static):
     def say(self, parts: list) -> None:
         """Show ``parts`` (``Content.assemble``'s arguments): the same parts as shown are not
         shown again, and a bar whose height is a fixed number of lines (its CSS) repaints alone,
-        without a layout pass of the screen (issue 27, item 3: each page read set both bars, and
+        without a layout pass of the screen (each page read set both bars, and
         ``Static.update`` laid out the whole screen, a key's frame delayed by a page appended
         under it)."""
         said = tuple(parts)
@@ -54,7 +54,7 @@ class LineBar(Static):
 class TopBar(LineBar):
     """``Larkfield approvals · practice · approver: Tomás (role team lead) · clock Mon
     2026-10-12 09:00 (simulated)``: ``kind`` is the home's kind, ``practice`` or ``shop``. The
-    role is said to be one (issue 19: the demo's person Grace and the role ``grace``), the name
+    role is said to be one (the demo's person Grace and the role ``grace``), the name
     on one line (:func:`core.api.views.one_line`)."""
 
     NARROW = 110
@@ -91,7 +91,7 @@ def filter_texts(active: int, counts: dict[str, int], level: int, aside: int = 0
     2: shortest names; 3: shortest names without counts: counts go before names). The active
     filter is in brackets, so a text capture shows it (``[1 waiting 8]``). ``aside``: the waiting
     runs set aside now, left out of the waiting count as the waiting filter leaves them out
-    (issue 24; "all" still counts them)."""
+    ("all" still counts them)."""
     total = sum(counts.values())  # "corrupt" included: "all" lists every run
     out = []
     for i, (status, label) in enumerate(FILTERS):
@@ -108,22 +108,22 @@ def filter_texts(active: int, counts: dict[str, int], level: int, aside: int = 0
 class FilterBar(LineBar):
     """The status filters with live counts, the active one in brackets (and reverse video), a
     corrupt count when there is one, and the refresh time when it fits. Every filter always
-    shows: a narrower terminal gets shorter names, then no counts (issue 18)."""
+    shows: a narrower terminal gets shorter names, then no counts."""
 
     def show(self, active: int, counts: dict[str, int], refreshed: str = "", aside: int = 0, live: str = "") -> None:
         """``active``: the index in :data:`FILTERS`; ``counts``: runs per status;
         ``refreshed``: the time of the last read (``09:00:02``), shown when it fits; ``aside``:
         the waiting runs set aside now (:func:`filter_texts`); ``live``: on a team store
-        ``live`` or ``live updates lost`` (issue 24), said after the time (``refreshed 09:00:02,
+        ``live`` or ``live updates lost``, said after the time (``refreshed 09:00:02,
         live``) or, where that does not fit (80 columns), alone (``live``, ``not live``) with
         shorter filter names if need be: whether changes arrive matters more than when the last
         read was."""
         width = self.size.width or 200
-        corrupt = f"corrupt {counts['corrupt']}" if counts.get("corrupt") else ""  # never under a status (issue 12)
+        corrupt = f"corrupt {counts['corrupt']}" if counts.get("corrupt") else ""  # never under a status
 
         def layout(level: int) -> tuple[list[str], int]:
             texts = filter_texts(active, counts, level, aside) + ([corrupt] if corrupt else [])
-            return texts, sum(map(cell_len, texts)) + len(texts) - 1  # cells, not characters (issue 19)
+            return texts, sum(map(cell_len, texts)) + len(texts) - 1  # cells, not characters
 
         for level in range(4):
             texts, used = layout(level)

@@ -1,10 +1,10 @@
 """The detail pane: one run's title, notices, offered keys and body, handed a
 :class:`core.api.views.RunDetail` and the keys' labels (it knows nothing of the store or the keys).
 
-A newly shown run opens at its top; a refresh of the same run keeps where it was scrolled
-(issue 18). Its border title says whose run it is and, with ``▶``, that it has the focus.
+A newly shown run opens at its top; a refresh of the same run keeps where it was scrolled.
+Its border title says whose run it is and, with ``▶``, that it has the focus.
 
-A key press updates only what changed (issue 27, item 3): each section is a widget updated in
+A key press updates only what changed: each section is a widget updated in
 place, a section whose text did not change is not touched, and a section of the same height
 repaints alone, without a layout pass of the whole screen (a ``Static.update()`` lays out the
 screen by default: three quarters of the main thread's work per key at 1,000,000 runs).
@@ -28,7 +28,7 @@ class DetailPane(VerticalScroll):
     """The pane under the table. ``show`` renders a detail (or the empty and loading states).
 
     Its sections are folded by :class:`FoldedLines` to their width, and Textual does not wrap
-    them again (``text-wrap: nowrap``; the profile of issue 27 found it re-wrapping the folded
+    them again (``text-wrap: nowrap``; a profile of the app found it re-wrapping the folded
     lines at every paint): a line wider than its section, for the moment between a resize and
     its new fold, ends in ``…``."""
 
@@ -79,7 +79,7 @@ class DetailPane(VerticalScroll):
     def _set_border_title(self, text: str) -> None:
         """Put ``text`` (untrusted: a run ID) in the border's top line and repaint that line
         alone. Setting ``border_title`` repaints the whole pane, so every key (each shows another
-        run) composed all its lines again beside its sections' (issue 27, item 3); the title is
+        run) composed all its lines again beside its sections'; the title is
         stored as the ``border_title`` setter stores it (Textual 8.0 to 8.2)."""
         if not self.is_mounted:
             self.border_title = plain(text)

@@ -36,20 +36,20 @@ from resolver_tui.widgets.bars import queue_title
 from resolver_tui.widgets.safe import cell
 
 PAGE_ROWS = 50
-"""Rows the app reads a page at a time: a first page fills a tall terminal (issue 27, item 3:
-50 rows instead of the store's 200 cut 44 % of the work per filter key; the stock table costs
+"""Rows the app reads a page at a time: a first page fills a tall terminal
+(50 rows instead of the store's 200 cut 44 % of the work per filter key; the stock table costs
 about 0.1 ms a row). The next page loads when the cursor comes near the last row
 (:data:`NEXT_PAGE_AHEAD`)."""
 
 NEXT_PAGE_AHEAD = 10
-"""How many rows before the last loaded one the cursor asks for the next page (issue 27, item
-3): the page is read and its rows added while the approver reads the rows before it, so the key
+"""How many rows before the last loaded one the cursor asks for the next page: the
+page is read and its rows added while the approver reads the rows before it, so the key
 onto the last row neither waits for the read nor pays for adding 50 rows (at 1,000,000 runs
 those keys were the main thread's slowest, 110 ms of CPU, the p99 of a key)."""
 
 APPEND_CHUNK = 10
 """How many rows of a following page are added at a time, each batch after the screen's next
-paint (:meth:`RunTable.append_soon`; issue 27, item 3): a page that landed during a key added
+paint (:meth:`RunTable.append_soon`): a page that landed during a key added
 its 50 rows before that key's detail was painted, about 20 ms of the main thread, the p99 of a
 key at 1,000,000 runs. Within this many rows of the last one loaded, the cursor takes the rest
 at once."""
@@ -79,7 +79,7 @@ PRIORITY = ("run", "total", "status", "age", "role", "ticket", "customer", "acti
 
 WIDTHS = {"run": 60, "customer": 16, "actions": 22, "ticket": 8, "total": 9, "role": 9, "age": 7, "status": 9}
 """Widest cell of each column, in terminal cells; the run ID is elided in the middle only when
-the terminal is too narrow for it whole (issue 19: IDs were elided at 200 columns, 60 empty)."""
+the terminal is too narrow for it whole (IDs were once elided at 200 columns, 60 empty)."""
 
 RUN_MIN = 18
 """The run ID column never gets narrower than this (its middle is elided)."""
@@ -136,7 +136,7 @@ def _take(parts: list[str], width: int) -> list[str]:
 
 def _short(text: str, width: int) -> str:
     """``text`` cut to ``width`` terminal cells (Rich's ``cell_len``: a CJK character or an
-    emoji takes two, a combining mark none; issue 19), ``…`` marking the cut."""
+    emoji takes two, a combining mark none), ``…`` marking the cut."""
     if cell_len(text) <= width:
         return text
     return "".join(_take(_clusters(text), width - 1)) + "…"
@@ -144,9 +144,9 @@ def _short(text: str, width: int) -> str:
 
 def elide_middle(text: str, width: int) -> str:
     """``T-90104-agent_structured-chat-small-1`` as ``T-90104-age…at-small-1``: the ticket at the
-    start and the run number at the end stay readable. ``width`` is in terminal cells (issue
-    19); an ASCII text (a character a cell) is cut by its length, without measuring each
-    character (a page of 50 run IDs at each next page: issue 27, item 3)."""
+    start and the run number at the end stay readable. ``width`` is in terminal cells;
+    an ASCII text (a character a cell) is cut by its length, without measuring each
+    character (a page of 50 run IDs at each next page)."""
     if not text.isascii():
         return _elide_clusters(text, width)
     if len(text) <= width:
@@ -220,7 +220,7 @@ class RunTable(DataTable):
     """The runs of one filter, keyed by run ID; ``summaries`` and ``cells`` hold what is shown.
 
     Its title (on its top border) says ``queue`` with the filter by text and the sort it is told
-    (:meth:`caption`), marked ``▶`` while it has the focus (issue 18: the focused region shows in
+    (:meth:`caption`), marked ``▶`` while it has the focus (the focused region shows in
     a text capture, not in colour alone).
     """
 
@@ -243,7 +243,7 @@ class RunTable(DataTable):
     before the keys after it: the stock table's enter posted a selection message, which reached
     the screen after the keys typed with the enter in one read, so ``enter j j j j`` moved the
     cursor four runs and then focused the pane on the run reached, not the one chosen (a trial;
-    issue 18: a key decides only what is shown). A click on a row still selects it."""
+    a key decides only what is shown). A click on a row still selects it."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, id=id)
@@ -294,7 +294,7 @@ class RunTable(DataTable):
     def _keep(self, rows: int) -> None:
         """Size the caches of drawn lines, rows and cells to a table showing ``rows`` rows: the
         lines and the cells' texts of :data:`SCREENS_KEPT` screens, the rows and cells styled of
-        one (issue 27, item 3). The stock table keeps 1,000 lines, 1,000 rows and 10,000 cells,
+        one. The stock table keeps 1,000 lines, 1,000 rows and 10,000 cells,
         whatever it shows: filled as the cursor went down the pages, they were most of what the
         garbage collector's full collections walked, and those grew to 100 ms a key at
         1,000,000 runs. A line is drawn from its row, and a row from its cells' texts, so a
@@ -356,7 +356,7 @@ class RunTable(DataTable):
     def append_soon(self, page: Page) -> None:
         """Add the rows of a following page :data:`APPEND_CHUNK` at a time, each batch after
         the screen's next paint, so a key pressed meanwhile waits for one batch at most, not a
-        page (issue 27, item 3). A cursor within :data:`APPEND_CHUNK` rows of the last row
+        page. A cursor within :data:`APPEND_CHUNK` rows of the last row
         added takes every waiting row at once. :meth:`replace` and :meth:`forget` drop the
         rows still waiting (they followed the rows those replace)."""
         self._pending.append(page)
@@ -400,7 +400,7 @@ class RunTable(DataTable):
                 self._add(s.run_id, cells)
 
     def replace(self, page: Page, select: str | None = None) -> None:
-        """Show a first page by diff (issue 27, item 3: rows updated, not rebuilt): runs gone
+        """Show a first page by diff (rows updated, not rebuilt): runs gone
                 from the page are removed, the runs kept update their changed cells only, and runs new
                 at the end are appended. Only a page whose kept runs changed order, or a run new before
                 a kept one, rebuilds the table (the table cannot insert a row), and so does a page that
@@ -451,7 +451,7 @@ class RunTable(DataTable):
     def mark_corrupt(self, run_id: str) -> None:
         """Show ``corrupt`` in the run's status cell (its checkpoint could not be read). A run
         shown as corrupt already is left alone: a cell's update makes the table draw every
-        visible row again (issue 27, item 3: each key onto a corrupt run redrew them all)."""
+        visible row again (each key onto a corrupt run redrew them all)."""
         self.broken.add(run_id)
         if run_id in self.summaries and self.cells[run_id][-1] != "corrupt":
             cells = self.cells[run_id]
@@ -503,7 +503,7 @@ class RunTable(DataTable):
 
     def add_row(self, *cells: object, height: int | None = 1, key: str | None = None, label: TextType | None = None) -> RowKey:
         """Add a row below the last one, as the stock table does, keeping every line drawn so far
-        when the row cannot change one (issue 27, item 3). The stock table counts an added row as
+        when the row cannot change one. The stock table counts an added row as
         an update, and its drawn lines, rows and cells are kept by that count, so the key on
         which a page of 50 rows landed drew every visible row again (the slowest keys at
         1,000,000 runs). A row of a fixed height, without a label, below the fixed rows, changes
@@ -544,7 +544,7 @@ class RunTable(DataTable):
     def _measure_text_rows(self, new_rows: Iterable[RowKey]) -> list[RowKey]:
         """Widen the columns for the new rows whose cells are all Rich ``Text`` on one line of
         height (unlabelled, not auto-height), measured as Rich measures a ``Text`` (its widest
-        line in terminal cells) without Rich's measuring machinery (issue 27, item 3: a sixth of
+        line in terminal cells) without Rich's measuring machinery (a sixth of
         the main thread's work of a filter key); returns the other rows, for the stock table."""
         rest: list[RowKey] = []
         columns = self.ordered_columns
@@ -572,8 +572,8 @@ class RunTable(DataTable):
         """Rows were added below a table that scrolls already, its columns as wide as before: its
         size on screen cannot change (``height: auto`` up to its cap), so the layout pass of the
         whole screen that a new virtual size asks for is dropped, and only its scroll bar repaints:
-        the new rows are below the last one in view, so no line in view changes (issue 27, item 3:
-        a page appended under the cursor cost a layout and repaint of the screen, then a repaint of
+        the new rows are below the last one in view, so no line in view changes
+        (a page appended under the cursor cost a layout and repaint of the screen, then a repaint of
         every line of the table, the slowest keys at 1,000,000 runs)."""
         self._layout_required = False
         self._scroll_update(self.virtual_size)
@@ -583,7 +583,7 @@ class RunTable(DataTable):
         when that changes. The stock table repaints the hovered row at every cursor key, shown or
         not, so each key's frame spanned from the first row (where the hover rests while the
         mouse never moved) down to the cursor's: up to a screen of table lines composed again
-        per key (issue 27, item 3)."""
+        per key."""
         if active != self._show_hover_cursor:
             super()._set_hover_cursor(active)
 
@@ -593,8 +593,7 @@ class RunTable(DataTable):
     def render_lines(self, crop: Region) -> list[Strip]:
         """Draw the lines of ``crop`` as the stock table does, working out the table's style once
         for them all: the stock table works it out again for each line (through every ancestor's
-        background), and a key that scrolls the table draws every line in view (issue 27,
-        item 3)."""
+        background), and a key that scrolls the table draws every line in view."""
         self._paint_style = self.rich_style
         try:
             return super().render_lines(crop)
@@ -619,7 +618,7 @@ class RunTable(DataTable):
     def _render_line(self, y: int, x1: int, x2: int, base_style: Style) -> Strip:
         """Draw line ``y`` of the table (the header's lines first, then the rows' at their place
         in the whole table, whatever the scroll), as the stock table does, keeping the line drawn
-        by where the cursor and the mouse's hover are only on their own rows (issue 27, item 3).
+        by where the cursor and the mouse's hover are only on their own rows.
         The stock table keeps each drawn line by where the cursor is, so each key drew every
         visible line again and kept them all in its cache of 1,000 lines: with a row cursor a
         line is drawn the same wherever else the cursor is, so a key draws the two rows it
@@ -666,8 +665,8 @@ class RunTable(DataTable):
     def _render_line_in_row(
         self, row_key: RowKey, line_no: int, base_style: Style, cursor_location: Coordinate, hover_location: Coordinate
     ) -> tuple[list[list[Segment]], list[list[Segment]]]:
-        """Draw one line of a row, reusing the drawing of a row the cursor is not on (issue 27,
-        item 3). The stock table keys its cache of drawn rows by where the cursor is, so each
+        """Draw one line of a row, reusing the drawing of a row the cursor is not on.
+        The stock table keys its cache of drawn rows by where the cursor is, so each
         move of the cursor drew every visible row again, and a move that scrolls repaints them
         all: 30 % of the main thread's time per key at 1,000,000 runs. With a row cursor a row
         is drawn the same wherever else the cursor (or the mouse's hover) is, so those places
@@ -686,7 +685,7 @@ class RunTable(DataTable):
     ) -> list[list[Segment]]:
         """Draw one body cell: the segments the stock table draws (its padding, its cursor, hover
         and zebra styles, the cell's row and column in the style's meta), without Rich's
-        ``Styled(Padding(...))`` layers (issue 27, item 3: three quarters of drawing a new page).
+        ``Styled(Padding(...))`` layers (they were three quarters of drawing a new page).
         The cell's own text is drawn once per cell and width, kept by row and column key while
         the cell is the same object, so a page appended, a cell updated elsewhere or the cursor
         moving only restyles it. The header, labelled, fixed or taller rows and cells that are
@@ -740,7 +739,7 @@ class RunTable(DataTable):
     def _draw_text(self, text: Text, width: int) -> list[Segment]:
         """One cell's ``text`` drawn to ``width`` cells, as Rich's ``render_lines`` draws it
         (its segments, then spaces of no style): a one-line text that fits, with no justify of
-        its own, is rendered directly (issue 27, item 3: Rich's wrapping, joining and cropping
+        its own, is rendered directly (Rich's wrapping, joining and cropping
         were a tenth of a filter key's work); anything else goes through Rich."""
         plain = text.plain
         used = cell_len(plain)

@@ -2,7 +2,7 @@
 
 A plain ``str`` given to ``Static``, ``Label``, a ``DataTable`` cell, ``notify`` or a border
 title is parsed as markup: ``"[/"`` crashes the app and ``"[@click=app.quit]x[/]"`` becomes a
-live action (textual issue 6155). Everything shown from the store goes through :func:`plain`
+live action (reported to Textual upstream). Everything shown from the store goes through :func:`plain`
 (a :class:`~textual.content.Content`) or :func:`cell` (a Rich ``Text`` for table cells), both
 built from :func:`core.api.views.safe_text`, which strips ESC sequences and control characters.
 """
@@ -45,10 +45,10 @@ class FoldedLines(Static):
     """Lines of a run's request (core's own and marked untrusted ones) folded to the widget's own
     width by :func:`core.ground.safetext.fold`, again whenever that width changes (a resize, a scroll
     bar appearing). Textual never wraps them itself, so no screen row starts with the middle of
-    a customer's or a tool's text without its mark (issue 19, found by a new user: a wrapped
+    a customer's or a tool's text without its mark (found by a new user: a wrapped
     block line showed ``Who may approve: agent or above`` at the margin).
 
-    Updated in place (issue 27, item 3): the same lines are not shown again, and new lines of the
+    Updated in place: the same lines are not shown again, and new lines of the
     same height repaint this widget alone, without a layout pass of the screen; only a change of
     height (in lines) asks for one. Only the lines on screen are drawn (:meth:`render_line`)."""
 
@@ -91,7 +91,7 @@ class FoldedLines(Static):
         are folded already and never wrapped again, so each is drawn the same by itself. The
         stock widget draws every line of its text whenever it is repainted, and the pane's body
         is far taller than the screen: every key drew about 90 lines to show 15, a fifth of the
-        main thread's time per key at 1,000,000 runs (issue 27, item 3). Lines that Textual may
+        main thread's time per key at 1,000,000 runs. Lines that Textual may
         wrap (a section without ``text-wrap: nowrap``, as in the dialogs), a text selection (drawn
         across lines) or another alignment go to the stock drawing."""
         styles = self.styles
