@@ -70,12 +70,19 @@ __all__ = [
     "AuditLog",
     "AuditReader",
     "AuditRow",
+    "CallStore",
     "CrashHook",
+    "EventStore",
+    "Housekeeping",
     "JournalKey",
     "Lease",
+    "Leases",
+    "MarkStore",
     "QueueChanges",
     "QueueColumns",
+    "QueueReader",
     "RunExists",
+    "RunStore",
     "RunSummary",
     "Store",
     "StoreNotEmpty",
@@ -348,25 +355,17 @@ class AuditLog(AuditReader, Protocol):
         ...
 
 
-class Store(AuditLog, Protocol):
-    """A checkpoint store: the runs, the queue's columns, the leases and the audit of one home.
+class RunStore(Protocol):
+    """The runs of a home: save with its compare-and-set, load, latest, a ticket's runs, delete, reset.
 
-    Attributes:
-        path: where the store lives (SQLite: ``runs.sqlite``), for sentences and the backup.
-        clock: stamps ``updated_at`` at every save and decides leases' expiry.
-        summarize: gives the queue's columns of a state, called inside every save.
-        repairs: sentences about what opening the store repaired, for ``resolver doctor``.
-        repaired_triggers: the audit's guards found missing and made again when it opened
-            (``resolver audit verify`` reports them).
+    ``path``: where the store lives (SQLite: ``runs.sqlite``), for sentences and the backup;
+    ``clock``: stamps ``updated_at`` at every save and decides leases' expiry; ``summarize``: gives
+    the queue's columns of a state, called inside every save.
     """
 
     path: Path
     clock: Clock
     summarize: Summarize
-    repairs: list[str]
-    repaired_triggers: list[str]
-
-    # -- runs -----------------------------------------------------------------------------------
 
     def save(
         self,
@@ -442,7 +441,9 @@ class Store(AuditLog, Protocol):
         audit row appended in the same transaction under run ID ``*``. Returns the count."""
         ...
 
-    # -- the queue ------------------------------------------------------------------------------
+
+class QueueReader(Protocol):
+    """The queue's reads: a page of runs by status and filter, the counts by status, one run's summary."""
 
     def page(
         self,
@@ -471,7 +472,10 @@ class Store(AuditLog, Protocol):
         """The queue row of one run. Raises RunNotFound."""
         ...
 
-    # -- leases ---------------------------------------------------------------------------------
+
+class Leases(Protocol):
+    """Who works a run now: a lease is claimed, renewed and released by its owner, and taken over
+    once it expires (seconds of ``ttl_s``)."""
 
     def claim(self, run_id: str, owner: str, ttl_s: float = 60.0) -> TaskState:
         """Take the run's lease for ``ttl_s`` seconds and load it, atomically (the executor's
@@ -499,7 +503,9 @@ class Store(AuditLog, Protocol):
         if one was removed. A live holder's lease is left alone."""
         ...
 
-    # -- housekeeping ---------------------------------------------------------------------------
+
+class CallStore(Protocol):
+    """The journal of live model calls as a back-end stores it."""
 
     # the journal of live model calls: written through, each its own transaction. Rows are
     # keyed by (run, step, attempt): an attempt is written before it is sent, then answered with
@@ -563,20 +569,9 @@ class Store(AuditLog, Protocol):
         per run). Raises ResolverError when the store cannot check its rows."""
         ...
 
-    def has_history(self) -> bool:
-        """True when the store holds any run or audit row (the home has been used)."""
-        ...
 
-    def approvals_in_flight(self) -> int:
-        """Runs ``executing`` whose approval this home signed (an ``approve`` audit row)."""
-        ...
-
-    def backup(self, target: Path) -> None:
-        """Write a consistent copy of the whole store to the new file ``target`` (mode 0600),
-        while other processes go on using it. Raises ResolverError with one sentence."""
-        ...
-
-    # -- marks (claim, hand-over, snooze; :mod:`core.stores.marks`) ----------------------------
+class MarkStore(Protocol):
+    """The marks of runs (claim, hand-over, snooze; :mod:`core.stores.marks`)."""
 
     def run_marks(self, run_ids: list[str] | None = None) -> dict[str, dict[str, Any]]:
         """The marks rows of ``run_ids`` (None: every marked run) by run ID, each a dict of
@@ -593,7 +588,9 @@ class Store(AuditLog, Protocol):
         """
         ...
 
-    # -- the queue's events (:mod:`core.stores.events`) -----------------------------------------
+
+class EventStore(Protocol):
+    """The queue's events (:mod:`core.stores.events`) and the lapses written among them."""
 
     def queue_events(self, after: int, limit: int = 500) -> list[dict[str, Any]]:
         """Up to ``limit`` events with an ID above ``after``, lowest ID first, each a dict of
@@ -611,6 +608,31 @@ class Store(AuditLog, Protocol):
         (a compare-and-set on a unique index); True when this call wrote it."""
         ...
 
+
+class Housekeeping(Protocol):
+    """What opening, backing up and scrubbing a store need, and what it repaired.
+
+    ``repairs``: sentences about what opening the store repaired, for ``resolver doctor``;
+    ``repaired_triggers``: the audit's guards found missing and made again when it opened
+    (``resolver audit verify`` reports them).
+    """
+
+    repairs: list[str]
+    repaired_triggers: list[str]
+
+    def has_history(self) -> bool:
+        """True when the store holds any run or audit row (the home has been used)."""
+        ...
+
+    def approvals_in_flight(self) -> int:
+        """Runs ``executing`` whose approval this home signed (an ``approve`` audit row)."""
+        ...
+
+    def backup(self, target: Path) -> None:
+        """Write a consistent copy of the whole store to the new file ``target`` (mode 0600),
+        while other processes go on using it. Raises ResolverError with one sentence."""
+        ...
+
     def overwrite_checkpoint(self, run_id: str, change: Callable[[str], str]) -> None:
         """Replace the stored checkpoint text of ``run_id`` (JSON) by ``change(text)``, as a
         damaged disk or an older release would have left it: only the lesson's exercises (a cut
@@ -626,6 +648,15 @@ class Store(AuditLog, Protocol):
         """The calling thread is about to end: give back what the store holds for it (SQLite:
         its connection). The store stays usable from every other thread."""
         ...
+
+
+class Store(RunStore, QueueReader, Leases, CallStore, MarkStore, EventStore, Housekeeping, AuditLog, Protocol):
+    """A checkpoint store: every part of one home's storage, as the narrow protocols above compose it.
+
+    A back-end implements the whole of it (the conformance suite in ``tests/conformance/`` runs
+    every contract test against each back-end); each consumer is typed against the narrow part
+    it uses, so what a module needs of storage is read from its signature.
+    """
 
 
 class StoreRows(Protocol):

@@ -27,10 +27,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from core.contract.audit import AuditMoved
-from core.contract.store import Store as CheckpointStore
+from core.contract.store import AuditLog, RunStore
 from core.contract.world import World
 from core.engine.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
 from core.engine.rulebook import decided_by, not_decidable, person, role_too_low, stale_digest
@@ -45,6 +45,10 @@ REASON_REQUIRED = "A rejection needs a reason: say what is wrong with the propos
 
 if TYPE_CHECKING:
     from core.engine.signing import DecisionSigner
+
+
+class ApprovalStore(RunStore, AuditLog, Protocol):
+    """What an approval or a rejection needs of a store: the run and the audit its decision is recorded in."""
 
 
 def sign(key: bytes, run_uid: str, digest: str, role: str, name: str, at: datetime, world: str | None = None) -> str:
@@ -74,7 +78,7 @@ def digest_matches(given: str | None, current: str) -> bool:
     return given == current or (len(given) >= 12 and current.startswith(given))
 
 
-def _load_waiting(store: CheckpointStore, run_id: str, digest: str | None) -> tuple[TaskState, Proposal]:
+def _load_waiting(store: ApprovalStore, run_id: str, digest: str | None) -> tuple[TaskState, Proposal]:
     """Load a run that waits for a decision on the proposal whose digest the person read."""
     state = store.load(run_id)
     if state.status != "waiting_approval" or state.proposal is None:
@@ -91,7 +95,7 @@ def _age(seconds: float) -> str:
     return f"{d}d {h}h" if d else f"{h}h {m}m" if h else f"{m}m"
 
 
-def overlapping_effects(store: CheckpointStore, state: TaskState) -> str | None:
+def overlapping_effects(store: ApprovalStore, state: TaskState) -> str | None:
     """One effect per ticket: why approving ``state`` would repeat an effect of
     another run of the same ticket, or None. Another run that is ``executing`` blocks; a ``done``
     one blocks when one of its done operations has an effect kind this proposal also plans on the
@@ -166,7 +170,7 @@ def effects_of_ticket(world: World, state: TaskState) -> str | None:
 
 
 def world_problem(
-    store: CheckpointStore,
+    store: ApprovalStore,
     state: TaskState,
     now: datetime,
     *,
@@ -226,7 +230,7 @@ def _one_line(value: str | None, what: str) -> None:
         raise ApprovalRefused(said)
 
 
-def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
+def _decide(store: ApprovalStore, state: TaskState, audit: dict) -> TaskState:
     try:
         return store.save(state, audit=audit)
     except AuditMoved:  # signed over an audit row that is no longer the newest; the caller signs again
@@ -241,7 +245,7 @@ def _decide(store: CheckpointStore, state: TaskState, audit: dict) -> TaskState:
 
 
 def approve(
-    store: CheckpointStore,
+    store: ApprovalStore,
     key: bytes,
     run_id: str,
     role: str,
@@ -338,7 +342,7 @@ def approve(
 
 
 def _world_again(
-    store: CheckpointStore, state: TaskState, world: World, seen: WorldSeen | None, role: str, name: str, clock: Clock
+    store: ApprovalStore, state: TaskState, world: World, seen: WorldSeen | None, role: str, name: str, clock: Clock
 ) -> WorldSeen:
     """Run the lookups again as the approval is recorded; refuse with the section as it
     is now, and an audit row ``refused:world``, when they differ from ``seen``; unless the run is
@@ -374,7 +378,7 @@ def _world_again(
 
 
 def reject(
-    store: CheckpointStore,
+    store: ApprovalStore,
     run_id: str,
     role: str,
     reason: str,

@@ -29,10 +29,9 @@ import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
-from core.contract.store import Store as CheckpointStore
-from core.contract.store import crash_point, lease_owner_name
+from core.contract.store import AuditLog, Housekeeping, Leases, RunStore, crash_point, lease_owner_name
 from core.contract.world import (
     PreconditionFailed,
     ServiceRefused,
@@ -58,6 +57,10 @@ BACKOFF_S = (0.2, 0.4)
 LEASE_TTL_ENV = "RESOLVER_LEASE_TTL_S"
 """Test hook: a shorter lease (seconds) for a new process, so a lease shorter than a slow call
 can be tried without waiting a minute."""
+
+
+class ExecutorStore(RunStore, Leases, AuditLog, Housekeeping, Protocol):
+    """What the executor needs of a store: the run, its lease, the audit of refusals and the thread's connection."""
 
 
 def _lease_ttl() -> float:
@@ -99,7 +102,7 @@ class Heartbeat:
     renewal itself (a busy store) are left to the next renewal. ``ttl_s`` None: :data:`LEASE_TTL_S`.
     """
 
-    def __init__(self, store: CheckpointStore, run_id: str, owner: str, ttl_s: float | None = None) -> None:
+    def __init__(self, store: ExecutorStore, run_id: str, owner: str, ttl_s: float | None = None) -> None:
         self.store = store
         self.run_id = run_id
         self.owner = owner
@@ -138,7 +141,7 @@ class Heartbeat:
                 self.store.end_thread()  # what this thread holds (its connection) ends with it
 
 
-def _hand_over(store: CheckpointStore, state: TaskState, why: str, owner: str) -> TaskState:
+def _hand_over(store: ExecutorStore, state: TaskState, why: str, owner: str) -> TaskState:
     """Hand the run to a person and give the lease back, in one save."""
     state.status = "handed_to_person"
     state.log("handed_to_person", why, at=store.clock.now())
@@ -155,7 +158,7 @@ REDECIDE = "REDECIDE: "
 
 
 def _recheck(
-    store: CheckpointStore, state: TaskState, key: bytes, authorize: Authorize | None, owner: str, op: Operation | None
+    store: ExecutorStore, state: TaskState, key: bytes, authorize: Authorize | None, owner: str, op: Operation | None
 ) -> TaskState | None:
     """Check the approval again before the first write (``op`` None) or before ``op``: in a
     shop home the approver's signature, registry entry and audit row (``authorize``),
@@ -173,7 +176,7 @@ def _recheck(
     return None
 
 
-def _refuse_unauthorized(store: CheckpointStore, state: TaskState, why: str, owner: str, before: str) -> TaskState:
+def _refuse_unauthorized(store: ExecutorStore, state: TaskState, why: str, owner: str, before: str) -> TaskState:
     """Refuse an approval the shop home's check does not accept, with an audit row
     (``refused``, the reason in ``detail``) in the same save. A decision that was never an
     approver's goes back to ``waiting_approval`` if no operation was started, else to a person."""
@@ -203,7 +206,7 @@ def _refuse_unauthorized(store: CheckpointStore, state: TaskState, why: str, own
 
 
 def execute(
-    store: CheckpointStore,
+    store: ExecutorStore,
     world_at: Place,
     key: bytes,
     run_id: str,
@@ -362,7 +365,7 @@ def started(state: TaskState, world: World | None = None) -> bool:
     return any(op.status == "pending" and world.lookup_operation(op.operation_id) is not None for op in state.operations)
 
 
-def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str, world: World) -> bool:
+def _lapsed(store: ExecutorStore, state: TaskState, clock: Clock, owner: str, world: World) -> bool:
     """Return an approval whose execution has not started (:func:`started`: no service call
     attempted, nothing in the register) by the policy's ``approval_valid_s`` to waiting (fails
     closed: the run needs a fresh decision), with the reason in the audit and the lease given
@@ -401,7 +404,7 @@ def _lapsed(store: CheckpointStore, state: TaskState, clock: Clock, owner: str, 
 
 
 def _call(
-    store: CheckpointStore,
+    store: ExecutorStore,
     state: TaskState,
     op: Operation,
     world: World,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.contract.audit import MARK_DECISIONS
 from core.ground.clock import Clock, iso, parse_time
@@ -30,7 +30,11 @@ from core.ground.errors import ApprovalRefused, StaleCheckpoint
 from core.ground.safetext import name_key, not_one_line, not_plain_name, one_line
 
 if TYPE_CHECKING:
-    from core.contract.store import Store
+    from core.contract.store import AuditLog, MarkStore, QueueReader, RunStore
+
+    class MarkedStore(RunStore, QueueReader, MarkStore, AuditLog, Protocol):
+        """What marks read and write of a store: runs, their summaries and their marks."""
+
     from core.engine.signing import DecisionSigner
     from core.ground.data import PolicyData
     from core.ground.state import TaskState
@@ -233,7 +237,7 @@ class MarkedAway:
         return f"{of}: {', '.join(parts)}{hidden}."
 
 
-def marked_away(store: Store, marks: dict[str, RunMarks], now: datetime, role: str | None, name: str | None) -> MarkedAway:
+def marked_away(store: MarkedStore, marks: dict[str, RunMarks], now: datetime, role: str | None, name: str | None) -> MarkedAway:
     """What :class:`MarkedAway` counts for the reader ``role`` / ``name`` (None: anyone) among the
     standing ``marks`` (:func:`standing`) at ``now``: only waiting runs whose proposal that role
     may decide (:func:`core.engine.rulebook.may_decide`); every snooze (one's own too: the run leaves the
@@ -271,7 +275,7 @@ def snooze_deadline(state: TaskState, policy: PolicyData) -> datetime:
     return evidence_time(state) + timedelta(seconds=policy.evidence_max_age_s)
 
 
-def _waiting(store: Store, run_id: str, verb: str) -> TaskState:
+def _waiting(store: MarkedStore, run_id: str, verb: str) -> TaskState:
     """The run ``run_id`` if it waits for a decision. Raises ApprovalRefused with
     :func:`core.engine.rulebook.nothing_to_mark` (its status, who decided it) when it does not."""
     from core.engine.rulebook import nothing_to_mark
@@ -317,7 +321,7 @@ def _who(role: str, name: str | None) -> str:
 
 
 def _write(
-    store: Store,
+    store: MarkedStore,
     state: TaskState,
     marks: RunMarks,
     row: dict[str, Any],
@@ -370,13 +374,13 @@ def _row(m: RunMarks) -> dict[str, Any]:
     }
 
 
-def read_marks(store: Store, state: TaskState) -> RunMarks:
+def read_marks(store: MarkedStore, state: TaskState) -> RunMarks:
     """The marks of ``state``'s run as stored (none from an older run of the same readable ID)."""
     return RunMarks.of(state.run_id, store.run_marks([state.run_id]).get(state.run_id), state.run_uid)
 
 
 def claim(
-    store: Store,
+    store: MarkedStore,
     run_id: str,
     role: str,
     name: str | None,
@@ -410,7 +414,7 @@ def claim(
 
 
 def release(
-    store: Store, run_id: str, role: str, name: str | None, clock: Clock, *, signer: DecisionSigner | None = None
+    store: MarkedStore, run_id: str, role: str, name: str | None, clock: Clock, *, signer: DecisionSigner | None = None
 ) -> RunMarks:
     """Release ``name``'s standing claim on ``run_id``.
 
@@ -433,7 +437,7 @@ def release(
 
 
 def handover(
-    store: Store,
+    store: MarkedStore,
     run_id: str,
     role: str,
     name: str | None,
@@ -495,7 +499,7 @@ def handover(
 
 
 def snooze(
-    store: Store,
+    store: MarkedStore,
     run_id: str,
     role: str,
     name: str | None,

@@ -8,9 +8,9 @@ one, so its digest is new and any earlier approval (which names the old digest) 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
-from core.contract.store import Store as CheckpointStore
+from core.contract.store import AuditLog, RunStore
 from core.contract.world import World
 from core.engine.preconditions import bind
 from core.engine.rulebook import not_decidable
@@ -22,8 +22,12 @@ if TYPE_CHECKING:
     from core.engine.signing import DecisionSigner
 
 
+class RefreshedStore(RunStore, AuditLog, Protocol):
+    """What a refresh needs of a store: the run, and the audit its signed decision is sealed into."""
+
+
 def refresh(
-    store: CheckpointStore,
+    store: RefreshedStore,
     world: World,
     run_id: str,
     clock: Clock,

@@ -14,12 +14,11 @@ import json
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
-from core.contract.store import RunExists, lease_owner_name
-from core.contract.store import Store as CheckpointStore
+from core.contract.store import Leases, RunExists, RunStore, lease_owner_name
 from core.contract.world import UnknownTool, World
 from core.engine.executor import LEASE_TTL_S
 from core.engine.proposal_rules import TicketFacts, WorldFacts, outcome_problems, problems, refusal, shape_problems, unreadable
@@ -53,6 +52,10 @@ _actions = TypeAdapter(list[ProposedAction])
 _one_action: TypeAdapter[Any] = TypeAdapter(ProposedAction)
 
 
+class RunnerStore(RunStore, Leases, Protocol):
+    """What the runner needs of a store: the runs it saves after every step and the lease it works under."""
+
+
 class LoopCrash(ResolverError):
     """A simulated crash of the loop after a step (seed 000's ``save_then_crash``)."""
 
@@ -72,7 +75,7 @@ def run_id_for(task_id: str, variant: str, model: str, n: int) -> str:
     return f"{task_id}-{variant}-{model}-{n}"
 
 
-def next_run_id(store: CheckpointStore, task_id: str, variant: str, model: str) -> str:
+def next_run_id(store: RunnerStore, task_id: str, variant: str, model: str) -> str:
     """The first unused ``TASK-VARIANT-MODEL-N``: running a ticket again never overwrites."""
     prefix = run_id_for(task_id, variant, model, 0)[:-1]
     used = {r[len(prefix) :] for r in store.run_ids(prefix)}
@@ -341,7 +344,7 @@ def default_repeat(task_id: str, variant: str, model: str, n: int, recordings: P
 
 
 def start_run(
-    store: CheckpointStore,
+    store: RunnerStore,
     world_at: Place,
     clock: Clock,
     task_id: str,
@@ -440,7 +443,7 @@ def _short(value: str) -> str:
 
 
 def continue_run(
-    store: CheckpointStore,
+    store: RunnerStore,
     world_at: Place,
     clock: Clock,
     state: TaskState,
@@ -502,7 +505,7 @@ def continue_run(
 
 
 def _run_leased(
-    store: CheckpointStore, state: TaskState, model: Model, world: World, clock: Clock, then: OnStep | None, owner: str
+    store: RunnerStore, state: TaskState, model: Model, world: World, clock: Clock, then: OnStep | None, owner: str
 ) -> TaskState:
     """Run the loop with every step's save renewing ``owner``'s lease; the save that ends the loop
     gives the lease back, and so does any error (a SIGKILL leaves it to a dead process, which the

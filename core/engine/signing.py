@@ -43,8 +43,7 @@ from core.ground.errors import ApprovalRefused, ResolverError
 from core.stores import Place, is_team_store, register_entries, world_path
 
 if TYPE_CHECKING:
-    from core.contract.store import AuditReader, ShopParts
-    from core.contract.store import Store as CheckpointStore
+    from core.contract.store import AuditLog, AuditReader, ShopParts, Store
     from core.ground.state import TaskState
 
 PREFIX = "ed25519:"
@@ -136,7 +135,7 @@ class DecisionSigner:
 
     def seal(
         self,
-        store: CheckpointStore,
+        store: AuditLog,
         decision: str,
         run_uid: str,
         digest: str,
@@ -157,7 +156,7 @@ class DecisionSigner:
         return Seal(PREFIX + sig, {"prev": prev, "sig": sig, "binds": binds})
 
 
-def seal_head(where: Path | ShopParts, store: CheckpointStore, signer: Unlocked) -> None:
+def seal_head(where: Path | ShopParts, store: AuditLog, signer: Unlocked) -> None:
     """Write ``audit.head`` for the audit as it is now, signed by ``signer``, among the home's
     per-shop parts ``where`` (or in the home folder ``where``; on a team store its row).
     Raises OSError or ResolverError when it cannot be written."""
@@ -180,7 +179,7 @@ def registry_row_message(row: dict[str, Any]) -> bytes:
 
 
 def record_registry_change(
-    where: Path | ShopParts, store: CheckpointStore, owner: Unlocked, change: str, name: str, role: str, seal: dict[str, Any]
+    where: Path | ShopParts, store: AuditLog, owner: Unlocked, change: str, name: str, role: str, seal: dict[str, Any]
 ) -> None:
     """Append the owner-signed audit row of one registry change (``change``: ``init``, ``add``,
     ``revoke`` or ``recover``, of the approver ``name`` with ``role``) and sign ``audit.head``
@@ -247,7 +246,7 @@ def registry_behind(registry: Registry, audit: AuditReader) -> str | None:
 # -- checks before every write ----------------------------------------------------------------------
 
 
-def check_approval(state: TaskState, registry: Registry, store: CheckpointStore) -> str | None:
+def check_approval(state: TaskState, registry: Registry, store: AuditLog) -> str | None:
     """Why the run's approval must not execute in a shop home, or None when it holds.
 
     A reason starting with :data:`REDECIDE` means the decision was never an approver's (the old
@@ -365,7 +364,7 @@ def head_check(registry: Registry) -> Callable[[dict[str, Any]], str | None]:
     return check
 
 
-def verify_home_audit(root: Path, store: CheckpointStore, kind: str, world_at: Place | None = None) -> auditchain.AuditReport:
+def verify_home_audit(root: Path, store: Store, kind: str, world_at: Place | None = None) -> auditchain.AuditReport:
     """``resolver audit verify``: :func:`verify_audit_read_only` over the store's audit,
     and the append-only triggers the store had to create again when it opened."""
     report = verify_audit_read_only(root, store, kind, world_at)

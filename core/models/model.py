@@ -29,7 +29,7 @@ from core.ground.errors import BadArgument, ResolverError
 from core.ground.state import Message
 
 if TYPE_CHECKING:
-    from core.contract.store import Store
+    from core.contract.store import CallStore
     from core.ground.state import TaskState
 
 RECORDED = "recorded"
@@ -166,7 +166,7 @@ class CallJournal:
         route: its model route, written with each attempt.
     """
 
-    def __init__(self, store: Store, run_id: str, route: str) -> None:
+    def __init__(self, store: CallStore, run_id: str, route: str) -> None:
         self.store, self.run_id, self.route = store, run_id, route
 
     def answered(self, step: int) -> str | None:

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from core.models.model import CallJournal, Model, live_route_of
 
 if TYPE_CHECKING:
-    from core.contract.store import Store
+    from core.contract.store import CallStore
     from core.ground.state import TaskState
 
 
-def model_for(state: TaskState, store: Store | None = None, recordings: Path | None = None) -> Model:
+def model_for(state: TaskState, store: CallStore | None = None, recordings: Path | None = None) -> Model:
     """The model ``state``'s route names: the recorded model (``recordings``: a home's folder of
     ``resolver record`` runs, read after ``data/recordings``) or a live chat-completions client
     (journaled in ``store`` when given: each attempt written before it is sent, each answer

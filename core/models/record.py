@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.contract.store import Store
+from core.contract.store import CallStore
 from core.ground.data import (
     FinalTurn,
     Recording,
@@ -44,7 +44,7 @@ class Recorded:
     state: TaskState
 
 
-def turns_of(store: Store, state: TaskState) -> list[ToolCallTurn | FinalTurn]:
+def turns_of(store: CallStore, state: TaskState) -> list[ToolCallTurn | FinalTurn]:
     """The turns a live run was answered, step by step, from its journal of model calls: each
     step's answer (its latest answered attempt that is not a failure), with that answer's own
     usage in tokens, without the call IDs (a recording has none).
