@@ -35,7 +35,7 @@ def resolver_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     whether pytest is running; this is the only place the tests choose the home."""
     folder = tmp_path_factory.mktemp("resolver-home") / "work"
     monkeypatch.setenv("RESOLVER_HOME", str(folder))
-    monkeypatch.delenv("RESOLVER_STORE", raising=False)  # a developer's team store is never a test's (issue 23)
+    monkeypatch.delenv("RESOLVER_STORE", raising=False)  # a developer's team store is never a test's
     return folder
 
 

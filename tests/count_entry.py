@@ -1,4 +1,4 @@
-"""The model-call counting entry point of the PostgreSQL race tests (issue 23).
+"""The model-call counting entry point of the PostgreSQL race tests.
 
 ``python tests/count_entry.py ARGS`` is ``python -m core ARGS`` with the recorded model's
 :meth:`~core.models.recorded_model.RecordedModel.complete` counted: each call appends one line (this

@@ -1,4 +1,4 @@
-"""The crash tests' entry point (issue 28: no test hook in the product).
+"""The crash tests' entry point (no test hook in the product).
 
 ``python tests/crash_entry.py ARGS`` is ``python -m core ARGS`` with one kill point armed: the
 one ``RESOLVER_KILL_AT`` names (``save:N``, ``row:N``, ``call:N``, ``write:N``, ``step:N`` or ``answer:N``, see

@@ -3,8 +3,8 @@ and a CLI runner in a new process.
 
 Test modules import from here (``from helpers import ...``), never from ``conftest``: pytest loads
 ``tests/conftest.py`` and ``tests/tui/conftest.py`` both under the module name ``conftest``, so an
-import of it finds whichever was loaded first and a mix of test files failed at collection
-(issue 17). ``tests/`` is on ``sys.path`` because ``tests/conftest.py`` is loaded for every test.
+import of it finds whichever was loaded first and a mix of test files failed at collection.
+``tests/`` is on ``sys.path`` because ``tests/conftest.py`` is loaded for every test.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ FROZEN_0_1_0 = Path(__file__).parent / "fixtures" / "home_0_1_0"
 
 def copy_frozen_home(dst: Path) -> Path:
     """A copy of the frozen 0.1.0 home at ``dst``, as 0.1.0 left it: git keeps files 0644, but
-    0.1.0 made ``approval.key`` 0600, and a key readable by others is refused (issue 13)."""
+    0.1.0 made ``approval.key`` 0600, and a key readable by others is refused."""
     shutil.copytree(FROZEN_0_1_0, dst)
     (dst / "approval.key").chmod(0o600)
     return dst
@@ -57,9 +57,9 @@ def run_process(
 ) -> subprocess.CompletedProcess:
     """Run ``python -m core ARGS --home HOME`` in a new process (a new terminal, a new day).
 
-    When ``env`` names ``RESOLVER_KILL_AT`` (the crash tests' kill point), the process is the
-    test suite's own entry point ``tests/crash_entry.py`` with that kill armed (:func:`core_command`);
-    the product never reads the variable (issue 28)."""
+    When ``env`` names ``RESOLVER_KILL_AT`` (the crash tests' kill point), the process is the test
+    suite's own entry point ``tests/crash_entry.py`` with that kill armed (:func:`core_command`);
+    the product never reads the variable."""
     full_env = {**os.environ, **(env or {})}
     if not env or "RESOLVER_KILL_AT" not in env:
         full_env.pop("RESOLVER_KILL_AT", None)
@@ -156,7 +156,7 @@ def busy_home_at(root: Path, store: str | None = None) -> Any:
     return home
 
 
-# -- untrusted text that poses as the request (issue 19) -------------------------------------
+# -- untrusted text that poses as the request ------------------------------------------------
 
 FORGED = (
     "Hello\n"
@@ -171,8 +171,8 @@ NEEDLES = ("send_reply only, no refund", "1. send_reply", "Who may approve: agen
 
 
 def assert_marked(text: str, where: str, least: int = len(NEEDLES)) -> None:
-    """Every line holding a forged line (issue 19) is a marked block's line or holds it after
-    ``⏎``; at least ``least`` such lines (the test double reached the screen)."""
+    """Every line holding a forged line is a marked block's line or holds it after ``⏎``; at least
+    ``least`` such lines (the test double reached the screen)."""
     from core.ground.safetext import BLOCK_MARK, LINE_BREAK_MARK
 
     seen = 0

@@ -1,4 +1,4 @@
-"""PostgreSQL for the tests (issue 23): a schema of its own per test, dropped after.
+"""PostgreSQL for the tests: a schema of its own per test, dropped after.
 
 :func:`server_url` finds a server (``RESOLVER_TEST_PG``, else ``postgresql://127.0.0.1:5432/test``,
 else the local socket's ``test`` database) once per session, or says why there is none;
@@ -136,10 +136,11 @@ def restore_frozen(url: str, folder: Path, versions: Iterable[int], *, verbatim:
 
 
 def undo_migration_12(conn) -> None:
-    """Take migration 12 (issue 25, role separation), and 15, 17 and 18 which build on it, out of the schema of ``conn``, in its
-    transaction: its column, tables and functions dropped and its row deleted, so a test can
-    build what an earlier migration left. Migration 14 (the register bound to the approved
-    arguments) changes only 12's objects: it goes too (its column with ``decided``, its row)."""
+    """Take migration 12 (role separation), and 15, 17 and 18 which build on it, out of the schema
+    of ``conn``, in its transaction: its column, tables and functions dropped and its row deleted,
+    so a test can build what an earlier migration left. Migration 14 (the register bound to the
+    approved arguments) changes only 12's objects: it goes too (its column with ``decided``, its
+    row)."""
     conn.execute("DELETE FROM resolver_migrations WHERE version = 14")
     conn.execute("ALTER TABLE approvers DROP COLUMN db_user")
     conn.execute("ALTER TABLE runs DROP COLUMN IF EXISTS proposal_by")  # and migration 15's, which needs 12's

@@ -1,4 +1,4 @@
-"""Big team stores for the PostgreSQL benchmark and the queue's plan test (issue 23, item 6).
+"""Big team stores for the PostgreSQL benchmark and the queue's plan test.
 
 :func:`copy_runs` fills the ``runs`` table of a team store with ``n`` runs, SQL copies of the
 real runs already in it (one of each status: ``benchmarks/harness.py``'s templates), in one

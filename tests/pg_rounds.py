@@ -1,4 +1,4 @@
-"""Rounds of the PostgreSQL races (issue 23, item 5), shared by the suite and the benchmark.
+"""Rounds of the PostgreSQL races, shared by the suite and the benchmark.
 
 Each round works one home folder on a team store (a ``postgresql://`` URL, the schema of
 :func:`pg.fresh_schema`) through real ``python -m core`` processes, and returns what it saw: the
@@ -117,8 +117,9 @@ REFUSALS = {
     "approved while deciding": "while you were deciding",
     "world changed": "The world changed while you read",
 }
-"""The loser's sentences, by kind. The third is said when the loser's second look at the world
-(issue 18) already sees the winner's refund: true, but it does not name the winner."""
+"""The loser's sentences, by kind. The third is said when the loser's second look at the world (the
+lookups run again as its decision is recorded) already sees the winner's refund: true, but it does
+not name the winner."""
 
 
 @dataclass

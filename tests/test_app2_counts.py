@@ -1,5 +1,5 @@
-"""Issue 12: a run whose checkpoint is flagged corrupt is counted apart, never as waiting, by
-triggers on the counts table (no scan of the runs at read time)."""
+"""A run whose checkpoint is flagged corrupt is counted apart, never as waiting, by triggers on the
+counts table (no scan of the runs at read time)."""
 
 from __future__ import annotations
 

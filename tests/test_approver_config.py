@@ -1,5 +1,5 @@
-"""Who is at the keyboard (issue 12): the approver config file, asked for once, never a silent
-default role, and --as/--name overriding it in practice homes."""
+"""Who is at the keyboard: the approver config file, asked for once, never a silent default role,
+and --as/--name overriding it in practice homes."""
 
 from __future__ import annotations
 
@@ -91,8 +91,8 @@ count = 10
 
 
 def test_saving_keeps_comments_tables_types_and_quoted_keys_byte_for_byte():
-    """Issue 17: the hand-written writer dropped the comment, the integer, the quoted key and the
-    [app] table. Only the name line changes; the role line is added before the table."""
+    """The hand-written writer dropped the comment, the integer, the quoted key and the [app]
+    table. Only the name line changes; the role line is added before the table."""
     path = approver_config.config_path()
     path.write_text(KEPT, encoding="utf-8")
     approver_config.save(ApproverConfig("Tomás", "team_lead"))
@@ -156,7 +156,7 @@ def test_a_config_folder_that_cannot_be_made_is_one_sentence(tmp_path: Path, mon
 
 
 def test_key_idle_minutes_defaults_to_5_and_refuses_a_value_out_of_range(tmp_path):
-    """Issue 28: how long the app keeps a key unlocked without a decision."""
+    """How long the app keeps a key unlocked without a decision."""
     import pytest
     from core.engine.approver_config import key_idle_seconds
     from core.ground.errors import ResolverError

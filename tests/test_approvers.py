@@ -1,6 +1,6 @@
-"""Approvers who can prove who they are (issue 14): the registry, signed decisions, the executor's
-checks before every write, and the tamper-evident audit. Every "Done when" item is a test here
-(the app's passphrase dialog is in tests/tui/test_tui_passphrase.py)."""
+"""Approvers who can prove who they are: the registry, signed decisions, the executor's checks
+before every write, and the tamper-evident audit. Every promise of it is a test here (the app's
+passphrase dialog is in tests/tui/test_tui_passphrase.py)."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _changes(root: Path) -> int:
 
 
 def _registry_rows(root: Path) -> list[dict]:
-    """The registry's own audit rows (issue 28: each change of the registry, signed by the owner)."""
+    """The registry's own audit rows (each change of the registry, signed by the owner)."""
     conn = sqlite3.connect(root / "runs.sqlite")
     conn.row_factory = sqlite3.Row
     rows = [dict(r) for r in conn.execute("SELECT * FROM audit WHERE run_id = '(approvers)' ORDER BY id")]
@@ -65,7 +65,7 @@ def _registry_rows(root: Path) -> list[dict]:
 
 
 def _audit(root: Path) -> list[dict]:
-    """The audit's rows of runs (decisions and refusals), without the registry's own rows (issue 28)."""
+    """The audit's rows of runs (decisions and refusals), without the registry's own rows."""
     conn = sqlite3.connect(root / "runs.sqlite")
     conn.row_factory = sqlite3.Row
     rows = [dict(r) for r in conn.execute("SELECT * FROM audit WHERE run_id != '(approvers)' ORDER BY id")]
@@ -90,7 +90,7 @@ def test_init_prints_the_fingerprint_and_a_recovery_code_and_keeps_keys_encrypte
     assert code == 0 and listing.splitlines()[0] == f"Owner key: {fingerprint}"
     assert [line.split()[:2] for line in listing.splitlines()[1:]] == [["Grace", "grace"], ["Ana", "team_lead"], ["Bot", "agent"]]
     for entry in Registry(staffed.root).entries():
-        assert entry.private_key.startswith("resolver-scrypt-v1$")  # issue 28: scrypt, not PBKDF2
+        assert entry.private_key.startswith("resolver-scrypt-v1$")  # scrypt, not the older PBKDF2
     for name in ("approvers.sqlite", "approvers.json", "audit.head"):
         assert (staffed.root / name).stat().st_mode & 0o077 == 0, name
     assert staffed("approvers", "init", passphrase=GRACE)[0] == 1  # once only
@@ -109,7 +109,7 @@ def test_a_shop_home_refuses_every_decision_until_its_registry_exists(shop):
     assert _changes(shop.root) == 0
 
 
-# -- Done when: --as refused, a name without its passphrase refused --------------------------------
+# -- --as refused, a name without its passphrase refused -------------------------------------------
 
 
 def test_approve_as_grace_is_refused_in_a_shop_home(staffed):
@@ -141,7 +141,7 @@ def test_a_team_lead_approves_with_a_signed_decision_and_the_audit_verifies(staf
     assert "approved by Ana (role team lead)" in out and "Status: done" in out
     assert _changes(staffed.root) == 1
     [row] = _audit(staffed.root)
-    registry_rows = _registry_rows(staffed.root)  # init, add Ana, add Bot (issue 28), before it
+    registry_rows = _registry_rows(staffed.root)  # init, add Ana, add Bot, before it
     assert [r["decision"] for r in registry_rows] == ["registry:init", "registry:add", "registry:add"]
     assert registry_rows[0]["prev"] == GENESIS
     assert (row["decision"], row["role"], row["name"], row["prev"]) == (
@@ -170,7 +170,7 @@ def test_the_passphrase_comes_from_a_file_descriptor(staffed):
 
 
 def test_a_signed_rejection_is_audited_and_verifies(staffed):
-    # a reject needs the role the proposal needs (issue 12): T-65273's 119.00 needs a team lead
+    # a reject needs the role the proposal needs: T-65273's 119.00 needs a team lead
     code, out, _ = staffed("reject", "--yes", T65273_RUN, "--name", "Ana", "--reason", "the customer called back", passphrase=ANA)
     assert code == 0 and "Status: handed_to_person" in out  # a reject did what it was asked: exit 0
     [row] = _audit(staffed.root)
@@ -178,7 +178,7 @@ def test_a_signed_rejection_is_audited_and_verifies(staffed):
     assert staffed("audit", "verify")[0] == 0
 
 
-# -- Done when: a forged approval executes nothing -------------------------------------------------
+# -- a forged approval executes nothing ------------------------------------------------------------
 
 
 def _forge(root: Path, signature: str | None = None) -> None:
@@ -227,7 +227,7 @@ def test_the_redecide_marker_is_the_executors(staffed):
     assert signing.REDECIDE == REDECIDE
 
 
-# -- Done when: revoked after deciding, before execution -------------------------------------------
+# -- revoked after deciding, before execution ------------------------------------------------------
 
 
 def test_an_approver_revoked_after_deciding_but_before_execution_writes_nothing(staffed):
@@ -243,7 +243,7 @@ def test_an_approver_revoked_after_deciding_but_before_execution_writes_nothing(
     assert code == 4 and "Ana was revoked at" in err
 
 
-# -- Done when: a registry entry edited by SQL -----------------------------------------------------
+# -- a registry entry edited by SQL ----------------------------------------------------------------
 
 
 def test_a_registry_entry_edited_by_sql_is_detected_and_refused(staffed):
@@ -286,7 +286,7 @@ def test_the_recovery_code_gives_the_owner_a_new_passphrase_once(staffed):
         registry.recover(code, "another-passphrase")
 
 
-# -- Done when: the audit finds a deleted, edited or inserted row, a dropped trigger ---------------
+# -- the audit finds a deleted, edited or inserted row, a dropped trigger --------------------------
 
 
 @pytest.fixture
@@ -412,7 +412,7 @@ def test_a_decision_that_meets_another_between_signing_and_saving_is_signed_agai
 
 
 def test_a_shop_homes_next_line_names_an_approver_not_a_role(staffed):
-    """In a shop home `--as` is refused, so the request's Next: line says --name (issue 14)."""
+    """In a shop home `--as` is refused, so the request's Next: line says --name."""
     code, out, _ = staffed("show", T65273_RUN)
     assert code == 0
     code, out, _ = staffed("resume", T65273_RUN)

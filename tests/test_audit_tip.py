@@ -1,6 +1,6 @@
-"""Issue 27, item 4: the audit chain's length and tip come from a stored value kept in the same
-transaction as every audit insert (``audit_tip``), never a count of the table, and every query
-on a decision's path is checked with ``EXPLAIN QUERY PLAN`` over a home with a large audit."""
+"""The audit chain's length and tip come from a stored value kept in the same transaction as every
+audit insert (``audit_tip``), never a count of the table, and every query on a decision's path is
+checked with ``EXPLAIN QUERY PLAN`` over a home with a large audit."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from core.api.home import Home
 from core.ground.clock import FixedClock
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store_before_issue_27"
+FIXTURE = Path(__file__).parent / "fixtures" / "store_before_audit_tip"
 FRIDAY = "2026-10-09T17:00:00-04:00"
 OLD_ROWS = 20_000
 
@@ -28,7 +28,7 @@ def _stored_length(path: Path) -> tuple[int, int]:
         conn.close()
 
 
-def test_a_store_before_issue_27_gets_its_audit_length_counted_once(tmp_path):
+def test_a_store_before_audit_tip_gets_its_audit_length_counted_once(tmp_path):
     root = tmp_path / "home"
     shutil.copytree(FIXTURE, root)
     for path in root.iterdir():
@@ -58,7 +58,7 @@ def test_a_decision_in_a_home_with_a_large_audit_never_counts_or_scans_a_table(t
     state = home.run("T-90103")
     home.approval_key()  # made at the home's first decision (only a missing key counts the runs in flight)
     conn = sqlite3.connect(home.store.path)
-    conn.executemany(  # an unchained prefix of old decisions, as a store made before issue 14 holds
+    conn.executemany(  # an unchained prefix of old decisions, as a store made before the audit was chained holds
         "INSERT INTO audit (run_id, decision, role, name, digest, at, detail) "
         "VALUES (?, 'rejected', 'team_lead', 'Old', 'x', '2026-01-01T00:00:00+00:00', '')",
         [(f"OLD-{i}",) for i in range(OLD_ROWS)],
@@ -91,9 +91,9 @@ def test_a_decision_in_a_home_with_a_large_audit_never_counts_or_scans_a_table(t
 
 
 def test_the_tip_read_in_one_statement_is_the_tip_read_in_two_and_a_store_without_audit_tip_is_counted(tmp_path):
-    """Issue 27, item 2: the newest row and ``audit_tip``'s length are read in one statement; a
-    store without ``audit_tip`` (an older file opened read-only) still gets the tip, its length
-    counted, never an error; an empty audit is the genesis."""
+    """The newest row and ``audit_tip``'s length are read in one statement, not two; a store
+    without ``audit_tip`` (an older file opened read-only) still gets the tip, its length counted,
+    never an error; an empty audit is the genesis."""
     from core.contract.audit import GENESIS, row_hash
     from core.stores.sqlite.audit import SqliteAudit, last_hash
 

@@ -1,8 +1,8 @@
-"""The benchmarks' big homes are homes of sound runs (issue 27): ``harness.build_home``'s SQL
-copies read back as the runs they copy, so a benchmark measures the app and the store on the path
-a real queue takes. Before this, each copy kept its template's entry checksums over a body that
-names another run, so every copy was a corrupt checkpoint: the app's key-to-detail figures timed
-the corrupt-run sentence, and the table redrew all its rows at every key."""
+"""The benchmarks' big homes are homes of sound runs: ``harness.build_home``'s SQL copies read back
+as the runs they copy, so a benchmark measures the app and the store on the path a real queue
+takes. Before this, each copy kept its template's entry checksums over a body that names another
+run, so every copy was a corrupt checkpoint: the app's key-to-detail figures timed the corrupt-run
+sentence, and the table redrew all its rows at every key."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The benchmarks still run: the quick mode of each script exits 0 and prints its headings.
 
-No timing is asserted (speed lives in the benchmarks' printed figures, never in timed tests).
-The sections that need no anchor run everywhere, CI's README command included (issue 17); only
-those measured beside LangGraph's SqliteSaver are skipped when the bench extra is not installed.
+No timing is asserted (speed lives in the benchmarks' printed figures, never in timed tests). The
+sections that need no anchor run everywhere, CI's README command included; only those measured
+beside LangGraph's SqliteSaver are skipped when the bench extra is not installed.
 """
 
 from __future__ import annotations
@@ -90,9 +90,9 @@ def test_bench_keys_quick_prints_the_cost_of_a_guess() -> None:
 
 
 def test_callgrind_counts_each_marked_region_and_nothing_else(tmp_path) -> None:
-    """benchmarks/callgrind.py (issue 27, item 7): outside valgrind a region counts nothing and
-    the driver runs as usual; under valgrind each region is one count, a loop twice as long
-    counts about twice the instructions, and the start-up is not counted."""
+    """benchmarks/callgrind.py: outside valgrind a region counts nothing and the driver runs as
+    usual; under valgrind each region is one count, a loop twice as long counts about twice the
+    instructions, and the start-up is not counted."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import callgrind

@@ -1,10 +1,10 @@
-"""Issue 20, rows 1, 2 and 6: nothing paid twice on a boundary, nothing kept from an old state.
+"""Nothing paid twice on a boundary, nothing kept from an old state.
 
-- Row 1: reconcile trusts what the register records, not only the operation ID: an entry whose
+- Reconcile trusts what the register records, not only the operation ID: an entry whose
   kind, order, amount, payment or recipient differ from the planned write is not this operation.
-- Row 2: "since" is decided by the world's own order of events (the register's number, in commit
+- "Since" is decided by the world's own order of events (the register's number, in commit
   order), never by the clock's resolution; for evidence saved before, the same second counts.
-- Row 6: an execution has started only once a service call was attempted; a pending operation
+- An execution has started only once a service call was attempted; a pending operation
   with no call lapses with its approval.
 
 Every test counts what the practice world holds (refunds, reshipments, replies), real SQLite.
@@ -27,8 +27,8 @@ from core.ground.clock import FixedClock, parse_time
 
 from helpers import FRIDAY, T65273_RUN, T90104_RUN, run_process
 
-FROZEN_BEFORE_20 = Path(__file__).parent / "fixtures" / "home_before_issue_20"
-"""A home saved by main before issue 20 (frozen: see its README)."""
+FROZEN_BEFORE_SEQ = Path(__file__).parent / "fixtures" / "home_before_register_seq"
+"""A home saved by main before the register numbered its operations (frozen: see its README)."""
 
 
 def _count(root: Path, table: str, where: str = "1", *args: str) -> int:
@@ -46,11 +46,13 @@ def _crashed_before_write(home: Home) -> str:
     return op.operation_id
 
 
-# -- row 1: reconcile trusts an ID, not what was written ---------------------------------------------
+# -- reconcile trusts an ID, not what was written
+# ----------------------------------------------------
 
 
 def test_a_manual_refund_under_the_pending_operations_id_is_not_that_operation(proc):
-    """The issue's input, as a person types it, each command a new process."""
+    """A refund by hand under the pending operation's ID, as a person types it, each command a new
+    process."""
     assert proc("run", "T-90104", "--variant", "agent_structured", "--model", "chat-strong").returncode == 0
     crashed = proc("approve", T90104_RUN, "--as", "agent", "--interrupt", "before-write")
     assert crashed.returncode == 3, crashed.stderr
@@ -129,7 +131,8 @@ def test_the_same_write_under_the_same_id_is_still_reconciled_once(home):
     assert (_count(home.root, "refunds"), _count(home.root, "replies")) == (1, 1)
 
 
-# -- row 2: "since" decided on whole seconds -----------------------------------------------------------
+# -- "since" decided on whole seconds
+# ------------------------------------------------------------------
 
 
 def test_a_refund_by_hand_in_the_same_second_as_the_evidence_counts_as_since(home):
@@ -182,9 +185,9 @@ def test_the_register_numbers_entries_in_commit_order(home):
     assert world.register_seq() == 2
 
 
-def _frozen_before_20(tmp_path: Path, at: str) -> Home:
+def _frozen_before_seq(tmp_path: Path, at: str) -> Home:
     root = tmp_path / "home"
-    shutil.copytree(FROZEN_BEFORE_20, root)
+    shutil.copytree(FROZEN_BEFORE_SEQ, root)
     (root / "approval.key").chmod(0o600)
     for f in root.iterdir():
         f.chmod(0o600)
@@ -192,9 +195,9 @@ def _frozen_before_20(tmp_path: Path, at: str) -> Home:
 
 
 def test_evidence_saved_before_the_change_counts_the_same_second_as_since(tmp_path):
-    """A proposal saved by main before issue 20 (since as a time, no register number) waits
+    """A proposal saved by main before the register numbered its operations (since as a time) waits
     over the upgrade; the phone call in its evidence's second hands it to a person."""
-    home = _frozen_before_20(tmp_path, "2026-10-09T17:00:10-04:00")
+    home = _frozen_before_seq(tmp_path, "2026-10-09T17:00:10-04:00")
     with sqlite3.connect(home.world_path) as conn:  # the register got its numbers, in its order
         assert conn.execute("SELECT operation_id, seq FROM operations").fetchall() == [("phone-call-1", 1)]
     state = home.store.load(T65273_RUN)
@@ -206,7 +209,7 @@ def test_evidence_saved_before_the_change_counts_the_same_second_as_since(tmp_pa
 
 
 def test_a_refreshed_old_proposal_gets_register_numbers(tmp_path):
-    home = _frozen_before_20(tmp_path, "2026-10-09T17:00:10-04:00")
+    home = _frozen_before_seq(tmp_path, "2026-10-09T17:00:10-04:00")
     home.refresh(T65273_RUN)
     state = home.store.load(T65273_RUN)
     assert state.proposal is not None
@@ -215,7 +218,8 @@ def test_a_refreshed_old_proposal_gets_register_numbers(tmp_path):
     assert _count(home.root, "refunds", "order_id = 'LK-507862'") == 2
 
 
-# -- row 6: an approval "started" that never called anything -------------------------------------------
+# -- an approval "started" that never called anything
+# --------------------------------------------------
 
 
 def test_a_crash_before_the_write_resumed_30_days_later_lapses(proc):
@@ -257,7 +261,7 @@ def test_an_attempted_call_is_a_start_even_when_the_service_failed_transiently(h
 
 
 def test_the_frozen_pending_operation_with_no_call_lapses_after_the_upgrade(tmp_path):
-    home = _frozen_before_20(tmp_path, "2026-11-08T17:00:00-05:00")
+    home = _frozen_before_seq(tmp_path, "2026-11-08T17:00:00-05:00")
     state = home.resume(T90104_RUN).state
     assert _count(home.root, "refunds", "order_id = 'LK-793996'") == 0
     assert state.status == "waiting_approval" and state.approval is None
@@ -265,21 +269,21 @@ def test_the_frozen_pending_operation_with_no_call_lapses_after_the_upgrade(tmp_
 
 
 def test_the_frozen_pending_operation_resumed_within_its_validity_pays_once(tmp_path):
-    home = _frozen_before_20(tmp_path, "2026-10-09T17:30:00-04:00")
+    home = _frozen_before_seq(tmp_path, "2026-10-09T17:30:00-04:00")
     assert home.resume(T90104_RUN).state.status == "done"
     assert _count(home.root, "refunds", "order_id = 'LK-793996'") == 1
 
 
 def test_the_frozen_world_is_migrated_by_a_new_process(tmp_path):
-    root = _frozen_before_20(tmp_path, FRIDAY).root
+    root = _frozen_before_seq(tmp_path, FRIDAY).root
     out = run_process(root, "changes")
     assert out.returncode == 0 and "RF-7ABFCB81" in out.stdout
 
 
 def test_a_loser_whose_world_moved_because_the_winner_wrote_is_told_who_won(tmp_path, monkeypatch):
-    """A finding of the PostgreSQL race rounds (issue 23): of 700 approvers who lost a race, one
-    was told "The world changed while you read" because the winner's refund was already written
-    when it ran the lookups again. It is a lost race: the sentence says who won."""
+    """A finding of the PostgreSQL race rounds: of 700 approvers who lost a race, one was told "The
+    world changed while you read" because the winner's refund was already written when it ran the
+    lookups again. It is a lost race: the sentence says who won."""
     from core.api.home import Home
     from core.engine import preconditions
     from core.ground.errors import ApprovalRefused

@@ -50,7 +50,7 @@ def test_the_weekend_phone_call_makes_the_monday_refund_fail_with_one_refund_in_
     call = proc("manual-refund", "manual-1", "LK-507862", "119.00", "RFD-DOUBLE", "PAY-507862-2")
     assert "RF-4CFEAE8E" in call.stdout
     monday = proc("approve", T65273_RUN, "--as", "grace", "--name", "Grace")
-    assert monday.returncode == 5  # handed to a person (issue 13's exit codes)
+    assert monday.returncode == 5  # handed to a person (the documented exit codes)
     assert re.search(
         r"request_refund LK-507862: failed \(operation [0-9a-f]{16}, 1 call\(s\)\) PAY-507862-2 is not a captured charge of LK-507862",
         monday.stdout,
@@ -120,7 +120,7 @@ def test_reject_needs_a_reason_and_hands_the_run_to_a_person(cli):
     code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--reason", "  ")
     assert code == 4 and "needs a reason" in err
     code, _, err = cli("reject", T65273_RUN, "--as", "agent", "--name", "Amira", "--reason", "Refunded by phone")
-    assert code == 4 and "needs team lead or above" in err  # issue 12: a reject needs the proposal's role
+    assert code == 4 and "needs team lead or above" in err  # a reject needs the proposal's role
     code, out, _ = cli(
         "reject", T65273_RUN, "--as", "team_lead", "--name", "Amira", "--reason", "Customer already refunded by phone"
     )
@@ -185,7 +185,7 @@ def test_bad_input_found_by_a_new_user_gives_one_sentence(cli, tmp_path):
         code, _, err = cli("manual-refund", "m1", "LK-507862", amount, "RFD-DOUBLE", "PAY-507862-1")
         assert code == 2 and "is not an amount in CAD" in err and "Traceback" not in err, amount
     code, _, err = cli("clock", "set", "0001-01-01T00:00:00+00:00")
-    assert code == 2 and "outside the times resolver supports" in err  # a bad value (issue 20): exit 2
+    assert code == 2 and "outside the times resolver supports" in err  # a time outside the supported range: exit 2
     code, _, err = cli("clock", "advance", "100000000d")
     assert code == 2 and "leaves the times resolver supports" in err
     a_file = tmp_path / "afile"
@@ -239,7 +239,8 @@ def test_the_parser_spells_the_statuses_and_roles_of_core():
 
 
 def test_help_imports_neither_pydantic_nor_sqlite():
-    """``resolver --help`` loads only what it needs (issue 10): the commands import lazily."""
+    """``resolver --help`` loads only what it needs, so it answers at once: the commands import
+    lazily."""
     code = (
         "import sys, runpy\n"
         "sys.argv = ['resolver', '--help']\n"

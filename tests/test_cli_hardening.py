@@ -1,6 +1,6 @@
-"""Issue 13, faces and files: every bad input on the command line gets one sentence, a
-documented exit code and changes nothing; no escape sequence from data reaches a terminal; the
-home's place, modes, log, doctor, prune, backup and restore."""
+"""The command line and the home folder hardened: every bad input on the command line gets one
+sentence, a documented exit code and changes nothing; no escape sequence from data reaches a
+terminal; the home's place, modes, log, doctor, prune, backup and restore."""
 
 from __future__ import annotations
 
@@ -786,9 +786,9 @@ def _sentences(root: Path) -> list[tuple[str, int, str]]:
 
 
 def test_no_user_facing_sentence_names_an_issue_number():
-    """A new user's finding: `restore` in a shop home answered "... (issue 14)", a number from
-    the project's tracker that means nothing to a user. No string the product can print names one
-    (docstrings and comments may: they are for the next engineer)."""
+    """A new user's finding: `restore` in a shop home answered with a sentence ending in a number
+    from the project's tracker, which means nothing to a user. No string the product can print
+    names one (the test reads only those strings, not docstrings or comments)."""
     project = Path(__file__).resolve().parent.parent
     named = [
         f"{where}:{line}: {text[:80]!r}"

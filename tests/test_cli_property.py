@@ -1,5 +1,5 @@
-"""Property-based: the ``resolver`` command fed arbitrary text, bytes, amounts and IDs never
-prints a traceback and never writes a raw control byte to stdout or stderr (issue 13).
+"""Property-based: the ``resolver`` command fed arbitrary text, bytes, amounts and IDs never prints
+a traceback and never writes a raw control byte to stdout or stderr.
 
 Bounded so it runs in seconds: few examples per property, no deadline (the first call builds a
 home). One home is shared by the examples of a property; each example may only be refused or

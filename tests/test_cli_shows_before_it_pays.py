@@ -1,8 +1,8 @@
-"""The CLI shows before it pays (issue 19, part 3): in a shop home ``approve`` and ``reject``
-print the actions, amounts, role needed, what changed and the digest, then ask ``Approve?
-[y/N]`` on a terminal; ``--yes`` and ``--digest`` skip the question; without a terminal and
-without either they refuse. The cheap refusals come before the passphrase. Names as people type
-them: NFC, case-folded, the nearest registered names suggested."""
+"""The CLI shows before it pays: in a shop home ``approve`` and ``reject`` print the actions,
+amounts, role needed, what changed and the digest, then ask ``Approve? [y/N]`` on a terminal;
+``--yes`` and ``--digest`` skip the question; without a terminal and without either they refuse.
+The cheap refusals come before the passphrase. Names as people type them: NFC, case-folded, the
+nearest registered names suggested."""
 
 from __future__ import annotations
 

@@ -162,10 +162,10 @@ def test_faults_cover_a_timeout_once_and_a_service_failing_twice():
 
 
 def test_a_refund_split_into_lines_needs_the_role_of_their_sum():
-    """Issue 25's third trial: ten refunds of 23.80, each within an agent's 25.00, were approved
-    by an agent and paid 238.00. A limit is for what one approval moves: the lines of one kind
-    are summed (five lines of 23.80 are 119.00, a team lead's; ten are 238.00, still a team
-    lead's under 250.00; eleven are 261.80, grace's)."""
+    """Found in a trial of role separation: ten refunds of 23.80, each within an agent's 25.00,
+    were approved by an agent and paid 238.00. A limit is for what one approval moves: the lines of
+    one kind are summed (five lines of 23.80 are 119.00, a team lead's; ten are 238.00, still a
+    team lead's under 250.00; eleven are 261.80, grace's)."""
     line = {"type": "request_refund", "order_id": "LK-507862", "amount": "23.80", "reason_code": "RFD-DOUBLE",
             "payment_id": "PAY-507862-2"}  # fmt: skip
     assert proposal_role(ACTIONS.validate_python([line])) == "agent"

@@ -1,5 +1,5 @@
-"""Issue 11: approve against the world as it is now (drift, preconditions, one effect per
-ticket, expiry, refresh, the approved proposal kept). Each "Done when" of the issue is a test."""
+"""Approve against the world as it is now (drift, preconditions, one effect per ticket, expiry,
+refresh, the approved proposal kept). Each of these promises is a test."""
 
 from __future__ import annotations
 
@@ -44,8 +44,8 @@ GRACE_PASSPHRASE = "grace-passphrase"
 
 @pytest.fixture
 def shop(tmp_path: Path) -> Home:
-    """A shop home whose owner Grace made the approvers registry (issue 14): decisions here are
-    made by named approvers with their keys, never by a claimed ``--as`` role."""
+    """A shop home whose owner Grace made the approvers registry: decisions here are made by named
+    approvers with their keys, never by a claimed ``--as`` role."""
     root = tmp_path / "shop"
     init_home(root, shop=True)
     home = Home(root, clock=FixedClock(FRIDAY))
@@ -197,9 +197,8 @@ def test_an_approval_that_lapsed_before_its_execution_started_writes_nothing_on_
 
 
 def test_an_execution_started_before_the_limit_finishes_after_it(home):
-    """Started means a service call was attempted (issue 20): the crash just after the refund's
-    call finishes hours later; the crash just before it (no call) lapses, in
-    tests/test_boundaries.py."""
+    """Started means a service call was attempted: the crash just after the refund's call finishes
+    hours later; the crash just before it (no call) lapses, in tests/test_boundaries.py."""
     from core.engine.executor import SimulatedCrash
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)

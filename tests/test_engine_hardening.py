@@ -1,6 +1,6 @@
-"""Issue 13, the engine half: the executor under slow services and repeated crashes, leases,
-damaged files (practice world, checkpoint store, trace rows, approval key), a row whose stored
-run ID differs from its key, run IDs given out again after reset, and many processes at once.
+"""The engine hardened: the executor under slow services and repeated crashes, leases, damaged
+files (practice world, checkpoint store, trace rows, approval key), a row whose stored run ID
+differs from its key, run IDs given out again after reset, and many processes at once.
 
 Each kind keeps its failing input; each checks one sentence and that nothing is lost."""
 
@@ -179,8 +179,8 @@ def test_the_heartbeat_renews_the_lease_while_a_call_runs(home):
 
 
 def test_an_execution_of_three_operations_starts_one_heartbeat_thread(home, monkeypatch):
-    """Issue 27, item 5: no thread per service call; one heartbeat per execution, stopped
-    before the lease is given back."""
+    """No thread per service call; one heartbeat per execution, stopped before the lease is given
+    back."""
     import threading
 
     started: list[str] = []
@@ -644,9 +644,9 @@ def test_database_files_and_their_wal_and_shm_are_0600(home):
 
 
 def test_an_old_0644_database_keeps_the_mode_its_owner_set(home):
-    """Issue 28 (files as the owner left them) replaces issue 13's narrowing at open: resolver
-    never changes the mode of a file it did not make; `resolver doctor` says the file is
-    readable by others, with the chmod to run."""
+    """Files are left as their owner set them (a shop home that cannot be downgraded), instead of
+    the earlier narrowing of modes at open: resolver never changes the mode of a file it did not
+    make; `resolver doctor` says the file is readable by others, with the chmod to run."""
     home.store.db.close()
     home.store.path.chmod(0o644)
     store_at(home.store.path)

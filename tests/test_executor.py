@@ -200,7 +200,7 @@ def test_two_approvals_at_once_in_threads_exactly_one_wins(home):
 
 def test_two_approvals_at_once_in_processes_exactly_one_wins(home):
     state = home.run("T-65273")
-    # the processes read the home's clock: the run's time, so its evidence is not past its age (issue 11)
+    # the processes read the home's clock: the run's time, so its evidence is not past its age
     subprocess.run(
         [sys.executable, "-m", "core", "clock", "set", home.clock.now().isoformat(), "--home", str(home.root)],
         check=True,
@@ -216,7 +216,7 @@ def test_two_approvals_at_once_in_processes_exactly_one_wins(home):
         for name in ("Grace", "Priya")
     ]
     outs = [(*p.communicate(timeout=60), p.returncode) for p in procs]
-    assert sorted(code for _, _, code in outs) == [0, 4]  # the loser is refused (issue 13's exit codes)
+    assert sorted(code for _, _, code in outs) == [0, 4]  # the loser is refused (the documented exit codes)
     loser_err = next(err for _, err, code in outs if code == 4)
     assert ("approved by" in loser_err and "Nothing changed" in loser_err) or "while you were deciding" in loser_err
     assert len(home.store.audit(state.run_id)) == 1
@@ -236,7 +236,7 @@ def test_a_resume_after_the_timeout_does_not_meet_it_again(tmp_path):
     home = Home(tmp_path / "h")
     state = home.run("T-41629", repeat=1)
     # save 1: approval; save 2: pending, attempt 1 counted; save 3: attempt 2 counted with the
-    # first call's fault recorded, killed before that call is made (issue 13: it still counts)
+    # first call's fault recorded, killed before that call is made (it still counts)
     killed = run_process(home.root, "approve", state.run_id, "--as", "grace", env={"RESOLVER_KILL_AT": "save:3"})
     assert killed.returncode == -9
     assert home.store.load(state.run_id).faults_seen == ["request_refund:timeout:1"]

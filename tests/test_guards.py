@@ -1,4 +1,4 @@
-"""Issue 20, "Every guard proven by a test that fails without it".
+"""Every guard proven by a test that fails without it.
 
 For each guard on the way to a write, a test forges the one input that guard exists to stop,
 built so that every other guard lets it through, and counts what the practice world holds

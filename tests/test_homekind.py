@@ -1,6 +1,6 @@
-"""Practice homes and shop homes (issue 9): `resolver init --shop` makes a shop home for good;
-there the trainer's clock, reset, class, exercise, manual-refund, the demo and the lesson's
-Python API are refused with one sentence, and nothing changes."""
+"""Practice homes and shop homes: `resolver init --shop` makes a shop home for good; there the
+trainer's clock, reset, class, exercise, manual-refund, the demo and the lesson's Python API are
+refused with one sentence, and nothing changes."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def shop(tmp_path, capsys):
 
 
 def test_every_home_is_a_practice_home_unless_made_a_shop(cli, tmp_path):
-    cli("init")  # `show` never makes a home (issue 13)
+    cli("init")  # `show` never makes a home
     assert cli("show")[1].strip() == f"Home: {cli.home} (practice)"
     assert Home(cli.home).kind == "practice"
     assert home_kind(tmp_path / "nowhere") == "practice"
@@ -58,7 +58,7 @@ def test_a_shop_home_refuses_reset_and_keeps_its_runs(shop):
     shop("run", "T-65273")
     for argv in (("reset",), ("reset", "--all"), ("reset", "--run", T65273_RUN)):
         code, out, err = shop(*argv)
-        assert (code, out) == (4, "")  # refused (issue 13)
+        assert (code, out) == (4, "")  # refused
         assert err.startswith(f"{shop.root} is a shop home: `reset` runs only in a practice home") and err.count("\n") == 1
     assert shop("runs")[1].startswith(T65273_RUN)
 

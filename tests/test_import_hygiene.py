@@ -35,8 +35,8 @@ def test_import_linter_contract_holds():
 
 
 def test_only_the_store_back_ends_name_sqlite3():
-    """Issue 22: ``grep -rln sqlite3 core --include=*.py`` lists only files under core/stores/
-    (the import-linter contract forbids the import itself)."""
+    """``grep -rln sqlite3 core --include=*.py`` lists only files under core/stores/ (the
+    import-linter contract forbids the import itself)."""
     root = Path(core.__file__).parent
     found = sorted(
         p.relative_to(root.parent).as_posix() for p in root.rglob("*.py") if "sqlite3" in p.read_text(encoding="utf-8")
@@ -49,9 +49,9 @@ APP_MODULES = sorted((Path(__file__).parent.parent / "resolver_tui").rglob("*.py
 
 @pytest.mark.parametrize("path", APP_MODULES, ids=lambda p: str(p.relative_to(p.parents[1])))
 def test_the_app_is_a_thin_face(path):
-    """Issue 8: no app module opens the store or the world (reads go through ``home.queue``;
-    import contracts cannot see ``home.store``). The 350-line cap it also held is gone: the
-    formatter decides line counts (issue 17), and issue 18 composes the queue screen instead."""
+    """No app module opens the store or the world (reads go through ``home.queue``; import
+    contracts cannot see ``home.store``). The 350-line cap it also held is gone: the formatter
+    decides line counts, and the queue screen is composed of its widgets instead."""
     text = path.read_text(encoding="utf-8")
     text = text.replace("args.store", "")  # ``--store URL`` is an argument naming a store, not the store
     assert ".store" not in text and ".world(" not in text

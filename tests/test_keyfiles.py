@@ -1,5 +1,5 @@
-"""The approvers' key files on a machine (issue 23, item 3; core/engine/keyfiles.py): modes, the atomic
-write, a missing file, a damaged one, and a file of another name."""
+"""The approvers' key files on a machine (core/engine/keyfiles.py): modes, the atomic write, a missing
+file, a damaged one, and a file of another name."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A lesson repeated after ``resolver reset`` lapses again (new users' trial, issue 24's lapses).
+"""A lesson repeated after ``resolver reset`` lapses again (found in a new users' trial).
 
 The lesson's run of T-65273 at the same simulated time gets the same run ID and proposal digest
 every time. A lapse is written once per run and digest (a unique index), and ``reset`` used to

@@ -38,7 +38,7 @@ def test_class_all_sets_every_status_count_and_number_of_the_lesson(cli):
     assert home.store.load("T-65273-crash-1").usage.model_calls == 1
     shown = cli("clock", "show")[1].strip()  # the trainer's clock runs on at real speed
     assert shown.startswith("Clock: 2026-10-12T09:0") and shown.endswith("-04:00 (simulated)")
-    # the crashed T-90104 is resumed on Friday, within its approval's validity (issue 20)
+    # the crashed T-90104 is resumed on Friday, within its approval's validity
     assert re.search(r"== resume-crashed\n.*\nrequest_refund LK-793996: done \(operation [0-9a-f]{16}, 1 call\(s\)\)", out)
     assert out.index("== resume-crashed") < out.index("== weekend-call") < out.index("== monday")
     changes = cli("changes")[1]
@@ -157,9 +157,9 @@ def test_the_crash_block_of_the_lesson_as_a_program(lesson_home):
 
 
 def test_a_run_saved_through_the_lesson_api_shows_its_total_role_and_actions_in_the_queue_and_in_mine(lesson_home, capsys):
-    """Issue 22: the queue's columns are part of every save. A run the lesson's Python API saves
-    with ``store.save(state)`` (one argument) once showed a blank total, role and actions, and
-    no approver's "mine" listed it."""
+    """The queue's columns are part of every save. A run the lesson's Python API saves with
+    ``store.save(state)`` (one argument) once showed a blank total, role and actions, and no
+    approver's "mine" listed it."""
     from resolver.checkpoint import CheckpointStore
     from resolver.data import load_task
     from resolver.providers import MockProvider

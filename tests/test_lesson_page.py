@@ -520,7 +520,7 @@ def play(lesson: Lesson, steps: list[Step], page_text: str) -> tuple[list[str], 
             done = lesson.command(command)
             log.append(f"$ {command} -> {done.returncode}")
             crashed = done.returncode == 3 and "The process stopped:" in done.stdout
-            handed = done.returncode == 5 and done.stdout.rstrip().endswith("Status: handed_to_person")  # issue 13's exit codes
+            handed = done.returncode == 5 and done.stdout.rstrip().endswith("Status: handed_to_person")  # documented exit code
             if done.returncode != 0 and not crashed and not handed:
                 problems.append(f"{command}: exit code {done.returncode}: {done.stderr.strip()}")
             if "Traceback" in done.stderr:

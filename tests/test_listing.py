@@ -1,5 +1,6 @@
-"""``resolver runs`` through :mod:`core.api.listing` (issue 10, start-up): the same rows in the same
-order as the home's queue, no pydantic imported, and an older store still opened by the whole home."""
+"""``resolver runs`` through :mod:`core.api.listing` (the fast start-up path): the same rows in the
+same order as the home's queue, no pydantic imported, and an older store still opened by the whole
+home."""
 
 from __future__ import annotations
 
@@ -55,8 +56,8 @@ def test_an_older_store_is_opened_by_the_whole_home(tmp_path, capsys):
 
 
 def test_runs_prints_from_tuples_the_lines_of_the_whole_queue(home: Home, monkeypatch, capsys):
-    """Issue 27, item 6: the light listing reads the four printed columns as tuples, in every
-    sort and page, and never builds a summary per run; its lines are the whole home's."""
+    """The light listing reads the four printed columns as tuples, in every sort and page, and
+    never builds a summary per run; its lines are the whole home's."""
     from core.cli import cmd_runs, main
     from core.stores.sqlite.checkpoint import CheckpointStore
 
@@ -90,8 +91,8 @@ def test_a_page_of_lines_is_made_safe_line_by_line():
 
 
 def test_cells_counts_ascii_as_the_general_rule_does():
-    """The ASCII fast path of :func:`core.ground.safetext.cells` (issue 27: the pane folds its lines at
-    every key) gives what the per-character rule gives, control characters included."""
+    """The ASCII fast path of :func:`core.ground.safetext.cells` (the pane folds its lines at every key)
+    gives what the per-character rule gives, control characters included."""
     import string
 
     from core.ground.safetext import cells
@@ -105,9 +106,9 @@ def test_cells_counts_ascii_as_the_general_rule_does():
 
 
 def test_cut_keeps_to_the_rule_on_its_ascii_path_and_with_its_kept_widths():
-    """``_cut`` (how much of a line fits a row of the pane, issue 27: folded at every key) takes
-    an ASCII line by its length and a wider one by the widths it keeps per character; both give
-    what measuring character by character with :func:`cells` gives, at every width."""
+    """``_cut`` (how much of a line fits a row of the pane, folded at every key) takes an ASCII
+    line by its length and a wider one by the widths it keeps per character; both give what
+    measuring character by character with :func:`cells` gives, at every width."""
     from core.ground.safetext import _cut, _cut_measured, cells
 
     def by_rule(text: str, width: int) -> int:
@@ -132,9 +133,8 @@ def _plans(path, status: str | None) -> str:
 
 
 def test_the_listing_reads_its_lines_from_a_covering_index(home: Home):
-    """Issue 27, item 6: every printed column is in the index of the listing's filter and order,
-    so a line never reads the run's row (``state_ok``, after the header's JSON, walked its
-    overflow pages)."""
+    """Every printed column is in the index of the listing's filter and order, so a line never
+    reads the run's row (``state_ok``, after the header's JSON, walked its overflow pages)."""
     home.run("T-90103")
     for status in ("waiting_approval", None):
         plan = _plans(home.store.path, status)

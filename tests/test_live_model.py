@@ -1,4 +1,4 @@
-"""A live model beside the recordings (issue 26, step 1): the provider seam.
+"""A live model beside the recordings: the provider seam.
 
 Every test talks to a real HTTP server on 127.0.0.1 speaking chat-completions
 (:mod:`core.models.chat_stub`), through the real ``openai`` client; nothing of ours is mocked.

@@ -1,5 +1,5 @@
-"""The live queue's notifications on PostgreSQL (issue 24, item 1; migration 11): what sends,
-what is heard by whom, and a store at the previous schema upgraded.
+"""The live queue's notifications on PostgreSQL (migration 11): what sends, what is heard by whom,
+and a store at the previous schema upgraded.
 
 The waits are on what the listener heard, with a deadline only as a guard. That something is
 *not* sent is shown by order: PostgreSQL delivers notifications in commit order, so a change

@@ -1,4 +1,4 @@
-"""A live model paid for once (issue 26, items 3 and 7): real processes, a real HTTP server.
+"""A live model paid for once: real processes, a real HTTP server.
 
 ``resolver run T-65273 --model stub`` asks :mod:`core.models.chat_stub` on 127.0.0.1 through the real
 ``openai`` client and is SIGKILLed at every point from sending a request to the step's save,
@@ -149,8 +149,8 @@ def test_a_sigkill_while_the_request_is_in_flight_costs_exactly_one_more_call_co
 
 
 def test_the_stub_server_ships_as_a_command_and_a_config_route_on_it_prints_the_seed_line(tmp_path):
-    """Issue 26's done-when: a config route ``stub`` on ``python -m core.models.chat_stub``, replaying
-    T-65273's chat-small recording 1 and priced as chat-small, prints the seed's line."""
+    """A config route ``stub`` on ``python -m core.models.chat_stub``, replaying T-65273's chat-small
+    recording 1 and priced as chat-small, prints the seed's line."""
     env = {**os.environ, "STUB_KEY": "sk-demo"}
     server = subprocess.Popen(
         [sys.executable, "-m", "core.models.chat_stub", "--port", "0", "--key-env", "STUB_KEY"],

@@ -1,4 +1,4 @@
-"""Issue 20, row 5: several processes rotate one log.
+"""Several processes rotate one log.
 
 Eight real processes write the home's ``resolver.log`` as it passes 1 MB. Before the fix each
 process rotated on its own (the standard library's ``RotatingFileHandler`` is safe within one

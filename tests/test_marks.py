@@ -1,8 +1,8 @@
-"""Claim, hand over, set aside on the CLI (issue 24, item 2): ``resolver claim``, ``handover`` and
-``snooze`` checked as decisions are (exit 4 for a refusal, 2 for a time that cannot be read),
-shown by ``runs`` and ``show`` with untrusted text made safe, told before approve; in a shop home
-signed by their maker and verified by ``audit verify``; a home of the previous store format
-upgrades and its waiting run is claimed and still approves."""
+"""Claim, hand over, set aside on the CLI: ``resolver claim``, ``handover`` and ``snooze`` checked
+as decisions are (exit 4 for a refusal, 2 for a time that cannot be read), shown by ``runs`` and
+``show`` with untrusted text made safe, told before approve; in a shop home signed by their maker
+and verified by ``audit verify``; a home of the previous store format upgrades and its waiting run
+is claimed and still approves."""
 
 from __future__ import annotations
 
@@ -130,12 +130,13 @@ def test_in_a_shop_home_marks_are_signed_by_their_maker_and_the_audit_verifies(t
     assert code != 0 and "its signature does not verify" in out + err, out + err
 
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store_before_issue_27"
+FIXTURE = Path(__file__).parent / "fixtures" / "store_before_audit_tip"
 
 
 def test_a_home_of_the_previous_store_format_upgrades_and_its_waiting_run_is_claimed_and_approves(tmp_path):
-    """The frozen format-3 home (made by the release before issue 27, see its README) gets
-    ``run_marks`` on open; its waiting run takes a claim and still approves and executes."""
+    """The frozen format-3 home (made by the release before the audit's stored length, see its
+    README) gets ``run_marks`` on open; its waiting run takes a claim and still approves and
+    executes."""
     root = tmp_path / "home"
     shutil.copytree(FIXTURE, root)
     for path in root.iterdir():
@@ -184,8 +185,8 @@ def test_a_claim_that_ends_on_another_day_says_the_day():
 
 @pytest.mark.parametrize("decide", [("approve",), ("reject", "--reason", "a typo")])
 def test_a_claim_or_snooze_of_a_decided_run_says_its_state_and_that_there_is_nothing_to_mark(cli, decide):
-    """A new user's trial (issue 24): a claim of a done run answered "already approved", as if
-    the claim were a decision; it says the run's status and that there is nothing to claim."""
+    """A new user's trial: a claim of a done run answered "already approved", as if the claim were
+    a decision; it says the run's status and that there is nothing to claim."""
     assert cli(*decide, RUN, "--as", "grace", "--name", "Grace", "--yes")[0] in (0, 5)
     status, did = ("done", "approved") if decide[0] == "approve" else ("handed_to_person", "rejected")
     for verb, argv in (("claim", ("claim",)), ("snooze", ("snooze", "--until", "1h")), ("release", ("claim", "--release"))):

@@ -1,6 +1,6 @@
-"""``tools/mutants.py`` (issue 20) stays runnable: every mutant's text is in its file exactly
-once and every test it names exists, so a guard that moves fails here, in the ordinary suite,
-before the mutation pass in ``.ci/run`` says it went stale."""
+"""``tools/mutants.py`` stays runnable: every mutant's text is in its file exactly once and every
+test it names exists, so a guard that moves fails here, in the ordinary suite, before the mutation
+pass in ``.ci/run`` says it went stale."""
 
 from __future__ import annotations
 

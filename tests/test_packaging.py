@@ -1,7 +1,7 @@
-"""The package as people install it: the wheel ships data/ inside the package, so an installed
-core finds it without the repo, and ships the lesson's ``resolver`` package, so ``python -m
-resolver`` works from an install; every third-party package the code imports is declared; both
-commands answer ``--version`` (issue 17)."""
+"""The package as people install it: the wheel ships data/ inside the package, so an installed core
+finds it without the repo, and ships the lesson's ``resolver`` package, so ``python -m resolver``
+works from an install; every third-party package the code imports is declared; both commands answer
+``--version``."""
 
 from __future__ import annotations
 
@@ -115,8 +115,8 @@ def _imported_top_level(package: str) -> set[str]:
 
 
 FEATURE_EXTRAS = ("openai", "postgres")
-"""Extras a feature needs, imported only where that feature runs (issue 26: a live model; issue
-23: the PostgreSQL store)."""
+"""Extras a feature needs, imported only where that feature runs (``openai``: a live model;
+``postgres``: the PostgreSQL store)."""
 
 
 def _declared() -> set[str]:
@@ -126,7 +126,7 @@ def _declared() -> set[str]:
 
 
 def test_every_package_the_shipped_code_imports_is_declared():
-    """Issue 17: ``rich`` was imported by the app but not declared (it came only through textual)."""
+    """``rich`` was imported by the app but not declared (it came only through textual)."""
     imported = set().union(*(_imported_top_level(p) for p in SHIPPED)) - set(sys.stdlib_module_names) - set(SHIPPED)
     owners = importlib.metadata.packages_distributions()
     missing = {}
@@ -138,16 +138,17 @@ def test_every_package_the_shipped_code_imports_is_declared():
 
 
 def test_the_openai_extra_is_imported_only_by_the_live_model():
-    """Issue 26: the recorded path never imports ``openai``; only ``core/models/live_model.py`` does,
-    inside the client's constructor (``tests/test_live_model.py`` checks it in a process)."""
+    """The recorded path never imports ``openai``; only ``core/models/live_model.py`` does, inside the
+    client's constructor (``tests/test_live_model.py`` checks it in a process)."""
     shipped = [p for package in SHIPPED for p in sorted((ROOT / package).rglob("*.py"))]
     users = [p.relative_to(ROOT).as_posix() for p in shipped if "openai" in _imported_top_level_of(p)]
     assert users == ["core/models/live_model.py"]
 
 
 def test_the_postgres_extra_is_imported_only_by_its_back_end():
-    """Issue 23: ``psycopg`` and ``psycopg_pool`` are imported under ``core/stores/postgres/`` only
-    (the import-linter contract in pyproject.toml says the same of the import graph)."""
+    """``psycopg`` and ``psycopg_pool`` (the postgres extra) are imported under
+    ``core/stores/postgres/`` only (the import-linter contract in pyproject.toml says the same of
+    the import graph)."""
     shipped = [p for package in SHIPPED for p in sorted((ROOT / package).rglob("*.py"))]
     users = [p.relative_to(ROOT).as_posix() for p in shipped if {"psycopg", "psycopg_pool"} & _imported_top_level_of(p)]
     assert users and all(u.startswith("core/stores/postgres/") for u in users), users

@@ -1,6 +1,6 @@
-"""The PostgreSQL benchmarks still run (issues 23 and 24): the quick mode of ``bench_pg.py``,
-``pg_races.py`` and ``bench_live.py`` exits 0, prints its headings, and in the races no rule is
-broken.
+"""The PostgreSQL benchmarks still run (the team store's and the live queue's figures): the quick
+mode of ``bench_pg.py``, ``pg_races.py`` and ``bench_live.py`` exits 0, prints its headings, and in
+the races no rule is broken.
 
 No timing is asserted (speed lives in the printed figures, never in timed tests). The anchor
 section is skipped without the bench extra's ``langgraph-checkpoint-postgres``."""

@@ -1,7 +1,7 @@
-"""The queue's pages on PostgreSQL read an index in the page's order (issue 23, item 6): over
-20,000 runs, most done and a few waiting (:data:`pg_bulk.MIX`), the plan of every page the app
-asks for is an index scan with no sort and no sequential scan, so a page stays a few hundred
-rows read whatever the store's size (``benchmarks/bench_pg.py`` times it over 1,000,000)."""
+"""The queue's pages on PostgreSQL read an index in the page's order: over 20,000 runs, most done
+and a few waiting (:data:`pg_bulk.MIX`), the plan of every page the app asks for is an index scan
+with no sort and no sequential scan, so a page stays a few hundred rows read whatever the store's
+size (``benchmarks/bench_pg.py`` times it over 1,000,000)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""The PostgreSQL races of issue 23 (item 5), a few rounds each in real ``python -m core``
-processes on a team store of its own (:func:`pg.fresh_schema`): 8 approvers at once, a SIGKILL
-at every crash point of the executor, two resumes of one crashed loop.
-``benchmarks/pg_races.py`` runs 100 rounds of each and prints the figures. The rounds and their
-rules are :mod:`pg_rounds`'."""
+"""The races of a team store on PostgreSQL, a few rounds each in real ``python -m core`` processes
+on a team store of its own (:func:`pg.fresh_schema`): 8 approvers at once, a SIGKILL at every crash
+point of the executor, two resumes of one crashed loop. ``benchmarks/pg_races.py`` runs 100 rounds
+of each and prints the figures. The rounds and their rules are :mod:`pg_rounds`'."""
 
 from __future__ import annotations
 

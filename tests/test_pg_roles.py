@@ -1,14 +1,14 @@
-"""A team store that refuses what a role may not do (issue 25): ``resolver store roles setup``
-gives the agent's runner, the executor, each approver and the owner a database user of its own,
-the tables belong to a NOLOGIN role, and decisions go only through ``resolver_decide``.
+"""A team store that refuses what a role may not do: ``resolver store roles setup`` gives the
+agent's runner, the executor, each approver and the owner a database user of its own, the tables
+belong to a NOLOGIN role, and decisions go only through ``resolver_decide``.
 
-Each test makes its roles with unique names and drops them; when the connecting role may not
-create roles the tests skip with the reason. The done-when of the issue: a database user mapped
-to an ``agent`` entry cannot record an approval of T-65273's 119.00 refund through the CLI, the
-code path the app uses (:meth:`core.api.home.Home.approve` and a forged role under it), or plain SQL
-(every table, and a direct call of the function), each try counting 0 refunds; a user that is not
-the owner cannot alter the registry or the audit; a team lead mapped to their user approves
-through the CLI and the refund is paid once.
+Each test makes its roles with unique names and drops them; when the connecting role may not create
+roles the tests skip with the reason. What the separation must hold: a database user mapped to an
+``agent`` entry cannot record an approval of T-65273's 119.00 refund through the CLI, the code path
+the app uses (:meth:`core.api.home.Home.approve` and a forged role under it), or plain SQL (every
+table, and a direct call of the function), each try counting 0 refunds; a user that is not the
+owner cannot alter the registry or the audit; a team lead mapped to their user approves through the
+CLI and the refund is paid once.
 """
 
 from __future__ import annotations
@@ -528,11 +528,11 @@ def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(sho
 
 
 def test_the_executors_user_cannot_write_an_approved_operation_with_other_arguments(shop):
-    """Issue 25, the register's guard binds the arguments (migration 14): Ana's approval is
-    recorded and her process stops before the first write; the executor's database user, by
-    plain SQL, writes the approved refund's operation ID with 1.00 more, to another payment, for
-    another order, as another service or table, with an extra argument, or twice, even behind a
-    temporary ``store_roles``/``decided`` of its own: each is refused, 0 refunds. Then the
+    """Under role separation the register's guard binds the arguments (migration 14): Ana's
+    approval is recorded and her process stops before the first write; the executor's database
+    user, by plain SQL, writes the approved refund's operation ID with 1.00 more, to another
+    payment, for another order, as another service or table, with an extra argument, or twice, even
+    behind a temporary ``store_roles``/``decided`` of its own: each is refused, 0 refunds. Then the
     executor resumes the approval and 119.00 is paid once."""
     cli, urls = shop
     admin, executor = urls["admin"], urls["executor"]
@@ -689,8 +689,8 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
 
 
 def test_store_copy_carries_the_database_users_to_a_team_store_and_says_a_sqlite_home_drops_them(shop, users, tmp_path):
-    """Issue 25 and ``store copy``: a separated store copied into another team store keeps each
-    approver's database user (the output says the target needs ``store roles setup``, roles
+    """Role separation and ``store copy``: a separated store copied into another team store keeps
+    each approver's database user (the output says the target needs ``store roles setup``, roles
     and grants being per server); copied into a SQLite home the mapping is dropped, and said."""
     cli, urls = shop
     with fresh_schema() as target:
@@ -827,9 +827,9 @@ def test_two_sessions_cannot_both_write_the_row_of_one_approved_operation(shop, 
 
 
 def test_the_sql_policy_sums_the_lines_of_a_kind_as_the_python_one_does(tmp_path):
-    """Issue 25's third trial split T-65273's refund into lines each within an agent's 25.00;
-    ``resolver_needed_role`` (migration 15) and :func:`core.engine.policy.proposal_role` both sum a
-    kind's lines, and agree on every case."""
+    """A trial of role separation split T-65273's refund into lines each within an agent's 25.00;
+    ``resolver_needed_role`` (migration 15) and :func:`core.engine.policy.proposal_role` both sum a kind's
+    lines, and agree on every case."""
     from core.api.home import Home
     from core.engine.policy import proposal_role
     from core.ground.state import ProposedAction

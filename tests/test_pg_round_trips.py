@@ -1,11 +1,11 @@
-"""A save and a load on PostgreSQL wait on the server as few times as the work needs (issue 23,
-item 6; issue 27, item 2): counted from libpq's own trace of the messages sent and received
-(``PQtrace``), a round trip being the client's messages followed by the server's answer. A
-step's save is one statement in autocommit (one round trip); a decision's is one pipelined
-transaction (the header, its rows, the audit row chained under the head's lock and the
-``COMMIT``: one, whoever wrote the audit's newest row); a load is one statement. LangGraph's ``PostgresSaver.put`` takes two to
-three. The rare path, rows stored that are not the ones the saving object saw, still rewrites
-them all in one transaction."""
+"""A save and a load on PostgreSQL wait on the server as few times as the work needs, since each
+wait is a network round trip paid on every step: counted from libpq's own trace of the messages
+sent and received (``PQtrace``), a round trip being the client's messages followed by the server's
+answer. A step's save is one statement in autocommit (one round trip); a decision's is one
+pipelined transaction (the header, its rows, the audit row chained under the head's lock and the
+``COMMIT``: one, whoever wrote the audit's newest row); a load is one statement. LangGraph's
+``PostgresSaver.put`` takes two to three. The rare path, rows stored that are not the ones the
+saving object saw, still rewrites them all in one transaction."""
 
 from __future__ import annotations
 

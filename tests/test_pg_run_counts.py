@@ -1,8 +1,8 @@
-"""The queue's counts on PostgreSQL are kept rows (schema migration 7, issue 27): ``run_counts``,
-kept by triggers on ``runs`` in every writer's transaction, agree with a ``GROUP BY`` of the runs
-after every kind of write (a save that moves a status, a new run, a delete, a run flagged
-corrupt, a reset, a bulk insert), and a store at schema 6 is counted when it is upgraded.
-(The frozen schema-4 shop, upgraded through 6 and 7 and then approved, is in
+"""The queue's counts on PostgreSQL are kept rows (schema migration 7), so a count never scans the
+runs: ``run_counts``, kept by triggers on ``runs`` in every writer's transaction, agree with a
+``GROUP BY`` of the runs after every kind of write (a save that moves a status, a new run, a
+delete, a run flagged corrupt, a reset, a bulk insert), and a store at schema 6 is counted when it
+is upgraded. (The frozen schema-4 shop, upgraded through 6 and 7 and then approved, is in
 ``tests/test_team_shop.py``.)"""
 
 from __future__ import annotations

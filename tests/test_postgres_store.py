@@ -1,5 +1,5 @@
-"""The PostgreSQL back-end's own rules (issue 23), beside the conformance suite it passes: errors
-as one sentence, the versioned migrations, leases on the database's clock, a lock held too long."""
+"""The PostgreSQL back-end's own rules, beside the conformance suite it passes: errors as one
+sentence, the versioned migrations, leases on the database's clock, a lock held too long."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Issue 27, item 3: each filter of the app reads its pages from an index, on SQLite. The app's
-"waiting" and "mine" first pages took 170 to 290 ms at 1,000,000 runs; their plans were already
-the sort's index (the time went to loading the page's lapsed runs whole: :func:`core.engine.watch.sweep_lapses`,
-tested in ``tests/conformance/test_events_contract.py``). This keeps every filter's page, first
-and next, in every sort, and the lapse check's read, off a full scan and a temporary B-tree."""
+"""Each filter of the app reads its pages from an index, on SQLite. The app's "waiting" and "mine"
+first pages took 170 to 290 ms at 1,000,000 runs; their plans were already the sort's index (the
+time went to loading the page's lapsed runs whole: :func:`core.engine.watch.sweep_lapses`, tested in
+``tests/conformance/test_events_contract.py``). This keeps every filter's page, first and next, in
+every sort, and the lapse check's read, off a full scan and a temporary B-tree."""
 
 from __future__ import annotations
 

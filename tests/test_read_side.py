@@ -1,4 +1,4 @@
-"""The read side (``home.queue``) and the rulebook, as both faces use them (issue 8)."""
+"""The read side (``home.queue``) and the rulebook, as the CLI and the app both use them."""
 
 from __future__ import annotations
 

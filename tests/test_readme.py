@@ -43,7 +43,7 @@ def test_the_friday_to_monday_story_runs_as_written(tmp_path):
                 [sys.executable, "-m", "core", *argv[1:]], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60
             )
             handed = line == "resolver approve T-65273-agent-chat-small-1 --as grace --name Grace"
-            expected = 3 if "--interrupt" in argv else 5 if handed else 0  # the README's exit codes (issue 13)
+            expected = 3 if "--interrupt" in argv else 5 if handed else 0  # the README's exit codes
             assert result.returncode == expected, f"{line}\n{result.stdout}\n{result.stderr}"
             outputs.append((line, result.stdout))
     text = dict(outputs)

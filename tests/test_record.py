@@ -1,6 +1,5 @@
-"""Recordings of one's own (issue 26, item 6): ``resolver record`` runs a ticket live and keeps
-its turns as a recording of the data format in the home; a replay gives the same proposal and
-digest."""
+"""Recordings of one's own: ``resolver record`` runs a ticket live and keeps its turns as a
+recording of the data format in the home; a replay gives the same proposal and digest."""
 
 from __future__ import annotations
 

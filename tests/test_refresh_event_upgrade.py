@@ -1,5 +1,5 @@
-"""A refreshed request is a new ``request`` event (issue 24): SQLite store format 6 and PostgreSQL
-migration 13 add the trigger on the refresh's audit row. A home of format 5
+"""A refreshed request is a new ``request`` event: SQLite store format 6 and PostgreSQL migration
+13 add the trigger on the refresh's audit row. A home of format 5
 (``tests/fixtures/home_store_format_5``) and a team store of schema 11
 (``tests/fixtures/team_store_schema_11``), both made by the release before with a run waiting, a
 run interrupted after its first step and a claim, are upgraded when a home opens them: the claim

@@ -1,6 +1,6 @@
-"""What a resume must know (issue 26, item 4): a running loop resumes only under the policy,
-tool schema and model route it started under, or with ``--accept-changes``; waiting and
-executing runs resume as before; schema 7 keeps the hash of the tools sent."""
+"""What a resume must know: a running loop resumes only under the policy, tool schema and model
+route it started under, or with ``--accept-changes``; waiting and executing runs resume as before;
+schema 7 keeps the hash of the tools sent."""
 
 from __future__ import annotations
 
@@ -161,7 +161,7 @@ def test_a_schema_6_running_loop_resumes_without_a_question(home):
     assert done.kind == "continued" and outcome_line(done.state) == SEED_OUTCOME
 
 
-# -- cost under control (issue 26, item 5) ------------------------------------------------------
+# -- cost under control -------------------------------------------------------------------------
 
 
 def budget(monkeypatch, tokens: int, usd: str) -> None:

@@ -1,6 +1,6 @@
-"""The run's unique identity (issue 9): readable run IDs come back after a reset, run_uids never
-do; operation IDs, signatures and audit rows are bound to the run_uid; runs saved by release
-0.1.0 keep their operation IDs and approvals (the frozen home in tests/fixtures/home_0_1_0)."""
+"""The run's unique identity: readable run IDs come back after a reset, run_uids never do;
+operation IDs, signatures and audit rows are bound to the run_uid; runs saved by release 0.1.0 keep
+their operation IDs and approvals (the frozen home in tests/fixtures/home_0_1_0)."""
 
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def test_an_old_decision_never_verifies_on_a_new_run_that_reuses_the_readable_id
 
     # Someone copies Friday's approval and operations into the new run of the same ID.
     new.approval, new.operations, new.status = old.approval, old.operations, "executing"
-    new.proposal = old.proposal  # and its proposal, bound to Friday's evidence time (issue 11)
+    new.proposal = old.proposal  # and its proposal, bound to Friday's evidence time
     assert verify(new, home.approval_key()) is not None
     assert "signature does not verify" in (verify(new, home.approval_key()) or "")
     home.store.save(new)
@@ -165,8 +165,8 @@ def test_the_0_1_0_approvals_still_verify_with_their_stored_operation_ids(frozen
 
 
 def test_the_0_1_0_run_that_crashed_before_its_write_lapses_on_monday(frozen):
-    """Issue 20: its refund was saved pending with no call and nothing in the register, so on
-    Monday its Friday approval has lapsed: back to waiting, the reason audited, nothing paid."""
+    """Its refund was saved pending with no call and nothing in the register, so on Monday its
+    Friday approval has lapsed: back to waiting, the reason audited, nothing paid."""
     assert frozen.world().lookup_operation("550ac48b8b6eeead") is None
     lapsed = frozen.resume(T90104_RUN)
     assert lapsed.state.status == "waiting_approval" and lapsed.state.approval is None

@@ -1,6 +1,6 @@
-"""Issue 27, item 2: a step's save is the header's compare-and-set plus one insert of the step's
-entries, and a decision does not ask SQLite for the audit's columns every time (SQLite back-end:
-the statements are traced on the store's own connection; no timing is asserted)."""
+"""A step's save is the header's compare-and-set plus one insert of the step's entries, and a
+decision does not ask SQLite for the audit's columns every time (SQLite back-end: the statements
+are traced on the store's own connection; no timing is asserted)."""
 
 from __future__ import annotations
 
@@ -92,9 +92,9 @@ def test_a_rolled_back_write_forgets_what_the_connection_learnt(tmp_path):
 
 
 def test_the_rows_and_header_a_save_writes_are_model_dump_json_s_text(tmp_path):
-    """Issue 27: a save serialises through the model class's serializer (``_json_of``); the text
-    must be exactly ``model_dump_json``'s, for the header and every kind of entry (an excluded
-    result, an excluded content, a non-ASCII text, a Decimal, a time)."""
+    """A save serialises through the model class's serializer (``_json_of``); the text must be
+    exactly ``model_dump_json``'s, for the header and every kind of entry (an excluded result, an
+    excluded content, a non-ASCII text, a Decimal, a time)."""
     from decimal import Decimal
 
     from core.stores.common import _HEADER_EXCLUDE, _json_bytes, _json_of
@@ -113,8 +113,8 @@ def test_the_rows_and_header_a_save_writes_are_model_dump_json_s_text(tmp_path):
 
 
 def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
-    """Issue 27: ``row_hash`` of a row as read (a tuple, a BLOB read as ``blob:<hex>``) is the
-    hash of the same row as a dict; a tuple of the wrong length is a ValueError, never a hash."""
+    """``row_hash`` of a row as read (a tuple, a BLOB read as ``blob:<hex>``) is the hash of the
+    same row as a dict; a tuple of the wrong length is a ValueError, never a hash."""
     from core.contract.audit import COLUMNS, as_row, row_hash
 
     values = (7, "r", "approve", "team_lead", "Grace", "d" * 64, FRIDAY, "Zoë — ok", "u", "0" * 64, "s", None)
@@ -136,17 +136,17 @@ def test_an_audit_row_hashes_the_same_from_a_tuple_and_a_dict():
     ],
 )
 def test_an_audit_row_s_json_is_json_dumps_text(values):
-    """Issue 27: ``_encode_row`` writes the text ``json.dumps`` writes (the hash covers it)."""
+    """``_encode_row`` writes the text ``json.dumps`` writes (the hash covers it)."""
     from core.contract.audit import _encode_row
 
     assert _encode_row(values) == json.dumps(values, ensure_ascii=False, separators=(",", ":"))
 
 
 def test_rows_read_as_stored_bytes_that_are_not_utf8_are_a_corrupt_checkpoint_not_a_traceback(tmp_path):
-    """Issue 27: the SQLite store reads bodies and the header as their stored bytes (CAST AS BLOB)
-    and hands them to pydantic as they are. A body rewritten as bytes that are not UTF-8, with a
-    checksum made to match (only the checksum was right), and a header stored as such a BLOB, are
-    each the corrupt-checkpoint sentence; a non-ASCII body written by a save round-trips."""
+    """The SQLite store reads bodies and the header as their stored bytes (CAST AS BLOB) and hands
+    them to pydantic as they are. A body rewritten as bytes that are not UTF-8, with a checksum
+    made to match (only the checksum was right), and a header stored as such a BLOB, are each the
+    corrupt-checkpoint sentence; a non-ASCII body written by a save round-trips."""
     from core.ground.errors import CorruptCheckpoint
     from core.stores.common import entry_checksum
 
@@ -194,9 +194,9 @@ def test_rows_read_as_stored_bytes_that_are_not_utf8_are_a_corrupt_checkpoint_no
     ],
 )
 def test_an_evidence_result_s_text_is_json_dumps_text(value):
-    """Issue 27, item 2: an evidence row's result is written by a C encoder made once
-    (``_dumps_result``); its text must be exactly ``json.dumps``'s (the runner's tool message is
-    that text, and a message equal to it refers to the evidence row instead of repeating it)."""
+    """An evidence row's result is written by a C encoder made once (``_dumps_result``); its text
+    must be exactly ``json.dumps``'s (the runner's tool message is that text, and a message equal
+    to it refers to the evidence row instead of repeating it)."""
     from core.stores.common import _dumps_result
 
     assert _dumps_result(value) == json.dumps(value, ensure_ascii=False, allow_nan=False)
@@ -204,8 +204,8 @@ def test_an_evidence_result_s_text_is_json_dumps_text(value):
 
 @pytest.mark.parametrize("value", [{"x": float("nan")}, [float("inf")], {"s": {1, 2}}, {("tuple", "key"): 1}])
 def test_a_result_json_cannot_write_is_the_error_json_dumps_raises(value):
-    """Issue 27, item 2: what ``json.dumps`` refuses (NaN, a set, a tuple key) the encoder made
-    once refuses the same way (TypeError or ValueError: the save then uses pydantic's encoder)."""
+    """What ``json.dumps`` refuses (NaN, a set, a tuple key) the encoder made once refuses the same
+    way (TypeError or ValueError: the save then uses pydantic's encoder)."""
     from core.stores.common import _dumps_result
 
     with pytest.raises((TypeError, ValueError)) as theirs:
@@ -224,9 +224,9 @@ def test_a_result_that_contains_itself_is_a_value_error_not_a_recursion_error():
 
 
 def test_a_save_stats_the_file_once_and_asks_access_only_when_the_file_changed(tmp_path, monkeypatch):
-    """Issue 27, item 2: one ``os.stat`` of the file per save gives both the read-only check and
-    the file's identity (it was two stats and an ``os.access``); ``os.access`` is asked again
-    only when the file's mode, owner or ctime moved, so a ``chmod 444`` is still refused."""
+    """One ``os.stat`` of the file per save gives both the read-only check and the file's identity
+    (it was two stats and an ``os.access``); ``os.access`` is asked again only when the file's
+    mode, owner or ctime moved, so a ``chmod 444`` is still refused."""
     import os
 
     from core.stores.sqlite.database import ReadOnlyFile
@@ -266,8 +266,8 @@ def test_a_save_stats_the_file_once_and_asks_access_only_when_the_file_changed(t
 
 
 def test_a_changed_created_at_is_written_though_its_text_is_remembered(tmp_path):
-    """Issue 27, item 2: a save reuses the ``created_at`` text and timestamp of its last save while
-    the field holds the very same object; a new moment assigned is written."""
+    """A save reuses the ``created_at`` text and timestamp of its last save while the field holds
+    the very same object; a new moment assigned is written."""
     from datetime import timedelta
 
     from core.ground.clock import iso
@@ -283,10 +283,10 @@ def test_a_changed_created_at_is_written_though_its_text_is_remembered(tmp_path)
 
 
 def test_texts_bound_as_bytes_are_stored_as_the_same_text(tmp_path):
-    """Issue 27, item 2: the SQLite store binds the header and the entries' bodies and extras as
-    their UTF-8 bytes (``CAST(? AS TEXT)``); every one is stored as TEXT (never a BLOB), its
-    value the ``str`` a ``model_dump_json`` gives, non-ASCII text included, for a new run, a
-    step's append and a whole rewrite."""
+    """The SQLite store binds the header and the entries' bodies and extras as their UTF-8 bytes
+    (``CAST(? AS TEXT)``); every one is stored as TEXT (never a BLOB), its value the ``str`` a
+    ``model_dump_json`` gives, non-ASCII text included, for a new run, a step's append and a whole
+    rewrite."""
     from core.stores.common import _HEADER_EXCLUDE
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
@@ -328,9 +328,9 @@ def test_texts_bound_as_bytes_are_stored_as_the_same_text(tmp_path):
 
 
 def test_an_entry_s_nulls_are_written_in_the_sql_and_a_none_elsewhere_is_refused(tmp_path):
-    """Issue 27, item 2: an entry's None ``extra`` and ``ref`` are NULLs written in the INSERT's
-    SQL, not bound; rows of every shape in one statement land in their columns, and a None in
-    any other column is refused by the driver, never shifted into the next column."""
+    """An entry's None ``extra`` and ``ref`` are NULLs written in the INSERT's SQL, not bound; rows
+    of every shape in one statement land in their columns, and a None in any other column is
+    refused by the driver, never shifted into the next column."""
 
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     rows = [

@@ -1,6 +1,6 @@
-"""A shop home that cannot be downgraded (issue 28): each row of the issue's table replayed as
-written, in a shop home with the owner Grace, the team lead Tomás and the agent Bot, T-65273
-waiting (119.00 CAD, team lead or above); each test counts the refunds the world holds."""
+"""A shop home that cannot be downgraded: each way to downgrade it replayed as an attacker would
+try it, in a shop home with the owner Grace, the team lead Tomás and the agent Bot, T-65273 waiting
+(119.00 CAD, team lead or above); each test counts the refunds the world holds."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def _clean_env() -> dict[str, str]:
     return {signing.PASSPHRASE_ENV: "", signing.OWNER_PASSPHRASE_ENV: ""}
 
 
-# -- row 1: a downgrade to a practice home ---------------------------------------------------------
+# -- a downgrade to a practice home ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("change", ["removed", "practice"])
@@ -106,8 +106,8 @@ def test_a_practice_home_stays_a_practice_home(home):
 
 
 def test_a_shop_home_resumes_a_signed_run_without_approval_key(shop):
-    """Issue 28: a shop home never needs approval.key: Tomás's approval, interrupted before the
-    write, is resumed after approval.key is gone."""
+    """A shop home never needs approval.key: Tomás's approval, interrupted before the write, is
+    resumed after approval.key is gone."""
     code, _, err = shop("approve", "--yes", T65273_RUN, "--name", "Tomás", "--interrupt", "before-write", passphrase=TOMAS)
     assert code == 3, err
     key = shop.root / "approval.key"
@@ -118,7 +118,7 @@ def test_a_shop_home_resumes_a_signed_run_without_approval_key(shop):
     assert refunds(shop.root) == 1
 
 
-# -- row 8: a test hook in the product -------------------------------------------------------------
+# -- a test hook in the product --------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("target", ["step:1", "save:1", "row:1"])
@@ -250,7 +250,7 @@ def test_another_users_home_cannot_be_read_is_one_sentence(shop, argv):
     assert refunds(shop.root) == 0
 
 
-# -- row 4: a voided approval written back -----------------------------------------------------------
+# -- a voided approval written back ------------------------------------------------------------------
 
 
 def _write_header(root: Path, state) -> None:
@@ -288,7 +288,7 @@ def test_an_approval_voided_by_a_refresh_and_written_back_never_executes(shop):
 
 # -- a shop home saved by the previous release ------------------------------------------------------
 
-FROZEN_SHOP = Path(__file__).parent / "fixtures" / "shop_before_issue_28"
+FROZEN_SHOP = Path(__file__).parent / "fixtures" / "shop_before_registry_versions"
 
 
 def copy_frozen_shop(dst: Path) -> Path:
@@ -336,7 +336,7 @@ def test_a_shop_home_of_the_previous_release_opens_verifies_resumes_and_approves
     assert code == 0 and "chain whole" in out, (out, err)
 
 
-# -- rows 2 and 3: nothing older than what was seen ------------------------------------------------
+# -- nothing older than what was seen --------------------------------------------------------------
 
 
 def _fold_wal(path: Path) -> None:
@@ -398,7 +398,7 @@ def test_history_rolled_back_with_the_head_is_found_by_audit_verify(shop, tmp_pa
     assert refunds(shop.root) == 1
 
 
-# -- row 7: read-only files ----------------------------------------------------------------------------
+# -- read-only files -----------------------------------------------------------------------------------
 
 
 def test_databases_the_owner_made_read_only_stay_so_and_pay_nothing(shop):
@@ -451,7 +451,7 @@ def test_files_keep_the_modes_their_owner_set(tmp_path):
     assert {name: (root / name).stat().st_mode & 0o777 for name in modes} == modes
 
 
-# -- row 6: offline guessing -------------------------------------------------------------------------
+# -- offline guessing --------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -492,7 +492,7 @@ def test_a_key_made_by_the_product_costs_a_guess_about_a_quarter_second(shop):
     assert Registry(shop.root).unlock("Priya", "priya's long passphrase").role == "team_lead"
 
 
-# -- the head in the next signed row, the world and the operations in the approval's (issue 28) ----
+# -- the head in the next signed row, the world and the operations in the approval's ---------------
 
 
 def _delete_rows_after(root: Path, length: int) -> None:
@@ -527,9 +527,10 @@ def test_a_signed_decision_binds_the_chain_before_it_its_world_and_its_operation
 
 
 def test_history_run_and_head_rolled_back_together_are_found_by_the_register(shop, tmp_path):
-    """The issue's row 3 carried one step further: the attacker also puts the run back as it was
-    before Tomás approved, so no run holds an orphan approval. The register (the payment
-    service's own record) still holds the 119.00 refund, and no signed approval binds it."""
+    """Nothing older than what was seen, carried one step further: the attacker also puts the run
+    back as it was before Tomás approved, so no run holds an orphan approval. The register (the
+    payment service's own record) still holds the 119.00 refund, and no signed approval binds
+    it."""
     from core.api.home import Home
 
     old_head = (shop.root / "audit.head").read_bytes()
@@ -640,7 +641,7 @@ def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_
     assert code == 0 and "chain whole" in out, (out, err)
 
 
-# -- found by trying to break the binds (issue 28) ---------------------------------------------------
+# -- found by trying to break the binds --------------------------------------------------------------
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Issue 20, row 4: a long-lived connection keeps the state it was opened in.
+"""A long-lived connection keeps the state it was opened in.
 
 SQLite opens a file this process may not write **read-only, without a word**, and that
 connection refuses every write for as long as it lives, even once the file is writable again.
@@ -119,7 +119,7 @@ def test_a_nested_use_keeps_its_connection_when_another_thread_fails(tmp_path, m
 
 
 def test_the_core_story_resume_on_the_same_thread_finishes_once(tmp_path, monkeypatch):
-    """The issue's story under the app's faces: approve on a worker thread while the world is not
+    """The failure's story under the app's faces: approve on a worker thread while the world is not
     writable, then resume on the same thread once it is: done, one refund, one reply."""
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     home.run("T-65273")
@@ -169,10 +169,10 @@ def test_a_connection_opened_read_only_is_reopened_once_the_file_is_writable(tmp
 
 
 def test_a_write_transaction_commits_once_rolls_back_on_error_and_says_sqlite_s_failures_in_a_sentence(tmp_path):
-    """Issue 27, item 2: :meth:`Database.immediate` is a class, not two generators; it still
-    commits once, rolls back what an exception interrupted (counted, what the connection learnt
-    forgotten), gives a SQLite failure as a sentence naming the file, leaves a constraint error and
-    any other exception as they are, and the thread's connection stays usable."""
+    """:meth:`Database.immediate` is a class, not two generators; it still commits once, rolls back
+    what an exception interrupted (counted, what the connection learnt forgotten), gives a SQLite
+    failure as a sentence naming the file, leaves a constraint error and any other exception as
+    they are, and the thread's connection stays usable."""
     from core.ground.errors import StoreBusy
     from core.stores.sqlite.database import Connection
 

@@ -88,8 +88,8 @@ def test_the_two_waiting_runs_approve_and_execute(old_home):
 
 
 def test_the_run_that_crashed_before_its_refund_finishes_it_with_its_stored_operation_id(old_home):
-    # within the approval's validity (approved 17:00:01): a pending operation with no call has
-    # not started, so after it the approval lapses (issue 20, tests/test_run_uid.py)
+    # within the approval's validity (approved 17:00:01): a pending operation with no call has not
+    # started, so after it the approval lapses (tests/test_run_uid.py)
     assert run_process(old_home, "clock", "set", "2026-10-09T17:30:00-04:00").returncode == 0
     resumed = run_process(old_home, "resume", BEFORE_WRITE)
     assert resumed.returncode == 0, resumed.stderr
@@ -142,8 +142,8 @@ def _derived(operation_id: str) -> str:
 
 
 def test_a_format_2_store_gets_the_journal_of_model_calls_when_opened(tmp_path):
-    """Issue 26: the store of the release before the journal (format 2, a frozen home) is
-    upgraded on open to format 3 with an empty ``model_calls`` table; its runs load as before."""
+    """The store of the release before the journal (format 2, a frozen home) is upgraded on open to
+    format 3 with an empty ``model_calls`` table; its runs load as before."""
     import shutil
 
     root = tmp_path / "home"

@@ -1,8 +1,8 @@
-"""The SQLite back-end's own details (issue 22: the contract's tests are in tests/conformance/):
-saves proportional to a step in rows, WAL and one fsync per commit, the queue's indexes and
-trigram search, the counts' triggers, the append-only triggers, a file rebuilt under a
-long-lived connection, formats it refuses, a v1 checkpoint inserted with SQL, and the step save
-under SIGKILL."""
+"""The SQLite back-end's own details (the contract's tests are in tests/conformance/): saves
+proportional to a step in rows, WAL and one fsync per commit, the queue's indexes and trigram
+search, the counts' triggers, the append-only triggers, a file rebuilt under a long-lived
+connection, formats it refuses, a v1 checkpoint inserted with SQL, and the step save under
+SIGKILL."""
 
 from __future__ import annotations
 
@@ -331,8 +331,8 @@ def test_kill_sweep_a_sigkill_between_any_two_row_writes_of_a_step_save_leaves_t
             assert resumed.returncode == 0, resumed.stderr
             assert "3 model call(s), 2 tool call(s) | 7155 tokens in" in resumed.stdout
         n += 1
-    # at least two row writes per save (issue 27, item 2: the header's compare-and-set, then one
-    # insert of the step's entries); every checkpoint but the last was the one left
+    # at least two row writes per save (the header's compare-and-set, then one insert of the step's
+    # entries); every checkpoint but the last was the one left
     assert kills >= 2 * (max(reference) - 1) and versions == set(range(1, max(reference)))
 
 

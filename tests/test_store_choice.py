@@ -1,8 +1,8 @@
-"""Choosing a store (issue 23, item 2): ``--store URL``, ``$RESOLVER_STORE`` or ``store`` in the
-config file, in the home's precedence; ``sqlite:///FOLDER`` (the home folder) is the default and
-``postgresql://…`` the team store. Values that cannot be taken are one sentence (exit 2), never a
-traceback, and a password in a URL is never printed. The team store itself is tested on
-PostgreSQL in ``tests/conformance`` and ``tests/test_team_store.py``."""
+"""Choosing a store: ``--store URL``, ``$RESOLVER_STORE`` or ``store`` in the config file, in the
+home's precedence; ``sqlite:///FOLDER`` (the home folder) is the default and ``postgresql://…`` the
+team store. Values that cannot be taken are one sentence (exit 2), never a traceback, and a
+password in a URL is never printed. The team store itself is tested on PostgreSQL in
+``tests/conformance`` and ``tests/test_team_store.py``."""
 
 from __future__ import annotations
 

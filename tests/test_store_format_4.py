@@ -1,7 +1,7 @@
-"""Store format 4 (issue 27, item 1): each ``entries`` row carries its checksum. A home of format
-3 (``tests/fixtures/store_format_3``, made by the release before) is migrated when opened: its
-rows keep no checksum and are validated in full when read, its runs waiting over the upgrade
-still resume and are approved, and what is written after carries checksums."""
+"""Store format 4: each ``entries`` row carries its checksum. A home of format 3
+(``tests/fixtures/store_format_3``, made by the release before) is migrated when opened: its rows
+keep no checksum and are validated in full when read, its runs waiting over the upgrade still
+resume and are approved, and what is written after carries checksums."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""Moving a store (issue 23, item 4): ``resolver store copy`` SQLite -> PostgreSQL -> SQLite with
-the demo home, a waiting run approved on each copy paying exactly once; a shop home's files and
-approvers folder to folder; a used target refused; a copy that differs said so (exit 1);
-``resolver store check`` and ``resolver store migrate``."""
+"""Moving a store: ``resolver store copy`` SQLite -> PostgreSQL -> SQLite with the demo home, a
+waiting run approved on each copy paying exactly once; a shop home's files and approvers folder to
+folder; a used target refused; a copy that differs said so (exit 1); ``resolver store check`` and
+``resolver store migrate``."""
 
 from __future__ import annotations
 
@@ -247,10 +247,10 @@ def test_check_of_a_team_store_that_cannot_be_reached_is_a_fail_line(capsys):
 
 
 def test_the_marks_and_the_queue_events_go_to_postgresql_and_back(tmp_path):
-    """Issue 24's tables travel with the runs: each run's marks, and the queue's events with
-    their IDs (a watcher's place), SQLite -> PostgreSQL -> SQLite; the events the target's
-    triggers write as the runs, marks and audit go in are replaced by the source's, so the
-    counts and the rows are equal, and the next event's ID follows the copied ones."""
+    """The live queue's tables travel with the runs: each run's marks, and the queue's events with
+    their IDs (a watcher's place), SQLite -> PostgreSQL -> SQLite; the events the target's triggers
+    write as the runs, marks and audit go in are replaced by the source's, so the counts and the
+    rows are equal, and the next event's ID follows the copied ones."""
     from datetime import timedelta
 
     from core.stores.events import EVENT_COLUMNS

@@ -1,7 +1,7 @@
-"""The suite collects in any mix of files (issue 17): two ``conftest.py`` files are both loaded
-under the module name ``conftest``, so a test module that imported from it found whichever was
-loaded first, and ``pytest tests/tui/test_tui_passphrase.py tests/test_approvers.py`` failed at
-collection. Shared names live in ``tests/helpers.py`` and ``tests/tui/tui_helpers.py``."""
+"""The suite collects in any mix of files: two ``conftest.py`` files are both loaded under the
+module name ``conftest``, so a test module that imported from it found whichever was loaded first,
+and ``pytest tests/tui/test_tui_passphrase.py tests/test_approvers.py`` failed at collection.
+Shared names live in ``tests/helpers.py`` and ``tests/tui/tui_helpers.py``."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""Each approver's encrypted private key lives on their machine, not in the team store (issue 23,
-item 3; issue 25 builds on it). Two or three home folders pointed at one fresh PostgreSQL schema
-stand for machines. After every path the store's rows hold no key material (a SQL check); the
-two-step add (``approvers key`` on the approver's machine, ``approvers add --public-key`` on the
-owner's), ``add`` on the spot, ``recover``, a missing or mismatched key file, a malformed public
-key, the upgrade of a store whose rows still hold keys (the frozen ``team_store_schema_4``), and
-``store copy`` from a SQLite shop."""
+"""Each approver's encrypted private key lives on their machine, not in the team store (role
+separation builds on it). Two or three home folders pointed at one fresh PostgreSQL schema stand
+for machines. After every path the store's rows hold no key material (a SQL check); the two-step
+add (``approvers key`` on the approver's machine, ``approvers add --public-key`` on the owner's),
+``add`` on the spot, ``recover``, a missing or mismatched key file, a malformed public key, the
+upgrade of a store whose rows still hold keys (the frozen ``team_store_schema_4``), and ``store
+copy`` from a SQLite shop."""
 
 from __future__ import annotations
 

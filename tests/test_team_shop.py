@@ -1,8 +1,8 @@
-"""A shop on a team store (issue 23, item 3): what is per shop lives in the store, what is per
-person on each machine. Two home folders on one fresh PostgreSQL schema stand for two machines;
-the second starts as an empty folder and needs no per-shop file to approve, verify and check.
-Also: a practice folder never reaches a shop store (``reset --all``, the lesson's API), and a
-store whose kind was changed by hand is refused.
+"""A shop on a team store: what is per shop lives in the store, what is per person on each machine.
+Two home folders on one fresh PostgreSQL schema stand for two machines; the second starts as an
+empty folder and needs no per-shop file to approve, verify and check. Also: a practice folder never
+reaches a shop store (``reset --all``, the lesson's API), and a store whose kind was changed by
+hand is refused.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The team store chosen by URL (issue 23, items 2 and 3): the lesson's Python API and the
-command line see one store and one world; the store keeps the kind it was made with, so a
-practice folder never reaches a shop store; ``resolver doctor`` says which store and checks it."""
+"""The team store chosen by URL: the lesson's Python API and the command line see one store and one
+world; the store keeps the kind it was made with, so a practice folder never reaches a shop store;
+``resolver doctor`` says which store and checks it."""
 
 from __future__ import annotations
 

@@ -1,8 +1,7 @@
-"""PostgreSQL migration 8 (issue 27, item 1): ``entries.checksum``. A practice team store of
-schema version 6 (``tests/fixtures/team_store_schema_6``, made by the release before) is
-upgraded when a home opens it: its rows keep no checksum and are validated in full when read,
-its run waiting over the upgrade is approved, its interrupted run resumes, and what is written
-after carries checksums."""
+"""PostgreSQL migration 8: ``entries.checksum``. A practice team store of schema version 6
+(``tests/fixtures/team_store_schema_6``, made by the release before) is upgraded when a home opens
+it: its rows keep no checksum and are validated in full when read, its run waiting over the upgrade
+is approved, its interrupted run resumes, and what is written after carries checksums."""
 
 from __future__ import annotations
 

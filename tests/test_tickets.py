@@ -1,6 +1,6 @@
-"""Tickets of one's own (issue 26, item 6): ``resolver ticket add FILE`` checks a TOML or JSON
-ticket whole (a sentence per mistake), keeps it in the home, and ``run`` (live), ``record``, the
-views and the executor read it after ``data/tickets``; untrusted text in it stays harmless."""
+"""Tickets of one's own: ``resolver ticket add FILE`` checks a TOML or JSON ticket whole (a
+sentence per mistake), keeps it in the home, and ``run`` (live), ``record``, the views and the
+executor read it after ``data/tickets``; untrusted text in it stays harmless."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 20, row 3: time values outside what the product can mean.
+"""Time values outside what the product can mean.
 
 ``resolver clock set 1026-10-09T17:00:00-04:00`` was accepted (Toronto's local mean time then,
 offset -05:17:32); the approval made under it was saved with its offset cut to whole minutes, no
@@ -33,7 +33,7 @@ def _clock_file(cli) -> str | None:
     return path.read_text() if path.exists() else None
 
 
-def test_the_issue_input_is_refused_and_the_genuine_approval_is_not_called_forged(cli):
+def test_a_clock_set_to_the_year_1026_is_refused_and_the_genuine_approval_is_not_called_forged(cli):
     assert cli("clock", "set", FRIDAY)[0] == 0
     assert cli("run", "T-65273")[0] == 0
     before = _clock_file(cli)
@@ -85,7 +85,7 @@ def test_the_edges_of_the_range_are_accepted(cli, when):
 @pytest.mark.parametrize(
     "content",
     [
-        {"at": "1026-10-09T15:42:28-05:17:32", "set_at": "2026-11-30T21:09:26-05:00"},  # what main wrote for the issue's input
+        {"at": "1026-10-09T15:42:28-05:17:32", "set_at": "2026-11-30T21:09:26-05:00"},  # what main once wrote for the year 1026
         {"at": "2150-01-01T00:00:00-05:00", "set_at": "2026-11-30T21:09:26-05:00"},
         {"at": "2026-10-09T17:00:00-04:00", "set_at": "1970-01-01T00:00:00+00:00"},
     ],
@@ -228,10 +228,10 @@ def test_a_lease_time_out_of_range_in_the_store_never_hands_a_live_lease_over(tm
     ],
 )
 def test_a_time_read_from_a_checkpoints_json_is_checked_as_a_time_made_in_python(at):
-    """Issue 27, item 1: a checkpoint's times are checked in pydantic's Rust when read as JSON,
-    rows whose checksum matched too (an event's ``at`` once skipped the check for them);
-    JSON accepts exactly what :func:`core.ground.clock.supported` accepts, and a time it refuses is
-    refused by the careful path (Python input) with the sentence."""
+    """A checkpoint's times are checked in pydantic's Rust when read as JSON, rows whose checksum
+    matched too (an event's ``at`` once skipped the check for them); JSON accepts exactly what
+    :func:`core.ground.clock.supported` accepts, and a time it refuses is refused by the careful path
+    (Python input) with the sentence."""
     from core.ground.state import Event
     from pydantic import ValidationError
 
@@ -251,10 +251,10 @@ def test_a_time_read_from_a_checkpoints_json_is_checked_as_a_time_made_in_python
 
 
 def test_iso_is_the_text_of_astimezone_replace_isoformat():
-    """Issue 27, item 2: :func:`iso` cuts the fraction out of ``isoformat``'s text instead of
-    making a second datetime with ``replace``; the text is the formula's over DST changes (both
-    folds), microseconds or none, offsets of whole hours, minutes and seconds (Toronto's local
-    mean time), four-digit padded years, other zones and naive times."""
+    """:func:`iso` cuts the fraction out of ``isoformat``'s text instead of making a second
+    datetime with ``replace``; the text is the formula's over DST changes (both folds),
+    microseconds or none, offsets of whole hours, minutes and seconds (Toronto's local mean time),
+    four-digit padded years, other zones and naive times."""
     from core.ground.clock import SHOP_TZ
 
     def formula(value: datetime) -> str:

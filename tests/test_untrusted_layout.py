@@ -1,5 +1,4 @@
-"""Untrusted text cannot pose as the request's own lines; names and reasons as people type them
-(issue 19, parts 1, 4 and 5).
+"""Untrusted text cannot pose as the request's own lines; names and reasons as people type them.
 
 ``data/`` holds no ticket whose text forges the request, so a test double does:
 :func:`helpers.forge` puts the request's own lines into every untrusted field of T-65273 (the ticket's subject and
@@ -40,7 +39,7 @@ def test_block_marks_every_line_and_core_lines_never_carry_the_mark(demo_home):
     assert marked and all(line.lstrip().startswith(safetext.BLOCK_MARK.strip()) for line in marked)
 
 
-# -- the request in `resolver show` (row 1) --------------------------------------------------------
+# -- the request in `resolver show` ----------------------------------------------------------------
 
 
 def test_show_prints_forged_request_lines_only_inside_marked_blocks(cli, monkeypatch):
@@ -90,7 +89,7 @@ def test_the_cli_reject_lists_the_reply_on_its_own_line_not_among_the_actions(cl
     assert "1. send_reply" not in out  # the reply is its own line, never numbered among the actions
 
 
-# -- reasons and names (row 3, row 5) --------------------------------------------------------------
+# -- reasons and names -----------------------------------------------------------------------------
 
 
 def test_a_two_line_reason_is_refused_with_the_apps_sentence_and_nothing_is_cut(cli):
@@ -115,7 +114,7 @@ def test_a_decomposed_search_finds_the_stored_name(demo_home):
     assert T65273_RUN in found
 
 
-# -- one wording (row 6) ---------------------------------------------------------------------------
+# -- one wording -----------------------------------------------------------------------------------
 
 
 def test_roles_by_label_and_the_person_grace_told_apart_from_the_role(demo_home):
@@ -146,7 +145,7 @@ def test_the_reject_dialog_gives_the_reply_its_own_line(demo_home):
 
 def test_the_trace_names_the_decider_and_the_role_by_its_label(cli):
     """A new user's finding: ``trace`` and the pane's last event said ``rejected by Tomás
-    (team_lead)``, where every other line says ``Tomás (role team lead)`` (issue 19)."""
+    (team_lead)``, where every other line says ``Tomás (role team lead)``."""
     assert cli("run", "T-65273")[0] == 0
     code, _, err = cli("reject", T65273_RUN, "--as", "team_lead", "--name", "Tomás", "--reason", "not now")
     assert code == 0, err

@@ -1,7 +1,7 @@
-"""Issue 18, item 3: the approval is bound to the world the approver read. The approve dialog
-(and the CLI) run the read-only lookups again; the decision carries what they returned; when it
-is recorded they run again and any difference refuses it with the section as it is now. A run
-saved with checkpoint schema 4 (before this field) still resumes, approves and executes."""
+"""The approval is bound to the world the approver read. The approve dialog (and the CLI) run the
+read-only lookups again; the decision carries what they returned; when it is recorded they run
+again and any difference refuses it with the section as it is now. A run saved with checkpoint
+schema 4 (before this field) still resumes, approves and executes."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def test_a_run_waiting_over_the_upgrade_resumes_and_approves(v4_home):
 
 def test_a_schema_4_approval_still_verifies_and_finishes_its_writes(v4_home):
     # resumed within the approval's hour (Friday 17:00): a crash before the write has not started
-    # its execution, so on Monday it would lapse back to waiting instead (issue 20, row 6)
+    # its execution, so on Monday it would lapse back to waiting instead
     v4_home = Home(v4_home.root, clock=FixedClock("2026-10-09T17:30:00-04:00"))
     state = v4_home.store.load(T90104_V4)
     assert state.status == "executing" and state.approval is not None and state.approval.world is None

@@ -29,7 +29,7 @@ Schema versions (``schema_version``):
     world's operations register number read with the result) and ``Precondition.since_seq``. A
     checkpoint saved before gets None for both: its preconditions keep their digest and decide
     "since" by time, an event in the same second counting as since (frozen schema 4:
-    ``tests/fixtures/home_before_issue_20``).
+    ``tests/fixtures/home_before_register_seq``).
   - The decision bound to the world the approver saw: ``Approval.world``, what the
     read-only lookups returned when the approve dialog opened (:class:`WorldSeen`), checked again
     when the decision is recorded and covered by the approval's signature. An approval saved

@@ -1,5 +1,5 @@
-"""The conformance suite of the store contract (issue 22): every test here runs once per back-end
-of :data:`core.stores.BACKENDS` (``sqlite`` and ``postgres``), through the contract only.
+"""The conformance suite of the store contract: every test here runs once per back-end of
+:data:`core.stores.BACKENDS` (``sqlite`` and ``postgres``), through the contract only.
 
 The ``backend`` fixture names the back-end and ``team_url`` the home's store on it (None: the
 home folder's SQLite files; a PostgreSQL schema of the test's own, as ``--store URL`` names

@@ -1,7 +1,7 @@
-"""The queue's events and the watcher (issue 24, item 3) on every back-end: each write that makes
-an event writes it in its own transaction (a request, a claim, a hand-over, a refusal, a run handed
-to a person), a lapse is written once however many readers find it, and ``resolver watch --once``
-delivers what it missed after a restart, without repeats, with the notify command reading JSON."""
+"""The queue's events and the watcher on every back-end: each write that makes an event writes it
+in its own transaction (a request, a claim, a hand-over, a refusal, a run handed to a person), a
+lapse is written once however many readers find it, and ``resolver watch --once`` delivers what it
+missed after a restart, without repeats, with the notify command reading JSON."""
 
 from __future__ import annotations
 
@@ -70,10 +70,10 @@ def test_a_lapse_found_by_a_read_of_the_waiting_queue(home, clock):
 def test_a_read_of_the_waiting_queue_loads_no_run_whose_lapse_is_written_and_a_refreshed_one_lapses_again(
     home, clock, monkeypatch
 ):
-    """Issue 27, item 3: each read of the waiting queue loaded every lapsed run of its page whole
-    (the "waiting" and "mine" filters' first pages, 170 to 290 ms at 1,000,000 runs) though its
-    lapse was written already; now only a run whose present request has no lapse is loaded. A
-    request refreshed after its lapse is a new request: it lapses again, once."""
+    """Each read of the waiting queue loaded every lapsed run of its page whole (the "waiting" and
+    "mine" filters' first pages, 170 to 290 ms at 1,000,000 runs) though its lapse was written
+    already; now only a run whose present request has no lapse is loaded. A request refreshed after
+    its lapse is a new request: it lapses again, once."""
     home.run("T-65273")
     clock.sleep(8 * 86400)
     home.queue.page("waiting_approval")

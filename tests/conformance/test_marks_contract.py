@@ -1,7 +1,7 @@
-"""Claim, hand over, set aside (issue 24, item 2) through the contract, on every back-end: the
-marks and their audit rows are written together, a second claimer is refused, a snoozed run leaves
-"waiting" until its time and comes back by itself, a hand-over moves the run to its recipient's
-"mine", and a settled run or a bad time is refused with nothing written."""
+"""Claim, hand over, set aside through the contract, on every back-end: the marks and their audit
+rows are written together, a second claimer is refused, a snoozed run leaves "waiting" until its
+time and comes back by itself, a hand-over moves the run to its recipient's "mine", and a settled
+run or a bad time is refused with nothing written."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_a_claim_stands_for_its_time_is_told_to_others_and_is_released_by_its_cl
     with pytest.raises(ApprovalRefused, match="Only Tomás releases that claim"):
         home.mark("release", RUN, "grace", "Grace")
     assert _marks_audit(home) == [("claim", "Tomás", "until 2026-10-09T17:30:00-04:00")]
-    home.mark("release", RUN, "team_lead", "tomás")  # names compare as everywhere (issue 19)
+    home.mark("release", RUN, "team_lead", "tomás")  # names compare as everywhere
     assert not read_marks(home.store, home.store.load(RUN)).claimed(clock.now())
     home.mark("claim", RUN, "grace", "Grace")
     clock.sleep(30 * 60)  # the claim lapses by itself: another may claim
@@ -152,7 +152,7 @@ def test_deleting_or_resetting_runs_clears_their_marks(home, clock):
 
 def test_the_detail_of_a_marked_run_says_its_marks_first(home, clock):
     """The app's pane and every face reading :meth:`core.api.queue.ApprovalQueue.run` show the claim
-    and the hand-over's note, made one line (issue 19's untrusted text)."""
+    and the hand-over's note, made one line (untrusted text never poses as the request)."""
     from core.engine.rulebook import Approver
 
     home.run("T-65273")

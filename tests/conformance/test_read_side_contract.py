@@ -1,6 +1,6 @@
-"""The read side of the store contract (issue 27, item 1), on every back-end: ``load_view`` reads
-the header, the proposal, every evidence and event and the opening messages, never the message
-history; its digest is the whole load's; and it can never be saved back."""
+"""The read side of the store contract, on every back-end: ``load_view`` reads the header, the
+proposal, every evidence and event and the opening messages, never the message history; its digest
+is the whole load's; and it can never be saved back."""
 
 from __future__ import annotations
 
@@ -150,8 +150,8 @@ def test_rows_written_before_the_checksums_are_validated_in_full(home, team_url,
 
 
 def test_a_changed_result_of_an_evidence_is_a_corrupt_checkpoint(home, team_url):
-    """Issue 27, item 1: an evidence's result is kept beside its body (``extra``) and joined back
-    when read; a change to it alone is caught by the row's checksum, on both loads."""
+    """An evidence's result is kept beside its body (``extra``) and joined back when read; a change
+    to it alone is caught by the row's checksum, on both loads."""
     state = _long_run(home, 1)
     _sql(
         home.store,
@@ -165,9 +165,9 @@ def test_a_changed_result_of_an_evidence_is_a_corrupt_checkpoint(home, team_url)
 
 
 def test_a_time_out_of_range_in_a_row_whose_checksum_matches_is_still_refused(home, team_url, new_store):
-    """Issue 27, item 1: a row whose checksum matches (its checksum written with it, as by a save
-    of another build) is still checked for its times, now in pydantic's Rust, on both loads; the
-    sentence is :func:`core.ground.clock.supported`'s (before, a trusted event's time went unchecked)."""
+    """A row whose checksum matches (its checksum written with it, as by a save of another build)
+    is still checked for its times, now in pydantic's Rust, on both loads; the sentence is
+    :func:`core.ground.clock.supported`'s (before, a trusted event's time went unchecked)."""
     from core.ground.clock import iso
     from core.stores.common import entry_checksum
 

@@ -1,6 +1,6 @@
-"""The contract's rows for moving a store (issue 23, item 4: :class:`core.contract.store.StoreRows`), on
-every back-end: what one place exports another imports verbatim, one transaction per part, and a
-used target is refused with nothing written."""
+"""The contract's rows for moving a store (:class:`core.contract.store.StoreRows`), on every back-end: what
+one place exports another imports verbatim, one transaction per part, and a used target is refused
+with nothing written."""
 
 from __future__ import annotations
 
@@ -81,9 +81,9 @@ def test_a_team_store_records_its_kind_and_a_folder_leaves_it_to_home_json(used,
 
 
 def test_role_separations_mapping_is_read_and_carried_where_the_back_end_has_database_users(used, empty, backend):
-    """Issue 25 (``store copy`` and role separation): a store never set up reports no database
-    users and no tables' role; a team store maps an imported approver's entry to a user and
-    reads it back (an entry it lacks is skipped); a SQLite store refuses in one sentence."""
+    """``store copy`` and role separation: a store never set up reports no database users and no
+    tables' role; a team store maps an imported approver's entry to a user and reads it back (an
+    entry it lacks is skipped); a SQLite store refuses in one sentence."""
     assert used.db_users() == ({}, None)
     if backend == "sqlite":
         with pytest.raises(ResolverError, match=r"^A SQLite home has no database users; role separation is for a team store\.$"):

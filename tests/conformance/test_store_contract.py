@@ -169,13 +169,13 @@ def test_the_store_knows_no_policy_it_writes_the_columns_it_is_handed(team_url, 
 
 
 def test_a_store_cannot_be_made_without_the_queue_columns(team_url, tmp_path):
-    """Issue 22: the queue's columns are part of every save, never an optional hook."""
+    """The queue's columns are part of every save, never an optional hook."""
     with pytest.raises(TypeError, match="summarize"):
         open_store(team_url or core.stores.store_path(tmp_path))  # type: ignore[call-arg]
 
 
 def test_a_run_saved_with_the_store_alone_has_the_queue_columns_of_a_run_saved_by_the_home(home, new_store, clock):
-    """Issue 22: the columns come from the save, not from who calls it."""
+    """The columns come from the save, not from who calls it."""
     by_home = home.run("T-65273")
     alone = new_store(home.store)
     state = by_home.model_copy(deep=True)
@@ -314,7 +314,7 @@ def test_counts_follow_saves_deletes_and_resets(home):
     assert store.counts() == {}
 
 
-# -- two appenders at once (issue 23): one chain, never a fork -------------------------------------
+# -- two appenders at once: one chain, never a fork ------------------------------------------------
 
 
 def _row(n: int, who: str, **extra: Any) -> dict[str, Any]:
@@ -380,7 +380,7 @@ def test_of_two_deciders_who_signed_the_same_chain_one_is_told(store, new_store)
     assert len(store.audit_rows()) == 2 and verify_audit(store).ok
 
 
-# -- the rest of the contract, method by method (issue 23: every back-end, not only SQLite) --------
+# -- the rest of the contract, method by method (every back-end, not only SQLite) ------------------
 
 
 def test_the_journal_numbers_attempts_keeps_answers_and_goes_with_its_run(home):

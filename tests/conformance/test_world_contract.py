@@ -78,8 +78,8 @@ def test_call_service_dispatches_through_the_table(home):
 
 
 def test_two_writers_at_once_number_the_register_in_commit_order(home):
-    """Issue 23: every entry's number is taken in its write's transaction, in commit order, so a
-    reader never sees a number whose predecessor is not yet committed (no gap, at any moment)."""
+    """Every entry's number is taken in its write's transaction, in commit order, so a reader never
+    sees a number whose predecessor is not yet committed (no gap, at any moment)."""
     import threading
 
     from core.stores import register_entries

@@ -1,6 +1,6 @@
-"""The app's ``--accept-changes`` (issue 26, item 4): resuming a running loop whose policy, tool
-schema or model route changed shows core's sentence and offers accepting the changes in a
-dialog naming them (No by default); Yes resumes that run only under the new ones."""
+"""The app's ``--accept-changes``: resuming a running loop whose policy, tool schema or model route
+changed shows core's sentence and offers accepting the changes in a dialog naming them (No by
+default); Yes resumes that run only under the new ones."""
 
 from __future__ import annotations
 

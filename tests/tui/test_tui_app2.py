@@ -1,4 +1,5 @@
-"""Issue 12, the rest: corrupt runs counted apart, the "mine" filter, and history in the app."""
+"""The all-day approver's app, continued from tests/tui/test_tui_workday.py: corrupt runs counted
+apart, the "mine" filter, and history."""
 
 from __future__ import annotations
 

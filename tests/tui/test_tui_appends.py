@@ -1,7 +1,7 @@
-"""Issue 27, item 3: a page appended below the last row keeps every line the table drew (the key
-on which a page of 50 rows landed drew every visible row again, the slowest keys at 1,000,000
-runs), and the screen never misleads: whatever changes a drawn line (a cell updated or widened,
-a row removed, the rows sorted or replaced, a resize) still draws it again."""
+"""A page appended below the last row keeps every line the table drew (the key on which a page of
+50 rows landed drew every visible row again, the slowest keys at 1,000,000 runs), and the screen
+never misleads: whatever changes a drawn line (a cell updated or widened, a row removed, the rows
+sorted or replaced, a resize) still draws it again."""
 
 from __future__ import annotations
 
@@ -155,9 +155,9 @@ async def test_lines_kept_across_appends_are_drawn_again_when_what_they_show_cha
 
 
 async def test_a_key_that_scrolls_draws_the_rows_it_changed_and_no_other(demo_home):
-    """A key down at the bottom of a scrolled table draws three rows: the one the cursor left,
-    the one it reached and the one scrolled into view (issue 27, item 3: every visible line was
-    drawn again on each key, the cursor being part of each line's cache key)."""
+    """A key down at the bottom of a scrolled table draws three rows: the one the cursor left, the
+    one it reached and the one scrolled into view (every visible line was drawn again on each key,
+    the cursor being part of each line's cache key)."""
     rows = demo_home.queue.page(None).rows
     table = RunTable()
     async with OneWidget(table).run_test(size=(120, 8)) as pilot:
@@ -191,9 +191,9 @@ async def test_a_key_that_scrolls_draws_the_rows_it_changed_and_no_other(demo_ho
 
 
 async def test_the_caches_of_drawn_lines_hold_a_few_screens(demo_home):
-    """Going down a long table keeps the drawings of a few screens, not of every row passed
-    (issue 27, item 3: the stock table's 1,000 lines and 10,000 cells, filled, were most of what
-    each full garbage collection walked, 100 ms a key at 1,000,000 runs)."""
+    """Going down a long table keeps the drawings of a few screens, not of every row passed (the
+    stock table's 1,000 lines and 10,000 cells, filled, were most of what each full garbage
+    collection walked, 100 ms a key at 1,000,000 runs)."""
     from resolver_tui.widgets.run_table import ROWS_SHOWN, SCREENS_KEPT
 
     base = demo_home.queue.page(None).rows
@@ -218,9 +218,9 @@ async def test_the_caches_of_drawn_lines_hold_a_few_screens(demo_home):
 
 
 def test_an_ascii_run_id_is_elided_as_the_terminal_measuring_path_elides_it():
-    """``elide_middle`` cuts an ASCII run ID by its length (issue 27, item 3: each next page
-    measured 50 run IDs a character at a time): at every width, what the path measuring what the
-    terminal draws gives; a wider character still takes that path."""
+    """``elide_middle`` cuts an ASCII run ID by its length (each next page measured 50 run IDs a
+    character at a time): at every width, what the path measuring what the terminal draws gives; a
+    wider character still takes that path."""
     from resolver_tui.widgets.run_table import _elide_clusters
 
     for text in ("T-90104-agent_structured-chat-small-1", "T-1", "", "ab"):
@@ -230,9 +230,9 @@ def test_an_ascii_run_id_is_elided_as_the_terminal_measuring_path_elides_it():
 
 
 async def test_a_page_appended_under_a_table_at_its_cap_repaints_its_scroll_bar_and_no_row(demo_home):
-    """A table at its height cap (the app's ``height: auto`` up to half the screen) that grows
-    by a page below keeps its size: no layout pass of the screen, no row drawn again (issue 27,
-    item 3), and its scroll bar's thumb, smaller now, is what the terminal shows."""
+    """A table at its height cap (the app's ``height: auto`` up to half the screen) that grows by a
+    page below keeps its size: no layout pass of the screen, no row drawn again, and its scroll
+    bar's thumb, smaller now, is what the terminal shows."""
     now = demo_home.clock.now()
     rows = _widest_first(demo_home.queue.page(None).rows, now)
     assert len(rows) >= 14
@@ -260,11 +260,11 @@ async def test_a_page_appended_under_a_table_at_its_cap_repaints_its_scroll_bar_
 
 
 async def test_a_following_page_is_added_a_batch_per_paint_and_all_at_once_near_the_end(demo_home, monkeypatch):
-    """``append_soon`` adds a following page's rows ``APPEND_CHUNK`` at a time, each batch after
-    a paint of the screen (issue 27, item 3: a page landing during a key added 50 rows before
-    that key's detail was painted, the p99 of a key at 1,000,000 runs); a cursor within
-    ``APPEND_CHUNK`` rows of the end takes the waiting rows at once; a first page shown
-    (``replace``) drops the rows still waiting, in order, as they followed the rows it replaced."""
+    """``append_soon`` adds a following page's rows ``APPEND_CHUNK`` at a time, each batch after a
+    paint of the screen (a page landing during a key added 50 rows before that key's detail was
+    painted, the p99 of a key at 1,000,000 runs); a cursor within ``APPEND_CHUNK`` rows of the end
+    takes the waiting rows at once; a first page shown (``replace``) drops the rows still waiting,
+    in order, as they followed the rows it replaced."""
     import resolver_tui.widgets.run_table as run_table
     from textual.screen import Screen
 

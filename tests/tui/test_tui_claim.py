@@ -1,4 +1,4 @@
-"""Claim from the app (issue 24, item 2, the app's part): ``c`` claims the highlighted waiting run
+"""Claim from the app (the CLI's marks, the app's part): ``c`` claims the highlighted waiting run
 and releases it again, the pane shows the claim and a hand-over's note, and the approve and reject
 dialogs of a run a colleague claimed say so first (the dialog still defaults to No)."""
 

@@ -1,7 +1,7 @@
-"""Issue 20, row 4 in the app: a worker thread never keeps a database state older than the last
-failure. The world is not writable during an approval (every connection opened meanwhile is
-opened ``mode=ro``, as SQLite does for a file it may not write: :func:`helpers.unwritable`); it is
-writable again; ``u`` in the same app finishes the run, once."""
+"""A worker thread of the app never keeps a database state older than the last failure. The world
+is not writable during an approval (every connection opened meanwhile is opened ``mode=ro``, as
+SQLite does for a file it may not write: :func:`helpers.unwritable`); it is writable again; ``u``
+in the same app finishes the run, once."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from helpers import FRIDAY, T65273_RUN, unwritable
 
 @pytest.mark.parametrize("threads", [1, None])
 async def test_the_app_resumes_after_the_world_was_unwritable_during_an_approval(tmp_path, monkeypatch, threads):
-    """The issue's input in the app: ``a`` while the world is not writable, then ``u`` once it is,
-    in the same app. With one worker thread every worker reuses the connection of the failed
+    """The keys that failed, in the app: ``a`` while the world is not writable, then ``u`` once it
+    is, in the same app. With one worker thread every worker reuses the connection of the failed
     approval; with the default pool, any of them."""
     home = Home(tmp_path / "home", clock=FixedClock(FRIDAY))
     home.run("T-65273")

@@ -113,7 +113,7 @@ async def test_an_agent_cannot_approve_T65273(demo_home):
         assert app.screen.check_action("approve", ()) is None
         assert "Needs team lead or above (your role: agent)." in pane_text(app)
         assert f"Not offered: a approve, x reject: You are agent: run {T65273} needs team lead or above." in pane_text(app)
-        assert app.screen.check_action("reject", ()) is None  # issue 12: a reject needs the proposal's role
+        assert app.screen.check_action("reject", ()) is None  # a reject needs the proposal's role
         await pilot.press("a")
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)

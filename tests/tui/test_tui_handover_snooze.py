@@ -1,8 +1,8 @@
-"""Hand over and snooze from the app (issue 24, item 2, the app's part): ``o`` asks for the
+"""Hand over and snooze from the app (the CLI's marks, the app's part): ``o`` asks for the
 colleague and a one-line note, ``z`` for a time (ISO 8601 or a duration such as ``90m``, as
-``resolver snooze --until`` reads it); both write through :meth:`core.api.home.Home.mark`, the
-command line's path. Core's refusal is shown with its sentence and nothing is written; keys
-typed before the dialog was drawn answer nothing; on a run that is not waiting the key says why."""
+``resolver snooze --until`` reads it); both write through :meth:`core.api.home.Home.mark`, the command
+line's path. Core's refusal is shown with its sentence and nothing is written; keys typed before
+the dialog was drawn answer nothing; on a run that is not waiting the key says why."""
 
 from __future__ import annotations
 

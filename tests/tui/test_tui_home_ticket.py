@@ -1,6 +1,6 @@
-"""A ticket of the home's own (``resolver ticket add``, issue 26) in the app: its untrusted text
-(markup, escape sequences, a line break in its subject) is shown literally, never parsed or
-passed to the terminal, as a shipped ticket's is."""
+"""A ticket of the home's own (``resolver ticket add``) in the app: its untrusted text (markup,
+escape sequences, a line break in its subject) is shown literally, never parsed or passed to the
+terminal, as a shipped ticket's is."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""Issue 27, item 3: a key press updates only what changed. The table's rows are updated, not
-rebuilt; a section of the detail pane of the same height repaints alone (no layout pass of the
-screen); a detail read for a run the cursor already left is never rendered, so a burst of keys
-ends on the run under the cursor without rendering the runs it passed."""
+"""A key press updates only what changed, so the app keeps up with the keys on a home of 1,000,000
+runs. The table's rows are updated, not rebuilt; a section of the detail pane of the same height
+repaints alone (no layout pass of the screen); a detail read for a run the cursor already left is
+never rendered, so a burst of keys ends on the run under the cursor without rendering the runs it
+passed."""
 
 from __future__ import annotations
 
@@ -97,9 +98,9 @@ async def test_a_burst_of_keys_renders_only_runs_under_the_cursor(demo_home):
 
 
 async def test_rows_drawn_from_the_cache_are_the_rows_drawn_afresh(demo_home):
-    """The table reuses the drawing of a row the cursor is not on (issue 27, item 3): after moves
-    up and down that scroll, and the mouse over a row, the screen is the one a table with empty
-    caches draws, the cursor's row highlighted and no other."""
+    """The table reuses the drawing of a row the cursor is not on: after moves up and down that
+    scroll, and the mouse over a row, the screen is the one a table with empty caches draws, the
+    cursor's row highlighted and no other."""
     rows = demo_home.queue.page(None).rows
     assert len(rows) >= 10
     table = RunTable()
@@ -124,8 +125,8 @@ async def test_rows_drawn_from_the_cache_are_the_rows_drawn_afresh(demo_home):
 
 async def test_a_run_shown_corrupt_already_is_not_updated_again(demo_home, monkeypatch):
     """Each key onto a corrupt run marked its status cell again, and a cell's update makes the
-    table draw every visible row afresh (issue 27, item 3): found on the benchmark's home, whose
-    copies all read back corrupt. The first mark updates the cell; later ones touch nothing."""
+    table draw every visible row afresh: found on the benchmark's home, whose copies all read back
+    corrupt. The first mark updates the cell; later ones touch nothing."""
     rows = demo_home.queue.page(None).rows
     table = RunTable()
     updates: list[tuple[str, str]] = []
@@ -148,10 +149,10 @@ async def test_a_run_shown_corrupt_already_is_not_updated_again(demo_home, monke
 
 
 async def test_the_pane_shows_its_folded_lines_as_they_are_and_never_wraps_them_again():
-    """The pane's sections are folded by core (issue 19) and Textual does not wrap them again
-    (issue 27, item 3: re-wrapping folded lines was a fifth of a paint): each folded line is one
-    row, and a line wider than its section (between a resize and its new fold) stays one row
-    ending in ``…``, never a second row starting with the middle of the text."""
+    """The pane's sections are folded by core and Textual does not wrap them again (re-wrapping
+    folded lines was a fifth of a paint): each folded line is one row, and a line wider than its
+    section (between a resize and its new fold) stays one row ending in ``…``, never a second row
+    starting with the middle of the text."""
     from resolver_tui.widgets.detail_pane import DetailPane
     from textual.content import Content
 
@@ -171,9 +172,9 @@ async def test_the_pane_shows_its_folded_lines_as_they_are_and_never_wraps_them_
 
 async def test_each_cell_is_drawn_as_the_stock_table_draws_it(demo_home):
     """RunTable draws its body cells without Rich's padding layers and keeps each cell's text as
-    drawn (issue 27, item 3): every cell of every visible row, with the cursor on one row and
-    the mouse over another, after a page appended, a cell updated and a run marked corrupt, is
-    segment for segment what the stock DataTable draws (styles, zebra, meta for clicks)."""
+    drawn: every cell of every visible row, with the cursor on one row and the mouse over another,
+    after a page appended, a cell updated and a run marked corrupt, is segment for segment what the
+    stock DataTable draws (styles, zebra, meta for clicks)."""
     from rich.segment import Segment
     from textual.widgets import DataTable
 
@@ -219,10 +220,10 @@ async def test_each_cell_is_drawn_as_the_stock_table_draws_it(demo_home):
 
 
 async def test_the_next_page_is_read_before_the_cursor_reaches_the_last_row(demo_home, monkeypatch):
-    """The next page is asked for when the cursor comes within ``NEXT_PAGE_AHEAD`` rows of the
-    last loaded one (issue 27, item 3: the key onto the last row paid for reading and adding a
-    page, the slowest keys at 1,000,000 runs), and its rows are added below without moving the
-    cursor or the pane off the run under it; no page is read before that."""
+    """The next page is asked for when the cursor comes within ``NEXT_PAGE_AHEAD`` rows of the last
+    loaded one (the key onto the last row paid for reading and adding a page, the slowest keys at
+    1,000,000 runs), and its rows are added below without moving the cursor or the pane off the run
+    under it; no page is read before that."""
     import resolver_tui.screens.decisions as decisions
     import resolver_tui.widgets.run_table as run_table
     from resolver_tui.widgets.bars import ALL
@@ -248,9 +249,9 @@ async def test_the_next_page_is_read_before_the_cursor_reaches_the_last_row(demo
 
 
 async def test_what_the_start_up_made_is_frozen_out_of_full_collections_while_the_app_runs(demo_home):
-    """Issue 27, item 3: full garbage collections of everything the start-up made were the
-    slowest keys at 1,000,000 runs (55 to 85 ms each). Once the first screen is painted it is
-    frozen (``gc.freeze``), and the app's exit gives it back to the collector."""
+    """Full garbage collections of everything the start-up made were the slowest keys at 1,000,000
+    runs (55 to 85 ms each). Once the first screen is painted it is frozen (``gc.freeze``), and the
+    app's exit gives it back to the collector."""
     import gc
 
     assert gc.get_freeze_count() == 0
@@ -266,11 +267,10 @@ async def test_what_the_start_up_made_is_frozen_out_of_full_collections_while_th
 
 
 async def test_a_full_collection_waits_for_a_pause_of_the_keys(demo_home, monkeypatch):
-    """Issue 27, item 3: CPython's full collections came in the middle of a key every fifteen
-    keys or so at 1,000,000 runs (20 to 100 ms each, the p99 of a key). While the app runs its
-    own rule of full collections is raised to 200 middle collections, and one that is due runs
-    after half a second without a key or the mouse (a key is noted), never sooner; the exit
-    gives the collector its rule back."""
+    """CPython's full collections came in the middle of a key every fifteen keys or so at 1,000,000
+    runs (20 to 100 ms each, the p99 of a key). While the app runs its own rule of full collections
+    is raised to 200 middle collections, and one that is due runs after half a second without a key
+    or the mouse (a key is noted), never sooner; the exit gives the collector its rule back."""
     import gc
     import time
 
@@ -330,8 +330,8 @@ async def _show_all(pilot) -> None:
 
 async def test_the_mouse_wheel_scrolled_to_the_last_rows_reads_the_next_page(demo_home, monkeypatch):
     """Scrolling the table near its last loaded row with the mouse wheel (which moves no cursor)
-    reads the next page as the cursor keys do (issue 27, item 3: the wheel or the scrollbar
-    reached the end of the first page and no more rows came)."""
+    reads the next page as the cursor keys do (the wheel or the scrollbar reached the end of the
+    first page and no more rows came)."""
     app = _small_pages(demo_home, monkeypatch, ahead=1)
     async with app.run_test(size=(120, 18)) as pilot:
         await _show_all(pilot)
@@ -347,10 +347,10 @@ async def test_the_mouse_wheel_scrolled_to_the_last_rows_reads_the_next_page(dem
 
 
 async def test_a_page_appended_below_a_scrolled_table_lays_out_nothing(demo_home, monkeypatch):
-    """Issue 27, item 3: a following page added under the cursor laid out the whole screen (the
-    table's new virtual size, and the bars set again by ``Static.update``), the slowest keys at
-    1,000,000 runs. A table that scrolls already keeps its size on screen, and bars whose text
-    did not change are not set again: the page lays out nothing, and its rows and scrollbar show."""
+    """A following page added under the cursor laid out the whole screen (the table's new virtual
+    size, and the bars set again by ``Static.update``), the slowest keys at 1,000,000 runs. A table
+    that scrolls already keeps its size on screen, and bars whose text did not change are not set
+    again: the page lays out nothing, and its rows and scrollbar show."""
     from resolver_tui.widgets.bars import FilterBar, TopBar
     from textual import messages
 
@@ -381,8 +381,8 @@ async def test_a_page_appended_below_a_scrolled_table_lays_out_nothing(demo_home
 
 
 async def test_cells_are_drawn_and_measured_as_rich_draws_and_measures_them():
-    """Issue 27, item 3: a one-line cell is drawn and measured without Rich's machinery; the
-    segments (text and style, spaces of no style after) and the widths are Rich's own."""
+    """A one-line cell is drawn and measured without Rich's machinery; the segments (text and
+    style, spaces of no style after) and the widths are Rich's own."""
     from resolver_tui.widgets.run_table import styled
     from textual.render import measure
 
@@ -418,8 +418,8 @@ async def test_cells_are_drawn_and_measured_as_rich_draws_and_measures_them():
 
 
 def test_after_a_quiet_moment_the_next_frame_is_the_next_tick_due():
-    """Issue 27, item 3: Textual's timer of frames, woken after a pause, skipped one tick too
-    many, so a key's detail was painted 17 to 33 ms after its cursor (never sooner)."""
+    """Textual's timer of frames, woken after a pause, skipped one tick too many, so a key's detail
+    was painted 17 to 33 ms after its cursor (never sooner)."""
     from resolver_tui.frames import next_tick
 
     assert next_tick(0.0, 10.3, 1.0) == (10, 11.0)
@@ -624,12 +624,12 @@ async def test_the_footer_keeps_no_key_it_removed(demo_home):
 
 
 async def test_a_section_draws_each_line_as_the_stock_widget_draws_it_and_only_the_lines_shown():
-    """FoldedLines draws a line by itself (issue 27, item 3: the pane's body drew all its ~90
-    lines at every key to show 15): each line is segment for segment, styles and the offsets a
-    mouse selection reads included, what the stock ``Static`` draws for it within the whole
-    text, for a plain section, a coloured bold one (the notice's tone), wide and combining
-    characters, a blank line and a line wider than the section (``…``); and a repaint of the
-    pane draws only the body's lines on screen."""
+    """FoldedLines draws a line by itself (the pane's body drew all its ~90 lines at every key to
+    show 15): each line is segment for segment, styles and the offsets a mouse selection reads
+    included, what the stock ``Static`` draws for it within the whole text, for a plain section, a
+    coloured bold one (the notice's tone), wide and combining characters, a blank line and a line
+    wider than the section (``…``); and a repaint of the pane draws only the body's lines on
+    screen."""
     from resolver_tui.widgets.detail_pane import DetailPane
 
     pane = DetailPane()
@@ -676,11 +676,11 @@ async def test_a_section_draws_each_line_as_the_stock_widget_draws_it_and_only_t
 
 
 async def test_a_key_repaints_the_rows_and_title_it_changed_and_the_terminal_shows_the_same_as_a_whole_render(demo_home):
-    """A cursor key repaints the two rows it changed, not the row the mouse's hover rests on
-    (the stock table repainted that row at every key: a frame from the first row to the
-    cursor's), and the pane's new run ID repaints the pane's top line, not the whole pane
-    (issue 27, item 3). What the terminal shows after those partial frames is what a render of
-    the whole screen shows: the pane's title, rows and sections all current."""
+    """A cursor key repaints the two rows it changed, not the row the mouse's hover rests on (the
+    stock table repainted that row at every key: a frame from the first row to the cursor's), and
+    the pane's new run ID repaints the pane's top line, not the whole pane. What the terminal shows
+    after those partial frames is what a render of the whole screen shows: the pane's title, rows
+    and sections all current."""
     from resolver_tui.widgets.detail_pane import DetailPane
     from tui_helpers import Terminal
 
@@ -722,9 +722,9 @@ async def test_a_key_repaints_the_rows_and_title_it_changed_and_the_terminal_sho
 
 
 async def test_the_pane_repaints_its_title_line_alone_for_another_run_of_the_same_shape():
-    """Another run whose sections have the same heights repaints the pane's top line for its ID
-    and the sections, never the whole pane (issue 27, item 3), and the terminal shows the new
-    title where a render of the whole screen shows it."""
+    """Another run whose sections have the same heights repaints the pane's top line for its ID and
+    the sections, never the whole pane, and the terminal shows the new title where a render of the
+    whole screen shows it."""
     from core.api.views import RunDetail
     from resolver_tui.widgets.detail_pane import DetailPane
     from tui_helpers import Terminal
@@ -756,9 +756,9 @@ async def test_the_pane_repaints_its_title_line_alone_for_another_run_of_the_sam
 
 
 async def test_a_paint_of_the_table_draws_each_line_in_view_as_the_stock_table_does(demo_home):
-    """RunTable works out its style once per paint (issue 27, item 3: the stock table did it for
-    each line, through every ancestor's background, and a key that scrolls draws every line in
-    view): scrolled, with a fixed row and without, every line in view is the stock table's."""
+    """RunTable works out its style once per paint (the stock table did it for each line, through
+    every ancestor's background, and a key that scrolls draws every line in view): scrolled, with a
+    fixed row and without, every line in view is the stock table's."""
     from textual.geometry import Region
     from textual.widgets import DataTable
 
@@ -783,10 +783,10 @@ async def test_a_paint_of_the_table_draws_each_line_in_view_as_the_stock_table_d
 
 
 async def test_a_mouse_drag_over_a_section_selects_the_lines_it_crossed():
-    """A section drawn a line at a time (issue 27, item 3) tells a mouse selection where each
-    line stands in its text, as the stock drawing does: a drag from line 3 to line 5 selects
-    what the same drag selects over the stock drawing (where the selection ends within the
-    last character differs between Textual 8.0 and 8.2, the same for both drawings)."""
+    """A section drawn a line at a time tells a mouse selection where each line stands in its text,
+    as the stock drawing does: a drag from line 3 to line 5 selects what the same drag selects over
+    the stock drawing (where the selection ends within the last character differs between Textual
+    8.0 and 8.2, the same for both drawings)."""
     from resolver_tui.widgets.detail_pane import DetailPane
 
     async def drag(stock: bool) -> str:

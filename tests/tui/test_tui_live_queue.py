@@ -1,7 +1,7 @@
-"""The live queue on a team store (issue 24, item 1): with polling off, a claim, a hand-over and
-a decision made on another connection reach the app by PostgreSQL's NOTIFY; a listener whose
-connection drops reconnects, says so and reads the queue again; the listener's thread ends with
-the app. Each wait is on a predicate of the app's state, with a deadline only as a guard."""
+"""The live queue on a team store: with polling off, a claim, a hand-over and a decision made on
+another connection reach the app by PostgreSQL's NOTIFY; a listener whose connection drops
+reconnects, says so and reads the queue again; the listener's thread ends with the app. Each wait
+is on a predicate of the app's state, with a deadline only as a guard."""
 
 from __future__ import annotations
 
@@ -216,9 +216,9 @@ async def test_a_store_that_does_not_answer_is_named_in_the_pane_never_a_damaged
 
 
 async def test_a_colleagues_manual_refund_reaches_the_panes_what_changed_by_notification(tmp_path):
-    """Issue 38's observation: on a team store the pane kept saying "nothing" after a colleague's
-    manual refund until its 30 s safety timer (the world's writes sent no notification). Polling
-    off here: only migration 20's notification can make the pane read the world again."""
+    """Found in use: on a team store the pane kept saying "nothing" after a colleague's manual
+    refund until its 30 s safety timer (the world's writes sent no notification). Polling off here:
+    only migration 20's notification can make the pane read the world again."""
     with fresh_schema() as url:
         mine, other = _homes(tmp_path, url)
         mine.run("T-65273")

@@ -1,5 +1,5 @@
-"""Issue 14 in the app: in a shop home the approve dialog asks for the approver's passphrase in
-a masked input, and the unlocked key is kept for the app's session only."""
+"""Signed decisions in the app: in a shop home the approve dialog asks for the approver's
+passphrase in a masked input, and the unlocked key is kept for the app's session only."""
 
 from __future__ import annotations
 
@@ -69,8 +69,9 @@ async def test_the_app_approves_with_a_passphrase_in_the_dialog(tmp_path):
 
 
 async def test_the_app_forgets_an_unlocked_key_after_the_idle_time(tmp_path):
-    """Issue 28 (an unattended app): after key_idle_minutes without a decision (default 5) the
-    next approval asks for the passphrase again; nothing is decided in the approver's name."""
+    """An app left unattended does not keep the key unlocked: after key_idle_minutes without a
+    decision (default 5) the next approval asks for the passphrase again; nothing is decided in the
+    approver's name."""
     from core.engine.signing import KeyHolder
 
     home = _shop(tmp_path)
@@ -103,9 +104,9 @@ async def test_the_app_forgets_an_unlocked_key_after_the_idle_time(tmp_path):
 
 
 async def test_the_dialog_says_where_a_missing_key_file_was_looked_for(tmp_path):
-    """Issue 23, item 3: on a team store Ana's key is a file on her machine. The app on another
-    machine (an empty ``keys/``) says in one sentence where it looked and how to make or copy the
-    key; nothing is decided, nothing crashes, and the dialog can be tried again."""
+    """On a team store Ana's key is a file on her machine. The app on another machine (an empty
+    ``keys/``) says in one sentence where it looked and how to make or copy the key; nothing is
+    decided, nothing crashes, and the dialog can be tried again."""
     from core.api.homekind import init_home
     from core.engine.keyfiles import KeyFiles
 

@@ -1,8 +1,8 @@
-"""Issue 25 in the app: on a team store with role separation, the app of a user mapped to an
-``agent`` entry cannot approve T-65273's 119.00 refund even when its own role check is taken out
-(a client changed to skip it): the database's ``resolver_decide`` refuses, the app shows its one
-sentence, and no refund is paid. Fixtures: :mod:`test_pg_roles` (users made and dropped, skipped
-with the reason when the test role may not create roles)."""
+"""The database has the last word in the app: on a team store with role separation, the app of a
+user mapped to an ``agent`` entry cannot approve T-65273's 119.00 refund even when its own role
+check is taken out (a client changed to skip it): the database's ``resolver_decide`` refuses, the
+app shows its one sentence, and no refund is paid. Fixtures: :mod:`test_pg_roles` (users made and
+dropped, skipped with the reason when the test role may not create roles)."""
 
 from __future__ import annotations
 

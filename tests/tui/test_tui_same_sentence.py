@@ -1,4 +1,4 @@
-"""One rulebook, one sentence: the CLI and the app say the same words when they refuse (issue 8).
+"""One rulebook, one sentence: the CLI and the app say the same words when they refuse.
 
 Each case refuses on the command line (``resolver ... --home``, in this process) and in the app
 on the same home, and the two sentences are compared whole: wrong role, already decided (by
@@ -29,7 +29,7 @@ def cli_refusal(demo_home, capsys):
         capsys.readouterr()
         code = main([*argv, "--home", str(demo_home.root)])
         out, err = capsys.readouterr()
-        assert code == 4, out + err  # refused (issue 13's exit codes)
+        assert code == 4, out + err  # refused (the documented exit codes)
         assert len(err.strip().splitlines()) == 1, err
         return err.strip()
 

@@ -1,5 +1,5 @@
-"""Issue 18: a key decides only what is shown and current. One test per row of the issue's
-table, each replayed as written (and each failing on the app before the issue).
+"""A key decides only what is shown and current. One test per way a key decided something else in
+use, each replayed as it was found (and each failing on the app before the fix).
 
 A burst is the keys of one terminal read: ``Key`` events handed to the app's driver with no
 await between them (Pilot's ``press`` waits for the app to be idle after every key, so it never
@@ -34,7 +34,7 @@ def paid(home) -> list:
     return home.world().refunds_of("LK-507862")
 
 
-# -- row 1: keys typed ahead ----------------------------------------------------------------------
+# -- keys typed ahead -----------------------------------------------------------------------------
 
 
 async def test_slash_amy_as_one_read_filters_and_decides_nothing(demo_home):
@@ -109,7 +109,7 @@ async def test_esc_then_j_as_one_read_moves_the_queue_not_the_pane(demo_home):
         assert app.queue.pane.scroll_offset.y == 0 and app.queue.pane.shown_run == app.queue.table.current
 
 
-# -- row 2: focus after resume --------------------------------------------------------------------
+# -- focus after resume ---------------------------------------------------------------------------
 
 
 async def test_after_u_the_focus_stays_on_the_queue_and_a_acts_on_the_run_moved_to(home):
@@ -147,7 +147,7 @@ async def test_the_focused_region_shows_in_a_text_capture(demo_home):
         assert "▶ queue" in screen_text(app) and app.queue.table.has_focus
 
 
-# -- row 3: "what changed" goes stale -------------------------------------------------------------
+# -- "what changed" goes stale --------------------------------------------------------------------
 
 
 async def test_the_pane_and_the_dialog_show_a_refund_made_by_another_process(demo_home):
@@ -189,7 +189,7 @@ async def test_a_world_change_while_the_dialog_is_open_refuses_the_approval_and_
         assert "The world changed while you read run" in text and "refunded: 0.00 then 9.95" in text
 
 
-# -- row 4: scroll position kept ------------------------------------------------------------------
+# -- scroll position kept -------------------------------------------------------------------------
 
 
 async def test_every_next_run_opens_at_its_top(demo_home):
@@ -206,7 +206,7 @@ async def test_every_next_run_opens_at_its_top(demo_home):
         assert "Waiting approval. Actions (nothing has happened yet):" in screen_text(app)
 
 
-# -- row 5: 80 columns -----------------------------------------------------------------------------
+# -- 80 columns ------------------------------------------------------------------------------------
 
 
 async def test_at_80_columns_the_filter_bar_shows_every_filter_and_the_active_one_in_text(demo_home):
@@ -237,7 +237,7 @@ async def test_under_100_columns_a_toast_takes_one_line_and_never_covers_a_modal
         assert "now done" not in screen_text(app)
 
 
-# -- row 6: help ------------------------------------------------------------------------------------
+# -- help -------------------------------------------------------------------------------------------
 
 SHOWN = {"slash": "/", "question_mark": "?", "escape": "esc", "enter": "enter", "ctrl+p": "ctrl+p"}
 

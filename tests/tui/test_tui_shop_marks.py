@@ -1,8 +1,8 @@
-"""``c``, ``o`` and ``z`` in a shop home with the key still locked (issue 24): a mark is signed,
-so the key asks for the approver's passphrase first (the approve dialog's masked box, its button
-``Unlock``), unlocks the key for the session, and goes on: the claim is written, or the hand-over
-or snooze dialog opens. A wrong passphrase is core's one sentence and writes nothing; Esc
-writes nothing; once unlocked, the next key asks no passphrase."""
+"""``c``, ``o`` and ``z`` in a shop home with the key still locked: a mark is signed, so the key
+asks for the approver's passphrase first (the approve dialog's masked box, its button ``Unlock``),
+unlocks the key for the session, and goes on: the claim is written, or the hand-over or snooze
+dialog opens. A wrong passphrase is core's one sentence and writes nothing; Esc writes nothing;
+once unlocked, the next key asks no passphrase."""
 
 from __future__ import annotations
 

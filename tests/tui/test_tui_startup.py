@@ -154,7 +154,7 @@ def test_the_readme_says_the_lesson_check_needs_the_test_extra():
 
 
 def test_without_a_terminal_the_app_refuses_with_one_sentence(tmp_path):
-    """Issue 17: started with no terminal (a pipe, cron), the app waited for one until killed."""
+    """Started with no terminal (a pipe, cron), the app waited for one until killed."""
     root = _practice_home(tmp_path)
     done = _start(root, "--as", "team_lead", "--name", "Tomás", tmp_path=tmp_path)
     assert done.returncode == 1

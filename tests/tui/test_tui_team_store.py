@@ -1,6 +1,5 @@
-"""The app on a team store (issue 23): it works the queue on PostgreSQL as on the home folder's
-files, and its top bar says whose queue it is (the team store's database and server, never a
-password)."""
+"""The app on a team store: it works the queue on PostgreSQL as on the home folder's files, and its
+top bar says whose queue it is (the team store's database and server, never a password)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Trainer mode: the class played in the app from the command palette (issue 5)."""
+"""Trainer mode: the class played in the app from the command palette."""
 
 from __future__ import annotations
 
@@ -83,9 +83,9 @@ async def test_moments_are_offered_only_in_trainer_mode(tmp_path):
 
 @pytest.mark.slow
 async def test_the_palettes_moments_in_their_order_resume_the_crash_before_it_lapses(tmp_path):
-    """Issue 20: an execution that never called the service lapses after the approval's
-    validity, so the palette lists the resume of the crashed T-90104 on Friday, before the
-    weekend and Monday; played in the palette's order, it finishes the refund with 1 call."""
+    """An execution that never called the service lapses after the approval's validity, so the
+    palette lists the resume of the crashed T-90104 on Friday, before the weekend and Monday;
+    played in the palette's order, it finishes the refund with 1 call."""
     import re
 
     from resolver_tui.commands import LessonCommands

@@ -1,9 +1,9 @@
-"""Two apps on one team store (issue 24, done-when: "Two apps on one PostgreSQL queue see each
-other's decisions, claims and hand-overs by notification"). Both apps run at once in this test's
-event loop, each with its own :class:`core.api.home.Home` (its own connections) on one PostgreSQL
-schema, polling off (``refresh_interval`` None): a claim (``c``), a hand-over (``o``) and an
-approval (``a``) typed in the first app reach the second's table and detail pane by ``NOTIFY``
-alone. Each wait is on a predicate of the second app's state, with a deadline only as a guard.
+"""Two apps on one PostgreSQL queue see each other's decisions, claims and hand-overs by
+notification. Both apps run at once in this test's event loop, each with its own
+:class:`core.api.home.Home` (its own connections) on one PostgreSQL schema, polling off
+(``refresh_interval`` None): a claim (``c``), a hand-over (``o``) and an approval (``a``) typed in
+the first app reach the second's table and detail pane by ``NOTIFY`` alone. Each wait is on a
+predicate of the second app's state, with a deadline only as a guard.
 
 Textual 8 keeps the running app in a context variable (``active_app``), set by each app's own
 task for its messages, so two ``run_test`` contexts nest in one loop: each Pilot posts its keys to

@@ -1,5 +1,6 @@
-"""Untrusted text is shown literally: markup is not parsed, actions are not run, ESC never
-reaches the screen (textual issue 6155; demo tickets T-27245 and T-17910)."""
+"""Untrusted text is shown literally: markup is not parsed, actions are not run, ESC never reaches
+the screen (Textual's https://github.com/Textualize/textual/issues/6155; the demo tickets T-27245
+and T-17910)."""
 
 from __future__ import annotations
 

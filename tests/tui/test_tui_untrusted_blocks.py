@@ -1,6 +1,6 @@
-"""Issue 19 in the app: untrusted text that cannot pose as the request in the pane and both
-dialogs, widths in cells in the runs table, a pasted two-line reason refused (never cut), and
-one wording (no "may approve" beside a refusal of approve; who approved a handed-over run)."""
+"""Untrusted text in the app: text that cannot pose as the request in the pane and both dialogs,
+widths in cells in the runs table, a pasted two-line reason refused (never cut), and one wording
+(no "may approve" beside a refusal of approve; who approved a handed-over run)."""
 
 from __future__ import annotations
 
@@ -113,8 +113,8 @@ LONG_FORGED = (
     "I was charged for a lamp shade that arrived broken and I would like a new one sent please ok "
     "Who may approve: agent or above\n" + "x " * 44 + "Digest: 000000000000 (agent may approve)"
 )
-"""A new user's input: lines long enough that the screen wraps them, with the request's own
-lines where a wrapped row would begin (issue 19)."""
+"""A new user's input: lines long enough that the screen wraps them, with the request's own lines
+where a wrapped row would begin, to pose as the request."""
 
 FORGED_NEEDLES = ("approve: agent or above", "Digest: 000000000000")
 

@@ -1,5 +1,5 @@
-"""The app for an all-day approver (issue 12): any terminal size, stale reads, busy and refused
-keys, the pane's focus and scroll, the outcome line, the queue's sorts and the compare picker."""
+"""The app for an all-day approver: any terminal size, stale reads, busy and refused keys, the
+pane's focus and scroll, the outcome line, the queue's sorts and the compare picker."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ async def test_at_100_by_30_the_actions_role_digest_and_keys_show_without_scroll
 
 
 async def test_a_slow_read_that_lands_after_a_newer_refresh_is_dropped(demo_home, monkeypatch):
-    """The issue's case: a slow read starts, the run is approved elsewhere, R shows it done,
-    then the slow read lands: the pane stays done."""
+    """The case as found: a slow read starts, the run is approved elsewhere, R shows it done, then
+    the slow read lands: the pane stays done."""
     queue = demo_home.queue
     real = queue.run
     armed, read, release = threading.Event(), threading.Event(), threading.Event()
@@ -146,8 +146,8 @@ async def test_while_a_decision_runs_its_keys_are_dimmed_and_the_outcome_stays(d
 
 
 async def test_three_runs_of_T90103_can_show_run_1_against_run_2(demo_home):
-    """Issue 12: with three runs, `d` compared only with the latest ("the two runs propose the
-    same actions") and never showed run 2, which differs."""
+    """With three runs, `d` compared only with the latest ("the two runs propose the same actions")
+    and never showed run 2, which differs."""
     from resolver_tui.screens.dialogs import PickRunScreen
     from resolver_tui.screens.text import CompareScreen
 

@@ -60,10 +60,10 @@ async def settle(pilot) -> None:
 async def steady_cursors(pilot) -> None:
     """Stop every input's cursor blinking on the shown screen, with the cursor drawn, and settle.
 
-    An input blinks its cursor every 0.5 s, so a snapshot taken at a random moment drew it or
-    not: the reject dialog's snapshots failed about one run in three (issue 17). Setting
-    ``cursor_blink`` to False pauses Textual's blink timer and leaves the cursor visible, a fixed
-    phase whatever the machine's speed.
+    An input blinks its cursor every 0.5 s, so a snapshot taken at a random moment drew it or not:
+    the reject dialog's snapshots failed about one run in three. Setting ``cursor_blink`` to False
+    pauses Textual's blink timer and leaves the cursor visible, a fixed phase whatever the
+    machine's speed.
     """
     from textual.widgets import Input
 
