@@ -19,7 +19,7 @@ Run: ``python benchmarks/pg_races.py`` (100 rounds of each; about 15 minutes on 
   N = 1 figure of the same run (``--only deciders``; ``--quick``: 2 s each).
 
 The rounds and their rules are ``tests/pg_rounds.py``'s (the suite runs a few of each in
-``tests/test_pg_races.py``). Every broken rule is printed and counted; nothing stops the run.
+``tests/stores/test_pg_races.py``). Every broken rule is printed and counted; nothing stops the run.
 """
 
 from __future__ import annotations

@@ -38,15 +38,15 @@ if TYPE_CHECKING:
     from core.models.model import LiveRoute
 
 # The parser's choices, spelled here so that ``resolver --help`` imports neither pydantic nor
-# SQLite; tests/test_cli.py checks they equal core.ground.state.STATUSES and core.ground.data.ROLES.
+# SQLite; tests/cli/test_cli.py checks they equal core.ground.state.STATUSES and core.ground.data.ROLES.
 STATUSES = ("waiting_approval", "executing", "running", "handed_to_person", "stopped", "done")
 ROLES = ("agent", "team_lead", "grace")
 SORTS = ("age", "updated", "created", "amount", "role")
-"""``runs --sort``: the queue's sorts (tests/test_cli.py checks they equal core.contract.store.SORTS)."""
+"""``runs --sort``: the queue's sorts (tests/cli/test_cli.py checks they equal core.contract.store.SORTS)."""
 
 PASSPHRASE_ENV = "RESOLVER_PASSPHRASE"
 OWNER_PASSPHRASE_ENV = "RESOLVER_OWNER_PASSPHRASE"
-"""Spelled here for ``--help`` (tests/test_approvers.py checks they equal core.engine.signing's)."""
+"""Spelled here for ``--help`` (tests/engine/test_approvers.py checks they equal core.engine.signing's)."""
 
 EXIT_OK = 0
 EXIT_ERROR = 1

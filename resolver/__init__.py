@@ -3,7 +3,7 @@
 ``python -m resolver ...`` is the ``resolver`` command (:mod:`resolver.__main__`). The modules
 below are the lesson's public Python API: names and call shapes over the headless ``core``,
 holding no logic of their own, so a change to core keeps them working (the lesson test,
-``tests/test_lesson_page.py``, runs the page against them).
+``tests/trainer/test_lesson_page.py``, runs the page against them).
 
 - :mod:`resolver.systems`: ``World``, ``Faults``, ``PRACTICE_DB``
 - :mod:`resolver.checkpoint`: ``CheckpointStore``, ``TaskState``

@@ -2,7 +2,7 @@
 
 Each round works one home folder on a team store (a ``postgresql://`` URL, the schema of
 :func:`pg.fresh_schema`) through real ``python -m core`` processes, and returns what it saw: the
-tests (``tests/test_pg_races.py``) assert on a few rounds, ``benchmarks/pg_races.py`` runs 100
+tests (``tests/stores/test_pg_races.py``) assert on a few rounds, ``benchmarks/pg_races.py`` runs 100
 of each and prints the figures. A round never asserts itself; it records each broken rule as one
 sentence in ``problems``, so the benchmark counts them instead of stopping at the first.
 

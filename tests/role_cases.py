@@ -4,7 +4,7 @@ Each case is a list of actions (JSON, as a proposal stores them) and the role th
 needs for it, written out by hand from ``data/policy.json`` (refunds: agent up to 25.00, team
 lead up to 250.00, grace above; reships at catalog price x quantity: agent up to 60.00, team
 lead up to 300.00, grace above; labels: agent), never computed by the code under test.
-``tests/test_needed_role.py`` checks :func:`core.engine.policy.proposal_role` and the team store's
+``tests/engine/test_needed_role.py`` checks :func:`core.engine.policy.proposal_role` and the team store's
 ``resolver_needed_role`` against every row.
 """
 

@@ -139,7 +139,7 @@ def test_every_package_the_shipped_code_imports_is_declared():
 
 def test_the_openai_extra_is_imported_only_by_the_live_model():
     """The recorded path never imports ``openai``; only ``core/models/live_model.py`` does, inside the
-    client's constructor (``tests/test_live_model.py`` checks it in a process)."""
+    client's constructor (``tests/models/test_live_model.py`` checks it in a process)."""
     shipped = [p for package in SHIPPED for p in sorted((ROOT / package).rglob("*.py"))]
     users = [p.relative_to(ROOT).as_posix() for p in shipped if "openai" in _imported_top_level_of(p)]
     assert users == ["core/models/live_model.py"]

@@ -1,6 +1,6 @@
 """The suite collects in any mix of files: two ``conftest.py`` files are both loaded under the
 module name ``conftest``, so a test module that imported from it found whichever was loaded first,
-and ``pytest tests/tui/test_tui_passphrase.py tests/test_approvers.py`` failed at collection.
+and ``pytest tests/tui/test_tui_passphrase.py tests/engine/test_approvers.py`` failed at collection.
 Shared names live in ``tests/helpers.py`` and ``tests/tui/tui_helpers.py``."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def test_no_test_module_imports_conftest():
 
 
 def test_the_app_tests_and_the_core_tests_collect_together_in_either_order():
-    for files in (["tui/test_tui_passphrase.py", "test_approvers.py"], ["test_approvers.py", "tui/test_tui_passphrase.py"]):
+    for files in (["tui/test_tui_passphrase.py", "engine/test_approvers.py"], ["engine/test_approvers.py", "tui/test_tui_passphrase.py"]):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *(str(TESTS / f) for f in files)],
             capture_output=True,

@@ -38,9 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 COPY = ("core", "resolver", "data", "tests", "pyproject.toml")
 
-G = "tests/test_guards.py::"
-B = "tests/test_boundaries.py::"
-S = "tests/test_shop_integrity.py::"
+G = "tests/engine/test_guards.py::"
+B = "tests/engine/test_boundaries.py::"
+S = "tests/engine/test_shop_integrity.py::"
 R = "tests/conformance/test_read_side_contract.py::"
 
 
@@ -396,21 +396,21 @@ MUTANTS: tuple[Mutant, ...] = (
         "team store: a machine refuses an owner key other than the one it first trusted",
         "core/engine/approvers.py",
         (("                if pinned is not None and pinned != owner_key:", "                if False:"),),
-        ("tests/test_team_keys.py::test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first",),
+        ("tests/engine/test_team_keys.py::test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first",),
     ),
     Mutant(
         "weak-public-key",
         "a signature under a small-order Ed25519 key (one anyone can sign for) never verifies (a new user's trial)",
         "core/engine/approvers.py",
         (("        if weak_public_key(raw) is not None:\n            return False\n", ""),),
-        ("tests/test_approvers.py::test_a_decision_signed_for_a_small_order_key_the_last_release_took_pays_nothing",),
+        ("tests/engine/test_approvers.py::test_a_decision_signed_for_a_small_order_key_the_last_release_took_pays_nothing",),
     ),
     Mutant(
         "key-file-public-key",
         "a key file for another public key is named as such at unlock (AES-GCM's associated data refuses it anyway, as a wrong passphrase)",
         "core/engine/approvers.py",
         (("            if local.public_key != entry.public_key:", "            if False:"),),
-        ("tests/test_team_keys.py::test_a_key_file_for_another_public_key_is_caught_at_unlock",),
+        ("tests/engine/test_team_keys.py::test_a_key_file_for_another_public_key_is_caught_at_unlock",),
     ),
     Mutant(
         "passphrase-length",
@@ -445,21 +445,21 @@ MUTANTS: tuple[Mutant, ...] = (
         "a practice folder never reaches a shop's team store",
         "core/api/homekind.py",
         (('    return "shop" if made == "shop" else "practice"', '    return folder or "practice"'),),
-        ("tests/test_team_store.py::test_a_practice_folder_never_reaches_a_shop_store",),
+        ("tests/stores/test_team_store.py::test_a_practice_folder_never_reaches_a_shop_store",),
     ),
     Mutant(
         "db-decide-role",
         "a separated team store's resolver_decide refuses a role below the one the stored proposal needs",
         "core/stores/postgres/roles.py",
         (('        IF {_RANK.format("their_role")} < {_RANK.format("needed")} THEN', "        IF false THEN"),),
-        ("tests/test_pg_roles.py::test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow",),
+        ("tests/stores/test_pg_roles.py::test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow",),
     ),
     Mutant(
         "db-proposal-by",
         "a separated team store's resolver_decide refuses a proposal an approver's database user wrote (found by a trial)",
         "core/stores/postgres/roles.py",
         (("    IF r.proposal_by IS NOT NULL AND EXISTS", "    IF false AND EXISTS"),),
-        ("tests/test_pg_roles.py::test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay",),
+        ("tests/stores/test_pg_roles.py::test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay",),
     ),
     Mutant(
         "db-decide-planned",
@@ -471,28 +471,28 @@ MUTANTS: tuple[Mutant, ...] = (
                 "                   WHERE false)\n           AND (",
             ),
         ),
-        ("tests/test_pg_roles.py::test_an_approval_may_carry_only_the_operations_its_stored_proposal_plans",),
+        ("tests/stores/test_pg_roles.py::test_an_approval_may_carry_only_the_operations_its_stored_proposal_plans",),
     ),
     Mutant(
         "db-register-lock",
         "a separated team store's register guard locks an operation before its one-row check (found by a trial)",
         "core/stores/postgres/roles.py",
         (("        PERFORM pg_advisory_xact_lock(hashtextextended(", "        PERFORM abs(hashtextextended("),),
-        ("tests/test_pg_roles.py::test_two_sessions_cannot_both_write_the_row_of_one_approved_operation",),
+        ("tests/stores/test_pg_roles.py::test_two_sessions_cannot_both_write_the_row_of_one_approved_operation",),
     ),
     Mutant(
         "policy-sum",
         "a proposal needs the role of each kind of action's summed value (found by a trial)",
         "core/engine/policy.py",
         (("totals[kind] = totals.get(kind, zero) + value", "totals[kind] = max(totals.get(kind, zero), value)"),),
-        ("tests/test_data.py::test_a_refund_split_into_lines_needs_the_role_of_their_sum",),
+        ("tests/ground/test_data.py::test_a_refund_split_into_lines_needs_the_role_of_their_sum",),
     ),
     Mutant(
         "policy-never-falls",
         "no line lowers the role a proposal needs: every value counted as at least 0",
         "core/engine/policy.py",
         (("value = max(action_value(action), zero)", "value = action_value(action)"),),
-        ("tests/test_needed_role.py::test_the_python_rule_gives_the_role_of_every_case",),
+        ("tests/engine/test_needed_role.py::test_the_python_rule_gives_the_role_of_every_case",),
     ),
     Mutant(
         "db-never-falls",
@@ -504,7 +504,7 @@ MUTANTS: tuple[Mutant, ...] = (
                 "                 SELECT a->>'type' AS kind, COALESCE(CASE a->>'type'",
             ),
         ),
-        ("tests/test_needed_role.py::test_the_team_store_gives_the_role_of_every_case",),
+        ("tests/engine/test_needed_role.py::test_the_team_store_gives_the_role_of_every_case",),
     ),
     Mutant(
         "rules-proposal",
@@ -512,8 +512,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/engine/runner.py",
         (("broken = problems(actions, ticket, WorldFacts(world), state.evidence, policy)", "broken = []"),),
         (
-            "tests/test_proposal_rules.py::test_a_home_recording_that_breaks_a_rule_is_handed_to_a_person_and_nothing_is_paid",
-            "tests/test_proposal_rules_property.py::test_nothing_outside_the_rules_waits_for_approval_on_sqlite",
+            "tests/engine/test_proposal_rules.py::test_a_home_recording_that_breaks_a_rule_is_handed_to_a_person_and_nothing_is_paid",
+            "tests/engine/test_proposal_rules_property.py::test_nothing_outside_the_rules_waits_for_approval_on_sqlite",
         ),
     ),
     Mutant(
@@ -521,14 +521,14 @@ MUTANTS: tuple[Mutant, ...] = (
         "a decision asks the proposal rules again (a proposal saved before them, or written by hand)",
         "core/engine/approval.py",
         (("    broken = rules_broken(state, world, policy)\n    if broken:", "    broken = ''\n    if broken:"),),
-        ("tests/test_proposal_rules.py::test_a_waiting_proposal_that_breaks_a_rule_is_never_approved",),
+        ("tests/engine/test_proposal_rules.py::test_a_waiting_proposal_that_breaks_a_rule_is_never_approved",),
     ),
     Mutant(
         "rules-write",
         "the executor asks the proposal rules before every write",
         "core/engine/approval.py",
         (("    broken = rules_broken(state)\n    if broken:", "    broken = ''\n    if broken:"),),
-        ("tests/test_proposal_rules.py::test_the_executor_refuses_an_executing_run_whose_proposal_breaks_a_rule",),
+        ("tests/engine/test_proposal_rules.py::test_the_executor_refuses_an_executing_run_whose_proposal_breaks_a_rule",),
     ),
 )
 """Every hand mutant: one guard disabled each."""

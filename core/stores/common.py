@@ -125,7 +125,7 @@ def _json_bytes(model: BaseModel, exclude: set[str] | None = None) -> bytes:
     """``model.model_dump_json(exclude=exclude)`` as its UTF-8 bytes, through the model class's
     serializer without :meth:`~pydantic.BaseModel.model_dump_json`'s keyword handling in Python
     (that handling cost about 6,500 instructions in each of a save's five dumps; equality with
-    ``model_dump_json`` is tested in ``tests/test_save_statements.py``)."""
+    ``model_dump_json`` is tested in ``tests/stores/test_save_statements.py``)."""
     return type(model).__pydantic_serializer__.to_json(model, exclude=exclude)
 
 

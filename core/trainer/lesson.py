@@ -290,7 +290,7 @@ def exercise_resume_twice(home: Home) -> list[str]:
 
 
 LEASE_TICKET = "T-24410"
-"""The ticket of ``exercise lease-owner``: no moment of the lesson touches it (tests/test_lesson.py
+"""The ticket of ``exercise lease-owner``: no moment of the lesson touches it (tests/trainer/test_lesson.py
 checks), so the exercise runs after the class, and again, without a reset."""
 
 

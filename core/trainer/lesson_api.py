@@ -13,7 +13,7 @@ its commands see one store and one world); a clock not given is the home's (the
 trainer's clock in a practice home). ``CheckpointStore(path)`` with a path stays a SQLite file. Every entry point that touches a
 home refuses a shop home (:class:`~core.ground.errors.ShopRefused`): the lesson's API is for practice.
 
-The lesson's calls, all tested by ``tests/test_lesson_page.py`` against the page itself::
+The lesson's calls, all tested by ``tests/trainer/test_lesson_page.py`` against the page itself::
 
     World(ticket_id="phone-call").request_refund("manual-1", "LK-507862", 119.00, "RFD-DOUBLE", "PAY-507862-2")
     store = CheckpointStore()

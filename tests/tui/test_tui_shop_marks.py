@@ -13,7 +13,7 @@ from tui_helpers import make_app, open_key, pane_text, screen_text, settle, type
 
 def marks(home) -> list[tuple[str, str]]:
     """The run's audit rows: ``(decision, name)`` (that a shop's mark is signed is core's test,
-    tests/test_marks.py; it cannot be written unsigned there)."""
+    tests/engine/test_marks.py; it cannot be written unsigned there)."""
     return [(r["decision"], r["name"]) for r in home.store.audit(T65273)]
 
 

@@ -148,7 +148,7 @@ def test_the_readme_daily_shop_example_of_the_app_starts_in_a_shop_home(tmp_path
 
 def test_the_readme_says_the_lesson_check_needs_the_test_extra():
     text = README.read_text(encoding="utf-8")
-    command = text.index(".venv/bin/python -m pytest tests/test_lesson_page.py")
+    command = text.index(".venv/bin/python -m pytest tests/trainer/test_lesson_page.py")
     before = text[text.rindex("One command checks the whole page", 0, command) : command]
     assert "test extra" in before and "'.[test]'" in before
 

@@ -36,7 +36,7 @@ run IDs sort byte by byte as SQLite sorts them, whatever the database's locale.
   practice HMAC key ``approval.key``, the trainer's ``clock.json``), so every machine pointed at
   the store shares them (:class:`core.stores.postgres.parts.PostgresParts`). Number 5 is unused: it
   was kept for indexes made at the same time, which proved unneeded (migration 1's serve every
-  page: ``tests/test_pg_queue_plan.py``).
+  page: ``tests/stores/test_pg_queue_plan.py``).
 - **7, the queue's counts**: ``run_counts`` (status, shard, n), kept by triggers on ``runs``
   (:data:`RUN_COUNTS`), so the filter bar's counts read a few dozen rows at any number of runs.
 - **8, entries' checksums**: ``entries.checksum``, the CRC-32 of a row's body and extra, written

@@ -1,7 +1,7 @@
 """Round trips to the server, counted from libpq's own trace.
 
 :func:`round_trips` is the one reading of ``PQtrace`` that ``benchmarks/bench_pg.py`` and
-``tests/test_pg_round_trips.py`` share (they parsed it each their own way before; the duplicate
+``tests/stores/test_pg_round_trips.py`` share (they parsed it each their own way before; the duplicate
 finder flagged them): a round trip is the client's messages (``F`` lines) followed by the
 server's answer (``B`` lines). It lives under ``core.stores.postgres`` because only the
 back-end's modules may import psycopg (``pyproject.toml``, import-linter).

@@ -18,7 +18,7 @@ from core.models.model import LiveRoute, ModelUnavailable, load_routes
 
 from helpers import stub_config, stub_route
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 RUN = "T-65273-agent-stub-1"
 PAID_TWICE = "resolve (rule W7) | 5 model call(s), 2 tool call(s) | 11935 tokens in, 284 out | US$0.00134"

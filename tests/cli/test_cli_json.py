@@ -14,14 +14,14 @@ from core.engine import signing
 
 from helpers import T65273_RUN
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 NOT_A_RESULT = {"tui"}
 """Commands that print no result: ``tui`` replaces the process with the app."""
 
 ON_A_SERVER = {"store roles"}
 """Commands that need a team store and a database administrator (``store roles setup``): their
-``--json`` output is checked against the README's table in ``tests/test_pg_roles.py``."""
+``--json`` output is checked against the README's table in ``tests/stores/test_pg_roles.py``."""
 
 NOT_SEEN: dict[str, set[str]] = {}
 """Documented keys the examples here do not reach (none yet)."""

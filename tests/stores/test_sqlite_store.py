@@ -26,7 +26,7 @@ from core.stores.sqlite.database import FileMoved
 from helpers import busy_home_at, run_process, store_at
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def _entries(path: Path, run_id: str) -> list[tuple]:

@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from helpers import FRIDAY
 from pg import fresh_schema
 
-WORLD = json.loads((Path(__file__).resolve().parent.parent / "data" / "world.json").read_text())
+WORLD = json.loads((Path(__file__).resolve().parent.parent.parent / "data" / "world.json").read_text())
 ORDERS = {o["order_id"]: o for o in WORLD["orders"]}
 PAYMENTS = {p["payment_id"]: p for p in WORLD["payments"]}
 SKUS = sorted({c["sku"] for c in WORLD["catalog"]})

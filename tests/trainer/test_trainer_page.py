@@ -21,7 +21,7 @@ from core.ground.state import SCHEMA_VERSION
 
 from helpers import run_process
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 PAGE = (ROOT / "docs" / "TRAINER.md").read_text(encoding="utf-8")
 T65273 = "T-65273-agent-chat-small-1"
 T90104 = "T-90104-agent_structured-chat-strong-1"

@@ -12,7 +12,7 @@ from core.ground.errors import CorruptCheckpoint
 
 from helpers import store_at
 
-FIXTURE = Path(__file__).parent / "fixtures" / "home_0_1_0"
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "home_0_1_0"
 T65273 = "T-65273-agent-chat-small-1"
 
 

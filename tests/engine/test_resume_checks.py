@@ -16,7 +16,7 @@ from core.models.toolschema import TOOLS, tool_schema_hash
 
 from helpers import stub_config, stub_route
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 SEED_OUTCOME = "resolve (rule W7) | 3 model call(s), 2 tool call(s) | 7155 tokens in, 192 out | US$0.00081"
 RUN = "T-65273-agent-chat-small-1"
 

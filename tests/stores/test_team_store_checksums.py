@@ -17,7 +17,7 @@ from core.stores.postgres.schema import ALL
 
 from pg import fresh_schema, restore_frozen
 
-FROZEN = Path(__file__).parent / "fixtures" / "team_store_schema_6"
+FROZEN = Path(__file__).parent.parent / "fixtures" / "team_store_schema_6"
 FRIDAY = "2026-10-09T17:00:00-04:00"
 
 

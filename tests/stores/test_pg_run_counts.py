@@ -3,7 +3,7 @@ runs: ``run_counts``, kept by triggers on ``runs`` in every writer's transaction
 ``GROUP BY`` of the runs after every kind of write (a save that moves a status, a new run, a
 delete, a run flagged corrupt, a reset, a bulk insert), and a store at schema 6 is counted when it
 is upgraded. (The frozen schema-4 shop, upgraded through 6 and 7 and then approved, is in
-``tests/test_team_shop.py``.)"""
+``tests/stores/test_team_shop.py``.)"""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def test_a_frozen_schema_18_team_store_takes_migration_19_and_its_waiting_run_is
 
     from pg import restore_frozen
 
-    frozen = Path(__file__).parent / "fixtures" / "team_store_schema_18"
+    frozen = Path(__file__).parent.parent / "fixtures" / "team_store_schema_18"
     had = {row["version"] for row in json.loads((frozen / "tables.json").read_text(encoding="utf-8"))["resolver_migrations"]}
     assert max(had) == 18 and 19 in ALL
     with fresh_schema() as url:

@@ -198,7 +198,7 @@ def test_an_approval_that_lapsed_before_its_execution_started_writes_nothing_on_
 
 def test_an_execution_started_before_the_limit_finishes_after_it(home):
     """Started means a service call was attempted: the crash just after the refund's call finishes
-    hours later; the crash just before it (no call) lapses, in tests/test_boundaries.py."""
+    hours later; the crash just before it (no call) lapses, in tests/engine/test_boundaries.py."""
     from core.engine.executor import SimulatedCrash
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
@@ -330,7 +330,7 @@ def test_a_v3_checkpoint_loads_unbound():
 
     from core.ground.state import SCHEMA_VERSION, migrate
 
-    raw = json.loads((Path(__file__).parent / "fixtures" / "task_state_v3.json").read_text())
+    raw = json.loads((Path(__file__).parent.parent / "fixtures" / "task_state_v3.json").read_text())
     assert raw["schema_version"] == 3
     state = TaskState.model_validate(migrate(raw))
     assert state.schema_version == SCHEMA_VERSION == 7

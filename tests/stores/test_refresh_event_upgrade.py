@@ -21,7 +21,7 @@ from core.stores.sqlite.checkpoint import STORE_FORMAT
 
 from pg import fresh_schema, restore_frozen
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 FRIDAY = "2026-10-09T17:00:00-04:00"
 WAITING = "T-65273-agent-chat-small-1"
 INTERRUPTED = "T-65273-interrupted"

@@ -147,7 +147,7 @@ def test_a_practice_home_keeps_the_trainers_clock(cli):
 
 
 def test_the_readme_has_one_table_of_every_difference():
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).parent.parent.parent / "README.md").read_text(encoding="utf-8")
     section = readme[readme.index("## Practice homes and shop homes") :]
     section = section[: section.index("\n## ", 4)]
     rows = [line for line in section.splitlines() if line.startswith("| ") and not line.startswith("| ---")]

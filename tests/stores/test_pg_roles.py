@@ -401,7 +401,7 @@ def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_throug
 
     from pg import restore_frozen
 
-    frozen = Path(__file__).parent / "fixtures" / "shop_team_store_schema_6"
+    frozen = Path(__file__).parent.parent / "fixtures" / "shop_team_store_schema_6"
     with fresh_schema() as admin:
         restore_frozen(admin, frozen, [1, 2, 3, 4, 6])
         before = tuple(m for m in schema.MIGRATIONS if m[0] <= 11)

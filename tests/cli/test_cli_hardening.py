@@ -46,7 +46,7 @@ def waiting(cli):
 def test_every_exit_code_is_documented_in_the_readme():
     from pathlib import Path
 
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parent.parent.parent / "README.md").read_text()
     for code in EXIT_CODES:
         assert f"| {code} |" in readme
 
@@ -513,7 +513,7 @@ def test_windows_is_refused_with_a_sentence():
 
 
 def test_lowest_constraints_pin_each_floor():
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "tools"))
     from lowest_constraints import lowest
 
     assert lowest(["pydantic>=2.10,<3", "textual>=8.0,<9", "x", "a[b]>=1.2"]) == ["pydantic==2.10", "textual==8.0", "a==1.2"]
@@ -789,7 +789,7 @@ def test_no_user_facing_sentence_names_an_issue_number():
     """A new user's finding: `restore` in a shop home answered with a sentence ending in a number
     from the project's tracker, which means nothing to a user. No string the product can print
     names one (the test reads only those strings, not docstrings or comments)."""
-    project = Path(__file__).resolve().parent.parent
+    project = Path(__file__).resolve().parent.parent.parent
     named = [
         f"{where}:{line}: {text[:80]!r}"
         for package in ("core", "resolver", "resolver_tui")

@@ -11,7 +11,7 @@ from pathlib import Path
 from core.api.home import Home
 from core.ground.clock import FixedClock
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store_before_audit_tip"
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "store_before_audit_tip"
 FRIDAY = "2026-10-09T17:00:00-04:00"
 OLD_ROWS = 20_000
 

@@ -190,7 +190,7 @@ def test_recover_reads_the_recovery_copy_on_the_owners_machine(url, tmp_path, ca
     assert code == 0, err
 
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 
 
 def _restore(url: str, frozen: Path, upto: int) -> None:

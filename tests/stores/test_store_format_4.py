@@ -15,7 +15,7 @@ from core.ground.state import RunView
 from core.stores.common import entry_checksum
 from core.stores.sqlite.checkpoint import STORE_FORMAT
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store_format_3"
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "store_format_3"
 FRIDAY = "2026-10-09T17:00:00-04:00"
 WAITING = ("T-65273-agent-chat-small-1", "T-90103-agent-chat-small-1")
 INTERRUPTED = "T-65273-interrupted"

@@ -89,7 +89,7 @@ def test_the_two_waiting_runs_approve_and_execute(old_home):
 
 def test_the_run_that_crashed_before_its_refund_finishes_it_with_its_stored_operation_id(old_home):
     # within the approval's validity (approved 17:00:01): a pending operation with no call has not
-    # started, so after it the approval lapses (tests/test_run_uid.py)
+    # started, so after it the approval lapses (tests/ground/test_run_uid.py)
     assert run_process(old_home, "clock", "set", "2026-10-09T17:30:00-04:00").returncode == 0
     resumed = run_process(old_home, "resume", BEFORE_WRITE)
     assert resumed.returncode == 0, resumed.stderr
@@ -147,7 +147,7 @@ def test_a_format_2_store_gets_the_journal_of_model_calls_when_opened(tmp_path):
     import shutil
 
     root = tmp_path / "home"
-    shutil.copytree(Path(__file__).parent / "fixtures" / "home_schema_4", root)
+    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "home_schema_4", root)
     for path in root.iterdir():
         path.chmod(0o600)
     with sqlite3.connect(root / "runs.sqlite") as conn:

@@ -8,7 +8,7 @@ the runner's ``resolver resume`` made no model call, proposed the 24.00 refund, 
 approver approved it. The same on SQLite: anyone who can write SQL into ``runs.sqlite`` could
 plant an answer.
 
-Here, on the SQLite back-end (the team store's tests are in ``tests/test_pg_roles.py``): each
+Here, on the SQLite back-end (the team store's tests are in ``tests/stores/test_pg_roles.py``): each
 journal row carries a seal made with the home's key (store format 7), a planted row (no seal,
 or a wrong one) refuses the resume with one sentence, the stub server is asked nothing, nothing
 is proposed, the lease is given back, and ``resolver doctor`` names the run; a genuine row of the
@@ -35,7 +35,7 @@ from core.stores.sqlite.checkpoint import STORE_FORMAT
 
 from helpers import FRIDAY, LIVE_RUN, T65273_RUN, forged_finish, refused_at_step_3, stub_config, stub_route
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 LIVE = LIVE_RUN
 UNTRUSTED = (
     f"The journal of run {LIVE} holds an answer to step 3 (attempt 2) that its runner did not write "

@@ -191,7 +191,7 @@ def test_a_practice_team_store_keeps_its_key_and_the_trainers_clock(url, tmp_pat
     assert b("clock", "real")[0] == 0 and "clock.json" not in _parts(url)
 
 
-FROZEN = Path(__file__).parent / "fixtures" / "team_store_schema_4"
+FROZEN = Path(__file__).parent.parent / "fixtures" / "team_store_schema_4"
 
 
 def _restore_schema_4(url: str) -> None:

@@ -2,7 +2,7 @@
 home's precedence; ``sqlite:///FOLDER`` (the home folder) is the default and ``postgresql://…`` the
 team store. Values that cannot be taken are one sentence (exit 2), never a traceback, and a
 password in a URL is never printed. The team store itself is tested on PostgreSQL in
-``tests/conformance`` and ``tests/test_team_store.py``."""
+``tests/conformance`` and ``tests/stores/test_team_store.py``."""
 
 from __future__ import annotations
 

@@ -288,7 +288,7 @@ def test_an_approval_voided_by_a_refresh_and_written_back_never_executes(shop):
 
 # -- a shop home saved by the previous release ------------------------------------------------------
 
-FROZEN_SHOP = Path(__file__).parent / "fixtures" / "shop_before_registry_versions"
+FROZEN_SHOP = Path(__file__).parent.parent / "fixtures" / "shop_before_registry_versions"
 
 
 def copy_frozen_shop(dst: Path) -> Path:
@@ -616,7 +616,7 @@ def test_a_row_signed_at_another_place_in_the_chain_is_reported():
 
 # -- a shop home saved before the head was signed into each row --------------------------------------
 
-FROZEN_SIGNED_HEAD = Path(__file__).parent / "fixtures" / "shop_before_signed_head"
+FROZEN_SIGNED_HEAD = Path(__file__).parent.parent / "fixtures" / "shop_before_signed_head"
 
 
 def test_a_shop_home_saved_before_rows_bound_the_head_verifies_and_approves(tmp_path, capsys, monkeypatch):

@@ -27,7 +27,7 @@ from core.ground.clock import FixedClock, parse_time
 
 from helpers import FRIDAY, T65273_RUN, T90104_RUN, run_process
 
-FROZEN_BEFORE_SEQ = Path(__file__).parent / "fixtures" / "home_before_register_seq"
+FROZEN_BEFORE_SEQ = Path(__file__).parent.parent / "fixtures" / "home_before_register_seq"
 """A home saved by main before the register numbered its operations (frozen: see its README)."""
 
 

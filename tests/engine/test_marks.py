@@ -130,7 +130,7 @@ def test_in_a_shop_home_marks_are_signed_by_their_maker_and_the_audit_verifies(t
     assert code != 0 and "its signature does not verify" in out + err, out + err
 
 
-FIXTURE = Path(__file__).parent / "fixtures" / "store_before_audit_tip"
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "store_before_audit_tip"
 
 
 def test_a_home_of_the_previous_store_format_upgrades_and_its_waiting_run_is_claimed_and_approves(tmp_path):

@@ -53,7 +53,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parent.parent.parent
 SEED_ENV = "RESOLVER_SEED_DIR"
 PROGRAM = "python -m resolver"
 

@@ -20,7 +20,7 @@ from core.ground.state import SCHEMA_VERSION, TaskState, migrate
 
 from helpers import MONDAY, T65273_RUN
 
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
 HOME_V4 = FIXTURES / "home_schema_4"
 T90104_V4 = "T-90104-agent_structured-chat-strong-1"  # approved with a schema-4 approval, crashed before its refund
 
