@@ -6,7 +6,7 @@ home folder's SQLite files; a PostgreSQL schema of the test's own, as ``--store 
 one), so every part the home opens (its checkpoint store, practice world and approvers' rows) is
 that back-end's; ``home``, ``store``, ``world`` and ``registry_rows`` are opened through it. A test of a SQLite detail
 (triggers, WAL, a file rebuilt under a live connection, the 0.1.0 migration) does not belong
-here: those are in ``tests/test_sqlite_*.py``.
+here: those are in ``tests/stores/test_sqlite_*.py``.
 """
 
 from __future__ import annotations
