@@ -294,7 +294,7 @@ def open_rows(where: Place) -> StoreRows:
         return rows
     from core.stores.sqlite.rows import SqliteRows
 
-    return SqliteRows(Path(where))
+    return SqliteRows(Path(where), journal_key=folder_journal_key(Path(where)))
 
 
 def store_version(where: Place) -> tuple[int | None, int]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.ground.errors import ResolverError
+from core.stores.common import JOURNAL_ROW
 from core.stores.sqlite.audit import SqliteAudit
 from core.stores.sqlite.database import Database
 
@@ -132,7 +133,6 @@ def read_only_journal(path: Path) -> list[tuple[Any, ...]] | None:
     step and attempt; None when the store has no sealed journal yet (no ``model_calls`` table,
     or an earlier format whose rows are sealed at its upgrade). Raises ResolverError (SQLite's
     error in the sentence)."""
-    from core.stores.common import JOURNAL_ROW
 
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
