@@ -83,9 +83,9 @@ def fresh_schema() -> Iterator[str]:
 @contextmanager
 def team_store(backend: str) -> Iterator[str | None]:
     """The ``--store`` URL of a home on ``backend``: None for ``sqlite`` (the home folder's
-    files), a schema of its own for ``postgres`` (:func:`fresh_schema`), dropped at the end;
-    skips when PostgreSQL is unreachable."""
-    if backend != "postgres":
+    files), a schema of its own for ``postgresql`` (or ``postgres``: :func:`fresh_schema`), dropped
+    at the end; skips when PostgreSQL is unreachable."""
+    if backend not in ("postgresql", "postgres"):
         yield None
         return
     with fresh_schema() as url:

@@ -77,7 +77,7 @@ def test_a_new_place_has_no_registry_nor_world_and_counts_nothing(empty):
 
 
 def test_a_team_store_records_its_kind_and_a_folder_leaves_it_to_home_json(used, backend):
-    assert used.recorded_kind() == ("practice" if backend == "postgres" else None)
+    assert used.recorded_kind() == ("practice" if backend == "postgresql" else None)
 
 
 def test_role_separations_mapping_is_read_and_carried_where_the_back_end_has_database_users(used, empty, backend):

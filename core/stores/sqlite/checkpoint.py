@@ -114,7 +114,7 @@ from core.stores.common import (
 )
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
-from core.stores.sqlite.files import online_backup, scrub
+from core.stores.sqlite.files import STORE_FORMAT, online_backup, scrub
 from core.stores.sqlite.marks import SqliteMarks, add_run_marks
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
@@ -129,14 +129,6 @@ __all__ = [
     "CheckpointStore",
     "Counters",
 ]
-
-STORE_FORMAT = 7
-"""The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
-row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
-journal, issue 26), 4 (and each entry's ``checksum``, issue 27), 5 (and ``run_marks`` and
-``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
-refreshed request a new request event, issue 24), 7 (and ``model_calls.seal``: each journal row
-sealed with the home's key). Formats 1 to 6 are migrated on open."""
 
 _pick_always = operator.itemgetter(*_ALWAYS_ORDER)
 """The values of :data:`_ALWAYS_ORDER` from a save's column values (by name), in that order."""
