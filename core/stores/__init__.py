@@ -186,9 +186,7 @@ def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = Fa
     refused (a read that must change nothing). Raises ApprovalKeyError when asked."""
 
     def key(in_flight: Callable[[], int]) -> bytes:
-        # lazy: the approval key's module is the engine's, which imports this package; asked only
-        # when a store first needs the key
-        from core.engine.approval import load_key
+        from core.engine.approval import load_key  # lazy: the engine imports this package; asked when a store needs the key
 
         path = Path(root) / "approval.key"
         if not make and not path.exists():
