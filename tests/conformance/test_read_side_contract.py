@@ -106,7 +106,6 @@ def _sql(store, team_url: str | None, sql: str, params: tuple = ()) -> None:
         conn.execute(sql.replace("?", "%s"), params)
 
 
-@pytest.mark.usefixtures("not_memory_sql")
 def test_every_entry_is_written_with_its_checksum(home, team_url):
     from core.stores.common import entry_checksum
 

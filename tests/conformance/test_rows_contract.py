@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import core.stores
 import pytest
 from core.api.home import Home
 from core.contract.store import StoreNotEmpty
@@ -16,14 +17,6 @@ from core.stores.common import COPY_PARTS, GUARDED
 from pg import team_store
 
 RUN = "T-65273-agent-chat-small-1"
-
-
-@pytest.fixture(autouse=True)
-def _rows_of_tables(backend: str) -> None:
-    """``store copy``'s rows are the SQL back-ends' tables, table by table (StoreRows); the
-    memory back-end keeps no tables and offers no rows to copy."""
-    if backend == "memory":
-        pytest.skip("store copy moves tables between SQL stores; the memory back-end has none")
 
 
 @pytest.fixture
@@ -85,7 +78,7 @@ def test_a_new_place_has_no_registry_nor_world_and_counts_nothing(empty):
 
 
 def test_a_team_store_records_its_kind_and_a_folder_leaves_it_to_home_json(used, backend):
-    assert used.recorded_kind() == ("practice" if backend == "postgresql" else None)
+    assert used.recorded_kind() == ("practice" if core.stores.backend_named(backend).team else None)
 
 
 def test_role_separations_mapping_is_read_and_carried_where_the_back_end_has_database_users(used, empty, backend):
@@ -93,6 +86,8 @@ def test_role_separations_mapping_is_read_and_carried_where_the_back_end_has_dat
     users and no tables' role; a team store maps an imported approver's entry to a user and
     reads it back (an entry it lacks is skipped); a SQLite store refuses in one sentence."""
     assert used.db_users() == ({}, None)
+    if backend == "memory":
+        pytest.skip("the memory back-end has no database users to map")
     if backend == "sqlite":
         with pytest.raises(ResolverError, match=r"^A SQLite home has no database users; role separation is for a team store\.$"):
             empty.map_db_users({"Ana": "someone_db"})

@@ -23,6 +23,7 @@ from core.contract.backend import Backend
 from core.ground.errors import ResolverError
 
 from memory_backend.parts import MemoryApproverRows, MemoryParts
+from memory_backend.rows import MemoryRows
 from memory_backend.store import MemoryStore, forget, place_of
 
 __all__ = ["BACKEND", "CONFORMANCE", "MemoryBackend", "forget", "new_url"]
@@ -90,7 +91,7 @@ class MemoryBackend:
         return None  # readers poll
 
     def open_rows(self, place: Any, journal_key: Any) -> Any:
-        raise ResolverError("The memory store holds no tables to copy (resolver store copy moves a SQL store's rows).")
+        return MemoryRows(str(place), _world_file(str(place)).parent)
 
     def store_version(self, place: Any) -> tuple[int | None, int]:
         return 1, 1
