@@ -1,7 +1,7 @@
-"""The back-ends of the store contract, and the one place that picks one (issue 22).
+"""The back-ends of the store contract, and the one place that picks one.
 
 Each part of a home is at a :data:`Place`: a SQLite file in the home folder (the default), or the
-team store's PostgreSQL URL (issue 23, chosen by ``--store``, ``RESOLVER_STORE`` or ``store`` in
+team store's PostgreSQL URL (chosen by ``--store``, ``RESOLVER_STORE`` or ``store`` in
 the config file: :func:`core.ground.homepath.locate_store`). :data:`BACKENDS` is the registry of
 back-ends by name, each a package's ``BACKEND`` object (:class:`core.contract.backend.Backend`):
 :func:`backend_for` picks the one of a place, the back-end of the home folder (:data:`FOLDER`)
@@ -340,7 +340,7 @@ def store_version(where: Place) -> tuple[int | None, int]:
 
 
 def setup_roles(where: Place, tables_role: str, users: dict[str, list[str]], mapping: dict[str, str]) -> list[str]:
-    """``resolver store roles setup`` (issue 25): role separation in the team store at ``where``,
+    """``resolver store roles setup``: role separation in the team store at ``where``,
     with that URL's (an administrator's) rights; the lines to print. Raises ResolverError (one
     sentence), also for a back-end without database users."""
     return backend_for(where).setup_roles(where, tables_role, users, mapping)

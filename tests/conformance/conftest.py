@@ -1,5 +1,5 @@
-"""The conformance suite of the store contract (issue 22): every test here runs once per back-end
-of :data:`core.stores.BACKENDS` (``sqlite`` and ``postgresql``) and once on the tests' own
+"""The conformance suite of the store contract: every test here runs once per back-end of
+:data:`core.stores.BACKENDS` (``sqlite`` and ``postgresql``) and once on the tests' own
 in-memory back-end (``memory``: :mod:`memory_backend`, added to the registry by one line in
 :func:`memory_registered`, with no edit to ``core``), through the contract only.
 

@@ -1,5 +1,5 @@
 """One PostgreSQL database (and schema): the pool of connections under the store, the world and the
-registry's rows of the PostgreSQL back-end (issue 23), a leaf below the schema's modules.
+registry's rows of the PostgreSQL back-end, a leaf below the schema's modules.
 
 :class:`Database` holds a **connection pool** (``psycopg_pool.ConnectionPool``) per URL, shared by
 every part opened on that URL in this process (:func:`core.stores.postgres.database.database`,
@@ -154,7 +154,7 @@ class QmarkConnection:
 
 @contextmanager
 def _refusals(label: str) -> Iterator[None]:
-    """A separated store's refusals (issue 25) as sentences: SQLSTATE ``RS403`` (a function's or
+    """A separated store's refusals as sentences: SQLSTATE ``RS403`` (a function's or
     guard's refusal) is ApprovalRefused with the database's message, ``RS409`` AuditMoved, a
     privilege the user lacks DatabaseRefused naming it (exit 4). Anything else passes."""
     try:
@@ -309,8 +309,8 @@ class Database:
 
     @property
     def separated(self) -> bool:
-        """True when the store was set up with role separation (issue 25,
-        :func:`separated`) and this URL's user is no superuser: its
+        """True when the store was set up with role separation
+        (:func:`separated`) and this URL's user is no superuser: its
         decisions, refusal rows and audit head then go through the store's functions. Asked
         once per process and URL (at the open, after the migrations)."""
         if self._separated is None:
@@ -331,7 +331,7 @@ class Database:
         failed under a statement is ConnectionLost); a transaction the server undid for another's
         sake (a deadlock or a serialization failure) is StoreConflict, which nothing of was
         written; a constraint's error passes as it is; a refusal of a separated store's
-        function or guard (SQLSTATE ``RS403``, issue 25) is ApprovalRefused with its message,
+        function or guard (SQLSTATE ``RS403``) is ApprovalRefused with its message,
         ``RS409`` AuditMoved; a privilege the user lacks is one sentence naming it; anything
         else is a ResolverError."""
         started = time.monotonic()
@@ -380,7 +380,7 @@ class Database:
     def _drop_dead(self) -> None:
         """After a connection failed: test the pool's idle connections and drop those the server
         ended (all of them, after a restart), so the next use connects anew instead of failing
-        once per dead connection (issue 24)."""
+        once per dead connection."""
         pool = getattr(self, "pool", None)
         if pool is None or pool.closed:
             return

@@ -32,9 +32,9 @@ ENGINE_VERSION = SQLITE_VERSION
 STORE_FORMAT = 7
 """The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
 row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
-journal, issue 26), 4 (and each entry's ``checksum``, issue 27), 5 (and ``run_marks`` and
-``queue_events``, issue 24: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
-refreshed request a new request event, issue 24), 7 (and ``model_calls.seal``: each journal row
+journal), 4 (and each entry's ``checksum``), 5 (and ``run_marks`` and
+``queue_events``: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
+refreshed request a new request event), 7 (and ``model_calls.seal``: each journal row
 sealed with the home's key). Formats 1 to 6 are migrated on open (:class:`core.stores.sqlite.checkpoint.CheckpointStore`)."""
 
 DatabaseError = sqlite3.DatabaseError
