@@ -1456,7 +1456,7 @@ def _store_roles(args: argparse.Namespace) -> int:
     command chooses it, with that URL's (an administrator's) rights. Exit 2 for a mapping that
     is not NAME=USER or a store that is not a team store."""
     from core.ground.homepath import locate_home
-    from core.stores.postgres import setup_roles
+    from core.stores import setup_roles
 
     mapping: dict[str, str] = {}
     for item in args.approvers:

@@ -83,9 +83,19 @@ def fresh_schema() -> Iterator[str]:
 @contextmanager
 def team_store(backend: str) -> Iterator[str | None]:
     """The ``--store`` URL of a home on ``backend``: None for ``sqlite`` (the home folder's
-    files), a schema of its own for ``postgres`` (:func:`fresh_schema`), dropped at the end;
-    skips when PostgreSQL is unreachable."""
-    if backend != "postgres":
+    files), a schema of its own for ``postgresql`` (or ``postgres``: :func:`fresh_schema`), dropped
+    at the end; skips when PostgreSQL is unreachable. ``memory``: a place of its own of the
+    tests' in-memory back-end (:mod:`memory_backend`), forgotten at the end."""
+    if backend == "memory":
+        import memory_backend
+
+        url = memory_backend.new_url()
+        try:
+            yield url
+        finally:
+            memory_backend.forget(url)
+        return
+    if backend not in ("postgresql", "postgres"):
         yield None
         return
     with fresh_schema() as url:

@@ -26,7 +26,10 @@ def test_no_test_module_imports_conftest():
 
 
 def test_the_app_tests_and_the_core_tests_collect_together_in_either_order():
-    for files in (["tui/test_tui_passphrase.py", "engine/test_approvers.py"], ["engine/test_approvers.py", "tui/test_tui_passphrase.py"]):
+    for files in (
+        ["tui/test_tui_passphrase.py", "engine/test_approvers.py"],
+        ["engine/test_approvers.py", "tui/test_tui_passphrase.py"],
+    ):
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *(str(TESTS / f) for f in files)],
             capture_output=True,

@@ -73,9 +73,9 @@ def shop_evidence(root: Path | str) -> list[str]:
     found = [name for name in SHOP_FILES if (root / name).exists()]
     store = root / "runs.sqlite"
     if not found and store.is_file():
-        from core.stores.sqlite.files import has_signed_rows
+        from core.stores import folder_files
 
-        if has_signed_rows(store, SIGNED_ROWS_LOOKED_AT):
+        if folder_files().has_signed_rows(store, SIGNED_ROWS_LOOKED_AT):
             found.append("Ed25519-signed audit rows")
     return found
 

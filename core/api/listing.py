@@ -15,17 +15,32 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
-from core.contract.store import QueueColumns, RunSummary
-from core.stores.sqlite.checkpoint import STORE_FORMAT, CheckpointStore
-from core.stores.sqlite.files import store_format
+from core.contract.store import PAGE_SIZE, QueueColumns, RunSummary, Store
+from core.stores import folder_backend
 
 if TYPE_CHECKING:
     from core.engine.marks import MarkedAway, RunMarks
     from core.ground.state import TaskState
 
 __all__ = ["ListingHome", "ListingPage", "ListingQueue", "PrintedPage", "PrintedRow", "listing_home"]
+
+
+class ListedStore(Store, Protocol):
+    """The home folder's store as a listing reads it: the contract, and its own read of the
+    printed columns (``listed``: :meth:`core.stores.sqlite.checkpoint.CheckpointStore.listed`)."""
+
+    def listed(
+        self,
+        status: str | None = None,
+        *,
+        search: str | None = None,
+        sort: str | None = None,
+        after: tuple[Any, str] | None = None,
+        limit: int = PAGE_SIZE,
+    ) -> list[tuple[str, str, str, int, Any]]:
+        """The rows ``resolver runs`` prints, a page at a time."""
 
 
 class PrintedRow(NamedTuple):
@@ -61,7 +76,7 @@ class ListingQueue:
     """The two reads ``resolver runs`` makes, with the same order and pages as
     :meth:`core.api.queue.ApprovalQueue.pages` and :meth:`core.api.queue.ApprovalQueue.total`."""
 
-    def __init__(self, store: CheckpointStore, root: Path | None = None) -> None:
+    def __init__(self, store: ListedStore, root: Path | None = None) -> None:
         self._store = store
         self._root = root
 
@@ -157,6 +172,9 @@ def listing_home(root: Path) -> ListingHome | None:
     if not path.is_file():
         return None
     home_kind(root)  # a shop home whose home.json was lost lists nothing either
-    if store_format(path) != STORE_FORMAT:
+    folder = folder_backend()
+    files = folder.folder_files()
+    if files is None or files.store_format(path) != files.STORE_FORMAT:
         return None
-    return ListingHome(root, ListingQueue(CheckpointStore(path, summarize=_queue_columns), root))
+    store = folder.open_store(path, None, summarize=_queue_columns, afresh=False, journal_key=None)
+    return ListingHome(root, ListingQueue(cast("ListedStore", store), root))

@@ -241,8 +241,8 @@ class Lease:
 
 def lease_owner_name(label: str = "resolver") -> str:
     """A lease owner that names the process: ``label@host:pid:token``."""
-    import socket  # here, not at the top: a listing never takes a lease, and start-up stays fast
-    import uuid
+    import socket  # lazy: a listing never takes a lease, so it never pays for these imports
+    import uuid  # lazy: as above
 
     return f"{label}@{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
@@ -254,7 +254,7 @@ def holder_alive(owner: str) -> bool:
         host, pid, _token = where.split(":")
     except (IndexError, ValueError):
         return True
-    import socket
+    import socket  # lazy: only a lease's holder is asked after, never by a listing
 
     if host != socket.gethostname():
         return True

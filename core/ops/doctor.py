@@ -85,8 +85,9 @@ def _database_lines(path: Path, label: str, triggers: tuple[str, ...] = ()) -> l
                 ),
             )
         ]
-    from core.stores.sqlite import files
+    from core.stores import folder_files
 
+    files = folder_files()
     try:
         result, fmt, found = files.database_check(path)
     except files.DatabaseError as exc:
@@ -142,9 +143,9 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 def _dependency_lines(team: bool = False) -> list[str]:
     """One line per runtime dependency (installed version against the declared floor); a team
     store adds the ``postgres`` extra's packages (:data:`TEAM_DEPENDENCIES`)."""
-    from core.stores.sqlite.files import SQLITE_VERSION
+    from core.stores import folder_files
 
-    lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {SQLITE_VERSION}")]
+    lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {folder_files().ENGINE_VERSION}")]
     for package in DEPENDENCIES + (TEAM_DEPENDENCIES if team else ()):
         try:
             have = metadata.version(package)
@@ -182,8 +183,9 @@ def _audit_lines(root: Path, kind: str) -> list[str]:
     home with a registry, each decision's signature and the signed ``audit.head``. A store made
     before the chain (no ``prev`` column yet) is a warn line: it is chained at its next open."""
     from core.engine.signing import verify_audit_read_only
-    from core.stores.sqlite.files import read_only_audit
+    from core.stores import folder_files
 
+    read_only_audit = folder_files().read_only_audit
     path = root / "runs.sqlite"
     if not path.is_file():
         return []
@@ -228,9 +230,10 @@ def _sqlite_journal_lines(root: Path) -> list[str]:
     the home's ``approval.key`` (never made here); nothing for a store not yet sealed (an
     earlier format, sealed at its upgrade). A missing key with sealed rows is a FAIL line: a new
     key would leave every row untrusted."""
-    from core.stores import folder_journal_key
+    from core.stores import folder_files, folder_journal_key
     from core.stores.common import journal_key, seal_verdict
-    from core.stores.sqlite.files import read_only_journal
+
+    read_only_journal = folder_files().read_only_journal
 
     path = root / "runs.sqlite"
     if not path.is_file():

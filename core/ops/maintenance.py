@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from core.ground.errors import ResolverError, ShopRefused
-from core.stores.sqlite import files
+from core.stores import folder_files
 
 if TYPE_CHECKING:
     from core.api.home import Home
@@ -110,7 +110,7 @@ def _skipped(name: str) -> bool:
 
 def _copy_database(source: Path, target: Path) -> None:
     """A consistent copy of a live SQLite database for a backup (mode 0600)."""
-    files.online_backup(source, target, f"Cannot copy {source.name} for the backup: {{exc}}. Nothing was written.")
+    folder_files().online_backup(source, target, f"Cannot copy {source.name} for the backup: {{exc}}. Nothing was written.")
     target.chmod(0o600)
 
 
@@ -176,7 +176,7 @@ def backup(home: Home, file: str | os.PathLike) -> list[str]:
 
 def _load_database(source: Path, target: Path) -> None:
     """Replace the content of the live database ``target`` with ``source`` in one step."""
-    files.online_backup(
+    folder_files().online_backup(
         source, target, f"Cannot restore {target.name}: {{exc}}. The files restored before it are listed in the log."
     )
 
@@ -279,7 +279,7 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
             )
         tar.extractall(tmp, filter="data")
         for name in DATABASES:
-            problem = files.integrity(Path(tmp) / name)
+            problem = folder_files().integrity(Path(tmp) / name)
             if problem:
                 raise ResolverError(f"The backup's {name} is damaged ({problem}); nothing was replaced.")
         if home.kind == "shop" and _owner_key(Path(tmp)) != _owner_key(home.root):
@@ -289,8 +289,8 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
             )
         kept: Path | None = None
         if (home.root / "runs.sqlite").is_file():
-            theirs = files.newest(Path(tmp) / "runs.sqlite")
-            newer = files.saved_after(home.root / "runs.sqlite", theirs)
+            theirs = folder_files().newest(Path(tmp) / "runs.sqlite")
+            newer = folder_files().saved_after(home.root / "runs.sqlite", theirs)
             if newer and not replace_newer:
                 shown = ", ".join(newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
                 raise ResolverError(

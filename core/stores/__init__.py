@@ -2,15 +2,20 @@
 
 Each part of a home is at a :data:`Place`: a SQLite file in the home folder (the default), or the
 team store's PostgreSQL URL (chosen by ``--store``, ``RESOLVER_STORE`` or ``store`` in
-the config file: :func:`core.ground.homepath.locate_store`). :func:`open_store`, :func:`open_world`,
-:func:`open_registry_rows`, :func:`open_shop_parts`, :func:`check_world`, :func:`reset_world` and
-:func:`register_entries` open or check a part at its place with its back-end: SQLite
-(:mod:`core.stores.sqlite`) for a path, PostgreSQL (:mod:`core.stores.postgres`) for a URL.
-:class:`core.api.home.Home`, the lesson's Python API and the listing call these, and nothing else
-names a back-end's module. The conformance suite (``tests/conformance/``) runs every contract
-test against each name in :data:`BACKENDS`.
+the config file: :func:`core.ground.homepath.locate_store`). :data:`BACKENDS` is the registry of
+back-ends by name, each a package's ``BACKEND`` object (:class:`core.contract.backend.Backend`):
+:func:`backend_for` picks the one of a place, the back-end of the home folder (:data:`FOLDER`)
+for a path and the one that claims a URL's scheme for a URL. :func:`open_store`,
+:func:`open_world`, :func:`open_registry_rows`, :func:`open_shop_parts`, :func:`check_world`,
+:func:`reset_world`, :func:`register_entries` and the rest open or check a part at its place
+through that object; :class:`core.api.home.Home`, the lesson's Python API and the listing call
+these, and nothing outside this package names a back-end's module (an import-linter contract). A
+new back-end is one package exporting ``BACKEND`` and one line in :data:`BACKENDS`; the
+conformance suite (``tests/conformance/``) runs every contract test against each of them.
 
-A back-end is imported only when a part is opened, so ``import core.stores`` costs nothing.
+The back-end packages import their modules only when a part is opened, so ``import core.stores``
+costs next to nothing, and the PostgreSQL back-end is there without psycopg (its functions then
+say in one sentence what to install).
 """
 
 from __future__ import annotations
@@ -19,6 +24,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.contract.backend import Backend, FolderFiles, Place
+from core.contract.store import SHOP_PARTS
+from core.ground.errors import ApprovalKeyError
+from core.stores import postgres, sqlite
+
 if TYPE_CHECKING:
     from core.contract.registry import ApproverRows
     from core.contract.store import JournalKey, QueueChanges, ShopParts, Store, StoreRows, Summarize
@@ -26,8 +36,53 @@ if TYPE_CHECKING:
     from core.ground.clock import Clock
     from core.ground.data import Fault
 
-BACKENDS: tuple[str, ...] = ("sqlite", "postgres")
-"""Every back-end of the contract (the conformance suite's parameter)."""
+__all__ = [
+    "BACKENDS",
+    "FOLDER",
+    "STORE_FILE",
+    "WORLD_FILE",
+    "Backend",
+    "Place",
+    "adopt_folder_parts",
+    "backend_for",
+    "backend_named",
+    "check_world",
+    "folder_backend",
+    "folder_files",
+    "folder_journal_key",
+    "is_team_store",
+    "open_registry_rows",
+    "open_rows",
+    "open_shop_parts",
+    "open_store",
+    "open_world",
+    "parts_at",
+    "queue_listener",
+    "recorded_kind",
+    "register_entries",
+    "reset_world",
+    "setup_roles",
+    "store_kind",
+    "store_path",
+    "store_version",
+    "team_store_lines",
+    "trigger_lines",
+    "world_path",
+]
+
+BACKENDS: dict[str, Backend] = {
+    sqlite.BACKEND.name: sqlite.BACKEND,
+    postgres.BACKEND.name: postgres.BACKEND,
+}
+"""Every back-end of the contract by name (the conformance suite's parameter): a package's
+``BACKEND`` object each. A test adds its own by one line (``BACKENDS["memory"] = ...``)."""
+
+FOLDER = "sqlite"
+"""The back-end of a place that is a path: the home folder's files."""
+
+_ALIASES = {"postgres": "postgresql"}
+"""Names a caller may still give for a back-end (``backend="postgres"``, as the home's
+:attr:`core.ground.homepath.StoreChoice.backend` says it)."""
 
 STORE_FILE = "runs.sqlite"
 """The checkpoint store's file in the home folder (SQLite back-end)."""
@@ -36,33 +91,50 @@ WORLD_FILE = "larkfield.sqlite"
 """The practice world's file in the home folder (SQLite back-end)."""
 
 
-Place = Path | str
-"""Where a part of a home lives: a SQLite file's path, or a PostgreSQL URL (``postgresql://…``,
-the team store) for the store, the world and the approvers' rows alike."""
+def backend_named(name: str) -> Backend:
+    """The back-end ``name`` of :data:`BACKENDS`. Raises ValueError for a name not in it."""
+    found = BACKENDS.get(_ALIASES.get(name, name))
+    if found is None:
+        raise ValueError(f"Unknown store back-end {name!r}: one of {', '.join(BACKENDS)}.")
+    return found
 
-POSTGRES_PREFIXES = ("postgresql:", "postgres:")
+
+def backend_for(where: Place) -> Backend:
+    """The back-end of the place ``where``: the one whose :attr:`~core.contract.backend.Backend.schemes`
+    hold a URL's scheme, else (a path, or a text with no scheme a back-end claims) the home folder's."""
+    if isinstance(where, str):
+        scheme, colon, _ = where.partition(":")
+        if colon:
+            scheme = scheme.lower()
+            for found in BACKENDS.values():
+                if scheme in found.schemes:
+                    return found
+    return BACKENDS[FOLDER]
+
+
+def folder_backend() -> Backend:
+    """The back-end of the home folder's files (:data:`FOLDER`)."""
+    return BACKENDS[FOLDER]
+
+
+def folder_files() -> FolderFiles:
+    """The home folder's database files as files (:class:`core.contract.backend.FolderFiles`: the
+    checks of ``resolver doctor``, ``backup`` and ``restore``, the light listing's format)."""
+    files = folder_backend().folder_files()
+    assert files is not None  # the home folder's back-end keeps its parts in files
+    return files
+
+
+def _pick(backend: str | None, where: Place) -> Backend:
+    """``backend`` by name if given, else the back-end of ``where``."""
+    return backend_named(backend) if backend is not None else backend_for(where)
 
 
 def is_team_store(where: Place) -> bool:
-    """True when ``where`` is a PostgreSQL URL rather than a SQLite path."""
-    return isinstance(where, str) and where.lower().startswith(POSTGRES_PREFIXES)
-
-
-def _require(backend: str | None, where: Place | None = None) -> str:
-    """``backend`` if given, else the back-end of the place ``where``: ``postgres`` for a
-    PostgreSQL URL, ``sqlite`` for a path. Raises ValueError for a name not in :data:`BACKENDS`."""
-    name = backend if backend is not None else ("postgres" if where is not None and is_team_store(where) else "sqlite")
-    if name not in BACKENDS:
-        raise ValueError(f"Unknown store back-end {name!r}: one of {', '.join(BACKENDS)}.")
-    return name
-
-
-def _postgres() -> Any:
-    """The PostgreSQL back-end's module (:mod:`core.stores.postgres`); each of its functions
-    raises a ResolverError naming the ``postgres`` extra when psycopg is not installed."""
-    from core.stores import postgres
-
-    return postgres
+    """True when ``where`` is a team store's place (a store that machines share, such as a
+    PostgreSQL URL) rather than the home folder's files: the back-end's own say
+    (:attr:`core.contract.backend.Backend.team`)."""
+    return backend_for(where).team
 
 
 def store_path(root: Path) -> Path:
@@ -101,11 +173,7 @@ def open_store(
         ResolverError: the store cannot be opened (one sentence).
         ValueError: an unknown ``backend``.
     """
-    if _require(backend, path) == "postgres":
-        return _postgres().open_store(str(path), clock, summarize=summarize)
-    from core.stores.sqlite.checkpoint import CheckpointStore
-
-    return CheckpointStore(Path(path), clock, summarize=summarize, afresh=afresh, journal_key=journal_key)
+    return _pick(backend, path).open_store(path, clock, summarize=summarize, afresh=afresh, journal_key=journal_key)
 
 
 def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = False) -> JournalKey:
@@ -119,7 +187,6 @@ def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = Fa
 
     def key(in_flight: Callable[[], int]) -> bytes:
         from core.contract.approval_key import load_key
-        from core.ground.errors import ApprovalKeyError
 
         path = Path(root) / "approval.key"
         if not make and not path.exists():
@@ -146,33 +213,19 @@ def open_world(
     Raises:
         ResolverError: the world cannot be opened (one sentence). ValueError: an unknown ``backend``.
     """
-    if _require(backend, path) == "postgres":
-        return _postgres().open_world(str(path), clock, faults=faults, faults_seen=faults_seen, actor=actor)
-    from core.stores.sqlite.world import SqliteWorld
-
-    return SqliteWorld(Path(path), clock, faults=faults, faults_seen=faults_seen, actor=actor)
+    return _pick(backend, path).open_world(path, clock, faults=faults, faults_seen=faults_seen, actor=actor)
 
 
 def check_world(path: Place, has_history: bool, *, backend: str | None = None) -> None:
     """Refuse a practice world that cannot be used as it is (missing or empty in a home with
     history: its register would be lost). Raises WorldMissing."""
-    if _require(backend, path) == "postgres":
-        _postgres().check_world(str(path), has_history)
-        return
-    from core.stores.sqlite.world import check_world_file
-
-    check_world_file(Path(path), has_history)
+    _pick(backend, path).check_world(path, has_history)
 
 
 def reset_world(path: Place, *, backend: str | None = None) -> None:
     """Build the practice world at ``path`` again from ``data/`` (every write forgotten).
     Raises WorldMissing when a folder is in its place."""
-    if _require(backend, path) == "postgres":
-        _postgres().reset_world(str(path))
-        return
-    from core.stores.sqlite.world import reset_world as reset
-
-    reset(Path(path))
+    _pick(backend, path).reset_world(path)
 
 
 def register_entries(path: Place, *, backend: str | None = None) -> list[dict[str, Any]]:
@@ -185,21 +238,13 @@ def register_entries(path: Place, *, backend: str | None = None) -> list[dict[st
         ValueError: the register cannot be read, or is gone while the writes' own tables remain
             (one sentence). Also for an unknown ``backend``.
     """
-    if _require(backend, path) == "postgres":
-        return _postgres().register_entries(str(path))
-    from core.stores.sqlite.world import register_entries as entries
-
-    return entries(Path(path))
+    return _pick(backend, path).register_entries(path)
 
 
 def open_registry_rows(root: Place, *, backend: str | None = None) -> ApproverRows:
     """The approvers' rows of the shop home ``root`` (``approvers.sqlite`` in that folder, or the
     team store at that PostgreSQL URL); opening creates nothing."""
-    if _require(backend, root) == "postgres":
-        return _postgres().open_registry_rows(str(root))
-    from core.stores.sqlite.registry import SqliteApproverRows
-
-    return SqliteApproverRows(Path(root))
+    return _pick(backend, root).open_registry_rows(root)
 
 
 def open_shop_parts(root: Path | str, store: str | None = None) -> ShopParts:
@@ -209,11 +254,8 @@ def open_shop_parts(root: Path | str, store: str | None = None) -> ShopParts:
     rows of that store's ``shop_parts`` table, shared by every machine pointed at it. Opening
     creates nothing (but a team store's schema). Raises ResolverError when the store cannot be
     reached."""
-    if store is not None and is_team_store(store):
-        return _postgres().open_shop_parts(store)
-    from core.stores.sqlite.files import FolderParts
-
-    return FolderParts(Path(root))
+    found = backend_for(store) if store is not None else folder_backend()
+    return found.open_shop_parts(Path(root), store)
 
 
 def adopt_folder_parts(root: Path, parts: ShopParts) -> list[str]:
@@ -222,8 +264,6 @@ def adopt_folder_parts(root: Path, parts: ShopParts) -> list[str]:
     stayed in the folder of the machine that wrote them) into the store's ``parts``, each only
     when the store has none of that name; the folder's file is left as it is (nothing reads it on
     a team store). Returns the names moved. Raises OSError, ResolverError."""
-    from core.contract.store import SHOP_PARTS
-
     moved = []
     for name in SHOP_PARTS:
         path = Path(root) / name
@@ -243,10 +283,8 @@ def recorded_kind(where: Place) -> str | None:
     """The kind the team store at ``where`` recorded (``practice`` or ``shop``), or None when no
     home opened it yet, or ``where`` is a SQLite path (its folder holds the kind); records
     nothing: for ``resolver doctor``. Raises ResolverError (one sentence)."""
-    if _require(None, where) == "postgres":
-        made = _postgres().recorded_kind(str(where))
-        return None if made is None else str(made)
-    return None
+    made = backend_for(where).recorded_kind(where)
+    return None if made is None else str(made)
 
 
 def store_kind(where: Place, kind: str) -> str:
@@ -254,15 +292,13 @@ def store_kind(where: Place, kind: str) -> str:
     fixed when it is made). A team store records ``kind`` the first time a home opens it and
     returns what it recorded from then on; a SQLite store is its home folder, whose kind is
     ``kind`` (:mod:`core.api.homekind` reads it from the folder). Raises ResolverError (one sentence)."""
-    if _require(None, where) == "postgres":
-        return str(_postgres().store_kind(str(where), kind))
-    return kind
+    return str(backend_for(where).store_kind(where, kind))
 
 
 def team_store_lines(url: str) -> list[tuple[str, str]]:
     """``resolver doctor``'s lines on the team store at ``url`` (:func:`core.stores.postgres.schema_lines`):
     ``(level, text)`` pairs, changing nothing. Never raises."""
-    return list(_postgres().schema_lines(url))
+    return list(backend_for(url).doctor_lines(url))
 
 
 def trigger_lines(store: Store) -> list[tuple[str, str]]:
@@ -278,10 +314,7 @@ def queue_listener(where: Place) -> QueueChanges | None:
     """The live queue's listener of the store at ``where`` (not started): PostgreSQL's
     ``LISTEN`` (:class:`core.stores.postgres.listen.QueueListener`); None for a SQLite file,
     whose readers poll. Raises ResolverError when psycopg is missing for a URL."""
-    if not is_team_store(where):
-        return None
-    listener: QueueChanges = _postgres().queue_listener(str(where))
-    return listener
+    return backend_for(where).queue_listener(where)
 
 
 def open_rows(where: Place) -> StoreRows:
@@ -289,12 +322,10 @@ def open_rows(where: Place) -> StoreRows:
     ``resolver store copy``): a SQLite home FOLDER (its ``runs.sqlite``, ``larkfield.sqlite`` and
     ``approvers.sqlite``), or a PostgreSQL URL. Opening a folder creates nothing; opening a URL
     makes or upgrades its schema. Raises ResolverError (one sentence)."""
-    if _require(None, where) == "postgres":
-        rows: StoreRows = _postgres().open_rows(str(where))
-        return rows
-    from core.stores.sqlite.rows import SqliteRows
-
-    return SqliteRows(Path(where))
+    found = backend_for(where)
+    # a folder's rows are sealed with its own key at an earlier format's upgrade; a team store's
+    # database stamps each row's writer instead
+    return found.open_rows(where, None if found.team else folder_journal_key(Path(where)))
 
 
 def store_version(where: Place) -> tuple[int | None, int]:
@@ -305,12 +336,11 @@ def store_version(where: Place) -> tuple[int | None, int]:
     Raises:
         ResolverError: the store cannot be reached or read (one sentence).
     """
-    if _require(None, where) == "postgres":
-        have = _postgres().schema_version_of(str(where))
-        from core.stores.postgres.schema import LATEST
+    return backend_for(where).store_version(where)
 
-        return have, LATEST
-    from core.stores.sqlite.checkpoint import STORE_FORMAT
-    from core.stores.sqlite.rows import store_format
 
-    return store_format(Path(where)), STORE_FORMAT
+def setup_roles(where: Place, tables_role: str, users: dict[str, list[str]], mapping: dict[str, str]) -> list[str]:
+    """``resolver store roles setup``: role separation in the team store at ``where``,
+    with that URL's (an administrator's) rights; the lines to print. Raises ResolverError (one
+    sentence), also for a back-end without database users."""
+    return backend_for(where).setup_roles(where, tables_role, users, mapping)

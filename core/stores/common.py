@@ -35,9 +35,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from core.contract.store import SORTS, RunSummary
+from core.contract.audit import COLUMNS as AUDIT_COLUMNS
+from core.contract.store import SORTS, RunSummary, StoreNotEmpty
 from core.ground.clock import iso
 from core.ground.errors import CorruptCheckpoint, JournalUntrusted, LeaseHeld, ResolverError, StaleCheckpoint
+from core.stores.events import EVENT_COLUMNS
+from core.stores.marks import MARK_COLUMNS
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -170,6 +173,7 @@ _RUN_VIEW: type | None = None
 def _run_view() -> type:
     """:class:`core.ground.state.RunView`, imported at the first save (a listing never imports the model)."""
     global _RUN_VIEW
+    # lazy: the pydantic models are imported at the first save or load, so a listing never pays for them
     from core.ground.state import RunView
 
     _RUN_VIEW = RunView
@@ -361,6 +365,7 @@ class CheckpointRows:
                 text = _dumps_result(e.result)
                 by_text.setdefault(text, n)
             except (TypeError, ValueError):  # what json cannot write (a Decimal, a date): pydantic's encoder
+                # lazy: pydantic's encoder only for what json cannot write, so a listing never imports it
                 from pydantic import TypeAdapter
 
                 text = TypeAdapter(Any).dump_json(e.result).decode()
@@ -397,6 +402,7 @@ class CheckpointRows:
         PartialState for a read-side :class:`~core.ground.state.RunView` (nothing is stamped)."""
         view = _RUN_VIEW or _run_view()
         if isinstance(state, view):
+            # lazy: the models are imported only on a save, so a listing never imports them
             from core.ground.state import PartialState
 
             raise PartialState(
@@ -460,8 +466,10 @@ class CheckpointRows:
         the whole :class:`~core.ground.state.TaskState`. An entry whose checksum did not match is a corrupt
         checkpoint; every entry is validated, times in pydantic's Rust (:class:`core.ground.state._Supported`).
         Raises CorruptCheckpoint, UnsupportedSchemaVersion."""
+        # lazy: the models are imported at the first load, so a listing never imports them
         from pydantic import ValidationError
 
+        # lazy: as above
         from core.ground.state import SCHEMA_VERSION, RunView, TaskState
 
         cls = RunView if view else TaskState
@@ -490,8 +498,10 @@ class CheckpointRows:
     def _build_carefully(self, run_id: str, parts: _Parts, view: bool = False) -> TaskState:
         """The slow path with precise errors: an older schema version, a corrupt row, or a header
         that still holds its lists (release 0.1.0's whole-state form, or a row edited by hand)."""
+        # lazy: the models are imported at the first load, so a listing never imports them
         from pydantic import ValidationError
 
+        # lazy: as above
         from core.ground.state import RunView, TaskState, migrate
 
         cls = RunView if view else TaskState
@@ -567,20 +577,6 @@ _READ_ENTRIES = (
 
 _READ_VIEW_ENTRIES = _READ_ENTRIES.replace(" ORDER BY", " AND (i.list <> 'messages' OR i.seq <= ?) ORDER BY")
 """The read side's rows: every evidence and event, the first messages only."""
-
-
-IN_CHUNK = 500
-"""Values per ``IN (...)`` list of :func:`rows_in`, under SQLite's oldest limit of 999 parameters."""
-
-
-def rows_in(conn: Any, select: str, values: Sequence[Any]) -> list[Any]:
-    """The rows of ``select`` (``?`` SQL ending in ``IN``, e.g. ``"SELECT ... WHERE run_id IN"``)
-    for ``values``, read :data:`IN_CHUNK` values a statement on ``conn``; ``[]`` for none."""
-    rows: list[Any] = []
-    for start in range(0, len(values), IN_CHUNK):
-        chunk = values[start : start + IN_CHUNK]
-        rows += conn.execute(f"{select} ({', '.join('?' for _ in chunk)})", chunk).fetchall()
-    return rows
 
 
 def read_parts(conn: Any, run_id: str, opening: int | None = None) -> _Parts | None:
@@ -1055,7 +1051,10 @@ def world_columns() -> dict[str, tuple[str, ...]]:
     """The practice world's columns per table, in the order both back-ends make them: the
     built tables' from the rows of ``data/`` (:func:`core.stores.practice.world_rows`), the write
     services' and the register's from :data:`core.stores.practice.EFFECT_TABLES_COLUMNS`."""
+    # lazy: the world's data and tables are read only by a copy, so a listing never imports them
     from core.ground.data import load_world_data
+
+    # lazy: as above
     from core.stores.practice import EFFECT_TABLES_COLUMNS, world_rows
 
     out: dict[str, tuple[str, ...]] = {}
@@ -1073,17 +1072,13 @@ def copy_columns(table: str) -> tuple[str, ...]:
     """The columns ``store copy`` carries for ``table`` (the ones both back-ends have; a
     back-end's own columns, PostgreSQL's ``runs.n`` and ``runs.search``, SQLite's rowid, are
     made again by the target). Raises KeyError for a table not in :data:`COPY_PARTS`."""
-    from core.contract.audit import COLUMNS
-    from core.stores.events import EVENT_COLUMNS
-    from core.stores.marks import MARK_COLUMNS
-
     fixed: dict[str, tuple[str, ...]] = {
         "run_marks": MARK_COLUMNS,
         "queue_events": EVENT_COLUMNS,
         "runs": ("run_id", *_HEADER_COLS, "lease_owner", "lease_expires", "state_ok"),
         "entries": ENTRY_COLUMNS,
         "model_calls": ("run_id", "step", "attempt", "route", "sent_at", "answer", "tokens_in", "tokens_out", "answered_at"),
-        "audit": COLUMNS,
+        "audit": AUDIT_COLUMNS,
         "approvers": tuple(c.strip() for c in REGISTRY_COLUMNS.split(",")),
     }
     if table in fixed:
@@ -1118,8 +1113,6 @@ COPY_BATCH = 1000
 def refuse_used(label: str, counts: dict[str, int]) -> None:
     """Raise StoreNotEmpty when ``counts`` (rows per table of a target) holds runs, audit rows,
     approvers or register entries: a copy writes only into an empty store, nothing is merged."""
-    from core.contract.store import StoreNotEmpty
-
     held = [f"{counts[t]} {t} row(s)" for t in GUARDED if counts.get(t)]
     if held:
         raise StoreNotEmpty(

@@ -33,7 +33,7 @@ from __future__ import annotations
 from contextlib import AbstractContextManager
 from typing import Any
 
-from core.stores.common import rows_in
+from core.stores.chunks import rows_in
 
 __all__ = ["EVENT_COLUMNS", "EVENT_KINDS", "QueueEventRows"]
 

@@ -19,7 +19,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from core.ground.errors import StaleCheckpoint
-from core.stores.common import rows_in
+from core.stores.chunks import rows_in
 
 __all__ = ["MARK_COLUMNS", "RunMarksRows"]
 

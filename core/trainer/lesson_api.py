@@ -38,9 +38,13 @@ from core.ground.data import Fault, FinalTurn, Ticket, ToolCallTurn
 from core.ground.errors import ResolverError
 from core.ground.state import Message, TaskState
 from core.models.recorded_model import RecordedModel
-from core.stores import Place, is_team_store, open_store, open_world
-from core.stores.sqlite.checkpoint import CheckpointStore as _SqliteStore
-from core.stores.sqlite.world import SqliteWorld
+from core.stores import Place, folder_backend, is_team_store, open_store, open_world
+
+_SqliteStore: Any
+SqliteWorld: Any
+_SqliteStore, SqliteWorld = folder_backend().lesson_classes()
+"""The classes of the home folder's store and world (SQLite's ``runs.sqlite`` and
+``larkfield.sqlite``), which the lesson's ``CheckpointStore(path)`` and ``World(path)`` are."""
 
 LESSON_API = "the lesson's Python API (resolver.systems, resolver.checkpoint, resolver.runner)"
 """How a refusal in a shop home names this API."""

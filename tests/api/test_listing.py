@@ -151,7 +151,9 @@ def test_a_store_of_format_3_gets_the_covering_indexes_in_its_migration(tmp_path
     from core.stores.sqlite.checkpoint import LISTING_INDEXES
 
     root = tmp_path / "home"
-    shutil.copytree(Path(__file__).parent.parent / "fixtures" / "store_format_3", root, ignore=shutil.ignore_patterns("README.md"))
+    shutil.copytree(
+        Path(__file__).parent.parent / "fixtures" / "store_format_3", root, ignore=shutil.ignore_patterns("README.md")
+    )
     for p in root.iterdir():
         p.chmod(0o600)
     path = root / "runs.sqlite"

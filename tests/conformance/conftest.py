@@ -1,5 +1,7 @@
 """The conformance suite of the store contract: every test here runs once per back-end of
-:data:`core.stores.BACKENDS` (``sqlite`` and ``postgres``), through the contract only.
+:data:`core.stores.BACKENDS` (``sqlite`` and ``postgresql``) and once on the tests' own
+in-memory back-end (``memory``: :mod:`memory_backend`, added to the registry by one line in
+:func:`memory_registered`, with no edit to ``core``), through the contract only.
 
 The ``backend`` fixture names the back-end and ``team_url`` the home's store on it (None: the
 home folder's SQLite files; a PostgreSQL schema of the test's own, as ``--store URL`` names
@@ -14,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import core.stores
 import pytest
 from core.api.home import Home
 from core.api.queue import queue_columns
@@ -21,20 +24,47 @@ from core.contract.registry import ApproverRows
 from core.contract.store import Store
 from core.contract.world import World
 from core.ground.clock import FixedClock
-from core.stores import BACKENDS, open_registry_rows, open_store
+from core.stores import open_registry_rows, open_store
 
+import memory_backend
 from pg import team_store
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(scope="session", autouse=True)
+def memory_registered() -> Iterator[None]:
+    """The memory back-end in the registry for the suite (a third back-end is one line)."""
+    core.stores.BACKENDS["memory"] = memory_backend.BACKEND
+    yield
+    core.stores.BACKENDS.pop("memory", None)
+
+
+@pytest.fixture(params=memory_backend.CONFORMANCE)
 def backend(request: pytest.FixtureRequest) -> str:
     """The back-end under test."""
     return str(request.param)
 
 
 @pytest.fixture
+def not_memory_sql(backend: str) -> None:
+    """Skip on the memory back-end a test that writes the store's tables behind it with SQL (a
+    row changed on disk, a journal row planted by another database user): a dict has no such door."""
+    if backend == "memory":
+        pytest.skip("writes the store's tables with SQL behind the store; the memory back-end has no tables")
+
+
+@pytest.fixture
+def not_memory_cli(backend: str) -> None:
+    """Skip on the memory back-end a test driven through the command line: ``--store`` takes the
+    URLs the command line knows (``sqlite:``, ``postgresql:``: :func:`core.ground.homepath.parse_store_url`),
+    and a memory place lives only in the test's own process."""
+    if backend == "memory":
+        pytest.skip("drives the command line, whose --store takes sqlite: and postgresql: URLs only")
+
+
+@pytest.fixture
 def team_url(backend: str) -> Iterator[str | None]:
-    """The home's store on ``backend``: None for SQLite, a PostgreSQL schema of the test's own."""
+    """The home's store on ``backend``: None for SQLite, a PostgreSQL schema or a memory place of
+    the test's own."""
     with team_store(backend) as url:
         yield url
 

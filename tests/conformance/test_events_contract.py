@@ -94,6 +94,7 @@ def test_a_read_of_the_waiting_queue_loads_no_run_whose_lapse_is_written_and_a_r
     assert [e["detail"] for e in home.store.queue_events(0) if e["kind"] == "lapse"] == [*first, digest]
 
 
+@pytest.mark.usefixtures("not_memory_cli")
 def test_watch_once_delivers_after_a_restart_without_repeats_and_notify_reads_json(
     home, clock, team_url, tmp_path, capsys, monkeypatch
 ):
@@ -123,6 +124,7 @@ def test_watch_once_delivers_after_a_restart_without_repeats_and_notify_reads_js
     assert len({e["id"] for e in sent}) == 3 and sent[2]["to_name"] == "Ana"
 
 
+@pytest.mark.usefixtures("not_memory_cli")
 def test_a_refreshed_request_is_one_new_request_event_and_watch_says_refreshed(home, team_url, capsys):
     """A refresh keeps the run waiting (no status change) but voids every approval of the old
     digest: its audit row writes one ``request`` event naming who refreshed and the new digest
@@ -146,6 +148,7 @@ def test_a_refreshed_request_is_one_new_request_event_and_watch_says_refreshed(h
     ]
 
 
+@pytest.mark.usefixtures("not_memory_cli")
 def test_a_failing_notify_stops_the_watcher_and_the_event_comes_again(home, team_url, tmp_path, capsys, monkeypatch):
     config = tmp_path / "config.toml"
     fail = tmp_path / "fail.py"

@@ -118,6 +118,7 @@ def test_every_entry_is_written_with_its_checksum(home, team_url):
     assert all(r[7] == entry_checksum(r[4], r[5]) for r in entries)
 
 
+@pytest.mark.usefixtures("not_memory_sql")
 def test_a_row_changed_behind_the_store_is_a_corrupt_checkpoint_though_it_still_validates(home, team_url):
     state = _long_run(home, 1)
     good = home.run("T-90103", repeat=1)
@@ -135,6 +136,7 @@ def test_a_row_changed_behind_the_store_is_a_corrupt_checkpoint_though_it_still_
     assert home.store.load(good.run_id).status == "waiting_approval"
 
 
+@pytest.mark.usefixtures("not_memory_sql")
 def test_rows_written_before_the_checksums_are_validated_in_full(home, team_url, new_store):
     state = _long_run(home, 1)
     _sql(home.store, team_url, "UPDATE entries SET checksum = NULL WHERE run_id = ?", (state.run_id,))
@@ -149,6 +151,7 @@ def test_rows_written_before_the_checksums_are_validated_in_full(home, team_url,
         new_store(home.store).load(state.run_id)
 
 
+@pytest.mark.usefixtures("not_memory_sql")
 def test_a_changed_result_of_an_evidence_is_a_corrupt_checkpoint(home, team_url):
     """An evidence's result is kept beside its body (``extra``) and joined back when read; a change
     to it alone is caught by the row's checksum, on both loads."""
@@ -164,6 +167,7 @@ def test_a_changed_result_of_an_evidence_is_a_corrupt_checkpoint(home, team_url)
             read(state.run_id)
 
 
+@pytest.mark.usefixtures("not_memory_sql")
 def test_a_time_out_of_range_in_a_row_whose_checksum_matches_is_still_refused(home, team_url, new_store):
     """A row whose checksum matches (its checksum written with it, as by a save of another build)
     is still checked for its times, now in pydantic's Rust, on both loads; the sentence is

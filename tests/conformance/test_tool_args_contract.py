@@ -164,6 +164,7 @@ def test_a_home_recording_with_an_id_of_another_kind_goes_on_too(home, first_arg
     assert state.evidence[0].result == {"error": f"get_order takes order_id as text, not {said}."}
 
 
+@pytest.mark.usefixtures("not_memory_cli")
 def test_the_command_line_replays_it_with_one_outcome_and_no_store_error(home, team_url, capsys):
     _recording(home, {"order_id": ["LK-507862"]})
     store = ["--store", team_url] if team_url else []

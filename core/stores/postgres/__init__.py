@@ -16,7 +16,9 @@ An unreachable server, an unknown database or schema, or a lock held too long is
 :class:`~core.ground.errors.ResolverError` (:class:`~core.ground.errors.StoreBusy`) with one sentence.
 
 Only modules under :mod:`core.stores` import ``psycopg`` (an import-linter contract in
-``pyproject.toml``); this package imports it only when a part is opened.
+``pyproject.toml``); this package imports it only when a part is opened, so that
+:data:`BACKEND` (:class:`PostgresBackend`, what :data:`core.stores.BACKENDS` holds) is there
+without the ``postgres`` extra, and says in one sentence what to install.
 """
 
 from __future__ import annotations
@@ -24,14 +26,22 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from core.ground.errors import ResolverError
+from core.ground.safetext import safe_text
+
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from core.contract.backend import Place
     from core.contract.registry import ApproverRows
-    from core.contract.store import ShopParts, Store, Summarize
+    from core.contract.store import JournalKey, QueueChanges, ShopParts, Store, StoreRows, Summarize
     from core.contract.world import World
     from core.ground.clock import Clock
     from core.ground.data import Fault
 
 __all__ = [
+    "BACKEND",
+    "PostgresBackend",
     "check_world",
     "open_registry_rows",
     "open_rows",
@@ -52,11 +62,9 @@ __all__ = [
 def _need_psycopg() -> None:
     """Raise a ResolverError with the install command when the ``postgres`` extra is missing."""
     try:
-        import psycopg  # noqa: F401
-        import psycopg_pool  # noqa: F401
+        import psycopg  # noqa: F401  lazy: psycopg is optional
+        import psycopg_pool  # noqa: F401  lazy: psycopg is optional
     except ImportError:
-        from core.ground.errors import ResolverError
-
         raise ResolverError(
             "A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: pip install 'resolver[postgres]'."
         ) from None
@@ -67,7 +75,7 @@ def open_store(url: str, clock: Clock | None = None, *, summarize: Summarize) ->
 
     Raises: ResolverError (one sentence), UnsupportedStoreFormat (a newer resolver's schema)."""
     _need_psycopg()
-    from core.stores.postgres.store import PostgresStore
+    from core.stores.postgres.store import PostgresStore  # lazy: psycopg is optional
 
     return PostgresStore(url, clock, summarize=summarize)
 
@@ -83,7 +91,7 @@ def open_world(
     """The practice world in ``url`` (built from ``data/`` on first use), writing as ``actor``.
     Raises ResolverError (one sentence), WorldMissing."""
     _need_psycopg()
-    from core.stores.postgres.world import PostgresWorld
+    from core.stores.postgres.world import PostgresWorld  # lazy: psycopg is optional
 
     return PostgresWorld(url, clock, faults=faults, faults_seen=faults_seen, actor=actor)
 
@@ -91,7 +99,7 @@ def open_world(
 def check_world(url: str, has_history: bool) -> None:
     """Refuse a world never built, or emptied, in a store with history. Raises WorldMissing."""
     _need_psycopg()
-    from core.stores.postgres.world import check_world as check
+    from core.stores.postgres.world import check_world as check  # lazy: psycopg is optional
 
     check(url, has_history)
 
@@ -99,7 +107,7 @@ def check_world(url: str, has_history: bool) -> None:
 def reset_world(url: str) -> None:
     """Build the practice world in ``url`` again from ``data/`` (every write forgotten)."""
     _need_psycopg()
-    from core.stores.postgres.world import reset_world as reset
+    from core.stores.postgres.world import reset_world as reset  # lazy: psycopg is optional
 
     reset(url)
 
@@ -108,7 +116,7 @@ def register_entries(url: str) -> list[dict[str, Any]]:
     """The operations register in commit order (see :func:`core.stores.register_entries`).
     Raises ValueError with one sentence."""
     _need_psycopg()
-    from core.stores.postgres.world import register_entries as entries
+    from core.stores.postgres.world import register_entries as entries  # lazy: psycopg is optional
 
     return entries(url)
 
@@ -116,7 +124,7 @@ def register_entries(url: str) -> list[dict[str, Any]]:
 def open_registry_rows(url: str) -> ApproverRows:
     """The approvers' rows in ``url``; opening creates nothing but the schema."""
     _need_psycopg()
-    from core.stores.postgres.registry import PostgresApproverRows
+    from core.stores.postgres.registry import PostgresApproverRows  # lazy: psycopg is optional
 
     return PostgresApproverRows(url)
 
@@ -125,7 +133,7 @@ def open_rows(url: str) -> Any:
     """Every row of the team store at ``url``, table by table (:class:`core.contract.store.StoreRows`,
     for ``resolver store copy``). Raises ResolverError (one sentence)."""
     _need_psycopg()
-    from core.stores.postgres.rows import PostgresRows
+    from core.stores.postgres.rows import PostgresRows  # lazy: psycopg is optional
 
     return PostgresRows(url)
 
@@ -135,7 +143,7 @@ def queue_listener(url: str) -> Any:
     (:class:`core.stores.postgres.listen.QueueListener`). Raises ResolverError when psycopg is
     not installed."""
     _need_psycopg()
-    from core.stores.postgres.listen import QueueListener
+    from core.stores.postgres.listen import QueueListener  # lazy: psycopg is optional
 
     return QueueListener(url)
 
@@ -145,11 +153,10 @@ def schema_version_of(url: str) -> int | None:
     migration applied (0: no resolver tables yet). Raises ResolverError (one sentence) when the
     server cannot be reached or the URL's search path names no schema that exists."""
     _need_psycopg()
-    import psycopg
+    import psycopg  # lazy: psycopg is optional
 
-    from core.ground.errors import ResolverError
-    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line
-    from core.stores.postgres.schema import no_schema, schema_version
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line  # lazy: psycopg is optional
+    from core.stores.postgres.schema import no_schema, schema_version  # lazy: psycopg is optional
 
     label = describe(url)
     try:
@@ -166,7 +173,7 @@ def schema_version_of(url: str) -> int | None:
 def open_shop_parts(url: str) -> ShopParts:
     """The per-shop parts in ``url`` (table ``shop_parts``); opening creates nothing but the schema."""
     _need_psycopg()
-    from core.stores.postgres.parts import PostgresParts
+    from core.stores.postgres.parts import PostgresParts  # lazy: psycopg is optional
 
     return PostgresParts(url)
 
@@ -175,7 +182,7 @@ def recorded_kind(url: str) -> str | None:
     """The kind the store at ``url`` recorded, or None when no home opened it yet; changes
     nothing but the schema. Raises ResolverError (one sentence) when the store cannot be reached."""
     _need_psycopg()
-    from core.stores.postgres.database import database
+    from core.stores.postgres.database import database  # lazy: psycopg is optional
 
     with database(url).read() as conn:
         row = conn.execute("SELECT value FROM store_meta WHERE key = 'kind'").fetchone()
@@ -188,7 +195,7 @@ def store_kind(url: str, kind: str) -> str:
     returned whatever is asked, so a folder of another kind is told (the caller refuses).
     Raises ResolverError (one sentence) when the store cannot be reached."""
     _need_psycopg()
-    from core.stores.postgres.database import database
+    from core.stores.postgres.database import database  # lazy: psycopg is optional
 
     db = database(url)
     with db.read() as conn:  # a user of a store with role separation may only read it
@@ -211,10 +218,10 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
         _need_psycopg()
     except Exception as exc:  # ResolverError: the extra is missing
         return [("FAIL", str(exc))]
-    import psycopg
+    import psycopg  # lazy: psycopg is optional
 
-    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line
-    from core.stores.postgres.schema import LATEST, no_schema, schema_version
+    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line  # lazy: psycopg is optional
+    from core.stores.postgres.schema import LATEST, no_schema, schema_version  # lazy: psycopg is optional
 
     label = describe(url)
     missing = ""
@@ -250,8 +257,6 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
 def _roles_line(conn: Any) -> tuple[str, str]:
     """``doctor``'s line on role separation: off, or on with the tables' role and
     what this connection's user is (an approver's entry, or mapped to none)."""
-    from core.ground.safetext import safe_text
-
     row = conn.execute("SELECT tables_role FROM store_roles").fetchone()
     if row is None:
         return ("ok", "team store: role separation off (every machine's user may write every table; see `store roles setup`)")
@@ -269,11 +274,16 @@ def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping
     owners); the schema is migrated first. Returns the lines to print. Raises ResolverError
     (one sentence), see :func:`core.stores.postgres.roles.setup_roles`."""
     _need_psycopg()
-    import psycopg
+    import psycopg  # lazy: psycopg is optional
 
-    from core.ground.errors import ResolverError
-    from core.stores.postgres.database import CONNECT_TIMEOUT_S, database, describe, first_line, forget
-    from core.stores.postgres.roles import setup_roles as setup
+    from core.stores.postgres.database import (  # lazy: psycopg is optional
+        CONNECT_TIMEOUT_S,
+        database,
+        describe,
+        first_line,
+        forget,
+    )
+    from core.stores.postgres.roles import setup_roles as setup  # lazy: psycopg is optional
 
     database(url)  # made or upgraded to the latest migration
     forget(url)
@@ -289,3 +299,85 @@ def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping
     except psycopg.Error as exc:
         first = first_line(exc, url)
         raise ResolverError(f"Cannot set up roles in {label}: {first}. Nothing was changed.") from None
+
+
+class PostgresBackend:
+    """The team store (:class:`core.contract.backend.Backend`): a PostgreSQL database that machines
+    share, named by a libpq URL; each method is this package's function of the same part."""
+
+    name = "postgresql"
+    schemes: tuple[str, ...] = ("postgresql", "postgres")
+    team = True
+
+    def open_store(
+        self,
+        place: Place,
+        clock: Clock | None,
+        *,
+        summarize: Summarize,
+        afresh: bool,
+        journal_key: JournalKey | None,
+    ) -> Store:
+        return open_store(str(place), clock, summarize=summarize)  # its database stamps each row's writer: no key
+
+    def open_world(
+        self,
+        place: Place,
+        clock: Clock | None,
+        *,
+        faults: Iterable[Fault],
+        faults_seen: list[str] | None,
+        actor: str,
+    ) -> World:
+        return open_world(str(place), clock, faults=faults, faults_seen=faults_seen, actor=actor)
+
+    def check_world(self, place: Place, has_history: bool) -> None:
+        check_world(str(place), has_history)
+
+    def reset_world(self, place: Place) -> None:
+        reset_world(str(place))
+
+    def register_entries(self, place: Place) -> list[dict[str, Any]]:
+        return register_entries(str(place))
+
+    def open_registry_rows(self, place: Place) -> ApproverRows:
+        return open_registry_rows(str(place))
+
+    def open_shop_parts(self, root: Path, place: Place | None) -> ShopParts:
+        return open_shop_parts(str(place))
+
+    def recorded_kind(self, place: Place) -> str | None:
+        return recorded_kind(str(place))
+
+    def store_kind(self, place: Place, kind: str) -> str:
+        return store_kind(str(place), kind)
+
+    def queue_listener(self, place: Place) -> QueueChanges | None:
+        listener: QueueChanges = queue_listener(str(place))
+        return listener
+
+    def open_rows(self, place: Place, journal_key: JournalKey | None) -> StoreRows:
+        rows: StoreRows = open_rows(str(place))
+        return rows
+
+    def store_version(self, place: Place) -> tuple[int | None, int]:
+        have = schema_version_of(str(place))
+        from core.stores.postgres.schema import LATEST  # lazy: psycopg is optional
+
+        return have, LATEST
+
+    def doctor_lines(self, place: Place) -> list[tuple[str, str]]:
+        return list(schema_lines(str(place)))
+
+    def setup_roles(self, place: Place, tables_role: str, users: dict[str, list[str]], mapping: dict[str, str]) -> list[str]:
+        return setup_roles(str(place), tables_role, users, mapping)
+
+    def folder_files(self) -> None:
+        return None  # nothing of a team store is a file in the home folder
+
+    def lesson_classes(self) -> tuple[Any, Any]:
+        raise ResolverError("The lesson's CheckpointStore(path) and World(path) take a file's path, not a team store's URL.")
+
+
+BACKEND = PostgresBackend()
+"""The PostgreSQL back-end, :data:`core.stores.BACKENDS`' ``postgresql``."""

@@ -39,7 +39,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from core.stores.postgres.database import CONNECT_TIMEOUT_S
+from core.stores.common import WORLD_TABLES
+from core.stores.postgres.pool import CONNECT_TIMEOUT_S
 
 __all__ = [
     "CHANNEL_PREFIX",
@@ -150,8 +151,6 @@ WORLD = "world"
 
 
 def _world_notify() -> tuple[str, ...]:
-    from core.stores.common import WORLD_TABLES
-
     function = f"""CREATE FUNCTION resolver_notify_world() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF current_setting('{QUIET}', true) = 'on' THEN

@@ -4,6 +4,7 @@ triggers that write the events in the transaction of the write that makes them
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from core.stores.events import QueueEventRows
@@ -131,8 +132,6 @@ class PostgresMarks(RunMarksRows, QueueEventRows):
         """The mark's audit row, in the mark's transaction; on a store with role separation
         through ``resolver_note``, as the caller's registry entry."""
         if self.db.separated:  # type: ignore[attr-defined]
-            import json
-
             conn.conn.execute("SELECT resolver_note(%s, %s::jsonb)", (run_id, json.dumps(audit)))
             return
         auditchain.append(conn.conn, run_id, audit)

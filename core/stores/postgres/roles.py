@@ -70,9 +70,12 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from core.ground.data import ROLES, load_policy, load_world_data
 from core.ground.errors import ResolverError
+from core.stores.common import WORLD_TABLES
 from core.stores.postgres.audit import CHAIN_TIP
-from core.stores.postgres.triggers import make_again, setup_triggers
+from core.stores.postgres.guards import JOURNAL_TRIGGER, make_again, setup_triggers
+from core.stores.practice import EFFECT_TABLES_COLUMNS
 
 C = 'text COLLATE "C"'
 
@@ -86,8 +89,6 @@ _DECISION_KEYS = ("status", "approval", "rejection", "operations", "version", "u
 
 
 def _policy_rows() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    from core.ground.data import ROLES, load_policy, load_world_data
-
     policy = load_policy()
     limits = [
         {
@@ -691,9 +692,6 @@ def setup_roles(
         ResolverError (one sentence): a name that is not a plain role name, a user or an
         approver that does not exist, a tables role that may log in, a store with no registry.
     """
-    from core.stores.common import WORLD_TABLES
-    from core.stores.practice import EFFECT_TABLES_COLUMNS
-
     every = [tables_role, *(u for group in users.values() for u in group), *mapping.values()]
     _one_user_one_part(users, mapping)
     for name in every:
@@ -818,17 +816,6 @@ def _one_user_one_part(users: dict[str, list[str]], mapping: dict[str, str]) -> 
                     f"The database user {user} is the {kind}'s and approver {person}'s; an approver's user must be their own "
                     f"(the {kind} never decides). Nothing was changed."
                 )
-
-
-def separated(conn: psycopg.Connection[Any]) -> bool:
-    """True when the store was set up with role separation and this connection's user is not a
-    superuser (an administrator's connection keeps the direct path). False before migration 12."""
-    if conn.execute("SELECT to_regclass('store_roles')").fetchone()[0] is None:  # type: ignore[index]
-        return False
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM store_roles) AND NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)"
-    ).fetchone()
-    return bool(row and row[0])
 
 
 _DECIDED_INSERT = (
@@ -981,12 +968,6 @@ for the decisions already recorded), :data:`DECIDE_14` and :data:`GUARD_REGISTER
 of migration 12's functions (same names and signatures, so a store already set up keeps their
 owner, the tables' role, and their grants), and every guard's ``search_path`` pinned."""
 
-
-JOURNAL_TRIGGER = (
-    "CREATE TRIGGER model_calls_written_by BEFORE INSERT OR UPDATE ON model_calls FOR EACH ROW "
-    "EXECUTE FUNCTION resolver_guard_model_calls()"
-)
-"""The trigger of migration 17 on the journal of model calls (made again by ``setup``)."""
 
 GUARD_MODEL_CALLS = f"""CREATE FUNCTION resolver_guard_model_calls() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE

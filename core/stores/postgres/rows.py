@@ -17,6 +17,8 @@ from typing import Any
 from core.stores.common import _HEADER_COLS, COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
 from core.stores.postgres.database import Database, database
 from core.stores.postgres.listen import notify_reread, quiet
+from core.stores.postgres.store import search_text
+from core.stores.postgres.world import build
 
 
 def _select(table: str, columns: tuple[str, ...]) -> str:
@@ -107,9 +109,6 @@ class PostgresRows:
     def import_rows(self, part: str, batches: Iterable[Batch]) -> dict[str, int]:
         """Write the part's rows in one transaction (see :meth:`core.contract.store.StoreRows.import_rows`).
         Raises StoreNotEmpty, ResolverError."""
-        from core.stores.postgres.store import search_text
-        from core.stores.postgres.world import build
-
         tables = COPY_PARTS[part]
         written = dict.fromkeys(tables, 0)
         if part == "world":

@@ -91,7 +91,14 @@ from typing import Any
 import psycopg
 
 from core.contract.store import UnsupportedStoreFormat
+from core.ground.data import load_world_data
+from core.ground.errors import ResolverError
 from core.stores import common
+from core.stores.postgres.audit import APPEND_FUNCTION
+from core.stores.postgres.listen import NOTIFY_TRIGGERS, QUIET_NOTIFY, WORLD_NOTIFY
+from core.stores.postgres.marks import FORGET_WITH_RUN, REFRESH_EVENT, RUN_MARKS
+from core.stores.postgres.roles import ARGS_MIGRATION, ROW_HASH, migration_12, migration_15, migration_17, migration_18
+from core.stores.practice import EFFECT_TABLES_COLUMNS, world_rows
 
 C = 'text COLLATE "C"'
 
@@ -163,9 +170,6 @@ def _sql_type(value: Any) -> str:
 def world_tables() -> tuple[str, ...]:
     """The practice world's ``CREATE`` statements (migration 3), from the rows of ``data/``
     (:func:`core.stores.practice.world_rows`) and :data:`core.stores.practice.EFFECT_TABLES_COLUMNS`."""
-    from core.ground.data import load_world_data
-    from core.stores.practice import EFFECT_TABLES_COLUMNS, world_rows
-
     out = []
     for table, (rows, pk) in world_rows(load_world_data()).items():
         types: dict[str, str] = {}
@@ -413,70 +417,46 @@ MIGRATIONS: tuple[tuple[int, str, Any], ...] = (
 
 
 def _run_marks() -> tuple[str, ...]:
-    from core.stores.postgres.marks import RUN_MARKS
-
     return RUN_MARKS
 
 
 def _notify() -> tuple[str, ...]:
-    from core.stores.postgres.listen import NOTIFY_TRIGGERS
-
     return NOTIFY_TRIGGERS
 
 
 def _world_notify() -> tuple[str, ...]:
-    from core.stores.postgres.listen import WORLD_NOTIFY
-
     return WORLD_NOTIFY
 
 
 def _roles() -> tuple[str, ...]:
-    from core.stores.postgres.roles import migration_12
-
     return migration_12()
 
 
 def _roles_15() -> tuple[str, ...]:
-    from core.stores.postgres.roles import migration_15
-
     return migration_15()
 
 
 def _journal_17() -> tuple[str, ...]:
-    from core.stores.postgres.roles import migration_17
-
     return migration_17()
 
 
 def _roles_18() -> tuple[str, ...]:
-    from core.stores.postgres.roles import migration_18
-
     return migration_18()
 
 
 def _decisions_19() -> tuple[str, ...]:
-    from core.stores.postgres.audit import APPEND_FUNCTION
-    from core.stores.postgres.roles import ROW_HASH
-
     return (*COUNT_DELTAS, ROW_HASH.replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1), APPEND_FUNCTION)
 
 
 def _forget_with_run() -> tuple[str, ...]:
-    from core.stores.postgres.marks import FORGET_WITH_RUN
-
     return FORGET_WITH_RUN
 
 
 def _refresh_and_quiet() -> tuple[str, ...]:
-    from core.stores.postgres.listen import QUIET_NOTIFY
-    from core.stores.postgres.marks import REFRESH_EVENT
-
     return (*REFRESH_EVENT, *QUIET_NOTIFY)
 
 
 def _register_args() -> tuple[str, ...]:
-    from core.stores.postgres.roles import ARGS_MIGRATION
-
     return ARGS_MIGRATION
 
 
@@ -528,7 +508,6 @@ def migrate(conn: psycopg.Connection[Any], label: str) -> None:
             approver, runner or executor: only the tables' owner or an administrator may).
         UnsupportedStoreFormat: the schema holds a version this resolver does not know (a newer one's).
     """
-    from core.ground.errors import ResolverError
 
     schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
     if schema is None:

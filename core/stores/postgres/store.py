@@ -63,8 +63,9 @@ from core.contract.store import (
     lease_held_by_other,
 )
 from core.ground.clock import SHOP_TZ, Clock, SystemClock, iso
-from core.ground.errors import ResolverError, RunNotFound, StoreBusy
+from core.ground.errors import ApprovalRefused, ResolverError, RunNotFound, StoreBusy
 from core.ground.safetext import nfc
+from core.ground.state import OPENING_MESSAGES
 from core.stores.common import (
     _HEADER_COLS,
     _SUMMARY,
@@ -313,8 +314,6 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
         written, 0 when the version moved (the caller says who won). Raises ApprovalRefused (the
         function's sentence), AuditMoved."""
         if prep.old == 0 or not prep.appended:
-            from core.ground.errors import ApprovalRefused
-
             raise ApprovalRefused(
                 f"Run {state.run_id} changed since it was read; read it again, then decide. Nothing was recorded."
             )
@@ -426,7 +425,6 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
     def load_view(self, run_id: str) -> RunView:
         """The run as the read side shows it (:class:`core.ground.state.RunView`: no message history
         past the opening ones), read in one snapshot; never saved. Raises as :meth:`load`."""
-        from core.ground.state import OPENING_MESSAGES
 
         with self.db.read() as conn:
             parts = self._read(conn, run_id, OPENING_MESSAGES)

@@ -16,6 +16,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from psycopg.pq import Trace
+
 __all__ = ["round_trips"]
 
 
@@ -24,7 +26,6 @@ def round_trips(conn: Any, call: Callable[[], object]) -> int:
     ``call`` ran on ``conn`` (a ``psycopg.Connection``; for resolver this thread's pooled
     connection, held open so the store's calls use it). The trace goes to a temporary file
     (mode 0600), removed after. Raises what ``call`` raises, the trace stopped first."""
-    from psycopg.pq import Trace
 
     with tempfile.TemporaryDirectory(prefix="resolver-pg-trace-") as folder:
         path = Path(folder) / "trace"

@@ -25,12 +25,19 @@ from typing import Any
 
 import psycopg
 
-__all__ = ["Trigger", "expected_triggers", "make_again", "repair_triggers", "setup_triggers", "trigger_problems"]
+from core.stores.postgres.guards import CREATE_TRIGGER, JOURNAL_TRIGGER, make_again, setup_triggers
+from core.stores.postgres.schema import MIGRATIONS, applied
 
-_CREATE_TRIGGER = re.compile(
-    r"^\s*CREATE TRIGGER (\w+) (BEFORE|AFTER) (.+?) ON (\w+)\b.*?FOR EACH (ROW|STATEMENT)\b.*?EXECUTE FUNCTION (\w+)\(\)",
-    re.DOTALL,
-)
+__all__ = [
+    "JOURNAL_TRIGGER",
+    "Trigger",
+    "expected_triggers",
+    "make_again",
+    "repair_triggers",
+    "setup_triggers",
+    "trigger_problems",
+]
+
 _DROP_TRIGGER = re.compile(r"^\s*DROP TRIGGER (?:IF EXISTS )?(\w+) ON (\w+)", re.DOTALL)
 _DROP_FUNCTION = re.compile(r"^\s*DROP FUNCTION (?:IF EXISTS )?(\w+)\b.*\bCASCADE\b", re.DOTALL)
 _DROP_TABLE = re.compile(r"^\s*DROP TABLE (?:IF EXISTS )?(\w+)", re.DOTALL)
@@ -54,41 +61,9 @@ class Trigger:
     statement: str
 
 
-def make_again(conn: psycopg.Connection[Any], statement: str) -> None:
-    """Drop the trigger ``statement`` creates, if it is there, and create it as written: one
-    way to make a trigger again, for the setup and for a repair alike."""
-    m = _CREATE_TRIGGER.match(statement)
-    if m is None:
-        raise ValueError(f"not a CREATE TRIGGER statement: {statement[:60]}")
-    conn.execute(f"DROP TRIGGER IF EXISTS {m.group(1)} ON {m.group(4)}")
-    conn.execute(statement)
-
-
-def setup_triggers(tables: set[str] | frozenset[str], *, journal: bool) -> list[str]:
-    """The ``CREATE TRIGGER`` statements of role separation's guards (``resolver store roles
-    setup`` runs them), for those of their tables that exist in ``tables``; ``journal``: with
-    migration 17's trigger on the journal of model calls, made again too (a store set up before
-    migration 17 has not its function)."""
-    from core.stores.postgres.roles import JOURNAL_TRIGGER
-    from core.stores.practice import EFFECT_TABLES_COLUMNS
-
-    made = [
-        "CREATE TRIGGER runs_guard BEFORE INSERT OR UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION resolver_guard_runs()",
-        "CREATE TRIGGER run_marks_guard BEFORE INSERT OR UPDATE OR DELETE ON run_marks FOR EACH ROW "
-        "EXECUTE FUNCTION resolver_guard_marks()",
-        *([JOURNAL_TRIGGER] if journal else []),
-        *(
-            f"CREATE TRIGGER {table}_guard BEFORE INSERT OR UPDATE OR DELETE ON {table} FOR EACH ROW "
-            "EXECUTE FUNCTION resolver_guard_register()"
-            for table in EFFECT_TABLES_COLUMNS
-        ),
-    ]
-    return [s for s in made if (m := _CREATE_TRIGGER.match(s)) and m.group(4) in tables]
-
-
 def _part(statement: str, part: str) -> str:
     """The ``table`` or ``function`` a ``CREATE TRIGGER`` statement names."""
-    m = _CREATE_TRIGGER.match(statement)
+    m = CREATE_TRIGGER.match(statement)
     return "" if m is None else m.group(4 if part == "table" else 6)
 
 
@@ -97,15 +72,13 @@ def _from_migrations(versions: frozenset[int]) -> tuple[dict[str, str], dict[str
     """The triggers (name → statement) and trigger functions (name → body) the migrations of
     ``versions`` leave, each the last one made in migration order (a later migration may drop
     or replace one)."""
-    from core.stores.postgres.schema import MIGRATIONS
-
     triggers: dict[str, str] = {}
     bodies: dict[str, str] = {}
     for version, _, statements in MIGRATIONS:
         if version not in versions or version == 3:  # 3 is the practice world's tables: no trigger
             continue
         for statement in statements():
-            if m := _CREATE_TRIGGER.match(statement):
+            if m := CREATE_TRIGGER.match(statement):
                 triggers[m.group(1)] = statement
             elif m := _DROP_TRIGGER.match(statement):
                 triggers.pop(m.group(1), None)
@@ -119,7 +92,7 @@ def _from_migrations(versions: frozenset[int]) -> tuple[dict[str, str], dict[str
 
 
 def _parsed(statement: str, bodies: dict[str, str]) -> Trigger:
-    m = _CREATE_TRIGGER.match(statement)
+    m = CREATE_TRIGGER.match(statement)
     assert m is not None  # only statements the pattern matched are kept
     name, timing, events, table, level, function = m.groups()
     tgtype = (_TYPE_ROW if level == "ROW" else 0) | (_TYPE_BEFORE if timing == "BEFORE" else 0)
@@ -131,15 +104,13 @@ def _parsed(statement: str, bodies: dict[str, str]) -> Trigger:
 def expected_triggers(conn: psycopg.Connection[Any]) -> dict[str, Trigger]:
     """The triggers the schema of ``conn`` should hold: those of its applied migrations, and,
     once ``store roles setup`` ran (a row in ``store_roles``), the guards it makes."""
-    from core.stores.postgres.schema import applied
-
     versions = frozenset(applied(conn))
     triggers, bodies = _from_migrations(versions)
     statements = dict(triggers)
     if 12 in versions and conn.execute("SELECT 1 FROM store_roles").fetchone():
         tables = {str(r[0]) for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
         for statement in setup_triggers(tables, journal=17 in versions):
-            statements[_CREATE_TRIGGER.match(statement).group(1)] = statement  # type: ignore[union-attr]
+            statements[CREATE_TRIGGER.match(statement).group(1)] = statement  # type: ignore[union-attr]
     return {name: _parsed(statement, bodies) for name, statement in statements.items()}
 
 

@@ -30,6 +30,7 @@ import psycopg
 from core.contract.world import WorldMissing
 from core.ground.clock import Clock
 from core.ground.data import Fault, load_world_data
+from core.ground.errors import ResolverError
 from core.stores.postgres.database import Database, QmarkConnection, database
 from core.stores.postgres.schema import WORLD_TABLES
 from core.stores.practice import PracticeWorld, world_rows
@@ -179,7 +180,6 @@ def register_entries(url: str) -> list[dict[str, Any]]:
     """Every entry of the operations register, in commit order: ``{"operation_id", "service",
     "actor", "at", "seq"}``, read in one statement; empty when the world was never built. Raises ValueError when the register
     cannot be read (one sentence)."""
-    from core.ground.errors import ResolverError
 
     try:
         db = database(url)

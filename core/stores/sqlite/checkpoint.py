@@ -64,6 +64,7 @@ import functools
 import json
 import operator
 import sqlite3
+import sys
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, suppress
 from datetime import datetime, timedelta
@@ -113,6 +114,7 @@ from core.stores.common import (
 )
 from core.stores.sqlite import audit as auditchain
 from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
+from core.stores.sqlite.files import STORE_FORMAT, online_backup, scrub
 from core.stores.sqlite.marks import SqliteMarks, add_run_marks
 
 if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where they are used, so a
@@ -127,14 +129,6 @@ __all__ = [
     "CheckpointStore",
     "Counters",
 ]
-
-STORE_FORMAT = 7
-"""The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
-row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
-journal), 4 (and each entry's ``checksum``), 5 (and ``run_marks`` and
-``queue_events``: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
-refreshed request a new request event), 7 (and ``model_calls.seal``: each journal row
-sealed with the home's key). Formats 1 to 6 are migrated on open."""
 
 _pick_always = operator.itemgetter(*_ALWAYS_ORDER)
 """The values of :data:`_ALWAYS_ORDER` from a save's column values (by name), in that order."""
@@ -316,7 +310,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
             return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            import sqlite_utils
+            import sqlite_utils  # lazy: only to build a store's tables, so a listing never pays for the import
 
             fmt = conn.execute("PRAGMA user_version").fetchone()[0]
             db = sqlite_utils.Database(conn)
@@ -440,7 +434,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
         missing = sorted(TRIGGERS - have)
         if not missing:
             return
-        import sqlite_utils  # only when a trigger was dropped: a listing never pays for the import
+        import sqlite_utils  # lazy: only when a trigger was dropped, so a listing never pays for the import
 
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -630,9 +624,10 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     def _split_whole_state(
         self, conn: sqlite3.Connection, run_id: str, text: str, created_at: str | None, total: str | None
     ) -> None:
+        # lazy: only for a 0.1.0 store's rows, so a listing never imports pydantic or the models
         from pydantic import ValidationError
 
-        from core.ground.state import TaskState, migrate
+        from core.ground.state import TaskState, migrate  # lazy: as above
 
         dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
         try:
@@ -818,7 +813,7 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     def load_view(self, run_id: str) -> RunView:
         """The run as the read side shows it (:class:`core.ground.state.RunView`: no message history
         past the opening ones), in one read transaction; never saved. Raises as :meth:`load`."""
-        from core.ground.state import OPENING_MESSAGES
+        from core.ground.state import OPENING_MESSAGES  # lazy: the models load with the first run read, not with a listing
 
         return cast("RunView", self._build(run_id, self._read_once(run_id, OPENING_MESSAGES), view=True))
 
@@ -1038,7 +1033,6 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     def backup(self, target: Path) -> None:
         """A consistent copy of ``runs.sqlite`` into the new file ``target`` (mode 0600) by
         SQLite's online backup API, while others write. Raises ResolverError with one sentence."""
-        from core.stores.sqlite.files import online_backup
 
         online_backup(self.path, target, f"Cannot copy {self.path.name} for the backup: {{exc}}. Nothing was written.")
         target.chmod(0o600)
@@ -1046,7 +1040,6 @@ class CheckpointStore(CheckpointRows, AuditReads, ModelCallJournal, SqliteMarks)
     def scrubbed(self, work: Callable[[], object]) -> None:
         """Run ``work`` (deletes through this store) so that what it deletes is overwritten in the
         file and gone from the write-ahead log (:func:`core.stores.sqlite.files.scrub`)."""
-        from core.stores.sqlite.files import scrub
 
         scrub(self.db, lambda _conn: work())
 
@@ -1241,7 +1234,6 @@ home after the upgrade sat silent for 36 s)."""
 
 def _say_long_build(line: str) -> None:
     """Say ``line`` on stderr at once (before the build it announces); the CLI and the app alike."""
-    import sys
 
     print(line, file=sys.stderr, flush=True)
 

@@ -19,11 +19,23 @@ from pathlib import Path
 from typing import Any
 
 from core.ground.errors import ResolverError
+from core.stores.common import JOURNAL_ROW
 from core.stores.sqlite.audit import SqliteAudit
 from core.stores.sqlite.database import Database
 
 SQLITE_VERSION = sqlite3.sqlite_version
 """The SQLite library's version, for ``resolver doctor``."""
+
+ENGINE_VERSION = SQLITE_VERSION
+"""SQLite's version, by :class:`core.contract.backend.FolderFiles`' name for it."""
+
+STORE_FORMAT = 7
+"""The layout of ``runs.sqlite`` (SQLite ``user_version``): 1 (release 0.1.0, shown as 0: one
+row per run with the whole state as JSON), 2 (header and rows), 3 (and the ``model_calls``
+journal), 4 (and each entry's ``checksum``), 5 (and ``run_marks`` and
+``queue_events``: :mod:`core.stores.sqlite.marks`), 6 (and the trigger that makes a
+refreshed request a new request event), 7 (and ``model_calls.seal``: each journal row
+sealed with the home's key). Formats 1 to 6 are migrated on open (:class:`core.stores.sqlite.checkpoint.CheckpointStore`)."""
 
 DatabaseError = sqlite3.DatabaseError
 """What a read of a damaged or foreign file raises (callers outside :mod:`core.stores` catch it
@@ -132,7 +144,6 @@ def read_only_journal(path: Path) -> list[tuple[Any, ...]] | None:
     step and attempt; None when the store has no sealed journal yet (no ``model_calls`` table,
     or an earlier format whose rows are sealed at its upgrade). Raises ResolverError (SQLite's
     error in the sentence)."""
-    from core.stores.common import JOURNAL_ROW
 
     try:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=5)

@@ -11,14 +11,20 @@ audit's stored length (``audit_tip``) come out as a save would have left them.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from core.contract.store import blank_columns
+from core.contract.store import JournalKey, blank_columns
 from core.ground.errors import ResolverError
 from core.ground.homepath import home_was_used
 from core.stores.common import COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
+from core.stores.sqlite.audit import ensure_columns
+from core.stores.sqlite.checkpoint import CheckpointStore
 from core.stores.sqlite.database import Database
+from core.stores.sqlite.files import STORE_FORMAT
+from core.stores.sqlite.registry import SqliteApproverRows
+from core.stores.sqlite.world import _database
 
 RUNS_FILE = "runs.sqlite"
 WORLD_FILE = "larkfield.sqlite"
@@ -36,8 +42,11 @@ class SqliteRows:
         root: the home folder. label: ``the home folder ROOT``, for sentences.
     """
 
-    def __init__(self, root: Path | str) -> None:
+    def __init__(self, root: Path | str, *, journal_key: JournalKey | None = None) -> None:
         self.root = Path(root)
+        self._journal_key = journal_key
+        """The home's approval key (:func:`core.stores.folder_journal_key`): an earlier format's
+        journal of model calls is sealed with it at its upgrade."""
         self.label = f"the home folder {self.root}"
         self._dbs: dict[str, Database] = {}
         self._new = not (self.root / "runs.sqlite").exists() and not home_was_used(self.root)
@@ -58,19 +67,11 @@ class SqliteRows:
 
     def _open(self, part: str) -> Database:
         if part == "runs":
-            from core.stores import folder_journal_key
-            from core.stores.sqlite.checkpoint import CheckpointStore
-
-            key = folder_journal_key(self.root)  # an earlier format's journal is sealed at its upgrade
-            return CheckpointStore(self._file(part), summarize=blank_columns, afresh=self._new, journal_key=key).db
+            return CheckpointStore(self._file(part), summarize=blank_columns, afresh=self._new, journal_key=self._journal_key).db
         if part == "world":
-            from core.stores.sqlite.world import _database
-
             db = _database(self._file(part))
             db.connection()  # built (or migrated) on first use
             return db
-        from core.stores.sqlite.registry import SqliteApproverRows
-
         return SqliteApproverRows(self.root).database()
 
     def has_part(self, part: str) -> bool:
@@ -148,8 +149,6 @@ class SqliteRows:
 def _audit_columns(db: Database) -> None:
     """Give the audit its chain's columns if it lacks them (a store made before the audit was
     chained or before its rows bound the head, or a new one not yet appended to): :func:`core.stores.sqlite.audit.ensure_columns`."""
-    from core.stores.sqlite.audit import ensure_columns
-
     with db.read() as conn:
         have = {r[1] for r in conn.execute("PRAGMA table_info(audit)")}
     if {"prev", "sig", "binds"} <= have:
@@ -162,10 +161,6 @@ def store_format(root: Path | str) -> int | None:
     """The format of ``runs.sqlite`` in the home folder ``root`` (SQLite's ``user_version``; 0
     for release 0.1.0's), read without changing the file; None when there is no store there.
     Raises ResolverError (one sentence) for a file SQLite cannot read."""
-    import sqlite3
-
-    from core.ground.errors import ResolverError
-
     path = Path(root) / RUNS_FILE
     if not path.is_file() or path.stat().st_size == 0:
         return None
@@ -179,4 +174,4 @@ def store_format(root: Path | str) -> int | None:
         raise ResolverError(f"The checkpoint store {path} cannot be read: {exc}.") from None
 
 
-__all__ = ["SqliteRows", "store_format"]
+__all__ = ["STORE_FORMAT", "SqliteRows", "store_format"]

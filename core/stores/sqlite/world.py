@@ -33,6 +33,7 @@ from core.contract.world import (
 from core.ground.data import load_world_data
 from core.stores.practice import EFFECT_TABLES_COLUMNS, PracticeWorld, world_rows
 from core.stores.sqlite.database import Database
+from core.stores.sqlite.files import forget_replies, scrub
 
 
 class SqliteWorld(PracticeWorld):
@@ -135,7 +136,6 @@ class SqliteWorld(PracticeWorld):
         """Empty the text of the replies made by ``operations`` with SQLite's ``secure_delete``
         on and the WAL truncated after (:func:`core.stores.sqlite.files.scrub`); the reply rows
         and the register stay. Returns how many replies were emptied."""
-        from core.stores.sqlite.files import forget_replies, scrub
 
         emptied: list[int] = []
         scrub(self.db, lambda conn: emptied.append(forget_replies(conn, operations)))
