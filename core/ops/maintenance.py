@@ -252,25 +252,7 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
         ) from None
     with tar, tempfile.TemporaryDirectory(prefix="resolver-restore-", dir=home.root.parent) as tmp:
         members = tar.getmembers()
-        for m in members:
-            parts = PurePosixPath(m.name).parts
-            if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
-                raise ResolverError(f"The backup {src} holds {m.name!r}, which is not a file of a home; nothing was replaced.")
-        for m in members:  # checked before anything is replaced: a restore never stops halfway
-            target = home.root / m.name
-            if m.name in _PLAIN_FILES and not m.isfile():
-                raise ResolverError(f"The backup {src} holds {m.name!r} as a folder, not the home's file. Nothing was replaced.")
-            if target.exists() and m.isfile() != target.is_file() and m.name not in DATABASES:
-                raise ResolverError(
-                    f"{target} is {'a folder' if target.is_dir() else 'a file'} and the backup holds it as "
-                    f"{'a file' if m.isfile() else 'a folder'}; move it away first. Nothing was replaced."
-                )
-        names = {m.name for m in members}
-        missing = [d for d in DATABASES if d not in names]
-        if missing:
-            raise ResolverError(
-                f"The backup {src} has no {', '.join(missing)}; it is not a resolver backup. Nothing was replaced."
-            )
+        _check_members(home, src, members)
         kind = _archive_kind(tar)
         if kind != home.kind:
             raise ResolverError(
@@ -287,34 +269,72 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
                 f"The backup {src} is of a shop home with another owner key than {home.root}'s; a restore never "
                 "changes a shop's owner. Nothing was replaced."
             )
-        kept: Path | None = None
-        if (home.root / "runs.sqlite").is_file():
-            theirs = files.newest(Path(tmp) / "runs.sqlite")
-            newer = files.saved_after(home.root / "runs.sqlite", theirs)
-            if newer and not replace_newer:
-                shown = ", ".join(newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
-                raise ResolverError(
-                    f"{home.root} holds {len(newer)} run(s) saved after the backup {src} was made ({shown}); "
-                    "restoring would lose them. Add --replace-newer to restore anyway (the home is kept in a "
-                    "backup file first). Nothing was replaced."
-                )
-            kept = _keep_path(home.root)
-            backup(home, kept)
-        restored = []
-        for name in DATABASES:  # into the live databases by the backup API: atomic, WAL and other readers kept right
-            _load_database(Path(tmp) / name, home.root / name)
-            restored.append(name)
-        for m in members:
-            target = home.root / m.name
-            if m.name in DATABASES:
-                continue
-            if m.isdir():
-                target.mkdir(mode=0o700, exist_ok=True)
-                continue
-            os.replace(Path(tmp) / m.name, target)
-            target.chmod(0o600)
-            restored.append(m.name)
+        kept = _keep_home(home, src, Path(tmp), replace_newer=replace_newer)
+        restored = _replace_files(home, Path(tmp), members)
     lines = [f"Restored {home.root} ({home.kind}) from {src}: {', '.join(sorted(restored))}."]
     if kept is not None:
         lines.append(f"The home as it was is kept in {kept} (`resolver restore {kept}` brings it back).")
     return Restored(lines, kept)
+
+
+def _check_members(home: Home, src: Path, members: list[tarfile.TarInfo]) -> None:
+    """Refuse an archive that is not a home's backup, before anything is replaced (a restore
+    never stops halfway): a path outside the home, a member neither file nor folder, a home file
+    held as a folder, a member of the other type than the home's file or folder at its place, a
+    database missing."""
+    for m in members:
+        parts = PurePosixPath(m.name).parts
+        if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
+            raise ResolverError(f"The backup {src} holds {m.name!r}, which is not a file of a home; nothing was replaced.")
+    for m in members:  # checked before anything is replaced: a restore never stops halfway
+        target = home.root / m.name
+        if m.name in _PLAIN_FILES and not m.isfile():
+            raise ResolverError(f"The backup {src} holds {m.name!r} as a folder, not the home's file. Nothing was replaced.")
+        if target.exists() and m.isfile() != target.is_file() and m.name not in DATABASES:
+            raise ResolverError(
+                f"{target} is {'a folder' if target.is_dir() else 'a file'} and the backup holds it as "
+                f"{'a file' if m.isfile() else 'a folder'}; move it away first. Nothing was replaced."
+            )
+    names = {m.name for m in members}
+    missing = [d for d in DATABASES if d not in names]
+    if missing:
+        raise ResolverError(f"The backup {src} has no {', '.join(missing)}; it is not a resolver backup. Nothing was replaced.")
+
+
+def _keep_home(home: Home, src: Path, tmp: Path, *, replace_newer: bool) -> Path | None:
+    """Back the home up beside itself before it is replaced (its path; None when it has no runs
+    database yet), after refusing, unless ``replace_newer``, when it holds runs saved after the
+    newest run of the backup extracted in ``tmp``."""
+    if not (home.root / "runs.sqlite").is_file():
+        return None
+    theirs = files.newest(tmp / "runs.sqlite")
+    newer = files.saved_after(home.root / "runs.sqlite", theirs)
+    if newer and not replace_newer:
+        shown = ", ".join(newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
+        raise ResolverError(
+            f"{home.root} holds {len(newer)} run(s) saved after the backup {src} was made ({shown}); "
+            "restoring would lose them. Add --replace-newer to restore anyway (the home is kept in a "
+            "backup file first). Nothing was replaced."
+        )
+    kept = _keep_path(home.root)
+    backup(home, kept)
+    return kept
+
+
+def _replace_files(home: Home, tmp: Path, members: list[tarfile.TarInfo]) -> list[str]:
+    """Put the backup extracted in ``tmp`` in place of the home's files; the names restored."""
+    restored = []
+    for name in DATABASES:  # into the live databases by the backup API: atomic, WAL and other readers kept right
+        _load_database(tmp / name, home.root / name)
+        restored.append(name)
+    for m in members:
+        target = home.root / m.name
+        if m.name in DATABASES:
+            continue
+        if m.isdir():
+            target.mkdir(mode=0o700, exist_ok=True)
+            continue
+        os.replace(tmp / m.name, target)
+        target.chmod(0o600)
+        restored.append(m.name)
+    return restored

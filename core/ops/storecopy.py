@@ -160,39 +160,14 @@ def copy_store(source: Place, target: Place) -> StoreReport:
     """
     from core.stores.common import refuse_used
 
-    if _same_place(source, target):
-        raise ResolverError(f"The source and the target are one store ({_label(source)}); copy into another.")
-    _require_store(source, "copy")
-    have, latest = store_version(target)
-    if have is not None and have > latest:
-        raise ResolverError(f"{_label(target)} was written by a newer resolver (version {have}); upgrade resolver first.")
-    if not is_team_store(target):
-        present = [name for name in HOME_FILES if (Path(target) / name).exists()]
-        if present:
-            raise ResolverError(
-                f"{_label(target)[:1].upper()}{_label(target)[1:]} already holds {', '.join(present)}; a store is copied "
-                "only into a new or empty folder (nothing is merged)."
-            )
+    _check_places(source, target)
     src = open_rows(source)
     kind = _source_kind(source, src)
     dst = open_rows(target)
     refuse_used(dst.label, dst.row_counts())
-    if is_team_store(target):
-        recorded = dst.recorded_kind()
-        if recorded is not None and kind is not None and recorded != kind:
-            raise ResolverError(
-                f"{_label(target)[:1].upper()}{_label(target)[1:]} was made for a {recorded} home and the source is a "
-                f"{kind} home's; a store keeps its kind: copy into a new schema or database."
-            )
+    _check_target_kind(target, dst, kind)
     keys = _keys_in_rows(src)
-    if is_team_store(target) and keys and is_team_store(source):
-        raise ResolverError(
-            f"{_label(source)[:1].upper()}{_label(source)[1:]} still holds {len(keys)} approver(s)' encrypted keys in its "
-            "rows (an earlier release's); a team store is given none: let each approver unlock once on their machine "
-            "(which moves the key there), then copy."
-        )
-    if is_team_store(target) and keys:
-        _check_key_files(Path(source), keys)
+    _check_keys_can_move(source, target, keys)
     _refuse_untrusted_journal(source)
     report = StoreReport([f"Copying {_label(source)} into {_label(target)}:"])
     if is_team_store(target) and kind is not None:  # first: no home of the other kind takes it meanwhile
@@ -205,24 +180,7 @@ def copy_store(source: Place, target: Place) -> StoreReport:
     if not is_team_store(target):
         report.lines += _copy_files(source, Path(target), kind)
     for part, tables in COPY_PARTS.items():
-        if not src.has_part(part):
-            report.lines.append(f"  {part}: none in the source")
-            continue
-        batches = src.export_rows(part)
-        if part == "registry" and is_team_store(target):
-            report.lines.append(_keys_to_files(Path(source), keys) if keys else "  keys: none in the source's rows")
-            batches = _without_keys(batches)
-        written = dst.import_rows(part, batches)
-        shown = ", ".join(f"{written[t]} {t}" for t in tables)
-        if part == "world":
-            shown = f"{len(tables)} tables, {written['operations']} register entries"
-        elif part == "audit":
-            shown = f"{written['audit']} row(s), verbatim"
-        elif part == "events":
-            shown = f"{written['queue_events']} queue event(s), their IDs kept"
-        report.lines.append(f"  {part}: {shown}, one transaction")
-        if part == "registry":
-            report.lines += _carry_db_users(src, dst, is_team_store(target))
+        report.lines += _copy_part(part, tables, src, dst, source, target, keys)
     if is_team_store(source) or is_team_store(target):
         report.lines.append(_copy_parts(source, target))
     if not is_team_store(target):  # the source's rows were its runner's: sealed with the folder's key, now in place
@@ -239,6 +197,76 @@ def copy_store(source: Place, target: Place) -> StoreReport:
     report.lines += verified.lines
     report.problems += verified.problems
     return report
+
+
+def _check_places(source: Place, target: Place) -> None:
+    """Refuse a copy whose two places are one store, whose source holds no store or a newer
+    resolver's, whose target is a newer resolver's, or whose target folder already holds one of
+    :data:`HOME_FILES` (one sentence each); nothing was written."""
+    if _same_place(source, target):
+        raise ResolverError(f"The source and the target are one store ({_label(source)}); copy into another.")
+    _require_store(source, "copy")
+    have, latest = store_version(target)
+    if have is not None and have > latest:
+        raise ResolverError(f"{_label(target)} was written by a newer resolver (version {have}); upgrade resolver first.")
+    if not is_team_store(target):
+        present = [name for name in HOME_FILES if (Path(target) / name).exists()]
+        if present:
+            raise ResolverError(
+                f"{_label(target)[:1].upper()}{_label(target)[1:]} already holds {', '.join(present)}; a store is copied "
+                "only into a new or empty folder (nothing is merged)."
+            )
+
+
+def _check_target_kind(target: Place, dst: StoreRows, kind: str | None) -> None:
+    """Refuse a copy into a team store made for the other kind of home than the source's."""
+    if is_team_store(target):
+        recorded = dst.recorded_kind()
+        if recorded is not None and kind is not None and recorded != kind:
+            raise ResolverError(
+                f"{_label(target)[:1].upper()}{_label(target)[1:]} was made for a {recorded} home and the source is a "
+                f"{kind} home's; a store keeps its kind: copy into a new schema or database."
+            )
+
+
+def _check_keys_can_move(source: Place, target: Place, keys: list[KeyFile]) -> None:
+    """Refuse a copy into a team store of encrypted keys that cannot go to key files: those a
+    team store source still holds in its rows, or those whose key file in the source folder is
+    of another key (:func:`_check_key_files`)."""
+    if is_team_store(target) and keys and is_team_store(source):
+        raise ResolverError(
+            f"{_label(source)[:1].upper()}{_label(source)[1:]} still holds {len(keys)} approver(s)' encrypted keys in its "
+            "rows (an earlier release's); a team store is given none: let each approver unlock once on their machine "
+            "(which moves the key there), then copy."
+        )
+    if is_team_store(target) and keys:
+        _check_key_files(Path(source), keys)
+
+
+def _copy_part(
+    part: str, tables: tuple[str, ...], src: StoreRows, dst: StoreRows, source: Place, target: Place, keys: list[KeyFile]
+) -> list[str]:
+    """Copy one part of :data:`COPY_PARTS` from ``src`` to ``dst`` in one transaction (the
+    registry into a team store without its keys, which go to key files); the report's lines."""
+    if not src.has_part(part):
+        return [f"  {part}: none in the source"]
+    lines = []
+    batches = src.export_rows(part)
+    if part == "registry" and is_team_store(target):
+        lines.append(_keys_to_files(Path(source), keys) if keys else "  keys: none in the source's rows")
+        batches = _without_keys(batches)
+    written = dst.import_rows(part, batches)
+    shown = ", ".join(f"{written[t]} {t}" for t in tables)
+    if part == "world":
+        shown = f"{len(tables)} tables, {written['operations']} register entries"
+    elif part == "audit":
+        shown = f"{written['audit']} row(s), verbatim"
+    elif part == "events":
+        shown = f"{written['queue_events']} queue event(s), their IDs kept"
+    lines.append(f"  {part}: {shown}, one transaction")
+    if part == "registry":
+        lines += _carry_db_users(src, dst, is_team_store(target))
+    return lines
 
 
 def _carry_db_users(src: StoreRows, dst: StoreRows, team_target: bool) -> list[str]:
