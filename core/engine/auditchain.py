@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.contract.audit import GENESIS, HEAD_FILE, REFUSED_PREFIX, TRIGGERS, read_binds, row_hash
+from core.stores import parts_at
 
 if TYPE_CHECKING:
     from core.contract.store import AuditReader, ShopParts
@@ -93,8 +94,6 @@ def write_head(where: Path | ShopParts, length: int, latest: str, signer: str, s
     Raises:
         OSError: the head cannot be written (a folder in its place, a full disk); no temporary
             file is left behind. ResolverError: the team store cannot be reached."""
-    from core.stores import parts_at
-
     body = json.dumps({"length": length, "hash": latest, "signer": signer, "signature": signature}) + "\n"
     parts_at(where).write(HEAD_FILE, body.encode("utf-8"))
 
@@ -103,8 +102,6 @@ def read_head(where: Path | ShopParts) -> dict[str, Any] | None:
     """``audit.head`` as a dict, or None when absent (``where`` as for :func:`write_head`).
     Raises ValueError when unreadable, OSError when the file cannot be read, ResolverError when
     the team store cannot be reached."""
-    from core.stores import parts_at
-
     data = parts_at(where).read(HEAD_FILE)
     if data is None:
         return None

@@ -87,6 +87,7 @@ class OpenAIChatModel:
 
     def __init__(self, route: LiveRoute, journal: CallJournal | None = None) -> None:
         try:
+            # lazy: openai is optional (the openai extra) and imported only for a live route
             import openai
         except ImportError:
             raise ResolverError(

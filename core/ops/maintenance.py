@@ -25,12 +25,16 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from core.ground.clock import EARLIEST, SUPPORTED_RANGE, TimeOutOfRange, format_duration, parse_time, supported
 from core.ground.errors import ResolverError, ShopRefused
+from core.ground.masking import mask_url
+from core.ground.state import FINAL_STATUSES
 from core.stores.sqlite import files
 
 if TYPE_CHECKING:
@@ -50,8 +54,6 @@ def prune_cutoff(now: datetime, older_than: timedelta) -> datetime:
         TimeOutOfRange: the cutoff falls outside the supported range (:func:`core.ground.clock.supported`),
             e.g. ``--older-than 10000d`` reaches back before 2000.
     """
-    from core.ground.clock import EARLIEST, SUPPORTED_RANGE, TimeOutOfRange, format_duration, supported
-
     try:
         cutoff = now - older_than
     except OverflowError:
@@ -72,9 +74,6 @@ def prune(home: Home, older_than: timedelta) -> list[str]:
     Raises:
         TimeOutOfRange: the cutoff (:func:`prune_cutoff`) or the clock is outside the supported range.
     """
-    from core.ground.clock import format_duration, parse_time
-    from core.ground.state import FINAL_STATUSES
-
     cutoff = prune_cutoff(home.clock.now(), older_than)
     doomed: list[tuple[str, str]] = []
     for status in sorted(FINAL_STATUSES):
@@ -120,7 +119,6 @@ def not_on_a_team_store(home: Home, command: str) -> None:
     "backed up" over nothing (a new user's finding). Raises ResolverError naming what to use."""
     if home.store_url is None:
         return
-    from core.ground.masking import mask_url
 
     raise ResolverError(
         f"`resolver {command}` copies a home folder's SQLite files, and this home's runs are in the team store "
@@ -212,8 +210,6 @@ def _owner_key(folder: Path) -> str | None:
 
 def _keep_path(root: Path) -> Path:
     """A new file beside the home for the copy of it kept before a restore."""
-    import time
-
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for n in range(1000):
         path = root.parent / f"{root.name}-before-restore-{stamp}{f'-{n}' if n else ''}.tar.gz"

@@ -45,11 +45,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.api.homekind import home_kind, init_home
+from core.api.queue import queue_columns
 from core.contract.store import SHOP_PARTS, ShopParts, StoreRows
+from core.engine.auditchain import verify_audit
 from core.engine.keyfiles import KEYS_DIR, KeyFile, KeyFiles
 from core.ground.errors import ResolverError
-from core.stores import Place, is_team_store, open_rows, open_store, register_entries, store_version, world_path
-from core.stores.common import COPY_PARTS
+from core.ground.masking import mask_url
+from core.stores import (
+    Place,
+    folder_journal_key,
+    is_team_store,
+    open_rows,
+    open_shop_parts,
+    open_store,
+    open_world,
+    register_entries,
+    store_kind,
+    store_version,
+    world_path,
+)
+from core.stores.common import COPY_PARTS, refuse_used
 
 HOME_FILES = ("home.json", "approval.key", "clock.json", "approvers.json", "audit.head")
 """Per-shop files a SQLite home keeps beside its databases, copied folder to folder."""
@@ -78,8 +94,6 @@ class StoreReport:
 
 def _label(where: Place) -> str:
     if is_team_store(where):
-        from core.ground.masking import mask_url
-
         return f"the team store {mask_url(str(where))}"
     return f"the home folder {where}"
 
@@ -92,9 +106,6 @@ def _open_store(where: Place) -> Any:
     """The checkpoint store at ``where`` as a home opens it: a SQLite folder's with its
     ``approval.key`` (:func:`core.stores.folder_journal_key`), which seals and checks its
     journal of model calls (and seals an earlier format's rows at the upgrade)."""
-    from core.api.queue import queue_columns
-    from core.stores import folder_journal_key
-
     key = None if is_team_store(where) else folder_journal_key(Path(where))
     return open_store(_store_path(where), summarize=queue_columns, journal_key=key)
 
@@ -129,7 +140,6 @@ def _source_kind(source: Place, rows: StoreRows) -> str | None:
     if is_team_store(source):
         kind = rows.recorded_kind()
         return str(kind) if kind else None
-    from core.api.homekind import home_kind
 
     return home_kind(Path(source))
 
@@ -158,8 +168,6 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         core.contract.store.StoreNotEmpty: the target holds runs, audit rows, approvers or register
             entries (nothing is merged); nothing was written.
     """
-    from core.stores.common import refuse_used
-
     _check_places(source, target)
     src = open_rows(source)
     kind = _source_kind(source, src)
@@ -171,8 +179,6 @@ def copy_store(source: Place, target: Place) -> StoreReport:
     _refuse_untrusted_journal(source)
     report = StoreReport([f"Copying {_label(source)} into {_label(target)}:"])
     if is_team_store(target) and kind is not None:  # first: no home of the other kind takes it meanwhile
-        from core.stores import store_kind
-
         store_kind(target, kind)
         report.lines.append(f"  kind: {kind}, recorded in the team store")
     elif kind is not None:
@@ -366,8 +372,6 @@ def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
         raise ResolverError(f"Cannot make the folder {target}: {exc.strerror or exc}.") from None
     if is_team_store(source):  # the per-shop parts come from the store's shop_parts (_copy_parts)
         if kind == "shop":
-            from core.api.homekind import init_home
-
             init_home(target, shop=True)
             return ["  files: home.json written (a shop home)"]
         return []
@@ -388,8 +392,6 @@ def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
 def _parts_at(place: Place) -> ShopParts:
     """The per-shop parts of the store at ``place`` (:class:`core.contract.store.ShopParts`): a folder's
     files, or a team store's ``shop_parts`` rows."""
-    from core.stores import open_shop_parts
-
     return open_shop_parts("", str(place)) if is_team_store(place) else open_shop_parts(Path(place))
 
 
@@ -422,8 +424,6 @@ def verify_copy(source: Place, target: Place) -> StoreReport:
     tip) and the operations register (same entries, same order, same numbers). Never raises
     for a difference: each is a problem of the report. Raises ResolverError when a store
     cannot be read."""
-    from core.engine.auditchain import verify_audit
-
     report = StoreReport(["Verified:"])
     report.problems += _parts_problems(source, target)
     src_rows, dst_rows = open_rows(source), open_rows(target)
@@ -501,8 +501,6 @@ def check_store(where: Place) -> StoreReport:
         return report
     report.lines.append(f"  version {have}, this resolver's")
     try:
-        from core.engine.auditchain import verify_audit
-
         store = _open_store(where)  # first: what opening it repaired is said
         report.problems += [f"{r} Someone dropped it: rows may have been changed." for r in store.repairs]
         counts = open_rows(where).row_counts()
@@ -531,8 +529,6 @@ def migrate_store(where: Place) -> StoreReport:
         ResolverError: no store in a SQLite folder (``resolver init`` makes a home), a newer
             resolver's store, or one that cannot be reached (one sentence).
     """
-    from core.stores import open_world
-
     before, latest = store_version(where)
     if before is None:
         raise ResolverError(f"There is no resolver store in {_label(where)}; `resolver init --home DIR` makes a home.")
