@@ -35,7 +35,6 @@ from core.contract.approval_key import load_key, load_stored_key
 from core.contract.audit import AuditMoved
 from core.contract.store import JournalKey, QueueChanges, ShopParts, Store, lease_owner_name
 from core.contract.world import World, WorldMissing
-from core.engine import marks
 from core.engine.approval import approve, reject
 from core.engine.executor import Interrupt, OnProgress, execute
 from core.engine.preconditions import drift
@@ -658,6 +657,9 @@ class Home:
                 a recipient who may not), an unknown or revoked recipient, a shop home without a
                 signer. Nothing is written then.
         """
+        # lazy: core.engine.marks loads at the first mark, not with the home (every command opens one)
+        from core.engine import marks
+
         decider = self._decider(signer)
         if decider is not None:
             role, name = decider.role, decider.name

@@ -40,7 +40,6 @@ from core.ground.clock import SHOP_TZ, Clock, FileClock, SystemClock, iso
 from core.ground.errors import ResolverError, ShopRefused
 from core.ground.masking import mask_url
 from core.stores import open_shop_parts, recorded_kind, store_kind
-from core.stores.sqlite.files import has_signed_rows
 
 Kind = Literal["practice", "shop"]
 
@@ -75,8 +74,12 @@ def shop_evidence(root: Path | str) -> list[str]:
     root = Path(root)
     found = [name for name in SHOP_FILES if (root / name).exists()]
     store = root / "runs.sqlite"
-    if not found and store.is_file() and has_signed_rows(store, SIGNED_ROWS_LOOKED_AT):
-        found.append("Ed25519-signed audit rows")
+    if not found and store.is_file():
+        # lazy: the SQLite back-end loads only when no shop file tells the kind
+        from core.stores.sqlite.files import has_signed_rows
+
+        if has_signed_rows(store, SIGNED_ROWS_LOOKED_AT):
+            found.append("Ed25519-signed audit rows")
     return found
 
 

@@ -46,12 +46,9 @@ from core.contract.audit import REGISTRY_PREFIX
 from core.contract.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
 from core.contract.store import Store as CheckpointStore
 from core.engine.approval import world_problem
-from core.engine.marks import hides_from_mine, marked_away, read_marks
-from core.engine.marks import standing as standing_marks
 from core.engine.policy import action_value, proposal_role, rank
 from core.engine.preconditions import drift, drift_lines, evidence_time, look
 from core.engine.rulebook import MARK_ACTIONS, Approver, may_mark
-from core.engine.watch import sweep_lapses
 from core.ground.clock import Clock
 from core.ground.data import customer_names, load_policy
 from core.ground.errors import ResolverError, RunNotFound, StoreBusy, StoreUnreachable
@@ -198,6 +195,9 @@ class ApprovalQueue:
         acting (any read of the queue may, once per request by a compare-and-set;
         :func:`core.engine.watch.sweep_lapses` loads only rows last saved before the age limit). A
         store that cannot be written now (read-only, busy) leaves it to the next read."""
+        # lazy: core.engine.watch (and subprocess) loads at the first waiting page, not with the home
+        from core.engine.watch import sweep_lapses
+
         with suppress(ResolverError):
             sweep_lapses(self._store, now, load_policy(), rows)
 
@@ -205,7 +205,10 @@ class ApprovalQueue:
         """``rows`` of the "waiting" filter without the runs set aside at ``now`` and, for the
         "mine" of ``name``, the runs handed to someone else. A page may come back
         shorter than its limit; its cursor still follows its last row as read."""
-        marks = standing_marks(self._store.run_marks([r.run_id for r in rows]), now)
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
+        from core.engine.marks import hides_from_mine, standing
+
+        marks = standing(self._store.run_marks([r.run_id for r in rows]), now)
         if not marks:
             return rows
         return [r for r in rows if not ((m := marks.get(r.run_id)) is not None and (m.snoozed(now) or hides_from_mine(m, name)))]
@@ -213,19 +216,28 @@ class ApprovalQueue:
     def marks_now(self) -> tuple[dict[str, Any], datetime]:
         """The marks that stand now by run ID (:class:`core.engine.marks.RunMarks`) and the
         home's clock time they were read at, as :meth:`core.api.listing.ListingQueue.marks_now`."""
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
+        from core.engine.marks import standing
+
         now = self._clock.now()
-        return standing_marks(self._store.run_marks(), now), now
+        return standing(self._store.run_marks(), now), now
 
     def marked_away(self, marks: dict[str, Any], now: datetime, role: str | None, name: str | None) -> Any:
         """How many waiting runs ``role`` may decide are set aside, handed to someone other than
         ``name`` or claimed by someone else, among the standing ``marks`` (:meth:`marks_now`): the
         line each face shows so that a mark never hides a run silently
         (:func:`core.engine.marks.marked_away`, a :class:`core.engine.marks.MarkedAway`)."""
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
+        from core.engine.marks import marked_away
+
         return marked_away(self._store, marks, now, role, name)
 
     def marks(self, state: TaskState) -> Any:
         """The marks of ``state``'s run (:class:`core.engine.marks.RunMarks`; none from an older run that
         a reset gave the same readable ID)."""
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
+        from core.engine.marks import read_marks
+
         return read_marks(self._store, state)
 
     def pages(
@@ -259,9 +271,12 @@ class ApprovalQueue:
         counts table (SQLite's and PostgreSQL's ``run_counts``) counts every waiting run; the
         snoozes are read from ``run_marks`` (one row per marked run) and each snoozed run's
         status checked, so this costs one small query plus one summary per snoozed run."""
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
+        from core.engine.marks import standing
+
         now = self._clock.now()
         aside = 0
-        for run_id, marks in standing_marks(self._store.run_marks(), now).items():
+        for run_id, marks in standing(self._store.run_marks(), now).items():
             if marks.snoozed(now):
                 with suppress(ResolverError):  # deleted since, or unreadable: not waiting
                     aside += self._store.summary(run_id).status == "waiting_approval"

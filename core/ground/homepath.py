@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from platformdirs import user_config_path
-
 from core.ground.errors import BadArgument, ResolverError
 from core.ground.masking import mask_url
 
@@ -62,6 +60,8 @@ def config_path() -> Path:
     named = os.environ.get(CONFIG_ENV)
     if named:
         return Path(named).expanduser()
+    # lazy: platformdirs loads only when $RESOLVER_CONFIG does not name the file
+    from platformdirs import user_config_path
 
     return user_config_path("resolver") / "config.toml"
 
