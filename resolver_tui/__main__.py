@@ -139,6 +139,7 @@ def main(argv: list[str] | None = None) -> None:
             require_practice(home.root, "--demo (the Larkfield demo queue)", home.kind)
         require_terminal()  # before the first-start question: with no terminal there is nobody to ask
         role, name = approver_at(home, args)
+        # lazy: a start-up error is told before Textual and the app load
         from resolver_tui.app import ResolverApp
 
         app = ResolverApp(home, role, name, refresh_interval=args.refresh or None, demo=args.demo, trainer=args.trainer)

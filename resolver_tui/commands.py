@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import Any, Protocol, cast
 
 from core.trainer.lesson import MOMENTS, TITLES
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.content import Content
 
 from resolver_tui.keys import palette
-
-if TYPE_CHECKING:
-    from resolver_tui.screens.queue import QueueScreen
+from resolver_tui.screens.queue import QueueScreen
 
 
 class _TrainerApp(Protocol):
@@ -31,8 +29,6 @@ class ResolverCommands(Provider):
     """The queue's actions and ``Jump to run <id>`` for every run loaded in the table."""
 
     def _queue(self) -> QueueScreen | None:
-        from resolver_tui.screens.queue import QueueScreen
-
         screen = self.screen
         return screen if isinstance(screen, QueueScreen) else None
 

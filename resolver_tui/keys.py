@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from core.api.views import ACTIONS
 from textual.binding import Binding
 
 from resolver_tui.widgets.bars import FILTERS
@@ -293,8 +294,6 @@ def textual_key(action: str) -> str:
 def rule_keys() -> dict[str, Key]:
     """The keys of the rulebook's actions, by action (``approve`` -> its row): the detail pane's
     key line and the dimmed-key sentence."""
-    from core.api.views import ACTIONS
-
     return {k.rule: k for k in KEYS if k.scope == "queue" and k.rule in ACTIONS}
 
 

@@ -381,7 +381,7 @@ MUTANTS: tuple[Mutant, ...] = (
         "audit-verify-binds-head",
         "audit verify: a signed row stands where the chain was when it was signed",
         "core/engine/auditchain.py",
-        (("            why_binds = _binds_problem(row, i)", "            why_binds = None"),),
+        (("    why_binds = _binds_problem(row, i)", "    why_binds = None"),),
         (S + "test_a_row_signed_at_another_place_in_the_chain_is_reported",),
     ),
     Mutant(

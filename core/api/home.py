@@ -37,8 +37,10 @@ from core.contract.store import JournalKey, QueueChanges, ShopParts, Store, leas
 from core.contract.world import World, WorldMissing
 from core.engine.approval import approve, reject
 from core.engine.executor import Interrupt, OnProgress, execute
+from core.engine.preconditions import drift
 from core.engine.runner import OnStep, continue_run, start_run
 from core.ground.clock import Clock, FileClock, iso
+from core.ground.data import load_policy
 from core.ground.errors import ApprovalRefused, ResolverError, StoreConflict
 from core.ground.homepath import (  # noqa: F401  (re-exported: where the home is, and why)
     CONFIG_ENV,
@@ -50,14 +52,15 @@ from core.ground.homepath import (  # noqa: F401  (re-exported: where the home i
     locate_home,
     read_config,
     resolve_home,
+    team_label,
 )
 from core.ground.log import command_log
 from core.ground.platform import require_posix
 from core.ground.state import TaskState, WorldSeen
-from core.ground.tickets import TICKETS
+from core.ground.tickets import TICKETS, add_ticket
 from core.models.model import LiveRoute, Model, live_route_of, load_routes, recorded_route
 from core.models.pick import model_for
-from core.models.record import RECORDINGS
+from core.models.record import RECORDINGS, Recorded, turns_of, write_recording
 from core.stores import (
     Place,
     adopt_folder_parts,
@@ -83,7 +86,6 @@ if TYPE_CHECKING:
     from core.engine.approvers import Registry, Unlocked
     from core.engine.signing import DecisionSigner
     from core.ground.tickets import Added
-    from core.models.record import Recorded
 
 HOME_MODE = 0o700
 """The home folder's mode: only its owner may list or enter it."""
@@ -208,8 +210,6 @@ class Home:
         """None for the home folder's SQLite files; for a team store its label for the app's
         top bar (:func:`core.ground.homepath.team_label`: database and server, no password). Computed
         once: a Home's store never changes."""
-        from core.ground.homepath import team_label
-
         return None if self.store_url is None else team_label(self.store_url)
 
     def queue_changes(self) -> QueueChanges | None:
@@ -326,8 +326,6 @@ class Home:
                 recording is written).
             ResolverError: the run ended without the model's outcome (its step limit or budget).
         """
-        from core.models.record import Recorded, turns_of, write_recording
-
         require_practice(self.root, "`record`", self.kind)
         state = self.run(task_id, variant, live=live, on_step=on_step)
         path, recording = write_recording(self.root / RECORDINGS, task_id, variant, live.priced_as, turns_of(self.store, state))
@@ -342,8 +340,6 @@ class Home:
             ShopRefused: a shop home (a ticket of one's own is the trainer's, as a recording is).
             TicketInvalid: every mistake of the file, one sentence each; nothing written.
         """
-        from core.ground.tickets import add_ticket
-
         require_practice(self.root, "`ticket add`")
         return add_ticket(Path(path), self.root / TICKETS)
 
@@ -485,6 +481,7 @@ class Home:
         Raises ApprovalRefused in a shop home without a signer or registry, or for a practice
         home given a signer; ApprovalRefused, RunNotFound, CorruptCheckpoint, StaleCheckpoint
         from the refresh itself."""
+        # lazy: refreshing a run is not needed for the first page
         from core.engine.refresh import refresh
 
         decider = self._decider(signer)
@@ -496,8 +493,6 @@ class Home:
 
     def drift(self, run_id: str) -> Any:
         """What changed since the agent looked (:class:`core.engine.preconditions.Drift`)."""
-        from core.engine.preconditions import drift
-
         return drift(self.store.load_view(run_id), self.world())
 
     def reject(
@@ -530,6 +525,7 @@ class Home:
         shop home the approver's signature is checked before every write (:mod:`core.engine.signing`)."""
         authorize = None
         if self.kind == "shop":
+            # lazy: core.engine.signing loads cryptography, which only a shop home's decisions need
             from core.engine.signing import check_approval
 
             registry = self.registry()
@@ -562,6 +558,7 @@ class Home:
 
     def registry(self) -> Registry:
         """The approvers registry of this home (:class:`core.engine.approvers.Registry`)."""
+        # lazy: core.engine.approvers loads cryptography, which only a shop home needs
         from core.engine.approvers import Registry
 
         return Registry(self.root, store=self.store_url)
@@ -590,6 +587,7 @@ class Home:
             )
         if signer is None:
             raise ApprovalRefused("In a shop home a decision is made by a named approver with their passphrase (--name NAME).")
+        # lazy: core.engine.signing loads cryptography, which only a shop home's decisions need
         from core.engine.signing import DecisionSigner
 
         return DecisionSigner(signer)
@@ -622,6 +620,7 @@ class Home:
                 sentence says the decision (``decided``: ``approval`` or ``rejection``) of
                 ``run_id`` is saved, and what finishes it."""
         if self.kind == "shop" and signer is not None:
+            # lazy: core.engine.signing loads cryptography, which only a shop home's decisions need
             from core.engine.signing import seal_head
 
             try:
@@ -658,8 +657,8 @@ class Home:
                 a recipient who may not), an unknown or revoked recipient, a shop home without a
                 signer. Nothing is written then.
         """
+        # lazy: core.engine.marks loads at the first mark, not with the home (every command opens one)
         from core.engine import marks
-        from core.ground.data import load_policy
 
         decider = self._decider(signer)
         if decider is not None:

@@ -38,6 +38,8 @@ from typing import Literal
 
 from core.ground.clock import SHOP_TZ, Clock, FileClock, SystemClock, iso
 from core.ground.errors import ResolverError, ShopRefused
+from core.ground.masking import mask_url
+from core.stores import open_shop_parts, recorded_kind, store_kind
 
 Kind = Literal["practice", "shop"]
 
@@ -73,6 +75,7 @@ def shop_evidence(root: Path | str) -> list[str]:
     found = [name for name in SHOP_FILES if (root / name).exists()]
     store = root / "runs.sqlite"
     if not found and store.is_file():
+        # lazy: the back-ends load only when no shop file tells the kind
         from core.stores import folder_files
 
         if folder_files().has_signed_rows(store, SIGNED_ROWS_LOOKED_AT):
@@ -210,9 +213,6 @@ def team_kind(root: Path | str, store: str, *, record: bool = True) -> Kind:
         ResolverError: the store is a practice store and the folder a shop home; the store
             cannot be reached (one sentence).
     """
-    from core.ground.masking import mask_url
-    from core.stores import open_shop_parts, recorded_kind, store_kind
-
     root = Path(root)
     folder = folder_kind(root)
     made = store_kind(store, folder or "practice") if record else (recorded_kind(store) or folder or "practice")
@@ -234,8 +234,6 @@ def team_kind(root: Path | str, store: str, *, record: bool = True) -> Kind:
 def kind_refusal(root: Path, kind: str, made: str, store: str) -> ResolverError:
     """The refusal of a home folder of ``kind`` pointed at the team store ``store`` made for the
     kind ``made``: ShopRefused when the store is a shop's, else ResolverError."""
-    from core.ground.masking import mask_url
-
     said = (
         f"The home folder {root} is a {kind} home, but the team store {mask_url(store)} was made for a {made} "
         f"home: a folder's kind must be its store's. Use a folder of its kind (resolver init{' --shop' if made == 'shop' else ''} "
@@ -252,8 +250,6 @@ def home_clock(root: Path | str, store: str | None = None, kind: Kind | None = N
     if (kind or home_kind(root)) == "shop":
         return SystemClock()
     if store is not None:
-        from core.stores import open_shop_parts
-
         return FileClock(Path(root) / "clock.json", parts=open_shop_parts(root, store))
     return FileClock(Path(root) / "clock.json")
 
@@ -345,9 +341,6 @@ def init_home(root: Path | str, shop: bool = False, store: str | None = None) ->
 
 def _init_team(root: Path, shop: bool, store: str) -> str:
     """:func:`init_home` on the team store ``store``. Raises ResolverError, ShopRefused."""
-    from core.ground.masking import mask_url
-    from core.stores import recorded_kind, store_kind
-
     want: Kind = "shop" if shop else "practice"
     folder = folder_kind(root)
     if folder is not None and folder != want:

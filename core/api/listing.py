@@ -17,7 +17,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, cast
 
+from core.api.homekind import home_clock, home_kind
 from core.contract.store import PAGE_SIZE, QueueColumns, RunSummary, Store
+from core.engine.marks import marked_away, standing
 from core.stores import folder_backend
 
 if TYPE_CHECKING:
@@ -84,12 +86,9 @@ class ListingQueue:
         """The marks that stand now (claims, hand-overs, snoozes) by run ID, and the
         home's clock time they were read at (the trainer's, in a practice home). The clock is
         read only when some run is marked: an unmarked home lists as fast as before."""
-        from core.engine.marks import standing
-
         rows = self._store.run_marks()
         if not rows:
             return {}, datetime.now().astimezone()
-        from core.api.homekind import home_clock
 
         now = home_clock(self._root).now() if self._root is not None else self._store.clock.now()
         return standing(rows, now), now
@@ -97,8 +96,6 @@ class ListingQueue:
     def marked_away(self, marks: dict[str, RunMarks], now: datetime, role: str | None, name: str | None) -> MarkedAway:
         """As :meth:`core.api.queue.ApprovalQueue.marked_away`: the waiting runs ``role`` may decide
         that the standing ``marks`` keep from the reader ``name``, counted."""
-        from core.engine.marks import marked_away
-
         return marked_away(self._store, marks, now, role, name)
 
     def pages(
@@ -155,6 +152,7 @@ def _queue_columns(state: TaskState) -> QueueColumns:
     """:func:`core.api.queue.queue_columns`, imported at the first save only: a listing never saves,
     so it never pays for the policy's import (start-up stays fast), yet its store, like every
     store, writes the queue's columns with every save."""
+    # lazy: core.api.queue builds pydantic models; `resolver runs` reads the columns without it
     from core.api.queue import queue_columns
 
     return queue_columns(state)
@@ -166,8 +164,6 @@ def listing_home(root: Path) -> ListingHome | None:
 
     Raises:
         HomeKindLost: the folder is a shop home whose ``home.json`` is missing or changed."""
-    from core.api.homekind import home_kind
-
     path = root / "runs.sqlite"
     if not path.is_file():
         return None

@@ -22,12 +22,14 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from core.api.homekind import home_kind
 from core.api.views import (
     RunDetail,
     ages_lines,
@@ -43,15 +45,17 @@ from core.api.views import (
 from core.contract.audit import REGISTRY_PREFIX
 from core.contract.store import PAGE_SIZE, QueueColumns, RunSummary, blank_columns
 from core.contract.store import Store as CheckpointStore
+from core.engine.approval import world_problem
 from core.engine.policy import action_value, proposal_role, rank
-from core.engine.preconditions import drift_lines
-from core.engine.rulebook import Approver
+from core.engine.preconditions import drift, drift_lines, evidence_time, look
+from core.engine.rulebook import MARK_ACTIONS, Approver, may_mark
 from core.ground.clock import Clock
 from core.ground.data import customer_names, load_policy
-from core.ground.errors import ResolverError, StoreBusy, StoreUnreachable
+from core.ground.errors import ResolverError, RunNotFound, StoreBusy, StoreUnreachable
+from core.ground.safetext import name_key
 from core.ground.state import RunView, TaskState, WorldSeen, action_short
 from core.ground.tickets import TICKETS
-from core.stores import Place
+from core.stores import Place, open_world
 
 __all__ = ["PAGE_SIZE", "ApprovalQueue", "Page", "QueueColumns", "RunSummary", "blank_columns", "queue_columns"]
 
@@ -191,8 +195,7 @@ class ApprovalQueue:
         acting (any read of the queue may, once per request by a compare-and-set;
         :func:`core.engine.watch.sweep_lapses` loads only rows last saved before the age limit). A
         store that cannot be written now (read-only, busy) leaves it to the next read."""
-        from contextlib import suppress
-
+        # lazy: core.engine.watch (and subprocess) loads at the first waiting page, not with the home
         from core.engine.watch import sweep_lapses
 
         with suppress(ResolverError):
@@ -202,6 +205,7 @@ class ApprovalQueue:
         """``rows`` of the "waiting" filter without the runs set aside at ``now`` and, for the
         "mine" of ``name``, the runs handed to someone else. A page may come back
         shorter than its limit; its cursor still follows its last row as read."""
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
         from core.engine.marks import hides_from_mine, standing
 
         marks = standing(self._store.run_marks([r.run_id for r in rows]), now)
@@ -212,6 +216,7 @@ class ApprovalQueue:
     def marks_now(self) -> tuple[dict[str, Any], datetime]:
         """The marks that stand now by run ID (:class:`core.engine.marks.RunMarks`) and the
         home's clock time they were read at, as :meth:`core.api.listing.ListingQueue.marks_now`."""
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
         from core.engine.marks import standing
 
         now = self._clock.now()
@@ -222,6 +227,7 @@ class ApprovalQueue:
         ``name`` or claimed by someone else, among the standing ``marks`` (:meth:`marks_now`): the
         line each face shows so that a mark never hides a run silently
         (:func:`core.engine.marks.marked_away`, a :class:`core.engine.marks.MarkedAway`)."""
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
         from core.engine.marks import marked_away
 
         return marked_away(self._store, marks, now, role, name)
@@ -229,6 +235,7 @@ class ApprovalQueue:
     def marks(self, state: TaskState) -> Any:
         """The marks of ``state``'s run (:class:`core.engine.marks.RunMarks`; none from an older run that
         a reset gave the same readable ID)."""
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
         from core.engine.marks import read_marks
 
         return read_marks(self._store, state)
@@ -264,8 +271,7 @@ class ApprovalQueue:
         counts table (SQLite's and PostgreSQL's ``run_counts``) counts every waiting run; the
         snoozes are read from ``run_marks`` (one row per marked run) and each snoozed run's
         status checked, so this costs one small query plus one summary per snoozed run."""
-        from contextlib import suppress
-
+        # lazy: core.engine.marks loads at the first read of marks, not with the home
         from core.engine.marks import standing
 
         now = self._clock.now()
@@ -328,15 +334,11 @@ class ApprovalQueue:
             return unreadable_detail(run_id, str(exc), summary.task_id, summary.status, summary.version)
         detail = describe(state, approver, others, trace, keys, tickets=self._root / TICKETS)
         if state.status == "waiting_approval" and state.proposal is not None:
-            from core.engine.rulebook import MARK_ACTIONS, may_mark
-
             detail = replace(detail, mark_offers={a: may_mark(state, approver.role, a) for a in MARK_ACTIONS})
             marks = self.marks(state)  # the claim, hand-over, snooze
             now = self._clock.now()
             marked = marks.lines(now)
             if marked:
-                from core.ground.safetext import name_key
-
                 mine = marks.claimed(now) and name_key(marks.claimed_by or "") == name_key(approver.name or "")
                 claim = None if mine else marks.claim_line(now)
                 detail = replace(detail, notes=[*marked, *detail.notes], claim=claim, my_claim=mine)
@@ -349,9 +351,6 @@ class ApprovalQueue:
     def look(self, state: TaskState) -> WorldSeen:
         """Run the read-only lookups behind ``state``'s evidence again now (no model call): the
         data an approval is bound to (:func:`core.engine.preconditions.look`)."""
-        from core.engine.preconditions import look
-        from core.stores import open_world
-
         return look(state, open_world(self._world_at, self._clock))
 
     def world_now(self, state: TaskState, seen: WorldSeen | None = None) -> tuple[list[str], str | None]:
@@ -359,11 +358,6 @@ class ApprovalQueue:
         and why approve is refused now (expiry, one effect per ticket, or in a shop home a
         precondition that already fails), else None. ``seen`` is the lookups' data to show
         (default: :meth:`look` now). No model call is made."""
-        from core.api.homekind import home_kind
-        from core.engine.approval import world_problem
-        from core.engine.preconditions import drift, evidence_time
-        from core.stores import open_world
-
         world = open_world(self._world_at, self._clock)
         now = self._clock.now()
         policy = load_policy()
@@ -446,8 +440,6 @@ class ApprovalQueue:
         that name them (``registry:add`` ...) left out, since the owner made those. A run that
         was pruned keeps its rows. Raises RunNotFound for a run that has neither a checkpoint nor
         an audit row (a mistyped ID is said, not answered with "0 decisions")."""
-        from core.ground.safetext import name_key
-
         rows = self._store.audit(run_id)
         if name is not None:
             key = name_key(name)
@@ -455,13 +447,9 @@ class ApprovalQueue:
                 r for r in rows if name_key(str(r["name"] or "")) == key and not str(r["decision"]).startswith(REGISTRY_PREFIX)
             ]
         if run_id and not rows and not self._store.exists(run_id):
-            from core.ground.errors import RunNotFound
-
             raise RunNotFound(run_id)
         return rows
 
     def changes(self) -> list[dict[str, Any]]:
         """What the practice world changed since its last reset, oldest first."""
-        from core.stores import open_world
-
         return open_world(self._world_at, self._clock).changes()

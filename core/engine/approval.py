@@ -32,7 +32,10 @@ from typing import TYPE_CHECKING, Protocol
 from core.contract.audit import AuditMoved
 from core.contract.store import AuditLog, RunStore
 from core.contract.world import World
+from core.engine import preconditions
 from core.engine.policy import ROLE_LABELS, check_role, may_approve, proposal_role, who_may_approve
+from core.engine.preconditions import drift, drift_lines, evidence_time
+from core.engine.proposal_rules import TicketFacts, WorldFacts, standing_problems
 from core.engine.rulebook import decided_by, not_decidable, person, role_too_low, stale_digest
 from core.ground.clock import Clock, iso
 from core.ground.data import PolicyData, load_policy
@@ -182,8 +185,6 @@ def world_problem(
     breaks a proposal rule on facts that never change, :func:`rules_broken`), ``expiry``
     (evidence older than the policy allows), ``duplicate`` (one effect per ticket) or
     ``precondition`` (shop homes only: a precondition fails already). None when it may."""
-    from core.engine.preconditions import evidence_time
-
     policy = policy or load_policy()
     broken = rules_broken(state, world, policy)
     if broken:
@@ -349,9 +350,7 @@ def _world_again(
     no longer waiting: then another approver won and wrote first, and the refusal says who, as a
     lost race does (a finding of the PostgreSQL race rounds: 1 loser in 700 was told the world
     changed)."""
-    from core.engine.preconditions import drift, drift_lines, look
-
-    now_seen = look(state, world)
+    now_seen = preconditions.look(state, world)  # found at the call, so a race test can run the winner inside it
     if seen is None or seen.fingerprint == now_seen.fingerprint:
         return now_seen
     current = store.load(state.run_id)
@@ -434,8 +433,6 @@ def rules_broken(state: TaskState, world: World | None = None, policy: PolicyDat
     before every write, so a proposal saved by an earlier release, or written into the store by
     hand, is never approved or paid because it is already waiting. ``world`` reads the records
     where given, else the practice world as shipped."""
-    from core.engine.proposal_rules import TicketFacts, WorldFacts, standing_problems
-
     if state.proposal is None or not state.proposal.actions:
         return ""
     ticket = TicketFacts(order_id=state.order_id, customer_id=state.customer_id)

@@ -116,8 +116,9 @@ def save(config: ApproverConfig, path: Path | None = None) -> Path:
             folder cannot be made or the file cannot be written; the name or role holds bytes
             that are not UTF-8. Nothing is saved in each case.
     """
+    # lazy: tomlkit is needed only to save the config (reading uses tomllib)
     import tomlkit
-    from tomlkit.exceptions import TOMLKitError
+    from tomlkit.exceptions import TOMLKitError  # lazy: tomlkit too, only to save
 
     path = path or config_path()
     try:

@@ -61,15 +61,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from cryptography.exceptions import InvalidSignature
+from cryptography.exceptions import InvalidSignature, InvalidTag
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from core.contract.registry import ApproverChange
 from core.engine.keyfiles import KeyFile, KeyFileError, KeyFiles
 from core.ground.clock import iso
+from core.ground.data import data_dir
 from core.ground.errors import ApprovalRefused, ResolverError
+from core.ground.masking import mask_url
 from core.ground.safetext import name_key, one_line
+from core.stores import is_team_store, open_registry_rows, open_shop_parts
 
 ROLES = ("agent", "team_lead", "grace")
 """Roles an approver may hold (the policy's roles, ``core.ground.data.ROLES``)."""
@@ -245,6 +248,7 @@ def use_key_cost(cost: KeyCost) -> KeyCost:
 
 
 def _scrypt(secret: str, salt: bytes, cost: KeyCost) -> bytes:
+    # lazy: the key ciphers (scrypt, AES-GCM) load only when a key is made or unlocked; verifying needs Ed25519 alone
     from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
     return Scrypt(salt=salt, length=32, n=cost.n, r=cost.r, p=cost.p).derive(secret.encode("utf-8"))
@@ -252,6 +256,7 @@ def _scrypt(secret: str, salt: bytes, cost: KeyCost) -> bytes:
 
 def _encrypt(key: Ed25519PrivateKey, passphrase: str) -> str:
     """``key`` encrypted under ``passphrase`` in :data:`KEY_FORMAT`, at the current cost."""
+    # lazy: the key ciphers (scrypt, AES-GCM) load only when a key is made or unlocked; verifying needs Ed25519 alone
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     cost = _key_cost
@@ -271,7 +276,7 @@ def _decrypt(stored: str, passphrase: str, public: str) -> Ed25519PrivateKey | N
         except (ValueError, TypeError):
             return None
         return key if isinstance(key, Ed25519PrivateKey) else None
-    from cryptography.exceptions import InvalidTag
+    # lazy: the key ciphers (scrypt, AES-GCM) load only when a key is made or unlocked; verifying needs Ed25519 alone
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
     try:
@@ -333,8 +338,6 @@ _common_cache: frozenset[str] | None = None
 def _common_passwords() -> frozenset[str]:
     global _common_cache
     if _common_cache is None:
-        from core.ground.data import data_dir
-
         lines = (data_dir() / "common_passwords.txt").read_text(encoding="utf-8").splitlines()
         _common_cache = frozenset(line for line in lines if line and not line.startswith("#"))
     return _common_cache
@@ -379,7 +382,6 @@ class Registry:
         self.root = Path(root)
         self.path = self.root / REGISTRY_DB
         self.seal_path = self.root / SEAL_FILE
-        from core.stores import is_team_store, open_registry_rows, open_shop_parts
 
         self._rows = open_registry_rows(store if store is not None else self.root)
         self.parts = open_shop_parts(self.root, store)
@@ -388,7 +390,6 @@ class Registry:
         """True when the rows are a team store's: new keys are then written to :attr:`keys` only."""
         self.keys = KeyFiles(self.root)
         """This machine's key files (:class:`core.engine.keyfiles.KeyFiles`, ``keys/`` in the home folder)."""
-        from core.ground.masking import mask_url
 
         self.shown = f"the team store {mask_url(store)}" if self.team and store else str(self.root)
         """Where the registry is, as sentences name it: the home folder, or ``the team store URL``

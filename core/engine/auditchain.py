@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from core.contract.audit import GENESIS, HEAD_FILE, REFUSED_PREFIX, TRIGGERS, read_binds, row_hash
+from core.stores import parts_at
 
 if TYPE_CHECKING:
     from core.contract.store import AuditReader, ShopParts
@@ -93,8 +94,6 @@ def write_head(where: Path | ShopParts, length: int, latest: str, signer: str, s
     Raises:
         OSError: the head cannot be written (a folder in its place, a full disk); no temporary
             file is left behind. ResolverError: the team store cannot be reached."""
-    from core.stores import parts_at
-
     body = json.dumps({"length": length, "hash": latest, "signer": signer, "signature": signature}) + "\n"
     parts_at(where).write(HEAD_FILE, body.encode("utf-8"))
 
@@ -103,8 +102,6 @@ def read_head(where: Path | ShopParts) -> dict[str, Any] | None:
     """``audit.head`` as a dict, or None when absent (``where`` as for :func:`write_head`).
     Raises ValueError when unreadable, OSError when the file cannot be read, ResolverError when
     the team store cannot be reached."""
-    from core.stores import parts_at
-
     data = parts_at(where).read(HEAD_FILE)
     if data is None:
         return None
@@ -166,12 +163,30 @@ def verify_audit(
     ``head_required`` and no head.
     """
     report = AuditReport()
+    _check_triggers(audit, report)
+    all_rows = audit.audit_rows()
+    report.length = len(all_rows)
+    hashes = _check_chain(all_rows, report, check_row)
+    report.latest = hashes[-1] if hashes else GENESIS
+    report.problems += _voided_approvals(all_rows)
+    if root is None:
+        return report
+    _check_head_file(root, report, hashes, check_head=check_head, head_required=head_required)
+    return report
+
+
+def _check_triggers(audit: AuditReader, report: AuditReport) -> None:
+    """Name each append-only trigger the audit lacks (someone dropped it)."""
     names = audit.audit_triggers()
     for t in TRIGGERS:
         if t not in names:
             report.problems.append(f"the append-only trigger {t} is missing: someone dropped it, so rows may have been changed")
-    all_rows = audit.audit_rows()
-    report.length = len(all_rows)
+
+
+def _check_chain(all_rows: list[dict[str, Any]], report: AuditReport, check_row: RowCheck | None) -> list[str]:
+    """Walk the rows in order, counting the chained ones and naming each break of the chain (an
+    unchained row after chained ones, a wrong ``prev``, a wrong ``binds``, a row ``check_row``
+    refuses); returns each row's hash, in order."""
     hashes: list[str] = []
     prev_hash = GENESIS
     started = False
@@ -188,33 +203,48 @@ def verify_audit(
             else:
                 expected = prev_hash
             report.chained += 1
-            why_binds = _binds_problem(row, i)
-            if why_binds:
-                report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}): {why_binds}")
-            if row["prev"] != expected:
-                report.problems.append(
-                    f"row {row['id']} ({row['run_id']}, {row['decision']}) does not follow the row before it: "
-                    "a row before it was edited, deleted or inserted"
-                )
-            if check_row is not None:
-                why = check_row(row)
-                if why:
-                    report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}): {why}")
+            _check_chained_row(row, i, expected, report, check_row)
         prev_hash = row_hash(row)
         hashes.append(prev_hash)
-    report.latest = prev_hash
-    report.problems += _voided_approvals(all_rows)
-    if root is None:
-        return report
+    return hashes
+
+
+def _check_chained_row(row: dict[str, Any], i: int, expected: str, report: AuditReport, check_row: RowCheck | None) -> None:
+    """One chained row: its ``binds`` records its place, its ``prev`` is ``expected``, and
+    ``check_row`` (when given) accepts it."""
+    why_binds = _binds_problem(row, i)
+    if why_binds:
+        report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}): {why_binds}")
+    if row["prev"] != expected:
+        report.problems.append(
+            f"row {row['id']} ({row['run_id']}, {row['decision']}) does not follow the row before it: "
+            "a row before it was edited, deleted or inserted"
+        )
+    if check_row is not None:
+        why = check_row(row)
+        if why:
+            report.problems.append(f"row {row['id']} ({row['run_id']}, {row['decision']}): {why}")
+
+
+def _check_head_file(
+    root: Path | ShopParts,
+    report: AuditReport,
+    hashes: list[str],
+    *,
+    check_head: HeadCheck | None,
+    head_required: bool,
+) -> None:
+    """The head (:func:`read_head`) against the chain: readable, present when required, no longer
+    than the chain, the hash of the chain's row at its length, and accepted by ``check_head``."""
     try:
         head = read_head(root)
     except (OSError, ValueError):
         report.problems.append(f"{HEAD_FILE} cannot be read: restore it from a backup")
-        return report
+        return
     if head is None:
         if head_required:
             report.problems.append(f"{HEAD_FILE} is missing: the newest rows cannot be checked")
-        return report
+        return
     n = head["length"]
     if n > report.length:
         report.problems.append(f"{HEAD_FILE} records {n} row(s) but the audit has {report.length}: the newest rows were deleted")
@@ -226,4 +256,3 @@ def verify_audit(
         why = check_head(head)
         if why:
             report.problems.append(f"{HEAD_FILE}: {why}")
-    return report

@@ -28,6 +28,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -242,9 +243,9 @@ def execute(
     clock = clock or store.clock
     owner = owner or lease_owner_name()
     state = store.claim(run_id, owner, LEASE_TTL_S)
-    crashed = False
     released = False
     beat = Heartbeat(store, run_id, owner)  # started at the first service call, one per execution
+    run = _Execution(store, key, run_id, clock, owner, interrupt, on_progress, authorize, beat)
     try:
         if state.status != "executing":
             return state
@@ -264,50 +265,10 @@ def execute(
         for op in state.operations:
             if op.status == "done":
                 continue
-            if op.status == "failed":
-                state = _hand_over(store, state, f"operation {op.operation_id} had failed", owner)
-                released = True
-                return state
-            stopped = _recheck(store, state, key, authorize, owner, op)
+            stopped = _execute_operation(run, state, op, world, own)
             if stopped is not None:
                 released = True
                 return stopped
-            found = _reconcile(state, op, world)
-            if found == "other":
-                state = _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
-                released = True
-                return state
-            if found == "done":
-                state.log(
-                    "reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now()
-                )
-                store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
-                _progress(on_progress, state, op)
-                continue
-            if op.status != "pending":
-                op.status = "pending"
-                state.log("pending", f"{op.action.type} {op.operation_id}: about to write", at=clock.now())
-            if interrupt == "before-write":  # the lesson's crash comes before the attempt is counted
-                store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
-                crashed = True
-                raise SimulatedCrash(run_id, "before-write", op)
-            if op.calls >= MAX_CALLS:  # every attempt ended its process: the limit holds across crashes
-                op.status = "failed"
-                op.error = f"gave up after {op.calls} call(s): the process ended during each call, and the register has no write"
-                state = _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
-                released = True
-                return state
-            if not _call(store, state, op, world, clock, owner, own, beat):
-                state = _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
-                released = True
-                return state
-            crash_point("write")
-            if interrupt == "after-write":
-                crashed = True
-                raise SimulatedCrash(run_id, "after-write", op)
-            state.log("done", f"{op.action.type} {op.operation_id}: done in {op.calls} call(s)", at=clock.now(), result=op.result)
-            store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
-            _progress(on_progress, state, op)
         state.status = "done"
         state.log("finished", "every operation done", at=clock.now())
         store.save(state, lease_owner=owner)  # the lease is given back in the same save
@@ -315,10 +276,67 @@ def execute(
         return state
     finally:
         beat.stop()  # before the lease is given back or expired: no renewal lands after it
-        if crashed:
+        if run.crashed:
             store.expire_lease(run_id)
         elif not released:
             store.release_lease(run_id, owner)
+
+
+@dataclass
+class _Execution:
+    """What one :func:`execute` call holds while it works through the operations; ``crashed``
+    is set just before a simulated crash is raised, so the lease is left expired."""
+
+    store: ExecutorStore
+    key: bytes
+    run_id: str
+    clock: Clock
+    owner: str
+    interrupt: Interrupt | None
+    on_progress: OnProgress | None
+    authorize: Authorize | None
+    beat: Heartbeat
+    crashed: bool = False
+
+
+def _execute_operation(run: _Execution, state: TaskState, op: Operation, world: World, own: set[str]) -> TaskState | None:
+    """Steps 2 to 6 for one operation that is not done: the run's state to return when the
+    execution stops at it (refused, handed to a person), ``None`` to go on to the next."""
+    store, owner, clock = run.store, run.owner, run.clock
+    if op.status == "failed":
+        return _hand_over(store, state, f"operation {op.operation_id} had failed", owner)
+    stopped = _recheck(store, state, run.key, run.authorize, owner, op)
+    if stopped is not None:
+        return stopped
+    found = _reconcile(state, op, world)
+    if found == "other":
+        return _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
+    if found == "done":
+        state.log("reconciled", f"{op.action.type} {op.operation_id}: found in the register, not called again", at=clock.now())
+        store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
+        _progress(run.on_progress, state, op)
+        return None
+    if op.status != "pending":
+        op.status = "pending"
+        state.log("pending", f"{op.action.type} {op.operation_id}: about to write", at=clock.now())
+    if run.interrupt == "before-write":  # the lesson's crash comes before the attempt is counted
+        store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
+        run.crashed = True
+        raise SimulatedCrash(run.run_id, "before-write", op)
+    if op.calls >= MAX_CALLS:  # every attempt ended its process: the limit holds across crashes
+        op.status = "failed"
+        op.error = f"gave up after {op.calls} call(s): the process ended during each call, and the register has no write"
+        return _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
+    if not _call(store, state, op, world, clock, owner, own, run.beat):
+        return _hand_over(store, state, f"{action_short(op.action)}: {op.error}", owner)
+    crash_point("write")
+    if run.interrupt == "after-write":
+        run.crashed = True
+        raise SimulatedCrash(run.run_id, "after-write", op)
+    state.log("done", f"{op.action.type} {op.operation_id}: done in {op.calls} call(s)", at=clock.now(), result=op.result)
+    store.save(state, lease_owner=owner, lease_ttl_s=LEASE_TTL_S)
+    _progress(run.on_progress, state, op)
+    return None
 
 
 def _progress(on_progress: OnProgress | None, state: TaskState, op: Operation) -> None:

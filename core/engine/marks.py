@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.contract.audit import MARK_DECISIONS
 from core.ground.clock import Clock, iso, parse_time
-from core.ground.errors import ApprovalRefused, StaleCheckpoint
+from core.ground.errors import ApprovalRefused, ResolverError, StaleCheckpoint
 from core.ground.safetext import name_key, not_one_line, not_plain_name, one_line
 
 if TYPE_CHECKING:
@@ -243,8 +243,8 @@ def marked_away(store: MarkedStore, marks: dict[str, RunMarks], now: datetime, r
     may decide (:func:`core.engine.rulebook.may_decide`); every snooze (one's own too: the run leaves the
     waiting queue all the same), a hand-over to and a claim by someone else. One summary is read per marked run; a run deleted or
     unreadable since is not counted."""
+    # lazy: the rulebook is not needed by `resolver runs`, which reads marks
     from core.engine.rulebook import may_decide
-    from core.ground.errors import ResolverError
 
     aside = handed = claimed = 0
     for run_id, m in marks.items():
@@ -270,6 +270,7 @@ def _same(who: str | None, name: str | None) -> bool:
 def snooze_deadline(state: TaskState, policy: PolicyData) -> datetime:
     """The latest time a run may be set aside until: when its approval request expires (its
     evidence reaches the policy's ``evidence_max_age_s``)."""
+    # lazy: the preconditions are not needed by `resolver runs`, which reads marks
     from core.engine.preconditions import evidence_time
 
     return evidence_time(state) + timedelta(seconds=policy.evidence_max_age_s)
@@ -278,6 +279,7 @@ def snooze_deadline(state: TaskState, policy: PolicyData) -> datetime:
 def _waiting(store: MarkedStore, run_id: str, verb: str) -> TaskState:
     """The run ``run_id`` if it waits for a decision. Raises ApprovalRefused with
     :func:`core.engine.rulebook.nothing_to_mark` (its status, who decided it) when it does not."""
+    # lazy: the rulebook is not needed by `resolver runs`, which reads marks
     from core.engine.rulebook import nothing_to_mark
 
     state = store.load(run_id)
@@ -289,6 +291,7 @@ def _waiting(store: MarkedStore, run_id: str, verb: str) -> TaskState:
 def _may(state: TaskState, role: str, action: str) -> None:
     """Raise ApprovalRefused with :func:`core.engine.rulebook.may_mark`'s sentence when ``role`` may not
     put the mark ``action`` on ``state`` (the role the proposal needs, as a decision)."""
+    # lazy: the rulebook is not needed by `resolver runs`, which reads marks
     from core.engine.rulebook import may_mark
 
     said = may_mark(state, role, action)
@@ -301,12 +304,14 @@ def _may_decide_claim(state: TaskState, marks: RunMarks) -> bool:
     claim (no role recorded: yes). A claim made before marks needed the decision's role, by
     someone who may not decide the run, does not keep those who may from claiming it: theirs
     replaces it."""
+    # lazy: the rulebook is not needed by `resolver runs`, which reads marks
     from core.engine.rulebook import may_decide, needed_role
 
     return not marks.claimed_role or may_decide(marks.claimed_role, needed_role(state))
 
 
 def _who(role: str, name: str | None) -> str:
+    # lazy: the policy is not needed by `resolver runs`, which reads marks
     from core.engine.policy import check_role
 
     check_role(role)
@@ -477,6 +482,7 @@ def handover(
         raise ApprovalRefused(f"{one_line(name)} cannot hand a run to themself; nothing was handed over.")
     state = _waiting(store, run_id, "hand over")
     _may(state, role, "handover")
+    # lazy: the rulebook is not needed by `resolver runs`, which reads marks
     from core.engine.rulebook import may_receive
 
     said = may_receive(state, to.strip(), to_role)

@@ -56,6 +56,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any, Protocol
 
+from pydantic import TypeAdapter, ValidationError
+
+from core.contract.world import UnknownTool
 from core.ground.data import PolicyData, load_policy, load_world_data
 from core.ground.safetext import one_line
 from core.ground.state import Evidence, ProposedAction, RefundAction, ReshipAction, ReturnLabelAction
@@ -154,8 +157,6 @@ class WorldFacts:
         return self._seen[order_id]
 
     def _read(self, order_id: str) -> OrderFacts | None:
-        from core.contract.world import UnknownTool
-
         try:
             got = self.world.get_order(order_id)
         except UnknownTool:  # an ID that is not one (a line break, a control character): no such order
@@ -279,8 +280,6 @@ def unreadable(raw: Sequence[Any]) -> list[Broken]:
     """P1 for each of the model's raw actions that does not read as an action of its kind (a
     field missing, extra or of the wrong type), one sentence each naming the first field wrong.
     Call after :func:`shape_problems` (which says an unknown kind apart)."""
-    from pydantic import TypeAdapter, ValidationError
-
     one: TypeAdapter[Any] = TypeAdapter(ProposedAction)
     out: list[Broken] = []
     for n, action in enumerate(raw, 1):

@@ -21,6 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 from core.contract.store import Leases, RunExists, RunStore, lease_owner_name
 from core.contract.world import UnknownTool, World
 from core.engine.executor import LEASE_TTL_S
+from core.engine.preconditions import bind, first_read
 from core.engine.proposal_rules import TicketFacts, WorldFacts, outcome_problems, problems, refusal, shape_problems, unreadable
 from core.ground.clock import Clock
 from core.ground.data import FinalTurn, Ticket, find_task, load_policy
@@ -175,8 +176,6 @@ def _finish(state: TaskState, turn: FinalTurn, world: World) -> None:
     if proposal.outcome == "resolve" and not proposal.actions:
         proposal = proposal.model_copy(update={"outcome": "reply"})
     if proposal.outcome == "resolve":  # bound to the world as read
-        from core.engine.preconditions import bind, first_read
-
         proposal = bind(state, proposal, first_read(state))
     state.proposal = proposal
     if proposal.outcome == "resolve":

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,6 +41,7 @@ from core.engine import auditchain
 from core.engine.approvers import SEAL_FILE, Registry, RegistryError, Unlocked, fingerprint, verify_hex
 from core.ground.clock import iso
 from core.ground.errors import ApprovalRefused, ResolverError
+from core.ground.safetext import name_key, one_line
 from core.stores import Place, is_team_store, register_entries, world_path
 
 if TYPE_CHECKING:
@@ -568,8 +570,6 @@ def key_lines(registry: Registry) -> list[str]:
     approver), ``Keys: none on this machine`` on a team store without any, and on a team store
     how many keys are still in its rows (``Keys in the store: ...``, each moves to its
     approver's machine at their first unlock there). Never raises."""
-    from core.ground.safetext import name_key, one_line
-
     out: list[str] = []
     try:
         entries = {name_key(e.name): e for e in registry.entries()}
@@ -615,8 +615,6 @@ class KeyHolder:
     """
 
     def __init__(self, idle_s: float, clock: Callable[[], float] | None = None) -> None:
-        import time
-
         self.idle_s = idle_s
         self._clock = clock or time.monotonic
         self._key: Unlocked | None = None

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.engine.policy import ROLE_LABELS, may_approve, proposal_role
+from core.engine.preconditions import evidence_time
 from core.ground.clock import iso
 from core.ground.errors import ResolverError, StoreBusy, StoreUnreachable
 from core.ground.safetext import name_key, one_line
@@ -302,8 +303,6 @@ def sweep_lapses(store: WatchedStore, now: datetime, policy: PolicyData, rows: l
     evidence. (A run set back to waiting after its approval lapsed at execution has a
     ``refusal`` event at once and its ``lapse`` once it was saved that long ago.) Returns how
     many events this call wrote."""
-    from core.engine.preconditions import evidence_time
-
     limit = timedelta(seconds=policy.evidence_max_age_s)
     cutoff = (now - limit).timestamp()
     if rows is not None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -232,7 +233,6 @@ class FileClock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_dir():
             raise ResolverError(f"The clock file {self.path} is a folder; remove it, then set the clock again.")
-        import tempfile  # here, not at the top: only setting the clock writes, and start-up stays fast
 
         fd, tmp = tempfile.mkstemp(prefix=".clock-", suffix=".tmp", dir=self.path.parent)  # mode 0600
         try:

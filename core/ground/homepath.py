@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import errno
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from core.ground.errors import BadArgument, ResolverError
 from core.ground.masking import mask_url
@@ -58,6 +60,7 @@ def config_path() -> Path:
     named = os.environ.get(CONFIG_ENV)
     if named:
         return Path(named).expanduser()
+    # lazy: platformdirs loads only when $RESOLVER_CONFIG does not name the file
     from platformdirs import user_config_path
 
     return user_config_path("resolver") / "config.toml"
@@ -70,8 +73,6 @@ def read_config(path: Path) -> dict:
         BadArgument: a file that cannot be read, is not UTF-8 or is not TOML (exit 2, as the
             live model's routes in the same file, :func:`core.models.model.config_routes`).
     """
-    import tomllib
-
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -128,8 +129,6 @@ class StoreChoice:
 def team_label(url: str) -> str:
     """A team store's URL as a status bar shows it: ``team store larkfield@db.shop:5432`` (its
     database and server, never the user or password); the masked URL when it has neither."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     database = parts.path.lstrip("/")
     server = parts.hostname or "local socket"
@@ -166,8 +165,6 @@ def parse_store_url(text: str, where: str) -> tuple[Literal["sqlite", "postgres"
             raise BadArgument(f"{where} names no folder; give sqlite:///FOLDER (the home folder that holds runs.sqlite).")
         return "sqlite", path
     if scheme in POSTGRES_SCHEMES:
-        from urllib.parse import urlsplit
-
         try:
             netloc = urlsplit(value).netloc
         except ValueError as exc:  # an IPv6 host without its "]"

@@ -39,6 +39,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core.ground.clock import TimeOutOfRange, supported
 from core.ground.data import TICKET_ID, Ticket, data_dir, find_task, load_world_data, task_ids, write_private_json
 from core.ground.errors import ResolverError
 from core.ground.safetext import one_line
@@ -133,8 +134,6 @@ def check_ticket(raw: dict[str, Any], home_tickets: Path | None = None) -> tuple
     practice world as shipped (the order the customer's), ``received_at`` ISO 8601 with its
     offset within the supported times, and ``kind``, ``subject`` and ``message`` not blank.
     """
-    from core.ground.clock import TimeOutOfRange, supported
-
     mistakes: list[str] = []
     ticket: Ticket | None = None
     try:

@@ -87,6 +87,7 @@ class OpenAIChatModel:
 
     def __init__(self, route: LiveRoute, journal: CallJournal | None = None) -> None:
         try:
+            # lazy: openai is optional (the openai extra) and imported only for a live route
             import openai
         except ImportError:
             raise ResolverError(
@@ -183,20 +184,8 @@ class OpenAIChatModel:
                     continue
                 raise ModelUnavailable(f"{at} could not be reached ({tries}); resume the run when it is up.") from None
             except openai.APIStatusError as exc:
-                if journal is not None:
-                    journal.answer(step, attempt, failure(exc.status_code, exc.response.text), 0, 0)
-                code = exc.status_code
-                if (code in (408, 409, 429) or code >= 500) and n < r.max_retries:
-                    time.sleep(_backoff_s(n, _retry_after_s(exc.response.headers)))
-                    continue
-                if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-                    whose = f" for model {r.model}" if isinstance(exc, openai.PermissionDeniedError) else ""
-                    raise ModelUnavailable(
-                        f"{at} refused the key in ${r.key_env}{whose} (HTTP {code}); check the key and resume the run."
-                    ) from None
-                if isinstance(exc, openai.RateLimitError):
-                    raise ModelUnavailable(f"{at} is limiting the rate (HTTP 429) after {tries}; resume the run later.") from None
-                raise ModelUnavailable(f"{at} answered HTTP {code} ({tries}); resume the run later.") from None
+                self._error_answer(exc, step, attempt, n, at, tries)
+                continue
             except openai.APIError as exc:  # the client could not read it: left unanswered, counted as paid
                 if n < r.max_retries:
                     time.sleep(_backoff_s(n, None))
@@ -220,6 +209,34 @@ class OpenAIChatModel:
                 journal.answer(step, attempt, raw, turn.usage.tokens_in, turn.usage.tokens_out)
             return turn
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def _error_answer(self, exc: Any, step: int, attempt: int, n: int, at: str, tries: str) -> None:
+        """An HTTP error answer (``exc``, the client's ``APIStatusError``) to attempt ``n``: saved
+        as a failure, then waited out before the next attempt when it may pass (a timeout, a
+        conflict, a rate limit, a server error) and attempts are left; else raised as one
+        sentence: a refused key, a rate limit, or the status code."""
+        if self.journal is not None:
+            self.journal.answer(step, attempt, failure(exc.status_code, exc.response.text), 0, 0)
+        code = exc.status_code
+        if (code in (408, 409, 429) or code >= 500) and n < self.route.max_retries:
+            time.sleep(_backoff_s(n, _retry_after_s(exc.response.headers)))
+            return
+        raise self._refusal(exc, at, tries) from None
+
+    def _refusal(self, exc: Any, at: str, tries: str) -> ModelUnavailable:
+        """The one sentence for an HTTP error answer not retried: a refused key, a rate limit,
+        or the status code."""
+        openai = self._openai
+        r = self.route
+        code = exc.status_code
+        if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+            whose = f" for model {r.model}" if isinstance(exc, openai.PermissionDeniedError) else ""
+            return ModelUnavailable(
+                f"{at} refused the key in ${r.key_env}{whose} (HTTP {code}); check the key and resume the run."
+            )
+        if isinstance(exc, openai.RateLimitError):
+            return ModelUnavailable(f"{at} is limiting the rate (HTTP 429) after {tries}; resume the run later.")
+        return ModelUnavailable(f"{at} answered HTTP {code} ({tries}); resume the run later.")
 
 
 class UnusableAnswer(ModelUnavailable):
@@ -269,23 +286,8 @@ def turn_of(raw: str, at: str) -> ToolCallTurn | FinalTurn:
     def malformed(what: str) -> UnusableAnswer:
         return UnusableAnswer(at, what)
 
-    try:
-        answer = json.loads(raw, parse_constant=_strict_constant)
-    except (ValueError, RecursionError):
-        raise malformed("not JSON") from None
-    if not isinstance(answer, dict):
-        raise malformed("not a JSON object")
-    try:
-        usage = TurnUsage(tokens_in=answer["usage"]["prompt_tokens"], tokens_out=answer["usage"]["completion_tokens"])
-    except (KeyError, TypeError, ValidationError):
-        raise malformed("no token usage") from None
-    try:
-        calls = answer["choices"][0]["message"].get("tool_calls") or []
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise malformed("no choices") from None
-    if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
-        raise malformed(f"{len(calls) if isinstance(calls, list) else 0} tool calls where one was asked for")
-    fn = calls[0].get("function")
+    usage, call = _usage_and_call(raw, malformed)
+    fn = call.get("function")
     if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
         raise malformed("a tool call without a function name")
     name = fn["name"]
@@ -298,7 +300,7 @@ def turn_of(raw: str, at: str) -> ToolCallTurn | FinalTurn:
         raise malformed(f"the arguments of {name!r} are not JSON") from None
     if not isinstance(args, dict):
         raise malformed(f"the arguments of {name!r} are not an object")
-    call_id = calls[0].get("id")
+    call_id = call.get("id")
     call_id = call_id if isinstance(call_id, str) else ""
     if len(call_id) > 200 or not call_id.isprintable():
         raise malformed("a tool call ID that is not one line of up to 200 printable characters")
@@ -315,6 +317,29 @@ def turn_of(raw: str, at: str) -> ToolCallTurn | FinalTurn:
     if said is not None:
         raise malformed(said)
     return turn
+
+
+def _usage_and_call(raw: str, malformed: Callable[[str], UnusableAnswer]) -> tuple[TurnUsage, dict[str, Any]]:
+    """The token usage and the one tool call of the chat completion ``raw``: strict JSON, an
+    object, with usage and exactly one tool call (an object); else ``malformed`` with the
+    clause saying which does not hold, in that order."""
+    try:
+        answer = json.loads(raw, parse_constant=_strict_constant)
+    except (ValueError, RecursionError):
+        raise malformed("not JSON") from None
+    if not isinstance(answer, dict):
+        raise malformed("not a JSON object")
+    try:
+        usage = TurnUsage(tokens_in=answer["usage"]["prompt_tokens"], tokens_out=answer["usage"]["completion_tokens"])
+    except (KeyError, TypeError, ValidationError):
+        raise malformed("no token usage") from None
+    try:
+        calls = answer["choices"][0]["message"].get("tool_calls") or []
+    except (KeyError, IndexError, TypeError, AttributeError):
+        raise malformed("no choices") from None
+    if not isinstance(calls, list) or len(calls) != 1 or not isinstance(calls[0], dict):
+        raise malformed(f"{len(calls) if isinstance(calls, list) else 0} tool calls where one was asked for")
+    return usage, calls[0]
 
 
 def _final_turn(args: dict[str, Any], usage: TurnUsage, malformed: Callable[[str], UnusableAnswer]) -> FinalTurn:

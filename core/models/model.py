@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.ground.data import FinalTurn, ToolCallTurn, load_prices
 from core.ground.errors import BadArgument, ResolverError
+from core.ground.homepath import config_path, read_config
 from core.ground.state import Message
 
 if TYPE_CHECKING:
@@ -249,8 +250,6 @@ def load_routes(path: Path | None = None) -> dict[str, LiveRoute]:
         BadArgument: the file does not parse, or a table has a missing, unknown or wrong key
             (one sentence naming the table and the key).
     """
-    from core.ground.homepath import config_path, read_config
-
     where = path or config_path()
     doc = read_config(where)
     tables = doc.get("models", {})

@@ -54,6 +54,7 @@ def turns_of(store: CallStore, state: TaskState) -> list[ToolCallTurn | FinalTur
             to a person for its budget, or a step has no answer in the journal), or its journal
             holds a row its runner did not write (a recording must be what the model said).
     """
+    # lazy: the live model's module is loaded only for a live route
     from core.models.live_model import turn_of
 
     if state.proposal is None or state.step == 0 or state.proposal.rule == "budget":

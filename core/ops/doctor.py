@@ -19,7 +19,15 @@ from importlib import metadata
 from pathlib import Path
 
 from core.api.home import FILE_MODE, HOME_MODE, HomeLocation
+from core.api.homekind import folder_kind, home_kind, shop_evidence, team_kind
+from core.api.queue import queue_columns
+from core.engine.signing import registry_lines, verify_audit_read_only
+from core.ground.clock import FileClock, SystemClock, iso
 from core.ground.errors import ResolverError
+from core.ground.masking import mask_text
+from core.ground.state import SCHEMA_VERSION
+from core.stores import folder_files, folder_journal_key, open_shop_parts, open_store, team_store_lines, trigger_lines
+from core.stores.common import journal_key, seal_verdict
 
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
 """The triggers that keep the audit append-only (:mod:`core.stores.sqlite.checkpoint`)."""
@@ -85,8 +93,6 @@ def _database_lines(path: Path, label: str, triggers: tuple[str, ...] = ()) -> l
                 ),
             )
         ]
-    from core.stores import folder_files
-
     files = folder_files()
     try:
         result, fmt, found = files.database_check(path)
@@ -143,8 +149,6 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 def _dependency_lines(team: bool = False) -> list[str]:
     """One line per runtime dependency (installed version against the declared floor); a team
     store adds the ``postgres`` extra's packages (:data:`TEAM_DEPENDENCIES`)."""
-    from core.stores import folder_files
-
     lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {folder_files().ENGINE_VERSION}")]
     for package in DEPENDENCIES + (TEAM_DEPENDENCIES if team else ()):
         try:
@@ -164,10 +168,6 @@ def _clock_line(root: Path, kind: str, url: str | None = None) -> str:
     """The home's clock, checked against the supported times: ok with the time, or
     FAIL with the sentence (a damaged ``clock.json``, a computer's clock out of range). ``url``:
     the team store keeping the trainer's clock, or None for the folder's file."""
-    from core.ground.clock import FileClock, SystemClock, iso
-    from core.ground.errors import ResolverError
-    from core.stores import open_shop_parts
-
     try:
         parts = open_shop_parts(root, url) if url is not None else None
         clock = SystemClock() if kind == "shop" else FileClock(root / "clock.json", parts=parts)  # the kind as doctor found it
@@ -182,9 +182,6 @@ def _audit_lines(root: Path, kind: str) -> list[str]:
     """What ``resolver audit verify`` says, read only: the hash chain and, in a shop
     home with a registry, each decision's signature and the signed ``audit.head``. A store made
     before the chain (no ``prev`` column yet) is a warn line: it is chained at its next open."""
-    from core.engine.signing import verify_audit_read_only
-    from core.stores import folder_files
-
     read_only_audit = folder_files().read_only_audit
     path = root / "runs.sqlite"
     if not path.is_file():
@@ -230,8 +227,6 @@ def _sqlite_journal_lines(root: Path) -> list[str]:
     the home's ``approval.key`` (never made here); nothing for a store not yet sealed (an
     earlier format, sealed at its upgrade). A missing key with sealed rows is a FAIL line: a new
     key would leave every row untrusted."""
-    from core.stores import folder_files, folder_journal_key
-    from core.stores.common import journal_key, seal_verdict
 
     read_only_journal = folder_files().read_only_journal
 
@@ -255,10 +250,6 @@ def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
     """The team store's lines: the server and schema version read without changing
     anything; when the schema is this resolver's, each trigger missing or altered by name, and
     the audit as ``audit verify`` checks it."""
-    from core.api.queue import queue_columns
-    from core.engine.signing import verify_audit_read_only
-    from core.stores import open_store, team_store_lines, trigger_lines
-
     pairs = team_store_lines(url)
     lines = [_line(level, text) for level, text in pairs]
     if pairs[-1][0] != "ok":
@@ -285,8 +276,6 @@ def _team_kind(root: Path, url: str, usable: bool) -> str:
     recording nothing; the folder's own kind (practice when it holds nothing) while the store is
     not ``usable`` (its schema is not this resolver's), so doctor never migrates a store.
     Raises ResolverError (the kinds differ, the store was changed by hand)."""
-    from core.api.homekind import folder_kind, team_kind
-
     if not usable:
         return folder_kind(root) or "practice"
     return team_kind(root, url, record=False)
@@ -297,9 +286,6 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     otherwise). Never creates or changes a file. No line holds a password: the store is shown
     masked, and every line passes through :func:`core.ground.masking.mask_text` with its URL, since a
     line may quote what a library said about it."""
-    from core.api.homekind import folder_kind, home_kind, shop_evidence
-    from core.ground.state import SCHEMA_VERSION
-
     root = where.path
     lines = [f"Home: {where.describe()}", f"Store: {where.store.shown()} ({where.store.detail})"]
     if not root.is_dir():
@@ -313,7 +299,6 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         lines += _dependency_lines(where.store.url is not None)
         return lines, 1
     url = where.store.url
-    from core.stores import team_store_lines
 
     usable = url is None or team_store_lines(url)[-1][0] == "ok"  # else the per-shop parts are not read
     try:
@@ -336,8 +321,6 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     if usable:
         lines.append(_clock_line(root, kind, url))
     if kind == "shop" and usable:  # the owner key's fingerprint, to compare with the one on paper
-        from core.engine.signing import registry_lines
-
         for text in registry_lines(root, kind, url):
             level = (
                 "ok"
@@ -355,7 +338,6 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         lines += _sqlite_journal_lines(root)
         lines += _database_lines(root / "larkfield.sqlite", "practice world")
     lines += _dependency_lines(url is not None)
-    from core.ground.masking import mask_text
 
     lines = [mask_text(line, [url]) for line in lines]  # a line may quote a library's error, and that the URL
     return lines, (1 if any(line.startswith("FAIL") for line in lines) else 0)

@@ -25,12 +25,16 @@ import os
 import shutil
 import tarfile
 import tempfile
+import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
+from core.ground.clock import EARLIEST, SUPPORTED_RANGE, TimeOutOfRange, format_duration, parse_time, supported
 from core.ground.errors import ResolverError, ShopRefused
+from core.ground.masking import mask_url
+from core.ground.state import FINAL_STATUSES
 from core.stores import folder_files
 
 if TYPE_CHECKING:
@@ -50,8 +54,6 @@ def prune_cutoff(now: datetime, older_than: timedelta) -> datetime:
         TimeOutOfRange: the cutoff falls outside the supported range (:func:`core.ground.clock.supported`),
             e.g. ``--older-than 10000d`` reaches back before 2000.
     """
-    from core.ground.clock import EARLIEST, SUPPORTED_RANGE, TimeOutOfRange, format_duration, supported
-
     try:
         cutoff = now - older_than
     except OverflowError:
@@ -72,9 +74,6 @@ def prune(home: Home, older_than: timedelta) -> list[str]:
     Raises:
         TimeOutOfRange: the cutoff (:func:`prune_cutoff`) or the clock is outside the supported range.
     """
-    from core.ground.clock import format_duration, parse_time
-    from core.ground.state import FINAL_STATUSES
-
     cutoff = prune_cutoff(home.clock.now(), older_than)
     doomed: list[tuple[str, str]] = []
     for status in sorted(FINAL_STATUSES):
@@ -120,7 +119,6 @@ def not_on_a_team_store(home: Home, command: str) -> None:
     "backed up" over nothing (a new user's finding). Raises ResolverError naming what to use."""
     if home.store_url is None:
         return
-    from core.ground.masking import mask_url
 
     raise ResolverError(
         f"`resolver {command}` copies a home folder's SQLite files, and this home's runs are in the team store "
@@ -212,8 +210,6 @@ def _owner_key(folder: Path) -> str | None:
 
 def _keep_path(root: Path) -> Path:
     """A new file beside the home for the copy of it kept before a restore."""
-    import time
-
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     for n in range(1000):
         path = root.parent / f"{root.name}-before-restore-{stamp}{f'-{n}' if n else ''}.tar.gz"
@@ -252,25 +248,7 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
         ) from None
     with tar, tempfile.TemporaryDirectory(prefix="resolver-restore-", dir=home.root.parent) as tmp:
         members = tar.getmembers()
-        for m in members:
-            parts = PurePosixPath(m.name).parts
-            if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
-                raise ResolverError(f"The backup {src} holds {m.name!r}, which is not a file of a home; nothing was replaced.")
-        for m in members:  # checked before anything is replaced: a restore never stops halfway
-            target = home.root / m.name
-            if m.name in _PLAIN_FILES and not m.isfile():
-                raise ResolverError(f"The backup {src} holds {m.name!r} as a folder, not the home's file. Nothing was replaced.")
-            if target.exists() and m.isfile() != target.is_file() and m.name not in DATABASES:
-                raise ResolverError(
-                    f"{target} is {'a folder' if target.is_dir() else 'a file'} and the backup holds it as "
-                    f"{'a file' if m.isfile() else 'a folder'}; move it away first. Nothing was replaced."
-                )
-        names = {m.name for m in members}
-        missing = [d for d in DATABASES if d not in names]
-        if missing:
-            raise ResolverError(
-                f"The backup {src} has no {', '.join(missing)}; it is not a resolver backup. Nothing was replaced."
-            )
+        _check_members(home, src, members)
         kind = _archive_kind(tar)
         if kind != home.kind:
             raise ResolverError(
@@ -287,34 +265,72 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
                 f"The backup {src} is of a shop home with another owner key than {home.root}'s; a restore never "
                 "changes a shop's owner. Nothing was replaced."
             )
-        kept: Path | None = None
-        if (home.root / "runs.sqlite").is_file():
-            theirs = folder_files().newest(Path(tmp) / "runs.sqlite")
-            newer = folder_files().saved_after(home.root / "runs.sqlite", theirs)
-            if newer and not replace_newer:
-                shown = ", ".join(newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
-                raise ResolverError(
-                    f"{home.root} holds {len(newer)} run(s) saved after the backup {src} was made ({shown}); "
-                    "restoring would lose them. Add --replace-newer to restore anyway (the home is kept in a "
-                    "backup file first). Nothing was replaced."
-                )
-            kept = _keep_path(home.root)
-            backup(home, kept)
-        restored = []
-        for name in DATABASES:  # into the live databases by the backup API: atomic, WAL and other readers kept right
-            _load_database(Path(tmp) / name, home.root / name)
-            restored.append(name)
-        for m in members:
-            target = home.root / m.name
-            if m.name in DATABASES:
-                continue
-            if m.isdir():
-                target.mkdir(mode=0o700, exist_ok=True)
-                continue
-            os.replace(Path(tmp) / m.name, target)
-            target.chmod(0o600)
-            restored.append(m.name)
+        kept = _keep_home(home, src, Path(tmp), replace_newer=replace_newer)
+        restored = _replace_files(home, Path(tmp), members)
     lines = [f"Restored {home.root} ({home.kind}) from {src}: {', '.join(sorted(restored))}."]
     if kept is not None:
         lines.append(f"The home as it was is kept in {kept} (`resolver restore {kept}` brings it back).")
     return Restored(lines, kept)
+
+
+def _check_members(home: Home, src: Path, members: list[tarfile.TarInfo]) -> None:
+    """Refuse an archive that is not a home's backup, before anything is replaced (a restore
+    never stops halfway): a path outside the home, a member neither file nor folder, a home file
+    held as a folder, a member of the other type than the home's file or folder at its place, a
+    database missing."""
+    for m in members:
+        parts = PurePosixPath(m.name).parts
+        if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
+            raise ResolverError(f"The backup {src} holds {m.name!r}, which is not a file of a home; nothing was replaced.")
+    for m in members:  # checked before anything is replaced: a restore never stops halfway
+        target = home.root / m.name
+        if m.name in _PLAIN_FILES and not m.isfile():
+            raise ResolverError(f"The backup {src} holds {m.name!r} as a folder, not the home's file. Nothing was replaced.")
+        if target.exists() and m.isfile() != target.is_file() and m.name not in DATABASES:
+            raise ResolverError(
+                f"{target} is {'a folder' if target.is_dir() else 'a file'} and the backup holds it as "
+                f"{'a file' if m.isfile() else 'a folder'}; move it away first. Nothing was replaced."
+            )
+    names = {m.name for m in members}
+    missing = [d for d in DATABASES if d not in names]
+    if missing:
+        raise ResolverError(f"The backup {src} has no {', '.join(missing)}; it is not a resolver backup. Nothing was replaced.")
+
+
+def _keep_home(home: Home, src: Path, tmp: Path, *, replace_newer: bool) -> Path | None:
+    """Back the home up beside itself before it is replaced (its path; None when it has no runs
+    database yet), after refusing, unless ``replace_newer``, when it holds runs saved after the
+    newest run of the backup extracted in ``tmp``."""
+    if not (home.root / "runs.sqlite").is_file():
+        return None
+    theirs = folder_files().newest(tmp / "runs.sqlite")
+    newer = folder_files().saved_after(home.root / "runs.sqlite", theirs)
+    if newer and not replace_newer:
+        shown = ", ".join(newer[:3]) + (f" and {len(newer) - 3} more" if len(newer) > 3 else "")
+        raise ResolverError(
+            f"{home.root} holds {len(newer)} run(s) saved after the backup {src} was made ({shown}); "
+            "restoring would lose them. Add --replace-newer to restore anyway (the home is kept in a "
+            "backup file first). Nothing was replaced."
+        )
+    kept = _keep_path(home.root)
+    backup(home, kept)
+    return kept
+
+
+def _replace_files(home: Home, tmp: Path, members: list[tarfile.TarInfo]) -> list[str]:
+    """Put the backup extracted in ``tmp`` in place of the home's files; the names restored."""
+    restored = []
+    for name in DATABASES:  # into the live databases by the backup API: atomic, WAL and other readers kept right
+        _load_database(tmp / name, home.root / name)
+        restored.append(name)
+    for m in members:
+        target = home.root / m.name
+        if m.name in DATABASES:
+            continue
+        if m.isdir():
+            target.mkdir(mode=0o700, exist_ok=True)
+            continue
+        os.replace(tmp / m.name, target)
+        target.chmod(0o600)
+        restored.append(m.name)
+    return restored

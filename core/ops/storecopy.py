@@ -45,11 +45,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.api.homekind import home_kind, init_home
+from core.api.queue import queue_columns
 from core.contract.store import SHOP_PARTS, ShopParts, StoreRows
+from core.engine.auditchain import verify_audit
 from core.engine.keyfiles import KEYS_DIR, KeyFile, KeyFiles
 from core.ground.errors import ResolverError
-from core.stores import Place, is_team_store, open_rows, open_store, register_entries, store_version, world_path
-from core.stores.common import COPY_PARTS
+from core.ground.masking import mask_url
+from core.stores import (
+    Place,
+    folder_journal_key,
+    is_team_store,
+    open_rows,
+    open_shop_parts,
+    open_store,
+    open_world,
+    register_entries,
+    store_kind,
+    store_version,
+    world_path,
+)
+from core.stores.common import COPY_PARTS, refuse_used
 
 HOME_FILES = ("home.json", "approval.key", "clock.json", "approvers.json", "audit.head")
 """Per-shop files a SQLite home keeps beside its databases, copied folder to folder."""
@@ -78,8 +94,6 @@ class StoreReport:
 
 def _label(where: Place) -> str:
     if is_team_store(where):
-        from core.ground.masking import mask_url
-
         return f"the team store {mask_url(str(where))}"
     return f"the home folder {where}"
 
@@ -92,9 +106,6 @@ def _open_store(where: Place) -> Any:
     """The checkpoint store at ``where`` as a home opens it: a SQLite folder's with its
     ``approval.key`` (:func:`core.stores.folder_journal_key`), which seals and checks its
     journal of model calls (and seals an earlier format's rows at the upgrade)."""
-    from core.api.queue import queue_columns
-    from core.stores import folder_journal_key
-
     key = None if is_team_store(where) else folder_journal_key(Path(where))
     return open_store(_store_path(where), summarize=queue_columns, journal_key=key)
 
@@ -129,7 +140,6 @@ def _source_kind(source: Place, rows: StoreRows) -> str | None:
     if is_team_store(source):
         kind = rows.recorded_kind()
         return str(kind) if kind else None
-    from core.api.homekind import home_kind
 
     return home_kind(Path(source))
 
@@ -158,46 +168,17 @@ def copy_store(source: Place, target: Place) -> StoreReport:
         core.contract.store.StoreNotEmpty: the target holds runs, audit rows, approvers or register
             entries (nothing is merged); nothing was written.
     """
-    from core.stores.common import refuse_used
-
-    if _same_place(source, target):
-        raise ResolverError(f"The source and the target are one store ({_label(source)}); copy into another.")
-    _require_store(source, "copy")
-    have, latest = store_version(target)
-    if have is not None and have > latest:
-        raise ResolverError(f"{_label(target)} was written by a newer resolver (version {have}); upgrade resolver first.")
-    if not is_team_store(target):
-        present = [name for name in HOME_FILES if (Path(target) / name).exists()]
-        if present:
-            raise ResolverError(
-                f"{_label(target)[:1].upper()}{_label(target)[1:]} already holds {', '.join(present)}; a store is copied "
-                "only into a new or empty folder (nothing is merged)."
-            )
+    _check_places(source, target)
     src = open_rows(source)
     kind = _source_kind(source, src)
     dst = open_rows(target)
     refuse_used(dst.label, dst.row_counts())
-    if is_team_store(target):
-        recorded = dst.recorded_kind()
-        if recorded is not None and kind is not None and recorded != kind:
-            raise ResolverError(
-                f"{_label(target)[:1].upper()}{_label(target)[1:]} was made for a {recorded} home and the source is a "
-                f"{kind} home's; a store keeps its kind: copy into a new schema or database."
-            )
+    _check_target_kind(target, dst, kind)
     keys = _keys_in_rows(src)
-    if is_team_store(target) and keys and is_team_store(source):
-        raise ResolverError(
-            f"{_label(source)[:1].upper()}{_label(source)[1:]} still holds {len(keys)} approver(s)' encrypted keys in its "
-            "rows (an earlier release's); a team store is given none: let each approver unlock once on their machine "
-            "(which moves the key there), then copy."
-        )
-    if is_team_store(target) and keys:
-        _check_key_files(Path(source), keys)
+    _check_keys_can_move(source, target, keys)
     _refuse_untrusted_journal(source)
     report = StoreReport([f"Copying {_label(source)} into {_label(target)}:"])
     if is_team_store(target) and kind is not None:  # first: no home of the other kind takes it meanwhile
-        from core.stores import store_kind
-
         store_kind(target, kind)
         report.lines.append(f"  kind: {kind}, recorded in the team store")
     elif kind is not None:
@@ -205,24 +186,7 @@ def copy_store(source: Place, target: Place) -> StoreReport:
     if not is_team_store(target):
         report.lines += _copy_files(source, Path(target), kind)
     for part, tables in COPY_PARTS.items():
-        if not src.has_part(part):
-            report.lines.append(f"  {part}: none in the source")
-            continue
-        batches = src.export_rows(part)
-        if part == "registry" and is_team_store(target):
-            report.lines.append(_keys_to_files(Path(source), keys) if keys else "  keys: none in the source's rows")
-            batches = _without_keys(batches)
-        written = dst.import_rows(part, batches)
-        shown = ", ".join(f"{written[t]} {t}" for t in tables)
-        if part == "world":
-            shown = f"{len(tables)} tables, {written['operations']} register entries"
-        elif part == "audit":
-            shown = f"{written['audit']} row(s), verbatim"
-        elif part == "events":
-            shown = f"{written['queue_events']} queue event(s), their IDs kept"
-        report.lines.append(f"  {part}: {shown}, one transaction")
-        if part == "registry":
-            report.lines += _carry_db_users(src, dst, is_team_store(target))
+        report.lines += _copy_part(part, tables, src, dst, source, target, keys)
     if is_team_store(source) or is_team_store(target):
         report.lines.append(_copy_parts(source, target))
     if not is_team_store(target):  # the source's rows were its runner's: sealed with the folder's key, now in place
@@ -239,6 +203,76 @@ def copy_store(source: Place, target: Place) -> StoreReport:
     report.lines += verified.lines
     report.problems += verified.problems
     return report
+
+
+def _check_places(source: Place, target: Place) -> None:
+    """Refuse a copy whose two places are one store, whose source holds no store or a newer
+    resolver's, whose target is a newer resolver's, or whose target folder already holds one of
+    :data:`HOME_FILES` (one sentence each); nothing was written."""
+    if _same_place(source, target):
+        raise ResolverError(f"The source and the target are one store ({_label(source)}); copy into another.")
+    _require_store(source, "copy")
+    have, latest = store_version(target)
+    if have is not None and have > latest:
+        raise ResolverError(f"{_label(target)} was written by a newer resolver (version {have}); upgrade resolver first.")
+    if not is_team_store(target):
+        present = [name for name in HOME_FILES if (Path(target) / name).exists()]
+        if present:
+            raise ResolverError(
+                f"{_label(target)[:1].upper()}{_label(target)[1:]} already holds {', '.join(present)}; a store is copied "
+                "only into a new or empty folder (nothing is merged)."
+            )
+
+
+def _check_target_kind(target: Place, dst: StoreRows, kind: str | None) -> None:
+    """Refuse a copy into a team store made for the other kind of home than the source's."""
+    if is_team_store(target):
+        recorded = dst.recorded_kind()
+        if recorded is not None and kind is not None and recorded != kind:
+            raise ResolverError(
+                f"{_label(target)[:1].upper()}{_label(target)[1:]} was made for a {recorded} home and the source is a "
+                f"{kind} home's; a store keeps its kind: copy into a new schema or database."
+            )
+
+
+def _check_keys_can_move(source: Place, target: Place, keys: list[KeyFile]) -> None:
+    """Refuse a copy into a team store of encrypted keys that cannot go to key files: those a
+    team store source still holds in its rows, or those whose key file in the source folder is
+    of another key (:func:`_check_key_files`)."""
+    if is_team_store(target) and keys and is_team_store(source):
+        raise ResolverError(
+            f"{_label(source)[:1].upper()}{_label(source)[1:]} still holds {len(keys)} approver(s)' encrypted keys in its "
+            "rows (an earlier release's); a team store is given none: let each approver unlock once on their machine "
+            "(which moves the key there), then copy."
+        )
+    if is_team_store(target) and keys:
+        _check_key_files(Path(source), keys)
+
+
+def _copy_part(
+    part: str, tables: tuple[str, ...], src: StoreRows, dst: StoreRows, source: Place, target: Place, keys: list[KeyFile]
+) -> list[str]:
+    """Copy one part of :data:`COPY_PARTS` from ``src`` to ``dst`` in one transaction (the
+    registry into a team store without its keys, which go to key files); the report's lines."""
+    if not src.has_part(part):
+        return [f"  {part}: none in the source"]
+    lines = []
+    batches = src.export_rows(part)
+    if part == "registry" and is_team_store(target):
+        lines.append(_keys_to_files(Path(source), keys) if keys else "  keys: none in the source's rows")
+        batches = _without_keys(batches)
+    written = dst.import_rows(part, batches)
+    shown = ", ".join(f"{written[t]} {t}" for t in tables)
+    if part == "world":
+        shown = f"{len(tables)} tables, {written['operations']} register entries"
+    elif part == "audit":
+        shown = f"{written['audit']} row(s), verbatim"
+    elif part == "events":
+        shown = f"{written['queue_events']} queue event(s), their IDs kept"
+    lines.append(f"  {part}: {shown}, one transaction")
+    if part == "registry":
+        lines += _carry_db_users(src, dst, is_team_store(target))
+    return lines
 
 
 def _carry_db_users(src: StoreRows, dst: StoreRows, team_target: bool) -> list[str]:
@@ -338,8 +372,6 @@ def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
         raise ResolverError(f"Cannot make the folder {target}: {exc.strerror or exc}.") from None
     if is_team_store(source):  # the per-shop parts come from the store's shop_parts (_copy_parts)
         if kind == "shop":
-            from core.api.homekind import init_home
-
             init_home(target, shop=True)
             return ["  files: home.json written (a shop home)"]
         return []
@@ -360,8 +392,6 @@ def _copy_files(source: Place, target: Path, kind: str | None) -> list[str]:
 def _parts_at(place: Place) -> ShopParts:
     """The per-shop parts of the store at ``place`` (:class:`core.contract.store.ShopParts`): a folder's
     files, or a team store's ``shop_parts`` rows."""
-    from core.stores import open_shop_parts
-
     return open_shop_parts("", str(place)) if is_team_store(place) else open_shop_parts(Path(place))
 
 
@@ -394,8 +424,6 @@ def verify_copy(source: Place, target: Place) -> StoreReport:
     tip) and the operations register (same entries, same order, same numbers). Never raises
     for a difference: each is a problem of the report. Raises ResolverError when a store
     cannot be read."""
-    from core.engine.auditchain import verify_audit
-
     report = StoreReport(["Verified:"])
     report.problems += _parts_problems(source, target)
     src_rows, dst_rows = open_rows(source), open_rows(target)
@@ -473,8 +501,6 @@ def check_store(where: Place) -> StoreReport:
         return report
     report.lines.append(f"  version {have}, this resolver's")
     try:
-        from core.engine.auditchain import verify_audit
-
         store = _open_store(where)  # first: what opening it repaired is said
         report.problems += [f"{r} Someone dropped it: rows may have been changed." for r in store.repairs]
         counts = open_rows(where).row_counts()
@@ -503,8 +529,6 @@ def migrate_store(where: Place) -> StoreReport:
         ResolverError: no store in a SQLite folder (``resolver init`` makes a home), a newer
             resolver's store, or one that cannot be reached (one sentence).
     """
-    from core.stores import open_world
-
     before, latest = store_version(where)
     if before is None:
         raise ResolverError(f"There is no resolver store in {_label(where)}; `resolver init --home DIR` makes a home.")

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from core.api.home import locate_home
-from core.api.homekind import home_clock, require_practice
+from core.api.homekind import home_clock, require_practice, team_kind
 from core.api.queue import queue_columns
 from core.contract import world as _world
 from core.engine import runner as _runner
@@ -67,8 +67,6 @@ def _practice_team_clock(url: str, clock: Clock | None) -> Clock:
     trainer's, kept in the store); either way refused (ShopRefused) when the home folder or the
     store is a shop's: the lesson's API never reaches a shop store, whatever folder points at it.
     Shared by :class:`CheckpointStore` and :class:`World`."""
-    from core.api.homekind import team_kind
-
     root = home_root()
     require_practice(root, LESSON_API, team_kind(root, url))
     return clock or home_clock(root, url, "practice")

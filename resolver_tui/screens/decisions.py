@@ -26,6 +26,7 @@ from core.api.views import (
     unreachable_detail,
 )
 from core.ground.errors import ConnectionLost, ResolverError, ResumeChanged, StoreBusy, StoreUnreachable, WorldChanged
+from core.ground.safetext import one_line
 from core.trainer.demo import build_demo
 from textual.message import Message
 
@@ -103,8 +104,9 @@ class Decisions:
 
     def _holder(self) -> KeyHolder:
         if self.key_holder is None:
+            # lazy: the approver's config is read at the first decision, not for the first page
             from core.engine.approver_config import KEY_IDLE_MINUTES, key_idle_seconds
-            from core.engine.signing import KeyHolder  # cryptography is imported at the first decision, not at start
+            from core.engine.signing import KeyHolder  # lazy: cryptography is imported at the first decision, not at start
 
             try:
                 idle = key_idle_seconds()
@@ -311,8 +313,8 @@ class Decisions:
         then."""
 
         def work() -> Message:
+            # lazy: the command line's time parser is not needed for the first page
             from core.cli import mark_time
-            from core.ground.safetext import one_line
 
             if kind == "snooze":
                 marks = self.home.mark(
