@@ -310,7 +310,7 @@ class Decisions:
         then."""
 
         def work() -> Message:
-            from core.cli import mark_time
+            from core.engine.marks import mark_time
             from core.ground.safetext import one_line
 
             if kind == "snooze":
