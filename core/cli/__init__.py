@@ -40,7 +40,7 @@ from core.ground.exitcodes import (
     EXIT_USAGE,
     not_utf8,
 )
-from core.ground.safetext import nfc
+from core.ground.safetext import nfc, safe_text
 
 if TYPE_CHECKING:
     import click
@@ -71,7 +71,7 @@ COMPLETE_VAR = "_RESOLVER_COMPLETE"
 
 def build_parser(prog: str = "resolver") -> click.Group:
     """The ``resolver`` command tree (:func:`core.cli.tree.build`); ``prog`` is read when it runs."""
-    from core.cli.tree import build
+    from core.cli.tree import build  # lazy: not for --help
 
     return build()
 
@@ -84,9 +84,9 @@ def parse_args(argv: Sequence[str], prog: str = "resolver") -> argparse.Namespac
         SystemExit: 0 after ``--help`` or ``--version``; 2 for a command line that cannot be
             read (its usage and one ``error:`` line on stderr, as argparse said them).
     """
-    import click
+    import click  # lazy: not for --help
 
-    from core.cli.tree import namespace
+    from core.cli.tree import namespace  # lazy: not for --help
 
     try:
         parsed = build_parser(prog).main(args=list(argv), prog_name=prog, standalone_mode=False, complete_var=COMPLETE_VAR)
@@ -112,7 +112,6 @@ def _usage_error(exc: click.UsageError, prog: str) -> None:
     """Say a command line that cannot be read as argparse said it: the usage, then
     ``resolver approve: error: ...``, on stderr; exit 2. What was typed is echoed with its
     control characters removed (:func:`core.ground.safetext.safe_text`)."""
-    from core.ground.safetext import safe_text
 
     lines = [exc.ctx.get_usage()] if exc.ctx is not None else []
     lines.append(f"{exc.ctx.command_path if exc.ctx is not None else prog}: error: {exc.format_message()}")
@@ -123,7 +122,7 @@ def _usage_error(exc: click.UsageError, prog: str) -> None:
 def _refused_early(argv: Sequence[str]) -> int | None:
     """The exit code when the command line cannot run here at all (not a POSIX system, an
     argument that is not UTF-8), its sentence said; None to go on."""
-    from core.ground.platform import require_posix
+    from core.ground.platform import require_posix  # lazy: not for --help
 
     try:
         require_posix()
@@ -196,9 +195,9 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str], opened: list[Any]) 
     """Open the home the command needs (none for ``store``; no log for ``doctor`` and ``init``)
     and run the command's handler; the home's log is appended to ``opened`` once open."""
     # the home and the log are imported here, not at the top: `--help` and a plain `runs` never load them
-    from core.api.home import Home, locate_home
-    from core.engine.executor import SimulatedCrash
-    from core.ground.log import command_log
+    from core.api.home import Home, locate_home  # lazy: not for --help
+    from core.engine.executor import SimulatedCrash  # lazy: not for --help
+    from core.ground.log import command_log  # lazy: not for --help
 
     if args.command == "store":
         return operator.cmd_store(args)
@@ -236,7 +235,7 @@ def _say_log_problem(log: Any) -> None:
     """Say once, on stderr, that the home's log could not be written (:func:`core.ground.log.log_problem`)."""
     if log is None:
         return
-    from core.ground.log import log_problem
+    from core.ground.log import log_problem  # lazy: not for --help
 
     problem = log_problem(log)
     if problem:
@@ -254,7 +253,7 @@ def _read_fds_early(args: argparse.Namespace) -> None:
     fds = [getattr(args, name, None) for name in ("passphrase_fd", "owner_passphrase_fd", "code_fd")]
     if not any(fd is not None for fd in fds):
         return
-    from core.engine.signing import read_fd_early
+    from core.engine.signing import read_fd_early  # lazy: not for --help
 
     for fd in fds:
         if fd is not None:
@@ -267,8 +266,8 @@ def _read_fds_early(args: argparse.Namespace) -> None:
 def _runs_light(args: argparse.Namespace) -> int | None:
     """``resolver runs`` on a store already in the current format, without importing the whole
     home (:mod:`core.api.listing`); None to take the ordinary path."""
-    from core.api.listing import listing_home
-    from core.ground.homepath import locate_home
+    from core.api.listing import listing_home  # lazy: not for --help
+    from core.ground.homepath import locate_home  # lazy: not for --help
 
     try:
         where = locate_home(getattr(args, "home", None), getattr(args, "store", None))

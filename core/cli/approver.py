@@ -37,14 +37,15 @@ from core.cli.shared import (
     passphrase_fd,
 )
 from core.cli.tree import APPROVERS, arg, choice, command, opt
-from core.ground.errors import BadArgument, ResolverError, StoreBusy, WorldChanged
+from core.ground.errors import ApprovalRefused, BadArgument, ResolverError, StoreBusy, StoreUnreachable, WorldChanged
 from core.ground.exitcodes import EXIT_ERROR, EXIT_OK
-from core.ground.safetext import nfc, not_one_line, not_plain_name, one_line
+from core.ground.safetext import block, name_key, nfc, not_one_line, not_plain_name, one_line, safe_lines, safe_text
 
 if TYPE_CHECKING:
     from core.api.home import Home
     from core.engine.approvers import Unlocked
     from core.engine.rulebook import Approver
+    from core.engine.watch import Position
     from core.ground.state import TaskState, WorldSeen
 
 
@@ -76,15 +77,11 @@ if TYPE_CHECKING:
 def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     """Print the runs page by page as they are read (``--json``: one JSON array, streamed). The
     light listing (:class:`core.api.listing.ListingQueue`) reads the four printed columns as tuples
-    for the text lines (issue 27, item 6); ``--json`` prints every column of each summary. A
+    for the text lines, never a summary per run; ``--json`` prints every column of each summary. A
     waiting listing ends with a line saying how many waiting runs the reader may decide are set
     aside, handed to someone else (``--mine``) or claimed by someone else, when any is
     (:class:`core.engine.marks.MarkedAway`): a mark never takes a run out of a queue silently."""
-    import json
-    from dataclasses import asdict
-
-    from core.api.listing import ListingQueue, PrintedPage
-    from core.ground.safetext import safe_lines
+    from core.api.listing import ListingQueue, PrintedPage  # lazy: not for --help
 
     shown = 0
     if args.limit < 0:
@@ -97,35 +94,23 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
         print("[", end="")
     size = min(1000, limit or 1000)
     queue = home.queue
-    marks, now = queue.marks_now()  # issue 24: claims, hand-overs and snoozes that stand now
+    marks, now = queue.marks_now()  # the claims, hand-overs and snoozes that stand now
     pages: Iterator[Any]
     if isinstance(queue, ListingQueue) and not args.json and not marks:  # no marks to show or filter by
         pages = queue.printed_pages(status, search=args.search, limit=size, sort=args.sort)
     else:
         pages = queue.pages(status, search=args.search, limit=size, sort=args.sort, max_role=max_role)
-    corrupt = "  (corrupt checkpoint)"
     for page in pages:
-        lines: list[str]  # one write per page: 100,000 print calls cost more than the reads
+        # one write per page: 100,000 print calls cost more than the reads
         if isinstance(page, PrintedPage):  # the light listing's tuples (run_id, status, updated_at, state_ok, key)
             printed = page.rows[: limit - shown] if limit else page.rows
-            lines = [f"{run:<40} {st:<17} {at}{'' if ok else corrupt}" for run, st, at, ok, _key in printed]
-            shown += len(printed)
+            lines = [f"{run:<40} {st:<17} {at}{'' if ok else CORRUPT}" for run, st, at, ok, _key in printed]
         else:
             rows = page.rows
             if marks:
                 rows = [r for r in rows if not _marked_out(marks.get(r.run_id), r.status, status, max_role, args.name, now)]
-            rows = rows[: limit - shown] if limit else rows
-            lines = []
-            for r in rows:
-                m = marks.get(r.run_id) if r.status == "waiting_approval" else None
-                if args.json:
-                    row = {**asdict(r), "marks": m.lines(now) if m is not None else []}  # always the key (a new user's trial)
-                    lines.append(("," if shown else "") + "\n" + json.dumps(row, indent=1))
-                else:
-                    mark = "" if r.state_ok else corrupt
-                    mark += f"  ({m.short(now)})" if m is not None else ""
-                    lines.append(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
-                shown += 1
+            lines = _summary_lines(rows[: limit - shown] if limit else rows, marks, now, args.json, shown)
+        shown += len(lines)
         sys.stdout.write("".join(lines) if args.json else safe_lines(lines))  # JSON escapes controls itself
         sys.stdout.flush()
         if limit and shown >= limit:
@@ -137,30 +122,57 @@ def cmd_runs(home: Home, args: argparse.Namespace) -> int:
     if marks and status == "waiting_approval":  # a mark never hides a run without saying so (the rulebook's rule)
         away = queue.marked_away(marks, now, max_role, args.name).line(mine=max_role is not None)
     if not shown:
-        from core.ground.safetext import safe_text
-
-        if args.status or args.search:
-            _print(
-                "No runs match"
-                + (f" status {args.status}" if args.status else "")
-                + (" and" if args.status and args.search else "")
-                + (f" {safe_text(args.search)!r}" if args.search else "")
-                + f"; {home.queue.total()} run(s) saved in all."
-            )
-        elif max_role is not None:  # --mine (a new user's finding: it read like an empty home)
-            _print(f"None of the {home.queue.total()} saved run(s) is waiting for a decision you may make.")
-        else:
-            _print("No saved runs. Start one with `resolver run T-65273`.")
+        _print(_none_listed(home, args, max_role))
     if away:
         _print(away)
     return 0
 
 
+CORRUPT = "  (corrupt checkpoint)"
+"""After the line of a run whose checkpoint does not read."""
+
+
+def _summary_lines(rows: list[Any], marks: dict[str, Any], now: Any, as_json: bool, shown: int) -> list[str]:
+    """The lines of a page of summaries: JSON objects (each after a comma but the listing's
+    first, ``shown`` being the count before the page), or the printed columns with the run's
+    marks (:class:`core.engine.marks.RunMarks`)."""
+    import json  # lazy: not for --help
+    from dataclasses import asdict  # lazy: not for --help
+
+    lines: list[str] = []
+    for r in rows:
+        m = marks.get(r.run_id) if r.status == "waiting_approval" else None
+        if as_json:
+            row = {**asdict(r), "marks": m.lines(now) if m is not None else []}  # always the key (a new user's trial)
+            lines.append(("," if shown + len(lines) else "") + "\n" + json.dumps(row, indent=1))
+        else:
+            mark = "" if r.state_ok else CORRUPT
+            mark += f"  ({m.short(now)})" if m is not None else ""
+            lines.append(f"{r.run_id:<40} {r.status:<17} {r.updated_at}{mark}")
+    return lines
+
+
+def _none_listed(home: Home, args: argparse.Namespace, max_role: str | None) -> str:
+    """The sentence of a listing that printed no run: what matched nothing, or an empty home."""
+
+    if args.status or args.search:
+        return (
+            "No runs match"
+            + (f" status {args.status}" if args.status else "")
+            + (" and" if args.status and args.search else "")
+            + (f" {safe_text(args.search)!r}" if args.search else "")
+            + f"; {home.queue.total()} run(s) saved in all."
+        )
+    if max_role is not None:  # --mine (a new user's finding: it read like an empty home)
+        return f"None of the {home.queue.total()} saved run(s) is waiting for a decision you may make."
+    return "No saved runs. Start one with `resolver run T-65273`."
+
+
 def _marked_out(m: Any, run_status: str, status: str | None, max_role: str | None, name: str | None, now: Any) -> bool:
-    """Whether a listed run leaves the listing for its marks (issue 24): a run set aside leaves
+    """Whether a listed run leaves the listing for its marks: a run set aside leaves
     ``--status waiting_approval`` until its time; a run handed to someone else leaves ``--mine``
     of ``--name``. ``m``: its standing :class:`core.engine.marks.RunMarks`, or None."""
-    from core.engine.marks import hides_from_mine
+    from core.engine.marks import hides_from_mine  # lazy: not for --help
 
     if m is None or run_status != "waiting_approval" or status != "waiting_approval":
         return False
@@ -177,10 +189,10 @@ def _config_name(name: str | None) -> str | None:
     """
     if name:
         return name
-    from core.engine.approver_config import load
+    from core.engine.approver_config import load  # lazy: not for --help
 
     config = load()
-    return nfc(config.name) if config else None  # issue 19: names in NFC on the way in
+    return nfc(config.name) if config else None  # names in NFC on the way in, as every face keeps them
 
 
 def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
@@ -191,7 +203,7 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
         if args.role or args.name:
             raise BadArgument("--as and --name go with --mine (the runs that approver may approve); add --mine.")
         return None
-    from core.api.home import Home as WholeHome
+    from core.api.home import Home as WholeHome  # lazy: not for --help
 
     whole = home if isinstance(home, WholeHome) else WholeHome(home.root)
     args.name = _config_name(args.name)
@@ -225,9 +237,9 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
     ],
 )
 def cmd_resume(home: Home, args: argparse.Namespace) -> int:
-    from core.api.views import after_resume
-    from core.contract.store import crash_point
-    from core.engine.rulebook import nothing_to_resume
+    from core.api.views import after_resume  # lazy: not for --help
+    from core.contract.store import crash_point  # lazy: not for --help
+    from core.engine.rulebook import nothing_to_resume  # lazy: not for --help
 
     done = home.resume(args.run, on_step=lambda s: crash_point("step"), accept_changes=args.accept_changes)
     if args.json:
@@ -251,7 +263,7 @@ def cmd_resume(home: Home, args: argparse.Namespace) -> int:
 def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unlocked | None:
     """In a shop home, the approver named by ``--name``, unlocked with their passphrase (``--as``
     is refused there); in a practice home, None (``--as`` is required when ``required``)."""
-    from core.engine.signing import read_passphrase
+    from core.engine.signing import read_passphrase  # lazy: not for --help
 
     if _named_approver(home, args, required) is None:
         return None
@@ -260,9 +272,8 @@ def _decider(home: Home, args: argparse.Namespace, required: bool = True) -> Unl
 
 def _unlock(home: Home, name: str, read: Callable[..., str], prompt: str, fd: int | None) -> Unlocked:
     """Unlock ``name`` in a shop home: first whether this machine holds their key at all
-    (:meth:`core.engine.approvers.Registry.key_problem`, issue 23), so a missing key file is said before
+    (:meth:`core.engine.approvers.Registry.key_problem`), so a missing key file is said before
     a passphrase is asked; then the passphrase. Raises ApprovalRefused (one sentence)."""
-    from core.ground.errors import ApprovalRefused
 
     problem = home.registry().key_problem(name) if home.kind == "shop" else None
     if problem:
@@ -271,7 +282,7 @@ def _unlock(home: Home, name: str, read: Callable[..., str], prompt: str, fd: in
 
 
 def _named_approver(home: Home, args: argparse.Namespace, required: bool = True) -> Approver | None:
-    """Who decides, before any passphrase (issue 19: the cheap refusals come first): in a shop
+    """Who decides, before any passphrase (the cheap refusals come first, so nobody types a passphrase to be refused): in a shop
     home the approver ``--name`` names in the registry, with their role (``--as`` is refused);
     in a practice home None (``--as`` is required when ``required``).
 
@@ -280,8 +291,7 @@ def _named_approver(home: Home, args: argparse.Namespace, required: bool = True)
             nearest registered names), a revoked approver or a registry that does not verify.
         ResolverError: no ``--as`` in a practice home.
     """
-    from core.engine.rulebook import Approver
-    from core.ground.errors import ApprovalRefused
+    from core.engine.rulebook import Approver  # lazy: not for --help
 
     if home.kind != "shop":
         if required and not args.role:
@@ -301,7 +311,7 @@ def _named_approver(home: Home, args: argparse.Namespace, required: bool = True)
 def _show_then_confirm(
     home: Home, args: argparse.Namespace, verb: Literal["approve", "reject"], who: Approver
 ) -> tuple[str, WorldSeen | None]:
-    """Before a decision pays (issue 19): print what is decided (the actions and their amounts,
+    """Before a decision pays: print what is decided (the actions and their amounts,
     the reply, who may approve, what changed since the agent looked, the digest and who
     decides; on stderr under ``--json``), refuse what is refused now (before any passphrase),
     then in a shop home ask ``Approve? [y/N]`` on a terminal unless ``--yes`` or ``--digest``.
@@ -312,11 +322,9 @@ def _show_then_confirm(
     a shop home), ``--digest`` is not the current proposal's, no terminal to ask on and neither
     ``--yes`` nor ``--digest``, or the person answered No.
     """
-    from core.api.views import approve_dialog, describe, reject_dialog
-    from core.engine.approval import digest_matches
-    from core.engine.rulebook import offers, stale_digest
-    from core.ground.errors import ApprovalRefused
-    from core.ground.safetext import block
+    from core.api.views import approve_dialog, describe, reject_dialog  # lazy: not for --help
+    from core.engine.approval import digest_matches  # lazy: not for --help
+    from core.engine.rulebook import offers, stale_digest  # lazy: not for --help
 
     shop = home.kind == "shop"
     done = {"approve": "approved", "reject": "rejected"}[verb]
@@ -331,12 +339,12 @@ def _show_then_confirm(
     lines: list[str] = []
     refused = None
     if verb == "approve":
-        seen = home.queue.look(state)  # issue 18: the approval is bound to what was shown
+        seen = home.queue.look(state)  # the approval is bound to what was shown
         lines, refused = home.queue.world_now(state, seen)
     decision = replace(decision, world=tuple(lines))
     said = approve_dialog(decision, who, question=False) if verb == "approve" else reject_dialog(decision, who)
     claimed = _claimed_by_other(home, state, who.name)
-    if claimed:  # issue 24: a colleague is on it; deciding anyway is allowed, after being told
+    if claimed:  # a colleague is on it; deciding anyway is allowed, after being told
         said = [claimed, "", *said]
     if verb == "reject":
         said += ["", "Reason:", *block(args.reason)]
@@ -359,8 +367,7 @@ def _show_then_confirm(
 
 def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | None:
     """``Tomás is on it (claimed 12:03, until 12:33).`` when someone other than ``name`` holds a
-    standing claim on ``state``'s run (issue 24), else None."""
-    from core.ground.safetext import name_key
+    standing claim on ``state``'s run, else None."""
 
     marks = home.queue.marks(state)
     now = home.clock.now()
@@ -403,13 +410,11 @@ def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | N
 )
 def cmd_mark(home: Home, args: argparse.Namespace) -> int:
     """``claim RUN [--release]``, ``handover RUN --to NAME --note TEXT``, ``snooze RUN --until
-    TIME`` (issue 24, :mod:`core.engine.marks`): checked as a decision is (``--as`` in a practice home,
+    TIME`` (:mod:`core.engine.marks`): checked as a decision is (``--as`` in a practice home,
     ``--name`` and the passphrase in a shop home), recorded in the audit, signed in a shop home.
     A claim, a hand-over or a snooze by a role that may not decide the run, or a hand-over to
     such a colleague, is refused with the rulebook's sentence (exit 4, as a refused decision;
     in a shop home before the passphrase is asked)."""
-    from core.ground.errors import ApprovalRefused
-    from core.ground.safetext import one_line
 
     said = not_plain_name(args.name)
     if said:
@@ -419,7 +424,7 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
     if kind == "claim" and args.release:
         kind = "release"
     elif kind == "snooze":
-        from core.engine.marks import mark_time
+        from core.engine.marks import mark_time  # lazy: not for --help
 
         extra["until"] = mark_time(args.until, home.clock.now())
     elif kind == "handover":
@@ -429,8 +434,12 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
         raise ApprovalRefused(f"Say who you are with --name NAME (and --as ROLE): a {args.command} names its maker.")
     signer = None
     if who is not None:
-        from core.engine.rulebook import may_mark, may_receive, nothing_to_mark
-        from core.engine.signing import read_passphrase
+        from core.engine.rulebook import (  # lazy: not for --help
+            may_mark,
+            may_receive,
+            nothing_to_mark,
+        )
+        from core.engine.signing import read_passphrase  # lazy: not for --help
 
         seen = home.queue.view(args.run)  # refused before the passphrase is asked (a trial finding)
         if seen.status != "waiting_approval" or seen.proposal is None:
@@ -486,37 +495,22 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
     A store that cannot be reached or stays locked (StoreUnreachable, StoreBusy) is said once, on
     stderr, while it lasts; the watcher keeps its position and goes on when the store answers,
     for it watches for days and a dropped connection is no reason to stop."""
-    import json
-    import threading
-    import time
+    import threading  # lazy: not for --help
+    import time  # lazy: not for --help
 
-    from core.engine.watch import (
+    from core.engine.watch import (  # lazy: not for --help
         LAPSE_SWEEP_S,
         Position,
-        new_events,
         newest_event,
         notify_command,
-        outage_line,
-        relevant,
-        run_notify,
         sweep_lapses,
     )
-    from core.ground.data import load_policy
-    from core.ground.errors import StoreUnreachable
-    from core.ground.homepath import config_path, read_config
-    from core.ground.safetext import safe_lines
+    from core.ground.data import load_policy  # lazy: not for --help
+    from core.ground.homepath import config_path, read_config  # lazy: not for --help
 
-    if args.interval <= 0:
-        raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
-    name = _config_name(args.name)
-    if home.kind == "shop":
-        if args.role:
-            raise BadArgument("In a shop home watch takes --name NAME (the role comes from the approvers registry), not --as.")
-        role = home.registry().valid_entry(name).role if name else None
-    else:
-        role = args.role
+    who = _watcher(home, args)
     command = notify_command(read_config(config_path()))
-    position = Position.of(home.root, role, name)
+    position = Position.of(home.root, *who)
     if position.fresh:
         newest = newest_event(home.store)
         position.start_at(newest)
@@ -536,30 +530,11 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
                 if time.monotonic() - swept >= LAPSE_SWEEP_S or args.once:  # lapses come by the hour, not the second
                     sweep_lapses(home.store, home.clock.now(), policy)
                     swept = time.monotonic()
-                for event in new_events(home.store, position):
-                    if relevant(event, role, name):
-                        if args.json and args.once:
-                            shown.append(json.loads(event.as_json()))
-                        else:
-                            sys.stdout.write(event.as_json() + "\n" if args.json else safe_lines([event.line()]))
-                            sys.stdout.flush()
-                        if command is not None:
-                            why = run_notify(command, event)
-                            if why is not None:
-                                if shown:
-                                    _json(shown)
-                                raise ResolverError(
-                                    f"{why} The watcher stops here; its next start delivers event #{event.id} again."
-                                )
-                    position.deliver(event.id)
+                _deliver_new(home, args, position, who, command, shown)
             except (StoreUnreachable, StoreBusy) as exc:
                 if args.once:
                     raise
-                home.log.info("watch: %s", exc)
-                if not outage:  # once while it lasts: a store down for an hour is not 3,600 lines
-                    print(outage_line(exc, position.last), file=sys.stderr)
-                    sys.stderr.flush()
-                outage = True
+                outage = _store_away(home, exc, position, outage)
             else:
                 if outage:
                     home.log.info("watch: the store answers again after event #%d", position.last)
@@ -575,6 +550,63 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
     finally:
         if listener is not None:
             listener.stop()
+
+
+def _watcher(home: Home, args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """Who watches: their role (``--as`` in a practice home, the registry's in a shop home) and
+    name (``--name``, else the config file's). Raises BadArgument for a bad ``--interval`` or
+    ``--as`` in a shop home."""
+    if args.interval <= 0:
+        raise BadArgument(f"--interval {args.interval} must be a positive number of seconds, e.g. 1.")
+    name = _config_name(args.name)
+    if home.kind != "shop":
+        return args.role, name
+    if args.role:
+        raise BadArgument("In a shop home watch takes --name NAME (the role comes from the approvers registry), not --as.")
+    return (home.registry().valid_entry(name).role if name else None), name
+
+
+def _deliver_new(
+    home: Home,
+    args: argparse.Namespace,
+    position: Position,
+    who: tuple[str | None, str | None],
+    command: Any,
+    shown: list[dict[str, object]],
+) -> None:
+    """One read of the watcher: each new event for ``who`` printed (``--once --json``: kept in
+    ``shown``, printed as one list at the end), the notify command run for it, the position
+    kept after each event. Raises ResolverError when the notify command fails (that event is
+    delivered again at the next start)."""
+    import json  # lazy: not for --help
+
+    from core.engine.watch import new_events, relevant, run_notify  # lazy: not for --help
+
+    for event in new_events(home.store, position):
+        if relevant(event, *who):
+            if args.json and args.once:
+                shown.append(json.loads(event.as_json()))
+            else:
+                sys.stdout.write(event.as_json() + "\n" if args.json else safe_lines([event.line()]))
+                sys.stdout.flush()
+            why = run_notify(command, event) if command is not None else None
+            if why is not None:
+                if shown:
+                    _json(shown)
+                raise ResolverError(f"{why} The watcher stops here; its next start delivers event #{event.id} again.")
+        position.deliver(event.id)
+
+
+def _store_away(home: Home, exc: ResolverError, position: Position, outage: bool) -> bool:
+    """A store that cannot be reached or stays locked: logged, and said on stderr once while it
+    lasts (a store down for an hour is not 3,600 lines). True: the outage goes on."""
+    from core.engine.watch import outage_line  # lazy: not for --help
+
+    home.log.info("watch: %s", exc)
+    if not outage:
+        print(outage_line(exc, position.last), file=sys.stderr)
+        sys.stderr.flush()
+    return True
 
 
 @command(
@@ -594,10 +626,9 @@ def cmd_watch(home: Home, args: argparse.Namespace) -> int:
     ],
 )
 def cmd_approve(home: Home, args: argparse.Namespace) -> int:
-    from core.api.views import after_approve
-    from core.engine.rulebook import Approver
-    from core.engine.signing import read_passphrase
-    from core.ground.errors import ApprovalRefused
+    from core.api.views import after_approve  # lazy: not for --help
+    from core.engine.rulebook import Approver  # lazy: not for --help
+    from core.engine.signing import read_passphrase  # lazy: not for --help
 
     if args.digest is not None and not args.digest.strip():
         raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
@@ -654,18 +685,17 @@ def _after_lock(home: Home, run_id: str, sentence: str) -> str:
     ],
 )
 def cmd_reject(home: Home, args: argparse.Namespace) -> int:
-    from core.api.views import after_reject
-    from core.engine.approval import REASON_REQUIRED
-    from core.engine.rulebook import Approver
-    from core.engine.signing import read_passphrase
-    from core.ground.errors import ApprovalRefused
+    from core.api.views import after_reject  # lazy: not for --help
+    from core.engine.approval import REASON_REQUIRED  # lazy: not for --help
+    from core.engine.rulebook import Approver  # lazy: not for --help
+    from core.engine.signing import read_passphrase  # lazy: not for --help
 
     if args.digest is not None and not args.digest.strip():
         raise BadArgument("--digest is empty: give the digest you read (the request's last line), or leave --digest out.")
     said = not_plain_name(args.name)
     if said:  # before the request is shown: a name is one line on every face
         raise ApprovalRefused(said)
-    if not (args.reason and args.reason.strip()):  # before any passphrase: the cheap refusals come first (issue 19)
+    if not (args.reason and args.reason.strip()):  # before any passphrase: the cheap refusals come first
         raise ApprovalRefused(REASON_REQUIRED)
     said = not_one_line(args.reason, "reason")
     if said:
@@ -693,7 +723,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
     params=[arg("run", "RUN", "the run's ID (none: the home and its kind)", required=False, default=None)],
 )
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
-    from core.api.views import approved_vs_current, status_lines
+    from core.api.views import approved_vs_current, status_lines  # lazy: not for --help
 
     if args.run is None:
         if args.json:
@@ -710,7 +740,7 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
     if state.status == "waiting_approval" and state.proposal is not None:
         lines, refused = home.queue.world_now(state)
         _print([*lines, *([f"Approve is refused now: {refused}"] if refused else []), ""])
-        marked = home.queue.marks(state).lines(home.clock.now())  # issue 24: claim, hand-over, snooze
+        marked = home.queue.marks(state).lines(home.clock.now())  # its claim, hand-over and snooze
         if marked:
             _print([*marked, ""])
     _print(home.queue.proposal(state))
@@ -742,10 +772,9 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
 )
 def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
     """Read the evidence again and re-derive the preconditions: a new proposal version."""
-    from core.engine.rulebook import not_decidable
-    from core.ground.errors import ApprovalRefused
+    from core.engine.rulebook import not_decidable  # lazy: not for --help
 
-    current = home.store.load_view(args.run)  # an unknown or settled run is said before any passphrase (issue 19)
+    current = home.store.load_view(args.run)  # an unknown or settled run is said before any passphrase
     if current.status != "waiting_approval" or current.proposal is None:
         raise ApprovalRefused(not_decidable(current))
     signer = _decider(home, args, required=False)
@@ -763,10 +792,9 @@ def cmd_refresh(home: Home, args: argparse.Namespace) -> int:
 
 
 def _audit_verify(home: Home, as_json: bool = False) -> int:
-    """``audit verify`` (issue 14): the hash chain, the triggers, and in a shop home each
+    """``audit verify``: the hash chain, the triggers, and in a shop home each
     decision's signature and the signed ``audit.head``. Exit 1 when anything is found."""
-    from core.engine.signing import verify_home_audit
-    from core.ground.safetext import safe_text
+    from core.engine.signing import verify_home_audit  # lazy: not for --help
 
     report = verify_home_audit(home.root, home.store, home.kind, home.world_at)
     if as_json:
@@ -846,12 +874,14 @@ def cmd_audit(home: Home, args: argparse.Namespace) -> int:
 def _audit_line(r: dict[str, object]) -> str:
     """One audit row as a line: who decided what on which digest; a row nobody decided (a
     reset) with what it did."""
-    from core.engine.rulebook import person, role_label
+    from core.engine.rulebook import person, role_label  # lazy: not for --help
 
     if not r.get("role") and not r.get("name"):
         return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')}: {one_line(r.get('detail'))}"
     role = str(r.get("role") or "")
-    who = person(str(r["name"]), role) if r.get("name") else f"role {role_label(role)}"  # issue 19
+    who = (
+        person(str(r["name"]), role) if r.get("name") else f"role {role_label(role)}"
+    )  # a person by name, else the role in words
     return f"  {r.get('at')}  {r.get('run_id')}  {r.get('decision')} by {who}  digest {r.get('digest')}"
 
 

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 def cmd_doctor(where: HomeLocation, args: argparse.Namespace) -> int:
     """``resolver doctor``: the home ``where`` checked (:func:`core.ops.doctor.doctor_lines`)
     before anything opens it, so a home that cannot be opened is still described."""
-    from core.ops.doctor import doctor_lines
+    from core.ops.doctor import doctor_lines  # lazy: not for --help
 
     lines, code = doctor_lines(where)
     if args.json:
@@ -49,8 +49,8 @@ def cmd_doctor(where: HomeLocation, args: argparse.Namespace) -> int:
 )
 def cmd_prune(home: Home, args: argparse.Namespace) -> int:
     """Delete finished runs whose last checkpoint is older than ``--older-than``."""
-    from core.ground.clock import TimeOutOfRange
-    from core.ops.maintenance import prune, prune_cutoff
+    from core.ground.clock import TimeOutOfRange  # lazy: not for --help
+    from core.ops.maintenance import prune, prune_cutoff  # lazy: not for --help
 
     age = parse_duration(args.older_than)
     if age.total_seconds() <= 0:
@@ -63,7 +63,7 @@ def cmd_prune(home: Home, args: argparse.Namespace) -> int:
     lines = prune(home, age)
     if args.json:
         removed = [line.strip() for line in lines[1:]] if lines[0].startswith("Removed") else []
-        from core.ground.clock import format_duration
+        from core.ground.clock import format_duration  # lazy: not for --help
 
         _json({"older_than": format_duration(age), "removed": removed, "lines": lines})
         return 0
@@ -80,7 +80,7 @@ def cmd_prune(home: Home, args: argparse.Namespace) -> int:
 )
 def cmd_backup(home: Home, args: argparse.Namespace) -> int:
     """Copy the whole home into one archive (see :func:`core.ops.maintenance.backup`)."""
-    from core.ops.maintenance import backup
+    from core.ops.maintenance import backup  # lazy: not for --help
 
     lines = backup(home, args.file)
     if args.json:
@@ -114,11 +114,14 @@ def cmd_backup(home: Home, args: argparse.Namespace) -> int:
 )
 def cmd_restore(home: Home, args: argparse.Namespace) -> int:
     """Replace this home with a backup after checking it (see :func:`core.ops.maintenance.restore`)."""
-    from core.ops.maintenance import not_on_a_team_store, restore
+    from core.ops.maintenance import not_on_a_team_store, restore  # lazy: not for --help
 
     not_on_a_team_store(home, "restore")  # before any passphrase
     if home.kind == "shop":
-        from core.engine.signing import OWNER_PASSPHRASE_ENV, read_passphrase
+        from core.engine.signing import (  # lazy: not for --help
+            OWNER_PASSPHRASE_ENV,
+            read_passphrase,
+        )
 
         registry = home.registry()
         owner = str(registry.seal()["owner"])
@@ -137,10 +140,10 @@ def cmd_restore(home: Home, args: argparse.Namespace) -> int:
 def _store_place(text: str, where: str) -> Any:
     """The place a store URL names (:func:`core.ground.homepath.parse_store_url`): a folder's Path for
     ``sqlite:///FOLDER``, the URL for ``postgresql://…``. Raises BadArgument (one sentence)."""
-    from core.ground.homepath import parse_store_url
+    from core.ground.homepath import parse_store_url  # lazy: not for --help
 
     backend, value = parse_store_url(text, where)
-    from pathlib import Path
+    from pathlib import Path  # lazy: not for --help
 
     return Path(value).expanduser() if backend == "sqlite" else value
 
@@ -198,18 +201,18 @@ def _store_place(text: str, where: str) -> Any:
     ],
 )
 def cmd_store(args: argparse.Namespace) -> int:
-    """``resolver store copy|check|migrate`` (issue 23, item 4; :mod:`core.ops.storecopy`): each
+    """``resolver store copy|check|migrate`` (:mod:`core.ops.storecopy`): each
     opens the stores it names, never a home. ``check`` and ``migrate`` take the store chosen as
     every command chooses it (``--store``, ``$RESOLVER_STORE``, the config file, else the home
     folder). Exit 0 when all is equal or well, 1 when something differs or fails."""
-    from core.ops import storecopy
+    from core.ops import storecopy  # lazy: not for --help
 
     if args.store_cmd == "roles":
         return _store_roles(args)
     if args.store_cmd == "copy":
         report = storecopy.copy_store(_store_place(args.from_url, "--from"), _store_place(args.to_url, "--to"))
     else:
-        from core.ground.homepath import locate_home
+        from core.ground.homepath import locate_home  # lazy: not for --help
 
         where = locate_home(getattr(args, "home", None), getattr(args, "store", None))
         place = where.store.url if where.store.url is not None else where.path
@@ -223,11 +226,11 @@ def cmd_store(args: argparse.Namespace) -> int:
 
 
 def _store_roles(args: argparse.Namespace) -> int:
-    """``resolver store roles setup`` (issue 25): role separation in the team store chosen as every
+    """``resolver store roles setup``: role separation in the team store chosen as every
     command chooses it, with that URL's (an administrator's) rights. Exit 2 for a mapping that
     is not NAME=USER or a store that is not a team store."""
-    from core.ground.homepath import locate_home
-    from core.stores.postgres import setup_roles
+    from core.ground.homepath import locate_home  # lazy: not for --help
+    from core.stores.postgres import setup_roles  # lazy: not for --help
 
     mapping: dict[str, str] = {}
     for item in args.approvers:
@@ -267,9 +270,9 @@ def cmd_completion(home: Home, args: argparse.Namespace) -> int:  # pragma: no c
 def completion_script(shell: str) -> str:
     """The completion script of ``shell`` for the installed ``resolver`` command: click's own
     (the same as ``_RESOLVER_COMPLETE=bash_source resolver`` prints)."""
-    from click.shell_completion import get_completion_class
+    from click.shell_completion import get_completion_class  # lazy: not for --help
 
-    from core.cli import COMPLETE_VAR, build_parser
+    from core.cli import COMPLETE_VAR, build_parser  # lazy: not for --help
 
     made = get_completion_class(shell)
     assert made is not None  # SHELLS are click's own

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 import click
 
 from core.cli.tree import choice, opt
-from core.ground.errors import BadArgument, ResolverError
+from core.ground.errors import ApprovalRefused, BadArgument, ResolverError
 from core.ground.exitcodes import EXIT_ERROR, EXIT_HANDED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE
-from core.ground.safetext import one_line
+from core.ground.safetext import block, fold, one_line, safe_text
 
 if TYPE_CHECKING:
     from core.api.home import Home
@@ -50,10 +50,8 @@ def _print(lines: Sequence[str] | str = "") -> None:
     """Print lines, each through :func:`core.ground.safetext.safe_text` (no escape sequence from data).
     On a terminal they are folded to its width first (:func:`core.ground.safetext.fold`): a line the
     terminal wrapped itself would start its next row at the margin, unmarked, where a customer's
-    text could pose as the request's own line (issue 19). A pipe or a file gets them whole."""
-    import shutil
-
-    from core.ground.safetext import fold, safe_text
+    text could pose as the request's own line. A pipe or a file gets them whole."""
+    import shutil  # lazy: not for --help
 
     if isinstance(lines, str):
         lines = [lines]
@@ -65,7 +63,7 @@ def _print(lines: Sequence[str] | str = "") -> None:
 
 def _json(value: object) -> None:
     """Print ``value`` as JSON (control characters escaped as \\uXXXX, so none reaches a terminal)."""
-    import json
+    import json  # lazy: not for --help
 
     print(json.dumps(value, indent=1, ensure_ascii=True, default=str))
 
@@ -76,7 +74,7 @@ def _ended(state: TaskState) -> int:
 
 
 def _state_json(state: TaskState, **extra: object) -> dict[str, object]:
-    from core.api.views import decision_lines, operation_lines
+    from core.api.views import decision_lines, operation_lines  # lazy: not for --help
 
     return {
         "run_id": state.run_id,
@@ -94,8 +92,8 @@ def _status(state: TaskState) -> None:
 
 def _show_request(home: Home, state: TaskState) -> None:
     """The approval request, then the command that approves it: with the role it needs in a
-    practice home, by a named approver in a shop home (issue 14: ``--as`` is refused there)."""
-    from core.engine.rulebook import needed_role, role_label
+    practice home, by a named approver in a shop home (``--as`` is refused there)."""
+    from core.engine.rulebook import needed_role, role_label  # lazy: not for --help
 
     shop = home.kind == "shop"
     _print(home.queue.request(state))
@@ -108,9 +106,8 @@ def _show_request(home: Home, state: TaskState) -> None:
 
 def _show_run_outcome(home: Home, state: TaskState) -> None:
     """After a loop: the outcome line, then the request and the next command, or the end."""
-    from core.api.views import refused_lines
-    from core.engine.runner import outcome_line
-    from core.ground.safetext import block, one_line
+    from core.api.views import refused_lines  # lazy: not for --help
+    from core.engine.runner import outcome_line  # lazy: not for --help
 
     if state.proposal is None:
         _print(f"Run {state.run_id}: {state.status} after {state.step} step(s).")
@@ -126,7 +123,7 @@ def _show_run_outcome(home: Home, state: TaskState) -> None:
         _status(state)
         return
     _print([f"Rule {one_line(state.proposal.rule)}: {one_line(state.proposal.reason)}"])
-    if state.proposal.reply_draft:  # a marked block (issue 19): it cannot pose as the command's lines
+    if state.proposal.reply_draft:  # a marked block: it cannot pose as the command's lines
         _print(["Reply draft:", *block(state.proposal.reply_draft)])
     _status(state)
 
@@ -134,8 +131,7 @@ def _show_run_outcome(home: Home, state: TaskState) -> None:
 def _refuse(home: Home, run_id: str, action: Action, role: str) -> None:
     """Refuse with the rulebook's sentence (the one the app shows) when ``action`` is not
     offered to ``role`` on the run. Raises ApprovalRefused."""
-    from core.engine.rulebook import Approver, offers
-    from core.ground.errors import ApprovalRefused
+    from core.engine.rulebook import Approver, offers  # lazy: not for --help
 
     why = offers(home.queue.view(run_id), Approver(role))[action]
     if why:
@@ -159,7 +155,7 @@ def _ask(question: str, out: TextIO | None = None) -> bool:
 
 def _shell_word(text: str) -> str:
     """``text`` as one word of a command line to copy (:func:`shlex.quote`, on one line)."""
-    import shlex
+    import shlex  # lazy: not for --help
 
     return shlex.quote(one_line(text))
 
@@ -168,7 +164,7 @@ def check_amount(text: str) -> str:
     """An amount in CAD as typed: ASCII digits with at most two decimals (``119.00``, ``9.95``).
     Raises BadArgument for anything else: ``119.005`` is never rounded, Arabic-Indic or other
     non-ASCII digits are never read as numbers."""
-    import re
+    import re  # lazy: not for --help
 
     if not re.fullmatch(r"[0-9]{1,9}(\.[0-9]{1,2})?", text, flags=re.ASCII):
         raise BadArgument(
@@ -182,7 +178,7 @@ def check_id(text: str, what: str = "ID") -> str:
     """An ID as typed or made: letters, digits and ``- _ . : @`` only, 1 to 120 characters
     (``r-1``, ``T-65273-crash-1``, ``manual-1``). Raises BadArgument for anything else, so no
     control character or escape sequence is stored as an ID."""
-    import re
+    import re  # lazy: not for --help
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.:@-]{0,119}", text, flags=re.ASCII):
         raise BadArgument(f"{safe_id(text)} is not a valid {what}: use letters, digits and - _ . : @ (at most 120).")
@@ -195,7 +191,7 @@ def safe_id(text: str) -> str:
 
 
 READ_ONLY = frozenset({"runs", "show", "trace", "diff", "changes", "audit", "doctor", "backup"})
-"""Commands that only read: they never create a home folder (issue 13)."""
+"""Commands that only read: they never create a home folder (a typo in --home makes none)."""
 
 
 REFUSALS = ("ApprovalRefused", "WorldChanged", "ShopRefused", "LeaseHeld", "ResumeChanged", "DatabaseRefused")
@@ -205,7 +201,7 @@ def _say_log_problem(log: Any) -> None:
     """Say once, on stderr, that the home's log could not be written (:func:`core.ground.log.log_problem`)."""
     if log is None:
         return
-    from core.ground.log import log_problem
+    from core.ground.log import log_problem  # lazy: not for --help
 
     problem = log_problem(log)
     if problem:
@@ -216,8 +212,7 @@ def _said(exc: ResolverError) -> int:
     """Print an expected error's one sentence on stderr, every password in it masked
     (:func:`core.ground.masking.mask_text`: a sentence may quote a URL); its exit code (README, "Exit
     codes"): 2 for a value that cannot be taken as typed, 4 for a refusal, else 1."""
-    from core.ground.masking import mask_text
-    from core.ground.safetext import safe_text
+    from core.ground.masking import mask_text  # lazy: not for --help
 
     print(mask_text(safe_text(exc)), file=sys.stderr)
     if isinstance(exc, BadArgument):
@@ -268,7 +263,7 @@ def decider_options(verb: str) -> list[click.Option]:
 
 def marker_options() -> list[click.Parameter]:
     """The run and the maker of a mark (``claim``, ``handover``, ``snooze``)."""
-    from core.cli.tree import arg
+    from core.cli.tree import arg  # lazy: not for --help
 
     return [
         arg("run", "RUN", "the waiting run's ID"),

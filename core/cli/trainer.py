@@ -74,7 +74,7 @@ EXERCISES = ("crash-at-step", "corrupt-checkpoint", "migrate-v1", "resume-twice"
     ],
 )
 def cmd_run(home: Home, args: argparse.Namespace) -> int:
-    from core.contract.store import crash_point
+    from core.contract.store import crash_point  # lazy: not for --help
 
     if args.run_id is not None:
         check_id(args.run_id, "run ID")
@@ -88,7 +88,7 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
         live=_live_route(args),
     )
     if args.json:
-        from core.engine.runner import outcome_line
+        from core.engine.runner import outcome_line  # lazy: not for --help
 
         _json(_state_json(state, outcome=outcome_line(state) if state.proposal else None))
         return 0
@@ -114,8 +114,8 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
 def cmd_record(home: Home, args: argparse.Namespace) -> int:
     """``resolver record TASK --model ROUTE``: a live run, then its turns as a recording in the
     home (:meth:`core.api.home.Home.record`). Raises BadArgument when ROUTE is not a live route."""
-    from core.contract.store import crash_point
-    from core.engine.runner import outcome_line
+    from core.contract.store import crash_point  # lazy: not for --help
+    from core.engine.runner import outcome_line  # lazy: not for --help
 
     live = _live_route(args)
     if live is None:
@@ -158,8 +158,8 @@ def _live_route(args: argparse.Namespace) -> LiveRoute | None:
     Raises:
         BadArgument: a flag missing or bad, or a config table that does not read.
     """
-    from core.ground.data import load_prices
-    from core.models.model import LiveRoute, load_routes
+    from core.ground.data import load_prices  # lazy: not for --help
+    from core.models.model import LiveRoute, load_routes  # lazy: not for --help
 
     flags = {"--model-name": args.model_name, "--api-key-env": args.api_key_env, "--price-as": args.price_as}
     if args.base_url is None:
@@ -187,7 +187,7 @@ def cmd_changes(home: Home, args: argparse.Namespace) -> int:
     if args.json:
         _json(changes)
         return 0
-    from core.api.views import changes_lines
+    from core.api.views import changes_lines  # lazy: not for --help
 
     _print(changes_lines(changes))
     return 0
@@ -204,7 +204,7 @@ def cmd_changes(home: Home, args: argparse.Namespace) -> int:
     ],
 )
 def cmd_reset(home: Home, args: argparse.Namespace) -> int:
-    from core.api.homekind import require_practice
+    from core.api.homekind import require_practice  # lazy: not for --help
 
     require_practice(home.root, "`reset`", home.kind)
     if args.run:
@@ -275,8 +275,8 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     """``clock show|set|advance|real``. A time that cannot be read, or that ``set`` or ``advance``
     would take outside the supported range (:func:`core.ground.clock.supported`), is a bad value: exit
     2 with its sentence, ``clock.json`` untouched. A damaged ``clock.json`` is exit 1."""
-    from core.api.homekind import check_clock_command
-    from core.ground.clock import TimeOutOfRange, iso, parse_time
+    from core.api.homekind import check_clock_command  # lazy: not for --help
+    from core.ground.clock import TimeOutOfRange, iso, parse_time  # lazy: not for --help
 
     check_clock_command(home.root, args.clock_cmd, home.kind)
     if home.kind == "shop":  # real time only: set and advance were refused above
@@ -330,7 +330,7 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     params=[arg("exercise", "EXERCISE", "the exercise to play", type=choice(EXERCISES))],
 )
 def cmd_class(home: Home, args: argparse.Namespace) -> int:
-    from core.trainer import lesson  # the trainer kit; imported only when asked for
+    from core.trainer import lesson  # lazy: the trainer kit; imported only when asked for
 
     lines = lesson.play(home, args)
     if args.json:

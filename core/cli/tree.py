@@ -52,6 +52,13 @@ class Arg(click.Argument):
         super().__init__(param_decls, **attrs)
         self.help = help
 
+    def make_metavar(self, ctx: click.Context | None = None) -> str:
+        """``RUN``, ``[RUN]`` when it may be left out, ``ARGS...`` for any number (as argparse spelled them)."""
+        var = self.metavar or (self.name or "").upper()
+        if not self.required and self.nargs == 1:
+            var = f"[{var}]"
+        return f"{var}..." if self.nargs != 1 else var
+
 
 def _write_usage(cmd: click.Command, ctx: click.Context, formatter: click.HelpFormatter) -> None:
     """``usage: resolver approve [OPTIONS] RUN``: spelled as the command line always spelled it."""
@@ -65,10 +72,17 @@ def _write_arguments(cmd: click.Command, ctx: click.Context, formatter: click.He
             formatter.write_dl(rows)
 
 
-def _write_example(cmd: Command | Group, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-    if cmd.example:
+def example_line(cmd: click.Command, ctx: click.Context) -> str | None:
+    """``Example: resolver approve RUN ...`` of a command (``""``: the command alone), or None."""
+    example = getattr(cmd, "example", None)
+    return None if example is None else f"Example: {ctx.command_path} {example}".rstrip()
+
+
+def _write_example(cmd: click.Command, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    line = example_line(cmd, ctx)
+    if line:
         formatter.write_paragraph()
-        formatter.write_text(f"Example: {ctx.command_path} {cmd.example}")
+        formatter.write_text(line)
 
 
 _WRITES_ARGUMENTS = hasattr(click.Command, "format_arguments")
@@ -80,7 +94,7 @@ class Command(click.Command):
     (``module``, ``name``: read when it runs)."""
 
     def __init__(
-        self, *args: Any, section: str = "", example: str = "", handler: tuple[str, str] | None = None, **kwargs: Any
+        self, *args: Any, section: str = "", example: str | None = None, handler: tuple[str, str] | None = None, **kwargs: Any
     ) -> None:
         super().__init__(*args, **kwargs)
         self.section, self.example, self.handler = section, example, handler
@@ -108,7 +122,7 @@ class Group(click.Group):
         self,
         *args: Any,
         section: str = "",
-        example: str = "",
+        example: str | None = None,
         handler: tuple[str, str] | None = None,
         dest: str = "",
         **kwargs: Any,
@@ -266,7 +280,8 @@ def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
 
 def build() -> Group:
     """The whole command line: every command of the command modules, under its section."""
-    from core.cli import approver, operator, team, trainer  # noqa: F401  # each module declares its commands
+    # lazy: the command modules import this one; each declares its commands when imported
+    from core.cli import approver, operator, team, trainer  # noqa: F401
 
     root = Group(
         "resolver",
