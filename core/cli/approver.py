@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     APPROVERS,
     "list saved runs",
     example="--status waiting_approval",
-    params=[
+    params=lambda: [
         opt("--status", type=choice(STATUSES), default=None, help="only the runs of this status"),
         opt("--search", default=None, help="filter by ticket, order, customer or run ID"),
         opt("--limit", type=int, default=0, help="list at most this many runs (default 0: all)"),
@@ -226,7 +226,7 @@ def _mine_role(home: Home, args: argparse.Namespace) -> str | None:
     APPROVERS,
     "continue a saved run from its checkpoint",
     example="T-65273-agent-chat-small-1",
-    params=[
+    params=lambda: [
         arg("run", "RUN", "the run's ID, as `runs` lists it"),
         opt(
             "--accept-changes",
@@ -382,7 +382,7 @@ def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | N
     APPROVERS,
     "say you are on a waiting run (--release: no longer); it lapses after claim_minutes (30)",
     example="T-65273-agent-chat-small-1 --as team_lead --name Tomás",
-    params=[
+    params=lambda: [
         *marker_options(),
         opt("--release", is_flag=True, default=False, help="release your claim"),
     ],
@@ -392,7 +392,7 @@ def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | N
     APPROVERS,
     "hand a waiting run to a named colleague with a note; it shows under their --mine",
     example='T-65273-agent-chat-small-1 --as team_lead --name Tomás --to Ana --note "the customer calls at 3"',
-    params=[
+    params=lambda: [
         *marker_options(),
         opt("--to", required=True, metavar="NAME", help="the colleague (shop home: an approver of the registry)"),
         opt("--note", required=True, metavar="TEXT", help="what they should look at (one line)"),
@@ -403,7 +403,7 @@ def _claimed_by_other(home: Home, state: TaskState, name: str | None) -> str | N
     APPROVERS,
     "set a waiting run aside until a time (never past its request's expiry)",
     example="T-65273-agent-chat-small-1 --as team_lead --name Tomás --until 2h",
-    params=[
+    params=lambda: [
         *marker_options(),
         opt("--until", required=True, metavar="TIME", help="ISO 8601 time, or a duration from now (90m, 2h)"),
     ],
@@ -471,7 +471,7 @@ def cmd_mark(home: Home, args: argparse.Namespace) -> int:
     APPROVERS,
     "print each new event of the queue for you, and run the notify command",
     example="--as team_lead --once",
-    params=[
+    params=lambda: [
         opt("--as", "role", type=choice(ROLES), default=None, help="practice home: your role (the requests you may approve)"),
         opt(
             "--name",
@@ -614,7 +614,7 @@ def _store_away(home: Home, exc: ResolverError, position: Position, outage: bool
     APPROVERS,
     "approve a waiting proposal and execute it",
     example="T-65273-agent-chat-small-1 --name Grace",
-    params=[
+    params=lambda: [
         arg("run", "RUN", "the waiting run's ID, as `runs` lists it"),
         *decider_options("Approve"),
         opt(
@@ -678,7 +678,7 @@ def _after_lock(home: Home, run_id: str, sentence: str) -> str:
     APPROVERS,
     "reject a waiting proposal (hands it to a person)",
     example='T-65273-agent-chat-small-1 --as team_lead --reason "call the customer first"',
-    params=[
+    params=lambda: [
         arg("run", "RUN", "the waiting run's ID, as `runs` lists it"),
         *decider_options("Reject"),
         opt("--reason", required=True, help="why (one line, kept in the audit)"),
@@ -720,7 +720,7 @@ def cmd_reject(home: Home, args: argparse.Namespace) -> int:
     APPROVERS,
     "the request, decision and operations of a run; without RUN, the home and its kind",
     example="T-65273-agent-chat-small-1",
-    params=[arg("run", "RUN", "the run's ID (none: the home and its kind)", required=False, default=None)],
+    params=lambda: [arg("run", "RUN", "the run's ID (none: the home and its kind)", required=False, default=None)],
 )
 def cmd_show(home: Home, args: argparse.Namespace) -> int:
     from core.api.views import approved_vs_current, status_lines  # lazy: not for --help
@@ -753,7 +753,7 @@ def cmd_show(home: Home, args: argparse.Namespace) -> int:
     APPROVERS,
     "read a waiting run's evidence again (a new proposal version and digest; earlier approvals void)",
     example="T-65273-agent-chat-small-1 --as team_lead",
-    params=[
+    params=lambda: [
         arg("run", "RUN", "the waiting run's ID"),
         opt(
             "--as",
@@ -809,7 +809,11 @@ def _audit_verify(home: Home, as_json: bool = False) -> int:
 
 
 @command(
-    "trace", APPROVERS, "the events of a run", example="T-65273-agent-chat-small-1", params=[arg("run", "RUN", "the run's ID")]
+    "trace",
+    APPROVERS,
+    "the events of a run",
+    example="T-65273-agent-chat-small-1",
+    params=lambda: [arg("run", "RUN", "the run's ID")],
 )
 def cmd_trace(home: Home, args: argparse.Namespace) -> int:
     lines = home.queue.trace(args.run)
@@ -826,7 +830,7 @@ def cmd_trace(home: Home, args: argparse.Namespace) -> int:
     APPROVERS,
     "compare the actions of two runs line by line",
     example="T-90103-agent-chat-small-1 T-90103-agent-chat-small-2",
-    params=[arg("run_a", "RUN_A", "the first run's ID"), arg("run_b", "RUN_B", "the second run's ID")],
+    params=lambda: [arg("run_a", "RUN_A", "the first run's ID"), arg("run_b", "RUN_B", "the second run's ID")],
 )
 def cmd_diff(home: Home, args: argparse.Namespace) -> int:
     title, lines = home.queue.compare(args.run_a, args.run_b)
@@ -842,7 +846,7 @@ def cmd_diff(home: Home, args: argparse.Namespace) -> int:
     APPROVERS,
     "export the audit of decisions (who decided what, when, on which digest); `audit verify` checks it",
     example="verify",
-    params=[
+    params=lambda: [
         arg(
             "run",
             "RUN|verify",
@@ -890,7 +894,7 @@ def _audit_line(r: dict[str, object]) -> str:
     APPROVERS,
     "open the approvals app (resolver-tui)",
     example="--as team_lead",
-    params=[arg("rest", "ARGS", "options for resolver-tui (--as, --name, --demo ...)", nargs=-1, type=click.UNPROCESSED)],
+    params=lambda: [arg("rest", "ARGS", "options for resolver-tui (--as, --name, --demo ...)", nargs=-1, type=click.UNPROCESSED)],
     common=False,
     context={"ignore_unknown_options": True, "allow_interspersed_args": False},
 )

@@ -17,7 +17,6 @@ from core.cli.shared import (
     _print,
 )
 from core.cli.tree import OPERATORS, arg, choice, command, group, leaf, opt
-from core.ground.clock import parse_duration
 from core.ground.errors import BadArgument
 from core.ground.exitcodes import EXIT_ERROR
 
@@ -45,11 +44,11 @@ def cmd_doctor(where: HomeLocation, args: argparse.Namespace) -> int:
     OPERATORS,
     "delete finished runs older than DURATION (the audit keeps who decided what)",
     example="--older-than 90d",
-    params=[opt("--older-than", required=True, metavar="DURATION", help="e.g. 90d, 2d16h")],
+    params=lambda: [opt("--older-than", required=True, metavar="DURATION", help="e.g. 90d, 2d16h")],
 )
 def cmd_prune(home: Home, args: argparse.Namespace) -> int:
     """Delete finished runs whose last checkpoint is older than ``--older-than``."""
-    from core.ground.clock import TimeOutOfRange  # lazy: not for --help
+    from core.ground.clock import TimeOutOfRange, parse_duration  # lazy: not for --help
     from core.ops.maintenance import prune, prune_cutoff  # lazy: not for --help
 
     age = parse_duration(args.older_than)
@@ -76,7 +75,7 @@ def cmd_prune(home: Home, args: argparse.Namespace) -> int:
     OPERATORS,
     "copy the whole home into one archive, consistently, while the app is open",
     example="home-friday.tar.gz",
-    params=[arg("file", "FILE", "the archive to write (.tar.gz); refused if it exists")],
+    params=lambda: [arg("file", "FILE", "the archive to write (.tar.gz); refused if it exists")],
 )
 def cmd_backup(home: Home, args: argparse.Namespace) -> int:
     """Copy the whole home into one archive (see :func:`core.ops.maintenance.backup`)."""
@@ -95,7 +94,7 @@ def cmd_backup(home: Home, args: argparse.Namespace) -> int:
     OPERATORS,
     "replace this home with a backup, after checking it",
     example="home-friday.tar.gz",
-    params=[
+    params=lambda: [
         arg("file", "FILE", "the archive `backup` wrote"),
         opt(
             "--replace-newer",
@@ -154,7 +153,7 @@ def _store_place(text: str, where: str) -> Any:
     "the operator's commands: copy a store, check it, migrate it",
     example="copy --from sqlite:///work --to postgresql://127.0.0.1/resolver",
     dest="store_cmd",
-    actions=[
+    actions=lambda: [
         leaf(
             "copy",
             "copy every run, the audit, approvers and world into an empty store",
@@ -260,7 +259,7 @@ SHELLS = ("bash", "zsh", "fish")
     OPERATORS,
     "print the shell's completion script for resolver (bash, zsh or fish)",
     example='bash >> ~/.bashrc   (or: eval "$(resolver completion bash)")',
-    params=[arg("shell", "SHELL", "bash, zsh or fish", type=choice(SHELLS))],
+    params=lambda: [arg("shell", "SHELL", "bash, zsh or fish", type=choice(SHELLS))],
     common=False,
 )
 def cmd_completion(home: Home, args: argparse.Namespace) -> int:  # pragma: no cover - main() prints it without a home

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     "the home's own tickets: add one from TOML or JSON, list them",
     example="add ticket.toml",
     dest="ticket_cmd",
-    actions=[
+    actions=lambda: [
         leaf(
             "add",
             "add a ticket from a .toml or .json file (checked whole)",
@@ -94,7 +94,7 @@ def cmd_ticket(home: Home, args: argparse.Namespace) -> int:
     "shop home: the approvers registry (init, key, add, list, revoke, recover)",
     example="add Tomás --role team_lead --public-key HEX --fingerprint FP",
     dest="approvers_cmd",
-    actions=[
+    actions=lambda: [
         leaf(
             "init",
             "the owner makes the registry and their key",
@@ -401,7 +401,9 @@ def _told_fingerprint(name: str, public_key: str) -> None:
     OWNER,
     "make the home folder (--shop: a shop home, for good)",
     example="--shop --home /srv/larkfield",
-    params=[opt("--shop", is_flag=True, default=False, help="a shop home: real time only, the lesson's commands refused")],
+    params=lambda: [
+        opt("--shop", is_flag=True, default=False, help="a shop home: real time only, the lesson's commands refused")
+    ],
 )
 def cmd_init(where: HomeLocation, args: argparse.Namespace) -> int:
     """``resolver init [--shop]``: make the home folder of ``where`` and its databases (a shop

@@ -21,7 +21,6 @@ from core.cli.shared import (
     check_id,
 )
 from core.cli.tree import TRAINERS, arg, choice, command, group, leaf, opt
-from core.ground.clock import parse_duration
 from core.ground.errors import BadArgument
 
 if TYPE_CHECKING:
@@ -51,7 +50,7 @@ EXERCISES = ("crash-at-step", "corrupt-checkpoint", "migrate-v1", "resume-twice"
     TRAINERS,
     "run the agent on a ticket (a new run)",
     example="T-65273",
-    params=[
+    params=lambda: [
         arg("task", "TASK", "ticket ID, e.g. T-65273"),
         opt("--variant", default="agent", type=choice(VARIANTS), help="the agent: agent (free text) or agent_structured"),
         opt(
@@ -101,7 +100,7 @@ def cmd_run(home: Home, args: argparse.Namespace) -> int:
     TRAINERS,
     "run a ticket on a live model and keep its turns as a recording in the home",
     example="T-65273 --model local",
-    params=[
+    params=lambda: [
         arg("task", "TASK", "ticket ID, e.g. T-65273"),
         opt("--variant", default="agent", type=choice(VARIANTS), help="the agent: agent (free text) or agent_structured"),
         opt("--model", required=True, help="a live route: a [models.NAME] table of the config file, or --base-url's name"),
@@ -198,7 +197,7 @@ def cmd_changes(home: Home, args: argparse.Namespace) -> int:
     TRAINERS,
     "delete the saved runs (--all: rebuild the world too)",
     example="--all",
-    params=[
+    params=lambda: [
         opt("--all", is_flag=True, default=False, help="also rebuild the practice world from data/"),
         opt("--run", metavar="RUN", default=None, help="delete only this run (a corrupt one, say)"),
     ],
@@ -227,7 +226,7 @@ def cmd_reset(home: Home, args: argparse.Namespace) -> int:
     TRAINERS,
     "refund by hand, outside any run (the weekend phone call)",
     example="manual-1 LK-507862 119.00 RFD-DOUBLE PAY-507862-2",
-    params=[
+    params=lambda: [
         arg("operation", "OPERATION_ID", "idempotency key, e.g. manual-1"),
         arg("order", "ORDER", "the order, e.g. LK-507862"),
         arg("amount", "AMOUNT", "CAD, e.g. 119.00"),
@@ -254,7 +253,7 @@ def cmd_manual_refund(home: Home, args: argparse.Namespace) -> int:
     "the trainer's clock: show, set, advance, real",
     example="set 2026-10-09T17:00:00-04:00",
     dest="clock_cmd",
-    actions=[
+    actions=lambda: [
         leaf("show", "the clock's time, and whether it is simulated", example=""),
         leaf(
             "set",
@@ -276,7 +275,7 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     would take outside the supported range (:func:`core.ground.clock.supported`), is a bad value: exit
     2 with its sentence, ``clock.json`` untouched. A damaged ``clock.json`` is exit 1."""
     from core.api.homekind import check_clock_command  # lazy: not for --help
-    from core.ground.clock import TimeOutOfRange, iso, parse_time  # lazy: not for --help
+    from core.ground.clock import TimeOutOfRange, iso, parse_duration, parse_time  # lazy: not for --help
 
     check_clock_command(home.root, args.clock_cmd, home.kind)
     if home.kind == "shop":  # real time only: set and advance were refused above
@@ -317,7 +316,7 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     TRAINERS,
     "the trainer's Friday-to-Monday lesson, moment by moment",
     example="friday",
-    params=[
+    params=lambda: [
         arg("moment", "MOMENT", "the lesson's moment, or all of them in turn", type=choice(MOMENTS)),
         opt("--after-step", type=int, default=1, help="crash-in-loop: the step after which the loop stops"),
     ],
@@ -327,7 +326,7 @@ def cmd_clock(home: Home, args: argparse.Namespace) -> int:
     TRAINERS,
     "the exercises of seeds 000 and 001, runnable",
     example="crash-at-step",
-    params=[arg("exercise", "EXERCISE", "the exercise to play", type=choice(EXERCISES))],
+    params=lambda: [arg("exercise", "EXERCISE", "the exercise to play", type=choice(EXERCISES))],
 )
 def cmd_class(home: Home, args: argparse.Namespace) -> int:
     from core.trainer import lesson  # lazy: the trainer kit; imported only when asked for

@@ -40,8 +40,52 @@ ORDER = (
 
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
-COMMANDS: list[click.Command] = []
-"""Every top-level command, in the order its module declares it (:func:`build`)."""
+
+class Declared:
+    """A top-level command as declared: its name, section and one line of help at once, the
+    click command itself built the first time it is needed (:meth:`command`). ``resolver --help``
+    lists the commands from their declarations and a command line builds only the command it
+    names: building every option of every command would cost each start a few milliseconds."""
+
+    def __init__(self, name: str, section: str, help: str, make: Callable[[], click.Command]) -> None:
+        self.name, self.section, self.help, self.hidden = name, section, help, False
+        self._make = make
+        self._made: click.Command | None = None
+
+    def command(self) -> click.Command:
+        if self._made is None:
+            self._made = self._make()
+        return self._made
+
+
+COMMANDS: list[Declared] = []
+"""Every top-level command, as its module declares it (:func:`build` orders them by :data:`ORDER`)."""
+
+
+class Commands(dict[str, Any]):
+    """The root's commands by name: each built when it is looked up (:class:`Declared`)."""
+
+    def declared(self, name: str) -> Declared | click.Command:
+        """The command ``name`` as declared, unbuilt (its section and one line of help)."""
+        declared: Declared | click.Command = dict.__getitem__(self, name)
+        return declared
+
+    def __getitem__(self, name: str) -> click.Command:
+        value = dict.__getitem__(self, name)
+        made: click.Command = value.command() if isinstance(value, Declared) else value
+        return made
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+    def items(self) -> list[tuple[str, click.Command]]:  # type: ignore[override]
+        return [(name, self[name]) for name in self]
+
+    def values(self) -> list[click.Command]:  # type: ignore[override]
+        return [self[name] for name in self]
 
 
 class Arg(click.Argument):
@@ -138,13 +182,14 @@ class Group(click.Group):
         _write_example(self, ctx, formatter)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        commands = [(name, self.commands[name]) for name in self.commands if not self.commands[name].hidden]
+        listed = self.commands.declared if isinstance(self.commands, Commands) else self.commands.__getitem__
+        commands = [(name, listed(name)) for name in self.commands if not listed(name).hidden]
         headings = [s for s in SECTIONS if any(getattr(c, "section", "") == s for _n, c in commands)]
         if not headings:  # the actions of one command: one list
             headings = [""]
         for heading in headings:
             rows = [
-                (name, cmd.get_short_help_str(200))
+                (name, cmd.help if isinstance(cmd, Declared) else cmd.get_short_help_str(200))
                 for name, cmd in commands
                 if heading == "" or getattr(cmd, "section", "") == heading
             ]
@@ -205,19 +250,20 @@ def command(
     section: str,
     help: str,
     example: str,
-    params: Sequence[click.Parameter] = (),
+    params: Callable[[], Sequence[click.Parameter]] = list,
     common: bool = True,
     context: dict[str, Any] | None = None,
 ) -> Callable[[Callable[..., int]], Callable[..., int]]:
     """Declare the top-level command ``name`` whose handler is the decorated function (returned
     unchanged): listed under ``section`` with ``help`` as its one line, ``example`` (the words
-    after ``resolver NAME``) shown by its ``--help``."""
+    after ``resolver NAME``) shown by its ``--help``; ``params`` makes its arguments and options
+    (called when the command is built)."""
 
     def declare(handler: Callable[..., int]) -> Callable[..., int]:
-        COMMANDS.append(
-            Command(
+        def make() -> click.Command:
+            return Command(
                 name,
-                params=[*params, *(common_options() if common else home_options())],
+                params=[*params(), *(common_options() if common else home_options())],
                 help=help,
                 short_help=help,
                 callback=_parsed,
@@ -226,7 +272,8 @@ def command(
                 handler=(handler.__module__, handler.__name__),
                 context_settings={**CONTEXT, **(context or {})},
             )
-        )
+
+        COMMANDS.append(Declared(name, section, help, make))
         return handler
 
     return declare
@@ -246,30 +293,52 @@ def leaf(name: str, help: str, example: str, params: Sequence[click.Parameter] =
 
 
 def group(
-    name: str, section: str, help: str, example: str, dest: str, actions: Sequence[click.Command], metavar: str = "ACTION"
+    name: str,
+    section: str,
+    help: str,
+    example: str,
+    dest: str,
+    actions: Callable[[], Sequence[click.Command]],
+    metavar: str = "ACTION",
 ) -> Callable[[Callable[..., int] | None], Any]:
-    """Declare the command ``name`` with ``actions`` (each a :func:`leaf`); the action's name is
-    read into ``dest``. The decorated function is the handler of every action."""
+    """Declare the command ``name`` with ``actions`` (each a :func:`leaf`, made when the command
+    is built); the action's name is read into ``dest``. The decorated function is the handler of
+    every action."""
 
     def declare(handler: Callable[..., int] | None) -> Any:
-        made = Group(
-            name,
-            params=common_options(),
-            help=help,
-            short_help=help,
-            section=section,
-            example=example,
-            handler=(handler.__module__, handler.__name__) if handler else None,
-            dest=dest,
-            subcommand_metavar=f"{metavar} [ARGS]...",
-            context_settings=CONTEXT,
+        COMMANDS.append(
+            Declared(name, section, help, lambda: _group(name, section, help, example, dest, actions, metavar, handler))
         )
-        for action in actions:
-            made.add_command(action)
-        COMMANDS.append(made)
         return handler
 
     return declare
+
+
+def _group(
+    name: str,
+    section: str,
+    help: str,
+    example: str,
+    dest: str,
+    actions: Callable[[], Sequence[click.Command]],
+    metavar: str,
+    handler: Callable[..., int] | None,
+) -> Group:
+    made = Group(
+        name,
+        params=common_options(),
+        help=help,
+        short_help=help,
+        section=section,
+        example=example,
+        handler=(handler.__module__, handler.__name__) if handler else None,
+        dest=dest,
+        subcommand_metavar=f"{metavar} [ARGS]...",
+        context_settings=CONTEXT,
+    )
+    for action in actions():
+        made.add_command(action)
+    return made
 
 
 def _version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
@@ -300,8 +369,8 @@ def build() -> Group:
         subcommand_metavar="COMMAND [ARGS]...",
         context_settings=CONTEXT,
     )
-    for cmd in sorted(COMMANDS, key=lambda c: ORDER.index(c.name) if c.name in ORDER else len(ORDER)):
-        root.add_command(cmd)
+    ordered = sorted(COMMANDS, key=lambda c: ORDER.index(c.name) if c.name in ORDER else len(ORDER))
+    root.commands = Commands({declared.name: declared for declared in ordered})
     return root
 
 
