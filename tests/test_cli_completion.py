@@ -118,3 +118,19 @@ def test_the_reference_page_is_what_the_commands_say_now():
     spec.loader.exec_module(tool)
     page = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     assert page == tool.reference(), "docs/cli.md is out of date: run python tools/cli_reference.py"
+
+
+def test_a_long_option_is_taken_by_a_unique_beginning_as_argparse_took_it(tmp_path, capsys):
+    """``--stat`` is ``--status`` and ``--ho`` is ``--home``, as the command line always took
+    them; a beginning that names two options is refused (exit 2), and a value is never read
+    as an option."""
+    home = str(tmp_path / "home")
+    assert main(["run", "T-65273", "--ho", home]) == 0
+    capsys.readouterr()
+    assert main(["runs", "--stat", "waiting_approval", "--home", home]) == 0
+    assert capsys.readouterr().out.startswith("T-65273-agent-chat-small-1")
+    assert main(["runs", "--search=--stat", "--home", home]) == 0
+    assert capsys.readouterr().out.startswith("No runs match '--stat'")
+    with pytest.raises(SystemExit) as bad:
+        main(["runs", "--s", "x", "--home", home])
+    assert bad.value.code == 2

@@ -129,6 +129,35 @@ def _write_example(cmd: click.Command, ctx: click.Context, formatter: click.Help
         formatter.write_text(line)
 
 
+def _whole_names(cmd: click.Command, ctx: click.Context, args: list[str], group: bool) -> list[str]:
+    """``args`` with each long option typed by a unique beginning spelled whole (``--stat`` is
+    ``--status``), as the command line has always taken them; an ambiguous or unknown beginning
+    is left for click to refuse (exit 2). A group's own options end at its first other word."""
+    takes_value: dict[str, bool] = {}
+    for param in cmd.get_params(ctx):
+        if isinstance(param, click.Option):
+            for name in (*param.opts, *param.secondary_opts):
+                takes_value[name] = not param.is_flag and not param.count
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if word == "--" or (group and not word.startswith("-")):
+            return [*out, word, *args[i:]]
+        if not word.startswith("--"):
+            out.append(word)
+            continue
+        name, eq, value = word.partition("=")
+        found = [n for n in takes_value if n.startswith(name)] if name not in takes_value else [name]
+        name = found[0] if len(found) == 1 else name
+        out.append(name + eq + value)
+        if takes_value.get(name) and not eq and i < len(args):  # its value, never taken for an option
+            out.append(args[i])
+            i += 1
+    return out
+
+
 _WRITES_ARGUMENTS = hasattr(click.Command, "format_arguments")
 """Whether click's help calls :meth:`Command.format_arguments` itself (click 8.5 and later)."""
 
@@ -142,6 +171,9 @@ class Command(click.Command):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.section, self.example, self.handler = section, example, handler
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _whole_names(self, ctx, args, group=False))
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         _write_usage(self, ctx, formatter)
@@ -174,6 +206,9 @@ class Group(click.Group):
         kwargs.setdefault("no_args_is_help", False)  # a missing command is a usage error (exit 2), as it always was
         super().__init__(*args, **kwargs)
         self.section, self.example, self.handler, self.dest = section, example, handler, dest
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, _whole_names(self, ctx, args, group=True))
 
     def format_usage(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         _write_usage(self, ctx, formatter)
