@@ -257,8 +257,8 @@ SHELLS = ("bash", "zsh", "fish")
 @command(
     "completion",
     OPERATORS,
-    "print the shell's completion script for resolver (bash, zsh or fish)",
-    example='bash >> ~/.bashrc   (or: eval "$(resolver completion bash)")',
+    'print the shell\'s completion script for resolver (bash, zsh or fish): eval "$(resolver completion bash)" in ~/.bashrc',
+    example="bash",
     params=lambda: [arg("shell", "SHELL", "bash, zsh or fish", type=choice(SHELLS))],
     common=False,
 )

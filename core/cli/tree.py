@@ -124,9 +124,9 @@ def example_line(cmd: click.Command, ctx: click.Context) -> str | None:
 
 def _write_example(cmd: click.Command, ctx: click.Context, formatter: click.HelpFormatter) -> None:
     line = example_line(cmd, ctx)
-    if line:
+    if line:  # on one line, never folded: it is copied as it is
         formatter.write_paragraph()
-        formatter.write_text(line)
+        formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
 
 
 def _whole_names(cmd: click.Command, ctx: click.Context, args: list[str], group: bool) -> list[str]:
