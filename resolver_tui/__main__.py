@@ -8,9 +8,9 @@ import sys
 from core import __version__
 from core.api.home import Home, locate_home
 from core.api.homekind import require_practice
-from core.cli import EXIT_USAGE, _not_utf8
 from core.engine import approver_config
 from core.ground.errors import ResolverError
+from core.ground.exitcodes import EXIT_USAGE, not_utf8
 
 MIN_REFRESH_S = 0.5
 """The shortest auto-refresh interval, seconds: each refresh reads the queue's page and counts,
@@ -120,11 +120,11 @@ def _is_tty(stream) -> bool:
 
 def main(argv: list[str] | None = None) -> None:
     """Open the app; every start-up error is one sentence on stderr, never a traceback: exit 2
-    for an argument that is not UTF-8 (as the CLI, :func:`core.cli._not_utf8`), exit 1 for a
+    for an argument that is not UTF-8 (as the CLI, :func:`core.ground.exitcodes.not_utf8`), exit 1 for a
     ResolverError (no home, a damaged ``clock.json``, ``--demo`` in a shop home, nobody at the
     keyboard, no terminal: :func:`require_terminal`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    bad = _not_utf8(argv)
+    bad = not_utf8(argv)
     if bad is not None:
         print(
             f"The argument {bad} is not UTF-8 text; set your terminal to UTF-8 and type it again. Nothing was changed.",

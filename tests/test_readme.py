@@ -63,21 +63,20 @@ def _command_tables() -> str:
 def _options(parser) -> dict[str, set[str]]:
     """Each command of ``parser`` (``approvers add`` for nested ones) and its options, without
     the ones every command takes (``--home``, ``--store``, ``--json``, ``-h``) and hidden ones."""
-    import argparse
+    import click
 
     found: dict[str, set[str]] = {}
 
-    def walk(prefix: str, p: argparse.ArgumentParser) -> None:
-        for action in p._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for name, child in action.choices.items():
-                    walk(f"{prefix} {name}".strip(), child)
+    def walk(prefix: str, cmd: click.Command) -> None:
+        if isinstance(cmd, click.Group):
+            for name, child in cmd.commands.items():
+                walk(f"{prefix} {name}".strip(), child)
         if prefix:
             found[prefix] = {
                 o
-                for a in p._actions
-                if a.help != argparse.SUPPRESS
-                for o in a.option_strings
+                for p in cmd.params
+                if isinstance(p, click.Option) and not p.hidden
+                for o in p.opts
                 if o not in ("-h", "--help", "--home", "--store", "--json")
             }
 

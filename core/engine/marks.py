@@ -25,8 +25,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol
 
 from core.contract.audit import MARK_DECISIONS
-from core.ground.clock import Clock, iso, parse_time
-from core.ground.errors import ApprovalRefused, ResolverError, StaleCheckpoint
+from core.ground.clock import Clock, iso, parse_duration, parse_time
+from core.ground.errors import ApprovalRefused, BadArgument, ResolverError, StaleCheckpoint
 from core.ground.safetext import name_key, not_one_line, not_plain_name, one_line
 
 if TYPE_CHECKING:
@@ -539,3 +539,21 @@ def snooze(
     marks = read_marks(store, state)
     row = {"snoozed_by": name, "snoozed_at": iso(now), "snooze_until": iso(until)}
     return _write(store, state, marks, row, "snooze", role, name, now, f"until {iso(until)}", signer)
+
+
+def mark_time(text: str, now: datetime) -> datetime:
+    """``snooze --until`` (and the app's snooze dialog): an ISO 8601 time (as ``clock set`` reads it, America/Toronto without an
+    offset) or a duration from now (as ``prune --older-than`` reads it: ``90m``, ``2h``, ``1d``).
+    Raises BadArgument (exit 2)."""
+    try:
+        return parse_time(text)
+    except ValueError:
+        pass
+    try:
+        return now + parse_duration(text)
+    except BadArgument:
+        raise BadArgument(
+            f"Cannot read the time {text!r}: use ISO 8601 (2026-10-12T15:00:00-04:00) or a duration from now (90m, 2h)."
+        ) from None
+    except OverflowError:  # a new user's 99999999h: past the last date Python keeps
+        raise BadArgument(f"The time {text!r} from now is past any date resolver keeps; give a nearer one.") from None

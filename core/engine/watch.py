@@ -13,7 +13,7 @@ after a higher one was read: every read starts :data:`WINDOW` IDs behind the pos
 the IDs already delivered (the position keeps them, for that window).
 
 **Woken, and alive for days.** On a team store the running watcher (``resolver watch``,
-:func:`core.cli.cmd_watch`) ``LISTEN``s with the app's own listener
+:func:`core.cli.approver.cmd_watch`) ``LISTEN``s with the app's own listener
 (:class:`core.stores.postgres.listen.QueueListener`) and reads at once when a notification
 comes; its reads every ``--interval`` seconds stay as the safety net for a notification lost
 while the listener reconnected, and are SQLite's only way. A store that does not answer (the

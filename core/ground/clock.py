@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from datetime import datetime, timedelta
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Protocol
 from zoneinfo import ZoneInfo
 
-from core.ground.errors import ResolverError
+from core.ground.errors import BadArgument, ResolverError
 
 
 class ClockParts(Protocol):
@@ -319,3 +320,17 @@ def format_duration(delta: timedelta) -> str:
     minutes, secs = divmod(rest, 60)
     text = "".join(f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n) or "0s"
     return f"back {text}" if delta < timedelta(0) else text
+
+
+def parse_duration(text: str) -> timedelta:
+    """``2d``, ``3h``, ``90m``, ``45s`` or combinations like ``2d16h``; ``back 1d`` goes
+    backwards (a leading ``-`` would read as an option). Raises BadArgument (exit 2)."""
+    parts = re.fullmatch(r"\s*(back\s+)?(?:(\d+)d)?\s*(?:(\d+)h)?\s*(?:(\d+)m)?\s*(?:(\d+)s)?\s*", text or "")
+    if not parts or not any(parts.groups()[1:]):
+        raise BadArgument(f"Cannot read the duration {text!r}: use e.g. 2d16h, 90m, 45s or 'back 1d'.")
+    d, h, m, s = (int(x or 0) for x in parts.groups()[1:])
+    try:
+        delta = timedelta(days=d, hours=h, minutes=m, seconds=s)
+    except OverflowError:
+        raise BadArgument(f"The duration {text!r} is too long for the clock; use at most a few thousand days.") from None
+    return -delta if parts.group(1) else delta

@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from core.contract.approval_key import load_key
 from core.contract.backend import Backend, FolderFiles, Place
 from core.contract.store import SHOP_PARTS
 from core.ground.errors import ApprovalKeyError
@@ -186,8 +187,6 @@ def folder_journal_key(root: Path, *, make: bool = True, in_flight_ok: bool = Fa
     refused (a read that must change nothing). Raises ApprovalKeyError when asked."""
 
     def key(in_flight: Callable[[], int]) -> bytes:
-        from core.contract.approval_key import load_key
-
         path = Path(root) / "approval.key"
         if not make and not path.exists():
             raise ApprovalKeyError(

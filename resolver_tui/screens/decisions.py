@@ -313,8 +313,8 @@ class Decisions:
         then."""
 
         def work() -> Message:
-            # lazy: the command line's time parser is not needed for the first page
-            from core.cli import mark_time
+            # lazy: the marks' time parser is needed only when a mark is made
+            from core.engine.marks import mark_time
 
             if kind == "snooze":
                 marks = self.home.mark(

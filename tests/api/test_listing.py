@@ -76,9 +76,9 @@ def test_runs_prints_from_tuples_the_lines_of_the_whole_queue(home: Home, monkey
 
 
 def build(argv: list[str]):
-    from core.cli import build_parser
+    from core.cli import parse_args
 
-    return build_parser("resolver").parse_args(argv)
+    return parse_args(argv, "resolver")
 
 
 def test_a_page_of_lines_is_made_safe_line_by_line():

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from core.api.home import Home
 from resolver_tui.screens.dialogs import PassphraseApproveScreen
-from tui_helpers import make_app, settle, type_text
-
 from test_pg_roles import BOB, _refunds, _status, shop, users  # noqa: F401 (fixtures)
+from tui_helpers import make_app, settle, type_text
 
 
 async def test_the_app_of_an_agent_entry_cannot_approve_the_119_refund_past_the_database(shop, monkeypatch):  # noqa: F811
