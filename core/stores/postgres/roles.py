@@ -700,97 +700,135 @@ def setup_roles(
                 f"{name!r} is not a plain database role name (lower-case letters, digits and _); nothing was changed."
             )
     with conn.transaction():
-        for name in every[1:]:
-            if not _exists(conn, name):
-                raise ResolverError(
-                    f"There is no database user {name}: create it first (CREATE ROLE {name} LOGIN PASSWORD ...); nothing was changed."
-                )
-        row = conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (tables_role,)).fetchone()
-        if row is None:
-            conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(tables_role)))
-        elif row[0]:
-            raise ResolverError(
-                f"The role {tables_role} may log in; the tables' owner must be a NOLOGIN role no person uses. Nothing was changed."
-            )
-        names = {r[0].lower(): r[0] for r in conn.execute("SELECT name FROM approvers WHERE revoked_at IS NULL")}
-        for person in mapping:
-            if person.lower() not in names:
-                raise ResolverError(f"No approver named {person} in the registry; add them first. Nothing was changed.")
-        for person, user in mapping.items():
-            held = conn.execute(
-                "SELECT name FROM approvers WHERE db_user = %s AND lower(name) <> lower(%s) AND revoked_at IS NULL",
-                (user, person),
-            ).fetchone()
-            if held is not None:
-                raise ResolverError(
-                    f"The database user {user} is already approver {held[0]}'s; one database user is one approver "
-                    f"(a trial: the mapping moved to {person} while both were printed). Nothing was changed."
-                )
+        names = _check_roles(conn, tables_role, every[1:], mapping)
         schema = conn.execute("SELECT current_schema()").fetchone()[0]  # type: ignore[index]
-        ident = sql.Identifier(tables_role)
-        sch = sql.Identifier(schema)
-        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
-        for table in tables:
-            conn.execute(sql.SQL("ALTER TABLE {} OWNER TO {}").format(sql.Identifier(table), ident))
-        functions = [
-            r[0]
-            for r in conn.execute(
-                "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace"
-            )
-        ]
-        for function in functions:
-            conn.execute(sql.SQL("ALTER FUNCTION {} OWNER TO {}").format(sql.SQL(function), ident))
-            conn.execute(sql.SQL("REVOKE ALL ON FUNCTION {} FROM PUBLIC").format(sql.SQL(function)))
-        made = {f.split("(")[0] for f in functions}
-        for function in (f for f in TRIGGER_FUNCTIONS if f in functions):  # a store set up before migration 16 has no forget
-            conn.execute(
-                sql.SQL("ALTER FUNCTION {} SECURITY DEFINER SET search_path = {}, pg_catalog, pg_temp").format(
-                    sql.SQL(function), sch
-                )
-            )
-        conn.execute(sql.SQL("REVOKE ALL ON SCHEMA {} FROM PUBLIC").format(sch))
-        conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM PUBLIC").format(sch))
-        conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sch, ident))
-        for statement in policy_statements():
-            conn.execute(statement)
-        conn.execute(
-            "INSERT INTO store_roles (tables_role) VALUES (%s) ON CONFLICT (one) DO UPDATE SET tables_role = EXCLUDED.tables_role, "
-            "set_at = now()",
-            (tables_role,),
-        )
-        # A lapse (informational, written once by whoever reads the queue first) is the one event
-        # a user may insert; the others are the triggers', which run as the tables' role.
-        conn.execute("ALTER TABLE queue_events ENABLE ROW LEVEL SECURITY")
-        conn.execute("DROP POLICY IF EXISTS queue_events_read ON queue_events")
-        conn.execute("DROP POLICY IF EXISTS queue_events_lapse ON queue_events")
-        conn.execute("CREATE POLICY queue_events_read ON queue_events FOR SELECT USING (true)")
-        conn.execute("CREATE POLICY queue_events_lapse ON queue_events FOR INSERT WITH CHECK (kind = 'lapse')")
-        for statement in setup_triggers(
-            set(tables), journal="resolver_guard_model_calls()" in functions
-        ):  # the guards (and migration 17's stamp), made again if dropped
-            make_again(conn, statement)
-        effects = tuple(EFFECT_TABLES_COLUMNS)
-        world = tuple(t for t in WORLD_TABLES if t in tables)
+        tables, functions = _give_to_tables_role(conn, tables_role, schema)
+        _guard_events_and_triggers(conn, tables, functions)
         lines = [f"The tables, sequences and functions of schema {schema} now belong to {tables_role} (NOLOGIN)."]
-        groups = {kind: list(dict.fromkeys(users.get(kind, []))) for kind in KINDS}
-        groups["approver"] = list(dict.fromkeys([*groups["approver"], *mapping.values()]))
-        for kind in KINDS:
-            for user in groups[kind]:
-                u = sql.Identifier(user)
-                conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sch, u))
-                conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sch, u))
-                conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA {} TO {}").format(sch, u))
-                for function in (f for f in DEFINER_FUNCTIONS if f.split("(")[0] in made):  # those of the schema's migrations
-                    conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), u))
-                for statement in _grants(kind, world, effects):
-                    conn.execute(sql.SQL(statement.replace("{u}", "{}")).format(u))
-                if kind != "runner" and user not in groups["runner"]:  # an earlier setup's grant is taken back
-                    conn.execute(sql.SQL("REVOKE INSERT, UPDATE ON model_calls FROM {}").format(u))
-                lines.append(f"{kind}: {user}")
+        lines += _grant_users(conn, schema, tables, functions, users, mapping)
         for person, user in mapping.items():
             conn.execute("UPDATE approvers SET db_user = NULL WHERE db_user = %s", (user,))
             conn.execute("UPDATE approvers SET db_user = %s WHERE lower(name) = lower(%s) AND revoked_at IS NULL", (user, person))
             lines.append(f"approver {names[person.lower()]} is database user {user}")
+    return lines
+
+
+def _check_roles(conn: psycopg.Connection[Any], tables_role: str, users: list[str], mapping: dict[str, str]) -> dict[str, str]:
+    """Refuse a setup whose users or approvers do not exist, whose tables role may log in, or
+    whose approver's database user is another approver's; make the tables role when it is
+    missing. Returns the registry's live approvers by lower-case name.
+
+    Raises:
+        ResolverError: one sentence; the caller's transaction is rolled back, nothing is changed.
+    """
+    for name in users:
+        if not _exists(conn, name):
+            raise ResolverError(
+                f"There is no database user {name}: create it first (CREATE ROLE {name} LOGIN PASSWORD ...); nothing was changed."
+            )
+    row = conn.execute("SELECT rolcanlogin FROM pg_roles WHERE rolname = %s", (tables_role,)).fetchone()
+    if row is None:
+        conn.execute(sql.SQL("CREATE ROLE {} NOLOGIN").format(sql.Identifier(tables_role)))
+    elif row[0]:
+        raise ResolverError(
+            f"The role {tables_role} may log in; the tables' owner must be a NOLOGIN role no person uses. Nothing was changed."
+        )
+    names = {r[0].lower(): r[0] for r in conn.execute("SELECT name FROM approvers WHERE revoked_at IS NULL")}
+    for person in mapping:
+        if person.lower() not in names:
+            raise ResolverError(f"No approver named {person} in the registry; add them first. Nothing was changed.")
+    for person, user in mapping.items():
+        held = conn.execute(
+            "SELECT name FROM approvers WHERE db_user = %s AND lower(name) <> lower(%s) AND revoked_at IS NULL",
+            (user, person),
+        ).fetchone()
+        if held is not None:
+            raise ResolverError(
+                f"The database user {user} is already approver {held[0]}'s; one database user is one approver "
+                f"(a trial: the mapping moved to {person} while both were printed). Nothing was changed."
+            )
+    return names
+
+
+def _give_to_tables_role(conn: psycopg.Connection[Any], tables_role: str, schema: str) -> tuple[list[str], list[str]]:
+    """Give every table and function of ``schema`` to the tables role, take PUBLIC's rights away,
+    make the trigger functions run as their owner, write the row-level policies and record the
+    tables role. Returns the schema's tables and functions (``name(args)``)."""
+    ident = sql.Identifier(tables_role)
+    sch = sql.Identifier(schema)
+    tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")]
+    for table in tables:
+        conn.execute(sql.SQL("ALTER TABLE {} OWNER TO {}").format(sql.Identifier(table), ident))
+    functions = [
+        r[0]
+        for r in conn.execute(
+            "SELECT p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = current_schema()::regnamespace"
+        )
+    ]
+    for function in functions:
+        conn.execute(sql.SQL("ALTER FUNCTION {} OWNER TO {}").format(sql.SQL(function), ident))
+        conn.execute(sql.SQL("REVOKE ALL ON FUNCTION {} FROM PUBLIC").format(sql.SQL(function)))
+    for function in (f for f in TRIGGER_FUNCTIONS if f in functions):  # a store set up before migration 16 has no forget
+        conn.execute(
+            sql.SQL("ALTER FUNCTION {} SECURITY DEFINER SET search_path = {}, pg_catalog, pg_temp").format(sql.SQL(function), sch)
+        )
+    conn.execute(sql.SQL("REVOKE ALL ON SCHEMA {} FROM PUBLIC").format(sch))
+    conn.execute(sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM PUBLIC").format(sch))
+    conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sch, ident))
+    for statement in policy_statements():
+        conn.execute(statement)
+    conn.execute(
+        "INSERT INTO store_roles (tables_role) VALUES (%s) ON CONFLICT (one) DO UPDATE SET tables_role = EXCLUDED.tables_role, "
+        "set_at = now()",
+        (tables_role,),
+    )
+    return tables, functions
+
+
+def _guard_events_and_triggers(conn: psycopg.Connection[Any], tables: list[str], functions: list[str]) -> None:
+    """Let a user insert only the one event that is theirs to write, and make the guards again."""
+    # A lapse (informational, written once by whoever reads the queue first) is the one event
+    # a user may insert; the others are the triggers', which run as the tables' role.
+    conn.execute("ALTER TABLE queue_events ENABLE ROW LEVEL SECURITY")
+    conn.execute("DROP POLICY IF EXISTS queue_events_read ON queue_events")
+    conn.execute("DROP POLICY IF EXISTS queue_events_lapse ON queue_events")
+    conn.execute("CREATE POLICY queue_events_read ON queue_events FOR SELECT USING (true)")
+    conn.execute("CREATE POLICY queue_events_lapse ON queue_events FOR INSERT WITH CHECK (kind = 'lapse')")
+    for statement in setup_triggers(
+        set(tables), journal="resolver_guard_model_calls()" in functions
+    ):  # the guards (and migration 17's stamp), made again if dropped
+        make_again(conn, statement)
+
+
+def _grant_users(
+    conn: psycopg.Connection[Any],
+    schema: str,
+    tables: list[str],
+    functions: list[str],
+    users: dict[str, list[str]],
+    mapping: dict[str, str],
+) -> list[str]:
+    """Grant each kind of database user what its part needs, and nothing more; returns a line per user."""
+    sch = sql.Identifier(schema)
+    made = {f.split("(")[0] for f in functions}
+    effects = tuple(EFFECT_TABLES_COLUMNS)
+    world = tuple(t for t in WORLD_TABLES if t in tables)
+    lines: list[str] = []
+    groups = {kind: list(dict.fromkeys(users.get(kind, []))) for kind in KINDS}
+    groups["approver"] = list(dict.fromkeys([*groups["approver"], *mapping.values()]))
+    for kind in KINDS:
+        for user in groups[kind]:
+            u = sql.Identifier(user)
+            conn.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sch, u))
+            conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sch, u))
+            conn.execute(sql.SQL("GRANT USAGE ON ALL SEQUENCES IN SCHEMA {} TO {}").format(sch, u))
+            for function in (f for f in DEFINER_FUNCTIONS if f.split("(")[0] in made):  # those of the schema's migrations
+                conn.execute(sql.SQL("GRANT EXECUTE ON FUNCTION {} TO {}").format(sql.SQL(function), u))
+            for statement in _grants(kind, world, effects):
+                conn.execute(sql.SQL(statement.replace("{u}", "{}")).format(u))
+            if kind != "runner" and user not in groups["runner"]:  # an earlier setup's grant is taken back
+                conn.execute(sql.SQL("REVOKE INSERT, UPDATE ON model_calls FROM {}").format(u))
+            lines.append(f"{kind}: {user}")
     return lines
 
 
