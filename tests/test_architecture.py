@@ -113,3 +113,16 @@ def test_no_file_cites_a_tracker_number():
             if TRACKER.search(line):
                 cited.append(f"{name}:{number}: {line.strip()[:100]}")
     assert cited == [], "\n".join(cited[:40])
+
+
+def test_the_tree_drawn_as_rooms_stands_at_most_twelve_floors_high():
+    """Drawn with the tree's folders as rooms (core's wings, the app, the lesson's package), the
+    import graph stands at most 12 floors high: the map stays one a reader can hold."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("import_graph", ROOT / "tools" / "import_graph.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    figures = module.figures(rooms=True)
+    assert figures["circles"] == [] and figures["floors"] <= 12, figures

@@ -16,6 +16,7 @@ Usage::
 
     python tools/import_graph.py          # the figures
     python tools/import_graph.py --json   # the same as JSON, for tests
+    python tools/import_graph.py --rooms  # the tree's folders as rooms: core's wings, the app, the lesson
 """
 
 from __future__ import annotations
@@ -32,12 +33,26 @@ PACKAGES = ("core", "resolver_tui", "resolver")
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _graph() -> tuple[set[str], dict[str, set[str]]]:
-    """The files (module names) and, for each, the files it imports."""
+def room_of(module: str) -> str:
+    """The room a module is drawn in when the tree's own folders are the rooms: a module or folder
+    directly under ``core`` (``core.engine``, ``core.stores``, ``core.cli``), and the app and the
+    lesson's package as one room each."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "core" else parts[0]
+
+
+def _graph(rooms: bool = False) -> tuple[set[str], dict[str, set[str]]]:
+    """The files (module names) and, for each, the files it imports; with ``rooms``, the rooms
+    (:func:`room_of`) and the rooms each imports."""
     g = grimp.build_graph(*PACKAGES, cache_dir=None)
     files = set(g.modules)
     arrows = {m: {t for t in g.find_modules_directly_imported_by(m) if t in files and t != m} for m in files}
-    return files, arrows
+    if not rooms:
+        return files, arrows
+    drawn: dict[str, set[str]] = {room_of(m): set() for m in files}
+    for m, targets in arrows.items():
+        drawn[room_of(m)] |= {room_of(t) for t in targets} - {room_of(m)}
+    return set(drawn), drawn
 
 
 def circles(files: set[str], arrows: dict[str, set[str]]) -> list[list[str]]:
@@ -151,10 +166,12 @@ def deferred_imports(files: set[str]) -> tuple[int, list[str]]:
     return total, sorted(set(unexplained))
 
 
-def figures() -> dict[str, object]:
+def figures(rooms: bool = False) -> dict[str, object]:
     """The graph's figures: ``files``, ``arrows``, ``floors``, ``back_arrows``, ``circles`` (lists
-    of module names), ``deferred_imports`` and ``deferred_without_reason`` (``module:line``)."""
-    files, arrows = _graph()
+    of module names), ``deferred_imports`` and ``deferred_without_reason`` (``module:line``).
+    With ``rooms`` the graph is drawn with the tree's folders as rooms (:func:`room_of`), and
+    ``files`` counts the rooms."""
+    files, arrows = _graph(rooms)
     found = circles(files, arrows)
     floor = floors(files, arrows, found)
     back = sorted(
@@ -163,7 +180,7 @@ def figures() -> dict[str, object]:
         for t in ts
         if floor[t] > floor[f] or (floor[t] == floor[f] and any(f in c and t in c for c in found))
     )
-    total, unexplained = deferred_imports(files)
+    total, unexplained = deferred_imports(_graph()[0])
     return {
         "files": len(files),
         "arrows": sum(len(t) for t in arrows.values()),
@@ -178,13 +195,14 @@ def figures() -> dict[str, object]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--rooms", action="store_true", help="draw the tree's folders as rooms, not each file")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    found = figures()
+    found = figures(args.rooms)
     if args.json:
         print(json.dumps(found, indent=2))
         return 0
-    print(f"files            {found['files']}")
+    print(f"{'rooms' if args.rooms else 'files'}            {found['files']}")
     print(f"import arrows    {found['arrows']}")
     print(f"floors           {found['floors']}")
     print(f"arrows back up   {len(found['back_arrows'])}")  # type: ignore[arg-type]
