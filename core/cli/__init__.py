@@ -19,7 +19,6 @@ the installed command and ``python -m core``, ``python -m resolver`` for the les
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Sequence
@@ -54,6 +53,8 @@ from core.ground.exitcodes import (
 from core.ground.safetext import nfc, safe_text
 
 if TYPE_CHECKING:
+    import argparse
+
     import click
 
 __all__ = [

@@ -10,7 +10,6 @@ pydantic nor SQLite.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -42,6 +41,8 @@ from core.ground.exitcodes import EXIT_ERROR, EXIT_OK
 from core.ground.safetext import block, name_key, nfc, not_one_line, not_plain_name, one_line, safe_lines, safe_text
 
 if TYPE_CHECKING:
+    import argparse
+
     from core.api.home import Home
     from core.engine.approvers import Unlocked
     from core.engine.rulebook import Approver

@@ -8,7 +8,6 @@ them, so ``resolver --help`` loads neither pydantic nor SQLite.
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING, Any
 
 from core.cli.shared import (
@@ -22,6 +21,8 @@ from core.ground.errors import BadArgument
 from core.ground.exitcodes import EXIT_ERROR
 
 if TYPE_CHECKING:
+    import argparse
+
     from core.api.home import Home
     from core.ground.homepath import HomeLocation
 

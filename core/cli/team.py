@@ -8,7 +8,6 @@ them, so ``resolver --help`` loads neither pydantic nor SQLite.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from core.ground.exitcodes import EXIT_ERROR
 from core.ground.safetext import one_line, pad, safe_text
 
 if TYPE_CHECKING:
+    import argparse
     from datetime import datetime
 
     from core.api.home import Home

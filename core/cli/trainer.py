@@ -8,7 +8,6 @@ them, so ``resolver --help`` loads neither pydantic nor SQLite.
 
 from __future__ import annotations
 
-import argparse
 from typing import TYPE_CHECKING
 
 from core.cli import shared
@@ -24,6 +23,8 @@ from core.cli.tree import TRAINERS, arg, choice, command, group, leaf, opt
 from core.ground.errors import BadArgument
 
 if TYPE_CHECKING:
+    import argparse
+
     from core.api.home import Home
     from core.models.model import LiveRoute
 

@@ -15,14 +15,16 @@ Nothing here imports pydantic or SQLite: ``resolver --help`` and completion stay
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from core import __version__
+
+if TYPE_CHECKING:
+    import argparse
 
 APPROVERS = "For approvers"
 OWNER = "For the team's owner"
@@ -417,6 +419,8 @@ def namespace(leaf_ctx: click.Context) -> argparse.Namespace:
         chain.append(ctx)
         ctx = ctx.parent
     chain.reverse()  # the root, the command, its action
+    import argparse  # lazy: --help never builds a namespace
+
     args = argparse.Namespace(command=chain[1].info_name if len(chain) > 1 else None)
     handler = getattr(chain[1].command, "handler", None) if len(chain) > 1 else None
     args.func = getattr(sys.modules[handler[0]], handler[1]) if handler else None
