@@ -225,8 +225,8 @@ MUTANTS: tuple[Mutant, ...] = (
         "core/stores/common.py",
         (
             (
-                "        if isinstance(state, view):\n            from core.ground.state import PartialState\n",
-                "        if False:\n            from core.ground.state import PartialState\n",
+                "        if isinstance(state, view):\n            # lazy: the models are imported only on a save, so a listing never imports them\n",
+                "        if False:\n            # lazy: the models are imported only on a save, so a listing never imports them\n",
             ),
         ),
         (R + "test_a_view_is_never_saved_and_the_history_stays_whole",),
