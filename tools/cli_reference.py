@@ -3,7 +3,7 @@
 Every command of the click tree (:func:`core.cli.build_parser`), under the heading its
 ``resolver --help`` lists it under: its usage, its help, its arguments and options with their
 help, and its example; a command with actions (``clock set`` ...) has one entry per action.
-Nothing in the page is written by hand, so it says what the commands do; ``tests/test_cli_reference.py``
+Nothing in the page is written by hand, so it says what the commands do; ``tests/cli/test_cli_completion.py``
 fails when the page differs from what this tool writes now.
 
 Usage::
@@ -14,6 +14,7 @@ Usage::
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def reference() -> str:
         "# The `resolver` command line",
         "",
         "<!-- Written by tools/cli_reference.py from the commands themselves: edit the commands, then run",
-        "     `python tools/cli_reference.py`. tests/test_cli_reference.py fails when this page is out of date. -->",
+        "     `python tools/cli_reference.py`. tests/cli/test_cli_completion.py fails when this page is out of date. -->",
         "",
         _cell(root.help or ""),
         "`resolver --help` lists the commands under these headings; `resolver COMMAND --help` shows one of them as below.",
@@ -106,9 +107,12 @@ def reference() -> str:
 
 
 def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(description="Write docs/cli.md from the resolver command tree.")
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when docs/cli.md is out of date")
+    args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     text = reference()
-    if "--check" in argv:
+    if args.check:
         if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != text:
             print(f"{PAGE.relative_to(ROOT)} is out of date: run python tools/cli_reference.py", file=sys.stderr)
             return 1

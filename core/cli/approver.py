@@ -614,7 +614,7 @@ def _store_away(home: Home, exc: ResolverError, position: Position, outage: bool
     "approve",
     APPROVERS,
     "approve a waiting proposal and execute it",
-    example="T-65273-agent-chat-small-1 --name Grace",
+    example="T-65273-agent-chat-small-1 --as grace",
     params=lambda: [
         arg("run", "RUN", "the waiting run's ID, as `runs` lists it"),
         *decider_options("Approve"),

@@ -14,7 +14,9 @@ from pathlib import Path
 
 import click
 import pytest
+from core.api.home import Home
 from core.cli import build_parser, main
+from core.trainer.demo import build_demo
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 RESOLVER = Path(sys.executable).parent / "resolver"
@@ -64,7 +66,20 @@ def test_approve_help_shows_its_argument_and_an_example(capsys):
         main(["approve", "--help"])
     out = capsys.readouterr().out
     assert "RUN" in out and "the waiting run's ID" in out
-    assert "Example: resolver approve T-65273-agent-chat-small-1 --name Grace" in out
+    assert "Example: resolver approve T-65273-agent-chat-small-1 --as grace" in out
+
+
+def test_the_approve_example_runs_as_printed_in_the_demo_queue(tmp_path, capsys):
+    """A newcomer copies the example of ``approve --help`` into the demo home the README opens:
+    it must approve, not refuse (an example naming a shop approver, ``--name Grace``, was refused
+    in the practice home with "Say who decides")."""
+    with pytest.raises(SystemExit):
+        main(["approve", "--help"])
+    example = capsys.readouterr().out.split("Example: resolver ", 1)[1].splitlines()[0].split()
+    build_demo(Home(tmp_path / "home"))  # as the app's first screen loads it: now, on the real clock
+    code = main(["--home", str(tmp_path / "home"), *example])
+    out = capsys.readouterr().out
+    assert code == 0 and "Status: done" in out, out
 
 
 def test_a_usage_error_says_usage_and_error_on_stderr(capsys):
