@@ -1,4 +1,6 @@
-"""Write ``docs/cli.md``, the reference of the ``resolver`` command line, from the commands themselves.
+"""Write ``docs/cli.md``, the reference of the ``resolver`` command line, from the commands
+themselves; and ``core/cli/help-78.txt`` and ``help-98.txt``, the top-level ``resolver --help``
+as click prints it at those widths (``core/__main__.py`` prints them without loading click).
 
 Every command of the click tree (:func:`core.cli.build_parser`), under the heading its
 ``resolver --help`` lists it under: its usage, its help, its arguments and options with their
@@ -8,13 +10,15 @@ fails when the page differs from what this tool writes now.
 
 Usage::
 
-    python tools/cli_reference.py           # write docs/cli.md
-    python tools/cli_reference.py --check   # exit 1 when docs/cli.md is out of date
+    python tools/cli_reference.py           # write docs/cli.md and the written help
+    python tools/cli_reference.py --check   # exit 1 when any of them is out of date
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -106,19 +110,42 @@ def reference() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def written_help() -> dict[Path, str]:
+    """The top-level help as click prints it from the tree, by file: one per width of
+    ``core.__main__.HELP_WIDTHS`` (the process is run with ``$COLUMNS`` two more than the width,
+    so the text is exactly what a user at that width sees)."""
+    sys.path.insert(0, str(ROOT))
+    from core.__main__ import HELP_FOLDER, HELP_WIDTHS
+
+    drawn = {}
+    for width in HELP_WIDTHS:
+        env = {**os.environ, "COLUMNS": str(width + 2), "PYTHONPATH": str(ROOT)}
+        done = subprocess.run(
+            [sys.executable, "-c", "from core.cli import entry; entry()", "--help"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        drawn[HELP_FOLDER / f"help-{width}.txt"] = done.stdout
+    return drawn
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description="Write docs/cli.md from the resolver command tree.")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when docs/cli.md is out of date")
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
-    text = reference()
+    files = {PAGE: reference(), **written_help()}
     if args.check:
-        if not PAGE.exists() or PAGE.read_text(encoding="utf-8") != text:
-            print(f"{PAGE.relative_to(ROOT)} is out of date: run python tools/cli_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")
+        stale = [path for path, text in files.items() if not path.exists() or path.read_text(encoding="utf-8") != text]
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run python tools/cli_reference.py", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
     return 0
 
 

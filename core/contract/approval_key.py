@@ -9,19 +9,28 @@ derive the journal's key from it (:mod:`core.stores`) read it through this one m
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from core.contract.store import ShopParts
 from core.ground.errors import ApprovalKeyError
+
+if TYPE_CHECKING:
+    from core.contract.store import ShopParts
 
 KEY_MIN_BYTES = 32
 """The shortest approval key accepted, in bytes (an HMAC-SHA-256 key should be as long as the hash)."""
 
 KEY_PART = "approval.key"
 """The key's name among a home's per-shop parts (:data:`core.contract.store.SHOP_PARTS`)."""
+
+
+def _new_key() -> str:
+    """A new key: :data:`KEY_MIN_BYTES` random bytes from :mod:`secrets`, hex, one line."""
+    import secrets  # lazy: a key is made once per home; every other command only reads it
+
+    return secrets.token_hex(KEY_MIN_BYTES) + "\n"
 
 
 def load_key(path: Path, *, in_flight: int | Callable[[], int] = 0) -> bytes:
@@ -54,10 +63,10 @@ def load_key(path: Path, *, in_flight: int | Callable[[], int] = 0) -> bytes:
             "or reject and approve them again after `resolver reset`."
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(secrets.token_hex(KEY_MIN_BYTES) + "\n")
+        fh.write(_new_key())
     try:
         os.link(tmp, path)  # fails if another process linked its key first: theirs wins
     except FileExistsError:
@@ -129,5 +138,5 @@ def load_stored_key(parts: ShopParts, *, in_flight: int | Callable[[], int] = 0)
                 f"The approval key {label} is missing while {in_flight} approved run(s) are executing; their approvals "
                 "cannot be verified with a new key. Restore the store from a backup, or reject and approve them again."
             )
-        raw = parts.create(KEY_PART, (secrets.token_hex(KEY_MIN_BYTES) + "\n").encode("ascii"))
+        raw = parts.create(KEY_PART, _new_key().encode("ascii"))
     return _decode_key(raw, label)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import tempfile
 import time
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -234,6 +233,8 @@ class FileClock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.path.is_dir():
             raise ResolverError(f"The clock file {self.path} is a folder; remove it, then set the clock again.")
+
+        import tempfile  # lazy: only setting the trainer's clock writes a file; reading it never does
 
         fd, tmp = tempfile.mkstemp(prefix=".clock-", suffix=".tmp", dir=self.path.parent)  # mode 0600
         try:

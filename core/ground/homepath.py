@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -79,6 +78,8 @@ def read_config(path: Path) -> dict:
         return {}
     except (OSError, UnicodeDecodeError) as exc:
         raise BadArgument(f"Cannot read the config file {path}: {exc}. Fix it, or name another with {CONFIG_ENV}.") from None
+    import tomllib  # lazy: most commands run with no config file, and never parse TOML
+
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -149,3 +149,57 @@ def test_a_long_option_is_taken_by_a_unique_beginning_as_argparse_took_it(tmp_pa
     with pytest.raises(SystemExit) as bad:
         main(["runs", "--s", "x", "--home", home])
     assert bad.value.code == 2
+
+
+def _help_at(columns: int, *command: str, flag: str = "--help") -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": str(columns), "PYTHONPATH": str(ROOT)}
+    return subprocess.run([*command, flag], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+
+
+CLICK_DRAWS = (sys.executable, "-c", "from core.cli import entry; entry()")
+"""The command line with click drawing every help (no written text)."""
+
+
+@pytest.mark.parametrize("columns", [80, 100, 132, 90, 60])
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_the_written_help_is_what_click_prints_at_every_width(columns, flag):
+    """``resolver --help`` is printed from ``core/cli/help-WIDTH.txt`` at 78 and 98 columns
+    (terminals of 80 and of 100 or more) and by click at any other: the user sees the same text
+    either way, and the written files are what click draws from the commands now."""
+    fast = _help_at(columns, str(RESOLVER), flag=flag)
+    drawn = _help_at(columns, *CLICK_DRAWS, flag=flag)
+    assert fast.returncode == drawn.returncode == 0, fast.stderr + drawn.stderr
+    assert fast.stdout == drawn.stdout
+    assert fast.stderr == drawn.stderr == ""
+    width = max(min(columns, 100) - 2, 50)
+    written = ROOT / "core" / "cli" / f"help-{width}.txt"
+    if width in (78, 98):
+        assert written.read_text(encoding="utf-8") == drawn.stdout, "run python tools/cli_reference.py"
+    assert HEADINGS[0] in fast.stdout and "approve" in fast.stdout
+
+
+def test_the_written_help_loads_neither_click_nor_the_command_modules():
+    """The point of the written help: ``resolver --help`` on a terminal of 80 columns imports
+    no click and no command module; any other command line does."""
+    probe = (
+        "import sys, core.__main__ as m\n"
+        "sys.argv = ['resolver', '--help']\n"
+        "try:\n    m.entry()\nexcept SystemExit as e:\n    code = e.code\n"
+        "print('LOADED', code, 'click' in sys.modules, 'core.cli' in sys.modules)\n"
+    )
+    done = _help_at(80, sys.executable, "-c", probe, flag="--")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("LOADED 0 False False")
+    other = _help_at(80, str(RESOLVER), "runs", flag="--help")
+    assert other.returncode == 0 and other.stdout.startswith("usage: resolver runs")
+
+
+def test_the_written_help_ends_quietly_on_a_closed_pipe():
+    """``resolver --help | head -1``: the first line, no traceback, exit 0."""
+    env = {**os.environ, "COLUMNS": "80"}
+    done = subprocess.run(
+        f"'{RESOLVER}' --help | head -1", shell=True, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0
+    assert done.stdout == "usage: resolver [OPTIONS] COMMAND [ARGS]...\n"
+    assert "Traceback" not in done.stderr

@@ -11,7 +11,6 @@ The functions of :mod:`core.ops.maintenance` that were here (``_online_backup``,
 from __future__ import annotations
 
 import os
-import secrets
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -242,7 +241,7 @@ class FolderParts:
     def write(self, name: str, data: bytes) -> None:
         """Write the file atomically (mode 0600). Raises OSError; no temporary file is left."""
         path = self.root / name
-        tmp = path.with_name(f".{name}.{os.getpid()}.{secrets.token_hex(4)}")
+        tmp = path.with_name(f".{name}.{os.getpid()}.{os.urandom(4).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "wb") as fh:
@@ -257,7 +256,7 @@ class FolderParts:
         (the first process to link wins); returns the file as it is then. Raises OSError."""
         path = self.root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{name}.{os.getpid()}.{secrets.token_hex(4)}")
+        tmp = path.with_name(f".{name}.{os.getpid()}.{os.urandom(4).hex()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
