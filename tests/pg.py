@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit, urlunsplit
 
 import pytest
 
@@ -58,6 +58,18 @@ def server_url() -> str:
 def with_schema(url: str, schema: str) -> str:
     """``url`` choosing ``schema`` by libpq's ``options=-csearch_path=schema``."""
     return f"{url}{'&' if '?' in url else '?'}options={quote(f'-csearch_path={schema}')}"
+
+
+def with_password(url: str, password: str, user: str) -> str:
+    """``url`` with ``password`` (and ``user``, unless the URL names one already) in its user
+    part, whatever the URL held there before: built from its parts, never by replacing text,
+    so a URL that names a user (``postgresql://ana@host/db``) keeps one ``@``. ``password`` is
+    written as given: a test of masking chooses its own escapes (``%40``) or their absence. The
+    tests' server trusts local users, so the password is not checked; it is there to be masked."""
+    parts = urlsplit(url)
+    host = parts.netloc.rpartition("@")[2]
+    name = parts.username or user
+    return urlunsplit(parts._replace(netloc=f"{name}:{password}@{host}"))
 
 
 @contextmanager

@@ -15,7 +15,7 @@ import pytest
 from core.ground.masking import mask_text, mask_url, passwords_of
 
 from helpers import T65273_RUN, run_process
-from pg import fresh_schema
+from pg import fresh_schema, with_password
 
 PASSWORDS = {
     "plain": ("s3cret-Pw-71", ("s3cret-Pw-71",)),
@@ -38,7 +38,7 @@ def _user(url: str) -> str:
 
 def _with_password(url: str, password: str) -> str:
     """``url`` with ``password`` in its user part (the server trusts local users: it is not checked)."""
-    return url.replace("postgresql://", f"postgresql://{_user(url)}:{password}@", 1)
+    return with_password(url, password, _user(url))
 
 
 def _written(home: Path) -> str:

@@ -18,7 +18,7 @@ from core.engine.approvers import SEAL_FILE
 from core.ground.errors import ShopRefused
 
 from helpers import T65273_RUN, shop_cli
-from pg import fresh_schema, restore_frozen
+from pg import fresh_schema, restore_frozen, with_password
 
 GRACE, ANA = "grace-passphrase", "ana-passphrase"
 
@@ -251,7 +251,7 @@ def test_approvers_init_on_a_team_store_names_the_store_with_its_password_masked
 
     with psycopg.connect(url) as conn:
         user = conn.execute("SELECT current_user").fetchone()[0]  # type: ignore[index]
-    secret = url.replace("postgresql://", f"postgresql://{user}:s3cret-pw@", 1)  # trust auth: the password is not checked
+    secret = with_password(url, "s3cret-pw", user)  # trust auth: the password is not checked
     a = _machine(tmp_path / "a", secret, capsys, monkeypatch)
     assert a("init", "--shop")[0] == 0
     shown = mask_url(secret)
