@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import io
 import json
 import os
@@ -26,6 +27,7 @@ import shutil
 import tarfile
 import tempfile
 import time
+import zlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path, PurePosixPath
@@ -45,6 +47,9 @@ SKIPPED_SUFFIXES = ("-wal", "-shm", "-journal")
 SKIPPED_NAMES = ("resolver.log",)
 _PLAIN_FILES = frozenset(("approval.key", "clock.json", "home.json", "approvers.json", "audit.head", "approvers.sqlite"))
 """Files of a home that are always plain files (a folder in their place is damage, never backed up or restored)."""
+_UNREADABLE = (OSError, EOFError, zlib.error, tarfile.TarError)
+"""What reading a damaged or cut-short ``.tar.gz`` raises (gzip says EOFError when the file ends
+early, zlib and tarfile their own errors for damaged bytes), and writing a folder (OSError)."""
 
 
 def prune_cutoff(now: datetime, older_than: timedelta) -> datetime:
@@ -230,8 +235,9 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
 
     Raises:
         ShopRefused: the home is a shop home (the command line unlocks the owner's key first).
-        ResolverError: the archive is missing or unreadable, lacks a database, holds a damaged
-            database or a path outside the home, or is of the other kind of home; the home has
+        ResolverError: the archive is missing, unreadable or cut short, lacks a database, holds a
+            damaged database, a path outside the home or a member tarfile's ``data`` rule refuses
+            (:func:`_extract`), or is of the other kind of home; the home has
             newer runs and ``replace_newer`` is False; the copy of the home cannot be written. In
             every case nothing is replaced. The home's runs are in a team store
             (:func:`not_on_a_team_store`).
@@ -247,7 +253,10 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
             f"Cannot read the backup {src}: {getattr(exc, 'strerror', None) or exc}. Nothing was replaced."
         ) from None
     with tar, tempfile.TemporaryDirectory(prefix="resolver-restore-", dir=home.root.parent) as tmp:
-        members = tar.getmembers()
+        try:
+            members = tar.getmembers()
+        except _UNREADABLE as exc:
+            raise ResolverError(f"Cannot read the backup {src}: {exc}. Nothing was replaced.") from None
         _check_members(home, src, members)
         kind = _archive_kind(tar)
         if kind != home.kind:
@@ -255,7 +264,7 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
                 f"The backup {src} is of a {kind} home and {home.root} is a {home.kind} home; a restore never "
                 "changes a home's kind. Nothing was replaced."
             )
-        tar.extractall(tmp, filter="data")
+        _extract(tar, src, members, Path(tmp))
         for name in DATABASES:
             problem = folder_files().integrity(Path(tmp) / name)
             if problem:
@@ -271,6 +280,141 @@ def restore(home: Home, file: str | os.PathLike, *, replace_newer: bool = False,
     if kept is not None:
         lines.append(f"The home as it was is kept in {kept} (`resolver restore {kept}` brings it back).")
     return Restored(lines, kept)
+
+
+def _has_data_filter() -> bool:
+    """Whether this Python's tarfile has its extraction filters (``tarfile.data_filter``: 3.11.4
+    and later). Debian 12's own Python is 3.11.2, without them; :func:`_extract` then checks the
+    members by hand (:func:`_data_filter_by_hand`)."""
+    return hasattr(tarfile, "data_filter")
+
+
+def _extract(tar: tarfile.TarFile, src: Path, members: list[tarfile.TarInfo], dest: Path) -> None:
+    """Extract ``members`` of the backup ``src`` into the new, empty folder ``dest`` under
+    tarfile's ``data`` rule: by its own filter where this Python has it, else after
+    :func:`_data_filter_by_hand`. ``dest`` is the caller's temporary folder: what was extracted
+    before a refusal goes with it, and nothing of the home has been replaced yet.
+
+    Raises:
+        ResolverError: a member the rule refuses, an archive that ends early or is damaged, or a
+            folder that cannot be written.
+    """
+    try:
+        if _has_data_filter():
+            try:
+                tar.extractall(dest, members=members, filter="data")
+            except tarfile.FilterError as exc:
+                raise ResolverError(
+                    f"The backup {src} holds {exc.tarinfo.name!r}, which cannot be restored safely ({exc}); nothing was replaced."
+                ) from None
+        else:
+            tar.extractall(dest, members=_data_filter_by_hand(src, members), numeric_owner=True)
+    except _UNREADABLE as exc:
+        raise ResolverError(
+            f"Cannot extract the backup {src}: {getattr(exc, 'strerror', None) or exc}. Nothing was replaced."
+        ) from None
+
+
+def _data_filter_by_hand(src: Path, members: list[tarfile.TarInfo]) -> list[tarfile.TarInfo]:
+    """tarfile's ``data`` extraction rule, for a Python without ``tarfile.data_filter`` (before
+    3.11.4): the archive ``src`` is data from anywhere, so extracting it must never write outside
+    the folder it goes into, make a device, or leave a file that runs as its owner or that others
+    may change. Every member is checked before anything is extracted; returns the members to
+    extract (copies: the archive's own are left alone), in the archive's order.
+
+    Refused, as the data filter refuses them: an absolute name; a name with a ``..`` component (it
+    would leave the folder); a device, fifo or other special file; a link to an absolute path or
+    to a place outside the folder. Some refusals go further than the data filter, because a check
+    made before extracting cannot follow links that are not on disk yet: a name or a link's
+    target may not pass through, or be, a link made earlier in the archive (a link to ``.`` and
+    then a link to ``that/..`` would climb out of the folder); a link may not take the place of
+    something before it; a hard link must name a file before it in the archive; only a folder
+    may be the folder itself (``.``).
+
+    Changed, as the data filter changes them: a file keeps its read and execute bits only
+    (setuid, setgid, sticky and group or other write are dropped; no execute bit when its owner
+    has none) and its owner may always read and write it; a folder is made for its owner only
+    (0700); no ownership is taken from the archive (what is extracted belongs to whoever
+    restores). A hard link is extracted as a copy of the file it names, so no link reaches a file
+    whose mode was not checked (tarfile's own fallback, for a link it cannot make, would use the
+    archive's unchecked mode and owner).
+
+    Raises:
+        ResolverError: naming the first member refused; nothing is extracted then.
+    """
+    seen: set[PurePosixPath] = set()
+    links: set[PurePosixPath] = set()
+    files: dict[PurePosixPath, tarfile.TarInfo] = {}
+    checked: list[tarfile.TarInfo] = []
+    for member in members:
+        name = PurePosixPath(member.name)
+        problem = _name_problem(name, member, links)
+        if problem is None and (member.issym() or member.islnk()):
+            problem = _link_problem(name, member, seen, links, files)
+        if problem is not None:
+            raise ResolverError(f"The backup {src} holds {member.name!r}, {problem}; nothing was replaced.")
+        safe = copy.copy(files[PurePosixPath(member.linkname)] if member.islnk() else member)
+        safe.name = member.name
+        safe.uid, safe.gid, safe.uname, safe.gname = -1, -1, "", ""  # -1: the owner is left as it is
+        if safe.isdir():
+            safe.mode = 0o700
+        elif safe.isfile():
+            mode = safe.mode & 0o755
+            safe.mode = (mode if mode & 0o100 else mode & ~0o111) | 0o600
+        seen.add(name)
+        if safe.issym():
+            links.add(name)
+        elif safe.isfile():
+            files[name] = safe
+        checked.append(safe)
+    return checked
+
+
+def _name_problem(name: PurePosixPath, member: tarfile.TarInfo, links: set[PurePosixPath]) -> str | None:
+    """Why ``member``, named ``name``, may not be extracted by :func:`_data_filter_by_hand`
+    (None when it may): an absolute name, a ``..`` component, a path through or onto one of the
+    archive's ``links`` made before it, the folder itself as anything but a folder, a special file."""
+    if name.is_absolute():
+        return "which is an absolute path"
+    if ".." in name.parts or name in links or any(parent in links for parent in name.parents):
+        return "whose path would leave the folder it is restored into"
+    if not name.parts and not member.isdir():
+        return "which names the folder restored into, not a file in it"
+    if not (member.isfile() or member.isdir() or member.issym() or member.islnk()):
+        return "which is a device, a fifo or another special file"
+    return None
+
+
+def _link_problem(
+    name: PurePosixPath,
+    member: tarfile.TarInfo,
+    seen: set[PurePosixPath],
+    links: set[PurePosixPath],
+    files: dict[PurePosixPath, tarfile.TarInfo],
+) -> str | None:
+    """Why the link ``member``, named ``name``, may not be made by :func:`_data_filter_by_hand`
+    (None when it may). ``seen`` are the names before it, ``links`` the symbolic links among
+    them and ``files`` the regular files. A symbolic link's target is followed from the link's
+    folder component by component: it may not climb above the folder restored into nor pass
+    through a link. A hard link's target is a name in the archive, and must be one of ``files``."""
+    target = PurePosixPath(member.linkname)
+    if target.is_absolute():
+        return f"a link to the absolute path {member.linkname!r}"
+    if name in seen:
+        return "a link in the place of something before it in the archive"
+    if member.islnk():
+        return None if target in files else f"a hard link to {member.linkname!r}, which is not a file before it in the archive"
+    where = list(name.parent.parts)
+    for part in target.parts:
+        if part != "..":
+            where.append(part)
+            if PurePosixPath(*where) in links:
+                return f"a link to {member.linkname!r}, through another link of the archive"
+        elif where:
+            where.pop()
+        else:
+            return f"a link to {member.linkname!r}, outside the folder it is restored into"
+    return None
 
 
 def _check_members(home: Home, src: Path, members: list[tarfile.TarInfo]) -> None:
