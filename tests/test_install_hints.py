@@ -179,14 +179,24 @@ def test_doctor_names_the_postgres_extra_for_a_missing_psycopg(monkeypatch):
     assert "pip install -e '.[postgres]'" in lines[0]
 
 
+def test_doctor_says_the_missing_packages_of_one_extra_in_one_line(monkeypatch):
+    """Without the extra both its packages are missing; one install brings both, so one line."""
+    from core.ops.doctor import _dependency_lines
+
+    _versions(monkeypatch, psycopg=None, psycopg_pool=None)
+    lines = [ln for ln in _dependency_lines(team=True) if ln.startswith("FAIL")]
+    assert lines == [f"FAIL  psycopg and psycopg-pool (the postgres extra) are not installed: {install_hint('postgres')}."]
+    assert not [ln for ln in _dependency_lines(team=False) if ln.startswith("FAIL")]
+
+
 def test_doctor_names_the_base_install_for_a_missing_dependency_and_the_extra_for_an_old_one(monkeypatch):
     from core.ops.doctor import _dependency_lines
 
     _versions(monkeypatch, pydantic=None, psycopg_pool="3.1")
     lines = [ln for ln in _dependency_lines(team=True) if ln.startswith("FAIL")]
     assert lines == [
-        f"FAIL  pydantic is not installed: {install_hint(None)}.",
         f"FAIL  psycopg-pool 3.1 (the postgres extra) is older than the declared 3.2: {install_hint('postgres')}.",
+        f"FAIL  pydantic is not installed: {install_hint(None)}.",
     ]
 
 

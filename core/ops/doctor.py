@@ -153,23 +153,30 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 def _dependency_lines(team: bool = False) -> list[str]:
     """One line per runtime dependency (installed version against the declared floor); a team
     store adds the ``postgres`` extra's packages (:data:`TEAM_DEPENDENCIES`). A missing or too old
-    package's FAIL line names its extra and says how to install it (:func:`core.install_hint`)."""
+    package's FAIL line names its extra and says how to install it (:func:`core.install_hint`);
+    the missing packages of one extra share one line, since one install brings them all."""
     lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {folder_files().ENGINE_VERSION}")]
     extras: dict[str, str | None] = {package: None for package in DEPENDENCIES}
     if team:
         extras |= {package: TEAM_EXTRA for package in TEAM_DEPENDENCIES}
+    missing: dict[str | None, list[str]] = {}
     for package, extra in extras.items():
         of = "" if extra is None else f" (the {extra} extra)"
         try:
             have = metadata.version(package)
         except metadata.PackageNotFoundError:
-            lines.append(_line("FAIL", f"{package}{of} is not installed: {install_hint(extra)}."))
+            missing.setdefault(extra, []).append(package)
             continue
         floor = _floor(package)
         if floor and _version_tuple(have) < _version_tuple(floor):
             lines.append(_line("FAIL", f"{package} {have}{of} is older than the declared {floor}: {install_hint(extra)}."))
         else:
             lines.append(_line("ok", f"{package} {have}" + (f" (>= {floor})" if floor else "")))
+    for extra, packages in missing.items():
+        named = packages[0] if len(packages) == 1 else f"{', '.join(packages[:-1])} and {packages[-1]}"
+        verb = "is" if len(packages) == 1 else "are"
+        of = "" if extra is None else f" (the {extra} extra)"
+        lines.append(_line("FAIL", f"{named}{of} {verb} not installed: {install_hint(extra)}."))
     return lines
 
 
