@@ -31,7 +31,15 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
         timeout=300,
     )
     assert built.returncode == 0, built.stderr[-2000:]
-    return next(dist.glob("resolver-*.whl"))
+    return next(dist.glob(f"{_wheel_name()}-*.whl"))
+
+
+def _wheel_name() -> str:
+    """The distribution's name as a wheel's file and its ``.dist-info`` folder spell it
+    (``larkfield-resolver`` -> ``larkfield_resolver``)."""
+    import core
+
+    return re.sub(r"[-_.]+", "_", core.DISTRIBUTION).lower()
 
 
 @pytest.mark.slow
@@ -79,12 +87,27 @@ def test_the_wheel_carries_the_license_and_the_version_of_core(wheel: Path):
     import core
 
     with zipfile.ZipFile(wheel) as zf:
-        metadata = zf.read(f"resolver-{core.__version__}.dist-info/METADATA").decode()
+        metadata = zf.read(f"{_wheel_name()}-{core.__version__}.dist-info/METADATA").decode()
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in zf.namelist())
+    assert f"\nName: {core.DISTRIBUTION}\n" in metadata
     assert f"\nVersion: {core.__version__}\n" in metadata
     assert "\nLicense-Expression: MIT\n" in metadata
     assert "\nRequires-Python: >=3.11\n" in metadata  # Debian 12's own 3.11.2 too (core.ops.maintenance's restore)
     assert all(f"\nClassifier: Programming Language :: Python :: 3.{minor}\n" in metadata for minor in (11, 12, 13))
+
+
+def test_the_distribution_is_named_larkfield_resolver_and_installed_under_that_name():
+    """The distribution was named ``resolver``, an unrelated package's name on PyPI, so the hint to
+    install its postgres extra with pip installed that package. The name lives in pyproject.toml
+    and in :data:`core.DISTRIBUTION` (which doctor reads the floors by); the two agree, and the
+    installed distribution under that name is this one."""
+    import core
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    assert project["name"] == core.DISTRIBUTION == "larkfield-resolver"
+    assert importlib.metadata.version(core.DISTRIBUTION) == core.__version__
+    scripts = {e.name for e in importlib.metadata.distribution(core.DISTRIBUTION).entry_points if e.group == "console_scripts"}
+    assert scripts == set(project["scripts"]) == {"resolver", "resolver-tui"}
 
 
 class _Imports(ast.NodeVisitor):
@@ -115,12 +138,11 @@ def _imported_top_level(package: str) -> set[str]:
     return found.names
 
 
-FEATURE_EXTRAS = ("openai", "postgres")
-"""Extras a feature needs, imported only where that feature runs (``openai``: a live model;
-``postgres``: the PostgreSQL store)."""
-
-
 def _declared() -> set[str]:
+    """Every package the runtime dependencies and the feature extras (:data:`core.FEATURE_EXTRAS`,
+    imported only where that feature runs) declare."""
+    from core import FEATURE_EXTRAS
+
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     deps = project["dependencies"] + [d for extra in FEATURE_EXTRAS for d in project["optional-dependencies"][extra]]
     return {re.split(r"[<>=!~\[; ]", d, maxsplit=1)[0].lower().replace("_", "-") for d in deps}

@@ -1,7 +1,7 @@
 """A live model: an OpenAI-compatible chat-completions server, through the ``openai`` package.
 
 Imported only for an ``openai:`` route (:func:`core.models.pick.model_for`), so the recorded path
-never imports ``openai`` (the ``openai`` extra: ``pip install 'resolver[openai]'``).
+never imports ``openai`` (the ``openai`` extra, :func:`core.install_hint` says how to install it).
 
 What is sent: the run's messages (the system prompt, the ticket, each tool call the model made
 and its result), the five read-only tools and a ``finish`` tool as JSON-schema functions, with
@@ -24,6 +24,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from core import install_hint
 from core.contract.store import crash_point
 from core.contract.world import READ_TOOLS, tool_args_problem
 from core.ground.data import FinalTurn, ToolCallTurn, TurnUsage
@@ -91,7 +92,7 @@ class OpenAIChatModel:
             import openai
         except ImportError:
             raise ResolverError(
-                f"The model route {route.name} is a live model, which needs the openai extra: pip install 'resolver[openai]'."
+                f"The model route {route.name} is a live model, which needs the openai extra: {install_hint('openai')}."
             ) from None
         self.route = route
         self.journal = journal

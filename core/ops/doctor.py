@@ -18,6 +18,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from core import DISTRIBUTION, install_hint
 from core.api.home import FILE_MODE, HOME_MODE, HomeLocation
 from core.api.homekind import folder_kind, home_kind, shop_evidence, team_kind
 from core.api.queue import queue_columns
@@ -34,6 +35,8 @@ AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
 DEPENDENCIES = ("pydantic", "sqlite-utils", "textual", "platformdirs", "concurrent-log-handler")
 TEAM_DEPENDENCIES = ("psycopg", "psycopg-pool")
 """The ``postgres`` extra, checked when the home's store is a team store."""
+TEAM_EXTRA = "postgres"
+"""The extra that brings :data:`TEAM_DEPENDENCIES` (``pyproject.toml``)."""
 KEY_MIN_BYTES = 32
 """The approval key's length when resolver makes it (:func:`core.contract.approval_key.load_key`)."""
 
@@ -124,9 +127,10 @@ def _database_lines(path: Path, label: str, triggers: tuple[str, ...] = ()) -> l
 
 
 def _floor(package: str) -> str | None:
-    """The ``>=`` floor pyproject.toml declares for ``package`` (exact name, extras ignored), or None."""
+    """The ``>=`` floor pyproject.toml declares for ``package`` (exact name, extras ignored), read
+    from the installed distribution's metadata (:data:`core.DISTRIBUTION`), or None."""
     try:
-        for req in metadata.requires("resolver") or []:
+        for req in metadata.requires(DISTRIBUTION) or []:
             spec = req.split(";")[0]
             name = re.split(r"[\[<>=!~ ]", spec, maxsplit=1)[0]
             if name.replace("_", "-").lower() == package and ">=" in spec:
@@ -148,19 +152,31 @@ def _version_tuple(text: str) -> tuple[int, ...]:
 
 def _dependency_lines(team: bool = False) -> list[str]:
     """One line per runtime dependency (installed version against the declared floor); a team
-    store adds the ``postgres`` extra's packages (:data:`TEAM_DEPENDENCIES`)."""
+    store adds the ``postgres`` extra's packages (:data:`TEAM_DEPENDENCIES`). A missing or too old
+    package's FAIL line names its extra and says how to install it (:func:`core.install_hint`);
+    the missing packages of one extra share one line, since one install brings them all."""
     lines = [_line("ok", f"Python {sys.version.split()[0]}, SQLite {folder_files().ENGINE_VERSION}")]
-    for package in DEPENDENCIES + (TEAM_DEPENDENCIES if team else ()):
+    extras: dict[str, str | None] = {package: None for package in DEPENDENCIES}
+    if team:
+        extras |= {package: TEAM_EXTRA for package in TEAM_DEPENDENCIES}
+    missing: dict[str | None, list[str]] = {}
+    for package, extra in extras.items():
+        of = "" if extra is None else f" (the {extra} extra)"
         try:
             have = metadata.version(package)
         except metadata.PackageNotFoundError:
-            lines.append(_line("FAIL", f"{package} is not installed; run `pip install -e .` in the project."))
+            missing.setdefault(extra, []).append(package)
             continue
         floor = _floor(package)
         if floor and _version_tuple(have) < _version_tuple(floor):
-            lines.append(_line("FAIL", f"{package} {have} is older than the declared {floor}; run `pip install -U {package}`."))
+            lines.append(_line("FAIL", f"{package} {have}{of} is older than the declared {floor}: {install_hint(extra)}."))
         else:
             lines.append(_line("ok", f"{package} {have}" + (f" (>= {floor})" if floor else "")))
+    for extra, packages in missing.items():
+        named = packages[0] if len(packages) == 1 else f"{', '.join(packages[:-1])} and {packages[-1]}"
+        verb = "is" if len(packages) == 1 else "are"
+        of = "" if extra is None else f" (the {extra} extra)"
+        lines.append(_line("FAIL", f"{named}{of} {verb} not installed: {install_hint(extra)}."))
     return lines
 
 

@@ -319,3 +319,24 @@ def test_a_home_of_the_release_before_resumes_its_loop_and_approves_its_waiting_
     assert waiting.kind == "request" and waiting.state.schema_version == 7
     done = home.approve("T-65273-agent-chat-small-1", "team_lead", "Grace", seen=home.queue.look(waiting.state))
     assert done.status == "done" and [op.status for op in done.operations] == ["done", "done"]
+
+
+def test_without_the_openai_extra_a_live_route_says_how_to_install_it():
+    """The sentence told pip to install the openai extra of ``resolver``, an unrelated package on
+    PyPI; it names the project folder's install now (:func:`core.install_hint`)."""
+    from core import install_hint
+
+    code = (
+        "import sys; sys.modules['openai'] = None\n"
+        "from core.ground.errors import ResolverError\n"
+        "from core.models.live_model import OpenAIChatModel\n"
+        "from core.models.model import LiveRoute\n"
+        "route = LiveRoute(name='stub', base_url='http://127.0.0.1:9/v1', model='m', key_env='STUB_KEY', price='chat-small')\n"
+        "try:\n"
+        "    OpenAIChatModel(route)\n"
+        "except ResolverError as exc:\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout.strip()
+    assert out == f"The model route stub is a live model, which needs the openai extra: {install_hint('openai')}."
+    assert "pip install -e '.[openai]'" in out and "resolver[" not in out

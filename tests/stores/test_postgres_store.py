@@ -135,7 +135,10 @@ def test_without_the_postgres_extra_the_store_says_how_to_install_it():
         "    print(exc)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
-    assert out == "A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: pip install 'resolver[postgres]'."
+    from core import install_hint
+
+    assert out == f"A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: {install_hint('postgres')}."
+    assert "pip install -e '.[postgres]'" in out and "resolver[" not in out
 
 
 def test_a_dropped_audit_guard_is_made_again_and_reported(url):

@@ -26,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from core import install_hint
 from core.ground.errors import ResolverError
 from core.ground.safetext import safe_text
 
@@ -66,7 +67,7 @@ def _need_psycopg() -> None:
         import psycopg_pool  # noqa: F401  lazy: psycopg is optional
     except ImportError:
         raise ResolverError(
-            "A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: pip install 'resolver[postgres]'."
+            f"A PostgreSQL store needs psycopg and psycopg-pool, which are not installed: {install_hint('postgres')}."
         ) from None
 
 
