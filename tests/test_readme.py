@@ -256,3 +256,16 @@ def test_what_the_docs_say_about_reject_is_what_the_command_does(cli):
     code, _, err = cli("reject", "T-65273-agent-chat-small-1", "--as", "agent", "--reason", "no")
     assert code == 4 and "needs team lead or above" in err
     assert cli("reject", "T-65273-agent-chat-small-1", "--as", "team_lead", "--reason", "no")[0] == 0
+
+
+def test_a_pipe_in_a_tables_code_span_shows_without_its_backslash_on_the_site():
+    """GitHub needs ``\\|`` inside a table's code span; the site printed the backslash
+    (``--sort age\\|updated``) until the hook of tools/mkdocs_hooks.py took it off."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "tools" / "mkdocs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    page = "| `runs [--sort age\\|updated]` | a \\| b |\nText `x\\|y` outside a table.\n"
+    assert hooks.unescape_table_pipes(page) == "| `runs [--sort age|updated]` | a \\| b |\nText `x\\|y` outside a table.\n"
