@@ -271,7 +271,7 @@ def common_options() -> list[click.Option]:
     """``--home``, ``--store`` and ``--json``: every command but ``tui`` prints its result as JSON with ``--json``."""
     return [
         *home_options(),
-        opt("--json", is_flag=True, default=False, help='print the result as JSON (stable keys: README, "JSON output")'),
+        opt("--json", is_flag=True, default=False, help="print the result as JSON (stable keys: docs/command-line.md)"),
     ]
 
 

@@ -178,8 +178,8 @@ def test_a_header_made_not_json_with_a_new_version_is_not_offered_as_mine(cli):
     """A trial's finding against a store format 7 that was reverted (its trigger skipped
     ``json_valid`` when an UPDATE moved the version, to spare a save's parse): a header overwritten
     with text that is not JSON together with a new version (a hand edit, a damaged restore) was
-    listed as a sound waiting run, under ``runs --mine`` too, until some face loaded it. The README
-    ("The approvals app"): a run whose checkpoint cannot be read is marked corrupt, never waiting."""
+    listed as a sound waiting run, under ``runs --mine`` too, until some face loaded it. docs/app.md:
+    a run whose checkpoint cannot be read is marked corrupt, never waiting."""
     from core.ground.clock import FixedClock
 
     home = Home(cli.home, clock=FixedClock("2026-10-09T17:00:00-04:00"))

@@ -1,5 +1,5 @@
 """``--json`` on every command that prints a result: the output parses, and its keys are the
-ones the README's "JSON output" table documents. The test loops over the parser's commands, so a
+ones the "JSON output" table of docs/command-line.md documents. The test loops over the parser's commands, so a
 new command without an example here fails."""
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from core.engine import signing
 from helpers import T65273_RUN
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-README = (ROOT / "README.md").read_text(encoding="utf-8")
+PAGE = (ROOT / "docs" / "command-line.md").read_text(encoding="utf-8")
+"""The command line's page: its "JSON output" table lists the stable keys."""
 NOT_A_RESULT = {"tui", "completion"}
 """Commands that print no result: ``tui`` replaces the process with the app, ``completion`` prints a shell's script."""
 
 ON_A_SERVER = {"store roles"}
 """Commands that need a team store and a database administrator (``store roles setup``): their
-``--json`` output is checked against the README's table in ``tests/stores/test_pg_roles.py``."""
+``--json`` output is checked against the page's table in ``tests/stores/test_pg_roles.py``."""
 
 NOT_SEEN: dict[str, set[str]] = {}
 """Documented keys the examples here do not reach (none yet)."""
@@ -97,8 +98,8 @@ def _commands() -> dict[str, set[str]]:
 
 
 def documented_keys() -> dict[str, set[str]]:
-    """The README's "JSON output" table: command -> its documented keys."""
-    body = README.split("### JSON output", 1)[1].split("\n#", 1)[0]
+    """The "JSON output" table of docs/command-line.md: command -> its documented keys."""
+    body = PAGE.split("## JSON output", 1)[1].split("\n#", 1)[0]
     keys: dict[str, set[str]] = {}
     for line in body.splitlines():
         cells = line.strip("|").split(" | ")
@@ -156,12 +157,12 @@ def test_every_command_that_prints_a_result_takes_json_and_its_keys_are_document
     documented = documented_keys()
     for key, outputs in seen.items():
         doc = documented.get(key)
-        assert doc is not None, f"`{key}` is not in the README's JSON output table"
+        assert doc is not None, f"`{key}` is not in the JSON output table of docs/command-line.md"
         for value in outputs:
             assert _keys(value) <= doc, f"{key}: keys {_keys(value) - doc} are not documented"
         shown = set().union(*(_keys(v) for v in outputs))
         unseen = doc - shown - NOT_SEEN.get(key, set())
-        assert not unseen, f"{key}: the README documents keys {unseen} the command never printed here"
+        assert not unseen, f"{key}: docs/command-line.md documents keys {unseen} the command never printed here"
 
 
 @pytest.mark.parametrize("command", sorted(set(_commands()) - NOT_A_RESULT))

@@ -78,7 +78,7 @@ def _audit(root: Path) -> list[dict]:
 
 def test_approvers_init_works_only_in_a_shop_home_and_says_how_to_make_one(cli):
     code, out, err = cli("approvers", "init")
-    assert code == 4 and out == ""  # refused (README, "Exit codes")
+    assert code == 4 and out == ""  # refused (docs/command-line.md, "Exit codes")
     assert "is a practice home: `approvers` works only in a shop home" in err and "resolver init --shop --home DIR" in err
 
 
@@ -421,7 +421,7 @@ def test_a_shop_homes_next_line_names_an_approver_not_a_role(staffed):
 
 
 def test_resolver_doctor_shows_the_owner_key_fingerprint_in_a_shop_home(staffed):
-    """A new user's finding: the README says doctor shows the owner key's fingerprint, to
+    """A new user's finding: the docs say doctor shows the owner key's fingerprint, to
     compare with the one written down; it never did."""
     _code, out, _ = staffed("doctor")
     fingerprint = Registry(staffed.root).fingerprint()

@@ -160,7 +160,7 @@ def test_add_on_the_spot_on_a_team_store_makes_the_key_file_on_this_machine(url,
     a("run", "T-65273")
     b = _machine(tmp_path / "b", url, capsys, monkeypatch)
     (b.root / "keys").mkdir(mode=0o700)
-    shutil.copy2(kept, KeyFiles(b.root).path("Ana"))  # as the README says: the file goes to Ana's machine
+    shutil.copy2(kept, KeyFiles(b.root).path("Ana"))  # as docs/team-stores.md says: the file goes to Ana's machine
     kept.unlink()
     code, out, err = b("approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
     assert code == 0 and "Status: done" in out, err
@@ -279,7 +279,7 @@ def test_store_copy_of_a_sqlite_shop_keeps_the_keys_out_of_the_team_store(tmp_pa
 
 
 def test_a_replaced_owner_key_is_refused_on_a_machine_that_pinned_the_first(url, tmp_path, capsys, monkeypatch):
-    """The README's limit of a team store: someone who rewrites every table at once replaces the
+    """SECURITY.md's limit of a team store: someone who rewrites every table at once replaces the
     registry and the owner key together. Each machine keeps the owner key it first trusted
     (``keys/owner.pin``: the owner's at ``approvers init``, an approver's at their first
     decision); a store whose seal names another owner key is then refused with both fingerprints."""

@@ -156,7 +156,7 @@ def test_a_dropped_audit_guard_is_made_again_and_reported(url):
 
 
 def test_the_friday_to_monday_story_and_the_crash_story_on_postgres(url, tmp_path, monkeypatch, capsys):
-    """The README's two stories through the command line with ``RESOLVER_STORE`` naming the team
+    """The two stories of docs/index.md through the command line with ``RESOLVER_STORE`` naming the team
     store, every part of the home in PostgreSQL, printing the seed's numbers."""
     from core.cli import main
 

@@ -122,17 +122,17 @@ async def test_an_empty_shop_home_never_offers_the_demo(tmp_path):
         assert "demo" not in screen_text(app).lower()
 
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def test_the_readme_daily_shop_example_of_the_app_starts_in_a_shop_home(tmp_path, monkeypatch):
-    """The README's "every day" block for a shop home: its ``resolver-tui`` line is accepted by
+def test_the_daily_shop_example_of_the_app_starts_in_a_shop_home(tmp_path, monkeypatch):
+    """The "every day" block of docs/shop-homes.md: its ``resolver-tui`` line is accepted by
     the app's start-up in a shop home (it once passed ``--as``, which a shop home refuses)."""
     import shlex
 
     from resolver_tui.__main__ import parse_args, who
 
-    text = README.read_text(encoding="utf-8")
+    text = (DOCS / "shop-homes.md").read_text(encoding="utf-8")
     block = text[text.index("Then, every day:") :]
     block = block[: block.index("```", block.index("```") + 3)]
     line = next(ln for ln in block.splitlines() if ln.startswith("resolver-tui"))
@@ -146,8 +146,8 @@ def test_the_readme_daily_shop_example_of_the_app_starts_in_a_shop_home(tmp_path
     assert who(args, Home(root).kind) == ("team_lead", "Tomás")
 
 
-def test_the_readme_says_the_lesson_check_needs_the_test_extra():
-    text = README.read_text(encoding="utf-8")
+def test_the_lesson_page_says_its_check_needs_the_test_extra():
+    text = (DOCS / "lesson.md").read_text(encoding="utf-8")
     command = text.index(".venv/bin/python -m pytest tests/trainer/test_lesson_page.py")
     before = text[text.rindex("One command checks the whole page", 0, command) : command]
     assert "test extra" in before and "'.[test]'" in before

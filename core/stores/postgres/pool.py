@@ -169,7 +169,7 @@ def _refusals(label: str) -> Iterator[None]:
             raise ApprovalRefused(message) from None
         raise DatabaseRefused(
             f"{label[:1].upper()}{label[1:]} refused this write to its user ({message.rstrip('.')}); a store with role "
-            "separation lets each user write only its own part (README, Run a team queue)."
+            "separation lets each user write only its own part (docs/team-roles.md)."
         ) from None
 
 

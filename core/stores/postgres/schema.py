@@ -494,7 +494,7 @@ def no_schema(conn: psycopg.Connection[Any], label: str, advice: str) -> str:
     if row and row[1]:
         return (
             f"{head}: the database user {row[0]} has no rights on the schema {row[1]}; a store with role separation is "
-            "open only to the users its setup named (README, Separate database users)."
+            "open only to the users its setup named (docs/team-roles.md)."
         )
     return f"{head} has no schema to hold a store (the search path names none that exists){advice}"
 
