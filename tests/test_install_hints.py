@@ -22,8 +22,8 @@ from core import DISTRIBUTION, FEATURE_EXTRAS, install_hint
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("core", "resolver_tui", "resolver")
 SCANNED_CODE = (*PACKAGES, "tools", "benchmarks", "tests")
-DEVELOPER_EXTRAS = {"test", "bench"}
-"""Extras for working on the project (the suite, the benchmarks), never named by the program."""
+DEVELOPER_EXTRAS = {"test", "bench", "docs"}
+"""Extras for working on the project (the suite, the benchmarks, the docs site), never named by the program."""
 
 _COMMAND = re.compile(r"\b(?:pip3?\s+install|uv\s+pip\s+install|uv\s+tool\s+install|uv\s+add|uv\s+sync|pipx\s+install)\b")
 _REST = re.compile(r"[^\n`\"]*")
