@@ -36,7 +36,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """``--home DIR --store URL --as ROLE --name NAME --demo --refresh SECONDS --trainer`` (and ``--version``)."""
     p = argparse.ArgumentParser(prog="resolver-tui", description="The Larkfield approvals queue.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    p.add_argument("--home", help="home folder (default: $RESOLVER_HOME, `home` in the config file, or ./work)")
+    p.add_argument(
+        "--home",
+        help="home folder (default: $RESOLVER_HOME, `home` in the config file, else ./work in the project folder or "
+        "where it holds a home, else your data folder; `resolver doctor` says which)",
+    )
     p.add_argument(
         "--store",
         metavar="URL",
