@@ -292,8 +292,9 @@ def locate_home(arg: str | os.PathLike | None = None, store: str | None = None) 
     """The home folder and why: ``--home DIR``, else ``$RESOLVER_HOME``, else the config file's
     ``home``, else :func:`default_home` (``./work`` or the user's data folder); and its store
     (:func:`locate_store`, from ``--store URL`` given as ``store``). A ``sqlite:///FOLDER`` store
-    names the home folder itself: of a home and a SQLite store chosen in different places, the one of higher precedence (:data:`RANK`) is the home; two
-    different folders of the same precedence (``--home A --store sqlite:///B``) are refused.
+    names the home folder itself: of a home and a SQLite store chosen in different places, the one
+    of higher precedence (:data:`RANK`) is the home; two different folders of the same precedence
+    (``--home A --store sqlite:///B``) are refused.
 
     Raises:
         ResolverError: ``--home ''`` (never quietly the default); a home this user may not reach
