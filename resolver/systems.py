@@ -6,7 +6,8 @@ Public API of the lesson, defined in :mod:`core.trainer.lesson_api`:
   ``World(ticket_id="phone-call").request_refund("manual-1", "LK-507862", 119.00, "RFD-DOUBLE",
   "PAY-507862-2")`` makes refund ``RF-4CFEAE8E`` of 119.00 CAD.
 - ``Faults(task.faults)``: a ticket's simulated faults, handed to a ``World``.
-- ``PRACTICE_DB``: the home's ``larkfield.sqlite`` (``$RESOLVER_HOME`` or ``./work``), or the
+- ``PRACTICE_DB``: the home's ``larkfield.sqlite`` (``$RESOLVER_HOME``, ``home`` in the config file, else
+  ``./work`` in the project folder: :func:`core.ground.homepath.default_home`), or the
   team store's URL when ``$RESOLVER_STORE`` or the config file chose one, fixed
   when this module is imported.
 

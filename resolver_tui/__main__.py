@@ -36,7 +36,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """``--home DIR --store URL --as ROLE --name NAME --demo --refresh SECONDS --trainer`` (and ``--version``)."""
     p = argparse.ArgumentParser(prog="resolver-tui", description="The Larkfield approvals queue.")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    p.add_argument("--home", help="home folder (default: $RESOLVER_HOME, `home` in the config file, or ./work)")
+    p.add_argument(
+        "--home",
+        help="home folder (default: $RESOLVER_HOME, `home` in the config file, else ./work in the project folder or "
+        "where it holds a home, else your data folder; `resolver doctor` says which)",
+    )
     p.add_argument(
         "--store",
         metavar="URL",
@@ -51,7 +55,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="your role in a practice home (default: the role in your approver config)",
     )
     p.add_argument("--name", default=None, help="your name, recorded with each decision (default: your config's)")
-    p.add_argument("--demo", action="store_true", help="load the demo queue at start if the home is empty")
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="load the demo queue at start if the home is empty (a home with runs opens as it is, and says so)",
+    )
     p.add_argument("--refresh", type=_seconds, default=2.0, metavar="SECONDS", help="auto-refresh interval (0: off)")
     p.add_argument("--trainer", action="store_true", help="trainer mode: the lesson's moments in the palette")
     return p.parse_args(argv)

@@ -47,7 +47,7 @@ class ResolverApp(App):
         refresh_interval: seconds between automatic refreshes (None or 0: off); on a team store,
             whose changes arrive as they are made, a safety net of at least
             :data:`~resolver_tui.screens.queue.LIVE_SAFETY_NET_S`.
-        demo: load the demo queue at start when the home is empty.
+        demo: load the demo queue at start when the home is empty (else a notice says it was not).
         trainer: list the trainer's moments in the palette (when :mod:`core.trainer.lesson` exists).
 
     Raises:

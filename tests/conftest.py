@@ -37,6 +37,17 @@ def approver_config_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
 
 
 @pytest.fixture(autouse=True)
+def user_data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test's user data folder is a temporary one: a test that leaves ``$RESOLVER_HOME``
+    unset outside the project folder gets the default home of platformdirs' data folder
+    (:func:`core.ground.homepath.default_home`), which ``$XDG_DATA_HOME`` names on Linux; the real
+    user's is never written."""
+    folder = tmp_path_factory.mktemp("data")
+    monkeypatch.setenv("XDG_DATA_HOME", str(folder))
+    return folder
+
+
+@pytest.fixture(autouse=True)
 def resolver_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
     """Every test's default home is a temporary folder: ``$RESOLVER_HOME`` points into it, so a
     test that calls the command line without ``--home`` (the lesson page's own

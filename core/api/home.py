@@ -3,8 +3,10 @@
 One home folder holds all state: ``runs.sqlite`` (checkpoints, events, audit),
 ``larkfield.sqlite`` (the practice world), ``approval.key`` (the approval signing key, 0600)
 and, when a trainer set one, ``clock.json``; on a team store all of these are in the
-store, and the folder keeps only what is per person: the log (and the config file, wherever it is). It is ``./work`` by default, ``RESOLVER_HOME`` or
-``--home DIR`` to change it; both databases are created on first use from ``data/``.
+store, and the folder keeps only what is per person: the log (and the config file, wherever it
+is). It is ``--home DIR``, ``RESOLVER_HOME`` or ``home`` in the config file, else the default of
+:func:`core.ground.homepath.default_home` (``./work`` in the project folder or where it holds a
+home, else the user's data folder); both databases are created on first use from ``data/``.
 
 :class:`Home` is the one place the CLI and the app call for writes: run, resume, approve,
 reject, execute, the weekend phone call, the demo queue, delete and reset. Reads go through

@@ -592,7 +592,7 @@ def describe(
             *_request_details(approval_request(state, tickets)),
         ]
     elif state.status == "running":
-        resume = f"Press {keys['resume']} to continue" if keys.get("resume") else "A resume continues"
+        resume = f"Press {keys['resume']} to continue" if keys.get("resume") else f"`resolver resume {state.run_id}` continues"
         body = [
             f"Running: saved after step {state.step} of at most {state.max_steps}. {resume} its loop "
             "from the checkpoint (no model call is repeated).",
@@ -607,7 +607,7 @@ def describe(
             finish = (
                 f"Press {keys['resume']} to reconcile and finish it"
                 if keys.get("resume")
-                else "A resume reconciles and finishes it"
+                else f"`resolver resume {state.run_id}` reconciles and finishes it"
             )
             notes.append(f"Executing: approved, not finished. {finish}.")
             tone = "warn"

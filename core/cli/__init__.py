@@ -181,8 +181,8 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
         code = _said(exc)
         _say_log_problem(log)
         return code
-    except KeyboardInterrupt:
-        print(f"Interrupted; the last checkpoint is saved. Resume with `{shared.PROG} resume RUN`.", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        print(interrupted(args, exc), file=sys.stderr)
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `resolver changes | head`: a closed pipe ends quietly (entry)
         raise
@@ -198,6 +198,20 @@ def _run(args: argparse.Namespace, argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
         return EXIT_ERROR
+
+
+RESUMABLE = ("run", "record", "resume", "approve")
+"""The commands whose Ctrl-C leaves a run to resume: a loop going, or the writes of an approval."""
+
+
+def interrupted(args: argparse.Namespace, exc: KeyboardInterrupt) -> str:
+    """What the command line says after Ctrl-C: the run whose last checkpoint is saved and the
+    command that resumes it (the runner's :class:`~core.ground.errors.RunInterrupted`, else the
+    run the command was given); with no run known, where to look, never an unnamed "resume"."""
+    run_id = getattr(exc, "run_id", None) or (getattr(args, "run", None) if args.command in RESUMABLE else None)
+    if run_id:
+        return f"Interrupted; the last checkpoint of run {run_id} is saved. Resume with `{shared.PROG} resume {run_id}`."
+    return f"Interrupted; every step before it was saved: `{shared.PROG} runs` lists the saved runs."
 
 
 def _dispatch(args: argparse.Namespace, argv: Sequence[str], opened: list[Any]) -> int:

@@ -255,7 +255,8 @@ def home_options() -> list[click.Option]:
             "--home",
             metavar="DIR",
             default=None,
-            help="home folder (default: --home, $RESOLVER_HOME, `home` in the config file, or ./work)",
+            help="home folder (default: $RESOLVER_HOME, `home` in the config file, else ./work in the project folder or "
+            "where it holds a home, else your data folder; `resolver doctor` says which)",
         ),
         opt(
             "--store",

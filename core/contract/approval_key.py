@@ -59,8 +59,9 @@ def load_key(path: Path, *, in_flight: int | Callable[[], int] = 0) -> bytes:
     if in_flight:
         raise ApprovalKeyError(
             f"The approval key {path} is missing while {in_flight} approved run(s) are executing; their approvals "
-            "cannot be verified with a new key. Restore approval.key from a backup (then `resolver resume` them), "
-            "or reject and approve them again after `resolver reset`."
+            "cannot be verified with a new key. Restore approval.key from a backup, then finish each with "
+            "`resolver resume RUN` (`resolver runs --status executing` lists their IDs), or reject and approve them "
+            "again after `resolver reset`."
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from core.engine.policy import ROLE_LABELS
 from core.ground.data import ROLES
 from core.ground.errors import ResolverError
 from core.ground.homepath import CONFIG_ENV, config_path
@@ -30,12 +31,14 @@ from core.ground.safetext import nfc, safe_text
 __all__ = [
     "CONFIG_ENV",
     "KEY_IDLE_MINUTES",
+    "ROLE_PROMPT",
     "ApproverConfig",
     "ask_and_save",
     "config_path",
     "key_idle_seconds",
     "load",
     "resolve",
+    "role_of_answer",
     "save",
 ]
 
@@ -165,18 +168,52 @@ def _printable(text: str) -> bool:
     return safe_text(text) == text and not any(c in "\t\n\u2028\u2029" for c in text)
 
 
+ROLE_NOTES = {"grace": " (the owner)"}
+"""What a role's label alone does not say, in the first-start question."""
+ROLE_PROMPT = (
+    "Your role in practice homes: "
+    + ", ".join(f"{n} {ROLE_LABELS[role]}{ROLE_NOTES.get(role, '')}" for n, role in enumerate(ROLES, 1))
+    + ". Type its number or name: "
+)
+"""The first-start question of the role: ``1 agent, 2 team lead, 3 grace (the owner)``, the roles
+by the labels the app shows (:data:`core.engine.policy.ROLE_LABELS`), in the policy's order."""
+
+
+def role_of_answer(answer: str) -> tuple[str | None, str]:
+    """The role an answer to :data:`ROLE_PROMPT` names, and why not when it names none:
+    ``(role, "")``, or ``(None, sentence)``. Taken: the role's number (``2``), its label
+    (``team lead``, any case, ``-`` or ``_`` for the space) or its name in the config file
+    (``team_lead``). The sentence quotes an answer made safe for the terminal, cut at 40 characters."""
+    text = nfc(answer).strip()
+    if not text:
+        return None, "No role was given."
+    if text.isdigit() and 1 <= int(text) <= len(ROLES):
+        return ROLES[int(text) - 1], ""
+    words = " ".join(text.lower().replace("_", " ").replace("-", " ").split())
+    for role in ROLES:
+        if words in (ROLE_LABELS[role], role.replace("_", " ")):
+            return role, ""
+    shown = safe_text(text)[:40]
+    if text.isdigit():
+        return None, f"{shown} is not one of the numbers 1 to {len(ROLES)}."
+    return None, f"{shown!r} is not one of the roles."
+
+
 def ask_and_save(ask: Callable[[str], str], path: Path | None = None) -> ApproverConfig:
     """Ask once for the name and the role (``ask`` is :func:`input` in a terminal), until both
-    are given (a name that is not one line of plain UTF-8 text is asked again, saying why); save
-    and return them. Raises EOFError when the terminal closes, ResolverError from :func:`save`."""
+    are given: a name that is not one line of plain UTF-8 text, or an answer that is not a role
+    (:func:`role_of_answer`), is asked again, the prompt saying why first. The roles are offered by
+    their labels and numbers (:data:`ROLE_PROMPT`). Save and return them. Raises EOFError when the
+    terminal closes, ResolverError from :func:`save`."""
     name, prompt = "", "Who is at the keyboard? Your name: "
     while not name:
         name = nfc(ask(prompt)).strip()  # names in NFC on the way in
         if not _printable(name):  # it is printed with every decision: no escape sequence, one line
             name, prompt = "", "A name is one line of plain text, with no escape sequence; your name: "
-    role = ""
-    while role not in ROLES:
-        role = ask(f"Your role in practice homes ({', '.join(ROLES)}): ").strip()
+    role, prompt = None, ROLE_PROMPT
+    while role is None:
+        role, why = role_of_answer(ask(prompt))
+        prompt = f"{why} {ROLE_PROMPT}"  # the reason first, then the same question
     config = ApproverConfig(name, role)
     save(config, path)
     return config

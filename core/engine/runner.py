@@ -25,11 +25,11 @@ from core.engine.preconditions import bind, first_read
 from core.engine.proposal_rules import TicketFacts, WorldFacts, outcome_problems, problems, refusal, shape_problems, unreadable
 from core.ground.clock import Clock
 from core.ground.data import FinalTurn, Ticket, find_task, load_policy
-from core.ground.errors import BadArgument, ResolverError, ResumeChanged
+from core.ground.errors import BadArgument, ResolverError, ResumeChanged, RunInterrupted
 from core.ground.identity import new_run_uid
 from core.ground.safetext import one_line, run_id_problem
 from core.ground.state import Evidence, Message, Meta, Proposal, ProposedAction, TaskState, action_short
-from core.models.model import LiveRoute, Model, live_route_of, price_model, recorded_route
+from core.models.model import LiveRoute, Model, live_route_of, price_model, recorded_route, require_key
 from core.models.pick import model_for
 from core.models.pricing import cost_usd, show_usd
 from core.models.recorded_model import repeats_of
@@ -378,12 +378,14 @@ def start_run(
         TaskNotFound, NoRecording, RunExists (``run_id`` already used).
         WorldMissing: the practice world is lost in a home with runs (nothing is saved).
         BadArgument: ``repeat`` with a live route.
+        KeyNotSet: the live route's key variable is not set (nothing is saved).
         ModelUnavailable: the live model gave no usable answer (the run is saved, ``running``).
     """
     task = find_task(task_id, tickets)
     if live is not None:
         if repeat is not None:
             raise BadArgument(f"--repeat replays a recording; {live.name} is a live model, which has none.")
+        require_key(live)  # before any save: a run whose first call cannot be sent is never made
         model = live.name
     owner = owner or lease_owner_name()
     chosen = run_id
@@ -482,7 +484,7 @@ def continue_run(
         if changes and not accept_changes:
             raise ResumeChanged(
                 f"Run {state.run_id} was started under other rules ({said}): "
-                f"resume it with --accept-changes to go on under the new ones.",
+                f"run `resolver resume {state.run_id} --accept-changes` to go on under the new ones.",
                 [f"The {what} was {_short(then) or 'not recorded'}; now {_short(now)}." for what, then, now in changes],
             )
         if changes:
@@ -508,7 +510,8 @@ def _run_leased(
 ) -> TaskState:
     """Run the loop with every step's save renewing ``owner``'s lease; the save that ends the loop
     gives the lease back, and so does any error (a SIGKILL leaves it to a dead process, which the
-    next claim takes over)."""
+    next claim takes over). Ctrl-C is raised as :class:`~core.ground.errors.RunInterrupted`
+    naming the run."""
     released = False
 
     def save(s: TaskState) -> None:
@@ -521,6 +524,10 @@ def _run_leased(
 
     try:
         return run_task(state, model, world, clock, on_step=save)
+    except KeyboardInterrupt as exc:  # Ctrl-C: the last save stands; the sentence names this run
+        if isinstance(exc, RunInterrupted):
+            raise
+        raise RunInterrupted(state.run_id) from None
     finally:
         if not released:
             with contextlib.suppress(ResolverError):

@@ -19,6 +19,16 @@ class RunNotFound(ResolverError):
         self.run_id = run_id
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C while run ``run_id``'s loop was going (:func:`core.engine.runner.run_task`): a
+    KeyboardInterrupt that knows which run's last checkpoint is saved, so the command line's
+    sentence names the run to resume."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(run_id)
+        self.run_id = run_id
+
+
 class CorruptCheckpoint(ResolverError):
     """The saved state of a run is not valid JSON or does not match the TaskState schema."""
 

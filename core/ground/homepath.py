@@ -2,8 +2,9 @@
 first, before it decides whether the whole home is needed).
 
 ``--home DIR``, else ``$RESOLVER_HOME``, else the ``home`` key of the approver's config file
-(:func:`config_path`), else ``./work`` in the current folder (the default stays the
-lesson's ``work/`` folder, and ``resolver doctor`` says which one is in use and why).
+(:func:`config_path`), else the default of :func:`default_home`: ``./work`` in the project folder
+or where ``./work`` already holds a home, else the user's data folder; ``resolver doctor`` says
+which one is in use and why.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ __all__ = [
     "config_home",
     "config_path",
     "config_store",
+    "default_home",
     "locate_home",
     "locate_store",
     "parse_store_url",
@@ -37,6 +39,14 @@ __all__ = [
 
 HOME_ENV = "RESOLVER_HOME"
 DEFAULT_HOME = "work"
+"""The lesson's home folder, ``./work`` of the project folder (:func:`default_home`)."""
+HOME_MARKS = ("runs.sqlite", "larkfield.sqlite", "approval.key", "home.json", "resolver.log")
+"""Files only a resolver home holds: a ``./work`` with one of them is a home already made there."""
+NOTHING_NAMED = f"no --home, ${HOME_ENV} or `home` in the config file names a home"
+"""The start of every default's reason (:meth:`HomeLocation.reason`)."""
+ENTRY_POINT = "core.__main__:entry"
+"""The ``resolver`` command's entry point, which this project's pyproject.toml declares: it marks
+the project folder whatever the distribution is called."""
 CONFIG_ENV = "RESOLVER_CONFIG"
 STORE_ENV = "RESOLVER_STORE"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -228,17 +238,37 @@ def locate_store(arg: str | None = None) -> tuple[StoreChoice, Path | None]:
 class HomeLocation:
     """Which home folder is in use and why: ``source`` is ``flag`` (``--home``), ``environment``
     (``$RESOLVER_HOME``), ``config`` (the ``home`` key of :func:`config_path`) or ``default``
-    (``./work`` in the current folder). ``store`` is where its runs live (:class:`StoreChoice`:
-    SQLite files in this folder unless a team store was chosen)."""
+    (:func:`default_home`: ``./work`` or the user's data folder). ``detail`` names the source or
+    the default's rule in a few words; ``why`` says at length why this home and not another
+    (empty: :attr:`reason` builds it from the source). ``store`` is where its runs live
+    (:class:`StoreChoice`: SQLite files in this folder unless a team store was chosen)."""
 
     path: Path
     source: Source
     detail: str
     store: StoreChoice = StoreChoice()
+    why: str = ""
 
     def describe(self) -> str:
-        """One line: ``/abs/work (the default ./work in the current folder)``."""
+        """One line: ``/abs/work (the default in the project folder: the lesson's ./work)``."""
         return f"{self.path.absolute()} ({self.detail})"
+
+    @property
+    def reason(self) -> str:
+        """Why this home, as ``resolver doctor`` says it: the sources in their order and the one
+        that picked it (``--home``, ``$RESOLVER_HOME``, ``home`` in the config file, the default's
+        rule, :func:`default_home`)."""
+        if self.why:
+            return self.why
+        return {
+            "flag": "the command line named it (--home, or --store sqlite:///FOLDER), which wins over the environment, "
+            "the config file and the default",
+            "environment": f"the environment named it (${HOME_ENV}, or ${STORE_ENV} = sqlite:///FOLDER) and the command "
+            "line did not, which wins over the config file and the default",
+            "config": f"the config file {config_path()} named it and neither the command line nor the environment did, "
+            "which wins over the default",
+            "default": NOTHING_NAMED,
+        }[self.source]
 
     def require_existing(self) -> None:
         """Raise ResolverError when no home is there: a read-only command never makes one. On a
@@ -254,19 +284,20 @@ class HomeLocation:
                 )
             raise ResolverError(
                 f"No home folder at {self.describe()}: nothing was created. Choose a home with --home DIR, "
-                f"{HOME_ENV}, or `home` in {config_path()}; or start one here with `resolver run TASK`."
+                f"{HOME_ENV}, or `home` in {config_path()}; or start this one with `resolver run TASK`."
             )
 
 
 def locate_home(arg: str | os.PathLike | None = None, store: str | None = None) -> HomeLocation:
     """The home folder and why: ``--home DIR``, else ``$RESOLVER_HOME``, else the config file's
-    ``home``, else ``./work``; and its store (:func:`locate_store`, from ``--store URL`` given as
-    ``store``). A ``sqlite:///FOLDER`` store names the home folder itself: of a home and a SQLite
-    store chosen in different places, the one of higher precedence (:data:`RANK`) is the home; two
-    different folders of the same precedence (``--home A --store sqlite:///B``) are refused.
+    ``home``, else :func:`default_home` (``./work`` or the user's data folder); and its store
+    (:func:`locate_store`, from ``--store URL`` given as ``store``). A ``sqlite:///FOLDER`` store
+    names the home folder itself: of a home and a SQLite store chosen in different places, the one
+    of higher precedence (:data:`RANK`) is the home; two different folders of the same precedence
+    (``--home A --store sqlite:///B``) are refused.
 
     Raises:
-        ResolverError: ``--home ''`` (never quietly ./work); a home this user may not reach
+        ResolverError: ``--home ''`` (never quietly the default); a home this user may not reach
             (another account's).
         BadArgument: a folder name longer than the system allows; a store URL that
             cannot be taken; a ``sqlite:`` store naming another folder than a home given in the
@@ -275,9 +306,9 @@ def locate_home(arg: str | os.PathLike | None = None, store: str | None = None) 
     choice, folder = locate_store(store)
     home = _locate_folder(arg)
     if folder is None:
-        return HomeLocation(home.path, home.source, home.detail, choice)
+        return HomeLocation(home.path, home.source, home.detail, choice, home.why)
     if _same_folder(home.path, folder) or RANK[home.source] < RANK[choice.source]:
-        return HomeLocation(home.path, home.source, home.detail, StoreChoice(None, home.source, home.detail))
+        return HomeLocation(home.path, home.source, home.detail, StoreChoice(None, home.source, home.detail), home.why)
     if RANK[choice.source] < RANK[home.source]:
         return _reachable(HomeLocation(folder, choice.source, f"the folder of the SQLite store {choice.detail}", choice))
     raise BadArgument(
@@ -302,7 +333,96 @@ def _locate_folder(arg: str | os.PathLike | None) -> HomeLocation:
     named = config_home()
     if named is not None:
         return _reachable(HomeLocation(named, "config", f"from `home` in {config_path()}"))
-    return _reachable(HomeLocation(Path(DEFAULT_HOME), "default", "the default ./work in the current folder"))
+    return _reachable(default_home())
+
+
+def default_home(cwd: Path | None = None) -> HomeLocation:
+    """The home when no ``--home``, ``$RESOLVER_HOME`` or ``home`` in the config file names one,
+    looked for from ``cwd`` (default: the current folder). The rule, first match wins:
+
+    1. ``./work``, when the current folder is this project's folder (its ``pyproject.toml``
+       declares the ``resolver`` command as :data:`ENTRY_POINT`): the lesson runs
+       ``python -m resolver`` there and prints ``work/runs.sqlite`` and ``work/larkfield.sqlite``.
+    2. ``./work``, when it already holds a home (one of :data:`HOME_MARKS`): earlier releases
+       made the home ``./work`` of whatever folder resolver ran in, and such a home keeps being
+       found where it is, never left behind with its runs and its key.
+    3. Else ``home`` in the user's data folder (``platformdirs.user_data_path("resolver")``,
+       ``~/.local/share/resolver/home`` on Linux): one home per user wherever the installed tool
+       runs, so it leaves no ``work/`` folders about and a key made in one folder is found from
+       every other.
+
+    The result's ``source`` is ``default``; its ``detail`` names the rule that picked it and
+    :attr:`HomeLocation.reason` says why at length (``resolver doctor`` prints both). Nothing is
+    made or changed.
+    """
+    try:
+        here = Path.cwd() if cwd is None else cwd
+    except OSError:  # the current folder was deleted: it can hold neither the project nor a home
+        here = None
+    work = Path(DEFAULT_HOME) if cwd is None else Path(cwd) / DEFAULT_HOME  # relative: ./work of the current folder
+    if here is not None and _is_project_folder(here):
+        return HomeLocation(
+            work,
+            "default",
+            "the default in the project folder: the lesson's ./work",
+            why=f"{NOTHING_NAMED}, and this is the project's folder, where the lesson keeps its home in ./work",
+        )
+    if here is not None and _holds_a_home(here / DEFAULT_HOME):
+        return HomeLocation(
+            work,
+            "default",
+            "the default here: ./work already holds a home",
+            why=(
+                f"{NOTHING_NAMED}, and ./work in this folder already holds one (earlier releases made the "
+                "home ./work wherever resolver ran), so it is kept; to use one home from every folder, move it and "
+                f"name it with `home` in {config_path()}"
+            ),
+        )
+    # lazy: platformdirs loads only when neither ./work rule picked the home
+    from platformdirs import user_data_path
+
+    return HomeLocation(
+        user_data_path("resolver") / "home",
+        "default",
+        "the default: your data folder",
+        why=(
+            f"{NOTHING_NAMED}, and this folder is not the project's and has no ./work home, so the home "
+            "is the one in your data folder, the same from every folder"
+        ),
+    )
+
+
+def _is_project_folder(folder: Path) -> bool:
+    """True when ``folder`` holds this project's ``pyproject.toml``: one whose ``[project.scripts]``
+    declares ``resolver = "core.__main__:entry"`` (:data:`ENTRY_POINT`). A file that cannot be
+    read or is not TOML is another project's."""
+    path = folder / "pyproject.toml"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if ENTRY_POINT not in text:  # most folders' pyproject.toml is another project's: no parse needed
+        return False
+    import tomllib  # lazy: only where a pyproject.toml names the entry point
+
+    try:
+        project = tomllib.loads(text).get("project")
+    except tomllib.TOMLDecodeError:
+        return False
+    scripts = project.get("scripts") if isinstance(project, dict) else None
+    return isinstance(scripts, dict) and scripts.get("resolver") == ENTRY_POINT
+
+
+def _holds_a_home(folder: Path) -> bool:
+    """True when ``folder`` holds one of :data:`HOME_MARKS`; False when it does not, is no folder,
+    or cannot be looked into by this user (another account's ``./work`` is not this user's home)."""
+    for name in HOME_MARKS:
+        try:
+            if (folder / name).exists():
+                return True
+        except OSError:
+            return False
+    return False
 
 
 def _reachable(where: HomeLocation) -> HomeLocation:
@@ -341,5 +461,5 @@ def _unreadable(path: Path) -> str:
 
 def resolve_home(arg: str | os.PathLike | None = None, store: str | None = None) -> Path:
     """``--home DIR`` if given, else ``$RESOLVER_HOME``, else the config file's ``home``, else
-    ``./work`` (see :func:`locate_home`, which also says which store)."""
+    :func:`default_home` (see :func:`locate_home`, which also says which store)."""
     return locate_home(arg, store).path

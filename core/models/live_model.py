@@ -30,7 +30,7 @@ from core.contract.world import READ_TOOLS, tool_args_problem
 from core.ground.data import FinalTurn, ToolCallTurn, TurnUsage
 from core.ground.errors import ResolverError
 from core.ground.state import Message
-from core.models.model import CallJournal, LiveRoute, ModelUnavailable, api_key, failure, is_failure
+from core.models.model import CallJournal, LiveRoute, ModelUnavailable, api_key, failure, is_failure, resume_hint
 from core.models.toolschema import TOOL_NAME, TOOLS, turn_problem
 
 
@@ -81,12 +81,14 @@ class OpenAIChatModel:
         journal: the run's journal of model calls (:class:`~core.models.model.CallJournal`); each
             attempt is recorded before it is sent and its raw answer saved before it is acted
             on, and a step already answered is answered from the journal with no call.
+        run_id: the run asking (default: the journal's), named with the command that resumes it
+            in every sentence of a call that failed (:func:`~core.models.model.resume_hint`).
 
     Raises:
         ResolverError: the ``openai`` package is not installed.
     """
 
-    def __init__(self, route: LiveRoute, journal: CallJournal | None = None) -> None:
+    def __init__(self, route: LiveRoute, journal: CallJournal | None = None, run_id: str | None = None) -> None:
         try:
             # lazy: openai is optional (the openai extra) and imported only for a live route
             import openai
@@ -96,6 +98,7 @@ class OpenAIChatModel:
             ) from None
         self.route = route
         self.journal = journal
+        self.run_id = run_id or (journal.run_id if journal is not None else None)
         self._openai = openai
 
     def complete(self, messages: list[Message]) -> ToolCallTurn | FinalTurn:
@@ -136,7 +139,7 @@ class OpenAIChatModel:
                     return self._paid(turn_of(saved, at), step)
                 except UnusableAnswer:
                     pass  # saved as an answer before its check refused it (a release before): paid, and asked again
-        key = api_key(r)
+        key = api_key(r, self.run_id)
         turn = self._ask(messages, key, at, step)
         crash_point("answer")
         return self._paid(turn, step)
@@ -176,14 +179,18 @@ class OpenAIChatModel:
                 if n < r.max_retries:
                     time.sleep(_backoff_s(n, None))
                     continue
-                raise ModelUnavailable(f"{at} did not answer within {r.timeout_s:g} s ({tries}); resume the run later.") from None
+                raise ModelUnavailable(
+                    f"{at} did not answer within {r.timeout_s:g} s ({tries}); {resume_hint(self.run_id, 'later')}."
+                ) from None
             except openai.APIConnectionError as exc:
                 if _never_sent(exc) and journal is not None:
                     journal.answer(step, attempt, failure(0, "connection refused"), 0, 0)
                 if n < r.max_retries:
                     time.sleep(_backoff_s(n, None))
                     continue
-                raise ModelUnavailable(f"{at} could not be reached ({tries}); resume the run when it is up.") from None
+                raise ModelUnavailable(
+                    f"{at} could not be reached ({tries}); {resume_hint(self.run_id, 'when it is up')}."
+                ) from None
             except openai.APIStatusError as exc:
                 self._error_answer(exc, step, attempt, n, at, tries)
                 continue
@@ -192,7 +199,8 @@ class OpenAIChatModel:
                     time.sleep(_backoff_s(n, None))
                     continue
                 raise ModelUnavailable(
-                    f"{at} gave an answer that cannot be read ({type(exc).__name__}, {tries}); resume the run to ask again."
+                    f"{at} gave an answer that cannot be read ({type(exc).__name__}, {tries}); "
+                    f"{resume_hint(self.run_id, 'to ask again')}."
                 ) from None
             crash_point("received")
             try:
@@ -204,7 +212,7 @@ class OpenAIChatModel:
                     time.sleep(_backoff_s(n, None))
                     continue
                 raise ModelUnavailable(
-                    f"{at} gave no usable answer in {tries} (the last: {exc.what}); resume the run to ask again."
+                    f"{at} gave no usable answer in {tries} (the last: {exc.what}); {resume_hint(self.run_id, 'to ask again')}."
                 ) from None
             if journal is not None:
                 journal.answer(step, attempt, raw, turn.usage.tokens_in, turn.usage.tokens_out)
@@ -233,20 +241,22 @@ class OpenAIChatModel:
         if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
             whose = f" for model {r.model}" if isinstance(exc, openai.PermissionDeniedError) else ""
             return ModelUnavailable(
-                f"{at} refused the key in ${r.key_env}{whose} (HTTP {code}); check the key and resume the run."
+                f"{at} refused the key in ${r.key_env}{whose} (HTTP {code}); check the key and {resume_hint(self.run_id)}."
             )
+        later = resume_hint(self.run_id, "later")
         if isinstance(exc, openai.RateLimitError):
-            return ModelUnavailable(f"{at} is limiting the rate (HTTP 429) after {tries}; resume the run later.")
-        return ModelUnavailable(f"{at} answered HTTP {code} ({tries}); resume the run later.")
+            return ModelUnavailable(f"{at} is limiting the rate (HTTP 429) after {tries}; {later}.")
+        return ModelUnavailable(f"{at} answered HTTP {code} ({tries}); {later}.")
 
 
 class UnusableAnswer(ModelUnavailable):
     """An answer the server gave (HTTP 200, paid) that cannot be used as the step's turn.
     ``what`` says why as a clause (``get_order takes order_id as text, not a list``), without a
-    value of the model's; the message is one sentence around it."""
+    value of the model's; the message is one sentence around it. The model's retries catch it;
+    the sentence a person sees when they are spent names the run to resume (:meth:`OpenAIChatModel._ask`)."""
 
     def __init__(self, at: str, what: str) -> None:
-        super().__init__(f"{at} gave an answer that cannot be used ({what}); resume the run to ask again.")
+        super().__init__(f"{at} gave an answer that cannot be used ({what}).")
         self.what = what
 
 

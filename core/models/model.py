@@ -56,7 +56,22 @@ class Model(Protocol):
 
 class ModelUnavailable(ResolverError):
     """A live model gave no usable answer. The message is one sentence; the run was not
-    changed by the failed call and stays resumable."""
+    changed by the failed call and stays resumable, and the sentence names the command that
+    resumes it (:func:`resume_hint`)."""
+
+
+class KeyNotSet(ModelUnavailable):
+    """A live route's key variable is not set (or empty) when a run of it is started: refused
+    before the run is made (:func:`require_key`), so no run is left ``running`` behind."""
+
+
+def resume_hint(run_id: str | None, when: str = "") -> str:
+    """The end of a sentence that asks to resume a run: ``run `resolver resume RUN` later`` with
+    the run's ID, so the person knows which run and the command; ``resume the run later`` only
+    when no run is known (a model asked outside a run). ``when`` is ``later``, ``when it is up``,
+    ``to ask again`` or empty."""
+    tail = f" {when}" if when else ""
+    return f"run `resolver resume {run_id}`{tail}" if run_id else f"resume the run{tail}"
 
 
 @dataclass(frozen=True)
@@ -280,15 +295,31 @@ def load_routes(path: Path | None = None) -> dict[str, LiveRoute]:
     return routes
 
 
-def api_key(route: LiveRoute) -> str:
-    """The route's key, read now from its environment variable.
+def api_key(route: LiveRoute, run_id: str | None = None) -> str:
+    """The route's key, read now from its environment variable (at each call of run ``run_id``).
 
     Raises:
-        ModelUnavailable: the variable is not set or empty.
+        ModelUnavailable: the variable is not set or empty (the sentence names it and the
+            command that resumes ``run_id`` once it is set).
     """
     key = os.environ.get(route.key_env, "")
     if not key:
         raise ModelUnavailable(
-            f"The model route {route.name} reads its key from ${route.key_env}, which is not set; set it and resume the run."
+            f"The model route {route.name} reads its key from ${route.key_env}, which is not set; "
+            f"set it and {resume_hint(run_id)}."
         )
     return key
+
+
+def require_key(route: LiveRoute) -> None:
+    """Refuse to start a run of ``route`` while its key variable is unset or empty: the first
+    call would fail, and the run made for it would be left ``running`` for nothing.
+
+    Raises:
+        KeyNotSet: one sentence naming the variable and how to set it; nothing was saved.
+    """
+    if not os.environ.get(route.key_env, ""):
+        raise KeyNotSet(
+            f"The model route {route.name} reads its key from ${route.key_env}, which is not set: "
+            f"set it (export {route.key_env}=...) and run again. No run was made."
+        )

@@ -32,7 +32,7 @@ def model_for(state: TaskState, store: CallStore | None = None, recordings: Path
         from core.models.live_model import OpenAIChatModel  # lazy: openai is imported only for a live route
 
         journal = CallJournal(store, state.run_id, state.meta.model_route) if store is not None else None
-        return OpenAIChatModel(live, journal)
+        return OpenAIChatModel(live, journal, state.run_id)
     from core.models.recorded_model import RecordedModel  # lazy: only the route's kind of model is loaded
 
     return RecordedModel(state.task_id, state.variant, state.model, state.repeat, recordings)

@@ -1,7 +1,8 @@
 """``resolver doctor``: check a home and say, line by line, what to do.
 
 Each line is ``ok``, ``warn`` or ``FAIL``, a fact and, when something is wrong, what to do:
-which home is in use and why (flag, environment, config file, default), the modes of the home
+which home is in use and why (flag, environment, config file, or the rule of the default that picked it:
+:func:`core.ground.homepath.default_home`), the modes of the home
 (0700) and its files (0600), the approval key's strength, the integrity of both databases
 (``PRAGMA integrity_check``), the audit's append-only triggers, the journal of model calls
 (one FAIL line per run whose journal holds a row its runner did not write: a SQLite row whose
@@ -303,7 +304,11 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     masked, and every line passes through :func:`core.ground.masking.mask_text` with its URL, since a
     line may quote what a library said about it."""
     root = where.path
-    lines = [f"Home: {where.describe()}", f"Store: {where.store.shown()} ({where.store.detail})"]
+    lines = [
+        f"Home: {where.describe()}",
+        f"Why this home: {where.reason}.",  # which rule picked it (core.ground.homepath.default_home)
+        f"Store: {where.store.shown()} ({where.store.detail})",
+    ]
     if not root.is_dir():
         lines.append(
             _line(

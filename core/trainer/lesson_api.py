@@ -6,8 +6,8 @@ Seed 000 has the learner paste Python that imports ``resolver.systems``, ``resol
 the core (the SQLite store and world of :mod:`core.stores.sqlite`, :mod:`core.engine.runner`,
 :mod:`core.models.recorded_model`).
 
-Defaults follow the lesson: the home is ``--home``-less, so ``$RESOLVER_HOME`` or ``./work``
-(:func:`core.api.home.locate_home`); a store or world without a path is the home's, on the store the
+Defaults follow the lesson: the home is ``--home``-less, so ``$RESOLVER_HOME``, ``home`` in the config file, or
+``./work`` in the project folder where the lesson runs (:func:`core.ground.homepath.default_home`); a store or world without a path is the home's, on the store the
 command line would use (``$RESOLVER_STORE`` or ``store`` in the config file: a page's Python and
 its commands see one store and one world); a clock not given is the home's (the
 trainer's clock in a practice home). ``CheckpointStore(path)`` with a path stays a SQLite file. Every entry point that touches a
@@ -53,7 +53,8 @@ Turn = ToolCallTurn | FinalTurn
 
 
 def home_root() -> Path:
-    """The lesson's home folder: ``$RESOLVER_HOME`` or ``./work``, made absolute now."""
+    """The lesson's home folder (:func:`core.api.home.locate_home`: ``$RESOLVER_HOME``, ``home`` in the config
+    file, else ``./work`` in the project folder), made absolute now."""
     return locate_home().path.resolve()
 
 

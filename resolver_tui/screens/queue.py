@@ -112,6 +112,20 @@ def empty_text(root: Path | str, kind: str, loading_demo: bool) -> str:
     )
 
 
+DEMO_TOAST_S = 15
+"""Seconds the notice of a ``--demo`` not loaded stays: it explains the whole screen."""
+
+
+def demo_not_loaded(home: Home, runs: int) -> str:
+    """What ``--demo`` says when the home already holds ``runs`` runs: the demo queue is loaded only
+    into an empty home (it would mix the demo's runs with the person's), so the home is opened as
+    it is, and the sentence says so instead of letting the queue pass for the demo."""
+    label = home.runs_live_at
+    place = f"The home {home.root}" if label is None else f"The team store {label}"
+    held = "1 run" if runs == 1 else f"{runs} runs"
+    return f"{place} already holds {held}; --demo loads the demo queue only into an empty home, so it was opened as it is."
+
+
 def where_runs_are(home: Home) -> Path | str:
     """Where ``home``'s runs are kept, as the empty queue names it: the home folder, or ``the
     team store DB@HOST:PORT`` (:attr:`core.api.home.Home.runs_live_at`)."""
@@ -147,7 +161,8 @@ class QueueScreen(Screen):
         refresh_interval: seconds between automatic refreshes (None: off); on a team store at
             least :data:`LIVE_SAFETY_NET_S`, a safety net behind the notifications.
         lease_owner: the lease owner this app executes as.
-        load_demo_if_empty: load the demo queue when the first page finds the home empty.
+        load_demo_if_empty: load the demo queue when the first page finds the home empty; a home
+            with runs is opened as it is, and a notice says so (:func:`demo_not_loaded`).
     """
 
     BINDINGS = bindings("queue")
@@ -455,9 +470,12 @@ class QueueScreen(Screen):
         self._sync_selection(reread=first)
         if self.table.end_in_sight():  # the cursor or the view at the end already: no move will ask
             self._load_more()
-        if self.empty and self.load_demo_if_empty:
+        if self.load_demo_if_empty and first:  # --demo is looked at once, on the first page
             self.load_demo_if_empty = False
-            self.action_load_demo()
+            if self.empty:
+                self.action_load_demo()
+            else:  # never in silence: the person asked for the demo and sees their own runs
+                self.notify(demo_not_loaded(self.home, sum(message.counts.values())), markup=False, timeout=DEMO_TOAST_S)
 
     def _show_marked(self, line: str | None) -> None:
         """Show under the filters ``line`` (:meth:`core.engine.marks.MarkedAway.line`: how many waiting

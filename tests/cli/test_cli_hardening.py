@@ -264,14 +264,15 @@ def test_the_clis_output_for_a_ticket_full_of_escapes_has_no_control_byte(waitin
 
 
 @pytest.mark.parametrize("command", [("runs",), ("show",), ("show", T65273_RUN), ("trace", T65273_RUN), ("changes",), ("audit",)])
-def test_read_only_commands_never_make_a_home(tmp_path, capsys, monkeypatch, command):
+def test_read_only_commands_never_make_a_home(tmp_path, capsys, monkeypatch, command, user_data_dir):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RESOLVER_HOME", raising=False)
     monkeypatch.setenv("RESOLVER_CONFIG", str(tmp_path / "none.toml"))
     assert main(list(command)) == EXIT_ERROR
     err = capsys.readouterr().err
-    assert "No home folder at" in err and str(tmp_path / "work") in err and "--home" in err and "the default ./work" in err
-    assert not (tmp_path / "work").exists()
+    home = user_data_dir / "resolver" / "home"  # the default outside the project folder
+    assert "No home folder at" in err and str(home) in err and "--home" in err and "the default: your data folder" in err
+    assert not (tmp_path / "work").exists() and not home.exists()
 
 
 def test_the_config_file_may_name_the_home_and_doctor_says_why(tmp_path, capsys, monkeypatch):

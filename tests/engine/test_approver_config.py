@@ -38,6 +38,48 @@ def test_the_first_start_asks_once_and_saves_a_toml_file():
     assert who(parse_args([]), "practice", never) == ("team_lead", "Tomás")
 
 
+def test_the_role_is_offered_by_its_labels_and_a_refused_answer_says_why_before_asking_again():
+    """A newcomer's trip: the question offered ``agent, team_lead, grace`` (the config file's
+    names, not the labels the app shows) and asked again in silence after ``team lead`` or ``2``."""
+    answers = iter(["Ana", "boss", "", "7", "Team Lead"])
+    prompts: list[str] = []
+
+    def ask(prompt: str) -> str:
+        prompts.append(prompt)
+        return next(answers)
+
+    assert who(parse_args([]), "practice", ask) == ("team_lead", "Ana")
+    offer = "Your role in practice homes: 1 agent, 2 team lead, 3 grace (the owner). Type its number or name: "
+    assert prompts[1:] == [
+        offer,
+        f"'boss' is not one of the roles. {offer}",
+        f"No role was given. {offer}",
+        f"7 is not one of the numbers 1 to 3. {offer}",
+    ]
+    assert approver_config.load() == ApproverConfig("Ana", "team_lead")
+
+
+@pytest.mark.parametrize(
+    ("answer", "role"),
+    [
+        ("1", "agent"),
+        ("2", "team_lead"),
+        (" 3 ", "grace"),
+        ("team lead", "team_lead"),
+        ("TEAM-LEAD", "team_lead"),
+        ("team_lead", "team_lead"),
+        ("Grace", "grace"),
+    ],
+)
+def test_a_role_is_taken_by_its_number_label_or_name(answer, role):
+    assert approver_config.role_of_answer(answer) == (role, "")
+
+
+def test_a_refused_role_answer_is_quoted_safely():
+    role, why = approver_config.role_of_answer("\x1b]0;owned\x07boss" + "x" * 80)
+    assert role is None and "\x1b" not in why and "\x07" not in why and len(why) < 80
+
+
 def test_as_and_name_override_the_file_in_a_practice_home_not_in_a_shop():
     approver_config.save(ApproverConfig("Tomás", "team_lead"))
     assert who(parse_args(["--as", "grace", "--name", "Grace"]), "practice") == ("grace", "Grace")

@@ -80,6 +80,7 @@ def test_a_refusal_changes_nothing_and_the_cli_says_it_in_one_sentence_with_exit
     started_under(home, "T-65273-crash-1", tool_schema_version="sha256:" + "1" * 64)
     code, out, err = cli("resume", "T-65273-crash-1")
     assert code == 4 and "was started under other rules" in err and "Traceback" not in out + err
+    assert "run `resolver resume T-65273-crash-1 --accept-changes` to go on under the new ones" in err  # the run, by its command
     assert home.store.load("T-65273-crash-1").step == 1
     code, out, err = cli("resume", "T-65273-crash-1", "--accept-changes")
     assert code == 0 and SEED_OUTCOME in out, err

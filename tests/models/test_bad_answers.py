@@ -99,8 +99,8 @@ def test_every_attempt_bad_is_one_sentence_the_run_stays_running_and_resumes(liv
         live_home.run("T-65273", live=route)
     message = str(caught.value)
     assert (
-        message
-        == f"The model server at {stub.url} gave no usable answer in 2 attempt(s) (the last: {said}); resume the run to ask again."
+        message == f"The model server at {stub.url} gave no usable answer in 2 attempt(s) (the last: {said}); "
+        f"run `resolver resume {RUN}` to ask again."
     )
     _no_store_error(message)
     saved = live_home.store.load(RUN)

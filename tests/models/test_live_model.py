@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from core.engine.runner import outcome_line
 from core.ground.errors import BadArgument
-from core.models.model import LiveRoute, ModelUnavailable, load_routes
+from core.models.model import KeyNotSet, LiveRoute, ModelUnavailable, load_routes
 
 from helpers import stub_config, stub_route
 
@@ -89,6 +89,7 @@ def test_a_failed_call_is_one_sentence_writes_nothing_and_the_run_resumes(home, 
         home.run("T-65273", live=route(stub, max_retries=1), on_step=arm)
     message = str(caught.value)
     assert sentence in message and "\n" not in message and message.endswith(".")
+    assert f"`resolver resume {RUN}`" in message  # the run to resume, named with its command
     saved = home.store.load(RUN)
     assert (saved.status, saved.step, saved.usage.model_calls) == ("running", 1, 1)
     stub.key, stub.fail = "sk-test", []
@@ -98,11 +99,16 @@ def test_a_failed_call_is_one_sentence_writes_nothing_and_the_run_resumes(home, 
 
 def test_a_timeout_and_an_unreachable_server_are_one_sentence(home, stub):
     stub.fail, stub.slow_s = ["slow"], 2.0
-    with pytest.raises(ModelUnavailable, match=r"did not answer within 0.3 s \(1 attempt\(s\)\); resume the run later\.$"):
+    with pytest.raises(
+        ModelUnavailable, match=rf"did not answer within 0.3 s \(1 attempt\(s\)\); run `resolver resume {RUN}` later\.$"
+    ):
         home.run("T-65273", live=route(stub, timeout_s=0.3, max_retries=0))
     assert home.store.load(RUN).step == 0
     gone = route(stub, base_url="http://127.0.0.1:9/v1", max_retries=0)
-    with pytest.raises(ModelUnavailable, match=r"could not be reached \(1 attempt\(s\)\); resume the run when it is up\.$"):
+    with pytest.raises(
+        ModelUnavailable,
+        match=r"could not be reached \(1 attempt\(s\)\); run `resolver resume T-65273-agent-stub-2` when it is up\.$",
+    ):
         home.run("T-65273", live=gone)
 
 
@@ -111,6 +117,49 @@ def test_a_missing_key_is_said_before_any_call(home, stub, monkeypatch):
     with pytest.raises(ModelUnavailable, match=r"reads its key from \$STUB_KEY, which is not set"):
         home.run("T-65273", live=route(stub))
     assert stub.calls == 0
+
+
+@pytest.mark.parametrize("value", [None, ""])
+def test_a_missing_key_refuses_the_run_before_it_is_made(home, stub, monkeypatch, value):
+    """A newcomer's trip: the README's live route without `export STUB_KEY=...` left a run
+    ``running`` behind at the first try. The run is refused before it is made, naming the variable."""
+    if value is None:
+        monkeypatch.delenv("STUB_KEY")
+    else:
+        monkeypatch.setenv("STUB_KEY", value)
+    with pytest.raises(KeyNotSet) as caught:
+        home.run("T-65273", live=route(stub))
+    assert str(caught.value) == (
+        "The model route stub reads its key from $STUB_KEY, which is not set: set it (export STUB_KEY=...) and run "
+        "again. No run was made."
+    )
+    assert home.queue.total() == 0 and not home.store.exists(RUN) and stub.calls == 0
+    monkeypatch.setenv("STUB_KEY", "sk-test")
+    assert home.run("T-65273", live=route(stub)).run_id == RUN  # the first run once the key is set
+
+
+def test_the_cli_refuses_a_live_run_without_its_key_and_saves_nothing(cli, stub, monkeypatch):
+    monkeypatch.delenv("STUB_KEY")
+    flags = ["--model", "stub", "--base-url", stub.url, "--model-name", "stub-model", "--api-key-env", "STUB_KEY"]
+    code, out, err = cli("run", "T-65273", *flags, "--price-as", "chat-small")
+    assert code == 1 and out == "" and "$STUB_KEY, which is not set" in err and "No run was made." in err
+    assert cli("runs")[1].startswith("No saved runs")
+
+
+def test_a_key_unset_at_resume_names_the_run_and_its_command(home, stub, monkeypatch):
+    def unset(state):  # step 1 is answered; the key is gone before step 2
+        if state.step == 1:
+            monkeypatch.delenv("STUB_KEY")
+
+    with pytest.raises(ModelUnavailable) as caught:
+        home.run("T-65273", live=route(stub), on_step=unset)
+    assert str(caught.value) == (
+        f"The model route stub reads its key from $STUB_KEY, which is not set; set it and run `resolver resume {RUN}`."
+    )
+    with pytest.raises(ModelUnavailable, match=rf"set it and run `resolver resume {RUN}`\.$"):
+        home.resume(RUN)
+    monkeypatch.setenv("STUB_KEY", "sk-test")
+    assert outcome_line(home.resume(RUN).state) == SEED_OUTCOME
 
 
 @pytest.mark.parametrize(

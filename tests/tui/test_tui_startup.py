@@ -98,6 +98,39 @@ async def test_a_clock_damaged_while_the_app_runs_is_a_message(tmp_path):
         assert "clock file" in told and "damaged" in told
 
 
+async def test_demo_on_a_home_with_runs_says_it_opened_the_home_as_it_is(tmp_path):
+    """A newcomer's trip: ``resolver-tui --demo`` on a home that already held runs opened it in
+    silence, and its queue passed for the demo. It is opened as it is, and a notice says so."""
+    from resolver_tui.app import ResolverApp
+
+    home = Home(tmp_path / "home")
+    home.run("T-65273")
+    home.run("T-90103")
+    app = ResolverApp(home, "team_lead", "Tomás", refresh_interval=None, demo=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        told = [n.message for n in app._notifications]
+        assert told == [
+            f"The home {home.root} already holds 2 runs; --demo loads the demo queue only into an empty home, "
+            "so it was opened as it is."
+        ]
+        assert home.queue.total() == 2 and "loading the Larkfield demo queue" not in screen_text(app)
+        await pilot.press("R")  # a refresh says nothing more and loads nothing
+        await settle(pilot)
+        assert len(app._notifications) <= 1 and home.queue.total() == 2
+
+
+async def test_demo_on_an_empty_home_loads_the_demo_without_a_notice(tmp_path):
+    from resolver_tui.app import ResolverApp
+
+    home = Home(_practice_home(tmp_path))
+    app = ResolverApp(home, "team_lead", "Tomás", refresh_interval=None, demo=True)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        assert home.queue.total() > 2
+        assert not any("already holds" in n.message for n in app._notifications)
+
+
 async def test_an_empty_shop_home_never_offers_the_demo(tmp_path):
     root = tmp_path / "shop"
     init_home(root, shop=True)
