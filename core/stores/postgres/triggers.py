@@ -25,16 +25,13 @@ from typing import Any
 
 import psycopg
 
-from core.stores.postgres.guards import CREATE_TRIGGER, JOURNAL_TRIGGER, make_again, setup_triggers
+from core.stores.postgres.guards import CREATE_TRIGGER, make_again, setup_triggers
 from core.stores.postgres.schema import MIGRATIONS, applied
 
 __all__ = [
-    "JOURNAL_TRIGGER",
     "Trigger",
     "expected_triggers",
-    "make_again",
     "repair_triggers",
-    "setup_triggers",
     "trigger_problems",
 ]
 
