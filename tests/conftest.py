@@ -6,7 +6,6 @@ from __future__ import annotations
 import shutil
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,13 +17,9 @@ from core.models.chat_stub import ChatStub
 
 from helpers import FRIDAY, MONDAY, run_process
 
-# The tests live in folders that mirror the wings of core, and some reuse another file's fixtures
-# or tables by its module name (the app's team-store tests reuse the store's, the store's reuse the
-# command line's documented JSON keys). pytest puts a folder on the path only when it collects a
-# file of it, so every folder is put there now: any subset of the suite imports the same way.
-for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.is_dir() and any(p.glob("test_*.py"))):
-    if str(_folder) not in sys.path:
-        sys.path.append(str(_folder))
+# The tests live in folders that mirror the wings of core; what modules of two folders share lives
+# in a helper module here in tests/ (helpers.py, pg.py, pg_roles.py), which pytest's import puts on
+# the path with this file's folder, and never in a test module (tests/test_suite_hygiene.py).
 
 
 @pytest.fixture(autouse=True)

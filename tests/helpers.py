@@ -1,15 +1,20 @@
 """Names shared by the test modules: the seed's clock times and run IDs, the frozen 0.1.0 home,
-and a CLI runner in a new process.
+a CLI runner in a new process, an agent step and a damaged checkpoint for the store contract's
+tests, the README's JSON table, and a benchmark's quick run.
 
 Test modules import from here (``from helpers import ...``), never from ``conftest``: pytest loads
 ``tests/conftest.py`` and ``tests/tui/conftest.py`` both under the module name ``conftest``, so an
 import of it finds whichever was loaded first and a mix of test files failed at collection.
-``tests/`` is on ``sys.path`` because ``tests/conftest.py`` is loaded for every test.
+``tests/`` is on ``sys.path`` because ``tests/conftest.py`` is loaded for every test (pytest puts
+the folder of a ``conftest.py`` with no ``__init__.py`` on the path). A test module never imports
+another test module: what two of them share is here, in ``tests/tui/tui_helpers.py`` (the app's),
+or in a module beside this one (``tests/pg.py``, ``tests/pg_roles.py``).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -27,6 +32,9 @@ T65273_RUN = "T-65273-agent-chat-small-1"
 """The double charge of 119.00 CAD, team lead or above (rule W7)."""
 T90104_RUN = "T-90104-agent_structured-chat-strong-1"
 """The refund of 9.95 CAD of the seed's crash before the write."""
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The project's folder (the README, ``benchmarks/``, ``data/``)."""
 
 FROZEN_0_1_0 = Path(__file__).parent / "fixtures" / "home_0_1_0"
 """The home saved by release 0.1.0 (frozen: never write to it; see its README)."""
@@ -287,3 +295,53 @@ def refused_at_step_3(home: Any, stub: Any) -> None:
     saved = home.store.load(LIVE_RUN)
     assert (saved.status, saved.step, saved.proposal) == ("running", 2, None)
     assert [(c["step"], c["attempt"]) for c in home.store.model_calls(LIVE_RUN)] == [(1, 1), (2, 1), (3, 1)]
+
+
+def tool_step(state: Any, result: dict) -> None:
+    """One agent step appended to the ``TaskState`` ``state`` as the runner writes it: the
+    model's ``get_order`` call, the evidence with ``result``, the tool message with the same JSON,
+    and an event."""
+    import json
+
+    from core.ground.state import Evidence, Message
+
+    state.step += 1
+    call = {"tool": "get_order", "args": {"order_id": state.order_id}}
+    state.messages.append(Message(role="assistant", step=state.step, content=json.dumps(call)))
+    state.evidence.append(Evidence(step=state.step, tool="get_order", args={"order_id": state.order_id}, result=result))
+    state.messages.append(Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str)))
+    state.log("tool_call", f"step {state.step}: get_order", step=state.step, tool="get_order")
+
+
+def replace_checkpoint(store: Any, run_id: str, text: str) -> None:
+    """The stored checkpoint of ``run_id`` in ``store`` replaced by ``text`` (a damaged disk, a
+    future release)."""
+    store.overwrite_checkpoint(run_id, lambda _old: text)
+
+
+def documented_keys() -> dict[str, set[str]]:
+    """The "JSON output" table of docs/command-line.md, the command line's page: command -> its
+    documented keys."""
+    page = (ROOT / "docs" / "command-line.md").read_text(encoding="utf-8")
+    body = page.split("## JSON output", 1)[1].split("\n#", 1)[0]
+    keys: dict[str, set[str]] = {}
+    for line in body.splitlines():
+        cells = line.strip("|").split(" | ")
+        if len(cells) == 2 and cells[0].startswith(" `"):
+            for name in re.findall(r"`([^`]+)`", cells[0]):
+                keys[name] = keys.get(name, set()) | set(re.findall(r"`([a-z_]+)`", cells[1]))
+    return keys
+
+
+def quick_benchmark(script: str, *args: str) -> str:
+    """The output of ``benchmarks/SCRIPT --quick ARGS`` run in a new process from the project's
+    folder; fails the test, with the end of its stderr, when it exits other than 0."""
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stdout

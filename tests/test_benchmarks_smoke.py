@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import quick_benchmark
+
 ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.slow
@@ -24,20 +26,8 @@ needs_anchor = pytest.mark.skipif(
 )
 
 
-def run_quick(script: str, *args: str) -> str:
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--quick", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return proc.stdout
-
-
 def test_bench_core_quick_prints_the_sections_without_an_anchor() -> None:
-    out = run_quick("bench_core.py", "--only", "executor", "--only", "startup", "--only", "long", "--only", "listing")
+    out = quick_benchmark("bench_core.py", "--only", "executor", "--only", "startup", "--only", "long", "--only", "listing")
     for heading in (
         "== Executor: approve + execute",
         "== Start-up: python -X importtime",
@@ -51,7 +41,7 @@ def test_bench_core_quick_prints_the_sections_without_an_anchor() -> None:
 
 @needs_anchor
 def test_bench_core_quick_prints_the_sections_beside_the_anchor() -> None:
-    out = run_quick("bench_core.py", "--only", "anchor", "--only", "disk")
+    out = quick_benchmark("bench_core.py", "--only", "anchor", "--only", "disk")
     for heading in (
         "== Checkpoint save and load beside LangGraph SqliteSaver, tmpfs",
         "== On disk, same durability",
@@ -76,7 +66,7 @@ def test_bench_core_names_the_sections_that_need_no_anchor_when_it_is_missing() 
 
 
 def test_bench_tui_quick_prints_every_home() -> None:
-    out = run_quick("bench_tui.py")
+    out = quick_benchmark("bench_tui.py")
     for heading in ("== The app on 2,000 runs", "== The app on 5,000 runs"):
         assert heading in out, out
     assert "key to detail painted over" in out and "main-thread CPU per key" in out
@@ -85,7 +75,7 @@ def test_bench_tui_quick_prints_every_home() -> None:
 
 
 def test_bench_keys_quick_prints_the_cost_of_a_guess() -> None:
-    out = run_quick("bench_keys.py")
+    out = quick_benchmark("bench_keys.py")
     assert "## one passphrase guess against a stored key" in out and "guesses/s" in out
 
 
@@ -128,7 +118,7 @@ def test_bench_watch_quick_prints_both_homes_figures() -> None:
     from pg import server_url
 
     server_url()  # skips with the reason when PostgreSQL is absent
-    out = run_quick("bench_watch.py")
+    out = quick_benchmark("bench_watch.py")
     assert "== A claim to its line of resolver watch" in out, out
     for label in ("team store (LISTEN): p99", "SQLite home folder (polling): p99"):
         assert label in out, out

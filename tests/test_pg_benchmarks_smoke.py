@@ -11,7 +11,7 @@ import importlib.util
 
 import pytest
 
-import test_benchmarks_smoke as smoke
+from helpers import quick_benchmark
 from pg import server_url
 
 pytestmark = pytest.mark.slow
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 def run_quick(script: str, *args: str) -> str:
     server_url()  # skips (or fails under CI=true) without PostgreSQL
-    return smoke.run_quick(script, *args)
+    return quick_benchmark(script, *args)
 
 
 def test_bench_pg_quick_prints_the_queue_page_and_its_index_plan() -> None:

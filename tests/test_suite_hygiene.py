@@ -1,7 +1,10 @@
 """The suite collects in any mix of files: two ``conftest.py`` files are both loaded under the
 module name ``conftest``, so a test module that imported from it found whichever was loaded first,
 and ``pytest tests/tui/test_tui_passphrase.py tests/engine/test_approvers.py`` failed at collection.
-Shared names live in ``tests/helpers.py`` and ``tests/tui/tui_helpers.py``."""
+Shared names live in ``tests/helpers.py`` and ``tests/tui/tui_helpers.py`` (and ``tests/pg.py``,
+``tests/pg_roles.py``). No test module imports another: such an import ran the other module's
+code and bound its fixtures by name, and it worked only while every test folder was put on the
+path, which nothing does now (pytest puts there the folders it collects from)."""
 
 from __future__ import annotations
 
@@ -22,6 +25,27 @@ def test_no_test_module_imports_conftest():
                 names.append(node.module)
             if any(n.split(".")[0] == "conftest" for n in names):
                 offenders.append(f"{path.relative_to(TESTS)}:{node.lineno}")
+    assert not offenders, offenders
+
+
+def _imported(path: Path) -> list[tuple[int, str]]:
+    """``(line, top-level module)`` of every import in the file ``path`` (relative ones left out)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name.split(".")[0]) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.lineno, node.module.split(".")[0]))
+    return found
+
+
+def test_no_test_module_imports_another():
+    offenders = [
+        f"{path.relative_to(TESTS)}:{line} imports {name}"
+        for path in TESTS.rglob("*.py")
+        for line, name in _imported(path)
+        if name.startswith("test_")
+    ]
     assert not offenders, offenders
 
 

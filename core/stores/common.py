@@ -975,7 +975,7 @@ REGISTRY_COLUMNS = "name, role, public_key, added_at, revoked_at, signature, pri
 class RegistryChange:
     """The writes of one change of the approvers registry's rows, inside its transaction
     (:class:`core.contract.registry.ApproverChange`), over a connection speaking ``?`` SQL (``sqlite3``,
-    or :class:`core.stores.postgres.database.QmarkConnection`); ``order`` is the column that keeps
+    or :class:`core.stores.postgres.pool.QmarkConnection`); ``order`` is the column that keeps
     the order rows were added in."""
 
     def __init__(self, conn: Any, order: str = "rowid") -> None:

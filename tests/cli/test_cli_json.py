@@ -5,18 +5,15 @@ new command without an example here fails."""
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
 from core.cli import build_parser, main
 from core.engine import signing
 
-from helpers import T65273_RUN
+from helpers import T65273_RUN, documented_keys
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-PAGE = (ROOT / "docs" / "command-line.md").read_text(encoding="utf-8")
-"""The command line's page: its "JSON output" table lists the stable keys."""
 NOT_A_RESULT = {"tui", "completion"}
 """Commands that print no result: ``tui`` replaces the process with the app, ``completion`` prints a shell's script."""
 
@@ -95,18 +92,6 @@ def _commands() -> dict[str, set[str]]:
     for name, cmd in parser.commands.items():
         found[name] = set(cmd.commands) if isinstance(cmd, click.Group) else set()
     return found
-
-
-def documented_keys() -> dict[str, set[str]]:
-    """The "JSON output" table of docs/command-line.md: command -> its documented keys."""
-    body = PAGE.split("## JSON output", 1)[1].split("\n#", 1)[0]
-    keys: dict[str, set[str]] = {}
-    for line in body.splitlines():
-        cells = line.strip("|").split(" | ")
-        if len(cells) == 2 and cells[0].startswith(" `"):
-            for name in re.findall(r"`([^`]+)`", cells[0]):
-                keys[name] = keys.get(name, set()) | set(re.findall(r"`([a-z_]+)`", cells[1]))
-    return keys
 
 
 def _keys(value: object) -> set[str]:

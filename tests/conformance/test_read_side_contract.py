@@ -9,14 +9,15 @@ import json
 import pytest
 from core.ground.errors import CorruptCheckpoint, RunNotFound
 from core.ground.state import OPENING_MESSAGES, PartialState, RunView, TaskState
-from test_store_contract import _replace, _tool_step
+
+from helpers import replace_checkpoint, tool_step
 
 
 def _long_run(home, steps: int = 6) -> TaskState:
     """A waiting run with ``steps`` more tool steps saved one by one (a long message history)."""
     state = home.run("T-65273")
     for i in range(steps):
-        _tool_step(state, {"order_id": state.order_id, "i": i, "note": "x" * 200})
+        tool_step(state, {"order_id": state.order_id, "i": i, "note": "x" * 200})
         home.store.save(state)
     return state
 
@@ -58,14 +59,14 @@ def test_a_view_is_never_saved_and_the_history_stays_whole(home):
 def test_a_whole_load_still_saves_by_appending_after_views(home, new_store):
     state = _long_run(home, 1)
     home.store.load_view(state.run_id)
-    _tool_step(state, {"order_id": state.order_id, "after": "a view"})
+    tool_step(state, {"order_id": state.order_id, "after": "a view"})
     home.store.save(state)
     assert new_store(home.store).load(state.run_id).model_dump() == state.model_dump()
 
 
 def test_a_view_of_a_corrupt_or_unknown_run_says_so(home):
     bad = home.run("T-90103", repeat=1)
-    _replace(home.store, bad.run_id, '{"run_id": "T-90103-agent-chat-small-1", "status": ')
+    replace_checkpoint(home.store, bad.run_id, '{"run_id": "T-90103-agent-chat-small-1", "status": ')
     with pytest.raises(CorruptCheckpoint, match="is corrupt"):
         home.store.load_view(bad.run_id)
     assert {r.run_id: r.state_ok for r in home.store.page()}[bad.run_id] is False
@@ -77,7 +78,7 @@ def test_a_view_of_an_older_header_is_migrated_like_a_whole_load(home):
     state = home.run("T-65273")
     raw = json.loads(state.model_dump_json())
     raw["schema_version"] = 6  # the careful path: an older schema, migrated on read
-    _replace(home.store, state.run_id, json.dumps(raw))
+    replace_checkpoint(home.store, state.run_id, json.dumps(raw))
     view = home.store.load_view(state.run_id)
     assert isinstance(view, RunView) and view.proposal == home.store.load(state.run_id).proposal
     with pytest.raises(PartialState):

@@ -14,30 +14,14 @@ from core.engine.runner import new_state
 from core.ground.clock import FixedClock
 from core.ground.data import load_task
 from core.ground.errors import CorruptCheckpoint, LeaseHeld, ResolverError, RunNotFound, StaleCheckpoint, UnsupportedSchemaVersion
-from core.ground.state import SCHEMA_VERSION, Evidence, Message, TaskState
+from core.ground.state import SCHEMA_VERSION, TaskState
 from core.stores import open_store
 
 import memory_backend
-from helpers import busy_home_at
+from helpers import busy_home_at, replace_checkpoint, tool_step
 from pg import team_store
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
-
-
-def _tool_step(state: TaskState, result: dict) -> None:
-    """One agent step as the runner writes it: the model's tool call, the evidence, the tool
-    message with the same JSON, and an event."""
-    state.step += 1
-    call = {"tool": "get_order", "args": {"order_id": state.order_id}}
-    state.messages.append(Message(role="assistant", step=state.step, content=json.dumps(call)))
-    state.evidence.append(Evidence(step=state.step, tool="get_order", args={"order_id": state.order_id}, result=result))
-    state.messages.append(Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str)))
-    state.log("tool_call", f"step {state.step}: get_order", step=state.step, tool="get_order")
-
-
-def _replace(store: Store, run_id: str, text: str) -> None:
-    """The stored checkpoint of ``run_id`` replaced by ``text`` (a damaged disk, a future release)."""
-    store.overwrite_checkpoint(run_id, lambda _old: text)
 
 
 def test_the_whole_state_round_trips_through_a_new_store_object(home, new_store):
@@ -84,10 +68,10 @@ def test_a_corrupt_row_and_an_unknown_schema_give_their_own_errors_while_others_
     good = home.run("T-65273")
     bad = home.run("T-90103", repeat=1)
     future = home.run("T-90104", "agent_structured", "chat-strong", 1)
-    _replace(home.store, bad.run_id, '{"run_id": "T-90103-agent-chat-small-1", "status": ')
+    replace_checkpoint(home.store, bad.run_id, '{"run_id": "T-90103-agent-chat-small-1", "status": ')
     raw = json.loads(future.model_dump_json())
     raw["schema_version"] = 99
-    _replace(home.store, future.run_id, json.dumps(raw))
+    replace_checkpoint(home.store, future.run_id, json.dumps(raw))
 
     with pytest.raises(CorruptCheckpoint, match="is corrupt"):
         home.store.load(bad.run_id)
@@ -101,7 +85,7 @@ def test_a_corrupt_row_and_an_unknown_schema_give_their_own_errors_while_others_
 
 def test_a_row_that_is_json_but_not_a_task_state_is_corrupt(home):
     state = home.run("T-65273")
-    _replace(home.store, state.run_id, json.dumps({"schema_version": SCHEMA_VERSION, "run_id": state.run_id}))
+    replace_checkpoint(home.store, state.run_id, json.dumps({"schema_version": SCHEMA_VERSION, "run_id": state.run_id}))
     with pytest.raises(CorruptCheckpoint, match="does not match the TaskState schema"):
         home.store.load(state.run_id)
 
@@ -134,7 +118,7 @@ def test_new_state_round_trips_with_a_log(store, new_store):
 def test_a_state_from_another_store_object_saves_whole_and_loses_nothing(home, new_store):
     state = home.run("T-65273")
     other = new_store(home.store).load(state.run_id)
-    _tool_step(other, {"order_id": "x"})
+    tool_step(other, {"order_id": "x"})
     home.store.save(other)  # this store never saw that object: a full rewrite of the rows
     assert home.store.load(state.run_id).model_dump() == other.model_dump()
 
@@ -213,7 +197,7 @@ def test_an_executor_that_finds_a_corrupt_checkpoint_gives_its_lease_back(home):
 
     state = home.run("T-90104", "agent_structured", "chat-strong", 1)
     approval.approve(home.store, home.approval_key(), state.run_id, "agent", clock=home.clock)
-    _replace(home.store, state.run_id, '{"broken')
+    replace_checkpoint(home.store, state.run_id, '{"broken')
     with pytest.raises(CorruptCheckpoint):
         home.execute(state.run_id)
     assert home.store.summary(state.run_id).lease_owner is None
@@ -307,7 +291,7 @@ def test_counts_follow_saves_deletes_and_resets(home):
     state.status = "stopped"
     store.save(state)
     assert store.counts() == _grouped(store) and store.counts()["stopped"] == 1
-    _replace(store, store.page("waiting_approval")[0].run_id, '{"cut')
+    replace_checkpoint(store, store.page("waiting_approval")[0].run_id, '{"cut')
     with pytest.raises(CorruptCheckpoint):
         store.load(store.page("waiting_approval")[0].run_id)
     assert store.counts() == {"corrupt": 1, "stopped": 1, "handed_to_person": 1}  # a corrupt run is not waiting

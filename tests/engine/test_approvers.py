@@ -19,7 +19,7 @@ from core.engine.approval import plan_operations, sign
 from core.engine.approvers import Registry
 from core.engine.executor import REDECIDE
 from core.ground.state import Approval
-from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE
+from core.stores.common import _HEADER_EXCLUDE
 
 from helpers import T65273_RUN, copy_frozen_home, shop_cli
 

@@ -29,8 +29,8 @@ from core.ground.clock import FixedClock, iso, parse_time
 from core.ground.data import PolicyData, load_policy
 from core.ground.errors import ApprovalRefused, LeaseHeld
 from core.ground.state import Approval, TaskState, cad
+from core.stores.common import _HEADER_EXCLUDE
 from core.stores.sqlite import audit as sqlite_audit
-from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE
 
 from helpers import FRIDAY, MONDAY, T65273_RUN, T90104_RUN, shop_cli
 

@@ -31,7 +31,7 @@ from core.api.home import Home
 from core.contract.store import set_crash_hook
 from core.ground.clock import FixedClock
 from core.ground.errors import JournalUntrusted, ResolverError
-from core.stores.sqlite.checkpoint import STORE_FORMAT
+from core.stores.sqlite.files import STORE_FORMAT
 
 from helpers import FRIDAY, LIVE_RUN, T65273_RUN, forged_finish, refused_at_step_3, stub_config, stub_route
 

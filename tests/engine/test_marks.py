@@ -15,7 +15,7 @@ from core.api.home import Home
 from core.cli import main
 from core.engine.marks import CLAIM_MINUTES, claim_minutes
 from core.ground.clock import FixedClock
-from core.stores.sqlite.checkpoint import STORE_FORMAT
+from core.stores.sqlite.files import STORE_FORMAT
 
 from helpers import shop_cli
 

@@ -256,7 +256,7 @@ def test_another_users_home_cannot_be_read_is_one_sentence(shop, argv):
 
 def _write_header(root: Path, state) -> None:
     """Write ``state`` over its run's checkpoint with SQL, as someone editing runs.sqlite would."""
-    from core.stores.sqlite.checkpoint import _HEADER_EXCLUDE
+    from core.stores.common import _HEADER_EXCLUDE
 
     with sqlite3.connect(root / "runs.sqlite") as conn:
         conn.execute(

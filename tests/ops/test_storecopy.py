@@ -13,7 +13,7 @@ from core.cli import main
 from core.ground.clock import FixedClock
 from core.ops.storecopy import HOME_FILES, copy_store, verify_copy
 from core.stores import open_rows, register_entries, store_path
-from core.stores.sqlite.checkpoint import STORE_FORMAT
+from core.stores.sqlite.files import STORE_FORMAT
 
 from helpers import MONDAY, copy_frozen_home, shop_cli
 from pg import fresh_schema

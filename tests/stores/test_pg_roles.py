@@ -14,15 +14,13 @@ CLI and the refund is paid once.
 from __future__ import annotations
 
 import json
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
-from helpers import T65273_RUN, shop_cli
-from pg import database_roles, fresh_schema, played_version, release_upto
-
-GRACE, ANA, BOB = "grace-passphrase", "ana-passphrase", "bob-passphrase"
+from helpers import T65273_RUN, documented_keys, shop_cli
+from pg import fresh_schema, played_version, release_upto
+from pg_roles import ANA, BOB, GRACE, as_user, refunds_paid, role_shop, role_users, run_status
 
 DECIDE_CALL = (
     "SELECT resolver_decide(%s, %s, %s::jsonb, '{}'::int[], '{}'::text[], '{}'::int[], '{}'::text[], '{}'::text[], "
@@ -31,58 +29,18 @@ DECIDE_CALL = (
 """A direct call of the decision function with no entries: ``(run_id, version, header, audit)``."""
 
 
-def _as_user(url: str, user: str) -> str:
-    """``url`` (a libpq URL choosing a schema) connecting as ``user`` instead."""
-    parts = urlsplit(url)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, f"{user}@{host}", parts.path, parts.query, parts.fragment))
-
-
 @pytest.fixture
 def users():
-    """Seven roles with unique names (tables' owner, owner, runner, executor, Ana, Bob, and a
-    stranger the setup names nowhere), dropped after."""
-    with database_roles("r25", ("tables", "owner", "runner", "executor", "ana", "bob", "stranger")) as made:
+    """The shop's database users (:func:`pg_roles.role_users`), dropped after."""
+    with role_users() as made:
         yield made
 
 
 @pytest.fixture
 def shop(users, tmp_path, capsys, monkeypatch):
-    """A shop on a fresh schema: registry Grace (owner), Ana (team lead), Bob (agent); T-65273
-    waiting; role separation set up by the administrator's URL. Yields ``(cli, urls)``:
-    ``cli(user, *argv, **passphrases)`` runs the CLI connected as that kind's user."""
-    with fresh_schema() as admin:
-        run = shop_cli(tmp_path / "home", capsys, monkeypatch)
-        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
-
-        def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
-            return run(*argv, "--store", urls[kind], **kw)
-
-        cli.root = run.root  # type: ignore[attr-defined]
-        assert cli("admin", "init", "--shop")[0] == 0
-        assert cli("admin", "approvers", "init", passphrase=GRACE)[0] == 0
-        for name, role, phrase in (("Ana", "team_lead", ANA), ("Bob", "agent", BOB)):
-            code, _, err = cli("admin", "approvers", "add", name, "--role", role, passphrase=phrase, owner=GRACE)
-            assert code == 0, err
-        assert cli("admin", "run", "T-65273")[0] == 0
-        code, out, err = cli(
-            "admin", "store", "roles", "setup", "--tables-role", users["tables"], "--owner-user", users["owner"],
-            "--runner-user", users["runner"], "--executor-user", users["executor"],
-            "--approver", f"Ana={users['ana']}", "--approver", f"Bob={users['bob']}",
-        )  # fmt: skip
-        assert code == 0, err
-        assert f"approver Bob is database user {users['bob']}" in out
-        yield cli, urls
-
-
-def _refunds(admin: str) -> int:
-    with psycopg.connect(admin, autocommit=True) as conn:
-        return int(conn.execute("SELECT count(*) FROM refunds").fetchone()[0])  # type: ignore[index]
-
-
-def _status(admin: str) -> str:
-    with psycopg.connect(admin, autocommit=True) as conn:
-        return str(conn.execute("SELECT status FROM runs WHERE run_id = %s", (T65273_RUN,)).fetchone()[0])  # type: ignore[index]
+    """The shop with role separation on them (:func:`pg_roles.role_shop`): ``(cli, urls)``."""
+    with role_shop(users, tmp_path, capsys, monkeypatch) as made:
+        yield made
 
 
 def _refused(url: str, statement: str, params: tuple = ()) -> str:
@@ -130,12 +88,12 @@ def _approved_header(admin: str, role: str, name: str) -> tuple[int, dict, list[
 def test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow(shop, users):
     cli, urls = shop
     admin, bob = urls["admin"], urls["bob"]
-    assert _status(admin) == "waiting_approval"
+    assert run_status(admin) == "waiting_approval"
 
     # The CLI, as Bob with his own key: refused, nothing paid.
     code, _, err = cli("bob", "approve", "--yes", T65273_RUN, "--name", "Bob", passphrase=BOB)
     assert code == 4 and "team lead" in err, err
-    assert _refunds(admin) == 0
+    assert refunds_paid(admin) == 0
 
     # The code path the app uses (Home.approve), with a client that lies about Bob's role: the
     # database recomputes the role from the stored proposal and Bob's registry entry.
@@ -149,7 +107,7 @@ def test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow(shop,
         approve(store, b"k" * 32, T65273_RUN, "team_lead", "Bob")
     with pytest.raises(ApprovalRefused, match=r"Bob is agent, and run .* needs team_lead or above"):
         approve(store, b"k" * 32, T65273_RUN, "team_lead", "Ana")  # a name and role that are not his entry's
-    assert _status(admin) == "waiting_approval" and _refunds(admin) == 0
+    assert run_status(admin) == "waiting_approval" and refunds_paid(admin) == 0
 
     # Plain SQL on every table Bob can reach, and a direct call of the function.
     version, header, ops = _approved_header(admin, "team_lead", "Ana")
@@ -201,7 +159,7 @@ def test_an_agent_entry_cannot_record_an_approval_of_the_119_refund_anyhow(shop,
     )
     assert "needs team_lead or above" in _refused(bob, call, params)
     assert "not mapped to an approver" in _refused(urls["runner"], call, params)
-    assert _status(admin) == "waiting_approval" and _refunds(admin) == 0
+    assert run_status(admin) == "waiting_approval" and refunds_paid(admin) == 0
 
 
 def test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay(shop, users):
@@ -255,7 +213,7 @@ def test_an_agent_entry_cannot_lower_the_proposal_then_approve_it_and_pay(shop, 
         bob,
         "INSERT INTO refunds (refund_id, operation_id, order_id, amount, at, actor) VALUES ('RF-EVIL', 'OP-EVIL-1', 'LK-507862', '119.00', '', 'Bob')",
     )
-    assert _status(admin) == "waiting_approval" and _refunds(admin) == 0
+    assert run_status(admin) == "waiting_approval" and refunds_paid(admin) == 0
     with psycopg.connect(admin, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM decided").fetchone()[0] == 0  # type: ignore[index]
 
@@ -325,9 +283,9 @@ def test_a_team_lead_approves_through_the_cli_as_their_user_and_the_refund_is_pa
     admin = urls["admin"]
     code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
     assert code == 0 and "Status: done" in out, err
-    assert _refunds(admin) == 1
+    assert refunds_paid(admin) == 1
     code, _, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
-    assert code == 4 and _refunds(admin) == 1
+    assert code == 4 and refunds_paid(admin) == 1
     code, out, err = cli("bob", "audit", "verify")
     assert code == 0 and "chain whole" in out, out + err
     code, out, err = cli("ana", "doctor")
@@ -416,7 +374,7 @@ def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_throug
             assert schema_version_of(admin) == 11
             forget(admin)
         run = shop_cli(tmp_path / "home", capsys, monkeypatch)
-        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
+        urls = {kind: as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
 
         def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
             return run(*argv, "--store", urls[kind], **kw)
@@ -440,7 +398,7 @@ def test_a_store_at_migration_11_upgrades_and_its_waiting_run_is_approved_throug
         assert code == 0, err
         code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", passphrase=ANA)
         assert code == 0 and "Status: done" in out, err
-        assert _refunds(admin) == 1
+        assert refunds_paid(admin) == 1
         code, out, err = cli("ana", "audit", "verify")
         assert code == 0 and "chain whole" in out, out + err
 
@@ -466,8 +424,6 @@ def test_setup_refuses_bad_input_with_one_sentence_and_changes_nothing(shop, use
     with psycopg.connect(urls["admin"], autocommit=True) as conn:
         mapped = dict(conn.execute("SELECT name, db_user FROM approvers WHERE db_user IS NOT NULL").fetchall())
     assert mapped == {"Ana": users["ana"], "Bob": users["bob"]}
-    from test_cli_json import documented_keys
-
     code, out, err = cli("admin", "store", "roles", "setup", "--tables-role", users["tables"], "--json")  # again: changes nothing
     assert code == 0, err
     printed = json.loads(out)
@@ -486,15 +442,15 @@ def test_the_executors_user_finishes_an_approval_once_and_the_runner_cannot(shop
     assert code == 0 and "T-90104" in out and T65273_RUN in out, out + err
     code, out, err = cli("ana", "approve", "--yes", T65273_RUN, "--name", "Ana", "--interrupt", "before-write", passphrase=ANA)
     assert code == 3, out + err
-    assert _status(urls["admin"]) == "executing" and _refunds(urls["admin"]) == 0
+    assert run_status(urls["admin"]) == "executing" and refunds_paid(urls["admin"]) == 0
     code, out, err = cli("runner", "resume", T65273_RUN)
     assert code == 4 and "refused this write to its user" in err and len(err.strip().splitlines()) == 1, out + err
-    assert _refunds(urls["admin"]) == 0
+    assert refunds_paid(urls["admin"]) == 0
     code, out, err = cli("executor", "resume", T65273_RUN)
     assert code == 0 and "Status: done" in out, out + err
-    assert _refunds(urls["admin"]) == 1
+    assert refunds_paid(urls["admin"]) == 1
     code, out, err = cli("executor", "resume", T65273_RUN)
-    assert _refunds(urls["admin"]) == 1
+    assert refunds_paid(urls["admin"]) == 1
 
 
 def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(shop, users):
@@ -522,7 +478,7 @@ def test_the_owners_user_changes_the_registry_and_the_new_approver_is_mapped(sho
 
     with pytest.raises(ApprovalRefused, match=r"Carl is agent, and run .* needs team_lead or above"):
         reject(open_store(urls["runner"], summarize=queue_columns), T65273_RUN, "team_lead", "not ours", "Carl")
-    assert _status(urls["admin"]) == "waiting_approval" and _refunds(urls["admin"]) == 0
+    assert run_status(urls["admin"]) == "waiting_approval" and refunds_paid(urls["admin"]) == 0
     code, out, err = cli("bob", "audit", "verify")
     assert code == 0 and "chain whole" in out, out + err
 
@@ -576,11 +532,11 @@ def test_the_executors_user_cannot_write_an_approved_operation_with_other_argume
                 "UPDATE runs SET state = jsonb_set(state::jsonb, '{approval,name}', '\"Bob\"')::text WHERE run_id = %s",
                 (T65273_RUN,),
             )
-    assert _refunds(admin) == 0
+    assert refunds_paid(admin) == 0
     with psycopg.connect(executor) as conn:  # the exact row passes the guard (rolled back: the service writes it)
         conn.execute(row, good)
         assert "one row per approved operation" in _refused_in(conn, row, ("RF-again", *good[1:]))
-    assert _refunds(admin) == 0
+    assert refunds_paid(admin) == 0
     code, out, err = cli("executor", "resume", T65273_RUN)
     assert code == 0 and "Status: done" in out, out + err
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -636,7 +592,7 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
 
     with fresh_schema() as admin:
         run = shop_cli(tmp_path / "home", capsys, monkeypatch)
-        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
+        urls = {kind: as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
 
         def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
             return run(*argv, "--store", urls[kind], **kw)
@@ -652,7 +608,7 @@ def test_a_store_set_up_at_13_keeps_its_owners_through_migration_14_and_its_appr
             assert played_version(admin) == 13
             for url in urls.values():
                 forget(url)
-        assert _status(admin) == "executing" and _refunds(admin) == 0
+        assert run_status(admin) == "executing" and refunds_paid(admin) == 0
         code, out, err = cli("ana", "show", T65273_RUN)
         assert code != 0 and "migrations 14, 15" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, (
             out + err
@@ -775,7 +731,7 @@ def test_an_approval_may_carry_only_the_operations_its_stored_proposal_plans(sho
             json.dumps(audit),
         )
         assert "not the ones its stored proposal plans" in _refused(bob, call, params), operations
-    assert _refunds(admin) == 0
+    assert refunds_paid(admin) == 0
     with psycopg.connect(admin, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM decided").fetchone()[0] == 0  # type: ignore[index]
     code, out, err = cli("bob", "approve", "--yes", run, "--name", "Bob", passphrase=BOB)  # what it plans: paid once
@@ -823,7 +779,7 @@ def test_two_sessions_cannot_both_write_the_row_of_one_approved_operation(shop, 
         first.commit()
     racer.join(30)
     assert second and second[0] is not None and "already has its row" in str(second[0]), second
-    assert _refunds(admin) == 1
+    assert refunds_paid(admin) == 1
 
 
 def test_the_sql_policy_sums_the_lines_of_a_kind_as_the_python_one_does(tmp_path):
@@ -931,7 +887,7 @@ def test_only_the_runners_user_writes_the_journal_and_an_approvers_insert_is_ref
     postgres.open_store(urls["owner"], summarize=_columns()).delete(LIVE_RUN)
     with psycopg.connect(admin, autocommit=True) as conn:
         assert conn.execute("SELECT count(*) FROM model_calls WHERE run_id = %s", (LIVE_RUN,)).fetchone()[0] == 0  # type: ignore[index]
-    assert _refunds(admin) == 0
+    assert refunds_paid(admin) == 0
 
 
 def _columns():
@@ -977,7 +933,7 @@ def test_a_journal_answer_an_approvers_user_wrote_refuses_the_resume_and_doctor_
         f"FAIL  journal of run {LIVE_RUN}: 1 row(s) its runner did not write (step 3 attempt 2: {why}), so its resume is "
         "refused; delete those rows from model_calls (the step is asked again) or the run."
     ) in out.splitlines(), out
-    assert _refunds(admin) == 0
+    assert refunds_paid(admin) == 0
 
 
 def test_a_store_set_up_at_18_takes_migration_19_with_its_owners_and_an_approver_counts_and_folds(
@@ -993,7 +949,7 @@ def test_a_store_set_up_at_18_takes_migration_19_with_its_owners_and_an_approver
 
     with fresh_schema() as admin:
         run = shop_cli(tmp_path / "home", capsys, monkeypatch)
-        urls = {kind: _as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
+        urls = {kind: as_user(admin, name) for kind, name in users.items()} | {"admin": admin}
 
         def cli(kind: str, *argv: str, **kw: str | None) -> tuple[int, str, str]:
             return run(*argv, "--store", urls[kind], **kw)

@@ -17,7 +17,7 @@ import psycopg
 from core.api.home import Home
 from core.ground.clock import FixedClock
 from core.stores.postgres.schema import ALL
-from core.stores.sqlite.checkpoint import STORE_FORMAT
+from core.stores.sqlite.files import STORE_FORMAT
 
 from pg import fresh_schema, restore_frozen
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from core.api.home import Home
 from core.ground.state import migrate
-from core.stores.sqlite.checkpoint import STORE_FORMAT
+from core.stores.sqlite.files import STORE_FORMAT
 
 from helpers import FROZEN_0_1_0, copy_frozen_home, run_process, store_at
 

@@ -20,8 +20,8 @@ from core.ground.clock import FixedClock
 from core.ground.data import load_task
 from core.ground.errors import CorruptCheckpoint
 from core.ground.state import SCHEMA_VERSION, Evidence, Message
-from core.stores.sqlite.checkpoint import STORE_FORMAT
 from core.stores.sqlite.database import FileMoved
+from core.stores.sqlite.files import STORE_FORMAT
 
 from helpers import busy_home_at, run_process, store_at
 

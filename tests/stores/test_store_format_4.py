@@ -13,7 +13,7 @@ from core.api.home import Home
 from core.ground.clock import FixedClock
 from core.ground.state import RunView
 from core.stores.common import entry_checksum
-from core.stores.sqlite.checkpoint import STORE_FORMAT
+from core.stores.sqlite.files import STORE_FORMAT
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "store_format_3"
 FRIDAY = "2026-10-09T17:00:00-04:00"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from core.api.views import Approver, approve_dialog
 from resolver_tui.screens.dialogs import ConfirmScreen
 from textual.widgets import Button
-from tui_helpers import make_app, open_key, screen_text, settle
+from tui_helpers import make_app, open_key, screen_text, settle, shop_home
 
 T65273 = "T-65273-agent-chat-small-1"
 TWIN = "T-90103-agent-chat-small-2"
@@ -103,9 +103,8 @@ async def test_the_shop_passphrase_dialog_keeps_the_digest_and_who_on_screen_at_
     """The same finding in a shop home: the focus is in the passphrase box, and the digest and
     who approves stay in sight above it."""
     from resolver_tui.screens.dialogs import PassphraseApproveScreen
-    from test_tui_passphrase import _shop
 
-    home = _shop(tmp_path)
+    home = shop_home(tmp_path)
     app = make_app(home, "team_lead", "Ana")
     async with app.run_test(size=(80, 24)) as pilot:
         await open_key(pilot, T65273, "a")

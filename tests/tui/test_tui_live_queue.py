@@ -5,28 +5,14 @@ is on a predicate of the app's state, with a deadline only as a guard."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 from core.api.home import Home
 from core.ground.clock import FixedClock
 from resolver_tui.screens.queue import LOST, RECONNECTED
-from tui_helpers import MONDAY, make_app, pane_text, screen_text, select, settle
+from tui_helpers import GUARD_S, MONDAY, make_app, pane_text, screen_text, select, settle, until
 
 from pg import fresh_schema
 
 RUN = "T-65273-agent-chat-small-1"
-GUARD_S = 30.0
-"""Seconds after which a wait fails (a guard against a hang, not a speed target: see
-benchmarks/bench_live.py for the delay)."""
-
-
-async def until(pilot, predicate: Callable[[], bool], what: str) -> None:
-    """Let the app run until ``predicate`` holds; fail after :data:`GUARD_S` saying ``what``."""
-    end = time.monotonic() + GUARD_S
-    while not predicate():
-        assert time.monotonic() < end, f"the app never showed {what}"
-        await pilot.pause(0.02)
 
 
 def _homes(tmp_path, url: str) -> tuple[Home, Home]:

@@ -8,29 +8,14 @@ from core.engine.approvers import Registry
 from core.ground.clock import SystemClock
 from resolver_tui.screens.dialogs import ConfirmScreen, PassphraseApproveScreen
 from textual.widgets import Input
-from tui_helpers import make_app, screen_text, settle, type_text
+from tui_helpers import make_app, screen_text, settle, shop_home, type_text
 
 T65273 = "T-65273-agent-chat-small-1"
 T97580 = "T-97580-agent-chat-small-1"
 
 
-def _shop(tmp_path) -> Home:
-    from core.api.homekind import init_home
-
-    root = tmp_path / "shop"
-    init_home(root, shop=True)
-    home = Home(root)
-    registry = Registry(root)
-    now = SystemClock().now()
-    registry.init("Grace", "grace-passphrase", now)
-    registry.add("Ana", "team_lead", "ana-passphrase", "grace-passphrase", now)
-    home.run("T-65273")
-    home.run("T-97580")
-    return home
-
-
 async def test_the_app_approves_with_a_passphrase_in_the_dialog(tmp_path):
-    home = _shop(tmp_path)
+    home = shop_home(tmp_path)
     app = make_app(home, "team_lead", "Ana")
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -74,7 +59,7 @@ async def test_the_app_forgets_an_unlocked_key_after_the_idle_time(tmp_path):
     approver's name."""
     from core.engine.signing import KeyHolder
 
-    home = _shop(tmp_path)
+    home = shop_home(tmp_path)
     app = make_app(home, "team_lead", "Ana")
     now = [1000.0]
     async with app.run_test(size=(120, 40)) as pilot:

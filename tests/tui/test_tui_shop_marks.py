@@ -7,8 +7,9 @@ once unlocked, the next key asks no passphrase."""
 from __future__ import annotations
 
 from resolver_tui.screens.dialogs import MarkScreen, PassphraseApproveScreen
-from test_tui_passphrase import T65273, _shop
-from tui_helpers import make_app, open_key, pane_text, screen_text, settle, type_text
+from tui_helpers import make_app, open_key, pane_text, screen_text, settle, shop_home, type_text
+
+from helpers import T65273_RUN as T65273
 
 
 def marks(home) -> list[tuple[str, str]]:
@@ -25,7 +26,7 @@ async def unlock(pilot, passphrase: str) -> None:
 
 
 async def test_c_asks_the_passphrase_then_claims_signed_and_a_wrong_one_writes_nothing(tmp_path):
-    home = _shop(tmp_path)
+    home = shop_home(tmp_path)
     app = make_app(home, "team_lead", "Ana")
     async with app.run_test(size=(120, 40)) as pilot:
         assert isinstance(await open_key(pilot, T65273, "c"), PassphraseApproveScreen)
@@ -49,7 +50,7 @@ async def test_c_asks_the_passphrase_then_claims_signed_and_a_wrong_one_writes_n
 
 
 async def test_o_and_z_ask_the_passphrase_then_open_their_dialog(tmp_path):
-    home = _shop(tmp_path)
+    home = shop_home(tmp_path)
     app = make_app(home, "team_lead", "Ana")
     async with app.run_test(size=(120, 40)) as pilot:
         assert isinstance(await open_key(pilot, T65273, "z"), PassphraseApproveScreen)
@@ -72,7 +73,7 @@ async def test_o_and_z_ask_the_passphrase_then_open_their_dialog(tmp_path):
 
 
 async def test_o_asks_the_passphrase_first_then_the_hand_over_dialog(tmp_path):
-    home = _shop(tmp_path)
+    home = shop_home(tmp_path)
     app = make_app(home, "team_lead", "Ana")
     async with app.run_test(size=(120, 40)) as pilot:
         assert isinstance(await open_key(pilot, T65273, "o"), PassphraseApproveScreen)

@@ -15,8 +15,7 @@ from __future__ import annotations
 from core.api.home import Home
 from core.ground.clock import FixedClock
 from resolver_tui.screens.dialogs import ConfirmScreen, MarkScreen
-from test_tui_live_queue import GUARD_S, until
-from tui_helpers import MONDAY, make_app, pane_text, select, settle, type_text
+from tui_helpers import GUARD_S, MONDAY, make_app, pane_text, select, settle, type_text, until
 
 from pg import fresh_schema
 

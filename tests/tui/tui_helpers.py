@@ -1,9 +1,12 @@
-"""Helpers of the app's Pilot and snapshot tests."""
+"""Helpers of the app's Pilot and snapshot tests: what two or more of ``tests/tui``'s modules share
+(a test module never imports another)."""
 
 from __future__ import annotations
 
 import html
 import re
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from core.api.home import Home
@@ -19,6 +22,7 @@ from helpers import FRIDAY, MONDAY
 
 __all__ = [
     "FRIDAY",
+    "GUARD_S",
     "MONDAY",
     "Terminal",
     "make_app",
@@ -28,13 +32,40 @@ __all__ = [
     "screen_text",
     "select",
     "settle",
+    "shop_home",
     "steady_cursors",
     "type_text",
+    "until",
 ]
+
+
+GUARD_S = 30.0
+"""Seconds after which a wait fails (a guard against a hang, not a speed target: see
+benchmarks/bench_live.py for the delay)."""
 
 
 def monday_home(root: Path) -> Home:
     return Home(root, clock=FixedClock(MONDAY))
+
+
+def shop_home(tmp_path: Path) -> Home:
+    """A shop home at ``tmp_path / "shop"`` on the real clock: registry Grace (owner,
+    ``grace-passphrase``) and Ana (team lead, ``ana-passphrase``); T-65273 and T-97580 run and
+    waiting."""
+    from core.api.homekind import init_home
+    from core.engine.approvers import Registry
+    from core.ground.clock import SystemClock
+
+    root = tmp_path / "shop"
+    init_home(root, shop=True)
+    home = Home(root)
+    registry = Registry(root)
+    now = SystemClock().now()
+    registry.init("Grace", "grace-passphrase", now)
+    registry.add("Ana", "team_lead", "ana-passphrase", "grace-passphrase", now)
+    home.run("T-65273")
+    home.run("T-97580")
+    return home
 
 
 def make_app(home: Home, role: str = "team_lead", name: str = "Tomás") -> ResolverApp:
@@ -94,6 +125,14 @@ async def select(pilot, run_id: str) -> None:
     await settle(pilot)
     assert queue.selected_id == run_id
     assert queue.detail is not None and queue.detail.run_id == run_id
+
+
+async def until(pilot, predicate: Callable[[], bool], what: str) -> None:
+    """Let the app run until ``predicate`` holds; fail after :data:`GUARD_S` saying ``what``."""
+    end = time.monotonic() + GUARD_S
+    while not predicate():
+        assert time.monotonic() < end, f"the app never showed {what}"
+        await pilot.pause(0.02)
 
 
 async def open_key(pilot, run_id: str, key: str):

@@ -6,7 +6,9 @@
 - :mod:`~core.stores.postgres.registry`: the approvers' rows, implementing :class:`core.contract.registry.ApproverRows`;
 - :mod:`~core.stores.postgres.parts`: the per-shop parts (seal, audit head, practice key, trainer's clock),
   implementing :class:`core.contract.store.ShopParts`;
-- :mod:`~core.stores.postgres.database`: the pool of connections and errors as sentences;
+- :mod:`~core.stores.postgres.pool`: the pool of connections and errors as sentences;
+- :mod:`~core.stores.postgres.database`: the one pool of a URL in a process, opened with the migrations
+  and the triggers' check;
 - :mod:`~core.stores.postgres.schema`: the versioned migrations.
 
 Every function takes ``url``, a libpq URL (``postgresql://user@host:5432/dbname``, or
@@ -156,7 +158,7 @@ def schema_version_of(url: str) -> int | None:
     _need_psycopg()
     import psycopg  # lazy: psycopg is optional
 
-    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line  # lazy: psycopg is optional
+    from core.stores.postgres.pool import CONNECT_TIMEOUT_S, describe, first_line  # lazy: psycopg is optional
     from core.stores.postgres.schema import no_schema, schema_version  # lazy: psycopg is optional
 
     label = describe(url)
@@ -221,7 +223,7 @@ def schema_lines(url: str) -> list[tuple[str, str]]:
         return [("FAIL", str(exc))]
     import psycopg  # lazy: psycopg is optional
 
-    from core.stores.postgres.database import CONNECT_TIMEOUT_S, describe, first_line  # lazy: psycopg is optional
+    from core.stores.postgres.pool import CONNECT_TIMEOUT_S, describe, first_line  # lazy: psycopg is optional
     from core.stores.postgres.schema import LATEST, no_schema, schema_version  # lazy: psycopg is optional
 
     label = describe(url)
@@ -277,13 +279,8 @@ def setup_roles(url: str, tables_role: str, users: dict[str, list[str]], mapping
     _need_psycopg()
     import psycopg  # lazy: psycopg is optional
 
-    from core.stores.postgres.database import (  # lazy: psycopg is optional
-        CONNECT_TIMEOUT_S,
-        database,
-        describe,
-        first_line,
-        forget,
-    )
+    from core.stores.postgres.database import database, forget  # lazy: psycopg is optional
+    from core.stores.postgres.pool import CONNECT_TIMEOUT_S, describe, first_line  # lazy: psycopg is optional
     from core.stores.postgres.roles import setup_roles as setup  # lazy: psycopg is optional
 
     database(url)  # made or upgraded to the latest migration

@@ -105,7 +105,7 @@ def _tip(row: Any) -> tuple[str, int]:
 def lock(conn: psycopg.Connection[Any]) -> psycopg.Cursor[Any]:
     """Take the lock on the audit's head and ask for the newest row, in the caller's transaction;
     returns the cursor to hand to :func:`append`. In pipeline mode
-    (:meth:`core.stores.postgres.database.Database.pipelined`) both statements are only queued,
+    (:meth:`core.stores.postgres.pool.Database.pipelined`) both statements are only queued,
     so a save sends them with its own and waits once. The newest row is read by a statement
     after the lock's, so under ``READ COMMITTED`` it sees every row committed before the lock
     was granted."""

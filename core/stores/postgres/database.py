@@ -3,9 +3,11 @@ or upgraded (:func:`core.stores.postgres.schema.migrate`), whether it separates 
 its triggers checked and made again where they may be (:mod:`core.stores.postgres.triggers`).
 
 This module stands above the pieces it calls: the pool and its sentences are
-:mod:`core.stores.postgres.pool` (re-exported here, where the store, the world and the registry's
-rows have always found them), the migrations :mod:`core.stores.postgres.schema`, the triggers'
-check :mod:`core.stores.postgres.triggers`; none of those imports this one.
+:mod:`core.stores.postgres.pool`, the migrations :mod:`core.stores.postgres.schema`, the triggers'
+check :mod:`core.stores.postgres.triggers`; none of those imports this one. It holds only the
+opening: every other name (:class:`~core.stores.postgres.pool.Database`, the timeouts, the
+sentences) is imported from :mod:`core.stores.postgres.pool`, the module that defines it, so a
+test that patches one patches the name the pool reads.
 """
 
 from __future__ import annotations
@@ -15,37 +17,11 @@ from typing import Any
 
 import psycopg
 
-from core.stores.postgres.pool import (
-    CONNECT_TIMEOUT_S,
-    LOCK_TIMEOUT_S,
-    PIPELINE,
-    POOL_SIZE,
-    Database,
-    QmarkConnection,
-    Row,
-    TriggerCheck,
-    describe,
-    first_line,
-    separated,
-)
+from core.stores.postgres.pool import Database
 from core.stores.postgres.schema import migrate
 from core.stores.postgres.triggers import repair_triggers, trigger_problems
 
-__all__ = [
-    "CONNECT_TIMEOUT_S",
-    "LOCK_TIMEOUT_S",
-    "PIPELINE",
-    "POOL_SIZE",
-    "Database",
-    "QmarkConnection",
-    "Row",
-    "TriggerCheck",
-    "database",
-    "describe",
-    "first_line",
-    "forget",
-    "separated",
-]
+__all__ = ["database", "forget"]
 
 
 class _Triggers:
@@ -61,6 +37,7 @@ class _Triggers:
 _TRIGGERS = _Triggers()
 
 _databases: dict[str, Database] = {}
+"""The pool of each URL opened in this process (:func:`database` makes, :func:`forget` closes)."""
 _databases_lock = threading.Lock()
 
 

@@ -230,7 +230,7 @@ class QueueListener:
     its user, which opened the store a moment before, reads as it did.
 
     Args:
-        url: the team store's libpq URL (:mod:`core.stores.postgres.database`).
+        url: the team store's libpq URL (:mod:`core.stores.postgres.pool`).
         wait: seconds each wait for a notification lasts before the thread checks whether it
             is asked to stop (default 0.2).
         retry: seconds between attempts to reconnect (default 1).
@@ -270,7 +270,7 @@ class QueueListener:
     def stop(self) -> None:
         """Ask the thread to stop and wait for it: at most :attr:`wait` seconds and a connection's
         close, or, while the server cannot be reached, the attempt under way (at most
-        :data:`~core.stores.postgres.database.CONNECT_TIMEOUT_S`)."""
+        :data:`~core.stores.postgres.pool.CONNECT_TIMEOUT_S`)."""
         self._stop.set()
         thread = self._thread
         if thread is not None and thread is not threading.current_thread():

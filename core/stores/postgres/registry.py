@@ -20,7 +20,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from core.stores.common import RegistryChange
-from core.stores.postgres.database import QmarkConnection, database
+from core.stores.postgres.database import database
+from core.stores.postgres.pool import QmarkConnection
 
 
 class PostgresApproverRows:

@@ -15,8 +15,9 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from core.stores.common import _HEADER_COLS, COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_columns, copy_order, refuse_used
-from core.stores.postgres.database import Database, database
+from core.stores.postgres.database import database
 from core.stores.postgres.listen import notify_reread, quiet
+from core.stores.postgres.pool import Database
 from core.stores.postgres.store import search_text
 from core.stores.postgres.world import build
 

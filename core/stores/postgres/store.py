@@ -18,7 +18,7 @@ model calls), made by the migrations of :mod:`core.stores.postgres.schema`. The 
   One round trip, all or nothing. A decision adds its audit row in the same transaction, still
   one round trip: ``BEGIN``, the header's statement, ``resolver_append`` (the audit row, written
   only when the header was) and ``COMMIT`` go in one pipeline
-  (:meth:`~core.stores.postgres.database.Database.pipelined`). When the rows stored are not the
+  (:meth:`~core.stores.postgres.pool.Database.pipelined`). When the rows stored are not the
   ones this object saw (a new row's key is taken), the statement fails with a unique violation
   and the save is done again in one transaction that deletes the run's rows and writes them all.
 - **One lock order.** Every write of a decision locks the run's row first (its compare-and-set)
@@ -81,8 +81,9 @@ from core.stores.common import (
     sort_order,
 )
 from core.stores.postgres import audit as auditchain
-from core.stores.postgres.database import Database, QmarkConnection, database
+from core.stores.postgres.database import database
 from core.stores.postgres.marks import PostgresMarks
+from core.stores.postgres.pool import Database, QmarkConnection
 from core.stores.postgres.schema import FOLD_AT
 
 if TYPE_CHECKING:
@@ -202,7 +203,7 @@ class PostgresStore(CheckpointRows, AuditReads, ModelCallJournal, PostgresMarks)
     docstring); the schema is made or upgraded when it is first opened in a process.
 
     Args:
-        url: a libpq URL (:mod:`core.stores.postgres.database`).
+        url: a libpq URL (:mod:`core.stores.postgres.pool`).
         clock: stamps ``updated_at`` at every save (default: real time); leases use the database's.
         summarize: gives the queue's columns of a state, called inside every save.
 

@@ -9,7 +9,7 @@ silently; so :func:`trigger_problems` compares what the database holds (``pg_tri
 ``pg_proc``) with what the migrations applied and the setup create (the statements themselves,
 read here, so there is one definition of each trigger), and names each one that differs.
 
-What follows from a problem (:class:`core.stores.postgres.database.Database`): the user who may
+What follows from a problem (:class:`core.stores.postgres.pool.Database`): the user who may
 (the tables' owner, an administrator) makes a missing or altered trigger again at the store's
 open, as the migration made it; for anyone else the store refuses every write with a sentence
 naming the trigger, while reads, ``doctor`` and ``audit verify`` still work, so one dropped
@@ -25,16 +25,13 @@ from typing import Any
 
 import psycopg
 
-from core.stores.postgres.guards import CREATE_TRIGGER, JOURNAL_TRIGGER, make_again, setup_triggers
+from core.stores.postgres.guards import CREATE_TRIGGER, make_again, setup_triggers
 from core.stores.postgres.schema import MIGRATIONS, applied
 
 __all__ = [
-    "JOURNAL_TRIGGER",
     "Trigger",
     "expected_triggers",
-    "make_again",
     "repair_triggers",
-    "setup_triggers",
     "trigger_problems",
 ]
 

@@ -31,7 +31,8 @@ from core.contract.world import WorldMissing
 from core.ground.clock import Clock
 from core.ground.data import Fault, load_world_data
 from core.ground.errors import ResolverError
-from core.stores.postgres.database import Database, QmarkConnection, database
+from core.stores.postgres.database import database
+from core.stores.postgres.pool import Database, QmarkConnection
 from core.stores.postgres.schema import WORLD_TABLES
 from core.stores.practice import PracticeWorld, world_rows
 

@@ -108,7 +108,8 @@ class SqliteBackend:
         return SqliteRows(Path(place), journal_key=journal_key)
 
     def store_version(self, place: Place) -> tuple[int | None, int]:
-        from core.stores.sqlite.rows import STORE_FORMAT, store_format  # lazy: only ``store copy`` and ``migrate`` ask
+        from core.stores.sqlite.files import STORE_FORMAT  # lazy: only ``store copy`` and ``migrate`` ask
+        from core.stores.sqlite.rows import store_format  # lazy: as above
 
         return store_format(Path(place)), STORE_FORMAT
 

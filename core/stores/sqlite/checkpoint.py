@@ -1,6 +1,6 @@
 """The checkpoint store: a run saved after every step, in rows proportional to what changed.
 
-``runs.sqlite`` in the home folder (store format :data:`STORE_FORMAT`, kept in SQLite's
+``runs.sqlite`` in the home folder (store format :data:`~core.stores.sqlite.files.STORE_FORMAT`, kept in SQLite's
 ``user_version``) holds:
 
 - ``runs``: one row per run. The **header** is the whole ``TaskState`` minus its append-only
@@ -113,7 +113,7 @@ from core.stores.common import (
     sort_order,
 )
 from core.stores.sqlite import audit as auditchain
-from core.stores.sqlite.database import BUSY_TIMEOUT_S, Counters, Database
+from core.stores.sqlite.database import Counters, Database
 from core.stores.sqlite.files import STORE_FORMAT, online_backup, scrub
 from core.stores.sqlite.marks import SqliteMarks, add_run_marks
 
@@ -123,12 +123,7 @@ if TYPE_CHECKING:  # pydantic, the model and sqlite-utils are imported where the
 
     from core.ground.state import RunView, TaskState
 
-__all__ = [
-    "BUSY_TIMEOUT_S",
-    "STORE_FORMAT",
-    "CheckpointStore",
-    "Counters",
-]
+__all__ = ["CheckpointStore"]
 
 _pick_always = operator.itemgetter(*_ALWAYS_ORDER)
 """The values of :data:`_ALWAYS_ORDER` from a save's column values (by name), in that order."""

@@ -22,7 +22,6 @@ from core.stores.common import COPY_BATCH, COPY_PARTS, Batch, check_batch, copy_
 from core.stores.sqlite.audit import ensure_columns
 from core.stores.sqlite.checkpoint import CheckpointStore
 from core.stores.sqlite.database import Database
-from core.stores.sqlite.files import STORE_FORMAT
 from core.stores.sqlite.registry import SqliteApproverRows
 from core.stores.sqlite.world import _database
 
@@ -174,4 +173,4 @@ def store_format(root: Path | str) -> int | None:
         raise ResolverError(f"The checkpoint store {path} cannot be read: {exc}.") from None
 
 
-__all__ = ["STORE_FORMAT", "SqliteRows", "store_format"]
+__all__ = ["SqliteRows", "store_format"]
