@@ -41,14 +41,16 @@ def room_of(module: str) -> str:
     return ".".join(parts[:2]) if parts[0] == "core" else parts[0]
 
 
-def _graph(rooms: bool = False) -> tuple[set[str], dict[str, set[str]]]:
-    """The files (module names) and, for each, the files it imports; with ``rooms``, the rooms
-    (:func:`room_of`) and the rooms each imports."""
+def _graph() -> tuple[set[str], dict[str, set[str]]]:
+    """The files (module names) and, for each, the files it imports (grimp's graph, built once)."""
     g = grimp.build_graph(*PACKAGES, cache_dir=None)
     files = set(g.modules)
     arrows = {m: {t for t in g.find_modules_directly_imported_by(m) if t in files and t != m} for m in files}
-    if not rooms:
-        return files, arrows
+    return files, arrows
+
+
+def _rooms(files: set[str], arrows: dict[str, set[str]]) -> tuple[set[str], dict[str, set[str]]]:
+    """The rooms (:func:`room_of`) of ``files`` and, for each, the rooms it imports."""
     drawn: dict[str, set[str]] = {room_of(m): set() for m in files}
     for m, targets in arrows.items():
         drawn[room_of(m)] |= {room_of(t) for t in targets} - {room_of(m)}
@@ -171,7 +173,8 @@ def figures(rooms: bool = False) -> dict[str, object]:
     of module names), ``deferred_imports`` and ``deferred_without_reason`` (``module:line``).
     With ``rooms`` the graph is drawn with the tree's folders as rooms (:func:`room_of`), and
     ``files`` counts the rooms."""
-    files, arrows = _graph(rooms)
+    every_file, every_arrow = _graph()
+    files, arrows = _rooms(every_file, every_arrow) if rooms else (every_file, every_arrow)
     found = circles(files, arrows)
     floor = floors(files, arrows, found)
     back = sorted(
@@ -180,7 +183,7 @@ def figures(rooms: bool = False) -> dict[str, object]:
         for t in ts
         if floor[t] > floor[f] or (floor[t] == floor[f] and any(f in c and t in c for c in found))
     )
-    total, unexplained = deferred_imports(_graph()[0])
+    total, unexplained = deferred_imports(every_file)
     return {
         "files": len(files),
         "arrows": sum(len(t) for t in arrows.values()),
