@@ -6,16 +6,29 @@ ever shown as a traceback.
 
 from __future__ import annotations
 
+import unicodedata
+
 
 class ResolverError(Exception):
     """Base of every expected error: its message is a complete sentence for a person."""
 
 
 class RunNotFound(ResolverError):
-    """No saved run with that ID."""
+    """No saved run with that ID. When the ID typed holds a space, a control or an invisible
+    character (an escape sequence, a zero-width space), which no run ID has, the sentence says
+    so and names it: printed, such a character is removed, and "No run T-90103-..." beside a run
+    of that very name would mislead."""
 
     def __init__(self, run_id: str) -> None:
-        super().__init__(f"No run {run_id}. Run `resolver runs` to see the saved runs.")
+        odd = next((ch for ch in run_id if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+        if odd is None:
+            said = f"No run {run_id}. Run `resolver runs` to see the saved runs."
+        else:
+            said = (
+                f"No run {run_id}: the ID typed holds an invisible or control character (U+{ord(odd):04X}), which no "
+                "run ID has; type it as plain text. Run `resolver runs` to see the saved runs."
+            )
+        super().__init__(said)
         self.run_id = run_id
 
 

@@ -106,7 +106,12 @@ def test_expected_errors_print_one_sentence_and_exit_1(cli):
     assert code == 1 and err.strip() == "No run T-00000-agent-chat-small-1. Run `resolver runs` to see the saved runs."
     code, _, err = cli("run", "T-99999")
     assert code == 1 and err.startswith("No ticket T-99999.") and "Traceback" not in err
+    # a new user's trial: an escape typed before a run's ID was removed when printed, so the
+    # sentence said "No run T-65273-agent-chat-small-1." beside that very run
     cli("run", "T-65273")
+    for typed, odd in ((f"\x1b[31m{T65273_RUN}", "U+001B"), (f"{T65273_RUN}\u200b", "U+200B")):
+        code, _, err = cli("show", typed)
+        assert code == 1 and f"invisible or control character ({odd})" in err and "type it as plain text" in err, err
     with sqlite3.connect(cli.home / "runs.sqlite") as conn:
         conn.execute("UPDATE runs SET state = '{broken'")
     code, out, err = cli("approve", T65273_RUN, "--as", "grace")
