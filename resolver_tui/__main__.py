@@ -11,6 +11,7 @@ from core.api.homekind import require_practice
 from core.engine import approver_config
 from core.ground.errors import ResolverError
 from core.ground.exitcodes import EXIT_USAGE, not_utf8
+from core.ground.safetext import not_plain_name
 
 MIN_REFRESH_S = 0.5
 """The shortest auto-refresh interval, seconds: each refresh reads the queue's page and counts,
@@ -93,7 +94,13 @@ def approver_at(home: Home, args: argparse.Namespace, ask=input) -> tuple[str, s
     Raises:
         ResolverError: as :func:`who`; ApprovalRefused (one sentence, with the nearest names):
             a name the registry does not hold, a revoked approver, a registry that does not verify.
+            ResolverError too for a ``--name`` that spans lines or holds a control or invisible
+            character, refused at the start as the command line refuses it (a new user's trial:
+            the app started as "X" and refused the name only at the first approval).
     """
+    refused = not_plain_name(args.name)
+    if refused:
+        raise ResolverError(refused)
     if home.kind == "shop" and args.name and not args.role and home.registry().exists():
         # --name says who; the registry says the role: nothing to ask or save (a new user's trial:
         # the first-start question came anyway, and its answer overwrote the config file)

@@ -431,12 +431,19 @@ def _reachable(where: HomeLocation) -> HomeLocation:
     Raises:
         BadArgument: the name is longer than the system allows (ENAMETOOLONG).
         ResolverError: the folder, or one above it, may not be searched or read by this user:
-            it belongs to another account (EACCES, EPERM).
+            it belongs to another account (EACCES, EPERM); the home, or a folder above it, is a
+            file (a new user's trial: a file given as the home was called "damaged", and "start
+            this one with resolver run", then "File exists").
     """
     try:
         where.path.stat()
     except FileNotFoundError:
         return where
+    except NotADirectoryError:
+        raise ResolverError(
+            f"The home {where.path} ({where.detail}) lies inside a file, not a folder; choose a folder with --home DIR. "
+            "Nothing was changed."
+        ) from None
     except OSError as exc:
         if exc.errno == errno.ENAMETOOLONG:
             raise BadArgument(
@@ -447,7 +454,12 @@ def _reachable(where: HomeLocation) -> HomeLocation:
             raise ResolverError(_unreadable(where.path)) from None
         if exc.errno != errno.ENOTDIR:
             raise ResolverError(f"Cannot look at the home folder {where.path}: {exc.strerror or exc}.") from None
-    if where.path.is_dir() and not os.access(where.path, os.R_OK | os.X_OK):
+    if not where.path.is_dir():
+        raise ResolverError(
+            f"The home {where.path} ({where.detail}) is a file, not a folder; choose a folder with --home DIR. "
+            "Nothing was changed."
+        )
+    if not os.access(where.path, os.R_OK | os.X_OK):
         raise ResolverError(_unreadable(where.path))
     return where
 

@@ -313,8 +313,8 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
         lines.append(
             _line(
                 "FAIL",
-                f"no home folder there; choose one with --home DIR or start one with `resolver run TASK` "
-                f"(the folder is made {HOME_MODE:04o}).",
+                f"no home folder there yet; choose one with --home DIR, or make it: `resolver-tui --demo` (the demo "
+                f"queue), `resolver init` or `resolver run TASK` (the folder is made {HOME_MODE:04o}).",
             )
         )
         lines += _dependency_lines(where.store.url is not None)

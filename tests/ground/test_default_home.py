@@ -116,6 +116,8 @@ def test_doctor_says_which_rule_picked_the_home(tmp_path, monkeypatch, capsys, n
     assert out[0] == f"Home: {_data_home(user_data_dir)} (the default: your data folder)"
     assert "is not the project's and has no ./work home" in out[1] and "the same from every folder" in out[1]
     assert not _data_home(user_data_dir).exists()
+    # a new user's trial: right after a tool install the advice named only `resolver run TASK`
+    assert any(line.startswith("FAIL  no home folder there yet") and "`resolver-tui --demo`" in line for line in out)
     monkeypatch.chdir(ROOT)
     main(["doctor"])
     out = capsys.readouterr().out.splitlines()

@@ -288,3 +288,18 @@ def test_name_in_a_shop_home_with_a_registry_asks_nothing_and_saves_nothing(tmp_
 
     assert approver_at(Home(root), parse_args(["--home", str(root), "--name", "bea"]), ask) == ("team_lead", "Bea")
     assert not config.exists()
+
+
+@pytest.mark.parametrize("name", ["\x1b[31mX", "Gr\u200bace", "Grace\nStatus: done"])
+@pytest.mark.parametrize("shop", [False, True])
+def test_a_name_the_decisions_would_refuse_is_refused_at_the_start(tmp_path, name, shop):
+    """A new user's trial: ``resolver-tui --name $'\\e[31mX'`` started, showed "approver: X" and
+    "Approving as: X", and refused the name only after ``y``; the command line refuses it at once."""
+    from core.ground.errors import ResolverError
+    from resolver_tui.__main__ import approver_at, parse_args
+
+    root = tmp_path / "h"
+    init_home(root, shop=shop)
+    args = parse_args(["--home", str(root), "--as", "team_lead", "--name", name])
+    with pytest.raises(ResolverError, match=r"type it as plain text|must be one line"):
+        approver_at(Home(root), args)
