@@ -28,7 +28,15 @@ from core.ground.clock import FileClock, SystemClock, iso
 from core.ground.errors import ResolverError
 from core.ground.masking import mask_text
 from core.ground.state import SCHEMA_VERSION
-from core.stores import folder_files, folder_journal_key, open_shop_parts, open_store, team_store_lines, trigger_lines
+from core.stores import (
+    folder_files,
+    folder_journal_key,
+    open_shop_parts,
+    open_store,
+    store_version,
+    team_store_lines,
+    trigger_lines,
+)
 from core.stores.common import journal_key, seal_verdict
 
 AUDIT_TRIGGERS = ("audit_no_update", "audit_no_delete")
@@ -288,6 +296,15 @@ def _team_store_lines(root: Path, kind: str, url: str) -> list[str]:
     return lines
 
 
+def _empty_team_store(url: str) -> bool:
+    """Whether the team store at ``url`` is reachable and has no resolver tables yet: doctor then
+    says so, never "cannot be read" beside its own "ok" line for the server (a new user's trial)."""
+    try:
+        return store_version(url)[0] == 0
+    except ResolverError:
+        return False
+
+
 def _team_kind(root: Path, url: str, usable: bool) -> str:
     """The kind of the folder ``root`` on the team store ``url`` (:func:`core.api.homekind.team_kind`),
     recording nothing; the folder's own kind (practice when it holds nothing) while the store is
@@ -325,11 +342,8 @@ def doctor_lines(where: HomeLocation) -> tuple[list[str], int]:
     try:
         kind = home_kind(root) if url is None else _team_kind(root, url, usable)
         if url is not None and not usable:  # the store keeps the kind: not read, so not said (a new user's trial)
-            lines.append(
-                _line(
-                    "warn", f"kind: not known (the team store cannot be read; this folder's own: {folder_kind(root) or 'none'})"
-                )
-            )
+            why = "the team store has no resolver tables yet" if _empty_team_store(url) else "the team store cannot be read"
+            lines.append(_line("warn", f"kind: not known ({why}; this folder's own: {folder_kind(root) or 'none'})"))
         else:
             kept = "" if url is None else " (recorded in the team store)"
             lines.append(_line("ok", f"kind: {kind}{kept}; checkpoints are read at schema version {SCHEMA_VERSION}"))

@@ -99,6 +99,15 @@ def test_doctor_on_an_unreachable_team_store_is_a_fail_line(tmp_path, capsys):
     assert "ok    kind:" not in out and "kind: not known (the team store cannot be read" in out
 
 
+def test_doctor_on_an_empty_team_store_says_it_has_no_tables_yet(tmp_path, capsys):
+    """A new user's trial: a reachable store with no resolver tables was "cannot be read" in the
+    kind's line, beside its own "ok" line for the server."""
+    with fresh_schema() as url:
+        (tmp_path / "h").mkdir(mode=0o700)
+        code, out, _ = _cli(capsys, "doctor", "--home", str(tmp_path / "h"), "--store", url)
+        assert "no resolver tables yet" in out and "cannot be read" not in out, out
+
+
 @pytest.mark.parametrize("argv", [("backup", "BK"), ("restore", "BK")])
 def test_backup_and_restore_of_a_team_store_home_say_what_to_use(url, tmp_path, capsys, argv):
     """A new user's finding: ``resolver backup`` on a team store said "Backed up … : ." over nothing."""
