@@ -406,6 +406,9 @@ def _plant(backend: str, home: Any, run_id: str) -> str:
         return "the row has no seal"
     import psycopg
 
+    from pg import require_superuser
+
+    require_superuser("writes a journal row naming another database user in written_by")
     with psycopg.connect(home.store_url, autocommit=True) as conn:
         conn.execute(
             "INSERT INTO approvers (name, role, public_key, added_at, signature, private_key, db_user) "
