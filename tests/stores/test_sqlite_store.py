@@ -19,11 +19,11 @@ from core.engine.runner import new_state
 from core.ground.clock import FixedClock
 from core.ground.data import load_task
 from core.ground.errors import CorruptCheckpoint
-from core.ground.state import SCHEMA_VERSION, Evidence, Message
+from core.ground.state import SCHEMA_VERSION, Message
 from core.stores.sqlite.database import FileMoved
 from core.stores.sqlite.files import STORE_FORMAT
 
-from helpers import busy_home_at, run_process, store_at
+from helpers import busy_home_at, run_process, store_at, tool_step
 
 FRIDAY = "2026-10-09T17:00:00-04:00"
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -36,17 +36,6 @@ def _entries(path: Path, run_id: str) -> list[tuple]:
         ).fetchall()
 
 
-def _tool_step(state, result: dict) -> None:
-    """One agent step as the runner writes it: the model's tool call, the evidence, the tool
-    message with the same JSON, and an event."""
-    state.step += 1
-    call = {"tool": "get_order", "args": {"order_id": state.order_id}}
-    state.messages.append(Message(role="assistant", step=state.step, content=json.dumps(call)))
-    state.evidence.append(Evidence(step=state.step, tool="get_order", args={"order_id": state.order_id}, result=result))
-    state.messages.append(Message(role="tool", step=state.step, content=json.dumps(result, ensure_ascii=False, default=str)))
-    state.log("tool_call", f"step {state.step}: get_order", step=state.step, tool="get_order")
-
-
 # -- saves proportional to what changed ------------------------------------------------------------
 
 
@@ -57,7 +46,7 @@ def test_a_step_appends_its_rows_and_rewrites_only_the_header(home):
     assert before == len(state.messages) + len(state.evidence) + len(state.events)
     conn = home.store.db.connection()
     changes = conn.total_changes
-    _tool_step(state, {"order_id": "LK-507862", "lines": ["x" * 5000]})
+    tool_step(state, {"order_id": "LK-507862", "lines": ["x" * 5000]})
     home.store.save(state)
     # the header row, then one row per new element: evidence, two messages, one event
     assert conn.total_changes - changes == 1 + 4
@@ -71,7 +60,7 @@ def test_a_step_appends_its_rows_and_rewrites_only_the_header(home):
 def test_a_tool_output_is_stored_once(home):
     state = home.run("T-65273")
     big = {"order_id": "LK-507862", "note": "é" + "y" * 50_000}
-    _tool_step(state, big)
+    tool_step(state, big)
     home.store.save(state)
     rows = _entries(home.store.path, state.run_id)
     evidence = rows[-4]
@@ -105,7 +94,7 @@ def test_rows_left_on_disk_that_this_object_never_saw_are_written_again(home):
             "INSERT INTO entries (run_id, n, list, seq, body) VALUES (?, ?, 'events', 99, '{}')",
             (state.run_id, len(_entries(home.store.path, state.run_id)) + 1),
         )
-    _tool_step(state, {"order_id": "x"})
+    tool_step(state, {"order_id": "x"})
     home.store.save(state)
     assert store_at(home.store.path).load(state.run_id).model_dump() == state.model_dump()
 
