@@ -4,6 +4,7 @@ demo queue built once per test session (each test gets its own copy)."""
 from __future__ import annotations
 
 import shutil
+import signal
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -20,6 +21,21 @@ from helpers import FRIDAY, MONDAY, run_process
 # The tests live in folders that mirror the wings of core; what modules of two folders share lives
 # in a helper module here in tests/ (helpers.py, pg.py, pg_roles.py), which pytest's import puts on
 # the path with this file's folder, and never in a test module (tests/test_suite_hygiene.py).
+
+
+@pytest.fixture(autouse=True)
+def ctrl_c_is_heard() -> None:
+    """Every test starts with Ctrl-C's signal heard, never ignored. A process started while
+    SIGINT is ignored inherits that, and Python then never turns SIGINT into KeyboardInterrupt:
+    the tests that stop a watcher or the stub server as Ctrl-C does (``send_signal(SIGINT)``)
+    waited 30 s for a process that would not stop. That happened when the suite ran as a
+    background job (which starts with SIGINT ignored) on two workers of four. A handler of our own
+    is not inherited: each child starts with the default, and installs Python's own."""
+    try:
+        if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: signals cannot be set from here
+        pass
 
 
 @pytest.fixture(autouse=True)
