@@ -1,12 +1,21 @@
 """Error types of the core. Each carries one sentence a person can act on.
 
 The CLI prints ``str(error)`` and exits 1; the app shows it in a notification. None of them is
-ever shown as a traceback.
+ever shown as a traceback. The rule of the characters no run ID holds (:func:`odd_character`)
+lives here too, at the bottom of the ground, since a sentence of this module needs it.
 """
 
 from __future__ import annotations
 
 import unicodedata
+
+
+def odd_character(text: str) -> str | None:
+    """The first character of ``text`` that no run ID holds: a space, a line break, a control or
+    an invisible formatting character (Unicode categories Cc, Cf, Zl, Zp); None when there is none.
+    The one rule for a new run's ID (:func:`core.ground.safetext.run_id_problem`) and for the
+    sentence of a run typed with one (:class:`RunNotFound`)."""
+    return next((ch for ch in text if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
 
 
 class ResolverError(Exception):
@@ -20,7 +29,7 @@ class RunNotFound(ResolverError):
     of that very name would mislead."""
 
     def __init__(self, run_id: str) -> None:
-        odd = next((ch for ch in run_id if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+        odd = odd_character(run_id)
         if odd is None:
             said = f"No run {run_id}. Run `resolver runs` to see the saved runs."
         else:

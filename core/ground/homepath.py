@@ -452,8 +452,7 @@ def _reachable(where: HomeLocation) -> HomeLocation:
             ) from None
         if exc.errno in (errno.EACCES, errno.EPERM):
             raise ResolverError(_unreadable(where.path)) from None
-        if exc.errno != errno.ENOTDIR:
-            raise ResolverError(f"Cannot look at the home folder {where.path}: {exc.strerror or exc}.") from None
+        raise ResolverError(f"Cannot look at the home folder {where.path}: {exc.strerror or exc}.") from None
     if not where.path.is_dir():
         raise ResolverError(
             f"The home {where.path} ({where.detail}) is a file, not a folder; choose a folder with --home DIR. "

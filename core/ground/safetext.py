@@ -13,6 +13,8 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, overload
 
+from core.ground.errors import odd_character
+
 __all__ = [
     "BLOCK_MARK",
     "CONTINUED_MARK",
@@ -144,7 +146,7 @@ def run_id_problem(run_id: str) -> str | None:
         return "A run ID cannot be empty: use one such as T-65273-crash-1."
     if len(run_id) > RUN_ID_MAX:
         return f"A run ID is at most {RUN_ID_MAX} characters; this one has {len(run_id)}."
-    odd = next((ch for ch in run_id if ch.isspace() or unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp")), None)
+    odd = odd_character(run_id)
     if odd is not None:
         return (
             f"A run ID is one word without spaces, line breaks or invisible characters; this one holds U+{ord(odd):04X}. "
