@@ -4,14 +4,13 @@ run", ``run`` said "File exists" and ``init`` called the file's home.json "damag
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from core.ground.errors import ResolverError
 from core.ground.homepath import locate_home
+
+from helpers import run_process
 
 COMMANDS = (["runs"], ["run", "T-65273"], ["init"], ["init", "--shop"], ["doctor"], ["show", "T-65273-agent-chat-small-1"])
 
@@ -33,15 +32,7 @@ def test_locate_home_says_the_home_is_a_file(tmp_path, below, monkeypatch):
 def test_every_command_says_so_in_one_sentence_and_leaves_the_file(tmp_path, argv):
     file = tmp_path / "homefile"
     file.write_text("hi\n", encoding="utf-8")
-    env = {**os.environ, "HOME": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "core", *argv, "--home", str(file)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        cwd=tmp_path,
-    )
+    done = run_process(file, *argv, env={"HOME": str(tmp_path)})
     assert done.returncode == 1, done.stderr
     assert done.stderr.strip() == (
         f"The home {file} (from --home) is a file, not a folder; choose a folder with --home DIR. Nothing was changed."
